@@ -1,0 +1,57 @@
+// Package testkernels locates the real Debian kernels that end-to-end tests
+// boot. scripts/fetch-kernels downloads them through apt; tests never download.
+//
+// When a kernel is missing a test is skipped, unless LPMBISECT_REQUIRE_VM=1
+// (set by .ci/run), in which case it fails: CI must never pass by skipping the
+// tests that boot real kernels.
+package testkernels
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Debian cloud kernel packages used by the tests.
+const (
+	// Debian61 has virtio_pci and virtio_console as modules (uncompressed .ko).
+	Debian61 = "linux-image-6.1.0-57-cloud-amd64-unsigned"
+	// Debian612 has virtio built in; its modules are xz-compressed.
+	Debian612 = "linux-image-6.12.117+deb12-cloud-amd64-unsigned"
+)
+
+// Release strings of the kernels above, as uname -r prints them.
+const (
+	Release61  = "6.1.0-57-cloud-amd64"
+	Release612 = "6.12.117+deb12-cloud-amd64"
+)
+
+// Dir is where fetched kernels live: $LPMBISECT_KERNELS or <repo>/.kernels.
+func Dir() string {
+	if d := os.Getenv("LPMBISECT_KERNELS"); d != "" {
+		return d
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", ".kernels")
+}
+
+// Deb returns the path of the .deb for package pkg, or skips (fails under
+// LPMBISECT_REQUIRE_VM=1) when it has not been fetched.
+func Deb(tb testing.TB, pkg string) string {
+	tb.Helper()
+	matches, _ := filepath.Glob(filepath.Join(Dir(), pkg+"_*.deb"))
+	if len(matches) == 0 {
+		Unavailable(tb, "kernel package %s not in %s (run scripts/fetch-kernels)", pkg, Dir())
+	}
+	return matches[0]
+}
+
+// Unavailable skips the test, or fails it when LPMBISECT_REQUIRE_VM=1.
+func Unavailable(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if os.Getenv("LPMBISECT_REQUIRE_VM") == "1" {
+		tb.Fatalf(format, args...)
+	}
+	tb.Skipf(format, args...)
+}

@@ -1,0 +1,247 @@
+// Package wire is the protocol between the guest program and the host: Go
+// benchmark format (golang.org/x/perf/benchfmt) lines, a few lpmbisect notes
+// written as benchfmt configuration lines, and a trailer that proves the
+// stream is complete.
+//
+// A stream looks like this:
+//
+//	kernel: 6.12.117+deb12-cloud-amd64
+//	accel: tcg
+//	channel: virtio
+//	BenchmarkLPMTrie/op=lookup/keys=random/entries=10000 200000 519.3 ns/op
+//	lpmbisect-unsupported: BenchmarkLPMTrie/op=free needs fentry (Linux 5.5)
+//	lpmbisect-end: records=1 sha256=3f5c…
+//
+// The trailer carries the number of result lines and the SHA-256 of every byte
+// written before the trailer line. QEMU exits 0 when the guest panics (with
+// panic=-1 -no-reboot), so only a valid trailer tells the host that a boot
+// delivered everything it meant to.
+//
+// The notes are valid benchfmt configuration lines, so a raw capture of the
+// wire still parses with plain benchstat; Decode removes them from the
+// results' configuration.
+package wire
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// PortName is the name of the virtio-serial port that carries results. The
+// guest finds it under /sys/class/virtio-ports/*/name.
+const PortName = "lpmbisect.results"
+
+// Configuration keys written by the guest before the results.
+const (
+	KeyKernel  = "kernel"  // uname -r of the guest kernel
+	KeyAccel   = "accel"   // kvm, tcg or icount, as told by the host
+	KeyCPU     = "cpu"     // model name from /proc/cpuinfo
+	KeyChannel = "channel" // virtio or serial: how results travel
+)
+
+// Note keys: lpmbisect messages carried as configuration lines.
+const (
+	// KeyUnsupported names a benchmark the kernel cannot run and what it lacks.
+	KeyUnsupported = "lpmbisect-unsupported"
+	// KeyFailed names a benchmark that failed, with the error.
+	KeyFailed = "lpmbisect-failed"
+	// KeyInfo is free-form information for the run log (modules loaded, …).
+	KeyInfo = "lpmbisect-info"
+	// KeyEnd is the trailer: records=N sha256=HEX.
+	KeyEnd = "lpmbisect-end"
+)
+
+const notePrefix = "lpmbisect-"
+
+// Writer writes a stream. It is used by the guest; it is not safe for
+// concurrent use (the guest keeps exactly one writer on the port).
+type Writer struct {
+	out     io.Writer
+	sum     hash.Hash
+	bench   *benchfmt.Writer
+	records int
+	ended   bool
+}
+
+// NewWriter returns a Writer that writes to w.
+func NewWriter(w io.Writer) *Writer {
+	sum := sha256.New()
+	out := io.MultiWriter(w, sum)
+	return &Writer{out: w, sum: sum, bench: benchfmt.NewWriter(out)}
+}
+
+// Result writes one benchmark result, preceded by any configuration lines
+// that changed since the previous result. Every configuration key of r is
+// written (benchfmt only writes keys marked File, which SetConfig does not
+// set). r.Name is the name without its "Benchmark" prefix, as benchfmt keeps
+// it; a name given with the prefix is accepted too.
+func (w *Writer) Result(r *benchfmt.Result) error {
+	for i := range r.Config {
+		r.Config[i].File = true
+	}
+	r.Name = bytes.TrimPrefix(r.Name, []byte("Benchmark"))
+	if err := w.bench.Write(r); err != nil {
+		return fmt.Errorf("write result %s: %w", r.Name, err)
+	}
+	w.records++
+	return nil
+}
+
+// Note writes an lpmbisect note. key must be one of the Key* note constants.
+// Newlines in text are replaced so a note is always one line.
+func (w *Writer) Note(key, text string) error {
+	if !strings.HasPrefix(key, notePrefix) || key == KeyEnd {
+		return fmt.Errorf("write note: %q is not a note key", key)
+	}
+	text = strings.NewReplacer("\n", " ", "\r", " ").Replace(text)
+	line := key + ": " + text + "\n"
+	if _, err := io.MultiWriter(w.out, w.sum).Write([]byte(line)); err != nil {
+		return fmt.Errorf("write note: %w", err)
+	}
+	return nil
+}
+
+// End writes the trailer. Nothing may be written after it.
+func (w *Writer) End() error {
+	if w.ended {
+		return fmt.Errorf("write trailer: already written")
+	}
+	w.ended = true
+	line := fmt.Sprintf("%s: records=%d sha256=%s\n", KeyEnd, w.records, hex.EncodeToString(w.sum.Sum(nil)))
+	if _, err := io.WriteString(w.out, line); err != nil {
+		return fmt.Errorf("write trailer: %w", err)
+	}
+	return nil
+}
+
+// Records returns the number of results written so far.
+func (w *Writer) Records() int { return w.records }
+
+// Note is an lpmbisect note found in a stream.
+type Note struct {
+	Key, Text string
+}
+
+// Stream is what Decode found in the bytes a guest sent.
+type Stream struct {
+	// Results are the parsed benchmark results, in order, with lpmbisect
+	// notes removed from their configuration.
+	Results []*benchfmt.Result
+	// Notes are the lpmbisect notes (not including the trailer).
+	Notes []Note
+	// Config holds the last value of each configuration key seen.
+	Config map[string]string
+	// Complete is true when a trailer was found whose record count and
+	// checksum match what came before it.
+	Complete bool
+	// Problem says why the stream is not complete ("no trailer", …).
+	Problem string
+	// SyntaxErrors counts lines that are neither results nor configuration.
+	SyntaxErrors int
+}
+
+// Decode parses a stream. It never fails on malformed input: what is wrong is
+// reported in Stream.Problem and Stream.SyntaxErrors. Carriage returns (from
+// a serial line in cooked mode) are ignored.
+func Decode(data []byte) *Stream {
+	s := &Stream{Config: map[string]string{}}
+	sum := sha256.New()
+	var body bytes.Buffer // lines for benchfmt: everything but notes
+	var records int
+	trailer := ""
+	rest := data
+	for len(rest) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i+1], rest[i+1:]
+		} else {
+			line, rest = rest, nil // unterminated final line
+		}
+		clean := bytes.TrimRight(bytes.ReplaceAll(line, []byte("\r"), nil), "\n")
+		if trailer == "" && bytes.HasPrefix(clean, []byte(KeyEnd+":")) {
+			trailer = string(clean)
+			break
+		}
+		sum.Write(bytes.ReplaceAll(line, []byte("\r"), nil))
+		if bytes.HasPrefix(clean, []byte(notePrefix)) {
+			if k, v, ok := strings.Cut(string(clean), ":"); ok {
+				s.Notes = append(s.Notes, Note{Key: k, Text: strings.TrimSpace(v)})
+				continue
+			}
+		}
+		if bytes.HasPrefix(clean, []byte("Benchmark")) {
+			records++
+		}
+		body.Write(clean)
+		body.WriteByte('\n')
+	}
+	r := benchfmt.NewReader(&body, "guest")
+	for r.Scan() {
+		switch rec := r.Result().(type) {
+		case *benchfmt.Result:
+			res := rec.Clone()
+			s.Results = append(s.Results, res)
+			for _, c := range res.Config {
+				s.Config[c.Key] = string(c.Value)
+			}
+		case *benchfmt.SyntaxError:
+			s.SyntaxErrors++
+		}
+	}
+	switch {
+	case trailer == "":
+		s.Problem = "no trailer (the guest stopped before it finished)"
+	default:
+		want, ok := parseTrailer(trailer)
+		got := hex.EncodeToString(sum.Sum(nil))
+		switch {
+		case !ok:
+			s.Problem = "malformed trailer " + strconv.Quote(trailer)
+		case want.records != records || want.records != len(s.Results):
+			s.Problem = fmt.Sprintf("trailer counts %d records, stream has %d", want.records, len(s.Results))
+		case want.sha256 != got:
+			s.Problem = "trailer checksum does not match the stream (corrupted in transit)"
+		default:
+			s.Complete = true
+		}
+	}
+	return s
+}
+
+type trailerFields struct {
+	records int
+	sha256  string
+}
+
+func parseTrailer(line string) (trailerFields, bool) {
+	var t trailerFields
+	_, v, _ := strings.Cut(line, ":")
+	seen := 0
+	for _, f := range strings.Fields(v) {
+		k, val, ok := strings.Cut(f, "=")
+		if !ok {
+			return t, false
+		}
+		switch k {
+		case "records":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 0 {
+				return t, false
+			}
+			t.records = n
+			seen++
+		case "sha256":
+			t.sha256 = val
+			seen++
+		}
+	}
+	return t, seen == 2
+}

@@ -1,0 +1,89 @@
+package wire
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+func writeStream(t *testing.T, results int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for i := 0; i < results; i++ {
+		r := &benchfmt.Result{Name: []byte("BenchmarkLPMTrie/op=lookup/keys=random/entries=10000"), Iters: 200000,
+			Values: []benchfmt.Value{{Value: 500 + float64(i), Unit: "ns/op"}}}
+		r.SetConfig(KeyKernel, "6.12.117+deb12-cloud-amd64")
+		if err := w.Result(r); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := w.Note(KeyUnsupported, "BenchmarkLPMTrie/op=free needs fentry\n(Linux 5.5)"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestDecodeComplete(t *testing.T) {
+	s := Decode(writeStream(t, 3))
+	if !s.Complete {
+		t.Fatalf("Decode(stream).Complete = false (%s); want true", s.Problem)
+	}
+	if len(s.Results) != 3 {
+		t.Fatalf("Decode(stream) found %d results; want 3", len(s.Results))
+	}
+	if got := s.Results[2].GetConfig(KeyUnsupported); got != "" {
+		t.Errorf("result config has note %q; want notes removed from config", got)
+	}
+	if got := s.Results[2].GetConfig(KeyKernel); got != "6.12.117+deb12-cloud-amd64" {
+		t.Errorf("result kernel = %q; want 6.12.117+deb12-cloud-amd64", got)
+	}
+	if len(s.Notes) != 1 || s.Notes[0].Key != KeyUnsupported || strings.Contains(s.Notes[0].Text, "\n") {
+		t.Errorf("Notes = %+v; want one single-line unsupported note", s.Notes)
+	}
+}
+
+func TestDecodeCarriageReturns(t *testing.T) {
+	data := bytes.ReplaceAll(writeStream(t, 2), []byte("\n"), []byte("\r\n"))
+	if s := Decode(data); !s.Complete {
+		t.Fatalf("Decode(CRLF stream).Complete = false (%s); want true", s.Problem)
+	}
+}
+
+func TestDecodeIncomplete(t *testing.T) {
+	full := writeStream(t, 3)
+	end := bytes.Index(full, []byte(KeyEnd))
+	cases := map[string][]byte{
+		"empty":      nil,
+		"no trailer": full[:end],
+		"cut inside": full[:end/2],
+		"tampered":   bytes.Replace(full, []byte("502"), []byte("102"), 1),
+		"bad count":  bytes.Replace(full, []byte("records=3"), []byte("records=4"), 1),
+		"garbage":    []byte("\x00\xff\x13garbage\nBenchmarkX 1 x\n"),
+	}
+	for name, data := range cases {
+		if s := Decode(data); s.Complete || s.Problem == "" {
+			t.Errorf("Decode(%s) = complete %v, problem %q; want incomplete with a problem", name, s.Complete, s.Problem)
+		}
+	}
+	// Results before a cut are still returned: completed samples are kept.
+	if s := Decode(full[:end]); len(s.Results) != 3 {
+		t.Errorf("Decode(no trailer) kept %d results; want 3", len(s.Results))
+	}
+}
+
+func TestNoteRejectsNonNoteKeys(t *testing.T) {
+	w := NewWriter(new(bytes.Buffer))
+	for _, k := range []string{KeyKernel, KeyEnd, "other"} {
+		if err := w.Note(k, "x"); err == nil {
+			t.Errorf("Note(%q) = nil; want error", k)
+		}
+	}
+}
