@@ -1,0 +1,446 @@
+// Package compare compares benchmark results from two kernels, A and B, with
+// the statistics of benchstat (golang.org/x/perf/benchmath), using the boot as
+// the statistical unit.
+//
+// # Why the boot is the unit
+//
+// Samples taken in one boot share the kernel's memory layout, KASLR offsets,
+// the placement of the map in memory and the state of the host around that
+// VM. They are not independent: five samples from one boot say much less than
+// five boots. A test that counts samples as units declares a difference as
+// soon as one boot happened to land on a lucky layout and delivered many
+// samples. Build therefore reduces every boot to one number, the median of its
+// samples, and runs the statistics on those per-boot medians. The price is
+// that the number of units is the number of boots, which are expensive.
+//
+// # Why medians
+//
+// Build uses benchmath.AssumeNothing: the centre is the median and the
+// comparison is the Mann-Whitney U test, which assume no distribution.
+// Benchmarks in a VM have outliers (a host interrupt, a TCG translation-block
+// flush) that drag a mean; a median ignores them. The per-boot summary is a
+// median for the same reason.
+//
+// # How many boots
+//
+// The U test is exact and discrete: with α = 0.05 and fewer than 4 boots per
+// side, no p-value can fall below α, whatever the data. A distribution-free
+// 95 % confidence interval for a median needs at least 6 values; with fewer,
+// its bounds are infinite. Rows say so in their notes instead of printing a
+// silent "~" or "±∞". benchstat's own advice is 10 to 20 runs per side.
+//
+// The spread of samples within a boot (Summary.WithinBoot) is kept next to
+// the between-boot interval: when the interval is much wider than the
+// within-boot spread, more samples per boot will not help, only more boots.
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+)
+
+// Configuration keys that Build reads from each result. The host writes them
+// as benchfmt configuration lines before the results of a boot.
+const (
+	KeySide   = "side"   // "A" or "B"
+	KeyKernel = "kernel" // kernel release of that side, used as its label
+	KeyBoot   = "boot"   // boot number within the run, unique per side
+)
+
+// Side names, the values of KeySide.
+const (
+	SideA = "A"
+	SideB = "B"
+)
+
+// Options controls the statistics. The zero value means the defaults.
+type Options struct {
+	// Alpha is the significance level of the U test: a row is significant
+	// when p <= Alpha. 0 means 0.05.
+	Alpha float64
+	// Confidence is the level of the confidence interval of each side's
+	// centre. 0 means 0.95.
+	Confidence float64
+}
+
+const (
+	defaultAlpha      = 0.05
+	defaultConfidence = 0.95
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Alpha == 0 {
+		o.Alpha = defaultAlpha
+	}
+	if o.Confidence == 0 {
+		o.Confidence = defaultConfidence
+	}
+	if !(o.Alpha > 0 && o.Alpha < 1) {
+		return o, fmt.Errorf("alpha %v is not between 0 and 1", o.Alpha)
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		return o, fmt.Errorf("confidence %v is not between 0 and 1", o.Confidence)
+	}
+	return o, nil
+}
+
+// Report is the comparison of side A with side B.
+type Report struct {
+	A, B SideInfo
+	// Alpha and Confidence are the levels the rows were computed with.
+	Alpha, Confidence float64
+	// Rows holds one row per benchmark and unit, in the order in which they
+	// first appear in the input.
+	Rows []Row
+}
+
+// SideInfo describes one side of the comparison.
+type SideInfo struct {
+	Name   string // SideA or SideB
+	Kernel string // value of the kernel key; empty if the results have none
+}
+
+// Label returns the side's name with its kernel, e.g. "A: 6.1.0-57-cloud-amd64".
+func (s SideInfo) Label() string {
+	if s.Kernel == "" {
+		return s.Name
+	}
+	return s.Name + ": " + s.Kernel
+}
+
+// Row compares one benchmark in one unit.
+type Row struct {
+	// Benchmark is the full benchmark name without the "Benchmark" prefix,
+	// as benchfmt stores it.
+	Benchmark string
+	// Unit is the unit as benchfmt stores it: the Reader tidies units, so
+	// "ns/op" in a file becomes "sec/op" here, with the values scaled.
+	Unit string
+	// A and B summarise each side. A side without results for this
+	// benchmark has Boots == 0.
+	A, B Summary
+	// DeltaPct is the change of B's centre relative to A's, in percent
+	// (negative: B is smaller). It is 0 when a side is missing or A's centre
+	// is 0.
+	DeltaPct float64
+	// P is the p-value of the Mann-Whitney U test on the per-boot medians.
+	// It is 1 when the sides were not compared.
+	P float64
+	// Significant reports P <= Alpha. It says nothing about the size of the
+	// change.
+	Significant bool
+	// Notes explain what limits this row: too few boots, a missing side,
+	// all values equal. Empty when nothing does.
+	Notes []string
+}
+
+// Compared reports whether both sides have results, that is whether P and
+// DeltaPct mean anything.
+func (r Row) Compared() bool { return r.A.Boots > 0 && r.B.Boots > 0 }
+
+// Summary describes one side of one row.
+type Summary struct {
+	// Center is the median of the per-boot medians. Lo and Hi bound its
+	// confidence interval; they are -Inf and +Inf when there are too few
+	// boots for the confidence level.
+	Center, Lo, Hi float64
+	// Boots is the number of boots (statistical units); Samples the number
+	// of samples over all boots.
+	Boots, Samples int
+	// WithinBoot is the median over boots of each boot's relative range
+	// (max-min)/median, as a fraction (0.004 is 0.4 %). Boots with a single
+	// sample have no range and are left out; it is 0 if no boot has two
+	// samples.
+	WithinBoot float64
+	// PerBoot lists the boots in the order they first appear in the input.
+	PerBoot []Boot
+}
+
+// Boot summarises the samples of one boot.
+type Boot struct {
+	ID      string  // value of the boot key
+	Median  float64 // median of the boot's samples: the unit of the statistics
+	Samples int
+	// Spread is the boot's relative range (max-min)/median; 0 with a single
+	// sample or a median of 0.
+	Spread float64
+}
+
+// CIPct returns the larger distance from the centre to a bound of the
+// confidence interval, in percent of the centre. It is +Inf when the interval
+// is unbounded and NaN when the centre is 0 or the interval spans zero.
+func (s Summary) CIPct() float64 {
+	if math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) {
+		return math.Inf(1)
+	}
+	if s.Center == 0 || math.Signbit(s.Lo) != math.Signbit(s.Center) || math.Signbit(s.Hi) != math.Signbit(s.Center) {
+		return math.NaN()
+	}
+	return 100 * math.Max(s.Hi/s.Center-1, 1-s.Lo/s.Center)
+}
+
+// key identifies a row.
+type key struct{ bench, unit string }
+
+// group collects the samples of one row on one side, boot by boot.
+type group struct {
+	boots   []string             // boot IDs in order of first appearance
+	samples map[string][]float64 // by boot ID
+}
+
+func (g *group) add(boot string, v float64) {
+	if g.samples == nil {
+		g.samples = make(map[string][]float64)
+	}
+	if _, ok := g.samples[boot]; !ok {
+		g.boots = append(g.boots, boot)
+	}
+	g.samples[boot] = append(g.samples[boot], v)
+}
+
+// Build compares the results of side A with those of side B. Each result must
+// carry the side and boot configuration keys; every value of a result is used,
+// grouped by benchmark name and unit, so units are never mixed.
+//
+// Build returns an error when the input cannot be compared at all: no
+// results, a result without side or boot, a side with no results, or one side
+// labelled with two kernels. A benchmark found on one side only gets a row
+// with a note.
+func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	if len(results) == 0 {
+		return nil, errors.New("compare: no results")
+	}
+	rep := &Report{
+		A:          SideInfo{Name: SideA},
+		B:          SideInfo{Name: SideB},
+		Alpha:      opts.Alpha,
+		Confidence: opts.Confidence,
+	}
+	var order []key
+	groups := map[key]*[2]group{}
+	var seen [2]bool
+	for _, res := range results {
+		side, err := sideOf(res)
+		if err != nil {
+			return nil, err
+		}
+		info := &rep.A
+		if side == 1 {
+			info = &rep.B
+		}
+		if k := res.GetConfig(KeyKernel); k != "" {
+			if info.Kernel != "" && info.Kernel != k {
+				return nil, fmt.Errorf("compare: %s: side %s has results from kernels %s and %s (write each kernel's results as its own side)",
+					pos(res), info.Name, info.Kernel, k)
+			}
+			info.Kernel = k
+		}
+		boot := res.GetConfig(KeyBoot)
+		if boot == "" {
+			return nil, fmt.Errorf("compare: %s: result has no %q key (samples must be grouped by boot; write a %q line before each boot's results)",
+				pos(res), KeyBoot, KeyBoot+": N")
+		}
+		seen[side] = true
+		for _, v := range res.Values {
+			k := key{res.Name.String(), v.Unit}
+			g, ok := groups[k]
+			if !ok {
+				g = new([2]group)
+				groups[k] = g
+				order = append(order, k)
+			}
+			g[side].add(boot, v.Value)
+		}
+	}
+	for i, info := range []SideInfo{rep.A, rep.B} {
+		if !seen[i] {
+			return nil, fmt.Errorf("compare: no results for side %s (each result needs %q set to %s or %s)",
+				info.Name, KeySide, SideA, SideB)
+		}
+	}
+	for _, k := range order {
+		rep.Rows = append(rep.Rows, buildRow(k, groups[k], rep, opts))
+	}
+	return rep, nil
+}
+
+func sideOf(res *benchfmt.Result) (int, error) {
+	switch s := res.GetConfig(KeySide); s {
+	case SideA:
+		return 0, nil
+	case SideB:
+		return 1, nil
+	case "":
+		return 0, fmt.Errorf("compare: %s: result has no %q key (want %s or %s)", pos(res), KeySide, SideA, SideB)
+	default:
+		return 0, fmt.Errorf("compare: %s: %s is %q (want %s or %s)", pos(res), KeySide, s, SideA, SideB)
+	}
+}
+
+// pos names a result in error messages: file:line when it was read from a
+// file, its benchmark name otherwise.
+func pos(res *benchfmt.Result) string {
+	if file, line := res.Pos(); file != "" {
+		return fmt.Sprintf("%s:%d", file, line)
+	}
+	return "Benchmark" + res.Name.String()
+}
+
+func buildRow(k key, g *[2]group, rep *Report, opts Options) Row {
+	thr := benchmath.Thresholds{CompareAlpha: opts.Alpha}
+	row := Row{Benchmark: k.bench, Unit: k.unit, P: 1}
+	var samples [2]*benchmath.Sample
+	for i, sum := range []*Summary{&row.A, &row.B} {
+		if len(g[i].boots) == 0 {
+			continue
+		}
+		*sum, samples[i] = summarise(&g[i], &thr, opts.Confidence)
+		if math.IsInf(sum.Lo, 0) || math.IsInf(sum.Hi, 0) {
+			row.addNote(ciNote(opts.Confidence))
+		}
+	}
+	switch {
+	case samples[0] == nil:
+		row.addNote(fmt.Sprintf("only on side %s: not compared", rep.B.Label()))
+		return row
+	case samples[1] == nil:
+		row.addNote(fmt.Sprintf("only on side %s: not compared", rep.A.Label()))
+		return row
+	}
+	if row.A.Center != 0 {
+		row.DeltaPct = 100 * (row.B.Center/row.A.Center - 1)
+	}
+	cmp := benchmath.AssumeNothing.Compare(samples[0], samples[1])
+	row.P = cmp.P
+	row.Significant = cmp.P <= opts.Alpha
+	if !canBeSignificant(row.A.Boots, row.B.Boots, opts.Alpha) {
+		// benchmath warns about this too, in terms of samples; say it in
+		// boots, which is what the user has to add.
+		row.addNote(significanceNote(opts.Alpha))
+	} else {
+		for _, w := range cmp.Warnings {
+			row.addNote(w.Error())
+		}
+	}
+	return row
+}
+
+func (r *Row) addNote(note string) {
+	if !slices.Contains(r.Notes, note) {
+		r.Notes = append(r.Notes, note)
+	}
+}
+
+// summarise reduces each boot to the median of its samples and summarises
+// the per-boot medians. It also returns them as a benchmath.Sample.
+func summarise(g *group, thr *benchmath.Thresholds, confidence float64) (Summary, *benchmath.Sample) {
+	var sum Summary
+	medians := make([]float64, 0, len(g.boots))
+	var spreads []float64
+	for _, id := range g.boots {
+		vs := g.samples[id]
+		b := Boot{ID: id, Median: median(vs), Samples: len(vs)}
+		if len(vs) > 1 && b.Median != 0 {
+			b.Spread = (slices.Max(vs) - slices.Min(vs)) / math.Abs(b.Median)
+			spreads = append(spreads, b.Spread)
+		}
+		sum.PerBoot = append(sum.PerBoot, b)
+		sum.Samples += len(vs)
+		medians = append(medians, b.Median)
+	}
+	sum.Boots = len(medians)
+	if len(spreads) > 0 {
+		sum.WithinBoot = median(spreads)
+	}
+	s := benchmath.NewSample(medians, thr) // sorts medians in place; PerBoot keeps the order
+	bs := benchmath.AssumeNothing.Summary(s, confidence)
+	sum.Center, sum.Lo, sum.Hi = bs.Center, bs.Lo, bs.Hi
+	return sum, s
+}
+
+// median returns the median of vs without modifying it; vs is not empty.
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// maxBoots bounds the searches below; benchmath gives up at 50 too.
+const maxBoots = 50
+
+// canBeSignificant reports whether the U test on n1 and n2 boots can reach
+// p <= alpha at all: it can if two perfectly separated samples of those sizes
+// do. The U test is discrete, and for few boots its smallest p is large.
+func canBeSignificant(n1, n2 int, alpha float64) bool {
+	if n1 == 0 || n2 == 0 {
+		return false
+	}
+	lo := make([]float64, n1)
+	hi := make([]float64, n2)
+	for i := range lo {
+		lo[i] = float64(i)
+	}
+	for i := range hi {
+		hi[i] = float64(n1 + i)
+	}
+	thr := benchmath.Thresholds{CompareAlpha: alpha}
+	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(lo, &thr), benchmath.NewSample(hi, &thr))
+	return cmp.P <= alpha
+}
+
+// MinBootsForSignificance returns the smallest number of boots per side with
+// which the U test can report a difference at level alpha (4 for 0.05, 5 for
+// 0.01), or 0 if more than 50 are needed.
+func MinBootsForSignificance(alpha float64) int {
+	for n := 1; n <= maxBoots; n++ {
+		if canBeSignificant(n, n, alpha) {
+			return n
+		}
+	}
+	return 0
+}
+
+// MinBootsForInterval returns the smallest number of boots for which the
+// confidence interval of a median is bounded at the given level (6 for 0.95),
+// or 0 if more than 50 are needed.
+func MinBootsForInterval(confidence float64) int {
+	thr := benchmath.DefaultThresholds
+	for n := 1; n <= maxBoots; n++ {
+		vs := make([]float64, n)
+		for i := range vs {
+			vs[i] = float64(i)
+		}
+		s := benchmath.AssumeNothing.Summary(benchmath.NewSample(vs, &thr), confidence)
+		if !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0) {
+			return n
+		}
+	}
+	return 0
+}
+
+func significanceNote(alpha float64) string {
+	if n := MinBootsForSignificance(alpha); n > 0 {
+		return fmt.Sprintf("need ≥%d boots per side before any difference can be significant at α=%v", n, alpha)
+	}
+	return fmt.Sprintf("need >%d boots per side before any difference can be significant at α=%v", maxBoots, alpha)
+}
+
+func ciNote(confidence float64) string {
+	if n := MinBootsForInterval(confidence); n > 0 {
+		return fmt.Sprintf("need ≥%d boots per side for a %.4g%% confidence interval", n, 100*confidence)
+	}
+	return fmt.Sprintf("need >%d boots per side for a %.4g%% confidence interval", maxBoots, 100*confidence)
+}
