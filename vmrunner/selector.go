@@ -1,0 +1,115 @@
+package vmrunner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// KVMProbeDeadline is how long a guest may stay silent under KVM before the
+// accelerator is judged not to work. A working KVM prints the kernel's first
+// lines well within a second.
+const KVMProbeDeadline = 10 * time.Second
+
+// Selector boots guests with a requested accelerator, resolving Auto once
+// per process: KVM when /dev/kvm opens and a guest actually makes progress
+// under it, TCG otherwise. Present is not the same as working: on nested
+// virtualization /dev/kvm may open and the guest then hangs forever.
+type Selector struct {
+	Requested Accel
+	// Notify receives one line saying which accelerator was chosen and why
+	// (a warning when KVM was present but did not work).
+	Notify io.Writer
+
+	mu      sync.Mutex
+	decided Accel
+}
+
+// ErrKVMUnusable is returned for an explicit --accel kvm that cannot work.
+type ErrKVMUnusable struct{ Reason string }
+
+func (e *ErrKVMUnusable) Error() string {
+	return "--accel kvm: " + e.Reason + " (use --accel tcg, or --accel auto to fall back by itself)"
+}
+
+// Accel returns the accelerator decided so far ("" while Auto is unresolved).
+func (s *Selector) Accel() Accel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Requested != Auto {
+		return s.Requested
+	}
+	return s.decided
+}
+
+// Boot boots cfg (whose Accel is ignored) with the selected accelerator.
+func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.Requested {
+	case TCG, Icount:
+		cfg.Accel = s.Requested
+		return Boot(ctx, cfg)
+	case KVM:
+		if ok, why := kvmUsable(); !ok {
+			return nil, &ErrKVMUnusable{Reason: "/dev/kvm cannot be used: " + why}
+		}
+		cfg.Accel, cfg.StartDeadline = KVM, KVMProbeDeadline
+		r, err := Boot(ctx, cfg)
+		if err == nil && kvmFailed(r) {
+			return r, &ErrKVMUnusable{Reason: "/dev/kvm is present but " + kvmFailure(r)}
+		}
+		return r, err
+	}
+
+	// Auto.
+	if s.decided != "" {
+		cfg.Accel = s.decided
+		if s.decided == KVM {
+			cfg.StartDeadline = KVMProbeDeadline
+		}
+		return Boot(ctx, cfg)
+	}
+	if ok, why := kvmUsable(); !ok {
+		s.decided = TCG
+		s.say("lpmbisect: accel auto: using TCG (no usable /dev/kvm: %s)", why)
+		cfg.Accel = TCG
+		return Boot(ctx, cfg)
+	}
+	cfg.Accel, cfg.StartDeadline = KVM, KVMProbeDeadline
+	r, err := Boot(ctx, cfg)
+	if err != nil || !kvmFailed(r) {
+		if err == nil {
+			s.decided = KVM
+			s.say("lpmbisect: accel auto: using KVM")
+		}
+		return r, err
+	}
+	s.decided = TCG
+	s.say("lpmbisect: warning: /dev/kvm is present but %s; falling back to TCG", kvmFailure(r))
+	cfg.Accel, cfg.StartDeadline = TCG, 0
+	return Boot(ctx, cfg)
+}
+
+func (s *Selector) say(format string, args ...any) {
+	if s.Notify != nil {
+		fmt.Fprintf(s.Notify, format+"\n", args...)
+	}
+}
+
+// kvmFailed tells a KVM that does not run guests from a guest that failed on
+// its own: under a broken KVM the kernel never starts, or QEMU itself gives up.
+func kvmFailed(r *Result) bool {
+	return r.Outcome == NoProgress || r.Outcome == QEMUError
+}
+
+func kvmFailure(r *Result) string {
+	if r.Outcome == QEMUError {
+		detail, _, _ := strings.Cut(strings.TrimPrefix(r.Detail, "QEMU failed: "), ";")
+		return "QEMU could not run the guest under KVM (" + strings.TrimPrefix(detail, "qemu-system-x86_64: ") + ")"
+	}
+	return fmt.Sprintf("the guest made no progress under KVM in %s (nested or broken virtualization?)", KVMProbeDeadline)
+}
