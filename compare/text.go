@@ -1,0 +1,242 @@
+package compare
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/perf/benchunit"
+)
+
+// WriteText writes the report as a terminal table in the spirit of benchstat:
+// one table per unit, one line per benchmark, with each side's centre ± the
+// confidence interval (in % of the centre), the within-boot spread, the change
+// from A to B ("~" when not significant), the p-value and the number of boots.
+// Notes are printed as numbered footnotes under each table.
+//
+// Values are scaled with SI prefixes as benchstat does; note that benchfmt
+// reads "ns/op" as "sec/op", so 630 ns/op prints as "630.0n" sec/op.
+func (r *Report) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "boots are the unit: each boot counts once, as the median of its samples\n")
+	fmt.Fprintf(bw, "centre = median over boots ± %s%% confidence interval; in-boot = median over boots of (max-min)/median; α=%v\n",
+		strconv.FormatFloat(100*r.Confidence, 'g', 4, 64), r.Alpha)
+	var units []string
+	for _, row := range r.Rows {
+		if !slices.Contains(units, row.Unit) {
+			units = append(units, row.Unit)
+		}
+	}
+	for _, unit := range units {
+		bw.WriteString("\n")
+		r.writeUnit(bw, unit)
+	}
+	return bw.Flush()
+}
+
+// Columns of a unit's table. Each side has its centre, the ± interval and the
+// in-boot spread; B also has the delta, p and n.
+const (
+	colName = iota
+	colACenter
+	colACI
+	colASpread
+	colBCenter
+	colBCI
+	colBSpread
+	colDelta
+	colP
+	colN
+	numCols
+)
+
+// layout describes the columns: alignment, the spaces before each column and
+// the header groups.
+var layout = struct {
+	right [numCols]bool
+	gap   [numCols]int
+	// groups are runs of columns under one header label, each preceded by
+	// "│ " in headers (and two spaces in rows).
+	groups [][2]int // [first, last] column
+	// stretch is the column of each group that widens when the group's
+	// label is wider than its columns.
+	stretch []int
+}{
+	right:   [numCols]bool{colACenter: true, colASpread: true, colBCenter: true, colBSpread: true, colDelta: true},
+	gap:     [numCols]int{colACI: 1, colASpread: 3, colBCI: 1, colBSpread: 3, colDelta: 3, colP: 2, colN: 1},
+	groups:  [][2]int{{colName, colName}, {colACenter, colASpread}, {colBCenter, colN}},
+	stretch: []int{colName, colACI, colN},
+}
+
+func (r *Report) writeUnit(w io.Writer, unit string) {
+	var footnotes []string
+	var cells [][numCols]string
+	var marks []string
+	for _, row := range r.Rows {
+		if row.Unit != unit {
+			continue
+		}
+		cells = append(cells, formatRow(row))
+		var mark string
+		for _, note := range row.Notes {
+			i := slices.Index(footnotes, note)
+			if i < 0 {
+				footnotes = append(footnotes, note)
+				i = len(footnotes) - 1
+			}
+			mark += superscript(i + 1)
+		}
+		marks = append(marks, mark)
+	}
+
+	var head [numCols]string
+	head[colACenter], head[colBCenter] = unit, unit
+	head[colASpread], head[colBSpread] = "in-boot", "in-boot"
+	head[colDelta] = "vs A"
+
+	var width [numCols]int
+	for _, row := range append(cells, head) {
+		for c, s := range row {
+			width[c] = max(width[c], runeLen(s))
+		}
+	}
+	// Widen groups whose label does not fit.
+	labels := []string{"", r.A.Label(), r.B.Label()}
+	for g, span := range layout.groups {
+		if extra := runeLen(labels[g]) - groupWidth(width, span); extra > 0 {
+			width[layout.stretch[g]] += extra
+		}
+	}
+
+	// Header: group labels, then column headings.
+	var b strings.Builder
+	for g, span := range layout.groups {
+		if g > 0 {
+			b.WriteString("│ ")
+		}
+		b.WriteString(pad(labels[g], groupWidth(width, span), false))
+		b.WriteString(" ")
+	}
+	b.WriteString("│")
+	fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	fmt.Fprintln(w, formatLine(head, width, "│ ")+"│")
+	for i, row := range cells {
+		line := formatLine(row, width, "  ") + marks[i] // the line ends in a space
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	for i, note := range footnotes {
+		fmt.Fprintf(w, "%s %s\n", superscript(i+1), note)
+	}
+}
+
+// formatLine lays out one line of cells; groupSep precedes every group but the
+// first.
+func formatLine(row [numCols]string, width [numCols]int, groupSep string) string {
+	var b strings.Builder
+	for g, span := range layout.groups {
+		if g > 0 {
+			b.WriteString(groupSep)
+		}
+		for c := span[0]; c <= span[1]; c++ {
+			b.WriteString(strings.Repeat(" ", layout.gap[c]))
+			b.WriteString(pad(row[c], width[c], layout.right[c]))
+		}
+		b.WriteString(" ")
+	}
+	return b.String()
+}
+
+func groupWidth(width [numCols]int, span [2]int) int {
+	n := 0
+	for c := span[0]; c <= span[1]; c++ {
+		n += layout.gap[c] + width[c]
+	}
+	return n
+}
+
+// formatRow returns the cells of one row.
+func formatRow(row Row) [numCols]string {
+	var c [numCols]string
+	c[colName] = row.Benchmark
+	var centers []float64
+	for _, s := range []Summary{row.A, row.B} {
+		if s.Boots > 0 {
+			centers = append(centers, s.Center)
+		}
+	}
+	scale := benchunit.CommonScale(centers, benchunit.ClassOf(row.Unit))
+	side := func(s Summary, center, ci, spread int) {
+		if s.Boots == 0 {
+			c[center] = "-"
+			return
+		}
+		c[center] = scale.Format(s.Center)
+		c[ci] = "± " + formatPct(s.CIPct())
+		c[spread] = "-"
+		if s.Samples > s.Boots {
+			c[spread] = formatPct(100 * s.WithinBoot)
+		}
+	}
+	side(row.A, colACenter, colACI, colASpread)
+	side(row.B, colBCenter, colBCI, colBSpread)
+	c[colN] = fmt.Sprintf("n=%d+%d", row.A.Boots, row.B.Boots)
+	if !row.Compared() {
+		return c
+	}
+	switch {
+	case !row.Significant:
+		c[colDelta] = "~"
+	case row.A.Center == row.B.Center:
+		c[colDelta] = "0.00%"
+	case row.A.Center == 0:
+		c[colDelta] = "?"
+	default:
+		c[colDelta] = fmt.Sprintf("%+.2f%%", row.DeltaPct)
+	}
+	c[colP] = fmt.Sprintf("p=%.3f", row.P)
+	return c
+}
+
+// formatPct formats a percentage with more digits the smaller it is, so that
+// the 0.03 % spread of instruction counts does not print as 0 %.
+func formatPct(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "∞"
+	case math.IsNaN(v):
+		return "?"
+	case v == 0:
+		return "0%"
+	case v < 0.01:
+		return "<0.01%"
+	case v < 1:
+		return fmt.Sprintf("%.2f%%", v)
+	case v < 10:
+		return fmt.Sprintf("%.1f%%", v)
+	}
+	return fmt.Sprintf("%.0f%%", v)
+}
+
+func superscript(n int) string {
+	digits := []rune("⁰¹²³⁴⁵⁶⁷⁸⁹")
+	var b strings.Builder
+	for _, d := range strconv.Itoa(n) {
+		b.WriteRune(digits[d-'0'])
+	}
+	return b.String()
+}
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
+
+func pad(s string, width int, right bool) string {
+	fill := strings.Repeat(" ", max(0, width-runeLen(s)))
+	if right {
+		return fill + s
+	}
+	return s + fill
+}
