@@ -1,0 +1,160 @@
+package kernel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"unicode/utf8"
+)
+
+// Offsets in the x86 boot sector and setup header (Documentation/arch/x86/boot.rst).
+const (
+	bootSignatureOffset = 0x1FE // u16 0xAA55, bytes 55 AA
+	setupHeaderMagicAt  = 0x202 // "HdrS"
+	bootProtocolAt      = 0x206 // u16 boot protocol version
+	kernelVersionPtrAt  = 0x20E // u16; the string is at 0x200 + value
+	setupHeaderMinSize  = 0x210 // bytes needed to read all of the above
+	kernelVersionBase   = 0x200
+	maxKernelVersionLen = 256
+	// releaseHeadSize bounds how much of a file ReadRelease reads: the
+	// kernel_version pointer is a u16, so the string starts before 0x10200.
+	releaseHeadSize = kernelVersionBase + 0xFFFF + maxKernelVersionLen
+	// maxReleaseLen is the size of utsname.release in the kernel minus its NUL.
+	maxReleaseLen = 64
+)
+
+// ReadRelease returns the kernel release (what uname -r prints, e.g.
+// "6.1.0-57-cloud-amd64") recorded in the setup header of the x86 bzImage at
+// path. It reads at most the first 64 KiB or so of the file.
+//
+// A file that is not a bzImage gives an error wrapping ErrNotKernel that says
+// what the file looks like instead; a missing file gives ErrNotFound. A
+// bzImage truncated after its header is not detected here: it fails at boot.
+func ReadRelease(path string) (string, error) {
+	rel, err := readRelease(path)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", path, err)
+	}
+	return rel, nil
+}
+
+// readRelease is ReadRelease without the path in its errors, so that callers
+// can name the input the user gave instead.
+func readRelease(path string) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	head := make([]byte, releaseHeadSize)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return "", fmt.Errorf("read: %w", err)
+	}
+	return releaseFromHeader(head[:n])
+}
+
+// releaseFromHeader parses the start of a bzImage (up to releaseHeadSize bytes).
+func releaseFromHeader(head []byte) (string, error) {
+	if what := identifyNonImage(head); what != "" {
+		return "", fmt.Errorf("%w: %s", ErrNotKernel, what)
+	}
+	if len(head) < setupHeaderMinSize {
+		return "", fmt.Errorf("%w: %d bytes is too short for a bzImage header (truncated file?)", ErrNotKernel, len(head))
+	}
+	if head[bootSignatureOffset] != 0x55 || head[bootSignatureOffset+1] != 0xAA {
+		return "", fmt.Errorf("%w: no x86 boot sector signature 0x55AA at offset 0x1FE (give a bzImage, a .deb or a build directory)", ErrNotKernel)
+	}
+	if string(head[setupHeaderMagicAt:setupHeaderMagicAt+4]) != "HdrS" {
+		return "", fmt.Errorf("%w: an x86 boot sector without a Linux setup header (\"HdrS\" at 0x202): not a Linux bzImage", ErrNotKernel)
+	}
+	if proto := binary.LittleEndian.Uint16(head[bootProtocolAt:]); proto < 0x0200 {
+		return "", fmt.Errorf("%w: boot protocol %#04x predates the kernel_version field (kernel too old)", ErrNotKernel, proto)
+	}
+	ptr := binary.LittleEndian.Uint16(head[kernelVersionPtrAt:])
+	if ptr == 0 {
+		return "", fmt.Errorf("%w: setup header has no kernel_version string", ErrNotKernel)
+	}
+	start := kernelVersionBase + int(ptr)
+	if start >= len(head) {
+		return "", fmt.Errorf("%w: kernel_version points to offset %#x, past the end of the file (truncated file?)", ErrNotKernel, start)
+	}
+	s := head[start:min(len(head), start+maxKernelVersionLen)]
+	end := bytes.IndexByte(s, 0)
+	if end < 0 {
+		return "", fmt.Errorf("%w: kernel_version string at offset %#x is not NUL-terminated within %d bytes (truncated or corrupt header)", ErrNotKernel, start, maxKernelVersionLen)
+	}
+	fields := bytes.Fields(s[:end])
+	if len(fields) == 0 {
+		return "", fmt.Errorf("%w: empty kernel_version string at offset %#x", ErrNotKernel, start)
+	}
+	rel := string(fields[0])
+	if !validRelease(rel) {
+		return "", fmt.Errorf("%w: implausible release %q in kernel_version at offset %#x (corrupt header?)", ErrNotKernel, rel, start)
+	}
+	return rel, nil
+}
+
+// validRelease reports whether rel can be a uname release. Releases become
+// path elements (lib/modules/<release>), so this also rejects anything that
+// could escape a directory.
+func validRelease(rel string) bool {
+	if rel == "" || len(rel) > maxReleaseLen || rel == "." || rel == ".." {
+		return false
+	}
+	for _, c := range []byte(rel) {
+		if c <= ' ' || c >= 0x7F || c == '/' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// identifyNonImage names well-known file kinds that are not bzImages, with
+// what to give instead, or returns "".
+func identifyNonImage(head []byte) string {
+	switch {
+	case len(head) == 0:
+		return "an empty file"
+	case bytes.HasPrefix(head, []byte("\x7fELF")):
+		return "an ELF file (vmlinux?): give the compressed bzImage, e.g. arch/x86/boot/bzImage"
+	case bytes.HasPrefix(head, []byte(arMagic)):
+		return "an ar archive (a Debian package?) where a bzImage was expected"
+	case bytes.HasPrefix(head, []byte{0x1F, 0x8B}):
+		return "gzip-compressed data, not an x86 bzImage (decompress it, or give the bzImage)"
+	case bytes.HasPrefix(head, []byte{0xFD, '7', 'z', 'X', 'Z', 0}):
+		return "xz-compressed data, not an x86 bzImage (decompress it, or give the bzImage)"
+	case bytes.HasPrefix(head, []byte{0x28, 0xB5, 0x2F, 0xFD}):
+		return "zstd-compressed data, not an x86 bzImage (decompress it, or give the bzImage)"
+	case len(head) >= 0x40 && string(head[0x38:0x3C]) == "ARM\x64":
+		return "an arm64 kernel Image; lpmbisect boots x86-64 bzImages"
+	case looksLikeText(head):
+		return "a text file (give a bzImage, a .deb or a build directory)"
+	}
+	return ""
+}
+
+// looksLikeText reports whether the first bytes of a file are printable UTF-8.
+func looksLikeText(head []byte) bool {
+	b := head[:min(len(head), 512)]
+	// The cut may have split a multi-byte rune: drop up to 3 trailing bytes.
+	for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.Valid(b); i++ {
+		b = b[:len(b)-1]
+	}
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if r < ' ' && r != '\n' && r != '\r' && r != '\t' && r != '\f' {
+			return false
+		}
+	}
+	return true
+}

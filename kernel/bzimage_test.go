@@ -1,0 +1,92 @@
+package kernel
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadRelease(t *testing.T) {
+	dir := t.TempDir()
+	got, err := ReadRelease(writeFile(t, dir, "bzImage", fakeBzImage(fakeVersion)))
+	if err != nil || got != fakeRelease {
+		t.Errorf("ReadRelease(fake bzImage) = %q, %v; want %q, nil", got, err, fakeRelease)
+	}
+	// The version string may be alone, without build information.
+	got, err = ReadRelease(writeFile(t, dir, "bare", fakeBzImage("6.9.0")))
+	if err != nil || got != "6.9.0" {
+		t.Errorf("ReadRelease(bzImage with bare version) = %q, %v; want %q, nil", got, err, "6.9.0")
+	}
+}
+
+func TestReadReleaseRejects(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	random := make([]byte, 64<<10)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	random[0x1FE] = 0 // no boot signature, whatever the generator says
+
+	noHdrS := fakeBzImage(fakeVersion)
+	copy(noHdrS[0x202:], "XXXX")
+	noNUL := fakeBzImage(fakeVersion)
+	for i := 0x300; i < len(noNUL); i++ {
+		noNUL[i] = 'x'
+	}
+	traversal := fakeBzImage("../../etc (x) #1")
+
+	tests := []struct {
+		name     string
+		path     string
+		want     error
+		mentions string
+	}{
+		{"missing", filepath.Join(dir, "nonexistent"), ErrNotFound, "does not exist"},
+		{"empty", writeFile(t, dir, "empty", nil), ErrNotKernel, "empty"},
+		{"text", writeFile(t, dir, "notes.txt", []byte(strings.Repeat("not a kernel\n", 100))), ErrNotKernel, "text file"},
+		{"random", writeFile(t, dir, "random", random), ErrNotKernel, "0x55AA"},
+		{"ELF", exe, ErrNotKernel, "an ELF file (vmlinux?): give the compressed bzImage, e.g. arch/x86/boot/bzImage"},
+		{"truncated header", writeFile(t, dir, "short", fakeBzImage(fakeVersion)[:0x208]), ErrNotKernel, "too short"},
+		{"version past end", writeFile(t, dir, "cut", fakeBzImage(fakeVersion)[:0x2F0]), ErrNotKernel, "past the end"},
+		{"no HdrS", writeFile(t, dir, "nohdrs", noHdrS), ErrNotKernel, "HdrS"},
+		{"unterminated version", writeFile(t, dir, "nonul", noNUL), ErrNotKernel, "NUL"},
+		{"release with slashes", writeFile(t, dir, "traversal", traversal), ErrNotKernel, "implausible"},
+		{"gzip", writeFile(t, dir, "vmlinux.gz", gzipBytes(t, []byte("x"))), ErrNotKernel, "gzip"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadRelease(tt.path)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("ReadRelease(%s) = %q, %v; want error wrapping %v", tt.name, got, err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.mentions) {
+				t.Errorf("ReadRelease(%s) error = %q; want it to mention %q", tt.name, err, tt.mentions)
+			}
+		})
+	}
+}
+
+func TestReadReleaseBoundsItsRead(t *testing.T) {
+	// A huge file must not be read whole: only the header matters.
+	dir := t.TempDir()
+	p := writeFile(t, dir, "bzImage", fakeBzImage(fakeVersion))
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 40); err != nil { // sparse 1 TiB
+		t.Skipf("cannot make a sparse file: %v", err)
+	}
+	f.Close()
+	if got, err := ReadRelease(p); err != nil || got != fakeRelease {
+		t.Errorf("ReadRelease(1 TiB sparse bzImage) = %q, %v; want %q, nil", got, err, fakeRelease)
+	}
+}

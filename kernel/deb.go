@@ -1,0 +1,263 @@
+package kernel
+
+import (
+	"archive/tar"
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+)
+
+// arMagic starts every ar archive, and so every .deb.
+const arMagic = "!<arch>\n"
+
+// resolveDeb unpacks a Debian kernel package into the cache (once) and
+// resolves the image in it.
+func resolveDeb(input, deb, cacheDir string) (*Kernel, error) {
+	if cacheDir == "" {
+		return nil, errors.New("a .deb needs a cache directory to be unpacked into")
+	}
+	sum, err := hashFile(deb)
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(cacheDir, "kernels", "deb-"+sum)
+	if !isDir(root) {
+		if err := unpackDebOnce(deb, root); err != nil {
+			return nil, err
+		}
+	}
+	image, err := packagedImage(root)
+	if err != nil {
+		return nil, err
+	}
+	k, err := resolveImage(input, image, false)
+	if err != nil {
+		return nil, fmt.Errorf("%s in the package: %w", filepath.Base(image), err)
+	}
+	return k, nil
+}
+
+// unpackDebOnce unpacks deb's data.tar into root unless another process
+// (or goroutine) did so first. The tree is built under a temporary name and
+// renamed into place, so root either does not exist or is complete.
+func unpackDebOnce(deb, root string) error {
+	parent := filepath.Dir(root)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockFile(root + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if isDir(root) {
+		return nil // unpacked by someone else while we waited for the lock
+	}
+	// Holding the lock, no one else unpacks this package: temporary trees
+	// left by a process that died are garbage.
+	tmpPrefix := "." + filepath.Base(root) + ".tmp-"
+	stale, _ := filepath.Glob(filepath.Join(parent, tmpPrefix+"*"))
+	for _, s := range stale {
+		os.RemoveAll(s)
+	}
+	tmp, err := os.MkdirTemp(parent, tmpPrefix)
+	if err != nil {
+		return err
+	}
+	err = unpackDeb(deb, tmp)
+	if err == nil {
+		// Refuse to cache a package that is not a kernel (linux-headers, -dbg).
+		_, err = packagedImage(tmp)
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o755)
+	}
+	if err == nil {
+		err = os.Rename(tmp, root)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	return nil
+}
+
+// unpackDeb extracts the data.tar member of the Debian package deb into dst.
+func unpackDeb(deb, dst string) error {
+	f, err := os.Open(deb)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	name, data, err := findDebData(f)
+	if err != nil {
+		return err
+	}
+	r, closeData, err := decompressor(name, bufio.NewReaderSize(data, 1<<20))
+	if err != nil {
+		return err
+	}
+	defer closeData()
+	if err := extractTar(r, dst); err != nil {
+		return fmt.Errorf("unpack %s: %w", name, err)
+	}
+	return nil
+}
+
+// findDebData returns the name and contents of the data.tar.* member of the
+// ar archive f.
+func findDebData(f *os.File) (string, io.Reader, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return "", nil, err
+	}
+	var members []string
+	off := int64(len(arMagic))
+	for off+60 <= fi.Size() {
+		var hdr [60]byte
+		if _, err := f.ReadAt(hdr[:], off); err != nil {
+			return "", nil, fmt.Errorf("read ar member header at %d: %w", off, err)
+		}
+		if string(hdr[58:60]) != "`\n" {
+			return "", nil, fmt.Errorf("%w: corrupt ar member header at offset %d (truncated .deb?)", ErrNotKernel, off)
+		}
+		name := strings.TrimSuffix(strings.TrimRight(string(hdr[0:16]), " "), "/")
+		size, err := strconv.ParseInt(strings.TrimSpace(string(hdr[48:58])), 10, 64)
+		if err != nil || size < 0 {
+			return "", nil, fmt.Errorf("%w: corrupt size in ar member header %q (truncated .deb?)", ErrNotKernel, name)
+		}
+		off += 60
+		if off+size > fi.Size() {
+			return "", nil, fmt.Errorf("%w: ar member %q is cut off (truncated .deb?)", ErrNotKernel, name)
+		}
+		if name == "data.tar" || strings.HasPrefix(name, "data.tar.") {
+			return name, io.NewSectionReader(f, off, size), nil
+		}
+		members = append(members, name)
+		off += size + size%2 // members are padded to an even offset
+	}
+	return "", nil, fmt.Errorf("%w: an ar archive without a data.tar member (members: %s), not a Debian package", ErrNotKernel, strings.Join(members, ", "))
+}
+
+// decompressor returns a reader of the decompressed contents of r, picked by
+// the suffix of name (data.tar.xz, virtio.ko.gz, ...), and a function to
+// release it.
+func decompressor(name string, r io.Reader) (io.Reader, func(), error) {
+	noop := func() {}
+	switch ext := path.Ext(name); ext {
+	case ".tar":
+		return r, noop, nil
+	case ".xz":
+		xr, err := xz.NewReader(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return xr, noop, nil
+	case ".gz":
+		gr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return gr, func() { gr.Close() }, nil
+	case ".zst":
+		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return zr, zr.Close, nil
+	default:
+		return nil, nil, fmt.Errorf("%s: %w: %s compression (supported: xz, gz, zst, none)", name, ErrNotSupported, strings.TrimPrefix(ext, "."))
+	}
+}
+
+// extractTar writes the regular files and directories of the tar stream r
+// below dst, and hard links whose target is below dst. Symbolic links and
+// special files are skipped: the tree then holds no link that a later entry
+// could be written through, and every entry name is checked to stay below
+// dst, so a hostile archive cannot write outside dst.
+func extractTar(r io.Reader, dst string) error {
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name, err := entryPath(hdr.Name)
+		if err != nil {
+			return err
+		}
+		if name == "" {
+			continue // the archive's root, "./"
+		}
+		target := filepath.Join(dst, filepath.FromSlash(name))
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := writeEntry(target, tr, fs.FileMode(hdr.Mode).Perm()); err != nil {
+				return err
+			}
+		case tar.TypeLink:
+			old, err := entryPath(hdr.Linkname)
+			if err != nil || old == "" {
+				return fmt.Errorf("hard link %q to %q: target outside the package", hdr.Name, hdr.Linkname)
+			}
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			os.Remove(target)
+			if err := os.Link(filepath.Join(dst, filepath.FromSlash(old)), target); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// entryPath returns the cleaned, slash-separated relative path of a tar entry
+// name ("" for the root), or an error for names that leave the archive root.
+func entryPath(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, "\\\x00") || path.IsAbs(name) {
+		return "", fmt.Errorf("unsafe entry name %q in package", name)
+	}
+	clean := path.Clean(name)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("unsafe entry name %q in package (leaves the package root)", name)
+	}
+	if clean == "." {
+		return "", nil
+	}
+	return clean, nil
+}
+
+// writeEntry writes the contents of r to a new file at target.
+func writeEntry(target string, r io.Reader, perm fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	os.Remove(target) // a later entry replaces an earlier one, as with tar(1)
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm&0o755|0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
