@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lpmbisect/lpmbisect/kernel"
+	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/vmrunner"
+)
+
+// Exit codes, documented in the README. They are stable: CI scripts rely
+// on them. (git bisect run has its own contract, used by bisect-run.)
+const (
+	exitOK           = 0   // success; for compare: no regression
+	exitRegression   = 1   // compare found a regression beyond the threshold
+	exitUsage        = 2   // bad input: flags, missing file, not a kernel, unwritable output
+	exitInconclusive = 3   // compare could not decide
+	exitInfra        = 4   // infrastructure failure: QEMU missing, a kernel that did not boot
+	exitSIGINT       = 130 // interrupted by SIGINT (128+2)
+	exitSIGTERM      = 143 // terminated by SIGTERM (128+15)
+)
+
+// exitError carries an exit code with the error it reports.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// signalError is the cause of a context canceled by a signal.
+type signalError struct {
+	name string
+	code int
+}
+
+func (e *signalError) Error() string { return "interrupted by " + e.name }
+
+// exitCode maps an error to the process exit code.
+func exitCode(err error) int {
+	var ee *exitError
+	var se *signalError
+	var kvm *vmrunner.ErrKVMUnusable
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &se):
+		return se.code
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, kernel.ErrNotFound), errors.Is(err, kernel.ErrNotKernel), errors.Is(err, kernel.ErrNotSupported):
+		return exitUsage
+	case errors.Is(err, vmrunner.ErrQEMUMissing), errors.Is(err, measure.ErrBootFailed), errors.As(err, &kvm):
+		return exitInfra
+	case errors.Is(err, context.Canceled):
+		return exitSIGINT
+	}
+	return exitInfra
+}

@@ -1,0 +1,365 @@
+// Package measure runs boots of one or more kernels and turns what the guests
+// send into labelled benchmark results: it resolves each kernel input, packs
+// the initramfs for it, boots it the planned number of times (interleaving
+// kernels A B A B … so slow drift of the host hits both sides alike), and
+// writes every completed boot's results, labelled with the kernel, the side,
+// the boot number and the accelerator, as soon as the boot ends.
+//
+// Only boots whose stream ended with a valid trailer are written as results;
+// the samples of a boot that panicked or stalled stay in its run directory
+// (results.out) for inspection but never count, since a partial boot is not a
+// complete unit of measurement.
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/lpmbisect/lpmbisect/initramfs"
+	"github.com/lpmbisect/lpmbisect/kernel"
+	"github.com/lpmbisect/lpmbisect/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// Configuration keys the host adds to every result.
+const (
+	KeySide  = "side"  // A or B (run: A)
+	KeyBoot  = "boot"  // boot number within the side, from 1
+	KeyImage = "image" // first 12 hex digits of the image's sha256
+)
+
+// Side is one kernel under test.
+type Side struct {
+	Name   string         // "A" or "B"
+	Kernel *kernel.Kernel // resolved kernel
+	Label  string         // what results call the kernel (config key "kernel")
+	Image  *initramfs.Image
+	// Channel notes how results will travel, for the user: empty when
+	// virtio is expected to work.
+	ChannelNote string
+}
+
+// Prepare resolves kernel inputs and packs the initramfs of each. Errors are
+// the user's (a missing file, not a kernel) and come before any VM starts.
+func Prepare(inputs []string, guest, cacheDir string, noModules bool) ([]*Side, error) {
+	var sides []*Side
+	for i, in := range inputs {
+		k, err := kernel.Resolve(in, cacheDir)
+		if err != nil {
+			return nil, err
+		}
+		s := &Side{Name: string(rune('A' + i)), Kernel: k, Label: k.Release}
+		var mods []initramfs.Module
+		if noModules {
+			s.ChannelNote = "modules not packed (--no-modules): results use the virtio port only if virtio console is built in, else the serial fallback"
+		} else {
+			km, err := k.ChannelModules(cacheDir)
+			switch {
+			case errors.Is(err, kernel.ErrModulesUnknown), errors.Is(err, kernel.ErrModuleNotFound):
+				s.ChannelNote = fmt.Sprintf("%v: if virtio console is not built in, results use the serial fallback", err)
+			case err != nil:
+				return nil, err
+			}
+			for _, m := range km {
+				mods = append(mods, initramfs.Module{Name: m.Name, Path: m.Path})
+			}
+		}
+		img, err := initramfs.Build(initramfs.Spec{Guest: guest, Modules: mods}, cacheDir)
+		if err != nil {
+			return nil, err
+		}
+		s.Image = img
+		sides = append(sides, s)
+	}
+	// Two different images with the same release (a rebuilt tree) must not
+	// share a label, or benchstat -col kernel would merge them.
+	if len(sides) == 2 && sides[0].Label == sides[1].Label && sides[0].Kernel.SHA256 != sides[1].Kernel.SHA256 {
+		for _, s := range sides {
+			s.Label += "@" + s.Kernel.SHA256[:12]
+		}
+	}
+	return sides, nil
+}
+
+// Plan says what to run.
+type Plan struct {
+	Sides       []*Side
+	Boots       int      // boots per side
+	GuestArgs   []string // run plan for the guest (kernel parameters)
+	Selector    *vmrunner.Selector
+	VM          vmrunner.Config // template: QEMU, memory, CPUs, deadlines, limits
+	RunDir      string          // one subdirectory per boot
+	MaxFailed   int             // failed boots tolerated per side (default 2)
+	Results     *benchfmt.Writer
+	OnBoot      func(BootReport) // called after every boot
+	OnBootStart func(side *Side, boot, done, total int)
+}
+
+// BootReport describes one finished boot.
+type BootReport struct {
+	Side    *Side
+	Boot    int // 1-based within the side
+	Done    int // boots finished so far, all sides
+	Total   int
+	Result  *vmrunner.Result
+	Written int // results written
+}
+
+// Summary is what Run did.
+type Summary struct {
+	OK     map[string]int // completed boots per side
+	Failed []BootReport
+	Notes  []wire.Note // distinct notes (unsupported benchmarks, …)
+}
+
+// ErrBootFailed is wrapped by Run's error when a kernel failed to deliver
+// results: the infrastructure (or the kernel) failed, not the comparison.
+var ErrBootFailed = errors.New("boot failed")
+
+// Run boots the sides in interleaved order until each has Boots completed
+// boots. It returns early, with what it has, when the context is canceled or
+// a side keeps failing (its first boot fails, or more than MaxFailed do).
+func Run(ctx context.Context, p Plan) (*Summary, error) {
+	if p.MaxFailed == 0 {
+		p.MaxFailed = 2
+	}
+	sum := &Summary{OK: map[string]int{}}
+	failed := map[string]int{}
+	seenNote := map[wire.Note]bool{}
+	total := p.Boots * len(p.Sides)
+	done := 0
+	for round := 0; sum.minOK(p.Sides) < p.Boots; round++ {
+		for _, s := range p.Sides {
+			if sum.OK[s.Name] >= p.Boots {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return sum, context.Cause(ctx)
+			}
+			boot := sum.OK[s.Name] + failed[s.Name] + 1
+			if p.OnBootStart != nil {
+				p.OnBootStart(s, boot, done, total)
+			}
+			cfg := p.VM
+			cfg.Kernel, cfg.Initramfs = s.Kernel.Image, s.Image.Path
+			cfg.KernelArgs = append(append([]string(nil), p.GuestArgs...), "lpmbisect.accel="+string(accelFor(p.Selector)))
+			cfg.RunDir = filepath.Join(p.RunDir, fmt.Sprintf("%s-%02d", s.Name, boot))
+			r, err := p.Selector.Boot(ctx, cfg)
+			if err != nil {
+				return sum, err
+			}
+			rep := BootReport{Side: s, Boot: boot, Result: r, Total: total}
+			if r.Outcome == vmrunner.OK {
+				n, err := writeResults(p.Results, s, boot, r)
+				if err != nil {
+					return sum, err
+				}
+				rep.Written = n
+				sum.OK[s.Name]++
+				done++
+				for _, n := range r.Stream.Notes {
+					if !seenNote[n] && n.Key != wire.KeyInfo {
+						seenNote[n] = true
+						sum.Notes = append(sum.Notes, n)
+					}
+				}
+			} else {
+				failed[s.Name]++
+				sum.Failed = append(sum.Failed, rep)
+			}
+			rep.Done = done
+			if p.OnBoot != nil {
+				p.OnBoot(rep)
+			}
+			if r.Outcome == vmrunner.Canceled {
+				return sum, context.Cause(ctx)
+			}
+			if r.Outcome != vmrunner.OK && (sum.OK[s.Name] == 0 || failed[s.Name] > p.MaxFailed) {
+				return sum, fmt.Errorf("kernel %s (%s): %w: %s: %s (console log: %s)", s.Name, s.Label, ErrBootFailed, r.Outcome, r.Detail, r.ConsoleLog)
+			}
+		}
+	}
+	return sum, nil
+}
+
+func (s *Summary) minOK(sides []*Side) int {
+	m := -1
+	for _, side := range sides {
+		if n := s.OK[side.Name]; m < 0 || n < m {
+			m = n
+		}
+	}
+	return m
+}
+
+// accelFor is the accelerator the guest is told about. Under Auto the first
+// boot may still change it (KVM → TCG); the host relabels results with the
+// accelerator actually used.
+func accelFor(s *vmrunner.Selector) vmrunner.Accel {
+	if a := s.Accel(); a != "" {
+		return a
+	}
+	return vmrunner.KVM
+}
+
+// writeResults labels a boot's results and writes them.
+func writeResults(w *benchfmt.Writer, s *Side, boot int, r *vmrunner.Result) (int, error) {
+	n := 0
+	for _, res := range r.Stream.Results {
+		res.SetConfig(wire.KeyKernel, s.Label)
+		res.SetConfig(wire.KeyAccel, string(r.Accel))
+		res.SetConfig(KeySide, s.Name)
+		res.SetConfig(KeyBoot, strconv.Itoa(boot))
+		res.SetConfig(KeyImage, s.Kernel.SHA256[:12])
+		for i := range res.Config {
+			res.Config[i].File = true
+		}
+		// Units follow the accelerator actually used, never the guest's guess.
+		for i := range res.Values {
+			if u := res.Values[i].Unit; u == "ns/op" || u == "insn/op" {
+				res.Values[i].Unit = r.Accel.Unit()
+			}
+		}
+		if err := w.Write(res); err != nil {
+			return n, fmt.Errorf("write results: %w", err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// ResultsFile is a results file that is written boot by boot and only
+// renamed to its final name when the run ends as planned, so a file under
+// the final name is always complete. An interrupted run leaves its finished
+// boots in the partial file, whose name Close reports.
+type ResultsFile struct {
+	final, partial string // both empty for standard output
+	f              *os.File
+	*benchfmt.Writer
+}
+
+// StdoutResults writes results to f (standard output) as they come.
+func StdoutResults(f *os.File) *ResultsFile {
+	return &ResultsFile{f: f, Writer: benchfmt.NewWriter(f)}
+}
+
+// CreateResultsFile checks that path can be written before any VM starts.
+func CreateResultsFile(path string) (*ResultsFile, error) {
+	if path == "" {
+		return nil, errors.New("results file: empty path")
+	}
+	partial := path + ".partial"
+	f, err := os.Create(partial)
+	if err != nil {
+		return nil, fmt.Errorf("results file: %w (choose a writable --out)", err)
+	}
+	return &ResultsFile{final: path, partial: partial, f: f, Writer: benchfmt.NewWriter(f)}, nil
+}
+
+// Sync flushes what has been written to disk.
+func (rf *ResultsFile) Sync() error {
+	if rf.final == "" {
+		return nil
+	}
+	if err := rf.f.Sync(); err != nil {
+		return fmt.Errorf("results file %s: %w", rf.partial, err)
+	}
+	return nil
+}
+
+// Close ends the file. When complete, it is renamed to its final name;
+// otherwise it keeps the .partial name. Close returns the path it is under.
+func (rf *ResultsFile) Close(complete bool) (string, error) {
+	if rf.final == "" {
+		return "standard output", nil
+	}
+	if err := rf.f.Sync(); err != nil {
+		rf.f.Close()
+		return rf.partial, fmt.Errorf("results file %s: %w", rf.partial, err)
+	}
+	if err := rf.f.Close(); err != nil {
+		return rf.partial, fmt.Errorf("results file %s: %w", rf.partial, err)
+	}
+	if !complete {
+		return rf.partial, nil
+	}
+	if err := os.Rename(rf.partial, rf.final); err != nil {
+		return rf.partial, fmt.Errorf("results file: %w", err)
+	}
+	return rf.final, nil
+}
+
+// ReadResults reads a benchfmt results file.
+func ReadResults(r io.Reader, name string) ([]*benchfmt.Result, error) {
+	var out []*benchfmt.Result
+	br := benchfmt.NewReader(r, name)
+	for br.Scan() {
+		if res, ok := br.Result().(*benchfmt.Result); ok {
+			out = append(out, res.Clone())
+		}
+	}
+	if err := br.Err(); err != nil {
+		return nil, fmt.Errorf("read results %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// Elapsed is a helper for progress lines.
+func Elapsed(since time.Time) string { return time.Since(since).Round(100 * time.Millisecond).String() }
+
+// GuestPlan is the guest's run plan, passed on the kernel command line as
+// lpmbisect.* parameters (the guest reads them from /proc/cmdline).
+type GuestPlan struct {
+	Bench   string // regexp over result names without "Benchmark"
+	Samples int    // samples per benchmark per boot
+	Entries int    // LPM trie entries
+	Rounds  int    // test-run repetitions (of 10000 ops) per sample
+	Fault   string // test-only guest misbehaviour (see cmd/lpmbisect-guest)
+}
+
+// Validate checks the plan before any VM starts.
+func (g GuestPlan) Validate() error {
+	if g.Bench == "" || strings.ContainsAny(g.Bench, " \t\n\"") {
+		return fmt.Errorf("--bench %q: must be a non-empty regexp without spaces or quotes", g.Bench)
+	}
+	if _, err := regexp.Compile(g.Bench); err != nil {
+		return fmt.Errorf("--bench %q: %w", g.Bench, err)
+	}
+	for _, c := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"--samples", g.Samples, 1, 1000},
+		{"--entries", g.Entries, 1, 1 << 26},
+		{"--rounds", g.Rounds, 1, 1 << 20},
+	} {
+		if c.v < c.lo || c.v > c.hi {
+			return fmt.Errorf("%s %d: must be between %d and %d", c.name, c.v, c.lo, c.hi)
+		}
+	}
+	return nil
+}
+
+// KernelArgs renders the plan as kernel parameters.
+func (g GuestPlan) KernelArgs() []string {
+	args := []string{
+		"lpmbisect.bench=" + g.Bench,
+		"lpmbisect.samples=" + strconv.Itoa(g.Samples),
+		"lpmbisect.entries=" + strconv.Itoa(g.Entries),
+		"lpmbisect.rounds=" + strconv.Itoa(g.Rounds),
+	}
+	if g.Fault != "" {
+		args = append(args, "lpmbisect.fault="+g.Fault)
+	}
+	return args
+}
