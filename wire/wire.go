@@ -144,7 +144,8 @@ type Stream struct {
 	Complete bool
 	// Problem says why the stream is not complete ("no trailer", …).
 	Problem string
-	// SyntaxErrors counts lines that are neither results nor configuration.
+	// SyntaxErrors counts lines that are neither results, configuration,
+	// notes nor blank: garbage on the channel.
 	SyntaxErrors int
 }
 
@@ -177,8 +178,12 @@ func Decode(data []byte) *Stream {
 				continue
 			}
 		}
-		if bytes.HasPrefix(clean, []byte("Benchmark")) {
+		switch {
+		case bytes.HasPrefix(clean, []byte("Benchmark")):
 			records++
+		case !isConfigOrBlank(clean):
+			s.SyntaxErrors++ // benchfmt skips such lines silently; we count them
+			continue
 		}
 		body.Write(clean)
 		body.WriteByte('\n')
@@ -244,4 +249,17 @@ func parseTrailer(line string) (trailerFields, bool) {
 		}
 	}
 	return t, seen == 2
+}
+
+// isConfigOrBlank reports whether line is blank or a benchfmt configuration
+// line: a key starting with a lower-case letter, without spaces, then ": ".
+func isConfigOrBlank(line []byte) bool {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return true
+	}
+	key, _, ok := bytes.Cut(line, []byte(":"))
+	if !ok || len(key) == 0 || key[0] < 'a' || key[0] > 'z' {
+		return false
+	}
+	return bytes.IndexFunc(key, func(r rune) bool { return r == ' ' || r == '\t' || r >= 0x7f || r < 0x20 }) < 0
 }

@@ -87,3 +87,13 @@ func TestNoteRejectsNonNoteKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeCountsGarbage(t *testing.T) {
+	s := Decode([]byte("kernel: 6.1\n\x00\xffjunk\nnot a config line\n\nBenchmarkX 1 2 ns/op\n"))
+	if s.SyntaxErrors != 2 {
+		t.Errorf("Decode(garbage).SyntaxErrors = %d; want 2", s.SyntaxErrors)
+	}
+	if len(s.Results) != 1 {
+		t.Errorf("Decode(garbage) kept %d results; want 1", len(s.Results))
+	}
+}
