@@ -13,9 +13,10 @@ import (
 
 func compareCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "compare",
-		Usage:     "A/B two kernels: interleaved boots, per-boot statistics, significance",
-		ArgsUsage: "KERNEL-A KERNEL-B",
+		Name:         "compare",
+		Usage:        "A/B two kernels: interleaved boots, per-boot statistics, significance",
+		OnUsageError: onUsageError,
+		ArgsUsage:    "KERNEL-A KERNEL-B",
 		Description: `Boots A and B alternately (A B A B …) --boots times each, keeps every sample of
 both sides in one results file that plain benchstat reads
 (benchstat -col kernel FILE, or -col side when both have the same release),
@@ -46,6 +47,10 @@ Examples:
 			if err != nil {
 				return err
 			}
+			sides, err := s.prepare(c.Args().Slice())
+			if err != nil {
+				return err
+			}
 			outPath := c.String("out")
 			if outPath == "" {
 				if err := os.MkdirAll(s.runDir, 0o755); err != nil {
@@ -56,11 +61,6 @@ Examples:
 			out, err := measure.CreateResultsFile(outPath)
 			if err != nil {
 				return usageError("%v", err)
-			}
-			sides, err := s.prepare(c.Args().Slice())
-			if err != nil {
-				out.Close(false)
-				return err
 			}
 			_, runErr := s.measure(c.Context, sides, c.Int("boots"), out)
 			path, closeErr := out.Close(runErr == nil)

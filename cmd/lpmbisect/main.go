@@ -72,15 +72,17 @@ not boot), 130/143 interrupted by SIGINT/SIGTERM.`,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError("%v (see --help)", err)
-		},
-		ExitErrHandler: func(*cli.Context, error) {}, // exit codes are ours
-		Commands:       []*cli.Command{runCommand(), compareCommand()},
+		OnUsageError:         onUsageError,
+		ExitErrHandler:       func(*cli.Context, error) {}, // exit codes are ours
+		Commands:             []*cli.Command{runCommand(), compareCommand()},
 		CommandNotFound: func(c *cli.Context, name string) {
 			fmt.Fprintf(stderr, "lpmbisect: no command %q (see lpmbisect --help)\n", name)
 		},
 	}
+}
+
+func onUsageError(_ *cli.Context, err error, _ bool) error {
+	return usageError("%v (see --help)", err)
 }
 
 // Flags shared by the commands that boot kernels.

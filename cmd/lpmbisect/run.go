@@ -11,9 +11,10 @@ import (
 
 func runCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "run",
-		Usage:     "boot one kernel and print its benchmark results (Go benchmark format)",
-		ArgsUsage: "KERNEL",
+		Name:         "run",
+		Usage:        "boot one kernel and print its benchmark results (Go benchmark format)",
+		OnUsageError: onUsageError,
+		ArgsUsage:    "KERNEL",
 		Description: `Boots KERNEL --boots times and writes every sample, labelled with the kernel
 release, the accelerator and the boot number, in the Go benchmark format that
 benchstat reads.
@@ -37,13 +38,12 @@ Examples:
 			if err != nil {
 				return err
 			}
-			out, err := openResults(c.String("out"))
+			sides, err := s.prepare([]string{c.Args().First()})
 			if err != nil {
 				return err
 			}
-			sides, err := s.prepare([]string{c.Args().First()})
+			out, err := openResults(c.String("out"))
 			if err != nil {
-				out.Close(false)
 				return err
 			}
 			_, runErr := s.measure(c.Context, sides, c.Int("boots"), out)

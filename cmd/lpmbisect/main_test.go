@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cli runs lpmbisect in-process and returns its exit code and outputs.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = runMain(append([]string{"lpmbisect"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// fakeGuest is enough for runs that must fail before the initramfs is packed.
+func fakeGuest(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "lpmbisect-guest")
+	os.WriteFile(p, []byte("not used"), 0o755)
+	return p
+}
+
+func TestBadInputBeforeAnyVM(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	os.WriteFile(text, []byte("this is not a kernel\n"), 0o644)
+	random := filepath.Join(dir, "random.bin")
+	os.WriteFile(random, bytes.Repeat([]byte{0x5a, 0x13, 0xe7, 0x01}, 4096), 0o644)
+	self, _ := os.Executable() // an ELF that is not a bzImage
+	missing := filepath.Join(dir, "vmlinuz-missing")
+	cache := t.TempDir()
+	guest := fakeGuest(t)
+	runs := filepath.Join(dir, "runs")
+	common := []string{"--cache-dir", cache, "--guest", guest, "--run-dir", runs}
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // in the error line
+	}{
+		{"no arguments", []string{"compare"}, "two kernels"},
+		{"missing kernel", append(append([]string{"run"}, common...), missing), "does not exist"},
+		{"text file", append(append([]string{"run"}, common...), text), "not a kernel"},
+		{"random bytes", append(append([]string{"compare"}, common...), random, random), "not a kernel"},
+		{"ELF, not bzImage", append(append([]string{"run"}, common...), self), "ELF"},
+		{"unknown accel", append(append([]string{"run", "--accel", "hvf"}, common...), text), "accel"},
+		{"bad bench regexp", append(append([]string{"run", "--bench", "LPM("}, common...), text), "--bench"},
+		{"bench with space", append(append([]string{"run", "--bench", "a b"}, common...), text), "--bench"},
+		{"zero samples", append(append([]string{"run", "--samples", "0"}, common...), text), "--samples"},
+		{"unwritable out", append(append([]string{"run", "--out", filepath.Join(dir, "no", "such", "dir", "r.txt")}, common...), text), "--out"},
+		{"unknown flag", []string{"run", "--no-such-flag", text}, "no-such-flag"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, c.args...)
+			if code != exitUsage {
+				t.Errorf("lpmbisect %s: exit %d; want %d (usage)\nstderr: %s", strings.Join(c.args, " "), code, exitUsage, stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			last := lines[len(lines)-1]
+			if !strings.HasPrefix(last, "lpmbisect: ") || !strings.Contains(last, c.want) {
+				t.Errorf("lpmbisect %s: last stderr line %q; want an lpmbisect: error mentioning %q", c.args[0], last, c.want)
+			}
+			if _, err := os.Stat(runs); err == nil {
+				t.Errorf("a run directory was created: a VM may have been started")
+				os.RemoveAll(runs)
+			}
+		})
+	}
+}
+
+func TestHelpHasExamples(t *testing.T) {
+	for _, cmd := range []string{"run", "compare"} {
+		code, out, _ := runCLI(t, cmd, "--help")
+		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--verbose") {
+			t.Errorf("lpmbisect %s --help: exit %d, output lacks examples or --verbose:\n%s", cmd, code, out)
+		}
+	}
+}
