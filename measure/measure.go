@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"golang.org/x/perf/benchfmt"
+	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/initramfs"
 	"github.com/lpmbisect/lpmbisect/kernel"
@@ -251,6 +252,26 @@ type ResultsFile struct {
 // StdoutResults writes results to f (standard output) as they come.
 func StdoutResults(f *os.File) *ResultsFile {
 	return &ResultsFile{f: f, Writer: benchfmt.NewWriter(f)}
+}
+
+// CheckWritable tells, without creating anything, whether a results file
+// could be created at path: its directory must exist and be writable.
+func CheckWritable(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("results file %s: %w (create the directory or choose another --out)", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("results file %s: %s is not a directory (choose another --out)", path, dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("results file %s: directory not writable: %w (choose another --out)", path, err)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("results file %s is a directory (choose a file name for --out)", path)
+	}
+	return nil
 }
 
 // CreateResultsFile checks that path can be written before any VM starts.

@@ -47,6 +47,11 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if out := c.String("out"); out != "" {
+				if err := measure.CheckWritable(out); err != nil {
+					return usageError("%v", err)
+				}
+			}
 			sides, err := s.prepare(c.Args().Slice())
 			if err != nil {
 				return err

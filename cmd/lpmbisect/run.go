@@ -38,6 +38,11 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if out := c.String("out"); out != "" {
+				if err := measure.CheckWritable(out); err != nil {
+					return usageError("%v", err)
+				}
+			}
 			sides, err := s.prepare([]string{c.Args().First()})
 			if err != nil {
 				return err
