@@ -9,7 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/bpf"
 )
@@ -31,15 +31,29 @@ var (
 	}
 )
 
-var memlock = sync.OnceValue(rlimit.RemoveMemlock)
+// RemoveMemlock lifts RLIMIT_MEMLOCK, which limits BPF memory before Linux
+// 5.11 (later kernels charge the memory cgroup instead). It needs
+// CAP_SYS_RESOURCE to raise the hard limit.
+//
+// This is what cilium/ebpf's rlimit.RemoveMemlock does on old kernels, but
+// that package must not be linked into the guest: its init function creates
+// a BPF map, which looks for BPF tokens in /proc/self/mountinfo and caches
+// the failure for the life of the process. PID 1 runs package init before it
+// has mounted /proc, so every later map creation would fail.
+var RemoveMemlock = sync.OnceValue(func() error {
+	inf := &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, inf); err != nil {
+		return fmt.Errorf("remove memlock rlimit: %w", err)
+	}
+	return nil
+})
 
-// bpfProbe wraps a feature probe so that the memlock rlimit, which limits
-// BPF memory before Linux 5.11, is lifted first.
+// bpfProbe wraps a feature probe so that the memlock rlimit is lifted first.
+// Failing to lift it is not fatal: 5.11 and later do not need it, and on
+// older kernels the probe itself then fails with a hint.
 func bpfProbe(probe func() error) func() error {
 	return func() error {
-		if err := memlock(); err != nil {
-			return fmt.Errorf("remove memlock rlimit: %w", err)
-		}
+		RemoveMemlock()
 		return probe()
 	}
 }

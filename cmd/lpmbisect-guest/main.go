@@ -1,0 +1,206 @@
+// Command lpmbisect-guest is PID 1 of the lpmbisect initramfs. It mounts what
+// it needs, loads the modules the host packed (to get a virtio-serial
+// results port), runs the benchmarks the kernel command line selects, writes
+// Go benchmark lines and a trailer to the host (package wire), and powers
+// the VM off.
+//
+// Kernel command line (all optional):
+//
+//	lpmbisect.bench=REGEXP   benchmarks whose full result name (without the
+//	                         Benchmark prefix) matches [LPMTrie/op=lookup]
+//	lpmbisect.samples=N      samples per benchmark [5]
+//	lpmbisect.entries=N      trie size: dense keys [0,N) at /32 [10000]
+//	lpmbisect.rounds=N       XDP test runs per sample, one bpf_loop of
+//	                         10000 lookups each [20]
+//	lpmbisect.accel=A        kvm, tcg or icount: the accel config line;
+//	                         icount makes the unit insn/op instead of ns/op
+//	lpmbisect.port=NAME      virtio-serial port name [lpmbisect.results]
+//	lpmbisect.fault=KIND     TEST-ONLY: after the first result, hang, flood,
+//	                         longline, garbage, panic or exit (see fault.go)
+//
+// Results go to the virtio-serial port called lpmbisect.port, found under
+// /sys/class/virtio-ports within about 2 s of loading the modules listed
+// in /lib/modules/lpmbisect/load-order; failing that, to /dev/ttyS1 in raw
+// mode ("channel: serial"). Human-readable progress goes to the console.
+//
+// Run by hand as a process other than PID 1 (as root, on a kernel with BPF),
+// it neither mounts nor loads modules nor powers off, writes the stream to
+// standard output, and reads its parameters from $LPMBISECT_CMDLINE if set.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lpmbisect/lpmbisect/bpf"
+	"github.com/lpmbisect/lpmbisect/wire"
+	"github.com/lpmbisect/lpmbisect/workloads"
+)
+
+// portTimeout is how long the guest waits for the virtio port to appear.
+const portTimeout = 2 * time.Second
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "lpmbisect-guest: "+format+"\n", args...)
+}
+
+func main() {
+	pid1 := os.Getpid() == 1
+	if pid1 {
+		mountAll()
+		ensureConsole()
+	}
+	start := time.Now()
+	err := run(pid1)
+	if err != nil {
+		logf("%v", err)
+	}
+	logf("done in %v", time.Since(start).Round(time.Millisecond))
+	if !pid1 {
+		if err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	powerOff()
+}
+
+// run does the work of a boot. Whatever happens it tries to end the stream
+// with a trailer, so the host can tell a finished run from a truncated one.
+func run(pid1 bool) (err error) {
+	var infos []string
+	cmdline := ""
+	if b, rerr := os.ReadFile("/proc/cmdline"); rerr == nil {
+		cmdline = string(b)
+	} else {
+		infos = append(infos, fmt.Sprintf("read /proc/cmdline: %v", rerr))
+	}
+	if v, ok := os.LookupEnv("LPMBISECT_CMDLINE"); ok && !pid1 {
+		cmdline = v
+	}
+	cfg, cfgErr := parseCmdline(cmdline)
+	if cfgErr != nil {
+		logf("%v", cfgErr)
+		cfg.port = wire.PortName
+	}
+
+	if pid1 {
+		summary, problems := loadModules(moduleDir + "/load-order")
+		if summary != "" {
+			infos = append(infos, summary)
+		}
+		infos = append(infos, problems...)
+	}
+	ch, why, err := openChannel(cfg.port, pid1)
+	if err != nil {
+		return fmt.Errorf("no results channel: %w", err)
+	}
+	if why != "" {
+		logf("%s", why)
+		infos = append(infos, why)
+	}
+	logf("results channel: %s %s", ch.kind, ch.path)
+	defer func() {
+		if derr := ch.drain(); derr != nil {
+			err = errors.Join(err, fmt.Errorf("drain %s: %w", ch.path, derr))
+		}
+		ch.close()
+	}()
+
+	w := wire.NewWriter(ch)
+	ended := false
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("guest panic: %v", r)
+			w.Note(wire.KeyFailed, err.Error())
+		}
+		if !ended {
+			err = errors.Join(err, w.End())
+		}
+	}()
+	if cfgErr != nil {
+		return errors.Join(cfgErr, w.Note(wire.KeyFailed, cfgErr.Error()))
+	}
+
+	accel := cfg.accel
+	if accel == "" {
+		accel = "unknown"
+	}
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
+	p := cfg.params
+	rep := &workloads.Reporter{
+		Out: &faultyOutput{w: w, ch: ch, fault: cfg.fault},
+		Config: workloads.FileConfig(
+			wire.KeyKernel, kernelRelease(),
+			wire.KeyAccel, accel,
+			wire.KeyCPU, cpuModel(string(cpuinfo)),
+			wire.KeyChannel, ch.kind,
+			"samples", strconv.Itoa(p.Samples),
+			"rounds", strconv.Itoa(p.Rounds),
+			"loops", strconv.Itoa(bpf.LoopIterations),
+		),
+		Logf: logf,
+		Info: func(text string) { infos = append(infos, text) },
+	}
+	if len(cfg.unknown) > 0 {
+		infos = append(infos, "ignored unknown parameters: "+strings.Join(cfg.unknown, " "))
+	}
+
+	benches := workloads.Select(workloads.Registry(), cfg.bench, p)
+	if len(benches) == 0 {
+		msg := fmt.Sprintf("no benchmark matches %s=%s", paramBench, cfg.bench)
+		logf("%s", msg)
+		if err := w.Note(wire.KeyFailed, msg); err != nil {
+			return err
+		}
+	}
+	if err := rep.RunAll(benches, p); err != nil {
+		return fmt.Errorf("results channel broke: %w", err)
+	}
+	// Info notes come last so that the configuration lines open the stream.
+	for _, text := range infos {
+		if err := w.Note(wire.KeyInfo, text); err != nil {
+			return err
+		}
+	}
+	ended = true
+	if err := w.End(); err != nil {
+		return err
+	}
+	logf("wrote %d results and the trailer", w.Records())
+	return nil
+}
+
+// openChannel opens the results channel: the virtio port called port, or
+// the serial fallback. why explains a fallback.
+func openChannel(port string, pid1 bool) (ch *channel, why string, err error) {
+	if !pid1 {
+		return &channel{fd: 1, kind: channelStdout, path: "standard output"}, "", nil
+	}
+	if dev, ok := waitPort("/sys", port, portTimeout); ok {
+		ch, err := openVirtioPort("/dev", "/sys", dev)
+		if err == nil {
+			return ch, "", nil
+		}
+		why = fmt.Sprintf("virtio port %s: %v; falling back to %s", port, err, serialFallback)
+	} else {
+		why = fmt.Sprintf("virtio port %s not found within %v (no virtio console in this kernel, or its modules are missing); falling back to %s", port, portTimeout, serialFallback)
+	}
+	ch, err = openSerial(serialFallback)
+	return ch, why, err
+}
+
+// powerOff flushes file systems and powers the VM off. PID 1 must never
+// return: that panics the kernel.
+func powerOff() {
+	unix.Sync()
+	err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	logf("power off: %v", err)
+	sleepForever()
+}

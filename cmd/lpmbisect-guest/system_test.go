@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestCPUModel(t *testing.T) {
+	cpuinfo := "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13 64-Core Processor\nflags\t\t: fpu\n\nprocessor\t: 1\nmodel name\t: other\n"
+	if got, want := cpuModel(cpuinfo), "AMD EPYC 7B13 64-Core Processor"; got != want {
+		t.Errorf("cpuModel(...) = %q; want %q", got, want)
+	}
+	if got := cpuModel("processor\t: 0\n"); got != "unknown" {
+		t.Errorf("cpuModel(no model name) = %q; want unknown", got)
+	}
+}
+
+func TestReadLoadOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "load-order")
+	os.WriteFile(path, []byte("/lib/modules/lpmbisect/virtio_ring.ko\n\n# comment\n  /lib/modules/lpmbisect/virtio.ko  \n"), 0o644)
+	got, err := readLoadOrder(path)
+	want := []string{"/lib/modules/lpmbisect/virtio_ring.ko", "/lib/modules/lpmbisect/virtio.ko"}
+	if err != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("readLoadOrder() = %q, %v; want %q", got, err, want)
+	}
+}
+
+func TestLoadModulesWithoutOrderFile(t *testing.T) {
+	summary, problems := loadModules(filepath.Join(t.TempDir(), "load-order"))
+	if summary != "" || problems != nil {
+		t.Errorf("loadModules(missing file) = %q, %q; want nothing", summary, problems)
+	}
+}
+
+func TestLoadModuleNotAModule(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("finit_module needs root")
+	}
+	path := filepath.Join(t.TempDir(), "bogus.ko")
+	os.WriteFile(path, []byte("not an ELF file"), 0o644)
+	err := loadModule(path)
+	if err == nil || errors.Is(err, unix.EEXIST) {
+		t.Errorf("loadModule(bogus.ko) = %v; want an error", err)
+	}
+}
+
+func TestModuleName(t *testing.T) {
+	for in, want := range map[string]string{
+		"/lib/modules/lpmbisect/virtio_pci.ko":    "virtio_pci",
+		"/lib/modules/lpmbisect/virtio_pci.ko.xz": "virtio_pci",
+		"virtio.ko": "virtio",
+	} {
+		if got := moduleName(in); got != want {
+			t.Errorf("moduleName(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+// TestNoInitTimeBPF guards against linking cilium/ebpf's rlimit package into
+// the guest: its init function creates a BPF map before PID 1 has mounted
+// /proc, and the failed BPF token lookup that comes with it is cached for the
+// life of the process, failing every later map creation.
+func TestNoInitTimeBPF(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "github.com/cilium/ebpf/rlimit" {
+			t.Errorf("go list -deps . = ... %s ...; the guest must not link it", pkg)
+		}
+	}
+}
