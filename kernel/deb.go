@@ -85,12 +85,14 @@ func unpackDebOnce(deb, root string) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp, root)
+		if err != nil && isDir(root) {
+			// Unpacked by a process that could not take the lock (a
+			// file system without flock): the same package, so use it.
+			err = nil
+		}
 	}
-	if err != nil {
-		os.RemoveAll(tmp)
-		return err
-	}
-	return nil
+	os.RemoveAll(tmp) // gone after a successful rename; garbage otherwise
+	return err
 }
 
 // unpackDeb extracts the data.tar member of the Debian package deb into dst.
