@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +58,16 @@ func main() {
 		ensureConsole()
 	}
 	start := time.Now()
-	err := run(pid1)
+	err := func() (err error) {
+		// run recovers once the results stream is open; this catches
+		// panics before that, so PID 1 still powers off.
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("guest panic: %v\n%s", r, debug.Stack())
+			}
+		}()
+		return run(pid1)
+	}()
 	if err != nil {
 		logf("%v", err)
 	}
@@ -86,8 +96,7 @@ func run(pid1 bool) (err error) {
 	}
 	cfg, cfgErr := parseCmdline(cmdline)
 	if cfgErr != nil {
-		logf("%v", cfgErr)
-		cfg.port = wire.PortName
+		cfg.port = wire.PortName // reported on the channel below
 	}
 
 	if pid1 {
