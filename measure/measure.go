@@ -249,9 +249,9 @@ type ResultsFile struct {
 	*benchfmt.Writer
 }
 
-// StdoutResults writes results to f (standard output) as they come.
-func StdoutResults(f *os.File) *ResultsFile {
-	return &ResultsFile{f: f, Writer: benchfmt.NewWriter(f)}
+// StreamResults writes results to w (standard output) as they come.
+func StreamResults(w io.Writer) *ResultsFile {
+	return &ResultsFile{Writer: benchfmt.NewWriter(w)}
 }
 
 // CheckWritable tells, without creating anything, whether a results file

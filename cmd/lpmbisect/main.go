@@ -127,6 +127,11 @@ func newSession(c *cli.Context) (*session, error) {
 	if err := plan.Validate(); err != nil {
 		return nil, usageError("%v", err)
 	}
+	if accel == vmrunner.Icount && c.Int("cpus") != 1 {
+		// Single-threaded TCG counts instructions; guests hang bringing up a
+		// second vCPU under icount, and counts stop being deterministic.
+		return nil, usageError("--accel icount needs --cpus 1")
+	}
 	if c.Int("memory") < 128 || c.Int("cpus") < 1 || c.Int("cpus") > 64 {
 		return nil, usageError("--memory must be at least 128 (MiB) and --cpus between 1 and 64")
 	}

@@ -49,6 +49,7 @@ func TestBadInputBeforeAnyVM(t *testing.T) {
 		{"unknown accel", append(append([]string{"run", "--accel", "hvf"}, common...), text), "accel"},
 		{"bad bench regexp", append(append([]string{"run", "--bench", "LPM("}, common...), text), "--bench"},
 		{"bench with space", append(append([]string{"run", "--bench", "a b"}, common...), text), "--bench"},
+		{"icount with two vCPUs", append(append([]string{"run", "--accel", "icount", "--cpus", "2"}, common...), text), "--cpus 1"},
 		{"zero samples", append(append([]string{"run", "--samples", "0"}, common...), text), "--samples"},
 		{"unwritable out", append(append([]string{"run", "--out", filepath.Join(dir, "no", "such", "dir", "r.txt")}, common...), text), "--out"},
 		{"unknown flag", []string{"run", "--no-such-flag", text}, "no-such-flag"},

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
@@ -47,7 +47,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			out, err := openResults(c.String("out"))
+			out, err := openResults(c.String("out"), c.App.Writer)
 			if err != nil {
 				return err
 			}
@@ -69,9 +69,9 @@ Examples:
 }
 
 // openResults opens --out, or stdout when it is empty.
-func openResults(path string) (*measure.ResultsFile, error) {
+func openResults(path string, stdout io.Writer) (*measure.ResultsFile, error) {
 	if path == "" {
-		return measure.StdoutResults(os.Stdout), nil
+		return measure.StreamResults(stdout), nil
 	}
 	rf, err := measure.CreateResultsFile(path)
 	if err != nil {

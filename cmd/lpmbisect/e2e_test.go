@@ -1,0 +1,262 @@
+package main
+
+// End-to-end tests: the real CLI boots real Debian kernels under TCG with the
+// real guest. They need QEMU and scripts/fetch-kernels; without them they
+// skip, except under LPMBISECT_REQUIRE_VM=1 (CI), where they fail.
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/testguest"
+	"github.com/lpmbisect/lpmbisect/internal/testkernels"
+	"github.com/lpmbisect/lpmbisect/measure"
+)
+
+// vmArgs are the flags every end-to-end run needs: TCG (our /dev/kvm does
+// not run guests), the freshly built guest, a private cache.
+func vmArgs(t *testing.T) []string {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		testkernels.Unavailable(t, "qemu-system-x86_64 not installed (run scripts/setup)")
+	}
+	return []string{"--guest", testguest.Path(t), "--cache-dir", sharedCache(t), "--run-dir", t.TempDir()}
+}
+
+// sharedCache keeps unpacked kernels across the tests of this process.
+var cacheDir string
+
+func sharedCache(t *testing.T) string {
+	if cacheDir == "" {
+		d, err := os.MkdirTemp("", "lpmbisect-e2e-cache-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cacheDir = d
+	}
+	return cacheDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cacheDir != "" {
+		os.RemoveAll(cacheDir)
+	}
+	os.Exit(code)
+}
+
+func readResultsFile(t *testing.T, path string) []*benchfmt.Result {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := measure.ReadResults(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func parseResults(t *testing.T, text string) []*benchfmt.Result {
+	t.Helper()
+	res, err := measure.ReadResults(strings.NewReader(text), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// assertNoQEMULeft checks that no QEMU booting a kernel from this test
+// process's cache is still running.
+func assertNoQEMULeft(t *testing.T) {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", "qemu-system-x86_64 .*"+regexp.QuoteMeta(cacheDir)).Output()
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("QEMU processes left running: %s", s)
+	}
+}
+
+func TestRunBothDebianKernelsOverVirtio(t *testing.T) {
+	args := vmArgs(t)
+	for _, k := range []struct{ pkg, release string }{
+		{testkernels.Debian61, testkernels.Release61},   // virtio as modules, loaded by the guest
+		{testkernels.Debian612, testkernels.Release612}, // virtio built in
+	} {
+		t.Run(k.release, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "tcg", "--samples", "3"}, args...), testkernels.Deb(t, k.pkg))...)
+			if code != 0 {
+				t.Fatalf("lpmbisect run %s: exit %d\n%s", k.release, code, stderr)
+			}
+			results := parseResults(t, stdout)
+			keys := map[string]bool{}
+			for _, r := range results {
+				keys[string(r.Name)] = true
+				if got := r.GetConfig("kernel"); got != k.release {
+					t.Errorf("result kernel = %q; want %q", got, k.release)
+				}
+				if got := r.GetConfig("channel"); got != "virtio" {
+					t.Errorf("result channel = %q; want virtio", got)
+				}
+				if got := r.GetConfig("accel"); got != "tcg" {
+					t.Errorf("result accel = %q; want tcg", got)
+				}
+				v, ok := r.Value("sec/op")
+				if !ok || !(v > 1e-9 && v < 1e-4) {
+					t.Errorf("%s = %v sec/op; want a plausible lookup time", r.Name, v)
+				}
+			}
+			for _, want := range []string{"LPMTrie/op=lookup/keys=random/entries=10000", "LPMTrie/op=lookup/keys=sequential/entries=10000"} {
+				if !keys[want] {
+					t.Errorf("no results for %s; got %v", want, keys)
+				}
+			}
+			if len(results) != 6 {
+				t.Errorf("got %d results; want 6 (2 benchmarks × 3 samples)", len(results))
+			}
+		})
+	}
+	assertNoQEMULeft(t)
+}
+
+func TestRunSerialFallback(t *testing.T) {
+	args := vmArgs(t)
+	// Debian 6.1 has virtio_console as a module: without modules in the
+	// initramfs the guest has no virtio port and must use ttyS1.
+	code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "tcg", "--samples", "2", "--no-modules"}, args...), testkernels.Deb(t, testkernels.Debian61))...)
+	if code != 0 {
+		t.Fatalf("lpmbisect run --no-modules: exit %d\n%s", code, stderr)
+	}
+	results := parseResults(t, stdout)
+	if len(results) == 0 {
+		t.Fatalf("no results over the serial fallback\n%s", stderr)
+	}
+	for _, r := range results {
+		if got := r.GetConfig("channel"); got != "serial" {
+			t.Errorf("result channel = %q; want serial", got)
+		}
+	}
+	if !strings.Contains(stderr, "over serial") {
+		t.Errorf("stderr does not say results came over serial:\n%s", stderr)
+	}
+}
+
+func TestAutoFallsBackFromBrokenKVM(t *testing.T) {
+	args := vmArgs(t)
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "auto", "--samples", "1"}, args...), testkernels.Deb(t, testkernels.Debian612))...)
+	if code != 0 {
+		t.Fatalf("lpmbisect run --accel auto: exit %d\n%s", code, stderr)
+	}
+	accel := parseResults(t, stdout)[0].GetConfig("accel")
+	lines := regexp.MustCompile(`(?m)^lpmbisect: (warning: .*KVM.*|accel auto: .*)$`).FindAllString(stderr, -1)
+	if len(lines) != 1 {
+		t.Fatalf("want exactly one line about the accelerator choice; got %q\n%s", lines, stderr)
+	}
+	switch accel {
+	case "tcg":
+		// On our machines /dev/kvm exists but guests do not run: say so.
+		if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
+			f.Close()
+			if !strings.Contains(lines[0], "warning") {
+				t.Errorf("fell back to TCG with a usable /dev/kvm but no warning: %q", lines[0])
+			}
+		}
+		t.Logf("auto chose TCG: %s (%s to the end of the run)", lines[0], time.Since(start).Round(time.Second))
+	case "kvm":
+		t.Logf("auto chose KVM: this machine runs guests under KVM")
+	default:
+		t.Errorf("results accel = %q; want tcg or kvm", accel)
+	}
+}
+
+func TestExplicitKVMFailsClearly(t *testing.T) {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		t.Skip("no /dev/kvm here; the broken-KVM case cannot happen")
+	}
+	f.Close()
+	args := vmArgs(t)
+	code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "kvm", "--samples", "1"}, args...), testkernels.Deb(t, testkernels.Debian612))...)
+	if code == 0 {
+		t.Skipf("KVM works on this machine (accel %s)", parseResults(t, stdout)[0].GetConfig("accel"))
+	}
+	if code != exitInfra || !strings.Contains(stderr, "--accel kvm:") || !strings.Contains(stderr, "--accel tcg") {
+		t.Errorf("lpmbisect run --accel kvm on a broken KVM: exit %d; want %d with a message naming the way out\n%s", code, exitInfra, stderr)
+	}
+	assertNoQEMULeft(t)
+}
+
+func TestIcountIsDeterministic(t *testing.T) {
+	args := vmArgs(t)
+	code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "icount", "--boots", "2", "--samples", "3", "--bench", "LPMTrie/op=lookup/keys=random"}, args...), testkernels.Deb(t, testkernels.Debian612))...)
+	if code != 0 {
+		t.Fatalf("lpmbisect run --accel icount: exit %d\n%s", code, stderr)
+	}
+	results := parseResults(t, stdout)
+	var values []float64
+	for _, r := range results {
+		v, ok := r.Value("insn/op")
+		if !ok {
+			t.Fatalf("result %s has no insn/op value: %v", r.Name, r.Values)
+		}
+		values = append(values, v)
+	}
+	if len(values) != 6 {
+		t.Fatalf("got %d icount samples; want 6", len(values))
+	}
+	lo, hi := values[0], values[0]
+	for _, v := range values {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if spread := (hi - lo) / lo; spread > 0.001 {
+		t.Errorf("icount samples spread %.4f%% (%v); want within 0.1%%", spread*100, values)
+	}
+	t.Logf("icount insn/op over 2 boots: %v", values)
+}
+
+func TestCompareDebianKernels(t *testing.T) {
+	args := vmArgs(t)
+	out := filepath.Join(t.TempDir(), "ab.txt")
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "tcg", "--boots", "4", "--samples", "3", "--bench", "LPMTrie/op=lookup/keys=random", "--out", out}, args...),
+		testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612))...)
+	if code != 0 {
+		t.Fatalf("lpmbisect compare: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{testkernels.Release61, testkernels.Release612, "p="} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("compare table lacks %q:\n%s", want, stdout)
+		}
+	}
+	// The raw file holds both sides, interleaved A B A B, readable by benchfmt.
+	results := readResultsFile(t, out)
+	var order []string
+	for _, r := range results {
+		if s := r.GetConfig("side") + r.GetConfig("boot"); len(order) == 0 || order[len(order)-1] != s {
+			order = append(order, s)
+		}
+	}
+	if got := strings.Join(order, " "); got != "A1 B1 A2 B2 A3 B3 A4 B4" {
+		t.Errorf("boot order = %s; want A1 B1 A2 B2 A3 B3 A4 B4", got)
+	}
+	rep, err := compare.Build(results, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := rep.Rows[0]
+	t.Logf("6.1 → 6.12 random lookup: %.1f → %.1f ns (%+.1f%%, p=%.3f)", row.A.Center*1e9, row.B.Center*1e9, row.DeltaPct, row.P)
+	if !(row.Significant && row.DeltaPct < 0) {
+		t.Errorf("6.12 lookups should be significantly faster than 6.1: delta %+.1f%%, p=%.3f\n%s", row.DeltaPct, row.P, stdout)
+	}
+	assertNoQEMULeft(t)
+}
