@@ -87,14 +87,10 @@ func onUsageError(_ *cli.Context, err error, _ bool) error {
 
 // Flags shared by the commands that boot kernels.
 func vmFlags() []cli.Flag {
-	return []cli.Flag{
+	return append(benchFlags(), []cli.Flag{
 		&cli.StringFlag{Name: "accel", Value: "auto", Usage: "auto, kvm, tcg or icount (TCG counting instructions: deterministic, unit insn/op)"},
 		&cli.IntFlag{Name: "memory", Value: 1024, Usage: "guest memory in MiB"},
 		&cli.IntFlag{Name: "cpus", Value: 1, Usage: "guest vCPUs"},
-		&cli.StringFlag{Name: "bench", Value: "LPMTrie/op=lookup", Usage: "regexp selecting benchmarks by result name"},
-		&cli.IntFlag{Name: "samples", Value: 5, Usage: "samples per benchmark per boot"},
-		&cli.IntFlag{Name: "entries", Value: 10000, Usage: "LPM trie entries (dense keys [0,N), prefix length 32)"},
-		&cli.IntFlag{Name: "rounds", Value: 20, Usage: "test-run repetitions of 10000 ops per sample"},
 		&cli.DurationFlag{Name: "boot-timeout", Value: 90 * time.Second, Usage: "deadline for the guest's first results"},
 		&cli.DurationFlag{Name: "progress-timeout", Value: 60 * time.Second, Usage: "longest silence from a booted guest"},
 		&cli.StringFlag{Name: "cache-dir", EnvVars: []string{"LPMBISECT_CACHE"}, Usage: "cache for unpacked kernels and initramfs images (default: user cache dir)"},
@@ -102,9 +98,8 @@ func vmFlags() []cli.Flag {
 		&cli.StringFlag{Name: "guest", EnvVars: []string{"LPMBISECT_GUEST"}, Usage: "guest binary (default: lpmbisect-guest beside this executable)"},
 		&cli.StringFlag{Name: "qemu", Value: "qemu-system-x86_64", Usage: "QEMU binary"},
 		&cli.BoolFlag{Name: "no-modules", Usage: "do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"},
-		&cli.StringFlag{Name: "fault", Hidden: true, Usage: "test-only guest misbehaviour"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print QEMU command lines and decisions"},
-	}
+	}...)
 }
 
 // session is what a command needs to boot kernels, built from the flags.
@@ -123,9 +118,9 @@ func newSession(c *cli.Context) (*session, error) {
 	if err != nil {
 		return nil, usageError("--accel: %v", err)
 	}
-	plan := measure.GuestPlan{Bench: c.String("bench"), Samples: c.Int("samples"), Entries: c.Int("entries"), Rounds: c.Int("rounds"), Fault: c.String("fault")}
-	if err := plan.Validate(); err != nil {
-		return nil, usageError("%v", err)
+	plan, err := guestPlan(c)
+	if err != nil {
+		return nil, err
 	}
 	if accel == vmrunner.Icount && c.Int("cpus") != 1 {
 		// Single-threaded TCG counts instructions; guests hang bringing up a
