@@ -35,7 +35,7 @@ Examples:
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
-				return usageError("compare takes two kernels, A and B, got %d arguments (see lpmbisect compare --help)", c.NArg())
+				return argsError("compare", "two kernels, A and B", c.Args().Slice())
 			}
 			if c.Int("boots") < 1 {
 				return usageError("--boots must be at least 1")

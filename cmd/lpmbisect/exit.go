@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -33,6 +34,17 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// argsError reports a wrong number of positional arguments; flags given
+// after them are the usual cause (flags must come first).
+func argsError(cmd, want string, args []string) error {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			return usageError("%s takes %s; flag %s came after them (put flags before the kernels)", cmd, want, a)
+		}
+	}
+	return usageError("%s takes %s, got %d arguments (see lpmbisect %s --help)", cmd, want, len(args), cmd)
 }
 
 // signalError is the cause of a context canceled by a signal.

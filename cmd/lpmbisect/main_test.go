@@ -9,7 +9,7 @@ import (
 )
 
 // cli runs lpmbisect in-process and returns its exit code and outputs.
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+func runCLI(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = runMain(append([]string{"lpmbisect"}, args...), &out, &errb)
@@ -52,6 +52,7 @@ func TestBadInputBeforeAnyVM(t *testing.T) {
 		{"icount with two vCPUs", append(append([]string{"run", "--accel", "icount", "--cpus", "2"}, common...), text), "--cpus 1"},
 		{"zero samples", append(append([]string{"run", "--samples", "0"}, common...), text), "--samples"},
 		{"unwritable out", append(append([]string{"run", "--out", filepath.Join(dir, "no", "such", "dir", "r.txt")}, common...), text), "--out"},
+		{"flag after kernel", []string{"run", text, "--boots", "2"}, "put flags before"},
 		{"unknown flag", []string{"run", "--no-such-flag", text}, "no-such-flag"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

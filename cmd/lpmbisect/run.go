@@ -29,7 +29,7 @@ Examples:
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return usageError("run takes one KERNEL, got %d arguments (see lpmbisect run --help)", c.NArg())
+				return argsError("run", "one KERNEL", c.Args().Slice())
 			}
 			if c.Int("boots") < 1 {
 				return usageError("--boots must be at least 1")
