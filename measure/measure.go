@@ -184,7 +184,11 @@ func Run(ctx context.Context, p Plan) (*Summary, error) {
 				return sum, context.Cause(ctx)
 			}
 			if r.Outcome != vmrunner.OK && (sum.OK[s.Name] == 0 || failed[s.Name] > p.MaxFailed) {
-				return sum, fmt.Errorf("kernel %s (%s): %w: %s: %s (console log: %s)", s.Name, s.Label, ErrBootFailed, r.Outcome, r.Detail, r.ConsoleLog)
+				kept := ""
+				if n := len(r.Stream.Results); n > 0 {
+					kept = fmt.Sprintf("; its %d finished samples are kept in %s but not counted", n, filepath.Join(cfg.RunDir, "results.out"))
+				}
+				return sum, fmt.Errorf("kernel %s (%s): %w: %s: %s (console log: %s%s)", s.Name, s.Label, ErrBootFailed, r.Outcome, r.Detail, r.ConsoleLog, kept)
 			}
 		}
 	}

@@ -73,10 +73,12 @@ type Config struct {
 
 	BootDeadline     time.Duration // default 90 s
 	ProgressDeadline time.Duration // default 60 s
-	// StartDeadline, when set, ends the boot with NoProgress if the kernel
-	// has not printed its banner ("Linux version …") by then. Selector sets
-	// it for KVM: a guest stuck in real-mode setup prints a few bytes and
-	// then nothing.
+	// StartDeadline ends the boot if the kernel has not started by then
+	// (no "Linux version" banner, no guest output): a truncated or corrupt
+	// image hangs in the boot loader or decompressor without a word. Under
+	// KVM the outcome is NoProgress (Selector sets a short deadline to
+	// detect a KVM that does not run guests), otherwise BootTimeout.
+	// Default: 30 s, or the boot deadline if shorter.
 	StartDeadline time.Duration
 
 	Limits Limits    // zero means DefaultLimits
@@ -101,6 +103,8 @@ var ErrQEMUMissing = errors.New("qemu-system-x86_64 not found (install it: apt-g
 const (
 	defaultBootDeadline     = 90 * time.Second
 	defaultProgressDeadline = 60 * time.Second
+	defaultStartDeadline    = 30 * time.Second
+	maxCommandLine          = 2047 // COMMAND_LINE_SIZE on x86, less the NUL
 	pollInterval            = 50 * time.Millisecond
 )
 
@@ -123,6 +127,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.BootDeadline == 0 {
 		c.BootDeadline = defaultBootDeadline
+	}
+	if c.StartDeadline == 0 {
+		c.StartDeadline = min(defaultStartDeadline, c.BootDeadline)
 	}
 	if c.ProgressDeadline == 0 {
 		c.ProgressDeadline = defaultProgressDeadline
@@ -177,6 +184,9 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.setDefaults()
 	if _, err := exec.LookPath(cfg.QEMU); err != nil {
 		return nil, ErrQEMUMissing
+	}
+	if n := len(cfg.KernelCommandLine()); n > maxCommandLine {
+		return nil, fmt.Errorf("kernel command line is %d bytes, more than x86's %d (shorten --append or --bench)", n, maxCommandLine)
 	}
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
@@ -358,12 +368,18 @@ func (m *monitor) readConsole(r io.Reader, log io.Writer) {
 	}
 }
 
-// kernelBanner is the first line the kernel proper prints.
-const kernelBanner = "Linux version "
+// startMarkers show that the kernel proper runs: its first line, and in
+// case a quiet or loglevel= parameter hid it, the start of init and the
+// guest's own console lines.
+var startMarkers = []string{"Linux version ", "Run /init", "lpmbisect-guest"}
 
 func (m *monitor) consoleLine(line string) {
-	if strings.Contains(line, kernelBanner) {
-		m.kernelStarted.Store(true)
+	if !m.kernelStarted.Load() {
+		for _, marker := range startMarkers {
+			if strings.Contains(line, marker) {
+				m.kernelStarted.Store(true)
+			}
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -451,7 +467,10 @@ func (m *monitor) check(cfg Config) (Outcome, string) {
 	elapsed := now.Sub(m.start)
 	first := m.firstResultAt.Load()
 	if cfg.StartDeadline > 0 && !m.kernelStarted.Load() && first == 0 && elapsed > cfg.StartDeadline {
-		return NoProgress, fmt.Sprintf("the kernel did not start within %s under %s", cfg.StartDeadline, cfg.Accel)
+		if cfg.Accel == KVM {
+			return NoProgress, fmt.Sprintf("the kernel did not start within %s under KVM", cfg.StartDeadline)
+		}
+		return BootTimeout, fmt.Sprintf("the kernel did not start within %s (no kernel banner on the console: a truncated or corrupt image, or not an x86-64 kernel?)", cfg.StartDeadline)
 	}
 	if first == 0 {
 		if elapsed > cfg.BootDeadline {

@@ -133,10 +133,18 @@ func TestClassify(t *testing.T) {
 }
 
 func TestCheckDeadlines(t *testing.T) {
-	cfg := Config{BootDeadline: time.Second, ProgressDeadline: time.Second, StartDeadline: 500 * time.Millisecond}
+	cfg := Config{BootDeadline: time.Second, ProgressDeadline: time.Second, StartDeadline: 500 * time.Millisecond, Accel: KVM}
 	m := &monitor{start: time.Now().Add(-700 * time.Millisecond)}
 	if got, _ := m.check(cfg); got != NoProgress {
-		t.Errorf("check(no banner after start deadline) = %q; want %q", got, NoProgress)
+		t.Errorf("check(no banner after start deadline, KVM) = %q; want %q", got, NoProgress)
+	}
+	cfg.Accel = TCG
+	if got, detail := m.check(cfg); got != BootTimeout || !strings.Contains(detail, "did not start") {
+		t.Errorf("check(no banner after start deadline, TCG) = %q (%s); want %q", got, detail, BootTimeout)
+	}
+	m.consoleLine("lpmbisect-guest: results over virtio")
+	if !m.kernelStarted.Load() {
+		t.Errorf("a guest console line did not count as a started kernel")
 	}
 	m.kernelStarted.Store(true)
 	if got, _ := m.check(cfg); got != "" {

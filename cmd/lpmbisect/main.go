@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -97,6 +98,7 @@ func vmFlags() []cli.Flag {
 		&cli.StringFlag{Name: "run-dir", Usage: "where console logs of each boot go (default: <cache-dir>/runs/<time>)"},
 		&cli.StringFlag{Name: "guest", EnvVars: []string{"LPMBISECT_GUEST"}, Usage: "guest binary (default: lpmbisect-guest beside this executable)"},
 		&cli.StringFlag{Name: "qemu", Value: "qemu-system-x86_64", Usage: "QEMU binary"},
+		&cli.StringFlag{Name: "append", Usage: "extra kernel parameters, e.g. \"mitigations=off\""},
 		&cli.BoolFlag{Name: "no-modules", Usage: "do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print QEMU command lines and decisions"},
 	}...)
@@ -109,6 +111,7 @@ type session struct {
 	selector                *vmrunner.Selector
 	vm                      vmrunner.Config
 	noModules               bool
+	extraKernelArgs         []string
 	log                     io.Writer // progress and notes (stderr)
 	verbose                 bool
 }
@@ -150,7 +153,7 @@ func newSession(c *cli.Context) (*session, error) {
 	}
 	s := &session{
 		cacheDir: cacheDir, runDir: runDir, guest: guest, plan: plan,
-		noModules: c.Bool("no-modules"), log: c.App.ErrWriter, verbose: c.Bool("verbose"),
+		noModules: c.Bool("no-modules"), extraKernelArgs: strings.Fields(c.String("append")), log: c.App.ErrWriter, verbose: c.Bool("verbose"),
 		vm: vmrunner.Config{
 			QEMU: c.String("qemu"), MemoryMB: c.Int("memory"), CPUs: c.Int("cpus"),
 			BootDeadline: c.Duration("boot-timeout"), ProgressDeadline: c.Duration("progress-timeout"),
@@ -186,7 +189,7 @@ func (s *session) prepare(inputs []string) ([]*measure.Side, error) {
 func (s *session) measure(ctx context.Context, sides []*measure.Side, boots int, out *measure.ResultsFile) (*measure.Summary, error) {
 	start := time.Now()
 	p := measure.Plan{
-		Sides: sides, Boots: boots, GuestArgs: s.plan.KernelArgs(), Selector: s.selector,
+		Sides: sides, Boots: boots, GuestArgs: append(s.plan.KernelArgs(), s.extraKernelArgs...), Selector: s.selector,
 		VM: s.vm, RunDir: s.runDir, Results: out.Writer,
 		OnBoot: func(r measure.BootReport) {
 			status := string(r.Result.Outcome)
