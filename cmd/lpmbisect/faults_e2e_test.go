@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/internal/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
