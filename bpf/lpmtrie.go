@@ -1,22 +1,7 @@
-// Package bpf builds the BPF objects that lpmbisect's benchmarks load into the
-// guest kernel. Everything here is pure and deterministic: it returns
-// cilium/ebpf specs (maps and programs written with the asm package, no clang)
-// and never touches the kernel, so the same inputs give the same bytes on
-// every machine. Loading and running the specs is the job of package
-// workloads.
-//
-// The LPM trie benchmark mirrors the kernel's selftest bench
-// (tools/testing/selftests/bpf/benchs/bench_lpm_trie_map.c, Linux 6.18): an
-// XDP program, driven by BPF_PROG_TEST_RUN, reads bpf_ktime_get_ns around one
-// bpf_loop call of LoopIterations iterations, and adds the elapsed time and
-// the number of iterations to a stats map that user space reads and resets
-// between samples. Timing inside the kernel keeps the syscall and the
-// test-run harness out of the per-operation number.
 package bpf
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 
@@ -26,12 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Names of the objects in the CollectionSpec returned by LPMLookupSpec.
-const (
-	TrieMapName       = "lpm_trie"
-	StatsMapName      = "bench_stats"
-	LPMLookupProgName = "lpm_lookup"
-)
+// TrieMapName is the name of the LPM trie in the benchmark collections.
+const TrieMapName = "lpm_trie"
 
 // LoopIterations is the number of bpf_loop iterations per program run, the
 // kernel bench's NR_LOOPS.
@@ -41,31 +22,37 @@ const LoopIterations = 10000
 // BPF_MAX_LOOPS in kernel/bpf/bpf_iter.c).
 const maxLoopIterations = 1 << 23
 
-// PrefixLen is the prefix length of every key the benchmark inserts and looks
-// up: full 32-bit keys, as in the kernel bench's default --prefix_len=32.
+// PrefixLen is the default prefix length of the keys the benchmarks insert
+// and look up: full 32-bit keys, as in the kernel bench's default
+// --prefix_len=32.
 const PrefixLen = 32
 
 // LPMKey is the key of an LPM trie with 4 bytes of data, laid out as the
 // kernel's struct bpf_lpm_trie_key_u8 with a 4-byte data array. Data is
-// compared most significant bit first, so it holds the key big-endian.
+// compared most significant bit first.
 type LPMKey struct {
 	Prefixlen uint32
 	Data      [4]byte
 }
 
-// KeyFor returns the LPM key for the 32-bit value v with the given prefix
-// length: the data holds v big-endian, so numerically close values share
-// long prefixes, as IPv4 addresses do.
+// KeyFor returns the LPM key of the v-th prefix of length prefixlen (1 to
+// 32): the data holds v in its top prefixlen bits, big-endian, so
+// numerically close values share long prefixes, as IPv4 addresses do, and
+// the keys [0, 2^prefixlen) are distinct prefixes. KeyFor(32, v) holds v.
 func KeyFor(prefixlen, v uint32) LPMKey {
 	k := LPMKey{Prefixlen: prefixlen}
+	if prefixlen > 0 && prefixlen < 32 {
+		v <<= 32 - prefixlen
+	}
 	binary.BigEndian.PutUint32(k.Data[:], v)
 	return k
 }
 
-// Value returns the 32-bit value stored in the key's data.
+// Value returns the 32-bit value stored in the key's data (the prefix
+// number shifted to the top of the word when Prefixlen < 32).
 func (k LPMKey) Value() uint32 { return binary.BigEndian.Uint32(k.Data[:]) }
 
-// KeyOrder is how the benchmark program picks the key of each lookup.
+// KeyOrder is how a benchmark program picks the key of each operation.
 type KeyOrder int
 
 const (
@@ -88,72 +75,117 @@ func (o KeyOrder) String() string {
 	return fmt.Sprintf("KeyOrder(%d)", int(o))
 }
 
-// Stats is the value of the single element of the stats map. The program
-// adds to it with atomic adds; user space zeroes the accumulators between
-// samples (keeping Cursor) and reads them after a run.
-type Stats struct {
-	// Nanoseconds is the bpf_ktime_get_ns time spent in bpf_loop, summed
-	// over runs. Under QEMU -icount shift=0 this counts guest instructions.
-	Nanoseconds uint64
-	// Iterations is the number of loop iterations (one lookup each) that
-	// Nanoseconds covers.
-	Iterations uint64
-	// Runs is the number of program runs.
-	Runs uint64
-	// Misses counts lookups that found no entry. The callback stops the
-	// loop at the first miss: a miss means the trie is not what the
-	// benchmark thinks it is, and the sample must be discarded.
-	Misses uint64
-	// MissKey is the key value of the last miss (host order).
-	MissKey uint64
-	// LoopError is the last negative return value of bpf_loop, as a
-	// two's-complement errno, or 0.
-	LoopError uint64
-	// Cursor is the next key of a sequential walk.
-	Cursor uint64
-}
+// LPMOp is the operation a benchmark times, once per loop iteration.
+type LPMOp int
 
-// Byte offsets of the Stats fields, used by the program.
 const (
-	offNanoseconds = 8 * iota
-	offIterations
-	offRuns
-	offMisses
-	offMissKey
-	offLoopError
-	offCursor
-	statsSize
+	// OpNoop is an empty loop callback: the harness overhead (bpf_loop,
+	// the callback call, the timing).
+	OpNoop LPMOp = iota
+	// OpBaseline builds the key and nothing else, so the cost of key
+	// generation (bpf_get_prandom_u32() % entries for random keys) is
+	// known and can be subtracted.
+	OpBaseline
+	// OpLookup is bpf_map_lookup_elem on a full trie; a miss is a failure.
+	OpLookup
+	// OpUpdate is bpf_map_update_elem(BPF_EXIST) of an existing key in a
+	// full trie; an error is a failure. (Before Linux 6.13 LPM tries
+	// ignored BPF_EXIST.)
+	OpUpdate
+	// OpInsert is bpf_map_update_elem(BPF_NOEXIST) into a trie that user
+	// space empties (untimed) each time it is full.
+	OpInsert
+	// OpDelete is bpf_map_delete_elem on a trie that user space refills
+	// (untimed) each time it is empty.
+	OpDelete
 )
 
-// LPMLookup describes one LPM trie lookup benchmark program.
-type LPMLookup struct {
-	// Entries is the number of keys in the trie: the dense keys
-	// [0, Entries) at prefix length 32. It must be at least 1 and at most
-	// math.MaxInt32 (it is an immediate operand of BPF_MOD).
-	Entries uint32
-	// Keys is the order in which keys are looked up.
+var opNames = [...]string{"noop", "baseline", "lookup", "update", "insert", "delete"}
+
+// String returns the name used in benchmark names, e.g. "lookup".
+func (o LPMOp) String() string {
+	if o >= 0 && int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return fmt.Sprintf("LPMOp(%d)", int(o))
+}
+
+// UsesTrie reports whether the operation touches the trie.
+func (o LPMOp) UsesTrie() bool { return o >= OpLookup }
+
+// StartsFull reports whether the trie must hold all keys before the
+// benchmark runs (lookup, update, delete); insert starts empty.
+func (o LPMOp) StartsFull() bool { return o == OpLookup || o == OpUpdate || o == OpDelete }
+
+// consumesKeys reports whether each run uses up keys (insert fills the
+// trie, delete empties it), so that user space must reset the trie.
+func (o LPMOp) consumesKeys() bool { return o == OpInsert || o == OpDelete }
+
+// LPMBench describes one LPM trie benchmark program timed around bpf_loop.
+type LPMBench struct {
+	Op LPMOp
+	// Keys is the order in which keys are used. Insert and delete walk
+	// the keys sequentially (a random delete would hit deleted keys).
 	Keys KeyOrder
-	// Loops is the number of bpf_loop iterations per program run; 0 means
-	// LoopIterations.
+	// Entries is the number of keys in the full trie: the dense prefixes
+	// [0, Entries). It must be at least 1 and at most math.MaxInt32 (it
+	// is an immediate operand of BPF_MOD) and 2^PrefixLen.
+	Entries uint32
+	// PrefixLen is the prefix length of every key; 0 means PrefixLen.
+	PrefixLen uint32
+	// Loops is the number of bpf_loop iterations per program run; 0
+	// means LoopIterations.
 	Loops uint32
 }
 
-func (l LPMLookup) loops() uint32 {
+// ProgName is the name of the XDP program in the spec, e.g. "lpm_lookup".
+func (l LPMBench) ProgName() string { return "lpm_" + l.Op.String() }
+
+func (l LPMBench) loops() uint32 {
 	if l.Loops == 0 {
 		return LoopIterations
 	}
 	return l.Loops
 }
 
-func (l LPMLookup) validate() error {
-	if l.Entries < 1 || l.Entries > math.MaxInt32 {
-		return fmt.Errorf("entries %d out of range [1, %d]", l.Entries, math.MaxInt32)
+func (l LPMBench) prefixLen() uint32 {
+	if l.PrefixLen == 0 {
+		return PrefixLen
+	}
+	return l.PrefixLen
+}
+
+// CheckTrieParams checks entries and prefixLen as every LPM benchmark
+// needs them: at least one key, keys usable as BPF immediates, and enough
+// distinct prefixes of length prefixLen (2^prefixLen ≥ entries).
+func CheckTrieParams(entries, prefixLen uint32) error {
+	if entries < 1 || entries > math.MaxInt32 {
+		return fmt.Errorf("entries %d out of range [1, %d]", entries, math.MaxInt32)
+	}
+	if prefixLen < 1 || prefixLen > 32 {
+		return fmt.Errorf("prefix length %d out of range [1, 32]", prefixLen)
+	}
+	if prefixLen < 32 && entries > 1<<prefixLen {
+		return fmt.Errorf("prefix length %d has only %d distinct prefixes, fewer than %d entries (raise the prefix length)", prefixLen, 1<<prefixLen, entries)
+	}
+	return nil
+}
+
+func (l LPMBench) validate() error {
+	if err := CheckTrieParams(l.Entries, l.prefixLen()); err != nil {
+		return err
+	}
+	if l.Op < OpNoop || l.Op > OpDelete {
+		return fmt.Errorf("unknown operation %v", l.Op)
 	}
 	if l.Keys != RandomKeys && l.Keys != SequentialKeys {
 		return fmt.Errorf("unknown key order %v", l.Keys)
 	}
-	if n := l.loops(); n > maxLoopIterations {
-		return fmt.Errorf("loops %d above bpf_loop's limit %d", n, maxLoopIterations)
+	if l.Op.consumesKeys() && l.Keys != SequentialKeys {
+		return fmt.Errorf("%v needs sequential keys", l.Op)
+	}
+	if n := l.loops(); n < 1 || n > maxLoopIterations {
+		return fmt.Errorf("loops %d out of bpf_loop's range [1, %d]", n, maxLoopIterations)
 	}
 	return nil
 }
@@ -176,65 +208,42 @@ func TrieSpec(entries uint32) *ebpf.MapSpec {
 	}
 }
 
-// StatsSpec returns the spec of the one-element array that holds a Stats.
-func StatsSpec() *ebpf.MapSpec {
-	return &ebpf.MapSpec{
-		Name:       StatsMapName,
-		Type:       ebpf.Array,
-		KeySize:    4,
-		ValueSize:  statsSize,
-		MaxEntries: 1,
-	}
-}
-
-// Spec returns the collection for the benchmark: the maps TrieMapName
-// (empty; the caller fills it with KeyFor(PrefixLen, i) for i in
-// [0, Entries)) and StatsMapName, and the XDP program LPMLookupProgName that
-// references both by name.
+// Spec returns the collection for the benchmark: the XDP program
+// ProgName(), the stats map StatsMapName and, for operations that use it,
+// the trie TrieMapName (empty; the caller fills it with
+// KeyFor(PrefixLen, i) for i in [0, Entries) when Op.StartsFull()).
 //
 // Each run of the program reads bpf_ktime_get_ns, calls
-// bpf_loop(Loops, callback, &ctx, 0), reads the time again and atomically adds
-// the elapsed time, the iteration count and 1 (runs) to the stats. Each
-// callback iteration builds a key, converts its data to big-endian and calls
-// bpf_map_lookup_elem on the trie; on a miss it records the key in the stats
-// and stops the loop. The program returns XDP_PASS.
+// bpf_loop(n, callback, &ctx, 0), reads the time again and atomically adds
+// the elapsed time, the iteration count and 1 (runs) to the stats. n is
+// Loops, except for insert and delete, where it is at most the number of
+// keys left (Entries - Cursor): a run that finds none left does nothing and
+// returns RetNeedsReset, and user space resets the trie and the cursor
+// outside the timed region. Each callback iteration builds a key (random or
+// sequential, shifted into the top PrefixLen bits, big-endian) and does the
+// operation; a failed operation is recorded in the stats and stops the
+// loop. A run that did its work returns RetDone.
 //
 // Requires Linux 5.17 (bpf_loop); running it with BPF_PROG_TEST_RUN needs
 // at least 14 bytes of packet data.
-func (l LPMLookup) Spec() (*ebpf.CollectionSpec, error) {
+func (l LPMBench) Spec() (*ebpf.CollectionSpec, error) {
 	if err := l.validate(); err != nil {
-		return nil, fmt.Errorf("LPM lookup program: %w", err)
+		return nil, fmt.Errorf("LPM %v program: %w", l.Op, err)
 	}
 	prog := &ebpf.ProgramSpec{
-		Name:         LPMLookupProgName,
+		Name:         l.ProgName(),
 		Type:         ebpf.XDP,
 		License:      "Dual MIT/GPL",
-		Instructions: append(loopMain(l.loops(), l.Keys == SequentialKeys, l.Entries), l.lookupCallback()...),
+		Instructions: append(l.loopMain(), l.callback()...),
+	}
+	maps := map[string]*ebpf.MapSpec{StatsMapName: StatsSpec()}
+	if l.Op.UsesTrie() {
+		maps[TrieMapName] = TrieSpec(l.Entries)
 	}
 	return &ebpf.CollectionSpec{
-		Maps: map[string]*ebpf.MapSpec{
-			TrieMapName:  TrieSpec(l.Entries),
-			StatsMapName: StatsSpec(),
-		},
-		Programs: map[string]*ebpf.ProgramSpec{LPMLookupProgName: prog},
+		Maps:     maps,
+		Programs: map[string]*ebpf.ProgramSpec{prog.Name: prog},
 	}, nil
-}
-
-// ErrBadStats is returned by Stats.Check for stats that cannot be timed.
-var ErrBadStats = errors.New("benchmark stats rejected")
-
-// Check reports whether the stats of a sample are usable: no lookup missed,
-// bpf_loop did not fail, and at least one iteration ran.
-func (s Stats) Check() error {
-	switch {
-	case s.Misses > 0:
-		return fmt.Errorf("%w: %d lookups missed (last key %d): the trie does not hold the keys the benchmark expects", ErrBadStats, s.Misses, s.MissKey)
-	case s.LoopError != 0:
-		return fmt.Errorf("%w: bpf_loop returned %d", ErrBadStats, int64(s.LoopError))
-	case s.Iterations == 0:
-		return fmt.Errorf("%w: no iterations ran", ErrBadStats)
-	}
-	return nil
 }
 
 // callbackSymbol labels the first instruction of the bpf_loop callback.
@@ -243,44 +252,43 @@ const callbackSymbol = "loop_cb"
 // Stack layout of the main function: the bpf_loop context.
 const ctxCursor = -8 // u64 cursor, read by the sequential callback
 
-// Stack layout of the callback: the LPM key.
+// Stack layout of the callback: the LPM key and the value to store.
 const (
-	keyPrefixlen = -8 // u32
-	keyData      = -4 // [4]byte, big-endian
-)
-
-var (
-	btfInt  = &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
-	btfLong = &btf.Int{Name: "long", Size: 8, Encoding: btf.Signed}
-	btfU64  = &btf.Int{Name: "u64", Size: 8}
-	btfPtr  = &btf.Pointer{Target: &btf.Void{}}
+	keyPrefixlen = -8  // u32
+	keyData      = -4  // [4]byte, big-endian
+	valueSlot    = -12 // u32
 )
 
 // loopMain returns the program's main function: time one bpf_loop call and
-// account for it in the stats. The callback must follow, labelled
-// callbackSymbol. If sequential, the cursor is passed to the callback and
-// advanced by the number of iterations, modulo entries.
-func loopMain(loops uint32, sequential bool, entries uint32) asm.Instructions {
-	mainFn := &btf.Func{
-		Name:    LPMLookupProgName,
-		Linkage: btf.GlobalFunc,
-		Type: &btf.FuncProto{
-			Return: btfInt,
-			Params: []btf.FuncParam{{Name: "ctx", Type: btfPtr}},
-		},
-	}
+// account for it in the stats. The callback follows, labelled
+// callbackSymbol.
+func (l LPMBench) loopMain() asm.Instructions {
+	loops := int32(l.loops())
 	insns := asm.Instructions{
 		// r7 = &stats (callee-saved across helper calls).
-		btf.WithFuncMetadata(asm.LoadMapValue(asm.R7, 0, 0).WithReference(StatsMapName), mainFn),
+		btf.WithFuncMetadata(asm.LoadMapValue(asm.R7, 0, 0).WithReference(StatsMapName), globalFunc(l.ProgName())),
 		// ctx.cursor = stats.cursor (always initialised: the verifier
 		// rejects reads of uninitialised stack in the callback).
 		asm.LoadMem(asm.R1, asm.R7, offCursor, asm.DWord),
 		asm.StoreMem(asm.RFP, ctxCursor, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R9, loops),
+	}
+	if l.Op.consumesKeys() {
+		insns = append(insns,
+			// r9 = min(entries - cursor, loops); nothing left: reset.
+			asm.Mov.Imm(asm.R9, int32(l.Entries)),
+			asm.Sub.Reg(asm.R9, asm.R1),
+			asm.JLE.Imm(asm.R9, loops, "loops_set"),
+			asm.Mov.Imm(asm.R9, loops),
+			asm.JEq.Imm(asm.R9, 0, "needs_reset").WithSymbol("loops_set"),
+		)
+	}
+	insns = append(insns,
 		// r6 = start time.
 		asm.FnKtimeGetNs.Call(),
 		asm.Mov.Reg(asm.R6, asm.R0),
-		// r0 = bpf_loop(loops, callback, &ctx, 0)
-		asm.Mov.Imm(asm.R1, int32(loops)),
+		// r0 = bpf_loop(r9, callback, &ctx, 0)
+		asm.Mov.Reg(asm.R1, asm.R9),
 		asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(callbackSymbol),
 		asm.Mov.Reg(asm.R3, asm.RFP),
 		asm.Add.Imm(asm.R3, ctxCursor),
@@ -295,35 +303,47 @@ func loopMain(loops uint32, sequential bool, entries uint32) asm.Instructions {
 		atomicAdd(asm.R7, offRuns, asm.R1),
 		asm.JSLT.Imm(asm.R8, 0, "loop_failed"),
 		atomicAdd(asm.R7, offIterations, asm.R8),
-	}
-	if sequential {
+	)
+	switch {
+	case l.Op.consumesKeys():
+		insns = append(insns,
+			// stats.cursor += iterations: keys used up so far.
+			atomicAdd(asm.R7, offCursor, asm.R8),
+		)
+	case l.Op != OpNoop && l.Keys == SequentialKeys:
 		insns = append(insns,
 			// stats.cursor = (stats.cursor + iterations) % entries
 			asm.LoadMem(asm.R1, asm.R7, offCursor, asm.DWord),
 			asm.Add.Reg(asm.R1, asm.R8),
-			asm.Mod.Imm(asm.R1, int32(entries)),
+			asm.Mod.Imm(asm.R1, int32(l.Entries)),
 			asm.StoreMem(asm.R7, offCursor, asm.R1, asm.DWord),
 		)
 	}
-	return append(insns,
-		asm.Mov.Imm(asm.R0, 2), // XDP_PASS
+	insns = append(insns,
+		asm.Mov.Imm(asm.R0, RetDone),
 		asm.Return(),
 		asm.StoreMem(asm.R7, offLoopError, asm.R8, asm.DWord).WithSymbol("loop_failed"),
-		asm.Mov.Imm(asm.R0, 2),
+		asm.Mov.Imm(asm.R0, RetDone),
 		asm.Return(),
 	)
+	if l.Op.consumesKeys() {
+		insns = append(insns,
+			asm.Mov.Imm(asm.R0, RetNeedsReset).WithSymbol("needs_reset"),
+			asm.Return(),
+		)
+	}
+	return insns
 }
 
-// lookupCallback returns the bpf_loop callback: long cb(u64 index, void *ctx).
+// callback returns the bpf_loop callback: long cb(u64 index, void *ctx).
 // It returns 0 to continue and 1 to stop the loop.
-func (l LPMLookup) lookupCallback() asm.Instructions {
-	cbFn := &btf.Func{
-		Name:    "lpm_lookup_cb",
-		Linkage: btf.StaticFunc, // bpf_loop rejects non-static callbacks
-		Type: &btf.FuncProto{
-			Return: btfLong,
-			Params: []btf.FuncParam{{Name: "index", Type: btfU64}, {Name: "ctx", Type: btfPtr}},
-		},
+func (l LPMBench) callback() asm.Instructions {
+	fn := loopCallbackFunc("lpm_" + l.Op.String() + "_cb")
+	if l.Op == OpNoop {
+		return asm.Instructions{
+			btf.WithFuncMetadata(asm.Mov.Imm(asm.R0, 0), fn).WithSymbol(callbackSymbol),
+			asm.Return(),
+		}
 	}
 	var insns asm.Instructions
 	switch l.Keys {
@@ -339,31 +359,95 @@ func (l LPMLookup) lookupCallback() asm.Instructions {
 			asm.Mod.Imm(asm.R0, int32(l.Entries)),
 		}
 	}
-	insns[0] = btf.WithFuncMetadata(insns[0], cbFn).WithSymbol(callbackSymbol)
+	insns[0] = btf.WithFuncMetadata(insns[0], fn).WithSymbol(callbackSymbol)
+	insns = append(insns, asm.Mov.Reg(asm.R6, asm.R0)) // key value, kept for failures
+	insns = append(insns, storeKey(asm.R0, l.prefixLen())...)
+	ok := asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+	switch l.Op {
+	case OpBaseline:
+		return append(insns, ok...)
+	case OpLookup:
+		insns = append(insns, lookupKey()...)
+		insns = append(insns,
+			asm.JNE.Imm(asm.R0, 0, "op_ok"),
+			asm.Mov.Imm(asm.R0, -int32(unix.ENOENT)),
+			asm.Ja.Label("op_failed"),
+		)
+	case OpUpdate, OpInsert:
+		flags := int32(unix.BPF_EXIST)
+		if l.Op == OpInsert {
+			flags = unix.BPF_NOEXIST
+		}
+		insns = append(insns, updateKey(asm.R6, flags)...)
+		insns = append(insns, asm.JNE.Imm(asm.R0, 0, "op_failed"), asm.Ja.Label("op_ok"))
+	case OpDelete:
+		insns = append(insns,
+			asm.LoadMapPtr(asm.R1, 0).WithReference(TrieMapName),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, keyPrefixlen),
+			asm.FnMapDeleteElem.Call(),
+			asm.JNE.Imm(asm.R0, 0, "op_failed"),
+			asm.Ja.Label("op_ok"),
+		)
+	}
+	ok[0] = ok[0].WithSymbol("op_ok")
+	insns = append(insns, ok...)
+	// A failure: record it and stop the loop. r0 holds the error.
+	return append(insns, recordFailure("op_failed", asm.R6, 1)...)
+}
+
+// storeKey emits the LPM key for the prefix number in src at
+// fp+keyPrefixlen: src is shifted into the top prefixLen bits and stored
+// big-endian. It clobbers src.
+func storeKey(src asm.Register, prefixLen uint32) asm.Instructions {
+	var insns asm.Instructions
+	if prefixLen < 32 {
+		insns = append(insns, asm.LSh.Imm32(src, int32(32-prefixLen)))
+	}
 	return append(insns,
-		asm.Mov.Reg(asm.R6, asm.R0), // key value, kept for the miss path
-		asm.HostTo(asm.BE, asm.R0, asm.Word),
-		asm.StoreMem(asm.RFP, keyData, asm.R0, asm.Word),
-		asm.StoreImm(asm.RFP, keyPrefixlen, PrefixLen, asm.Word),
+		asm.HostTo(asm.BE, src, asm.Word),
+		asm.StoreMem(asm.RFP, keyData, src, asm.Word),
+		asm.StoreImm(asm.RFP, keyPrefixlen, int64(prefixLen), asm.Word),
+	)
+}
+
+// lookupKey emits r0 = bpf_map_lookup_elem(&trie, fp+keyPrefixlen).
+func lookupKey() asm.Instructions {
+	return asm.Instructions{
 		asm.LoadMapPtr(asm.R1, 0).WithReference(TrieMapName),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, keyPrefixlen),
 		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "lookup_missed"),
-		asm.Mov.Imm(asm.R0, 0),
-		asm.Return(),
-		// A miss: record it and stop the loop.
-		asm.LoadMapValue(asm.R1, 0, 0).WithReference(StatsMapName).WithSymbol("lookup_missed"),
-		asm.Mov.Imm(asm.R2, 1),
-		atomicAdd(asm.R1, offMisses, asm.R2),
-		asm.StoreMem(asm.R1, offMissKey, asm.R6, asm.DWord),
-		asm.Mov.Imm(asm.R0, 1),
-		asm.Return(),
-	)
+	}
 }
 
-// atomicAdd emits `lock *(u64 *)(dst + off) += src`, the BPF_XADD that
-// asm.StoreXAdd emits, at an offset.
-func atomicAdd(dst asm.Register, off int16, src asm.Register) asm.Instruction {
-	return asm.AddAtomic.Mem(dst, src, asm.DWord, off)
+// updateKey emits r0 = bpf_map_update_elem(&trie, fp+keyPrefixlen, &value,
+// flags) where value is the u32 in the register value.
+func updateKey(value asm.Register, flags int32) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreMem(asm.RFP, valueSlot, value, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(TrieMapName),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, keyPrefixlen),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, valueSlot),
+		asm.Mov.Imm(asm.R4, flags),
+		asm.FnMapUpdateElem.Call(),
+	}
+}
+
+// recordFailure emits, at label, the failure path: stats.failures += 1,
+// stats.fail_key = key, stats.fail_code = r0, then return ret. It clobbers
+// r1-r3.
+func recordFailure(label string, key asm.Register, ret int32) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R3, asm.R0).WithSymbol(label),
+		asm.LoadMapValue(asm.R1, 0, 0).WithReference(StatsMapName),
+		asm.Mov.Imm(asm.R2, 1),
+		atomicAdd(asm.R1, offFailures, asm.R2),
+		asm.StoreMem(asm.R1, offFailKey, key, asm.DWord),
+		asm.StoreMem(asm.R1, offFailCode, asm.R3, asm.DWord),
+		asm.Mov.Imm(asm.R0, ret),
+		asm.Return(),
+	}
 }
