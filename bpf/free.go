@@ -110,7 +110,7 @@ func TrieFreeSpec(off MapStructOffsets) (*ebpf.CollectionSpec, error) {
 	exit := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnKtimeGetNs.Call(),
-		asm.Mov.Reg(asm.R9, asm.R0),                // end time, read first
+		asm.Mov.Reg(asm.R9, asm.R0),               // end time, read first
 		asm.LoadMem(asm.R6, asm.R6, 0, asm.DWord), // work
 	}
 	exit = append(exit, matchFreeTrie(off)...)
