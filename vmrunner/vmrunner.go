@@ -42,6 +42,7 @@ type Outcome string
 const (
 	OK          Outcome = "ok"           // complete stream with a valid trailer
 	Panic       Outcome = "panic"        // the console shows a kernel panic
+	BootFailed  Outcome = "boot-failed"  // the kernel never started: a truncated or corrupt image
 	BootTimeout Outcome = "boot-timeout" // no results before the boot deadline
 	Stalled     Outcome = "stalled"      // silence longer than the progress deadline
 	Truncated   Outcome = "truncated"    // the guest stopped before its trailer
@@ -310,6 +311,12 @@ func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, w
 			msg = waitErr.Error()
 		}
 		return QEMUError, "QEMU failed: " + msg
+	case !mon.kernelStarted.Load() && len(s.Results) == 0 && s.SyntaxErrors == 0:
+		detail := "the kernel never started (no kernel banner on the console: a truncated or corrupt image?)"
+		if tail := mon.consoleTail(); tail != "" {
+			detail += "; console ends: " + tail
+		}
+		return BootFailed, detail
 	case s.SyntaxErrors > 0 && len(s.Results) == 0:
 		return Corrupt, fmt.Sprintf("%d lines on the results channel are not in the wire format", s.SyntaxErrors)
 	}
@@ -470,7 +477,7 @@ func (m *monitor) check(cfg Config) (Outcome, string) {
 		if cfg.Accel == KVM {
 			return NoProgress, fmt.Sprintf("the kernel did not start within %s under KVM", cfg.StartDeadline)
 		}
-		return BootTimeout, fmt.Sprintf("the kernel did not start within %s (no kernel banner on the console: a truncated or corrupt image, or not an x86-64 kernel?)", cfg.StartDeadline)
+		return BootFailed, fmt.Sprintf("the kernel did not start within %s (no kernel banner on the console: a truncated or corrupt image, or not an x86-64 kernel?)", cfg.StartDeadline)
 	}
 	if first == 0 {
 		if elapsed > cfg.BootDeadline {

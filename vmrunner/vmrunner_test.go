@@ -102,6 +102,8 @@ func TestClassify(t *testing.T) {
 	garbage := wire.Decode([]byte("\x01\x02 not a result\nmore junk\n"))
 	panicked := &monitor{panicText: "Kernel panic - not syncing: sysrq triggered crash"}
 	quiet := &monitor{}
+	quiet.kernelStarted.Store(true)
+	neverStarted := &monitor{}
 	for _, c := range []struct {
 		name   string
 		s      *wire.Stream
@@ -121,6 +123,7 @@ func TestClassify(t *testing.T) {
 		{"qemu error", empty, "", quiet, errors.New("exit status 1"), QEMUError},
 		{"garbage", garbage, "", quiet, nil, Corrupt},
 		{"silent exit", empty, "", quiet, nil, Truncated},
+		{"kernel never started", empty, "", neverStarted, nil, BootFailed},
 	} {
 		got, detail := classify(c.s, c.killed, "why", c.mon, c.err, "")
 		if got != c.want {
@@ -139,8 +142,8 @@ func TestCheckDeadlines(t *testing.T) {
 		t.Errorf("check(no banner after start deadline, KVM) = %q; want %q", got, NoProgress)
 	}
 	cfg.Accel = TCG
-	if got, detail := m.check(cfg); got != BootTimeout || !strings.Contains(detail, "did not start") {
-		t.Errorf("check(no banner after start deadline, TCG) = %q (%s); want %q", got, detail, BootTimeout)
+	if got, detail := m.check(cfg); got != BootFailed || !strings.Contains(detail, "did not start") {
+		t.Errorf("check(no banner after start deadline, TCG) = %q (%s); want %q", got, detail, BootFailed)
 	}
 	m.consoleLine("lpmbisect-guest: results over virtio")
 	if !m.kernelStarted.Load() {

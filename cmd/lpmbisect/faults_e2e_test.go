@@ -55,8 +55,8 @@ func TestFaultTruncatedImage(t *testing.T) {
 	start := time.Now()
 	code, _, stderr := runCLI(t, append(append([]string{"run", "--accel", "tcg", "--boot-timeout", "15s"}, args...), truncated)...)
 	logCase(t, "truncated bzImage", stderr, code)
-	if code != exitInfra || !strings.Contains(stderr, "boot-timeout") || !strings.Contains(stderr, "did not start") {
-		t.Errorf("run(truncated bzImage) = exit %d; want %d with boot-timeout, did not start\n%s", code, exitInfra, stderr)
+	if code != exitInfra || !strings.Contains(stderr, "boot-failed") || !strings.Contains(stderr, "truncated or corrupt image") {
+		t.Errorf("run(truncated bzImage) = exit %d; want %d with boot-failed, truncated or corrupt image\n%s", code, exitInfra, stderr)
 	}
 	if d := time.Since(start); d > 40*time.Second {
 		t.Errorf("run(truncated bzImage) took %s; want it ended by the 15 s boot deadline", d)
