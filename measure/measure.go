@@ -123,7 +123,7 @@ type Summary struct {
 
 // ErrBootFailed is wrapped by Run's error when a kernel failed to deliver
 // results: the infrastructure (or the kernel) failed, not the comparison.
-var ErrBootFailed = errors.New("boot failed")
+var ErrBootFailed = errors.New("did not deliver results")
 
 // Run boots the sides in interleaved order until each has Boots completed
 // boots. It returns early, with what it has, when the context is canceled or
