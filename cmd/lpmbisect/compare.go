@@ -19,7 +19,7 @@ func compareCommand() *cli.Command {
 		ArgsUsage:    "KERNEL-A KERNEL-B",
 		Description: `Boots A and B alternately (A B A B …) --boots times each, keeps every sample of
 both sides in one results file that plain benchstat reads
-(benchstat -col kernel FILE, or -col side when both have the same release),
+(benchstat -col kernel -ignore side,boot,image FILE),
 and prints a table per benchmark: each side's centre (median of per-boot
 medians) with its 95% confidence interval, the spread within a boot, the
 change of B against A and the Mann-Whitney U p-value over boots.
@@ -92,7 +92,7 @@ Examples:
 			if err := rep.WriteText(c.App.Writer); err != nil {
 				return err
 			}
-			fmt.Fprintf(s.log, "lpmbisect: raw results in %s (benchstat -col kernel %s)\n", path, path)
+			fmt.Fprintf(s.log, "lpmbisect: raw results in %s (benchstat -col kernel -ignore side,boot,image %s)\n", path, path)
 			return nil
 		},
 	}
