@@ -8,7 +8,9 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/bpf"
@@ -22,12 +24,38 @@ var (
 		MinKernel: "4.11",
 		Probe:     bpfProbe(func() error { return features.HaveMapType(ebpf.LPMTrie) }),
 	}
+	// ReqXDPTestRun: XDP programs (BPF_PROG_TEST_RUN for XDP is 4.12).
+	ReqXDPTestRun = Requirement{
+		Feature:   "XDP programs with BPF_PROG_TEST_RUN",
+		MinKernel: "4.12",
+		Probe:     bpfProbe(func() error { return features.HaveProgramType(ebpf.XDP) }),
+	}
 	// ReqBPFLoop: the bpf_loop helper from an XDP program, Linux 5.17.
 	// It implies BPF_PROG_TEST_RUN for XDP (4.12).
 	ReqBPFLoop = Requirement{
 		Feature:   "bpf_loop",
 		MinKernel: "5.17",
+		Hint:      "LPMTrieUnrolled measures lookups and updates without it",
 		Probe:     bpfProbe(func() error { return features.HaveProgramHelper(ebpf.XDP, asm.FnLoop) }),
+	}
+	// ReqFentry: fentry/fexit tracing programs (BPF trampolines), 5.5.
+	ReqFentry = Requirement{
+		Feature:   "fentry/fexit programs",
+		MinKernel: "5.5",
+		Probe:     bpfProbe(func() error { return features.HaveProgramType(ebpf.Tracing) }),
+	}
+	// ReqKernelBTF: the kernel's own BTF (CONFIG_DEBUG_INFO_BTF), 5.5
+	// for fentry targets.
+	ReqKernelBTF = Requirement{
+		Feature:   "kernel BTF (CONFIG_DEBUG_INFO_BTF)",
+		MinKernel: "5.5",
+		Probe: func() error {
+			_, err := btf.LoadKernelSpec()
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, btf.ErrNotSupported) {
+				return fmt.Errorf("%w: %v", ebpf.ErrNotSupported, err)
+			}
+			return err
+		},
 	}
 )
 
@@ -58,81 +86,164 @@ func bpfProbe(probe func() error) func() error {
 	}
 }
 
+// lpmDoc is the part of every LPM trie benchmark's doc that says what is
+// in the trie.
+const lpmDoc = "LPM trie of the dense keys [0,entries) at /prefix_len; in-kernel ktime around one bpf_loop of 10000 iterations per XDP test run"
+
 func lpmTrieBenchmarks() []*Benchmark {
-	return []*Benchmark{
-		{
-			Name: "LPMTrie/op=lookup/keys=random",
-			Doc: "bpf_map_lookup_elem on an LPM trie holding the dense keys [0, entries) at /32, " +
-				"keys drawn as bpf_get_prandom_u32() % entries; the per-op time includes the key " +
-				"generation and the bpf_loop callback (the kernel bench's lpm-trie-lookup --random)",
-			Params:   []string{"entries"},
-			Requires: []Requirement{ReqLPMTrie, ReqBPFLoop},
-			Run:      lpmLookup(bpf.RandomKeys),
-		},
-		{
-			Name: "LPMTrie/op=lookup/keys=sequential",
-			Doc: "bpf_map_lookup_elem on an LPM trie holding the dense keys [0, entries) at /32, " +
-				"keys walked in order across runs; the per-op time includes the key generation " +
-				"and the bpf_loop callback (the kernel bench's lpm-trie-lookup)",
-			Params:   []string{"entries"},
-			Requires: []Requirement{ReqLPMTrie, ReqBPFLoop},
-			Run:      lpmLookup(bpf.SequentialKeys),
-		},
+	bench := func(op bpf.LPMOp, keys bpf.KeyOrder, doc string) *Benchmark {
+		b := &Benchmark{
+			Name:     "LPMTrie/op=" + op.String() + "/keys=" + keys.String(),
+			Doc:      doc,
+			Params:   []string{"entries", "prefix_len"},
+			Requires: []Requirement{ReqBPFLoop},
+			Run:      lpmRun(op, keys),
+		}
+		if op.UsesTrie() {
+			b.Requires = []Requirement{ReqLPMTrie, ReqBPFLoop}
+		}
+		return b
 	}
+	randomDoc := map[bpf.KeyOrder]string{
+		bpf.RandomKeys:     "keys bpf_get_prandom_u32() % entries",
+		bpf.SequentialKeys: "keys walked in order across runs",
+	}
+	var out []*Benchmark
+	noop := bench(bpf.OpNoop, bpf.RandomKeys, "empty bpf_loop callback: the harness overhead per iteration (the kernel bench's lpm-trie-noop); no trie")
+	noop.Name, noop.Params = "LPMTrie/op=noop", nil
+	out = append(out, noop)
+	for _, keys := range []bpf.KeyOrder{bpf.RandomKeys, bpf.SequentialKeys} {
+		out = append(out, bench(bpf.OpBaseline, keys, "key generation only, "+randomDoc[keys]+": subtract it from lookup/update (lpm-trie-baseline); no trie"))
+	}
+	for _, keys := range []bpf.KeyOrder{bpf.RandomKeys, bpf.SequentialKeys} {
+		out = append(out, bench(bpf.OpLookup, keys, "bpf_map_lookup_elem on a full trie, "+randomDoc[keys]+"; a miss fails the run (lpm-trie-lookup). "+lpmDoc))
+	}
+	for _, keys := range []bpf.KeyOrder{bpf.RandomKeys, bpf.SequentialKeys} {
+		out = append(out, bench(bpf.OpUpdate, keys, "bpf_map_update_elem(BPF_EXIST) of existing keys in a full trie, "+randomDoc[keys]+"; an error fails the run (lpm-trie-update). "+lpmDoc))
+	}
+	out = append(out,
+		bench(bpf.OpInsert, bpf.SequentialKeys, "bpf_map_update_elem(BPF_NOEXIST) into an empty trie, keys in order; emptying the trie when full is not timed (lpm-trie-insert). "+lpmDoc),
+		bench(bpf.OpDelete, bpf.SequentialKeys, "bpf_map_delete_elem from a full trie, keys in order; refilling the trie when empty is not timed (lpm-trie-delete). "+lpmDoc),
+		&Benchmark{
+			Name:     "LPMTrie/op=free",
+			Doc:      "time to free a full trie of entries keys: fentry/fexit on bpf_map_free_deferred after the last reference is closed (lpm-trie-free); 4 frees per sample",
+			Params:   []string{"entries", "prefix_len"},
+			Requires: []Requirement{ReqLPMTrie, ReqFentry, ReqKernelBTF},
+			Run:      lpmFree,
+		},
+	)
+	return out
 }
 
-// lpmLookup returns the run function of an LPM trie lookup benchmark: load
-// the program and maps, fill the trie, run once to warm up, then report
-// Params.Samples samples of Params.Rounds program runs each.
-func lpmLookup(keys bpf.KeyOrder) func(*Run) error {
+// loadCollection loads spec, logging the verifier's complaint if any.
+func loadCollection(r *Run, what string, spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			r.Logf("verifier log:\n%+v", verr)
+		}
+		return nil, fmt.Errorf("load %s: %w", what, err)
+	}
+	return coll, nil
+}
+
+// lpmRun returns the run function of an LPM trie benchmark timed around
+// bpf_loop: load the program and maps, fill the trie if the operation needs
+// it full, run once to warm up, then report Params.Samples samples of
+// Params.Rounds program runs each.
+func lpmRun(op bpf.LPMOp, keys bpf.KeyOrder) func(*Run) error {
 	return func(r *Run) error {
-		spec, err := bpf.LPMLookup{Entries: r.Params.Entries, Keys: keys}.Spec()
+		p := r.Params
+		l := bpf.LPMBench{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen}
+		spec, err := l.Spec()
 		if err != nil {
 			return err
 		}
-		coll, err := ebpf.NewCollection(spec)
+		coll, err := loadCollection(r, "LPM "+op.String()+" program", spec)
 		if err != nil {
-			var verr *ebpf.VerifierError
-			if errors.As(err, &verr) {
-				r.Logf("verifier log:\n%+v", verr)
-			}
-			return fmt.Errorf("load LPM lookup program: %w", err)
+			return err
 		}
 		defer coll.Close()
-
-		start := time.Now()
-		how, err := FillTrie(coll.Maps[bpf.TrieMapName], r.Params.Entries)
-		if err != nil {
-			return err
+		b := &progBench{prog: coll.Programs[l.ProgName()], stats: coll.Maps[bpf.StatsMapName]}
+		if op.UsesTrie() {
+			b.trie = &trie{m: coll.Maps[bpf.TrieMapName], entries: p.Entries, prefixLen: p.PrefixLen}
+			if op.StartsFull() {
+				start := time.Now()
+				how, err := b.trie.fill()
+				if err != nil {
+					return err
+				}
+				r.Info(fmt.Sprintf("filled %d entries with %s in %v", p.Entries, how, time.Since(start).Round(time.Millisecond)))
+			}
 		}
-		r.Info(fmt.Sprintf("filled %d entries with %s in %v", r.Params.Entries, how, time.Since(start).Round(time.Millisecond)))
-
-		b := &progBench{prog: coll.Programs[bpf.LPMLookupProgName], stats: coll.Maps[bpf.StatsMapName]}
-		if _, err := b.sample(r.Params.Rounds); err != nil {
+		switch op {
+		case bpf.OpInsert:
+			b.resetTrie = b.trie.empty
+		case bpf.OpDelete:
+			b.resetTrie = func() error { _, err := b.trie.fill(); return err }
+		}
+		if _, err := b.sample(p.Rounds); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
-		for i := 1; i <= r.Params.Samples; i++ {
-			s, err := b.sample(r.Params.Rounds)
-			if err != nil {
-				return fmt.Errorf("sample %d: %w", i, err)
-			}
-			if err := r.Sample(s); err != nil {
-				return err
-			}
-		}
-		return nil
+		return reportSamples(r, func() (Sample, error) { return b.sample(p.Rounds) })
 	}
 }
 
-// FillTrie inserts the keys bpf.KeyFor(bpf.PrefixLen, i) with value i for i
-// in [0, n) into an LPM trie. It uses one BPF_MAP_UPDATE_BATCH call where the
+// reportSamples takes Params.Samples samples and reports them.
+func reportSamples(r *Run, take func() (Sample, error)) error {
+	for i := 1; i <= r.Params.Samples; i++ {
+		s, err := take()
+		if err != nil {
+			return fmt.Errorf("sample %d: %w", i, err)
+		}
+		if err := r.Sample(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trie is an LPM trie of the dense keys [0, entries) that the benchmark
+// fills and empties outside the timed region.
+type trie struct {
+	m                  *ebpf.Map
+	entries, prefixLen uint32
+}
+
+func (t *trie) fill() (string, error) { return FillTrie(t.m, t.entries, t.prefixLen) }
+
+// empty deletes every key, with one BPF_MAP_DELETE_BATCH where the kernel
+// supports it for LPM tries (5.13), else one delete per key.
+func (t *trie) empty() error {
+	keys := trieKeys(t.entries, t.prefixLen)
+	if n, err := t.m.BatchDelete(keys, nil); err == nil && n == len(keys) {
+		return nil
+	}
+	for i := range keys {
+		if err := t.m.Delete(keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("empty LPM trie: delete key %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func trieKeys(n, prefixLen uint32) []bpf.LPMKey {
+	keys := make([]bpf.LPMKey, n)
+	for i := range n {
+		keys[i] = bpf.KeyFor(prefixLen, i)
+	}
+	return keys
+}
+
+// FillTrie inserts the keys bpf.KeyFor(prefixLen, i) with value i for i in
+// [0, n) into an LPM trie. It uses one BPF_MAP_UPDATE_BATCH call where the
 // kernel supports it for LPM tries (Linux 5.13) and falls back to one update
 // per element. It returns how it filled the trie.
-func FillTrie(m *ebpf.Map, n uint32) (string, error) {
-	keys := make([]bpf.LPMKey, n)
+func FillTrie(m *ebpf.Map, n, prefixLen uint32) (string, error) {
+	keys := trieKeys(n, prefixLen)
 	values := make([]uint32, n)
 	for i := range n {
-		keys[i] = bpf.KeyFor(bpf.PrefixLen, i)
 		values[i] = i
 	}
 	count, berr := m.BatchUpdate(keys, values, nil)
@@ -150,10 +261,15 @@ func FillTrie(m *ebpf.Map, n uint32) (string, error) {
 	return fmt.Sprintf("per-element updates (batch update: %v)", berr), nil
 }
 
-// progBench runs a program that accumulates bpf.Stats in a stats map.
+// progBench runs an XDP program that accumulates bpf.Stats in a stats map.
 type progBench struct {
 	prog  *ebpf.Program
 	stats *ebpf.Map
+	trie  *trie // nil if the program has none
+	// resetTrie is set when the program uses up keys (insert, delete):
+	// it asks for a reset with bpf.RetNeedsReset, and runs go one at a
+	// time. It empties (insert) or refills (delete) the trie.
+	resetTrie func() error
 }
 
 // sample zeroes the accumulators (keeping the sequential cursor), runs the
@@ -163,16 +279,25 @@ func (b *progBench) sample(rounds int) (Sample, error) {
 	if err := b.stats.Lookup(uint32(0), &st); err != nil {
 		return Sample{}, fmt.Errorf("read stats: %w", err)
 	}
-	if err := b.stats.Update(uint32(0), bpf.Stats{Cursor: st.Cursor}, ebpf.UpdateAny); err != nil {
-		return Sample{}, fmt.Errorf("reset stats: %w", err)
+	if err := b.setStats(bpf.Stats{Cursor: st.Cursor}); err != nil {
+		return Sample{}, err
 	}
-	// XDP test runs need at least an Ethernet header (14 bytes).
-	ret, err := b.prog.Run(&ebpf.RunOptions{Data: make([]byte, 14), Repeat: uint32(rounds)})
-	if err != nil {
-		return Sample{}, fmt.Errorf("run program: %w", err)
-	}
-	if ret != 2 {
-		return Sample{}, fmt.Errorf("program returned %d, want XDP_PASS", ret)
+	if b.resetTrie != nil {
+		for done := 0; done < rounds; {
+			ret, err := b.run(1)
+			switch {
+			case err != nil:
+				return Sample{}, err
+			case ret == bpf.RetNeedsReset:
+				if err := b.rewind(); err != nil {
+					return Sample{}, err
+				}
+			default:
+				done++
+			}
+		}
+	} else if _, err := b.run(rounds); err != nil {
+		return Sample{}, err
 	}
 	if err := b.stats.Lookup(uint32(0), &st); err != nil {
 		return Sample{}, fmt.Errorf("read stats: %w", err)
@@ -181,4 +306,126 @@ func (b *progBench) sample(rounds int) (Sample, error) {
 		return Sample{}, err
 	}
 	return Sample{Ops: st.Iterations, Elapsed: st.Nanoseconds}, nil
+}
+
+func (b *progBench) setStats(st bpf.Stats) error {
+	if err := b.stats.Update(uint32(0), st, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("reset stats: %w", err)
+	}
+	return nil
+}
+
+// run runs the program repeat times and returns its last return value.
+func (b *progBench) run(repeat int) (uint32, error) {
+	// XDP test runs need at least an Ethernet header (14 bytes).
+	ret, err := b.prog.Run(&ebpf.RunOptions{Data: make([]byte, 14), Repeat: uint32(repeat)})
+	if err != nil {
+		return 0, fmt.Errorf("run program: %w", err)
+	}
+	if ret != bpf.RetDone && !(b.resetTrie != nil && ret == bpf.RetNeedsReset) {
+		return 0, fmt.Errorf("program returned %d, want %d", ret, bpf.RetDone)
+	}
+	return ret, nil
+}
+
+// rewind resets the trie (untimed) and the cursor, keeping the
+// accumulators.
+func (b *progBench) rewind() error {
+	var st bpf.Stats
+	if err := b.stats.Lookup(uint32(0), &st); err != nil {
+		return fmt.Errorf("read stats: %w", err)
+	}
+	if st.Cursor != uint64(b.trie.entries) {
+		return fmt.Errorf("program asked for a reset after %d of %d keys", st.Cursor, b.trie.entries)
+	}
+	if err := b.resetTrie(); err != nil {
+		return err
+	}
+	st.Cursor = 0
+	return b.setStats(st)
+}
+
+// freesPerSample is the number of trie frees timed per free sample.
+const freesPerSample = 4
+
+// lpmFree times the freeing of a full trie: each free creates a trie named
+// bpf.FreeTrieName, fills it, closes it and waits for the fexit program to
+// count the free.
+func lpmFree(r *Run) error {
+	p := r.Params
+	kspec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("load kernel BTF: %w", err)
+	}
+	off, err := bpf.MapOffsetsFromBTF(kspec)
+	if err != nil {
+		return err
+	}
+	spec, err := bpf.TrieFreeSpec(off)
+	if err != nil {
+		return err
+	}
+	coll, err := loadCollection(r, "trie free programs", spec)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("%w: %s is not traceable on this kernel: %v", ebpf.ErrNotSupported, bpf.FreeTarget, err)
+		}
+		return err
+	}
+	defer coll.Close()
+	for _, name := range []string{bpf.FreeEntryProgName, bpf.FreeExitProgName} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[name]})
+		if err != nil {
+			return fmt.Errorf("attach %s to %s: %w", name, bpf.FreeTarget, err)
+		}
+		defer l.Close()
+	}
+	stats := coll.Maps[bpf.StatsMapName]
+	freeOne := func() error {
+		var before bpf.Stats
+		if err := stats.Lookup(uint32(0), &before); err != nil {
+			return fmt.Errorf("read stats: %w", err)
+		}
+		ts := bpf.TrieSpec(p.Entries)
+		ts.Name = bpf.FreeTrieName
+		m, err := ebpf.NewMap(ts)
+		if err != nil {
+			return fmt.Errorf("create trie to free: %w", err)
+		}
+		if _, err := FillTrie(m, p.Entries, p.PrefixLen); err != nil {
+			m.Close()
+			return err
+		}
+		m.Close()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			var st bpf.Stats
+			if err := stats.Lookup(uint32(0), &st); err != nil {
+				return fmt.Errorf("read stats: %w", err)
+			}
+			if st.Runs > before.Runs {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the trie was not freed within 30 s of closing it (or %s did not fire)", bpf.FreeTarget)
+			}
+		}
+	}
+	if err := freeOne(); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return reportSamples(r, func() (Sample, error) {
+		if err := stats.Update(uint32(0), bpf.Stats{}, ebpf.UpdateAny); err != nil {
+			return Sample{}, fmt.Errorf("reset stats: %w", err)
+		}
+		for range freesPerSample {
+			if err := freeOne(); err != nil {
+				return Sample{}, err
+			}
+		}
+		var st bpf.Stats
+		if err := stats.Lookup(uint32(0), &st); err != nil {
+			return Sample{}, fmt.Errorf("read stats: %w", err)
+		}
+		return Sample{Ops: st.Iterations, Elapsed: st.Nanoseconds}, st.Check()
+	})
 }

@@ -2,10 +2,14 @@ package workloads
 
 import (
 	"errors"
+	"os"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 
 	"github.com/lpmbisect/lpmbisect/bpf"
 )
@@ -28,40 +32,149 @@ func TestFillTrie(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	how, err := FillTrie(m, 1000)
+	how, err := FillTrie(m, 1000, 16)
 	if err != nil {
 		t.Fatalf("FillTrie(1000) = %v", err)
 	}
 	t.Logf("filled with %s", how)
 	var v uint32
 	for _, k := range []uint32{0, 1, 999} {
-		if err := m.Lookup(bpf.KeyFor(bpf.PrefixLen, k), &v); err != nil || v != k {
+		if err := m.Lookup(bpf.KeyFor(16, k), &v); err != nil || v != k {
 			t.Errorf("Lookup(%d) after FillTrie = %d, %v; want %d", k, v, err, k)
 		}
 	}
-	if err := m.Lookup(bpf.KeyFor(bpf.PrefixLen, 1000), &v); !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := m.Lookup(bpf.KeyFor(16, 1000), &v); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Errorf("Lookup(1000) after FillTrie(1000) = %v; want ErrKeyNotExist", err)
+	}
+	tr := &trie{m: m, entries: 1000, prefixLen: 16}
+	if err := tr.empty(); err != nil {
+		t.Fatalf("empty() = %v", err)
+	}
+	if err := m.Lookup(bpf.KeyFor(16, 5), &v); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("Lookup(5) after empty() = %v; want ErrKeyNotExist", err)
 	}
 }
 
-func TestLPMLookupBenchmarks(t *testing.T) {
-	skipWithoutBPF(t)
-	p := Params{Entries: 2000, Samples: 3, Rounds: 2}
+// runSelected runs the benchmarks matching pattern on the host's kernel
+// and returns the result lines and notes.
+func runSelected(t *testing.T, pattern string, p Params) []string {
+	t.Helper()
 	out := &recorder{}
-	var infos []string
-	rep := &Reporter{Out: out, Logf: t.Logf, Info: func(text string) { infos = append(infos, text) }}
-	if err := rep.RunAll(Select(Registry(), regexp.MustCompile("LPMTrie/op=lookup"), p), p); err != nil {
+	rep := &Reporter{Out: out, Logf: t.Logf, Info: func(string) {}}
+	benches := Select(Registry(), regexp.MustCompile(pattern), p)
+	if len(benches) == 0 {
+		t.Fatalf("no benchmark matches %q", pattern)
+	}
+	if err := rep.RunAll(benches, p); err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 2 {
-		t.Errorf("RunAll() gave infos %q; want one per benchmark (how the trie was filled)", infos)
+	return out.lines
+}
+
+// perOp returns the ns/op of a result line "BenchmarkX N V ns/op ...".
+func perOp(t *testing.T, line string) float64 {
+	t.Helper()
+	f := strings.Fields(line)
+	if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+		t.Fatalf("not a result line: %q", line)
 	}
-	if len(out.lines) != 6 {
-		t.Fatalf("RunAll() wrote %q; want 6 result lines", out.lines)
+	v, err := strconv.ParseFloat(f[2], 64)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range out.lines {
-		if !regexp.MustCompile(`^BenchmarkLPMTrie/op=lookup/keys=(random|sequential)/entries=2000 20000 [0-9.]+ ns/op$`).MatchString(l) {
-			t.Errorf("line %q is not a 20000-op LPM lookup result", l)
+	return v
+}
+
+func TestLPMTrieBenchmarks(t *testing.T) {
+	skipWithoutBPF(t)
+	p := Params{Entries: 2000, PrefixLen: 32, BatchEntries: 100, Samples: 2, Rounds: 2}
+	lines := runSelected(t, "^LPMTrie/op=(noop|baseline|lookup|update|insert|delete)", p)
+	byName := map[string][]float64{}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "Benchmark") {
+			t.Errorf("note %q; want only results", l)
+			continue
 		}
+		name := strings.Fields(l)[0]
+		byName[name] = append(byName[name], perOp(t, l))
+	}
+	if len(byName) != 9 {
+		t.Fatalf("results for %d benchmarks; want 9\n%s", len(byName), strings.Join(lines, "\n"))
+	}
+	for _, l := range lines {
+		iters := strings.Fields(l)[1]
+		if strings.Contains(l, "op=insert") || strings.Contains(l, "op=delete") {
+			if iters != "4000" { // 2 runs of the 2000 keys
+				t.Errorf("%q: want 4000 ops (2 runs, each using up the 2000 keys)", l)
+			}
+		} else if iters != "20000" {
+			t.Errorf("%q: want 20000 ops", l)
+		}
+	}
+	noop, base, lookup := byName["BenchmarkLPMTrie/op=noop"][0], byName["BenchmarkLPMTrie/op=baseline/keys=random/entries=2000"][0], byName["BenchmarkLPMTrie/op=lookup/keys=random/entries=2000"][0]
+	if !(noop < base && base < lookup) {
+		t.Errorf("noop %v, baseline %v, lookup %v ns/op; want noop < baseline < lookup", noop, base, lookup)
+	}
+}
+
+func TestOtherFamiliesRunHere(t *testing.T) {
+	skipWithoutBPF(t)
+	p := Params{Entries: 1000, PrefixLen: 32, BatchEntries: 2000, Samples: 1, Rounds: 2, CPUs: 1}
+	kprobes := func() string {
+		for _, f := range []string{"/sys/bus/event_source/devices/kprobe/type", "/sys/kernel/tracing/kprobe_events", "/sys/kernel/debug/tracing/kprobe_events"} {
+			if _, err := os.Stat(f); err == nil {
+				return ""
+			}
+		}
+		return "no kprobe PMU and no tracefs mounted here"
+	}
+	fentry := func() string {
+		if err := features.HaveProgramType(ebpf.Tracing); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		pattern string
+		results int
+		skip    func() string
+	}{
+		{"^LPMTrieUnrolled/", 4, nil},
+		{"^MapBatch/map=hash/", 16, nil},
+		{"^MapBatch/map=lpm_trie/", 12, nil},
+		{"^RingBuf/api=reserve/mode=(consumer|producer)/producers=1$", 2, nil},
+		{"^RingBuf/api=output/mode=(consumer|producer)/producers=1$", 2, nil},
+		{"^LPMTrieSyscall/lookups=(0|8)/entries=(0|8192)$", 3, kprobes},
+		{"^LPMTrie/op=free/", 1, fentry},
+		{"^RingBuf/api=reserve/mode=overwrite/producers=1$", 1, nil},
+	} {
+		t.Run(c.pattern, func(t *testing.T) {
+			if c.skip != nil {
+				if why := c.skip(); why != "" {
+					t.Skipf("cannot run here (the VM tests do): %s", why)
+				}
+			}
+			lines := runSelected(t, c.pattern, p)
+			var results, unsupported int
+			for _, l := range lines {
+				switch {
+				case strings.HasPrefix(l, "Benchmark"):
+					results++
+				case strings.HasPrefix(l, "lpmbisect-unsupported"):
+					unsupported++
+				default:
+					t.Errorf("unexpected note: %s", l)
+				}
+			}
+			if unsupported > 0 {
+				t.Logf("unsupported here: %s", strings.Join(lines, "\n"))
+			}
+			if results+unsupported != c.results {
+				t.Errorf("%d results and %d unsupported notes; want %d in all\n%s", results, unsupported, c.results, strings.Join(lines, "\n"))
+			}
+			for _, l := range lines {
+				t.Log(l)
+			}
+		})
 	}
 }

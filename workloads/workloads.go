@@ -31,6 +31,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/bpf"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -55,20 +56,55 @@ func (c Clock) Unit() string {
 
 // Params are the knobs the host sets for one boot.
 type Params struct {
-	// Entries is the size of the data structure under test (LPM trie:
-	// the dense keys [0, Entries)).
+	// Entries is the size of the LPM trie under test: the dense keys
+	// [0, Entries).
 	Entries uint32
+	// PrefixLen is the prefix length of the LPM keys (1 to 32); it must
+	// satisfy 2^PrefixLen ≥ Entries. It appears in names only when it is
+	// not 32.
+	PrefixLen uint32
+	// BatchEntries is the number of elements of the maps of the MapBatch
+	// benchmarks.
+	BatchEntries uint32
 	// Samples is the number of results each benchmark reports.
 	Samples int
 	// Rounds is the number of program runs (BPF_PROG_TEST_RUN
-	// repetitions) per sample; each run does one bpf_loop.
+	// repetitions) per sample; each run does one bpf_loop. Benchmarks
+	// that do not run an XDP program scale their sample size from it
+	// (see each benchmark's doc).
 	Rounds int
 	// Clock is what the guest clock counts.
 	Clock Clock
+	// CPUs is the number of vCPUs of the guest (0: unknown). Benchmarks
+	// that need more (ring buffer producer sweeps) are not selected.
+	CPUs int
 }
 
 // DefaultParams are the parameters of a boot whose host set none.
-var DefaultParams = Params{Entries: 10000, Samples: 5, Rounds: 20}
+var DefaultParams = Params{Entries: 10000, PrefixLen: 32, BatchEntries: DefaultBatchEntries, Samples: 5, Rounds: 20}
+
+// Per returns the unit of a value per thing on this clock, e.g.
+// "ns/lookup" or "insn/lookup".
+func (c Clock) Per(thing string) string {
+	if c == InstructionClock {
+		return "insn/" + thing
+	}
+	return "ns/" + thing
+}
+
+// Validate checks parameters before anything runs.
+func (p Params) Validate() error {
+	if err := bpf.CheckTrieParams(p.Entries, p.PrefixLen); err != nil {
+		return err
+	}
+	if p.BatchEntries < 1 || p.BatchEntries > MaxBatchEntries {
+		return fmt.Errorf("batch entries %d out of range [1, %d]", p.BatchEntries, MaxBatchEntries)
+	}
+	if p.Samples < 1 || p.Rounds < 1 {
+		return fmt.Errorf("samples %d and rounds %d must be at least 1", p.Samples, p.Rounds)
+	}
+	return nil
+}
 
 // Requirement is a kernel feature a benchmark needs.
 type Requirement struct {
@@ -76,6 +112,8 @@ type Requirement struct {
 	Feature string
 	// MinKernel is the first Linux release that has it, e.g. "5.17".
 	MinKernel string
+	// Hint, if set, follows the unsupported note, e.g. what runs instead.
+	Hint string
 	// Probe returns nil if the running kernel has the feature, an error
 	// wrapping ebpf.ErrNotSupported if it does not, and any other error
 	// if it cannot tell.
@@ -83,10 +121,18 @@ type Requirement struct {
 }
 
 // Sample is one timed measurement: Ops operations took Elapsed units of the
-// guest clock.
+// guest clock. Extra holds further values of the same sample (a derived
+// per-lookup time, a drop rate).
 type Sample struct {
 	Ops     uint64
 	Elapsed uint64
+	Extra   []Metric
+}
+
+// Metric is one extra value of a sample, e.g. {12.5, "ns/lookup"}.
+type Metric struct {
+	Value float64
+	Unit  string
 }
 
 // PerOp returns Elapsed/Ops, or NaN for an empty sample.
@@ -112,17 +158,37 @@ type Run struct {
 // Benchmark is a benchmark definition.
 type Benchmark struct {
 	// Name is the benchmark name without the "Benchmark" prefix and
-	// without parameters, e.g. "LPMTrie/op=lookup/keys=random".
+	// without the parameters that come from Params, e.g.
+	// "LPMTrie/op=lookup/keys=random". It may hold fixed parameters
+	// ("LPMTrieSyscall/lookups=8/entries=8192").
 	Name string
 	// Doc says what the benchmark measures.
 	Doc string
-	// Params lists the Params fields that shape the benchmark and appear
-	// in its full name, in order, as key=value: "entries".
+	// Params lists the Params that shape the benchmark and appear in its
+	// full name, in order (see ParamInfos): "entries", "prefix_len",
+	// "batch_entries".
 	Params []string
 	// Requires lists the kernel features the benchmark needs.
 	Requires []Requirement
+	// MinCPUs is the number of vCPUs the benchmark needs; it is not
+	// selected on a guest with fewer.
+	MinCPUs int
 	// Run runs the benchmark and reports Params.Samples samples.
 	Run func(r *Run) error
+}
+
+// ParamInfo describes a parameter that can appear in benchmark names.
+type ParamInfo struct {
+	Key  string // in Benchmark.Params
+	Name string // in the full name: Name=value
+	Doc  string
+}
+
+// ParamInfos lists the parameters benchmarks take from Params.
+var ParamInfos = []ParamInfo{
+	{"entries", "entries", "LPM trie size: the dense keys [0,N)"},
+	{"prefix_len", "prefix_len", "LPM key prefix length, 2^prefix_len ≥ entries (in the name only when not 32)"},
+	{"batch_entries", "entries", "elements of the MapBatch maps"},
 }
 
 // FullName returns the benchmark's name with its parameters, as it appears
@@ -132,26 +198,71 @@ func (b *Benchmark) FullName(p Params) string {
 	var sb strings.Builder
 	sb.WriteString(b.Name)
 	for _, key := range b.Params {
-		sb.WriteString("/" + key + "=")
 		switch key {
 		case "entries":
-			sb.WriteString(strconv.FormatUint(uint64(p.Entries), 10))
+			fmt.Fprintf(&sb, "/entries=%d", p.Entries)
+		case "prefix_len":
+			if p.PrefixLen != 0 && p.PrefixLen != bpf.PrefixLen {
+				fmt.Fprintf(&sb, "/prefix_len=%d", p.PrefixLen)
+			}
+		case "batch_entries":
+			fmt.Fprintf(&sb, "/entries=%d", p.BatchEntries)
 		default:
-			sb.WriteString("?")
+			sb.WriteString("/" + key + "=?")
 		}
 	}
 	return sb.String()
 }
 
-// Registry returns every benchmark definition, in the order they run.
-func Registry() []*Benchmark {
-	return append([]*Benchmark(nil), lpmTrieBenchmarks()...)
+// MinKernel returns the newest of the minimum kernels of the benchmark's
+// requirements: the first Linux release that can run it.
+func (b *Benchmark) MinKernel() string {
+	newest := ""
+	for _, r := range b.Requires {
+		if newest == "" || kernelVersionLess(newest, r.MinKernel) {
+			newest = r.MinKernel
+		}
+	}
+	return newest
 }
 
-// Select returns the benchmarks of all whose full name under p matches re.
+// kernelVersionLess compares dotted kernel versions ("5.17" < "6.1").
+func kernelVersionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// Registry returns every benchmark definition, in the order they run.
+func Registry() []*Benchmark {
+	var all []*Benchmark
+	all = append(all, lpmTrieBenchmarks()...)
+	all = append(all, unrolledBenchmarks()...)
+	all = append(all, syscallBenchmarks()...)
+	all = append(all, batchBenchmarks()...)
+	all = append(all, ringbufBenchmarks()...)
+	return all
+}
+
+// Select returns the benchmarks of all whose full name under p matches re
+// and that fit the guest's vCPUs.
 func Select(all []*Benchmark, re *regexp.Regexp, p Params) []*Benchmark {
 	var out []*Benchmark
 	for _, b := range all {
+		if p.CPUs > 0 && b.MinCPUs > p.CPUs {
+			continue
+		}
 		if re.MatchString(b.FullName(p)) {
 			out = append(out, b)
 		}
@@ -276,19 +387,36 @@ func (rep *Reporter) run(b *Benchmark, p Params) (err error) {
 // Unsupported returns the text of the unsupported note for a benchmark
 // (full name with the "Benchmark" prefix) that lacks req.
 func Unsupported(name string, req Requirement) string {
-	return fmt.Sprintf("%s needs %s (Linux %s)", name, req.Feature, req.MinKernel)
+	text := fmt.Sprintf("%s needs %s (Linux %s)", name, req.Feature, req.MinKernel)
+	if req.Hint != "" {
+		text += "; " + req.Hint
+	}
+	return text
 }
 
 // result builds the benchmark result line of one sample.
 func (rep *Reporter) result(name string, p Params, s Sample) *benchfmt.Result {
 	cfg := make([]benchfmt.Config, len(rep.Config))
 	copy(cfg, rep.Config)
+	values := []benchfmt.Value{{Value: round2(s.PerOp()), Unit: p.Clock.Unit()}}
+	for _, m := range s.Extra {
+		values = append(values, benchfmt.Value{Value: round2(m.Value), Unit: m.Unit})
+	}
 	return &benchfmt.Result{
 		Config: cfg,
 		Name:   benchfmt.Name(strings.TrimPrefix(name, "Benchmark")),
 		Iters:  int(s.Ops),
-		Values: []benchfmt.Value{{Value: math.Round(s.PerOp()*100) / 100, Unit: p.Clock.Unit()}},
+		Values: values,
 	}
+}
+
+// round2 rounds to two decimals, keeping at least four significant digits
+// of small values.
+func round2(v float64) float64 {
+	if v != 0 && math.Abs(v) < 10 {
+		return math.Round(v*1e4) / 1e4
+	}
+	return math.Round(v*100) / 100
 }
 
 // FileConfig returns benchfmt file configuration lines for key/value pairs,

@@ -15,43 +15,129 @@ import (
 )
 
 func TestFullName(t *testing.T) {
-	p := Params{Entries: 10000}
-	want := []string{
+	p := Params{Entries: 10000, PrefixLen: 32, BatchEntries: 1000}
+	byName := map[string]*Benchmark{}
+	for _, b := range Registry() {
+		full := b.FullName(p)
+		if byName[full] != nil {
+			t.Errorf("two benchmarks named %s", full)
+		}
+		byName[full] = b
+		if b.Doc == "" || len(b.Requires) == 0 || b.Run == nil || b.MinKernel() == "" {
+			t.Errorf("%s lacks a doc, requirements, a minimum kernel or a run function", full)
+		}
+	}
+	for _, want := range []string{
+		"LPMTrie/op=noop",
+		"LPMTrie/op=baseline/keys=random/entries=10000",
 		"LPMTrie/op=lookup/keys=random/entries=10000",
 		"LPMTrie/op=lookup/keys=sequential/entries=10000",
-	}
-	reg := Registry()
-	if len(reg) != len(want) {
-		t.Fatalf("len(Registry()) = %d; want %d", len(reg), len(want))
-	}
-	for i, b := range reg {
-		if got := b.FullName(p); got != want[i] {
-			t.Errorf("Registry()[%d].FullName(%+v) = %q; want %q", i, p, got, want[i])
+		"LPMTrie/op=update/keys=random/entries=10000",
+		"LPMTrie/op=insert/keys=sequential/entries=10000",
+		"LPMTrie/op=delete/keys=sequential/entries=10000",
+		"LPMTrie/op=free/entries=10000",
+		"LPMTrieUnrolled/op=lookup/keys=random/entries=10000",
+		"LPMTrieSyscall/lookups=0/entries=0",
+		"LPMTrieSyscall/lookups=32/entries=8192",
+		"MapBatch/map=hash/op=lookup/batch=1000/entries=1000",
+		"MapBatch/map=lpm_trie/op=delete/batch=all/entries=1000",
+		"RingBuf/api=reserve/mode=consumer/producers=1",
+		"RingBuf/api=output/mode=overwrite/producers=2",
+	} {
+		if byName[want] == nil {
+			t.Errorf("no benchmark named %s", want)
 		}
-		if b.Doc == "" || len(b.Requires) == 0 || b.Run == nil {
-			t.Errorf("Registry()[%d] (%s) lacks a doc, requirements or run function", i, b.Name)
+	}
+	lookup := byName["LPMTrie/op=lookup/keys=random/entries=10000"]
+	if got := lookup.FullName(Params{Entries: 100, PrefixLen: 8}); got != "LPMTrie/op=lookup/keys=random/entries=100/prefix_len=8" {
+		t.Errorf("FullName(prefix_len 8) = %q; want the prefix length in the name", got)
+	}
+	if got := lookup.MinKernel(); got != "5.17" {
+		t.Errorf("lookup MinKernel() = %q; want 5.17", got)
+	}
+	if got := byName["RingBuf/api=output/mode=overwrite/producers=2"].MinKernel(); got != "6.19" {
+		t.Errorf("overwrite MinKernel() = %q; want 6.19", got)
+	}
+}
+
+func TestKernelVersionLess(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{{"5.17", "6.1", true}, {"6.1", "5.17", false}, {"4.11", "4.12", true}, {"5.8", "5.13", true}, {"6.19", "6.19", false}, {"3.19", "4.1", true}} {
+		if got := kernelVersionLess(c.a, c.b); got != c.want {
+			t.Errorf("kernelVersionLess(%q, %q) = %v; want %v", c.a, c.b, got, c.want)
 		}
 	}
 }
 
 func TestSelect(t *testing.T) {
-	p := Params{Entries: 500}
+	p := Params{Entries: 500, PrefixLen: 32, BatchEntries: 100, CPUs: 2}
+	names := func(pattern string) []string {
+		var got []string
+		for _, b := range Select(Registry(), regexp.MustCompile(ResolveBench(pattern)), p) {
+			got = append(got, b.FullName(p))
+		}
+		return got
+	}
 	for _, tt := range []struct {
 		pattern string
 		want    []string
 	}{
-		{"LPMTrie/op=lookup", []string{"LPMTrie/op=lookup/keys=random", "LPMTrie/op=lookup/keys=sequential"}},
-		{"keys=random", []string{"LPMTrie/op=lookup/keys=random"}},
-		{"sequential/entries=500$", []string{"LPMTrie/op=lookup/keys=sequential"}},
+		{DefaultBench, []string{"LPMTrie/op=lookup/keys=random/entries=500", "LPMTrie/op=lookup/keys=sequential/entries=500"}},
+		{"lookup", []string{"LPMTrie/op=lookup/keys=random/entries=500", "LPMTrie/op=lookup/keys=sequential/entries=500"}},
+		{"controls", []string{"LPMTrie/op=noop", "LPMTrie/op=baseline/keys=random/entries=500", "LPMTrie/op=baseline/keys=sequential/entries=500"}},
+		{"LPMTrie/op=noop", []string{"LPMTrie/op=noop"}},
+		{"LPMTrie/op=baseline", []string{"LPMTrie/op=baseline/keys=random/entries=500", "LPMTrie/op=baseline/keys=sequential/entries=500"}},
+		{"sequential/entries=500$", []string{"LPMTrie/op=baseline/keys=sequential/entries=500", "LPMTrie/op=lookup/keys=sequential/entries=500", "LPMTrie/op=update/keys=sequential/entries=500",
+			"LPMTrie/op=insert/keys=sequential/entries=500", "LPMTrie/op=delete/keys=sequential/entries=500", "LPMTrieUnrolled/op=lookup/keys=sequential/entries=500", "LPMTrieUnrolled/op=update/keys=sequential/entries=500"}},
+		{"RingBuf/api=reserve/mode=consumer", []string{"RingBuf/api=reserve/mode=consumer/producers=1", "RingBuf/api=reserve/mode=consumer/producers=2"}},
 		{"entries=10000", nil},
-		{"op=update", nil},
 	} {
-		var got []string
-		for _, b := range Select(Registry(), regexp.MustCompile(tt.pattern), p) {
-			got = append(got, b.Name)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+		if got := names(tt.pattern); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 			t.Errorf("Select(Registry(), %q, entries=500) = %v; want %v", tt.pattern, got, tt.want)
+		}
+	}
+	counts := map[string]int{}
+	for _, preset := range Presets {
+		counts[preset.Name] = len(names(preset.Name))
+	}
+	if counts["all"] != len(Select(Registry(), regexp.MustCompile("."), p)) || counts["lpm"] != 14 || counts["syscall"] != 10 || counts["batch"] != 28 || counts["ringbuf"] != 12 {
+		t.Errorf("preset sizes = %v; want lpm 14, syscall 10, batch 28, ringbuf 12 (2 vCPUs)", counts)
+	}
+	if got := counts["lpm"] + counts["syscall"] + counts["batch"] + counts["ringbuf"]; got != counts["all"] {
+		t.Errorf("presets lpm+syscall+batch+ringbuf select %d benchmarks; all selects %d", got, counts["all"])
+	}
+}
+
+func TestResolveBench(t *testing.T) {
+	if err := compilePresets(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"lpm", "^LPMTrie(Unrolled)?/"},
+		{"all", "."},
+		{"LPMTrie/op=lookup", "LPMTrie/op=lookup"},
+		{"syscall,batch", "(^LPMTrieSyscall/)|(^MapBatch/)"},
+		{"lpm,nosuch", "lpm,nosuch"},
+	} {
+		if got := ResolveBench(c.in); got != c.want {
+			t.Errorf("ResolveBench(%q) = %q; want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestParamsValidate(t *testing.T) {
+	if err := DefaultParams.Validate(); err != nil {
+		t.Errorf("DefaultParams.Validate() = %v", err)
+	}
+	for _, p := range []Params{
+		{Entries: 300, PrefixLen: 8, BatchEntries: 1, Samples: 1, Rounds: 1},
+		{Entries: 1, PrefixLen: 33, BatchEntries: 1, Samples: 1, Rounds: 1},
+		{Entries: 1, PrefixLen: 32, BatchEntries: 0, Samples: 1, Rounds: 1},
+	} {
+		if err := p.Validate(); err == nil {
+			t.Errorf("%+v.Validate() = nil; want an error", p)
 		}
 	}
 }

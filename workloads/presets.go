@@ -1,0 +1,67 @@
+package workloads
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Preset is a named selection of benchmarks. The host resolves preset names
+// into their pattern before booting; the guest only sees patterns.
+type Preset struct {
+	Name    string
+	Pattern string // regexp over full names without "Benchmark"
+	Doc     string
+}
+
+// DefaultBench is the selection when none is given: the two LPM trie
+// lookup benchmarks, a few seconds per boot under TCG.
+const DefaultBench = "LPMTrie/op=lookup"
+
+// Presets are the named selections, in the order `lpmbisect list` shows
+// them.
+var Presets = []Preset{
+	{"lookup", "^LPMTrie/op=lookup/", "LPM trie lookups with random and sequential keys (the default)"},
+	{"controls", "^LPMTrie/op=(noop|baseline)(/|$)", "the harness (noop) and key generation (baseline) controls"},
+	{"lpm", "^LPMTrie(Unrolled)?/", "the kernel's LPM trie bench: noop, baseline, lookup, update, insert, delete, free, and the unrolled programs for kernels without bpf_loop"},
+	{"syscall", "^LPMTrieSyscall/", "lookups from a kprobe on gettid(): time per syscall and per lookup"},
+	{"batch", "^MapBatch/", "map batch operations against one syscall per element"},
+	{"ringbuf", "^RingBuf/", "ring buffer producers, swept up to the number of vCPUs"},
+	{"all", ".", "every benchmark"},
+}
+
+// ResolveBench turns a --bench value into a pattern: a preset name (or a
+// comma-separated list of them) becomes its pattern, anything else is taken
+// as a regexp.
+func ResolveBench(sel string) string {
+	var pats []string
+	for _, name := range strings.Split(sel, ",") {
+		p, ok := presetPattern(name)
+		if !ok {
+			return sel
+		}
+		pats = append(pats, p)
+	}
+	if len(pats) == 1 {
+		return pats[0]
+	}
+	return "(" + strings.Join(pats, ")|(") + ")"
+}
+
+func presetPattern(name string) (string, bool) {
+	for _, p := range Presets {
+		if p.Name == name {
+			return p.Pattern, true
+		}
+	}
+	return "", false
+}
+
+// compilePresets checks the preset patterns (used by tests).
+func compilePresets() error {
+	for _, p := range Presets {
+		if _, err := regexp.Compile(p.Pattern); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package workloads
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/lpmbisect/lpmbisect/bpf"
+)
+
+// Requirements of the ring buffer benchmarks.
+var (
+	// ReqRingbuf: BPF_MAP_TYPE_RINGBUF, Linux 5.8.
+	ReqRingbuf = Requirement{
+		Feature:   "BPF_MAP_TYPE_RINGBUF",
+		MinKernel: "5.8",
+		Probe:     bpfProbe(func() error { return features.HaveMapType(ebpf.RingBuf) }),
+	}
+	// ReqRingbufOverwrite: BPF_F_RB_OVERWRITE, Linux 6.19.
+	ReqRingbufOverwrite = Requirement{
+		Feature:   "BPF_F_RB_OVERWRITE",
+		MinKernel: "6.19",
+		Probe: bpfProbe(func() error {
+			m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: uint32(os.Getpagesize()), Flags: bpf.RingbufOverwrite})
+			if err != nil {
+				return unsupportedIf(err)
+			}
+			return m.Close()
+		}),
+	}
+)
+
+// ringbufBatch is the number of records per program run, the kernel
+// bench's --rb-batch-cnt in its producer sweeps.
+const ringbufBatch = 50
+
+// ringbufRunsPerRound is the number of program runs per producer per
+// round: 10 runs of ringbufBatch records make 500 records per round, 10000
+// per sample by default.
+const ringbufRunsPerRound = 10
+
+// ringbufProducers are the producer counts of the sweep; those above the
+// guest's vCPUs are not selected.
+var ringbufProducers = []int{1, 2, 4, 8, 16, 32, 64}
+
+// Ring buffer modes.
+const (
+	// modeConsumer: a user-space reader consumes records while the
+	// producers run.
+	modeConsumer = "consumer"
+	// modeProducer: no reader; the ring is large enough for a sample and
+	// is emptied between samples (by moving the consumer position).
+	modeProducer = "producer"
+	// modeOverwrite: no reader, BPF_F_RB_OVERWRITE (6.19): the ring never
+	// fills up (the kernel bench's --rb-overwrite --rb-bench-producer).
+	modeOverwrite = "overwrite"
+)
+
+func ringbufBenchmarks() []*Benchmark {
+	var out []*Benchmark
+	for _, mode := range []string{modeConsumer, modeProducer, modeOverwrite} {
+		for _, api := range []bpf.RingbufAPI{bpf.Reserve, bpf.Output} {
+			for _, p := range ringbufProducers {
+				reqs := []Requirement{ReqRingbuf, ReqXDPTestRun}
+				if mode == modeOverwrite {
+					reqs = append(reqs, ReqRingbufOverwrite)
+				}
+				out = append(out, &Benchmark{
+					Name: fmt.Sprintf("RingBuf/api=%s/mode=%s/producers=%d", api, mode, p),
+					Doc: fmt.Sprintf("%d producers (one per vCPU) each writing %d 8-byte records per XDP test run with %s, %s; ns/op is in-kernel time per record per producer, drops/op the share of records the full ring refused",
+						p, ringbufBatch, map[bpf.RingbufAPI]string{bpf.Reserve: "bpf_ringbuf_reserve/submit", bpf.Output: "bpf_ringbuf_output"}[api],
+						map[string]string{
+							modeConsumer:  "a user-space reader consuming meanwhile",
+							modeProducer:  "no reader (the ring is emptied between samples)",
+							modeOverwrite: "no reader, overwrite mode (BPF_F_RB_OVERWRITE)",
+						}[mode]),
+					Requires: reqs,
+					MinCPUs:  p,
+					Run:      ringbufRun(api, mode, p),
+				})
+			}
+		}
+	}
+	return out
+}
+
+// ringbufSize returns a power-of-two ring size that holds a sample's
+// records of all producers twice over (at least 256 KiB).
+func ringbufSize(records int) uint32 {
+	need := uint32(2 * records * (bpf.RingbufRecordSize + 8))
+	size := uint32(256 << 10)
+	for size < need && size < 1<<30 {
+		size <<= 1
+	}
+	return size
+}
+
+func ringbufRun(api bpf.RingbufAPI, mode string, producers int) func(*Run) error {
+	return func(r *Run) error {
+		rounds := r.Params.Rounds * ringbufRunsPerRound
+		spec, err := bpf.RingbufProducer{
+			API:       api,
+			Batch:     ringbufBatch,
+			Size:      ringbufSize(producers * rounds * ringbufBatch),
+			Overwrite: mode == modeOverwrite,
+			NoWakeup:  mode != modeConsumer,
+		}.Spec()
+		if err != nil {
+			return err
+		}
+		coll, err := loadCollection(r, "ring buffer producer", spec)
+		if err != nil {
+			return unsupportedIf(err)
+		}
+		defer coll.Close()
+		rb, stats, prog := coll.Maps[bpf.RingbufMapName], coll.Maps[bpf.StatsMapName], coll.Programs[bpf.RingbufProgName]
+
+		var consumed atomic.Uint64
+		var drain func() error
+		switch mode {
+		case modeConsumer:
+			rd, err := ringbuf.NewReader(rb)
+			if err != nil {
+				return fmt.Errorf("open ring buffer reader: %w", err)
+			}
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var rec ringbuf.Record
+				for rd.ReadInto(&rec) == nil {
+					consumed.Add(1)
+				}
+			}()
+			defer wg.Wait()
+			defer rd.Close()
+		case modeProducer:
+			pos, err := mapRingPositions(rb)
+			if err != nil {
+				return err
+			}
+			defer pos.close()
+			drain = pos.discardAll
+		}
+
+		take := func() (Sample, error) {
+			if drain != nil {
+				if err := drain(); err != nil {
+					return Sample{}, err
+				}
+			}
+			if err := stats.Update(uint32(0), bpf.Stats{}, ebpf.UpdateAny); err != nil {
+				return Sample{}, fmt.Errorf("reset stats: %w", err)
+			}
+			if err := runProducers(prog, producers, rounds); err != nil {
+				return Sample{}, err
+			}
+			var st bpf.Stats
+			if err := stats.Lookup(uint32(0), &st); err != nil {
+				return Sample{}, fmt.Errorf("read stats: %w", err)
+			}
+			if st.Iterations == 0 {
+				return Sample{}, fmt.Errorf("%w: no records written", bpf.ErrBadStats)
+			}
+			return Sample{Ops: st.Iterations, Elapsed: st.Nanoseconds, Extra: []Metric{{float64(st.Failures) / float64(st.Iterations), "drops/op"}}}, nil
+		}
+		if _, err := take(); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		return reportSamples(r, take)
+	}
+}
+
+// runProducers runs prog rounds times on each of n threads, thread i
+// pinned to CPU i, all at once.
+func runProducers(prog *ebpf.Program, n, rounds int) error {
+	errs := make([]error, n)
+	var ready, wg sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(n)
+	wg.Add(n)
+	for i := range n {
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var set unix.CPUSet
+			set.Set(i)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				errs[i] = fmt.Errorf("pin producer %d to CPU %d: %w", i, i, err)
+			}
+			ready.Done()
+			<-start
+			if errs[i] != nil {
+				return
+			}
+			ret, err := prog.Run(&ebpf.RunOptions{Data: make([]byte, 14), Repeat: uint32(rounds)})
+			if err == nil && ret != bpf.RetDone {
+				err = fmt.Errorf("program returned %d, want %d", ret, bpf.RetDone)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("producer %d: run program: %w", i, err)
+			}
+		}()
+	}
+	ready.Wait()
+	close(start)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ringPositions maps the consumer and producer positions of a ring buffer
+// (the first two pages of its mmap layout).
+type ringPositions struct {
+	consumer, producer []byte
+}
+
+func mapRingPositions(m *ebpf.Map) (*ringPositions, error) {
+	page := os.Getpagesize()
+	cons, err := unix.Mmap(m.FD(), 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap ring buffer consumer page: %w", err)
+	}
+	prod, err := unix.Mmap(m.FD(), int64(page), page, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		unix.Munmap(cons)
+		return nil, fmt.Errorf("mmap ring buffer producer page: %w", err)
+	}
+	return &ringPositions{consumer: cons, producer: prod}, nil
+}
+
+// discardAll marks every committed record consumed. Call it only while no
+// producer runs, so no record is still being written.
+func (p *ringPositions) discardAll() error {
+	prod := atomic.LoadUint64((*uint64)(unsafe.Pointer(&p.producer[0])))
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&p.consumer[0])), prod)
+	return nil
+}
+
+func (p *ringPositions) close() {
+	unix.Munmap(p.consumer)
+	unix.Munmap(p.producer)
+}

@@ -1,0 +1,165 @@
+package workloads
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/lpmbisect/lpmbisect/bpf"
+)
+
+// ReqKprobe: kprobe programs attachable through perf events, Linux 4.1
+// (kprobe PMU 4.17, else tracefs).
+var ReqKprobe = Requirement{
+	Feature:   "kprobe programs",
+	MinKernel: "4.1",
+	Probe:     bpfProbe(func() error { return features.HaveProgramType(ebpf.Kprobe) }),
+}
+
+// The grid of the first LPM trie measurements (2017): lookups per gettid()
+// and trie sizes.
+var (
+	syscallLookups = []int{1, 8, 32}
+	syscallEntries = []uint32{0, 1, 8192}
+)
+
+// syscallsPerRound is the number of gettid() calls per round of a sample.
+const syscallsPerRound = 500
+
+func syscallBenchmarks() []*Benchmark {
+	doc := "gettid() with a kprobe program doing %d bpf_map_lookup_elem of one fixed key per call on a trie of %d entries: ns/op is per syscall (user-space clock, %d calls per round); %s"
+	out := []*Benchmark{{
+		Name:     "LPMTrieSyscall/lookups=0/entries=0",
+		Doc:      fmt.Sprintf(doc, 0, 0, syscallsPerRound, "the base cost of the syscall with the kprobe"),
+		Requires: []Requirement{ReqLPMTrie, ReqKprobe},
+		Run:      syscallRun(0, 0),
+	}}
+	for _, entries := range syscallEntries {
+		for _, lookups := range syscallLookups {
+			out = append(out, &Benchmark{
+				Name:     fmt.Sprintf("LPMTrieSyscall/lookups=%d/entries=%d", lookups, entries),
+				Doc:      fmt.Sprintf(doc, lookups, entries, syscallsPerRound, "ns/lookup is (per syscall - per syscall with 0 lookups, measured alongside) / lookups"),
+				Requires: []Requirement{ReqLPMTrie, ReqKprobe},
+				Run:      syscallRun(lookups, entries),
+			})
+		}
+	}
+	return out
+}
+
+// gettidSymbols are the kernel symbols of gettid(), newest first: the x86-64
+// syscall wrapper (4.17+) and the plain name.
+var gettidSymbols = []string{"__x64_sys_gettid", "sys_gettid"}
+
+// attachGettid attaches prog as a kprobe on gettid().
+func attachGettid(prog *ebpf.Program) (link.Link, error) {
+	var errs []error
+	for _, sym := range gettidSymbols {
+		l, err := link.Kprobe(sym, prog, nil)
+		if err == nil {
+			return l, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", sym, err))
+	}
+	return nil, fmt.Errorf("attach kprobe to gettid: %w (is CONFIG_KPROBES set and tracefs or the kprobe PMU available?)", errors.Join(errs...))
+}
+
+// syscallProg is a loaded kprobe program with its trie filled.
+type syscallProg struct {
+	coll *ebpf.Collection
+	prog *ebpf.Program
+}
+
+func loadSyscallProg(r *Run, lookups int, entries uint32) (*syscallProg, error) {
+	key := bpf.KeyFor(bpf.PrefixLen, 0)
+	if entries > 0 {
+		key = bpf.KeyFor(bpf.PrefixLen, entries-1)
+	}
+	spec, err := bpf.SyscallLookupsSpec(lookups, entries, key)
+	if err != nil {
+		return nil, err
+	}
+	coll, err := loadCollection(r, fmt.Sprintf("kprobe program with %d lookups", lookups), spec)
+	if err != nil {
+		return nil, err
+	}
+	if entries > 0 {
+		if _, err := FillTrie(coll.Maps[bpf.TrieMapName], entries, bpf.PrefixLen); err != nil {
+			coll.Close()
+			return nil, err
+		}
+	}
+	return &syscallProg{coll: coll, prog: coll.Programs[bpf.SyscallProgName]}, nil
+}
+
+// time attaches the program, calls gettid() n times and returns the
+// elapsed guest time; it checks that the program fired for every call.
+func (s *syscallProg) time(n int) (time.Duration, error) {
+	l, err := attachGettid(s.prog)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	var before, after bpf.Stats
+	stats := s.coll.Maps[bpf.StatsMapName]
+	if err := stats.Lookup(uint32(0), &before); err != nil {
+		return 0, fmt.Errorf("read stats: %w", err)
+	}
+	runtime.LockOSThread()
+	start := time.Now()
+	for range n {
+		unix.Gettid()
+	}
+	elapsed := time.Since(start)
+	runtime.UnlockOSThread()
+	if err := stats.Lookup(uint32(0), &after); err != nil {
+		return 0, fmt.Errorf("read stats: %w", err)
+	}
+	if fired := after.Runs - before.Runs; fired < uint64(n) {
+		return 0, fmt.Errorf("the kprobe fired %d times for %d gettid() calls", fired, n)
+	}
+	return elapsed, nil
+}
+
+func syscallRun(lookups int, entries uint32) func(*Run) error {
+	return func(r *Run) error {
+		n := r.Params.Rounds * syscallsPerRound
+		prog, err := loadSyscallProg(r, lookups, entries)
+		if err != nil {
+			return err
+		}
+		defer prog.coll.Close()
+		var base *syscallProg
+		if lookups > 0 {
+			if base, err = loadSyscallProg(r, 0, entries); err != nil {
+				return err
+			}
+			defer base.coll.Close()
+		}
+		if _, err := prog.time(n / 10); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		return reportSamples(r, func() (Sample, error) {
+			d, err := prog.time(n)
+			if err != nil {
+				return Sample{}, err
+			}
+			s := Sample{Ops: uint64(n), Elapsed: uint64(d.Nanoseconds())}
+			if base != nil {
+				d0, err := base.time(n)
+				if err != nil {
+					return Sample{}, err
+				}
+				perLookup := float64(d-d0) / float64(n) / float64(lookups)
+				s.Extra = append(s.Extra, Metric{Value: perLookup, Unit: r.Params.Clock.Per("lookup")})
+			}
+			return s, nil
+		})
+	}
+}
