@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,9 +33,10 @@ import (
 
 // Configuration keys the host adds to every result.
 const (
-	KeySide  = "side"  // A or B (run: A)
-	KeyBoot  = "boot"  // boot number within the side, from 1
-	KeyImage = "image" // first 12 hex digits of the image's sha256
+	KeySide  = "side"       // A or B (run: A)
+	KeyBoot  = "boot"       // boot number within the side, from 1
+	KeyImage = "image"      // first 12 hex digits of the image's sha256
+	KeySeed  = "order-seed" // seed of the randomized boot order
 )
 
 // Side is one kernel under test.
@@ -92,15 +94,25 @@ func Prepare(inputs []string, guest, cacheDir string, noModules bool) ([]*Side, 
 
 // Plan says what to run.
 type Plan struct {
-	Sides       []*Side
-	Boots       int      // boots per side
-	GuestArgs   []string // run plan for the guest (kernel parameters)
-	Selector    *vmrunner.Selector
-	VM          vmrunner.Config // template: QEMU, memory, CPUs, deadlines, limits
-	RunDir      string          // one subdirectory per boot
-	MaxFailed   int             // failed boots tolerated per side (default 2)
-	Results     *benchfmt.Writer
-	OnBoot      func(BootReport) // called after every boot
+	Sides []*Side
+	Boots int // boots per side (the minimum, when adaptive)
+	// MaxBoots, when above Boots, lets More add rounds of boots (one more
+	// boot per side each) while it returns true, up to MaxBoots per side.
+	MaxBoots int
+	More     func() bool
+	// Seed drives the order of sides within each round of boots (A B or
+	// B A …), so drift of the host does not always hit the same side first.
+	// Record it to reproduce a run's order.
+	Seed      uint64
+	GuestArgs []string // run plan for the guest (kernel parameters)
+	Selector  *vmrunner.Selector
+	VM        vmrunner.Config // template: QEMU, memory, CPUs, deadlines, limits
+	RunDir    string          // one subdirectory per boot
+	MaxFailed int             // failed boots tolerated per side (default 2)
+	Results   *benchfmt.Writer
+	OnBoot    func(BootReport) // called after every boot
+	// Boot boots one VM; nil means Selector.Boot. Tests inject a fake.
+	Boot        func(context.Context, vmrunner.Config) (*vmrunner.Result, error)
 	OnBootStart func(side *Side, boot, done, total int)
 }
 
@@ -125,21 +137,36 @@ type Summary struct {
 // results: the infrastructure (or the kernel) failed, not the comparison.
 var ErrBootFailed = errors.New("did not deliver results")
 
-// Run boots the sides in interleaved order until each has Boots completed
-// boots. It returns early, with what it has, when the context is canceled or
+// Run boots the sides in rounds, one boot per side per round in an order
+// drawn from Seed, until each has Boots completed boots (more while
+// p.More asks, up to MaxBoots). It returns early, with what it has, when the context is canceled or
 // a side keeps failing (its first boot fails, or more than MaxFailed do).
 func Run(ctx context.Context, p Plan) (*Summary, error) {
 	if p.MaxFailed == 0 {
 		p.MaxFailed = 2
 	}
+	if p.Boot == nil {
+		p.Boot = p.Selector.Boot
+	}
 	sum := &Summary{OK: map[string]int{}}
 	failed := map[string]int{}
 	seenNote := map[wire.Note]bool{}
-	total := p.Boots * len(p.Sides)
+	target := p.Boots
+	total := target * len(p.Sides)
 	done := 0
-	for round := 0; sum.minOK(p.Sides) < p.Boots; round++ {
-		for _, s := range p.Sides {
-			if sum.OK[s.Name] >= p.Boots {
+	order := rand.New(rand.NewPCG(p.Seed, 0x6c706d62)) // "lpmb"
+	for {
+		if sum.minOK(p.Sides) >= target {
+			if target >= p.MaxBoots || p.More == nil || !p.More() {
+				break
+			}
+			target++
+			total = target * len(p.Sides)
+		}
+		sides := append([]*Side(nil), p.Sides...)
+		order.Shuffle(len(sides), func(i, j int) { sides[i], sides[j] = sides[j], sides[i] })
+		for _, s := range sides {
+			if sum.OK[s.Name] >= target {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
@@ -153,13 +180,13 @@ func Run(ctx context.Context, p Plan) (*Summary, error) {
 			cfg.Kernel, cfg.Initramfs = s.Kernel.Image, s.Image.Path
 			cfg.KernelArgs = append(append([]string(nil), p.GuestArgs...), "lpmbisect.accel="+string(accelFor(p.Selector)))
 			cfg.RunDir = filepath.Join(p.RunDir, fmt.Sprintf("%s-%02d", s.Name, boot))
-			r, err := p.Selector.Boot(ctx, cfg)
+			r, err := p.Boot(ctx, cfg)
 			if err != nil {
 				return sum, err
 			}
 			rep := BootReport{Side: s, Boot: boot, Result: r, Total: total}
 			if r.Outcome == vmrunner.OK {
-				n, err := writeResults(p.Results, s, boot, r)
+				n, err := writeResults(p.Results, s, boot, p.Seed, r)
 				if err != nil {
 					return sum, err
 				}
@@ -209,6 +236,9 @@ func (s *Summary) minOK(sides []*Side) int {
 // boot may still change it (KVM → TCG); the host relabels results with the
 // accelerator actually used.
 func accelFor(s *vmrunner.Selector) vmrunner.Accel {
+	if s == nil {
+		return vmrunner.TCG
+	}
 	if a := s.Accel(); a != "" {
 		return a
 	}
@@ -216,7 +246,7 @@ func accelFor(s *vmrunner.Selector) vmrunner.Accel {
 }
 
 // writeResults labels a boot's results and writes them.
-func writeResults(w *benchfmt.Writer, s *Side, boot int, r *vmrunner.Result) (int, error) {
+func writeResults(w *benchfmt.Writer, s *Side, boot int, seed uint64, r *vmrunner.Result) (int, error) {
 	n := 0
 	for _, res := range r.Stream.Results {
 		res.SetConfig(wire.KeyKernel, s.Label)
@@ -224,6 +254,7 @@ func writeResults(w *benchfmt.Writer, s *Side, boot int, r *vmrunner.Result) (in
 		res.SetConfig(KeySide, s.Name)
 		res.SetConfig(KeyBoot, strconv.Itoa(boot))
 		res.SetConfig(KeyImage, s.Kernel.SHA256[:12])
+		res.SetConfig(KeySeed, strconv.FormatUint(seed, 10))
 		for i := range res.Config {
 			res.Config[i].File = true
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -32,6 +33,7 @@ Examples:
 			&cli.IntFlag{Name: "boots", Value: 6, Usage: "boots per side (≥4 for significance at α=0.05, ≥6 for a 95% interval)"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "raw results file (default: <run-dir>/results.txt)"},
 			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "significance level"},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
@@ -67,7 +69,11 @@ Examples:
 			if err != nil {
 				return usageError("%v", err)
 			}
-			_, runErr := s.measure(c.Context, sides, c.Int("boots"), out)
+			seed := c.Uint64("seed")
+			if !c.IsSet("seed") {
+				seed = uint64(time.Now().UnixNano())
+			}
+			_, runErr := s.measure(c.Context, sides, c.Int("boots"), seed, out)
 			path, closeErr := out.Close(runErr == nil)
 			if runErr != nil {
 				fmt.Fprintf(s.log, "lpmbisect: finished boots kept in %s\n", path)

@@ -186,10 +186,13 @@ func (s *session) prepare(inputs []string) ([]*measure.Side, error) {
 }
 
 // measure runs the boots, printing a line per boot.
-func (s *session) measure(ctx context.Context, sides []*measure.Side, boots int, out *measure.ResultsFile) (*measure.Summary, error) {
+func (s *session) measure(ctx context.Context, sides []*measure.Side, boots int, seed uint64, out *measure.ResultsFile) (*measure.Summary, error) {
 	start := time.Now()
+	if len(sides) > 1 && s.verbose {
+		fmt.Fprintf(s.log, "lpmbisect: boot order seed %d\n", seed)
+	}
 	p := measure.Plan{
-		Sides: sides, Boots: boots, GuestArgs: append(s.plan.KernelArgs(), s.extraKernelArgs...), Selector: s.selector,
+		Sides: sides, Boots: boots, Seed: seed, GuestArgs: append(s.plan.KernelArgs(), s.extraKernelArgs...), Selector: s.selector,
 		VM: s.vm, RunDir: s.runDir, Results: out.Writer,
 		OnBoot: func(r measure.BootReport) {
 			status := string(r.Result.Outcome)

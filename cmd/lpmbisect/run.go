@@ -51,7 +51,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			_, runErr := s.measure(c.Context, sides, c.Int("boots"), out)
+			_, runErr := s.measure(c.Context, sides, c.Int("boots"), 0, out)
 			path, closeErr := out.Close(runErr == nil)
 			if c.String("out") != "" {
 				if runErr != nil {
