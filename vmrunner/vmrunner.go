@@ -349,14 +349,26 @@ var panicMarkers = []string{"Kernel panic - not syncing", "BUG: kernel NULL poin
 
 func (m *monitor) touch() { m.lastActivity.Store(time.Now().UnixNano()) }
 
+// maxConsoleLog bounds the console log: a guest that floods its console
+// must not fill the disk. Panics are still recognised past it.
+const maxConsoleLog = 16 << 20
+
 func (m *monitor) readConsole(r io.Reader, log io.Writer) {
 	buf := make([]byte, 32<<10)
+	written := 0
 	var line []byte
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
 			m.touch()
-			log.Write(buf[:n])
+			if written < maxConsoleLog {
+				chunk := buf[:min(n, maxConsoleLog-written)]
+				log.Write(chunk)
+				written += len(chunk)
+				if written == maxConsoleLog {
+					log.Write([]byte("\n[lpmbisect: console log truncated here]\n"))
+				}
+			}
 			for _, b := range buf[:n] {
 				if b == '\n' {
 					m.consoleLine(string(bytes.TrimRight(line, "\r")))
