@@ -24,14 +24,76 @@
 // # How many boots
 //
 // The U test is exact and discrete: with α = 0.05 and fewer than 4 boots per
-// side, no p-value can fall below α, whatever the data. A distribution-free
-// 95 % confidence interval for a median needs at least 6 values; with fewer,
-// its bounds are infinite. Rows say so in their notes instead of printing a
+// side, no p-value can fall below α, whatever the data, and the corrections
+// below raise that minimum (MinBootsToDecide). A distribution-free 95 %
+// confidence interval for a median needs at least 6 values; with fewer, its
+// bounds are infinite. Rows say so in their notes instead of printing a
 // silent "~" or "±∞". benchstat's own advice is 10 to 20 runs per side.
 //
 // The spread of samples within a boot (Summary.WithinBoot) is kept next to
 // the between-boot interval: when the interval is much wider than the
 // within-boot spread, more samples per boot will not help, only more boots.
+//
+// # Verdicts
+//
+// Every compared row gets one of three verdicts, decided on the per-boot
+// medians:
+//
+//   - DIFFERENT: the Mann-Whitney U test of benchmath (the p-value benchstat
+//     prints) is significant after correcting for the number of rows (Holm)
+//     and for repeated looks at the data (α-spending), AND the change is shown
+//     to exceed the minimum effect: the same U test of B against A scaled by
+//     1±MinEffect is significant too (Row.PEffect). Significance alone is not
+//     enough: a deterministic mode (instruction counts) makes any 0.05 %
+//     wobble significant. A point estimate beyond the minimum effect is not
+//     enough either: with boot-to-boot noise of a few percent, medians of one
+//     kernel's boots differ by more than 1 % all the time.
+//   - SAME: an equivalence test (TOST, two one-sided U tests) shows that B
+//     lies within ±MinEffect of A: B is significantly below A·(1+MinEffect)
+//     and significantly above A·(1−MinEffect). A large p-value is not
+//     evidence of sameness; this is.
+//   - UNKNOWN: neither. The honest answer when the boots taken cannot tell a
+//     change of the minimum effect from the noise; the row then says about
+//     how many boots per side a decision would need.
+//
+// # Error control
+//
+// What must never happen is DIFFERENT for a kernel compared with itself. A
+// comparison tests several rows (the selected benchmarks and the controls),
+// and an adaptive run tests them again each time it adds boots. With
+// benchstat's plain p <= 0.05, four rows and four looks flag 25 % of
+// simulated self-comparisons under TCG wall-time noise (sim_test.go). Two
+// corrections keep the family-wise error of DIFFERENT claims at α for the
+// whole run (0.6 % in the same simulation, with the effect test):
+//
+//   - Across rows, Holm's step-down procedure at the look's level: the
+//     smallest p is compared with level/m, the next with level/(m−1), and so
+//     on. It holds under any dependence between rows, which matters because
+//     one noisy boot slows every benchmark in it.
+//   - Across looks, a Pocock-type α-spending function (Lan and DeMets): once
+//     n of at most MaxBoots boots per side are in, a total of
+//     α·ln(1+(e−1)·n/MaxBoots) may have been spent, and a look may use what
+//     is left of that. By the union bound the chance of any false DIFFERENT
+//     over all looks is at most α, whatever the correlation between looks.
+//     The Pocock shape spends early, so a large effect is called at the first
+//     look. A look at which no row could possibly reach DIFFERENT (the U test
+//     is discrete: 4+4 boots cannot give p below 0.029) spends nothing, so
+//     starting small costs no α.
+//
+// SAME claims have their own budget of α, spent over looks the same way but
+// not divided among rows: each row's equivalence test runs at the look's
+// level. The claim that matters for CI, "no benchmark changed", is the
+// conjunction of the rows' SAME claims, and an intersection-union test needs
+// no multiplicity correction (Berger 1982): it holds at α when every part
+// does. The price is that a single row's SAME is a per-row, not family-wise,
+// statement.
+//
+// # What the rule cannot do
+//
+// The U test compares locations assuming boots of one side are exchangeable
+// with boots of the other under "no change". Interleaving the boots in a
+// randomized order is what makes that true on a host whose load drifts; the
+// statistics cannot repair a design that runs all A boots first.
 package compare
 
 import (
@@ -60,17 +122,36 @@ const (
 
 // Options controls the statistics. The zero value means the defaults.
 type Options struct {
-	// Alpha is the significance level of the U test: a row is significant
-	// when p <= Alpha. 0 means 0.05.
+	// Alpha is the family-wise error rate of DIFFERENT claims over the
+	// whole comparison (all rows, all looks of an adaptive run), and
+	// separately of each row's SAME claims. 0 means 0.05. Row.Significant
+	// still compares the plain p-value with Alpha, as benchstat does.
 	Alpha float64
 	// Confidence is the level of the confidence interval of each side's
 	// centre. 0 means 0.95.
 	Confidence float64
+	// MinEffect is the smallest relative change that counts, as a fraction:
+	// DIFFERENT needs |Δ| > MinEffect, SAME shows |Δ| < MinEffect. 0 means
+	// 0.01 (LKP's floor for perf metrics).
+	MinEffect float64
+	// Controls are the names of benchmarks that measure the harness, not
+	// the kernel (see DefaultControls, used when Controls is nil; an empty
+	// non-nil slice means none). A control that is DIFFERENT sets
+	// Report.EnvironmentDrift.
+	Controls []string
+	// MaxBoots is the cap on boots per side of an adaptive run, which sets
+	// how α is spent over its looks. 0 means a fixed-size comparison: one
+	// look that may use all of α.
+	MaxBoots int
+	// Previous is the Look of the previous comparison of the same run
+	// (Report.Look), nil at the first look. It carries what was spent.
+	Previous *Look
 }
 
 const (
 	defaultAlpha      = 0.05
 	defaultConfidence = 0.95
+	defaultMinEffect  = 0.01
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -80,11 +161,27 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Confidence == 0 {
 		o.Confidence = defaultConfidence
 	}
+	if o.MinEffect == 0 {
+		o.MinEffect = defaultMinEffect
+	}
+	if o.Controls == nil {
+		o.Controls = DefaultControls
+	}
 	if !(o.Alpha > 0 && o.Alpha < 1) {
 		return o, fmt.Errorf("alpha %v is not between 0 and 1", o.Alpha)
 	}
 	if !(o.Confidence > 0 && o.Confidence < 1) {
 		return o, fmt.Errorf("confidence %v is not between 0 and 1", o.Confidence)
+	}
+	if !(o.MinEffect > 0 && o.MinEffect < 1) {
+		return o, fmt.Errorf("minimum effect %v is not a fraction between 0 and 1 (0.01 is 1%%)", o.MinEffect)
+	}
+	if o.MaxBoots < 0 {
+		return o, fmt.Errorf("max boots %d is negative", o.MaxBoots)
+	}
+	if o.Previous != nil && (o.MaxBoots == 0 || o.Previous.MaxBoots != o.MaxBoots) {
+		return o, fmt.Errorf("a previous look with max boots %d needs the same MaxBoots, got %d (keep MaxBoots fixed for the whole run)",
+			o.Previous.MaxBoots, o.MaxBoots)
 	}
 	return o, nil
 }
@@ -94,9 +191,18 @@ type Report struct {
 	A, B SideInfo
 	// Alpha and Confidence are the levels the rows were computed with.
 	Alpha, Confidence float64
+	// MinEffect is the minimum relative change, as a fraction.
+	MinEffect float64
+	// Look says which look of a run this is and what it could spend.
+	Look Look
 	// Rows holds one row per benchmark and unit, in the order in which they
 	// first appear in the input.
 	Rows []Row
+	// EnvironmentDrift is set when a control row is DIFFERENT: the harness
+	// or the host changed between the sides, so no other row's change can
+	// be blamed on the kernel. The rows keep their verdicts; Outcome says
+	// Inconclusive.
+	EnvironmentDrift bool
 }
 
 // SideInfo describes one side of the comparison.
@@ -137,6 +243,37 @@ type Row struct {
 	// Notes explain what limits this row: too few boots, a missing side,
 	// all values equal. Empty when nothing does.
 	Notes []string
+
+	// Control marks a benchmark that measures the harness (Options.Controls).
+	Control bool
+	// Better is +1 if higher values are better in this unit, -1 if lower
+	// ones are (time and instructions per op), 0 if unknown.
+	Better int
+	// Verdict is the decision on the row; see the package documentation.
+	Verdict Verdict
+	// PEffect is the p-value of the minimum-effect test: twice the one-sided
+	// U test that B lies beyond A scaled by 1±MinEffect, in the direction of
+	// the change. It is small only when the change is shown to exceed the
+	// minimum effect, not merely observed to. 1 when not tested.
+	PEffect float64
+	// PAdj is the larger of P and PEffect, adjusted for the other rows of
+	// this look (Holm). DIFFERENT needs PAdj <= Report.Look.DifferentLevel.
+	// 1 when not tested.
+	PAdj float64
+	// PSame is the p-value of the equivalence test (the larger of the two
+	// one-sided U tests against A scaled by 1±MinEffect). SAME needs
+	// PSame <= Report.Look.SameLevel. 1 when not tested.
+	PSame float64
+	// For an UNKNOWN row, NeedFor is the verdict the data lean to and
+	// BootsNeeded a rough estimate of the boots per side it would need at
+	// the observed spread (more than 1000: out of reach). BootsNeeded is 0
+	// when it cannot be estimated.
+	NeedFor     Verdict
+	BootsNeeded int
+	// DecidedLook and DecidedBoots say at which look of an adaptive run,
+	// and so at how many boots per side, the verdict was reached; 0 for
+	// UNKNOWN.
+	DecidedLook, DecidedBoots int
 }
 
 // Compared reports whether both sides have results, that is whether P and
@@ -224,6 +361,7 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 		B:          SideInfo{Name: SideB},
 		Alpha:      opts.Alpha,
 		Confidence: opts.Confidence,
+		MinEffect:  opts.MinEffect,
 	}
 	var order []key
 	groups := map[key]*[2]group{}
@@ -270,6 +408,7 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 	for _, k := range order {
 		rep.Rows = append(rep.Rows, buildRow(k, groups[k], rep, opts))
 	}
+	decide(rep, opts)
 	return rep, nil
 }
 
@@ -297,7 +436,7 @@ func pos(res *benchfmt.Result) string {
 
 func buildRow(k key, g *[2]group, rep *Report, opts Options) Row {
 	thr := benchmath.Thresholds{CompareAlpha: opts.Alpha}
-	row := Row{Benchmark: k.bench, Unit: k.unit, P: 1}
+	row := Row{Benchmark: k.bench, Unit: k.unit, P: 1, PEffect: 1, PAdj: 1, PSame: 1}
 	var samples [2]*benchmath.Sample
 	for i, sum := range []*Summary{&row.A, &row.B} {
 		if len(g[i].boots) == 0 {
@@ -322,11 +461,9 @@ func buildRow(k key, g *[2]group, rep *Report, opts Options) Row {
 	cmp := benchmath.AssumeNothing.Compare(samples[0], samples[1])
 	row.P = cmp.P
 	row.Significant = cmp.P <= opts.Alpha
-	if !canBeSignificant(row.A.Boots, row.B.Boots, opts.Alpha) {
-		// benchmath warns about this too, in terms of samples; say it in
-		// boots, which is what the user has to add.
-		row.addNote(significanceNote(opts.Alpha))
-	} else {
+	// benchmath also warns when the sample is too small for any
+	// significance; decide says that in boots and for the corrected level.
+	if canBeSignificant(row.A.Boots, row.B.Boots, opts.Alpha) {
 		for _, w := range cmp.Warnings {
 			row.addNote(w.Error())
 		}
@@ -429,13 +566,6 @@ func MinBootsForInterval(confidence float64) int {
 		}
 	}
 	return 0
-}
-
-func significanceNote(alpha float64) string {
-	if n := MinBootsForSignificance(alpha); n > 0 {
-		return fmt.Sprintf("need ≥%d boots per side before any difference can be significant at α=%v", n, alpha)
-	}
-	return fmt.Sprintf("need >%d boots per side before any difference can be significant at α=%v", maxBoots, alpha)
 }
 
 func ciNote(confidence float64) string {

@@ -185,6 +185,7 @@ func TestBuildTooFewBoots(t *testing.T) {
 		{3, false, true},
 		{4, true, false},
 	} {
+		note := fmt.Sprintf("DIFFERENT out of reach at %d+%d boots", tc.boots, tc.boots)
 		row := oneRow(t, mustBuild(t, results(t,
 			side{"A", "a", bench, "insn/op", spread(tc.boots, 1000, 1)},
 			side{"B", "b", bench, "insn/op", spread(tc.boots, 2000, 1)},
@@ -192,8 +193,11 @@ func TestBuildTooFewBoots(t *testing.T) {
 		if row.Significant != tc.wantSig {
 			t.Errorf("Build(%d+%d boots, separated).Rows[0].Significant = %v (p=%v); want %v", tc.boots, tc.boots, row.Significant, row.P, tc.wantSig)
 		}
-		if got := hasNote(row, "need ≥4 boots per side"); got != tc.wantNote {
-			t.Errorf("Build(%d+%d boots).Rows[0].Notes = %q; want note \"need ≥4 boots per side\": %v", tc.boots, tc.boots, row.Notes, tc.wantNote)
+		if got := hasNote(row, note); got != tc.wantNote {
+			t.Errorf("Build(%d+%d boots).Rows[0].Notes = %q; want note %q: %v", tc.boots, tc.boots, row.Notes, note, tc.wantNote)
+		}
+		if want := map[bool]Verdict{true: Different, false: Unknown}[tc.wantSig]; row.Verdict != want {
+			t.Errorf("Build(%d+%d boots, separated by 100%%).Rows[0].Verdict = %v; want %v", tc.boots, tc.boots, row.Verdict, want)
 		}
 	}
 }
@@ -353,8 +357,9 @@ func TestBuildOptions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Build(…, α=0.01) = %v; want no error", err)
 	}
-	if row := rep.Rows[0]; row.Significant || !hasNote(row, "need ≥5 boots per side") {
-		t.Errorf("Build(4+4 boots, α=0.01).Rows[0] Significant, Notes = %v, %q; want false, \"need ≥5 boots per side\"", row.Significant, row.Notes)
+	if row := rep.Rows[0]; row.Significant || row.Verdict != Unknown || !hasNote(row, "DIFFERENT out of reach at 4+4 boots") {
+		t.Errorf("Build(4+4 boots, α=0.01).Rows[0] Significant, Verdict, Notes = %v, %v, %q; want false, UNKNOWN, \"DIFFERENT out of reach at 4+4 boots\"",
+			row.Significant, row.Verdict, row.Notes)
 	}
 }
 

@@ -48,17 +48,19 @@ func Example() {
 		log.Fatal(err)
 	}
 	row := rep.Rows[0]
-	fmt.Printf("%s: %+.1f%% significant=%v\n\n", row.Benchmark, row.DeltaPct, row.Significant)
+	fmt.Println(row.Headline())
+	fmt.Println()
 	if err := rep.WriteText(os.Stdout); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
-	// LPMTrie/op=lookup: -21.3% significant=true
+	// LPMTrie/op=lookup: -21.3% insn/op (better), DIFFERENT, p=0.002, 6+6 boots
 	//
 	// boots are the unit: each boot counts once, as the median of its samples
 	// centre = median over boots ± 95% confidence interval; in-boot = median over boots of (max-min)/median; α=0.05
+	// verdict (look 1): DIFFERENT = significant at α=0.05 over all rows and looks, and shown beyond ±1%; SAME = shown within ±1%; else UNKNOWN
 	//
-	//                   │ A: 6.1.0-57-cloud-amd64 │ B: 6.12.117+deb12-cloud-amd64                   │
-	//                   │ insn/op         in-boot │ insn/op        in-boot      vs A                │
-	// LPMTrie/op=lookup    1065.0 ± 0%         0%     838.0 ± 0%        0%   -21.31%  p=0.002 n=6+6
+	//                   │ A: 6.1.0-57-cloud-amd64 │ B: 6.12.117+deb12-cloud-amd64                             │
+	//                   │ insn/op         in-boot │ insn/op        in-boot      vs A                verdict   │
+	// LPMTrie/op=lookup    1065.0 ± 0%         0%     838.0 ± 0%        0%   -21.31%  p=0.002 n=6+6 DIFFERENT
 }

@@ -16,8 +16,10 @@ import (
 // WriteText writes the report as a terminal table in the spirit of benchstat:
 // one table per unit, one line per benchmark, with each side's centre ± the
 // confidence interval (in % of the centre), the within-boot spread, the change
-// from A to B ("~" when not significant), the p-value and the number of boots.
-// Notes are printed as numbered footnotes under each table.
+// from A to B, the p-value of the U test, the number of boots and the
+// verdict. Unlike benchstat, the change is printed even when it is not
+// significant: the verdict column says what it is worth. Notes are printed as
+// numbered footnotes under each table.
 //
 // Values are scaled with SI prefixes as benchstat does; note that benchfmt
 // reads "ns/op" as "sec/op", so 630 ns/op prints as "630.0n" sec/op.
@@ -26,6 +28,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(bw, "boots are the unit: each boot counts once, as the median of its samples\n")
 	fmt.Fprintf(bw, "centre = median over boots ± %s%% confidence interval; in-boot = median over boots of (max-min)/median; α=%v\n",
 		strconv.FormatFloat(100*r.Confidence, 'g', 4, 64), r.Alpha)
+	fmt.Fprintf(bw, "%s\n", r.VerdictRule())
 	var units []string
 	for _, row := range r.Rows {
 		if !slices.Contains(units, row.Unit) {
@@ -52,6 +55,7 @@ const (
 	colDelta
 	colP
 	colN
+	colVerdict
 	numCols
 )
 
@@ -68,9 +72,9 @@ var layout = struct {
 	stretch []int
 }{
 	right:   [numCols]bool{colACenter: true, colASpread: true, colBCenter: true, colBSpread: true, colDelta: true},
-	gap:     [numCols]int{colACI: 1, colASpread: 3, colBCI: 1, colBSpread: 3, colDelta: 3, colP: 2, colN: 1},
-	groups:  [][2]int{{colName, colName}, {colACenter, colASpread}, {colBCenter, colN}},
-	stretch: []int{colName, colACI, colN},
+	gap:     [numCols]int{colACI: 1, colASpread: 3, colBCI: 1, colBSpread: 3, colDelta: 3, colP: 2, colN: 1, colVerdict: 1},
+	groups:  [][2]int{{colName, colName}, {colACenter, colASpread}, {colBCenter, colVerdict}},
+	stretch: []int{colName, colACI, colVerdict},
 }
 
 func (r *Report) writeUnit(w io.Writer, unit string) {
@@ -98,6 +102,7 @@ func (r *Report) writeUnit(w io.Writer, unit string) {
 	head[colACenter], head[colBCenter] = unit, unit
 	head[colASpread], head[colBSpread] = "in-boot", "in-boot"
 	head[colDelta] = "vs A"
+	head[colVerdict] = "verdict"
 
 	var width [numCols]int
 	for _, row := range append(cells, head) {
@@ -185,12 +190,11 @@ func formatRow(row Row) [numCols]string {
 	side(row.A, colACenter, colACI, colASpread)
 	side(row.B, colBCenter, colBCI, colBSpread)
 	c[colN] = fmt.Sprintf("n=%d+%d", row.A.Boots, row.B.Boots)
+	c[colVerdict] = row.Verdict.String()
 	if !row.Compared() {
 		return c
 	}
 	switch {
-	case !row.Significant:
-		c[colDelta] = "~"
 	case row.A.Center == row.B.Center:
 		c[colDelta] = "0.00%"
 	case row.A.Center == 0:

@@ -23,20 +23,25 @@ var goldenInput = []side{
 
 // goldenText was checked by hand: lookup A boot medians 628 630 631 635 641
 // 650 give 633 with the 95 % interval [628, 650] (+2.7 %); B 519 … 540 give
-// 522.5 (+3.3 %); 522.5/633 = -17.46 %; 6+6 separated boots give p = 2/924.
+// 522.5 (+3.3 %); 522.5/633 = -17.46 %; 6+6 separated boots give p = 2/924,
+// below the Holm level 0.05/2 of the two compared rows. Update's 3+3 boots
+// can give p = 0.1 at best, so it cannot be DIFFERENT; its medians 1215 and
+// 1152.5 differ by -5.14 %.
 const goldenText = `boots are the unit: each boot counts once, as the median of its samples
 centre = median over boots ± 95% confidence interval; in-boot = median over boots of (max-min)/median; α=0.05
+verdict (look 1): DIFFERENT = significant at α=0.05 over all rows and looks, and shown beyond ±1%; SAME = shown within ±1%; else UNKNOWN
 
-                                            │ A: 6.1.0-57-cloud-amd64 │ B: 6.12.117+deb12-cloud-amd64                    │
-                                            │ sec/op          in-boot │ sec/op          in-boot      vs A                │
-LPMTrie/op=lookup/keys=random/entries=10000   633.0n ± 2.7%     0.47%   522.5n ± 3.3%     0.56%   -17.46%  p=0.002 n=6+6
-LPMTrie/op=update/keys=random/entries=10000   1.215µ ± ∞        0.82%   1.153µ ± ∞        0.44%         ~  p=0.100 n=3+3 ¹²
+                                            │ A: 6.1.0-57-cloud-amd64 │ B: 6.12.117+deb12-cloud-amd64                              │
+                                            │ sec/op          in-boot │ sec/op          in-boot      vs A                verdict   │
+LPMTrie/op=lookup/keys=random/entries=10000   633.0n ± 2.7%     0.47%   522.5n ± 3.3%     0.56%   -17.46%  p=0.002 n=6+6 DIFFERENT
+LPMTrie/op=update/keys=random/entries=10000   1.215µ ± ∞        0.82%   1.153µ ± ∞        0.44%    -5.14%  p=0.100 n=3+3 UNKNOWN   ¹²³
 ¹ need ≥6 boots per side for a 95% confidence interval
-² need ≥4 boots per side before any difference can be significant at α=0.05
+² DIFFERENT out of reach at 3+3 boots (smallest possible p 0.1 > level 0.025: α=0.05 shared by 2 rows and the looks)
+³ DIFFERENT would need ~5 boots per side at this spread
 
-                │ A: 6.1.0-57-cloud-amd64 │ B: 6.12.117+deb12-cloud-amd64     │
-                │ insn/op         in-boot │ insn/op    in-boot   vs A         │
-LPMTrie/op=free    1.065k ± ∞           -         -                     n=4+0 ¹²
+                │ A: 6.1.0-57-cloud-amd64 │ B: 6.12.117+deb12-cloud-amd64             │
+                │ insn/op         in-boot │ insn/op    in-boot   vs A         verdict │
+LPMTrie/op=free    1.065k ± ∞           -         -                     n=4+0 UNKNOWN ¹²
 ¹ need ≥6 boots per side for a 95% confidence interval
 ² only on side A: 6.1.0-57-cloud-amd64: not compared
 `

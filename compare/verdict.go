@@ -1,0 +1,469 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/aclements/go-moremath/stats"
+)
+
+// Verdict is the decision on one row. The zero value is Unknown.
+type Verdict int
+
+const (
+	Unknown   Verdict = iota // neither SAME nor DIFFERENT at the boots taken
+	Same                     // shown to be within ±MinEffect
+	Different                // significant and beyond MinEffect
+)
+
+var verdictNames = [...]string{Unknown: "UNKNOWN", Same: "SAME", Different: "DIFFERENT"}
+
+func (v Verdict) String() string {
+	if v >= 0 && int(v) < len(verdictNames) {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
+
+// MarshalText encodes the verdict as its name, for JSON.
+func (v Verdict) MarshalText() ([]byte, error) {
+	if v < 0 || int(v) >= len(verdictNames) {
+		return nil, fmt.Errorf("compare: invalid verdict %d", int(v))
+	}
+	return []byte(v.String()), nil
+}
+
+// UnmarshalText decodes a verdict name.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	i := slices.Index(verdictNames[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("compare: unknown verdict %q (want SAME, DIFFERENT or UNKNOWN)", b)
+	}
+	*v = Verdict(i)
+	return nil
+}
+
+// DefaultControls name the benchmarks that measure the harness rather than
+// the kernel's map code: noop runs the measuring loop around nothing and
+// baseline around a trivial operation. A name matches a control if it equals
+// it or continues it with "/", so "LPMTrie/op=noop/entries=10000" is the noop
+// control.
+var DefaultControls = []string{"LPMTrie/op=noop", "LPMTrie/op=baseline"}
+
+// Look describes the look at the data a Report is: which boots it counts and
+// how much of the error budget it may use. Pass it back as Options.Previous
+// when the run adds boots and compares again.
+type Look struct {
+	// Number counts the looks of the run from 1.
+	Number int
+	// Boots is the number of boots per side this look counts: the smaller
+	// side's, taken over the compared rows.
+	Boots int
+	// MaxBoots is the run's cap of boots per side; 0 for a fixed-size
+	// comparison, a single look that may use all of α.
+	MaxBoots int
+	// History lists Boots of every look of the run so far, this one last.
+	History []int
+	// DifferentLevel is the family-wise level of DIFFERENT claims at this
+	// look (Holm across rows at this level); SameLevel the level of each
+	// row's equivalence test.
+	DifferentLevel, SameLevel float64
+	// DifferentSpent and SameSpent are the parts of α spent up to and
+	// including this look. A look at which no row could reach a claim
+	// spends nothing for it.
+	DifferentSpent, SameSpent float64
+	// Decided lists the rows that have a verdict, from this look or an
+	// earlier one. A verdict is final: later looks keep it, as in a group
+	// sequential trial, so adding boots for one benchmark cannot undo
+	// another's. (The rows stay in the Holm family of later looks, which
+	// keeps the error control simple and a little conservative.)
+	Decided []Decision
+}
+
+// Decision records the look at which a row got its verdict.
+type Decision struct {
+	Benchmark, Unit string
+	Verdict         Verdict
+	Look            int // the Look.Number that decided
+	Boots           int // boots per side at that look
+}
+
+// spentBy returns how much of alpha a run may have spent once n of max boots
+// per side are in: the Pocock-type spending function α·ln(1+(e−1)t) of Lan
+// and DeMets, with t = n/max capped at 1. It spends 52 % of α by 40 % of the
+// boots, so an early look can call a large effect.
+func spentBy(alpha float64, n, max int) float64 {
+	if max <= 0 {
+		return alpha
+	}
+	t := math.Min(1, float64(n)/float64(max))
+	return alpha * math.Log(1+(math.E-1)*t)
+}
+
+// uMinP returns the smallest p-value the exact U test can give for samples
+// of n1 and n2 values (no ties): 2/C(n1+n2, n1) for the two-sided test,
+// 1/C(n1+n2, n1) for a one-sided one.
+func uMinP(n1, n2 int, twoSided bool) float64 {
+	if n1 == 0 || n2 == 0 {
+		return 1
+	}
+	// C(n1+n2, n1) as a float: exact enough, and past 1e300 it does not matter.
+	c := 1.0
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
+	}
+	p := 1 / c
+	if twoSided {
+		p *= 2
+	}
+	return math.Min(1, p)
+}
+
+// minBoots returns the smallest n for which n+n boots can give a p-value of
+// at most level, or 0 if more than maxBoots are needed.
+func minBoots(level float64, twoSided bool) int {
+	for n := 1; n <= maxBoots; n++ {
+		if atMost(uMinP(n, n, twoSided), level) {
+			return n
+		}
+	}
+	return 0
+}
+
+// MinBootsToDecide returns the smallest number of boots per side at which a
+// first look can reach SAME and DIFFERENT, for a comparison of rows rows
+// (benchmarks and controls, each unit counted) under opts. An adaptive run
+// that starts at different boots calls a large effect at its first look; one
+// that starts at same can stop at once when nothing changed. It returns 0 for
+// a verdict that needs more than 50 boots.
+//
+// For α=0.05, MaxBoots=10 and 4 rows: SAME at 4, DIFFERENT at 6.
+func MinBootsToDecide(opts Options, rows int) (same, different int, err error) {
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return 0, 0, fmt.Errorf("compare: %w", err)
+	}
+	rows = max(rows, 1)
+	for n := 1; n <= maxBoots; n++ {
+		level := spentBy(opts.Alpha, n, opts.MaxBoots)
+		if same == 0 && atMost(uMinP(n, n, false), level) {
+			same = n
+		}
+		if different == 0 && atMost(uMinP(n, n, true), level/float64(rows)) {
+			different = n
+		}
+	}
+	return same, different, nil
+}
+
+// decide sets the look, the verdicts and the verdict notes of rep's rows.
+func decide(rep *Report, opts Options) {
+	look := Look{Number: 1, MaxBoots: opts.MaxBoots}
+	var prevD, prevS float64
+	decided := map[key]Decision{}
+	if p := opts.Previous; p != nil {
+		look.Number = p.Number + 1
+		look.History = slices.Clone(p.History)
+		prevD, prevS = p.DifferentSpent, p.SameSpent
+		for _, d := range p.Decided {
+			decided[key{d.Benchmark, d.Unit}] = d
+		}
+	}
+
+	// The rows that enter the tests, and the look's boots.
+	var tested []*Row
+	bootsA, bootsB := 0, 0
+	for i := range rep.Rows {
+		row := &rep.Rows[i]
+		row.Control = isControl(row.Benchmark, opts.Controls)
+		row.Better = betterOf(row.Unit)
+		if row.Control {
+			row.addNote("control: measures the harness, not the kernel")
+		}
+		if !row.Compared() {
+			continue
+		}
+		bootsA, bootsB = max(bootsA, row.A.Boots), max(bootsB, row.B.Boots)
+		if row.A.Center <= 0 {
+			row.addNote("centre of A is not positive: a relative change is undefined, no verdict")
+			continue
+		}
+		tested = append(tested, row)
+	}
+	look.Boots = min(bootsA, bootsB)
+	look.History = append(look.History, look.Boots)
+
+	allowed := spentBy(rep.Alpha, look.Boots, opts.MaxBoots)
+	look.DifferentLevel = math.Max(0, allowed-prevD)
+	look.SameLevel = math.Max(0, allowed-prevS)
+	m := float64(len(tested))
+	reachD, reachS := false, false
+	for _, row := range tested {
+		reachD = reachD || atMost(uMinP(row.A.Boots, row.B.Boots, true), look.DifferentLevel/m)
+		reachS = reachS || atMost(uMinP(row.A.Boots, row.B.Boots, false), look.SameLevel)
+	}
+	look.DifferentSpent, look.SameSpent = prevD, prevS
+	if reachD {
+		look.DifferentSpent += look.DifferentLevel
+	}
+	if reachS {
+		look.SameSpent += look.SameLevel
+	}
+	rep.Look = look
+
+	for _, row := range tested {
+		row.PEffect = effectP(row.A.medians(), row.B.medians(), row.DeltaPct, opts.MinEffect)
+	}
+	holm(tested)
+	for _, row := range tested {
+		k := key{row.Benchmark, row.Unit}
+		if d, ok := decided[k]; ok {
+			row.Verdict, row.DecidedLook, row.DecidedBoots = d.Verdict, d.Look, d.Boots
+			row.addNote(fmt.Sprintf("%v since look %d at %d boots per side (verdicts are final)", d.Verdict, d.Look, d.Boots))
+			continue
+		}
+		decideRow(row, rep, opts, len(tested), reachD, reachS)
+		if row.Verdict != Unknown {
+			row.DecidedLook, row.DecidedBoots = look.Number, look.Boots
+			decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: look.Number, Boots: look.Boots}
+		}
+	}
+	// Keep earlier decisions in their order, then this look's, for a
+	// stable record.
+	if p := opts.Previous; p != nil {
+		for _, d := range p.Decided {
+			rep.Look.Decided = append(rep.Look.Decided, d)
+			delete(decided, key{d.Benchmark, d.Unit})
+		}
+	}
+	for _, row := range tested {
+		if d, ok := decided[key{row.Benchmark, row.Unit}]; ok {
+			rep.Look.Decided = append(rep.Look.Decided, d)
+		}
+	}
+	for _, row := range rep.Rows {
+		if row.Control && row.Verdict == Different {
+			rep.EnvironmentDrift = true
+		}
+	}
+}
+
+// atMost reports p <= level, forgiving the rounding of p-values computed in
+// floating point: the exact U test of 3+3 boots gives 0.05000000000000004
+// for what is 1/20.
+func atMost(p, level float64) bool { return p <= level*(1+1e-9) }
+
+// holm sets PAdj of each row to the Holm-adjusted value of its decision
+// p-value max(P, PEffect): with those sorted ascending, p(i)·(m−i+1), made
+// monotone and capped at 1. A row is significant in Holm's step-down
+// procedure at level L exactly when its adjusted p is at most L.
+func holm(rows []*Row) {
+	p := func(r *Row) float64 { return math.Max(r.P, r.PEffect) }
+	sorted := slices.Clone(rows)
+	sort.SliceStable(sorted, func(i, j int) bool { return p(sorted[i]) < p(sorted[j]) })
+	m := len(sorted)
+	run := 0.0
+	for i, row := range sorted {
+		run = math.Max(run, math.Min(1, float64(m-i)*p(row)))
+		row.PAdj = run
+	}
+}
+
+// effectP returns the p-value of the minimum-effect test: that B lies
+// beyond A·(1+eff) when the observed change is an increase, or below
+// A·(1−eff) when it is a decrease. The direction is chosen by the data, so
+// the one-sided p is doubled, which makes it a test at the same level as
+// the two-sided U test. Requiring it as well as benchmath's p turns "the
+// change exceeds the minimum effect" from an observation into a claim with
+// an error rate: with boot-to-boot noise of a few percent, a 1.2 %
+// difference of medians is common between two sets of boots of one kernel.
+func effectP(a, b []float64, deltaPct, eff float64) float64 {
+	if deltaPct == 0 {
+		return 1
+	}
+	shifted := make([]float64, len(a))
+	alt := stats.LocationGreater
+	f := 1 + eff
+	if deltaPct < 0 {
+		alt, f = stats.LocationLess, 1-eff
+	}
+	for i, v := range a {
+		shifted[i] = v * f
+	}
+	res, err := stats.MannWhitneyUTest(b, shifted, alt)
+	if err != nil {
+		return 1
+	}
+	return math.Min(1, 2*res.P)
+}
+
+// decideRow gives a tested row its verdict.
+func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) {
+	look := rep.Look
+	delta := row.DeltaPct / 100
+	// A look that spent nothing for a claim must not make it, even if
+	// rounding in the p-values says otherwise.
+	if reachD && atMost(row.PAdj, look.DifferentLevel) && math.Abs(delta) > opts.MinEffect {
+		row.Verdict = Different
+		return
+	}
+
+	a, b := row.A.medians(), row.B.medians()
+	row.PSame = equivalenceP(a, b, opts.MinEffect)
+	if reachS && atMost(row.PSame, look.SameLevel) {
+		row.Verdict = Same
+		if row.Significant {
+			row.addNote(fmt.Sprintf("significant (p=%.3f) but within the minimum effect %s", row.P, pct(opts.MinEffect)))
+		}
+		return
+	}
+
+	row.Verdict = Unknown
+	switch {
+	case row.Significant && math.Abs(delta) <= opts.MinEffect:
+		row.addNote(fmt.Sprintf("significant (p=%.3f) but below the minimum effect %s; not yet shown to be within it", row.P, pct(opts.MinEffect)))
+	case row.Significant:
+		row.addNote(fmt.Sprintf("p=%.3f is not significant once corrected for %s and %s (Holm-adjusted p=%.3g > level %.3g)",
+			row.P, plural(m, "row"), plural(look.Number, "look"), row.PAdj, look.DifferentLevel))
+	}
+	if minP := uMinP(row.A.Boots, row.B.Boots, true); !atMost(minP, look.DifferentLevel/float64(m)) {
+		row.addNote(fmt.Sprintf("DIFFERENT out of reach at %d+%d boots (smallest possible p %.2g > level %.2g: α=%v shared by %s and the looks)",
+			row.A.Boots, row.B.Boots, minP, look.DifferentLevel/float64(m), rep.Alpha, plural(m, "row")))
+	}
+	row.NeedFor, row.BootsNeeded = bootsNeeded(row, rep.Alpha, opts.MinEffect, m)
+	switch {
+	case row.BootsNeeded > maxNeeded:
+		row.addNote(fmt.Sprintf("%v would need more than %d boots per side at this spread", row.NeedFor, maxNeeded))
+	case row.BootsNeeded > 0:
+		row.addNote(fmt.Sprintf("%v would need ~%d boots per side at this spread", row.NeedFor, row.BootsNeeded))
+	default:
+		row.addNote("too few boots to estimate the spread between boots")
+	}
+}
+
+// maxNeeded caps the estimate of boots needed: past it the number says
+// nothing but "unreachable".
+const maxNeeded = 1000
+
+// equivalenceP returns the p-value of the equivalence test (TOST) that B is
+// within ±eff of A: the larger p of two one-sided U tests, B below
+// A·(1+eff) and B above A·(1−eff). Scaling A tests a multiplicative shift,
+// which is what "within 1 %" means for positive values. Each one-sided test
+// at level L and the conjunction of the two at L too (intersection-union), so
+// no correction is due.
+func equivalenceP(a, b []float64, eff float64) float64 {
+	up := make([]float64, len(a))
+	down := make([]float64, len(a))
+	for i, v := range a {
+		up[i], down[i] = v*(1+eff), v*(1-eff)
+	}
+	below, err1 := stats.MannWhitneyUTest(b, up, stats.LocationLess)
+	above, err2 := stats.MannWhitneyUTest(b, down, stats.LocationGreater)
+	if err := errors.Join(err1, err2); err != nil {
+		return 1
+	}
+	return math.Max(below.P, above.P)
+}
+
+// bootsNeeded estimates the boots per side with which the row would reach a
+// verdict with 80 % power if the spread between boots and the change stayed
+// as observed: DIFFERENT if the change exceeds the minimum effect, SAME
+// otherwise. It uses the normal approximation n = 2·(z₁+z₂)²·(σ/d)² inflated
+// by π/3 for the U test's efficiency relative to the t test, with σ the
+// pooled standard deviation of per-boot medians relative to A's centre and d
+// the distance to beat: the change itself for DIFFERENT, the room left
+// between the change and the minimum effect for SAME. It assumes the full α;
+// an adaptive run has spent part of it already, so take the number as a
+// lower bound. It is floored at the boots the discrete test needs at all.
+// It returns 0 when the spread cannot be estimated (one boot per side).
+func bootsNeeded(row *Row, alpha, eff float64, m int) (Verdict, int) {
+	a, b := row.A.medians(), row.B.medians()
+	df := len(a) + len(b) - 2
+	if df < 1 || len(a) < 1 || len(b) < 1 {
+		return Unknown, 0
+	}
+	ss := sumSquares(a) + sumSquares(b)
+	sigma := math.Sqrt(ss/float64(df)) / row.A.Center
+	d := math.Abs(row.DeltaPct / 100)
+	zPower := stats.StdNormal.InvCDF(0.8)
+	var v Verdict
+	var z, gap float64
+	var floor int
+	if d > eff {
+		v, gap = Different, d
+		level := alpha / float64(max(m, 1))
+		z, floor = stats.StdNormal.InvCDF(1-level/2), minBoots(level, true)
+	} else {
+		v, gap = Same, eff-d
+		z, floor = stats.StdNormal.InvCDF(1-alpha), minBoots(alpha, false)
+	}
+	if floor == 0 {
+		floor = maxBoots + 1
+	}
+	if gap <= 0 {
+		return v, maxNeeded + 1
+	}
+	n := 2 * (z + zPower) * (z + zPower) * (sigma / gap) * (sigma / gap) * math.Pi / 3
+	if n > maxNeeded {
+		return v, maxNeeded + 1
+	}
+	return v, max(floor, int(math.Ceil(n)))
+}
+
+func sumSquares(vs []float64) float64 {
+	mean := 0.0
+	for _, v := range vs {
+		mean += v
+	}
+	mean /= float64(len(vs))
+	ss := 0.0
+	for _, v := range vs {
+		ss += (v - mean) * (v - mean)
+	}
+	return ss
+}
+
+// medians returns the per-boot medians.
+func (s Summary) medians() []float64 {
+	out := make([]float64, len(s.PerBoot))
+	for i, b := range s.PerBoot {
+		out[i] = b.Median
+	}
+	return out
+}
+
+func isControl(bench string, controls []string) bool {
+	for _, c := range controls {
+		if bench == c || strings.HasPrefix(bench, c+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// betterOf returns +1 if higher values of unit are better, -1 if lower ones
+// are, 0 if unknown. Costs per operation (sec/op, insn/op, B/op) are lower
+// is better; rates (…/s) higher.
+func betterOf(unit string) int {
+	switch {
+	case strings.HasSuffix(unit, "/op"):
+		return -1
+	case strings.HasSuffix(unit, "/s"):
+		return 1
+	}
+	return 0
+}
+
+// pct formats a fraction as a percentage: 0.01 is "1%".
+func pct(f float64) string { return fmt.Sprintf("%.4g%%", 100*f) }
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
