@@ -17,12 +17,16 @@ const (
 	paramSamples = "lpmbisect.samples" // samples per benchmark [5]
 	paramEntries = "lpmbisect.entries" // trie size [10000]
 	paramRounds  = "lpmbisect.rounds"  // program runs per sample [20]
-	paramAccel   = "lpmbisect.accel"   // kvm | tcg | icount: the accel config line
-	paramPort    = "lpmbisect.port"    // virtio-serial port name [wire.PortName]
-	paramFault   = "lpmbisect.fault"   // TEST-ONLY: misbehave after the first result
+	// LPM key prefix length [32]; 2^prefix_len must be ≥ entries.
+	paramPrefixLen = "lpmbisect.prefix_len"
+	// elements of the MapBatch maps [workloads.DefaultBatchEntries]
+	paramBatchEntries = "lpmbisect.batch_entries"
+	paramAccel        = "lpmbisect.accel" // kvm | tcg | icount: the accel config line
+	paramPort         = "lpmbisect.port"  // virtio-serial port name [wire.PortName]
+	paramFault        = "lpmbisect.fault" // TEST-ONLY: misbehave after the first result
 )
 
-const defaultBench = "LPMTrie/op=lookup"
+const defaultBench = workloads.DefaultBench
 
 // Accelerator labels the host may pass in lpmbisect.accel.
 const (
@@ -84,6 +88,14 @@ func parseCmdline(cmdline string) (config, error) {
 			c.params.Entries = uint32(n)
 		case paramRounds:
 			c.params.Rounds, err = parseInt(val, 1, math.MaxInt32)
+		case paramPrefixLen:
+			var n int
+			n, err = parseInt(val, 1, 32)
+			c.params.PrefixLen = uint32(n)
+		case paramBatchEntries:
+			var n int
+			n, err = parseInt(val, 1, workloads.MaxBatchEntries)
+			c.params.BatchEntries = uint32(n)
 		case paramAccel:
 			switch val {
 			case accelKVM, accelTCG, accelIcount:
@@ -109,6 +121,9 @@ func parseCmdline(cmdline string) (config, error) {
 		if err != nil {
 			return config{}, fmt.Errorf("kernel command line: %s=%q: %w", key, val, err)
 		}
+	}
+	if err := c.params.Validate(); err != nil {
+		return config{}, fmt.Errorf("kernel command line: %w", err)
 	}
 	re, err := regexp.Compile(bench)
 	if err != nil {

@@ -35,7 +35,7 @@ func TestParseCmdlineDefaults(t *testing.T) {
 	if c.params != workloads.DefaultParams {
 		t.Errorf("parseCmdline() params = %+v; want %+v", c.params, workloads.DefaultParams)
 	}
-	if want := (workloads.Params{Entries: 10000, Samples: 5, Rounds: 20, Clock: workloads.WallClock}); c.params != want {
+	if want := (workloads.Params{Entries: 10000, PrefixLen: 32, BatchEntries: workloads.DefaultBatchEntries, Samples: 5, Rounds: 20, Clock: workloads.WallClock}); c.params != want {
 		t.Errorf("parseCmdline() params = %+v; want %+v", c.params, want)
 	}
 	if c.bench.String() != "LPMTrie/op=lookup" || c.port != wire.PortName || c.accel != "" || c.fault != "" || len(c.unknown) != 0 {
@@ -45,11 +45,12 @@ func TestParseCmdlineDefaults(t *testing.T) {
 
 func TestParseCmdline(t *testing.T) {
 	c, err := parseCmdline("console=ttyS0 lpmbisect.bench=keys=random$ lpmbisect.samples=3 lpmbisect.entries=100000 " +
-		"lpmbisect.rounds=7 lpmbisect.accel=icount lpmbisect.port=other lpmbisect.fault=flood lpmbisect.future=1 lpmbisect.samples=4")
+		"lpmbisect.rounds=7 lpmbisect.accel=icount lpmbisect.port=other lpmbisect.fault=flood lpmbisect.future=1 lpmbisect.samples=4 " +
+		"lpmbisect.prefix_len=24 lpmbisect.batch_entries=5000")
 	if err != nil {
 		t.Fatalf("parseCmdline() = %v", err)
 	}
-	want := workloads.Params{Entries: 100000, Samples: 4, Rounds: 7, Clock: workloads.InstructionClock}
+	want := workloads.Params{Entries: 100000, PrefixLen: 24, BatchEntries: 5000, Samples: 4, Rounds: 7, Clock: workloads.InstructionClock}
 	if c.params != want {
 		t.Errorf("parseCmdline() params = %+v; want %+v", c.params, want)
 	}
@@ -80,6 +81,10 @@ func TestParseCmdlineRejects(t *testing.T) {
 		"lpmbisect.port=",
 		"lpmbisect.port=../x",
 		"lpmbisect.fault=explode",
+		"lpmbisect.prefix_len=0",
+		"lpmbisect.prefix_len=33",
+		"lpmbisect.prefix_len=8", // 256 prefixes < 10000 entries
+		"lpmbisect.batch_entries=0",
 	} {
 		if c, err := parseCmdline("console=ttyS0 " + arg); err == nil {
 			t.Errorf("parseCmdline(%q) = %+v, nil; want an error", arg, c)

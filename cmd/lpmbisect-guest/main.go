@@ -12,6 +12,8 @@
 //	lpmbisect.entries=N      trie size: dense keys [0,N) at /32 [10000]
 //	lpmbisect.rounds=N       XDP test runs per sample, one bpf_loop of
 //	                         10000 lookups each [20]
+//	lpmbisect.prefix_len=N   LPM key prefix length, 2^N ≥ entries [32]
+//	lpmbisect.batch_entries=N  elements of the MapBatch maps [100000]
 //	lpmbisect.accel=A        kvm, tcg or icount: the accel config line;
 //	                         icount makes the unit insn/op instead of ns/op
 //	lpmbisect.port=NAME      virtio-serial port name [lpmbisect.results]
@@ -32,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -143,6 +146,7 @@ func run(pid1 bool) (err error) {
 	}
 	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
 	p := cfg.params
+	p.CPUs = runtime.NumCPU()
 	rep := &workloads.Reporter{
 		Out: &faultyOutput{w: w, ch: ch, fault: cfg.fault},
 		Config: workloads.FileConfig(
@@ -153,6 +157,7 @@ func run(pid1 bool) (err error) {
 			"samples", strconv.Itoa(p.Samples),
 			"rounds", strconv.Itoa(p.Rounds),
 			"loops", strconv.Itoa(bpf.LoopIterations),
+			"vcpus", strconv.Itoa(p.CPUs),
 		),
 		Logf: logf,
 		Info: func(text string) { infos = append(infos, text) },
