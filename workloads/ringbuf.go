@@ -76,8 +76,8 @@ func ringbufBenchmarks() []*Benchmark {
 				}
 				out = append(out, &Benchmark{
 					Name: fmt.Sprintf("RingBuf/api=%s/mode=%s/producers=%d", api, mode, p),
-					Doc: fmt.Sprintf("%d producers (one per vCPU) each writing %d 8-byte records per XDP test run with %s, %s; ns/op is in-kernel time per record per producer, drops/op the share of records the full ring refused",
-						p, ringbufBatch, map[bpf.RingbufAPI]string{bpf.Reserve: "bpf_ringbuf_reserve/submit", bpf.Output: "bpf_ringbuf_output"}[api],
+					Doc: fmt.Sprintf("producers (one per vCPU, all at once) each writing %d 8-byte records per XDP test run, %d runs per round, with %s, %s; ns/op is in-kernel time per record per producer, drops/op the share of records the full ring refused",
+						ringbufBatch, ringbufRunsPerRound, map[bpf.RingbufAPI]string{bpf.Reserve: "bpf_ringbuf_reserve/submit", bpf.Output: "bpf_ringbuf_output"}[api],
 						map[string]string{
 							modeConsumer:  "a user-space reader consuming meanwhile",
 							modeProducer:  "no reader (the ring is emptied between samples)",
