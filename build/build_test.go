@@ -1,0 +1,242 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeMake is a make that understands just enough of kbuild for Build:
+// config targets write .config, olddefconfig "settles" it (dropping
+// CONFIG_NEEDS_MISSING_DEP, adding the compiler), bzImage copies the
+// tree's IMAGE file, or fails when the tree has a BROKEN file. Every call is
+// appended to calls.txt in the build directory.
+const fakeMake = `#!/bin/sh
+src= out= targets=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -C) src=$2; shift ;;
+    O=*) out=${1#O=} ;;
+    -j*|*=*) ;;
+    *) targets="$targets $1" ;;
+  esac
+  shift
+done
+[ -n "$out" ] || out=$src
+echo "$targets" >> "$out/calls.txt"
+for t in $targets; do
+  case "$t" in
+    tinyconfig)
+      printf '#\n# Automatically generated file; DO NOT EDIT.\n# Linux/x86 6.12.0 Kernel Configuration\n#\nCONFIG_BASE=y\n# CONFIG_BPF_SYSCALL is not set\n' > "$out/.config" ;;
+    olddefconfig)
+      grep -v NEEDS_MISSING_DEP "$out/.config" > "$out/.config.tmp"
+      echo 'CONFIG_CC_VERSION_TEXT="fakecc (Test) 1.2.3"' >> "$out/.config.tmp"
+      mv "$out/.config.tmp" "$out/.config" ;;
+    bzImage)
+      echo "  CC      kernel/bpf/lpm_trie.o"
+      if [ -e "$src/BROKEN" ]; then
+        echo "kernel/bpf/lpm_trie.c:42:1: error: expected ';' before '}' token" >&2
+        echo "make[1]: *** [kernel/bpf/lpm_trie.o] Error 1" >&2
+        exit 2
+      fi
+      mkdir -p "$out/arch/x86/boot"
+      cp "$src/IMAGE" "$out/arch/x86/boot/bzImage" ;;
+    *) echo "fake make: unknown target $t" >&2; exit 2 ;;
+  esac
+done
+`
+
+// fakeTree makes a source tree and a fake make; it returns both.
+func fakeTree(t *testing.T) (src, mk string) {
+	t.Helper()
+	dir := t.TempDir()
+	src = filepath.Join(dir, "linux")
+	os.MkdirAll(src, 0o755)
+	for name, data := range map[string]string{"Makefile": "# fake\n", "Kconfig": "# fake\n", "IMAGE": "kernel image 1\n"} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk = filepath.Join(dir, "make")
+	if err := os.WriteFile(mk, []byte(fakeMake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return src, mk
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestBuildOutOfTree(t *testing.T) {
+	src, mk := fakeTree(t)
+	out := filepath.Join(t.TempDir(), "build")
+	frag := Fragment{Name: "test.config", Data: []byte("CONFIG_BPF_SYSCALL=y\nCONFIG_NEEDS_MISSING_DEP=y\n# CONFIG_BASE is not set\n")}
+	r, err := Build(context.Background(), Options{Src: src, Dir: out, Make: mk, Fragments: []Fragment{frag}, MakeFlags: []string{"LLVM=1"}})
+	if err != nil {
+		t.Fatalf("Build() error: %v", err)
+	}
+	if got := readFile(t, r.Image); got != "kernel image 1\n" {
+		t.Errorf("Build().Image holds %q; want the tree's image", got)
+	}
+	if r.Dir != out || r.Config != filepath.Join(out, ".config") || r.Log != filepath.Join(out, "lpmbisect-build.log") {
+		t.Errorf("Build() = dir %s, config %s, log %s; want everything under %s", r.Dir, r.Config, r.Log, out)
+	}
+	if r.Compiler != "fakecc (Test) 1.2.3" {
+		t.Errorf("Build().Compiler = %q; want fakecc (Test) 1.2.3", r.Compiler)
+	}
+	if len(r.Hash) != 64 {
+		t.Errorf("Build().Hash = %q; want 64 hex digits", r.Hash)
+	}
+	if len(r.Dropped) != 1 || r.Dropped[0] != (Dropped{Option: "CONFIG_NEEDS_MISSING_DEP", Want: "y", Got: "n"}) {
+		t.Errorf("Build().Dropped = %v; want CONFIG_NEEDS_MISSING_DEP=y dropped", r.Dropped)
+	}
+	config := readFile(t, r.Config)
+	if !strings.Contains(config, "CONFIG_BPF_SYSCALL=y") {
+		t.Errorf("final .config lacks the fragment's CONFIG_BPF_SYSCALL=y:\n%s", config)
+	}
+	if got := readFile(t, filepath.Join(out, "calls.txt")); got != " tinyconfig\n olddefconfig\n bzImage\n" {
+		t.Errorf("make calls = %q; want tinyconfig, olddefconfig, bzImage", got)
+	}
+	log := readFile(t, r.Log)
+	for _, want := range []string{"O=" + out, "LLVM=1", "-j", "lpm_trie.o", "fragment option not kept: CONFIG_NEEDS_MISSING_DEP"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("build log lacks %q:\n%s", want, log)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(src, ".config")); err == nil {
+		t.Errorf("an out-of-tree build wrote .config into the source tree")
+	}
+
+	// The next commit builds in the same directory.
+	os.WriteFile(filepath.Join(src, "IMAGE"), []byte("kernel image 2\n"), 0o644)
+	r2, err := Build(context.Background(), Options{Src: src, Dir: out, Make: mk, Fragments: []Fragment{frag}, MakeFlags: []string{"LLVM=1"}})
+	if err != nil {
+		t.Fatalf("second Build() error: %v", err)
+	}
+	if got := readFile(t, r2.Image); got != "kernel image 2\n" {
+		t.Errorf("second Build().Image holds %q; want the new image", got)
+	}
+	if r2.Hash != r.Hash {
+		t.Errorf("same options, different config hash: %s then %s", r.Hash, r2.Hash)
+	}
+}
+
+func TestBuildFailureNamesLog(t *testing.T) {
+	src, mk := fakeTree(t)
+	os.WriteFile(filepath.Join(src, "BROKEN"), nil, 0o644)
+	out := t.TempDir()
+	_, err := Build(context.Background(), Options{Src: src, Dir: out, Make: mk})
+	if !errors.Is(err, ErrBuildFailed) {
+		t.Fatalf("Build() of a broken tree: error %v; want ErrBuildFailed", err)
+	}
+	log := filepath.Join(out, "lpmbisect-build.log")
+	for _, want := range []string{log, "expected ';'", "bzImage"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Build() error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestBuildInTreeWithBaseFile(t *testing.T) {
+	src, mk := fakeTree(t)
+	base := filepath.Join(t.TempDir(), "config-6.12")
+	os.WriteFile(base, []byte("CONFIG_FROM_DISTRO=y\n"), 0o644)
+	r, err := Build(context.Background(), Options{Src: src, Base: base, Make: mk, Fragments: []Fragment{}})
+	if err != nil {
+		t.Fatalf("Build() error: %v", err)
+	}
+	if r.Dir != src {
+		t.Errorf("Build().Dir = %s; want the source tree %s", r.Dir, src)
+	}
+	if got := readFile(t, filepath.Join(src, "calls.txt")); got != " olddefconfig\n bzImage\n" {
+		t.Errorf("make calls = %q; want olddefconfig then bzImage (the base is a file)", got)
+	}
+	if !strings.Contains(readFile(t, r.Config), "CONFIG_FROM_DISTRO=y") {
+		t.Errorf("final .config does not start from the base file")
+	}
+	if len(r.Dropped) != 0 {
+		t.Errorf("Build().Dropped = %v; want none without fragments", r.Dropped)
+	}
+}
+
+func TestBuildBadInput(t *testing.T) {
+	src, mk := fakeTree(t)
+	for _, c := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"no tree", Options{Make: mk}, "no kernel source tree"},
+		{"not a tree", Options{Src: t.TempDir(), Make: mk}, "not a kernel source tree"},
+		{"missing base", Options{Src: src, Make: mk, Base: "/no/such/config"}, "base config"},
+		{"missing make", Options{Src: src, Make: "/no/such/make", Dir: t.TempDir()}, "build-essential"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Build(context.Background(), c.o)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Build(%+v) error = %v; want one mentioning %q", c.o, err, c.want)
+			}
+			if errors.Is(err, ErrBuildFailed) {
+				t.Errorf("Build(%+v) error wraps ErrBuildFailed; a setup mistake is not a tree that fails to build", c.o)
+			}
+		})
+	}
+}
+
+func TestInspectConfig(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	b := filepath.Join(dir, "b")
+	os.WriteFile(a, []byte("#\n# Linux/x86 6.12.1 Kernel Configuration\n#\nCONFIG_CC_VERSION_TEXT=\"gcc (Debian 12.2.0-14) 12.2.0\"\nCONFIG_BPF=y\n# CONFIG_KPROBES is not set\n"), 0o644)
+	os.WriteFile(b, []byte("#\n# Linux/x86 6.12.2 Kernel Configuration\n#\nCONFIG_CC_VERSION_TEXT=\"gcc (Debian 12.2.0-14) 12.2.0\"\nCONFIG_BPF=y\n# CONFIG_KPROBES is not set\n"), 0o644)
+	ia, err := InspectConfig(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, _ := InspectConfig(b)
+	if ia.Compiler != "gcc (Debian 12.2.0-14) 12.2.0" {
+		t.Errorf("InspectConfig(a).Compiler = %q; want the gcc version text", ia.Compiler)
+	}
+	if ia.Hash != ib.Hash {
+		t.Errorf("InspectConfig hashes differ for configs that differ only in the header: %s, %s", ia.ShortHash(), ib.ShortHash())
+	}
+	os.WriteFile(b, []byte("CONFIG_BPF=y\nCONFIG_KPROBES=y\n"), 0o644)
+	ib, _ = InspectConfig(b)
+	if ia.Hash == ib.Hash {
+		t.Errorf("InspectConfig hashes equal for different options")
+	}
+}
+
+func TestReadFragment(t *testing.T) {
+	f, err := ReadFragment("builtin")
+	if err != nil || f.Name != DefaultFragment.Name {
+		t.Fatalf("ReadFragment(builtin) = %v, %v; want the built-in fragment", f.Name, err)
+	}
+	opts, err := parseFragment(f.Data)
+	if err != nil {
+		t.Fatalf("built-in fragment does not parse: %v", err)
+	}
+	have := map[string]string{}
+	for _, o := range opts {
+		have[o[0]] = o[1]
+	}
+	for _, want := range []string{"CONFIG_BPF_SYSCALL", "CONFIG_BPF_JIT", "CONFIG_VIRTIO_PCI", "CONFIG_VIRTIO_CONSOLE", "CONFIG_SERIAL_8250_CONSOLE", "CONFIG_DEVTMPFS", "CONFIG_KPROBES", "CONFIG_TRACEPOINTS"} {
+		if have[want] != "y" {
+			t.Errorf("built-in fragment sets %s=%q; want y", want, have[want])
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.config")
+	os.WriteFile(bad, []byte("CONFIG_OK=y\nBPF=y\n"), 0o644)
+	if _, err := ReadFragment(bad); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("ReadFragment(bad) error = %v; want one naming line 2", err)
+	}
+}
