@@ -3,6 +3,7 @@ module github.com/lpmbisect/lpmbisect
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/cilium/ebpf v0.22.0
 	github.com/klauspost/compress v1.18.0
 	github.com/u-root/mkuimage v0.2.0
