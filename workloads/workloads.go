@@ -7,8 +7,24 @@
 // full name matches the host's pattern; RunAll probes, runs and reports them
 // as Go benchmark results and lpmbisect notes.
 //
-// Benchmarks time themselves inside the kernel (bpf_ktime_get_ns around a
-// bpf_loop), so a sample is "Ops operations took Elapsed clock units". The
+// The families (see Registry, Presets and `lpmbisect list`):
+//
+//   - LPMTrie/op=…: the kernel's LPM trie bench (Linux 6.18 selftests):
+//     noop and baseline controls, lookup, update, insert, delete, timed
+//     in-kernel around bpf_loop (5.17), and free, timed with fentry/fexit on
+//     bpf_map_free_deferred (5.5, kernel BTF).
+//   - LPMTrieUnrolled/…: lookup and update without bpf_loop (4.12).
+//   - LPMTrieSyscall/…: a kprobe on gettid() doing 0, 1, 8 or 32 lookups on
+//     tries of 0, 1 and 8192 entries; per syscall, and derived per lookup.
+//   - MapBatch/…: BPF_MAP_*_BATCH at batch sizes 10, 1000 and all against
+//     one syscall per element, on hash maps (5.6) and LPM tries (5.13).
+//   - RingBuf/…: reserve/submit and output producers, one per vCPU up to
+//     the guest's count, with a reader, without one, and in overwrite mode
+//     (6.19).
+//
+// Most benchmarks time themselves inside the kernel (bpf_ktime_get_ns around a
+// bpf_loop), so a sample is "Ops operations took Elapsed clock units";
+// LPMTrieSyscall and MapBatch use the guest's clock from user space. The
 // clock is the guest's: wall nanoseconds under KVM or plain TCG, and guest
 // instructions under TCG with -icount shift=0, where the clock advances 1 ns
 // per instruction. The two units are never mixed: Params.Clock picks
