@@ -31,8 +31,11 @@ func medians(t *testing.T, results []*benchfmt.Result, unit string) map[string]f
 	vals := map[string][]float64{}
 	for _, r := range results {
 		for _, v := range r.Values {
-			if v.Unit == unit || v.OrigUnit == unit {
+			switch {
+			case v.OrigUnit != "" && v.OrigUnit == unit: // tidied: ns/op became sec/op
 				vals[string(r.Name)] = append(vals[string(r.Name)], v.OrigValue)
+			case v.OrigUnit == "" && v.Unit == unit:
+				vals[string(r.Name)] = append(vals[string(r.Name)], v.Value)
 			}
 		}
 	}
