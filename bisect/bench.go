@@ -1,0 +1,505 @@
+package bisect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/kernel"
+)
+
+// Configuration keys a bisection adds to the results it stores, besides
+// those measure writes (kernel, side, boot, image, accel).
+const (
+	KeyCommit   = "commit"   // the commit the kernel was built from
+	KeyCompiler = "compiler" // CONFIG_CC_VERSION_TEXT
+	KeyKconfig  = "kconfig"  // first 12 hex digits of the .config hash (build.ConfigInfo)
+)
+
+// Errors that stop a bisection before it starts.
+var (
+	// ErrEndpointsNotDifferent: the good and bad endpoints measure the same
+	// (or undecidably) within the boot cap: there is nothing to bisect.
+	ErrEndpointsNotDifferent = errors.New("the good and bad endpoints are not different")
+	// ErrWrongDirection: the endpoints differ, but not in the direction
+	// asked for (a regression without --reverse, an improvement with it).
+	ErrWrongDirection = errors.New("the endpoints differ in the other direction")
+)
+
+// Kernel is a kernel a bisection measures: an endpoint or a candidate.
+type Kernel struct {
+	Input  string            // anything kernel.Resolve accepts
+	Label  string            // short name for progress lines (commit, file name)
+	Labels map[string]string // configuration keys added to its results
+}
+
+// Bench classifies kernels by measuring them against measured endpoints. It
+// is the Classifier of every bisection. Measurements are kept in Store by
+// image SHA-256, so a kernel is measured once however often it comes up.
+type Bench struct {
+	Judge
+	Store    *Store
+	Measurer Measurer
+	// Resolve resolves a kernel input (kernel.Resolve with the cache).
+	Resolve func(input string) (*kernel.Kernel, error)
+	// Boots is the number of boots of each look at a kernel; 0 means the
+	// fewest with which a first look can reach both SAME and DIFFERENT
+	// (Judge.BootsToDecide: 4 for one benchmark with MaxBoots 8 at α=0.05).
+	Boots int
+	// MaxBoots caps the boots of a kernel while its verdict stays UNKNOWN
+	// (default 10); a candidate still UNKNOWN at the cap is skipped.
+	MaxBoots int
+	// Reverse looks for an improvement: the bad endpoint is the faster.
+	Reverse bool
+	Log     io.Writer
+
+	good, bad *measured
+	rows      int // rows the endpoints compare on (1 before they are measured)
+	signal    []RowKey
+	effect    map[RowKey]CompareRow
+	measured  map[string]bool // image SHA-256s measured by this process
+}
+
+// measured is a kernel with its stored results.
+type measured struct {
+	Kernel
+	k       *kernel.Kernel
+	results []*benchfmt.Result
+}
+
+// DefaultMaxBoots is the boot cap when Bench.MaxBoots is 0.
+const DefaultMaxBoots = 10
+
+func (b *Bench) boots() int {
+	if b.Boots > 0 {
+		return min(b.Boots, b.maxBoots())
+	}
+	n, err := b.Judge.BootsToDecide(b.maxBoots(), max(b.rows, 1))
+	if err != nil {
+		return b.maxBoots()
+	}
+	return n
+}
+
+func (b *Bench) maxBoots() int {
+	if b.MaxBoots <= 0 {
+		return DefaultMaxBoots
+	}
+	return b.MaxBoots
+}
+
+// CheckLevels reports levels with which no verdict can ever be reached.
+func (b *Bench) CheckLevels() error {
+	_, err := b.Judge.BootsToDecide(b.maxBoots(), 1)
+	return err
+}
+
+func (b *Bench) logf(format string, args ...any) {
+	if b.Log != nil {
+		fmt.Fprintf(b.Log, "lpmbisect: "+format+"\n", args...)
+	}
+}
+
+// Effect is the measured difference between the endpoints.
+type Effect struct {
+	Rows []EffectRow
+	// Signal names the rows the bisection follows: those that differ in the
+	// direction asked for.
+	Signal []RowKey
+	// Drift names control rows (harness measurements) that differ between
+	// the endpoints: the host or the harness changed, not only the kernel.
+	Drift []RowKey `json:",omitempty"`
+}
+
+// EffectRow compares the bad endpoint with the good one on one row.
+type EffectRow struct {
+	RowKey
+	CompareRow
+}
+
+// SetEndpoints measures both endpoints (Boots boots each, more while the
+// difference stays UNKNOWN, up to MaxBoots) and checks that they differ in
+// the expected direction. Errors wrap ErrEndpointsNotDifferent or
+// ErrWrongDirection when the measurements forbid the bisection.
+func (b *Bench) SetEndpoints(ctx context.Context, good, bad Kernel) (*Effect, error) {
+	var err error
+	if b.good, err = b.resolve(good); err != nil {
+		return nil, fmt.Errorf("good endpoint: %w", err)
+	}
+	if b.bad, err = b.resolve(bad); err != nil {
+		return nil, fmt.Errorf("bad endpoint: %w", err)
+	}
+	if b.good.k.SHA256 == b.bad.k.SHA256 {
+		return nil, fmt.Errorf("%w: both are the same image (sha256 %s)", ErrEndpointsNotDifferent, b.good.k.SHA256[:12])
+	}
+	var prev *compare.Look
+	for target := b.boots(); ; target = min(target+b.boots(), b.maxBoots()) {
+		if err := b.topUp(ctx, target, b.good, b.bad); err != nil {
+			return nil, fmt.Errorf("measure the endpoints: %w", err)
+		}
+		rows, look, err := b.Judge.Compare(b.good.results, b.bad.results, b.maxBoots(), prev)
+		if err != nil {
+			return nil, fmt.Errorf("compare the endpoints: %w", err)
+		}
+		prev = look
+		b.effect = rows
+		eff := b.effectOf(rows)
+		b.rows = 0
+		for _, r := range eff.Rows {
+			if !r.Control {
+				b.rows++
+			}
+		}
+		if len(eff.Signal) > 0 {
+			b.signal = eff.Signal
+			return eff, nil
+		}
+		var other []string
+		unknown := false
+		for _, r := range eff.Rows {
+			switch {
+			case r.Control:
+			case r.Verdict == Different:
+				other = append(other, fmt.Sprintf("%s %+.2f%%", r.Benchmark, r.DeltaPct))
+			case r.Verdict == Unknown:
+				unknown = true
+			}
+		}
+		if len(other) > 0 && !unknown {
+			return eff, b.wrongDirection(other)
+		}
+		if target >= b.maxBoots() || !unknown {
+			if len(other) > 0 {
+				return eff, b.wrongDirection(other)
+			}
+			return eff, fmt.Errorf("%w after %d boots each: %s (nothing to bisect: check the endpoints, or raise --max-boots or lower --min-effect)",
+				ErrEndpointsNotDifferent, Boots(b.good.results), describeRows(eff.Rows))
+		}
+		b.logf("endpoints: UNKNOWN after %d boots each (%s); adding boots", target, describeRows(eff.Rows))
+	}
+}
+
+func (b *Bench) wrongDirection(rows []string) error {
+	if b.Reverse {
+		return fmt.Errorf("%w: bad is slower than good (%s), a regression: drop --reverse to find the commit that caused it", ErrWrongDirection, strings.Join(rows, ", "))
+	}
+	return fmt.Errorf("%w: bad is faster than good (%s), an improvement: add --reverse to find the commit that made it", ErrWrongDirection, strings.Join(rows, ", "))
+}
+
+// effectOf orders the endpoint comparison and picks the signal rows.
+// Benchmarks report time (or instructions) per operation: lower is better.
+func (b *Bench) effectOf(rows map[RowKey]CompareRow) *Effect {
+	eff := &Effect{}
+	for _, k := range sortedRowKeys(rows) {
+		r := rows[k]
+		eff.Rows = append(eff.Rows, EffectRow{k, r})
+		regression := r.B > r.A
+		switch {
+		case r.Control && r.Verdict == Different:
+			eff.Drift = append(eff.Drift, k)
+		case r.Control:
+		case r.Verdict == Different && regression != b.Reverse:
+			eff.Signal = append(eff.Signal, k)
+		}
+	}
+	return eff
+}
+
+func describeRows(rows []EffectRow) string {
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, fmt.Sprintf("%s %s", r.Benchmark, r.Comparison))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func sortedRowKeys(m map[RowKey]CompareRow) []RowKey {
+	keys := make([]RowKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b RowKey) int {
+		if c := strings.Compare(a.Benchmark, b.Benchmark); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Unit, b.Unit)
+	})
+	return keys
+}
+
+// resolve resolves a kernel and loads what the store has for it.
+func (b *Bench) resolve(k Kernel) (*measured, error) {
+	rk, err := b.Resolve(k.Input)
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.Store.Load(rk.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	if k.Label == "" {
+		k.Label = rk.Release
+	}
+	return &measured{Kernel: k, k: rk, results: res}, nil
+}
+
+// topUp boots the kernels that have fewer than target boots, interleaved,
+// and stores the new boots, also when measuring fails part way.
+func (b *Bench) topUp(ctx context.Context, target int, ks ...*measured) error {
+	var need []*measured
+	var targets []Target
+	n := 0
+	for _, m := range ks {
+		if slices.ContainsFunc(need, func(o *measured) bool { return o.k.SHA256 == m.k.SHA256 }) {
+			continue
+		}
+		if have := Boots(m.results); have < target {
+			need = append(need, m)
+			targets = append(targets, Target{Input: m.Input, Label: m.Label})
+			n = max(n, target-have)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	boots, err := b.Measurer.Measure(ctx, targets, n)
+	for i, m := range need {
+		if b.measured == nil {
+			b.measured = map[string]bool{}
+		}
+		if len(boots[i]) > 0 {
+			b.measured[m.k.SHA256] = true
+		}
+		// Keep every completed boot, even beyond the target, and even
+		// when another kernel failed: a resumed bisection reuses them.
+		all, serr := b.Store.Add(m.k.SHA256, toSlices(boots[i]), m.labels())
+		if serr != nil {
+			return serr
+		}
+		m.results = all
+		// Kernels that share an image share results.
+		for _, o := range ks {
+			if o != m && o.k.SHA256 == m.k.SHA256 {
+				o.results = all
+			}
+		}
+	}
+	return err
+}
+
+func (m *measured) labels() map[string]string {
+	l := map[string]string{}
+	for k, v := range m.Labels {
+		l[k] = v
+	}
+	return l
+}
+
+func toSlices(bs []BootResults) [][]*benchfmt.Result {
+	out := make([][]*benchfmt.Result, len(bs))
+	for i, b := range bs {
+		out[i] = b
+	}
+	return out
+}
+
+// MeasuredImages returns the SHA-256 of every image this Bench booted (not
+// those whose results all came from the store).
+func (b *Bench) MeasuredImages() []string {
+	var out []string
+	for sha := range b.measured {
+		out = append(out, sha)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Classify implements Classifier for a kernel input without labels.
+func (b *Bench) Classify(ctx context.Context, input string) (Verdict, error) {
+	v, _, err := b.ClassifyKernel(ctx, Kernel{Input: input})
+	return v, err
+}
+
+// ClassifyKernel measures a candidate (Boots boots, more while UNKNOWN, up to
+// MaxBoots) and classifies it against the endpoints. It also returns the
+// resolved kernel, nil when the input is not a kernel.
+func (b *Bench) ClassifyKernel(ctx context.Context, k Kernel) (Verdict, *kernel.Kernel, error) {
+	if b.good == nil {
+		return Verdict{}, nil, errors.New("bisect: Classify before SetEndpoints")
+	}
+	m, err := b.resolve(k)
+	if err != nil {
+		if errors.Is(err, kernel.ErrNotFound) || errors.Is(err, kernel.ErrNotKernel) || errors.Is(err, kernel.ErrNotSupported) {
+			return Verdict{Class: Skip, Reason: fmt.Sprintf("no kernel to boot: %v", err)}, nil, nil
+		}
+		return Verdict{}, nil, err
+	}
+	var prevGood, prevBad *compare.Look
+	for target := b.boots(); ; target = min(target+b.boots(), b.maxBoots()) {
+		err := b.topUp(ctx, target, m, b.good, b.bad)
+		if err != nil {
+			if isBootFailure(err) && ctx.Err() == nil {
+				if Boots(b.good.results) < target || Boots(b.bad.results) < target {
+					return Verdict{}, m.k, fmt.Errorf("an endpoint failed while adding boots: %w", err)
+				}
+				return Verdict{Class: Skip, Reason: fmt.Sprintf("did not boot: %v", err), Boots: Boots(m.results)}, m.k, nil
+			}
+			return Verdict{}, m.k, err
+		}
+		v, decided, err := b.judge(m, &prevGood, &prevBad)
+		if err != nil {
+			return Verdict{}, m.k, err
+		}
+		if decided {
+			return v, m.k, nil
+		}
+		if target >= b.maxBoots() {
+			v.Class = Skip
+			v.Reason = fmt.Sprintf("UNKNOWN after %d boots: %s", v.Boots, v.Reason)
+			return v, m.k, nil
+		}
+		b.logf("%s: UNKNOWN after %d boots (%s); adding boots", m.Label, v.Boots, v.Reason)
+	}
+}
+
+// judge compares a measured candidate with both endpoints on the signal
+// rows. prevGood and prevBad carry the looks of the two comparisons from one
+// call to the next (nil pointers: a single look).
+func (b *Bench) judge(m *measured, prevGood, prevBad **compare.Look) (Verdict, bool, error) {
+	maxBoots := b.maxBoots()
+	var pg, pb *compare.Look
+	if prevGood == nil {
+		maxBoots = 0
+	} else {
+		pg, pb = *prevGood, *prevBad
+	}
+	vsGood, lg, err := b.Judge.Compare(b.good.results, m.results, maxBoots, pg)
+	if err != nil {
+		return Verdict{}, false, fmt.Errorf("compare with the good endpoint: %w", err)
+	}
+	vsBad, lb, err := b.Judge.Compare(b.bad.results, m.results, maxBoots, pb)
+	if err != nil {
+		return Verdict{}, false, fmt.Errorf("compare with the bad endpoint: %w", err)
+	}
+	if prevGood != nil {
+		*prevGood, *prevBad = lg, lb
+	}
+	v := Verdict{Boots: Boots(m.results)}
+	for _, k := range b.signal {
+		g, okG := vsGood[k]
+		bd, okB := vsBad[k]
+		if !okG || !okB {
+			v.Rows = append(v.Rows, RowVerdict{Benchmark: k.Benchmark, Unit: k.Unit, VsGood: Comparison{Verdict: Unknown, P: 1}, VsBad: Comparison{Verdict: Unknown, P: 1}})
+			continue
+		}
+		v.Rows = append(v.Rows, RowVerdict{Benchmark: k.Benchmark, Unit: k.Unit, Center: g.B, VsGood: g.Comparison, VsBad: bd.Comparison})
+	}
+	class, ok, reason := classifyRows(v.Rows)
+	v.Class, v.Reason = class, reason
+	return v, ok, nil
+}
+
+// Recheck is the culprit measured again against its parent.
+type Recheck struct {
+	Boots     int // boots of each after the re-check
+	Rows      []EffectRow
+	Confirmed bool
+	// Parent and Culprit are their classifications with all boots.
+	Parent, Culprit Verdict
+	// SameImage: the culprit's image is byte-identical to its parent's, so
+	// the change cannot be in the kernel: the result is suspect.
+	SameImage bool
+	Note      string
+}
+
+// RecheckTarget returns the boots per kernel a re-check of parent and
+// culprit with extra more boots measures to.
+func (b *Bench) RecheckTarget(parent, culprit Kernel, extra int) (int, error) {
+	p, err := b.resolve(parent)
+	if err != nil {
+		return 0, fmt.Errorf("re-check: parent: %w", err)
+	}
+	c, err := b.resolve(culprit)
+	if err != nil {
+		return 0, fmt.Errorf("re-check: culprit: %w", err)
+	}
+	return max(Boots(p.results), Boots(c.results)) + extra, nil
+}
+
+// Recheck boots the parent and the culprit up to target boots each,
+// interleaved, then compares them directly and against the endpoints. The
+// result is confirmed when the culprit differs from its parent on every
+// signal row in the expected direction, the parent classifies good and the
+// culprit bad.
+func (b *Bench) Recheck(ctx context.Context, parent, culprit Kernel, target int) (*Recheck, error) {
+	p, err := b.resolve(parent)
+	if err != nil {
+		return nil, fmt.Errorf("re-check: parent: %w", err)
+	}
+	c, err := b.resolve(culprit)
+	if err != nil {
+		return nil, fmt.Errorf("re-check: culprit: %w", err)
+	}
+	rc := &Recheck{}
+	if p.k.SHA256 == c.k.SHA256 {
+		rc.SameImage = true
+		rc.Note = fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", c.k.SHA256[:12])
+		return rc, nil
+	}
+	if err := b.topUp(ctx, target, p, c); err != nil {
+		return nil, fmt.Errorf("re-check: %w", err)
+	}
+	rows, _, err := b.Judge.Compare(p.results, c.results, 0, nil)
+	if err != nil {
+		return nil, fmt.Errorf("re-check: %w", err)
+	}
+	rc.Boots = min(Boots(p.results), Boots(c.results))
+	confirmed := len(b.signal) > 0
+	for _, k := range sortedRowKeys(rows) {
+		r := rows[k]
+		rc.Rows = append(rc.Rows, EffectRow{k, r})
+		if slices.Contains(b.signal, k) {
+			regression := r.B > r.A
+			if r.Verdict != Different || regression == b.Reverse {
+				confirmed = false
+			}
+		}
+	}
+	if rc.Parent, _, err = b.judge(p, nil, nil); err != nil {
+		return nil, err
+	}
+	if rc.Culprit, _, err = b.judge(c, nil, nil); err != nil {
+		return nil, err
+	}
+	rc.Confirmed = confirmed && rc.Parent.Class == Good && rc.Culprit.Class == Bad
+	return rc, nil
+}
+
+// Confidence bounds the chance that no decided step was wrong: 1 − Σp over
+// the claims that decided the steps (for each signal row, the DIFFERENT
+// claim against one endpoint and the SAME claim against the other; the
+// union bound assumes nothing about how steps depend on each other). With
+// few boots each p is at least a few percent, so the bound is modest even
+// for a clear effect; the re-check's p is the sharper statement about the
+// culprit.
+func Confidence(steps []Step) float64 {
+	sum := 0.0
+	for _, s := range steps {
+		for _, r := range s.Verdict.Rows {
+			switch s.Verdict.Class {
+			case Good:
+				sum += r.VsBad.PClaim + r.VsGood.PClaim
+			case Bad:
+				sum += r.VsGood.PClaim + r.VsBad.PClaim
+			}
+		}
+	}
+	return math.Max(0, 1-sum)
+}

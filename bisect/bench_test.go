@@ -1,0 +1,115 @@
+package bisect
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBenchEndpoints(t *testing.T) {
+	dir := t.TempDir()
+	slow := writeKernel(t, filepath.Join(dir, "slow"), 1065)
+	fast := writeKernel(t, filepath.Join(dir, "fast"), 838)
+	slow2 := writeKernel(t, filepath.Join(dir, "slow2"), 1065.3, "rebuilt")
+
+	for _, c := range []struct {
+		name      string
+		good, bad string
+		reverse   bool
+		want      error
+	}{
+		{"regression", fast, slow, false, nil},
+		{"improvement with --reverse", slow, fast, true, nil},
+		{"improvement without --reverse", slow, fast, false, ErrWrongDirection},
+		{"regression with --reverse", fast, slow, true, ErrWrongDirection},
+		{"same image", slow, slow, false, ErrEndpointsNotDifferent},
+		{"same performance", slow, slow2, false, ErrEndpointsNotDifferent},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBench(t, &fakeMeasurer{}, t.TempDir(), c.reverse)
+			eff, err := b.SetEndpoints(context.Background(), Kernel{Input: c.good}, Kernel{Input: c.bad})
+			if !errors.Is(err, c.want) {
+				t.Fatalf("SetEndpoints(%s) error = %v; want %v", c.name, err, c.want)
+			}
+			if err == nil && len(eff.Signal) != 1 {
+				t.Errorf("SetEndpoints(%s).Signal = %v; want the lookup row", c.name, eff.Signal)
+			}
+			if errors.Is(err, ErrWrongDirection) && !strings.Contains(err.Error(), "--reverse") {
+				t.Errorf("SetEndpoints(%s) error %q does not say what to do about --reverse", c.name, err)
+			}
+		})
+	}
+}
+
+func TestBenchClassify(t *testing.T) {
+	dir := t.TempDir()
+	good := writeKernel(t, filepath.Join(dir, "good"), 1065)
+	bad := writeKernel(t, filepath.Join(dir, "bad"), 838)
+	m := &fakeMeasurer{}
+	b := newBench(t, m, t.TempDir(), true)
+	if _, err := b.SetEndpoints(context.Background(), Kernel{Input: good}, Kernel{Input: bad}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		kernel string
+		want   Class
+		reason string
+	}{
+		{"like good", writeKernel(t, filepath.Join(dir, "c1"), 1065.4, "c1"), Good, "SAME"},
+		{"like bad", writeKernel(t, filepath.Join(dir, "c2"), 837.9, "c2"), Bad, "SAME"},
+		{"the good image itself", good, Good, "SAME"},
+		{"halfway", writeKernel(t, filepath.Join(dir, "c3"), 950, "c3"), Skip, "UNKNOWN after 8 boots"},
+		{"does not boot", writeKernel(t, filepath.Join(dir, "c4"), 838, "noboot"), Skip, "did not boot"},
+		{"not a kernel", filepath.Join(dir, "missing"), Skip, "no kernel"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v, err := b.Classify(context.Background(), c.kernel)
+			if err != nil {
+				t.Fatalf("Classify(%s) error: %v", c.name, err)
+			}
+			if v.Class != c.want || !strings.Contains(v.Reason, c.reason) {
+				t.Errorf("Classify(%s) = %s: %s; want %s mentioning %q", c.name, v.Class, v.Reason, c.want, c.reason)
+			}
+		})
+	}
+
+	// Everything measured is in the store: a new Bench over the same store
+	// classifies the same kernels without booting anything.
+	m2 := &fakeMeasurer{}
+	b2 := newBench(t, m2, b.Store.Dir, true)
+	if _, err := b2.SetEndpoints(context.Background(), Kernel{Input: good}, Kernel{Input: bad}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := b2.Classify(context.Background(), filepath.Join(dir, "c2")); err != nil || v.Class != Bad {
+		t.Errorf("Classify(like bad) from the store = %v, %v; want bad", v.Class, err)
+	}
+	if m2.calls != 0 {
+		t.Errorf("a Bench over a filled store booted %d times; want 0", m2.calls)
+	}
+}
+
+func TestBenchRecheck(t *testing.T) {
+	dir := t.TempDir()
+	good := writeKernel(t, filepath.Join(dir, "good"), 1000)
+	bad := writeKernel(t, filepath.Join(dir, "bad"), 1200)
+	parent := writeKernel(t, filepath.Join(dir, "parent"), 1000.1, "parent")
+	culprit := writeKernel(t, filepath.Join(dir, "culprit"), 1199.8, "culprit")
+	b := newBench(t, &fakeMeasurer{}, t.TempDir(), false)
+	if _, err := b.SetEndpoints(context.Background(), Kernel{Input: good}, Kernel{Input: bad}); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := b.Recheck(context.Background(), Kernel{Input: parent}, Kernel{Input: culprit}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rc.Confirmed || rc.Boots != 4 || rc.Parent.Class != Good || rc.Culprit.Class != Bad {
+		t.Errorf("Recheck = confirmed %v, %d boots, parent %s, culprit %s; want confirmed, 4 boots, good, bad", rc.Confirmed, rc.Boots, rc.Parent.Class, rc.Culprit.Class)
+	}
+	rc, err = b.Recheck(context.Background(), Kernel{Input: culprit}, Kernel{Input: culprit}, 4)
+	if err != nil || !rc.SameImage || rc.Confirmed {
+		t.Errorf("Recheck(identical images) = same image %v, confirmed %v, %v; want a suspect result", rc.SameImage, rc.Confirmed, err)
+	}
+}

@@ -1,0 +1,184 @@
+package bisect
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/kernel"
+)
+
+// Builder turns a checked-out source tree into a kernel.
+type Builder interface {
+	// Build builds the tree src, using buildDir for its output, and
+	// returns the kernel (anything kernel.Resolve accepts). An error
+	// wrapping build.ErrBuildFailed means this tree does not build: the
+	// commit is skipped. Any other error stops the bisection.
+	Build(ctx context.Context, src, buildDir string) (*BuildOutput, error)
+}
+
+// BuildOutput is a built kernel.
+type BuildOutput struct {
+	Kernel   string
+	Log      string
+	Duration time.Duration
+	// Config is the .config when the builder knows it.
+	Config string
+}
+
+// KbuildBuilder builds with the build package: base config, fragments,
+// olddefconfig, make bzImage. Options.Src and Options.Dir are set per build.
+type KbuildBuilder struct {
+	Options build.Options
+	// Log receives the fragment options that were not kept.
+	Log io.Writer
+}
+
+// Build implements Builder.
+func (b *KbuildBuilder) Build(ctx context.Context, src, buildDir string) (*BuildOutput, error) {
+	o := b.Options
+	o.Src, o.Dir = src, buildDir
+	r, err := build.Build(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if b.Log != nil {
+		for _, d := range r.Dropped {
+			fmt.Fprintf(b.Log, "lpmbisect: warning: config fragment option not kept: %s\n", d)
+		}
+	}
+	return &BuildOutput{Kernel: r.Dir, Log: r.Log, Duration: r.Duration, Config: r.Config}, nil
+}
+
+// CommandBuilder builds with a shell command of the user's, run with sh -c
+// in the source tree. The command prints the kernel it built (a bzImage, a
+// .deb or a build directory; relative to the tree) as the last line of its
+// standard output. Exiting non-zero means the tree does not build (the
+// commit is skipped). LPMBISECT_BUILD_DIR tells it where build output may go.
+// Its output goes to <buildDir>/lpmbisect-build.log.
+type CommandBuilder struct {
+	Command string
+}
+
+// Build implements Builder.
+func (b *CommandBuilder) Build(ctx context.Context, src, buildDir string) (*BuildOutput, error) {
+	start := time.Now()
+	if err := os.MkdirAll(buildDir, 0o755); err != nil {
+		return nil, fmt.Errorf("build directory: %w", err)
+	}
+	logPath := filepath.Join(buildDir, "lpmbisect-build.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("build log: %w", err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "# lpmbisect: sh -c %q in %s\n", b.Command, src)
+	var stdout bytes.Buffer
+	cmd := exec.CommandContext(ctx, "sh", "-c", b.Command)
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "LPMBISECT_BUILD_DIR="+buildDir)
+	cmd.Stdout = io.MultiWriter(&stdout, logf)
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return nil, fmt.Errorf("%w: build command %q: %v (log: %s)", build.ErrBuildFailed, b.Command, err, logPath)
+		}
+		return nil, fmt.Errorf("build command %q: %w", b.Command, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	out := strings.TrimSpace(lines[len(lines)-1])
+	if out == "" {
+		return nil, fmt.Errorf("%w: build command %q printed no kernel path (log: %s)", build.ErrBuildFailed, b.Command, logPath)
+	}
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(src, out)
+	}
+	return &BuildOutput{Kernel: out, Log: logPath, Duration: time.Since(start)}, nil
+}
+
+// keepKernel copies a built kernel where the next build cannot overwrite it,
+// <dir>/<image sha256>/, and returns what to boot it from:
+//
+//   - a .deb is copied as it is;
+//   - otherwise the bzImage is copied to boot/vmlinuz-<release> with its
+//     config beside it (boot/config-<release>), and the modules directory of
+//     a package tree (dpkg -x layout) is linked as lib/modules/<release>.
+//     Modules of a build directory are not kept: its kernel must have the
+//     results channel built in (the fragment does).
+func keepKernel(input, dir string, resolve func(string) (*kernel.Kernel, error)) (string, *kernel.Kernel, error) {
+	k, err := resolve(input)
+	if err != nil {
+		return "", nil, err
+	}
+	dst := filepath.Join(dir, k.SHA256)
+	if isDeb(input) {
+		kept := filepath.Join(dst, filepath.Base(input))
+		if err := copyFile(input, kept); err != nil {
+			return "", nil, fmt.Errorf("keep kernel: %w", err)
+		}
+		return kept, k, nil
+	}
+	kept := filepath.Join(dst, "boot", "vmlinuz-"+k.Release)
+	if err := copyFile(k.Image, kept); err != nil {
+		return "", nil, fmt.Errorf("keep kernel: %w", err)
+	}
+	if k.ConfigPath != "" {
+		if err := copyFile(k.ConfigPath, filepath.Join(dst, "boot", "config-"+k.Release)); err != nil {
+			return "", nil, fmt.Errorf("keep kernel config: %w", err)
+		}
+	}
+	if k.ModulesDir != "" && filepath.Base(k.ModulesDir) == k.Release {
+		link := filepath.Join(dst, "lib", "modules", k.Release)
+		if _, err := os.Lstat(link); err != nil {
+			os.MkdirAll(filepath.Dir(link), 0o755)
+			if err := os.Symlink(k.ModulesDir, link); err != nil {
+				return "", nil, fmt.Errorf("keep kernel modules: %w", err)
+			}
+		}
+	}
+	return kept, k, nil
+}
+
+func isDeb(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 8)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && string(magic) == "!<arch>\n"
+}
+
+// copyFile copies src to dst (atomically), unless dst exists with the same
+// size.
+func copyFile(src, dst string) error {
+	si, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if di, err := os.Stat(dst); err == nil && di.Size() == si.Size() {
+		return nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dst, data)
+}

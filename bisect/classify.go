@@ -1,0 +1,213 @@
+package bisect
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+)
+
+// Class is what a bisection step decides about a candidate.
+type Class int
+
+const (
+	// Skip: the candidate cannot be classified: it did not build, did not
+	// boot, or its measurements matched neither endpoint within the boot cap.
+	Skip Class = iota
+	// Good: it matches the good (old) endpoint and not the bad one.
+	Good
+	// Bad: it matches the bad (new) endpoint and not the good one.
+	Bad
+)
+
+var classNames = [...]string{Skip: "skip", Good: "good", Bad: "bad"}
+
+func (c Class) String() string {
+	if c >= 0 && int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("Class(%d)", int(c))
+}
+
+// MarshalText encodes the class as its name.
+func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText decodes a class name.
+func (c *Class) UnmarshalText(b []byte) error {
+	for i, n := range classNames {
+		if n == string(b) {
+			*c = Class(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown class %q (want good, bad or skip)", b)
+}
+
+// Verdict is the classification of one candidate, with the evidence.
+type Verdict struct {
+	Class  Class
+	Reason string // one line: why
+	// Rows compare the candidate with each endpoint, one per benchmark that
+	// tells the endpoints apart.
+	Rows []RowVerdict `json:",omitempty"`
+	// Boots is the number of boots of the candidate the verdict counts.
+	Boots int
+}
+
+// Classifier classifies a kernel (anything kernel.Resolve accepts) against
+// the bisection's endpoints. An error means the bisection cannot go on (the
+// host, not the candidate, failed); a candidate that cannot be classified
+// gets Skip.
+type Classifier interface {
+	Classify(ctx context.Context, kernel string) (Verdict, error)
+}
+
+// Same, Different and Unknown are the outcomes of comparing two kernels on
+// one benchmark: compare's verdicts, by name.
+var (
+	Same      = compare.Same.String()
+	Different = compare.Different.String()
+	Unknown   = compare.Unknown.String()
+)
+
+// Comparison is one benchmark row of one kernel against another.
+type Comparison struct {
+	Verdict  string  // Same, Different or Unknown
+	DeltaPct float64 // change of the candidate against the reference, %
+	P        float64 // Mann-Whitney U p-value over per-boot medians
+	// PClaim is the p-value behind the verdict: for DIFFERENT the larger of
+	// the U test and the minimum-effect test, adjusted over rows (Holm);
+	// for SAME the equivalence test's; 1 for UNKNOWN.
+	PClaim float64
+}
+
+func (c Comparison) String() string {
+	return fmt.Sprintf("%s (%s, p=%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), compare.FormatP(c.P))
+}
+
+// RowVerdict compares a candidate with both endpoints on one benchmark.
+type RowVerdict struct {
+	Benchmark, Unit string
+	Center          float64 // the candidate's median of per-boot medians
+	VsGood, VsBad   Comparison
+}
+
+// Judge holds the statistical levels of a bisection.
+type Judge struct {
+	// Alpha bounds the error of each comparison's claims (default 0.05).
+	Alpha float64
+	// MinEffectPct is the smallest change, in percent, that counts as a
+	// difference (default 1). Instruction counts move by a few
+	// instructions between unrelated builds: that is the same.
+	MinEffectPct float64
+}
+
+func (j Judge) options(maxBoots int, prev *compare.Look) compare.Options {
+	return compare.Options{Alpha: j.Alpha, MinEffect: j.MinEffectPct / 100, MaxBoots: maxBoots, Previous: prev}
+}
+
+// Compare compares kernel b's boots with kernel a's, row by row, and
+// decides each row SAME, DIFFERENT or UNKNOWN with compare's verdicts:
+// DIFFERENT is significant and shown beyond the minimum effect, SAME is
+// shown within it (an equivalence test), UNKNOWN is neither (see the
+// compare package). maxBoots is the cap of the adaptive run this look
+// belongs to (0: a single look) and prev its previous look (nil at the
+// first); the returned Look is the prev of the next look.
+//
+// This is the single place where a bisection turns measurements into
+// verdicts.
+func (j Judge) Compare(a, b []*benchfmt.Result, maxBoots int, prev *compare.Look) (map[RowKey]CompareRow, *compare.Look, error) {
+	results := make([]*benchfmt.Result, 0, len(a)+len(b))
+	for _, r := range a {
+		results = append(results, relabel(r, compare.SideA))
+	}
+	for _, r := range b {
+		results = append(results, relabel(r, compare.SideB))
+	}
+	rep, err := compare.Build(results, j.options(maxBoots, prev))
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[RowKey]CompareRow{}
+	for _, row := range rep.Rows {
+		c := Comparison{Verdict: row.Verdict.String(), DeltaPct: row.DeltaPct, P: row.P, PClaim: 1}
+		switch row.Verdict {
+		case compare.Different:
+			c.PClaim = row.PAdj
+		case compare.Same:
+			c.PClaim = row.PSame
+		}
+		out[RowKey{row.Benchmark, row.Unit}] = CompareRow{Comparison: c, A: row.A.Center, B: row.B.Center,
+			BootsA: row.A.Boots, BootsB: row.B.Boots, Control: row.Control}
+	}
+	return out, &rep.Look, nil
+}
+
+// BootsToDecide is the fewest boots per kernel with which a first look can
+// reach both SAME and DIFFERENT on rows rows, given the cap maxBoots.
+func (j Judge) BootsToDecide(maxBoots, rows int) (int, error) {
+	same, diff, err := compare.MinBootsToDecide(j.options(maxBoots, nil), rows)
+	if err != nil {
+		return 0, err
+	}
+	if same == 0 || diff == 0 {
+		return 0, fmt.Errorf("no verdict is reachable within %d boots (raise --max-boots or --alpha)", maxBoots)
+	}
+	return max(same, diff), nil
+}
+
+// RowKey names a row: a benchmark in a unit.
+type RowKey struct{ Benchmark, Unit string }
+
+func (k RowKey) String() string { return k.Benchmark + " (" + k.Unit + ")" }
+
+// CompareRow is one row of Judge.Compare.
+type CompareRow struct {
+	Comparison
+	A, B           float64 // centres
+	BootsA, BootsB int
+	Control        bool // a benchmark that measures the harness
+}
+
+// relabel returns a copy of r on the given side; boots keep their numbers.
+func relabel(r *benchfmt.Result, side string) *benchfmt.Result {
+	c := r.Clone()
+	c.SetConfig(compare.KeySide, side)
+	// One side may pool results labelled with several releases (a rebuilt
+	// tree): the label is the side.
+	c.SetConfig(compare.KeyKernel, side)
+	return c
+}
+
+// Classify decides a candidate from its comparisons with the endpoints on
+// the signal rows (those where the endpoints differ):
+//
+//   - Good when on every signal row it is SAME as good and DIFFERENT from bad;
+//   - Bad when on every signal row it is DIFFERENT from good and SAME as bad;
+//   - otherwise undecided (ok false): more boots may decide it, and at the
+//     boot cap the step is skipped. A candidate that is DIFFERENT from both
+//     lies between them or elsewhere: perhaps a second change in the range.
+func classifyRows(rows []RowVerdict) (class Class, ok bool, reason string) {
+	good, bad := 0, 0
+	var parts []string
+	for _, r := range rows {
+		switch {
+		case r.VsGood.Verdict == Same && r.VsBad.Verdict == Different:
+			good++
+		case r.VsGood.Verdict == Different && r.VsBad.Verdict == Same:
+			bad++
+		}
+		parts = append(parts, fmt.Sprintf("%s: vs good %s, vs bad %s", r.Benchmark, r.VsGood, r.VsBad))
+	}
+	detail := strings.Join(parts, "; ")
+	switch {
+	case len(rows) > 0 && good == len(rows):
+		return Good, true, detail
+	case len(rows) > 0 && bad == len(rows):
+		return Bad, true, detail
+	}
+	return Skip, false, detail
+}

@@ -1,0 +1,187 @@
+package bisect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/kernel"
+)
+
+// Bisection is what every kind of bisection shares: the classifier, the
+// state, the re-check and the log.
+type Bisection struct {
+	Bench *Bench
+	State *State
+	// RecheckBoots is how many boots the re-check adds to the culprit and
+	// its parent (0: no re-check).
+	RecheckBoots int
+	Log          io.Writer
+}
+
+func (bs *Bisection) logf(format string, args ...any) {
+	if bs.Log != nil {
+		fmt.Fprintf(bs.Log, "lpmbisect: "+format+"\n", args...)
+	}
+}
+
+// noteMeasured records the images measured so far and saves the state.
+func (bs *Bisection) noteMeasured() error {
+	bs.State.NoteMeasured(bs.Bench.MeasuredImages())
+	return bs.State.Save()
+}
+
+// setEndpoints measures the endpoints and records the effect.
+func (bs *Bisection) setEndpoints(ctx context.Context, good, bad Kernel) error {
+	eff, err := bs.Bench.SetEndpoints(ctx, good, bad)
+	if serr := bs.noteMeasured(); serr != nil && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return err
+	}
+	bs.State.Effect = eff
+	for _, r := range eff.Rows {
+		if r.Control {
+			continue
+		}
+		bs.logf("endpoints: %s: good %s → bad %s: %s (%d+%d boots)", r.Benchmark, formatValue(r.A, r.Unit), formatValue(r.B, r.Unit), r.Comparison, r.BootsA, r.BootsB)
+	}
+	for _, k := range eff.Drift {
+		bs.logf("warning: control %s differs between the endpoints: the harness or host changed too", k)
+	}
+	return bs.State.Save()
+}
+
+// classify classifies a kernel, records the step and returns its class.
+func (bs *Bisection) classify(ctx context.Context, st Step, k Kernel) (Class, error) {
+	start := time.Now()
+	v, rk, err := bs.Bench.ClassifyKernel(ctx, k)
+	if serr := bs.noteMeasured(); serr != nil && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return Skip, err
+	}
+	st.Time, st.Verdict, st.Seconds = time.Now(), v, time.Since(start).Seconds()
+	st.Kernel = k.Input
+	if rk != nil {
+		st.Image = rk.SHA256
+	}
+	return v.Class, bs.State.AddStep(st, bs.Log)
+}
+
+// recheck re-checks a culprit against its parent, if asked to.
+func (bs *Bisection) recheck(ctx context.Context, parent, culprit Kernel) (*Recheck, error) {
+	if bs.RecheckBoots <= 0 {
+		return nil, nil
+	}
+	if bs.State.RecheckTarget == 0 {
+		target, err := bs.Bench.RecheckTarget(parent, culprit, bs.RecheckBoots)
+		if err != nil {
+			return nil, err
+		}
+		bs.State.RecheckTarget = target
+		if err := bs.State.Save(); err != nil {
+			return nil, err
+		}
+	}
+	bs.logf("re-check: %s against its parent %s, to %d boots each", culprit.Label, parent.Label, bs.State.RecheckTarget)
+	rc, err := bs.Bench.Recheck(ctx, parent, culprit, bs.State.RecheckTarget)
+	if serr := bs.noteMeasured(); serr != nil && err == nil {
+		err = serr
+	}
+	return rc, err
+}
+
+// finish completes and saves the result.
+func (bs *Bisection) finish(res *Result) (*Result, error) {
+	res.Steps = len(bs.State.Steps)
+	res.Measured = len(bs.State.Measured)
+	res.Confidence = Confidence(bs.State.Steps)
+	bs.State.Result = res
+	if err := bs.State.Save(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// kernelOf describes a built kernel for measuring.
+func kernelOf(b *Built, label, commit string) Kernel {
+	return Kernel{Input: b.Kernel, Label: label, Labels: map[string]string{
+		KeyCommit: commit, KeyCompiler: b.Compiler, KeyKconfig: b.Kconfig,
+	}}
+}
+
+// buildCommit builds the tree src (checked out at commit) unless the state
+// has its kernel already, keeps the kernel and records it. A tree that does
+// not build gives a Built with Failed set and its log kept under the state.
+func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, commit string, resolve func(string) (*kernel.Kernel, error), log io.Writer) (*Built, error) {
+	if b := s.Kernels[commit]; b != nil {
+		if b.Failed != "" {
+			return b, nil
+		}
+		if _, err := os.Stat(b.Kernel); err == nil {
+			return b, nil
+		}
+	}
+	if log != nil {
+		fmt.Fprintf(log, "lpmbisect: building %s in %s\n", short(commit), buildDir)
+	}
+	out, err := builder.Build(ctx, src, buildDir)
+	if errors.Is(err, build.ErrBuildFailed) && ctx.Err() == nil {
+		kept := filepath.Join(s.Dir(), "logs", commit+".log")
+		msg := err.Error()
+		orig := filepath.Join(buildDir, "lpmbisect-build.log")
+		if data, rerr := os.ReadFile(orig); rerr == nil {
+			if werr := writeFileAtomic(kept, data); werr == nil {
+				msg = strings.ReplaceAll(msg, orig, kept)
+			}
+		}
+		b := &Built{Failed: msg, BuildLog: kept}
+		s.Kernels[commit] = b
+		return b, s.Save()
+	}
+	if err != nil {
+		return nil, err
+	}
+	kept, k, err := keepKernel(out.Kernel, filepath.Join(s.Dir(), "kernels"), resolve)
+	if err != nil {
+		if errors.Is(err, kernel.ErrNotFound) || errors.Is(err, kernel.ErrNotKernel) || errors.Is(err, kernel.ErrNotSupported) {
+			b := &Built{Failed: fmt.Sprintf("the build produced no kernel: %v (log: %s)", err, out.Log), BuildLog: out.Log}
+			s.Kernels[commit] = b
+			return b, s.Save()
+		}
+		return nil, err
+	}
+	b := &Built{Kernel: kept, Image: k.SHA256, Release: k.Release, BuildLog: out.Log, BuildSeconds: out.Duration.Seconds()}
+	config := out.Config
+	if config == "" {
+		config = k.ConfigPath
+	}
+	if config != "" {
+		if info, err := build.InspectConfig(config); err == nil {
+			b.Compiler, b.Kconfig = info.Compiler, info.ShortHash()
+		}
+	}
+	s.Kernels[commit] = b
+	if log != nil {
+		fmt.Fprintf(log, "lpmbisect: built %s in %s: %s, image %s, compiler %q, config %s\n",
+			short(commit), out.Duration.Round(100*time.Millisecond), b.Release, short(b.Image), b.Compiler, b.Kconfig)
+	}
+	return b, s.Save()
+}
+
+// formatValue renders a centre in its unit, as compare's tables do.
+func formatValue(v float64, unit string) string {
+	if unit == "sec/op" {
+		return fmt.Sprintf("%.4g ns/op", v*1e9)
+	}
+	return fmt.Sprintf("%.4g %s", v, unit)
+}

@@ -1,0 +1,208 @@
+package bisect
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Repo runs git in a repository.
+type Repo struct {
+	Dir string
+}
+
+// ErrGit is wrapped by errors of git commands that failed.
+var ErrGit = errors.New("git failed")
+
+func (r *Repo) git(ctx context.Context, args ...string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = r.Dir
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// No pager, no editor, no prompts: git runs unattended here.
+	cmd.Env = append(os.Environ(), "GIT_PAGER=cat", "GIT_EDITOR=true", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	err := cmd.Run()
+	out := strings.TrimSpace(stdout.String())
+	if err != nil {
+		if ctx.Err() != nil {
+			return out, context.Cause(ctx)
+		}
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = out
+		}
+		return out, fmt.Errorf("%w: git %s in %s: %w: %s", ErrGit, strings.Join(args, " "), r.Dir, err, msg)
+	}
+	return out, nil
+}
+
+// Commit resolves a revision to a full commit id.
+func (r *Repo) Commit(ctx context.Context, rev string) (string, error) {
+	out, err := r.git(ctx, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	if err != nil || out == "" {
+		return "", fmt.Errorf("%q is not a commit in %s", rev, r.Dir)
+	}
+	return out, nil
+}
+
+// GitDir returns the repository's git directory (absolute).
+func (r *Repo) GitDir(ctx context.Context) (string, error) {
+	out, err := r.git(ctx, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return "", fmt.Errorf("%s is not a git repository: %w", r.Dir, err)
+	}
+	return out, nil
+}
+
+// TopLevel returns the root of the work tree.
+func (r *Repo) TopLevel(ctx context.Context) (string, error) {
+	return r.git(ctx, "rev-parse", "--show-toplevel")
+}
+
+// IsAncestor reports whether a is an ancestor of b.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := r.git(ctx, "merge-base", "--is-ancestor", a, b)
+	if err == nil {
+		return true, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		return false, nil
+	}
+	return false, err
+}
+
+// CheckClean fails when tracked files have changes, which a checkout would
+// carry along or refuse to overwrite.
+func (r *Repo) CheckClean(ctx context.Context) error {
+	out, err := r.git(ctx, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return err
+	}
+	if out != "" {
+		first, _, _ := strings.Cut(out, "\n")
+		return fmt.Errorf("%s has uncommitted changes (%s …): commit or stash them first", r.Dir, strings.TrimSpace(first))
+	}
+	return nil
+}
+
+// Head returns the checked-out commit.
+func (r *Repo) Head(ctx context.Context) (string, error) { return r.git(ctx, "rev-parse", "HEAD") }
+
+// Subject returns a commit's subject line.
+func (r *Repo) Subject(ctx context.Context, commit string) string {
+	out, _ := r.git(ctx, "log", "-1", "--format=%s", commit)
+	return out
+}
+
+// Parent returns a commit's first parent.
+func (r *Repo) Parent(ctx context.Context, commit string) (string, error) {
+	return r.Commit(ctx, commit+"^")
+}
+
+// Checkout checks out a commit (detached).
+func (r *Repo) Checkout(ctx context.Context, commit string) error {
+	_, err := r.git(ctx, "checkout", "--quiet", "--detach", commit)
+	return err
+}
+
+// CountCommits counts the commits in good..bad.
+func (r *Repo) CountCommits(ctx context.Context, good, bad string) (int, error) {
+	out, err := r.git(ctx, "rev-list", "--count", good+".."+bad)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	_, err = fmt.Sscan(out, &n)
+	return n, err
+}
+
+// BisectInProgress reports whether a git bisect is in progress.
+func (r *Repo) BisectInProgress(ctx context.Context) bool {
+	dir, err := r.GitDir(ctx)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(dir, "BISECT_START"))
+	return err == nil
+}
+
+// BisectRefs returns the commits marked bad and good in the bisection in
+// progress (default terms).
+func (r *Repo) BisectRefs(ctx context.Context) (bad string, good []string, err error) {
+	out, err := r.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", "refs/bisect/")
+	if err != nil {
+		return "", nil, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		ref, sha, ok := strings.Cut(line, " ")
+		switch {
+		case !ok:
+		case ref == "refs/bisect/bad":
+			bad = sha
+		case strings.HasPrefix(ref, "refs/bisect/good-"):
+			good = append(good, sha)
+		}
+	}
+	return bad, good, nil
+}
+
+// BisectOutcome is where git bisect stands after a command.
+type BisectOutcome struct {
+	// FirstBad is set when git named the first bad commit.
+	FirstBad string
+	// Candidates is set when only skipped commits are left: the first bad
+	// commit is one of these.
+	Candidates []string
+	Output     string
+}
+
+// Done reports whether the bisection ended.
+func (o BisectOutcome) Done() bool { return o.FirstBad != "" || len(o.Candidates) > 0 }
+
+var (
+	firstBadRe = regexp.MustCompile(`(?m)^([0-9a-f]{40}) is the first bad commit`)
+	shaLineRe  = regexp.MustCompile(`(?m)^([0-9a-f]{40})$`)
+)
+
+// Bisect runs a git bisect subcommand (start, good, bad, skip, reset, log)
+// and reads where the bisection stands from its output.
+func (r *Repo) Bisect(ctx context.Context, args ...string) (BisectOutcome, error) {
+	out, err := r.git(ctx, append([]string{"bisect"}, args...)...)
+	o := BisectOutcome{Output: out}
+	if m := firstBadRe.FindStringSubmatch(out); m != nil {
+		o.FirstBad = m[1]
+		return o, nil
+	}
+	if strings.Contains(out, "only 'skip'ped commits left") {
+		for _, m := range shaLineRe.FindAllStringSubmatch(out, -1) {
+			o.Candidates = append(o.Candidates, m[1])
+		}
+		// git exits with an error here, though the bisection is over.
+		return o, nil
+	}
+	return o, err
+}
+
+// AddWorktree creates (or moves) a detached worktree at dir on commit.
+func (r *Repo) AddWorktree(ctx context.Context, dir, commit string) error {
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		wt := &Repo{Dir: dir}
+		return wt.Checkout(ctx, commit)
+	}
+	r.git(ctx, "worktree", "prune")
+	_, err := r.git(ctx, "worktree", "add", "--quiet", "--detach", dir, commit)
+	return err
+}
+
+// RemoveWorktree removes a worktree made by AddWorktree.
+func (r *Repo) RemoveWorktree(ctx context.Context, dir string) error {
+	_, err := r.git(ctx, "worktree", "remove", "--force", dir)
+	return err
+}
