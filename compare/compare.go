@@ -198,10 +198,11 @@ type Report struct {
 	// Rows holds one row per benchmark and unit, in the order in which they
 	// first appear in the input.
 	Rows []Row
-	// EnvironmentDrift is set when a control row is DIFFERENT: the harness
-	// or the host changed between the sides, so no other row's change can
-	// be blamed on the kernel. The rows keep their verdicts; Outcome says
-	// Inconclusive.
+	// EnvironmentDrift is set when a control row is DIFFERENT by enough to
+	// explain a minimum-effect change of a benchmark (see Row.Drift): the
+	// harness or the host changed between the sides, so no other row's
+	// change can be blamed on the kernel. The rows keep their verdicts;
+	// Outcome says Inconclusive.
 	EnvironmentDrift bool
 }
 
@@ -246,6 +247,9 @@ type Row struct {
 
 	// Control marks a benchmark that measures the harness (Options.Controls).
 	Control bool
+	// Drift marks a control that moved enough to explain a minimum-effect
+	// change of a benchmark: it sets Report.EnvironmentDrift.
+	Drift bool
 	// Better is +1 if higher values are better in this unit, -1 if lower
 	// ones are (time and instructions per op), 0 if unknown.
 	Better int
@@ -306,6 +310,8 @@ type Boot struct {
 	// Spread is the boot's relative range (max-min)/median; 0 with a single
 	// sample or a median of 0.
 	Spread float64
+	// Min and Max are the boot's extreme samples, for plots.
+	Min, Max float64
 }
 
 // CIPct returns the larger distance from the centre to a bound of the
@@ -485,7 +491,7 @@ func summarise(g *group, thr *benchmath.Thresholds, confidence float64) (Summary
 	var spreads []float64
 	for _, id := range g.boots {
 		vs := g.samples[id]
-		b := Boot{ID: id, Median: median(vs), Samples: len(vs)}
+		b := Boot{ID: id, Median: median(vs), Samples: len(vs), Min: slices.Min(vs), Max: slices.Max(vs)}
 		if len(vs) > 1 && b.Median != 0 {
 			b.Spread = (slices.Max(vs) - slices.Min(vs)) / math.Abs(b.Median)
 			spreads = append(spreads, b.Spread)

@@ -86,8 +86,9 @@ func (r Row) Worse() bool {
 // Outcome decides the comparison for CI. Only rows that are not controls
 // count; the rule, in order:
 //
-//  1. If a control is DIFFERENT (EnvironmentDrift), Inconclusive: something
-//     other than the kernel changed, so no row can be blamed on it.
+//  1. If a control moved enough to explain a minimum-effect change
+//     (EnvironmentDrift), Inconclusive: something other than the kernel's
+//     map code changed, so no row can be blamed on it.
 //  2. If a row fails (failOn: a worse DIFFERENT row, or any DIFFERENT row),
 //     Regression, even if other rows are UNKNOWN.
 //  3. If a row is UNKNOWN, Inconclusive.
@@ -145,8 +146,21 @@ func (r *Report) NeedMoreBoots(selected func(bench string) bool) bool {
 	return !r.EnvironmentDrift && len(r.Undecided(selected)) > 0
 }
 
-// Drifted returns the control rows that are DIFFERENT.
+// Drifted returns the control rows that make the report's
+// EnvironmentDrift: moved enough to explain a minimum-effect change.
 func (r *Report) Drifted() []Row {
+	var out []Row
+	for _, row := range r.Rows {
+		if row.Drift {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// Moved returns the control rows that are DIFFERENT, whether or not they
+// amount to drift.
+func (r *Report) Moved() []Row {
 	var out []Row
 	for _, row := range r.Rows {
 		if row.Control && row.Verdict == Different {

@@ -1,0 +1,305 @@
+// Package report renders a comparison (a *compare.Report) for people and
+// programs: a terminal table with LKP-style headlines, Markdown for issues
+// and mailing lists, JSON for tools, and a self-contained HTML page with one
+// SVG plot per benchmark.
+//
+// Every format says the same things in the same order, because a maintainer
+// reads the first lines and stops:
+//
+//  1. the outcome (no regression, regression, inconclusive) and why;
+//  2. one headline per DIFFERENT benchmark ("…: -21.7% insn/op (better),
+//     DIFFERENT, p=0.008, 4+4 boots"), then the UNKNOWN ones with the boots
+//     a decision would need;
+//  3. warnings that change how to read everything else: environment drift
+//     (a control moved), no controls, instruction-count mode;
+//  4. the table, per unit, with each side's centre and spread, the change,
+//     p, boots and verdict;
+//  5. the run: kernels with image hashes, accelerator, boots and looks, the
+//     seed of the randomized boot order, α, minimum effect, command, date.
+//
+// The report does not decide anything: verdicts, drift and the outcome come
+// from package compare. Meta carries what compare cannot know; the caller
+// fills it.
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+)
+
+// Meta describes the run behind a comparison. Zero fields are left out of
+// reports.
+type Meta struct {
+	// A and B are the kernels compared.
+	A Kernel `json:"a,omitzero"`
+	B Kernel `json:"b,omitzero"`
+	// Accel is the accelerator the boots ran under: "kvm", "tcg" or
+	// "tcg-icount" (the value of the results' accel key).
+	Accel string `json:"accel,omitempty"`
+	// Seed is the seed of the randomized order of A and B boots; nil if the
+	// order was not randomized.
+	Seed *int64 `json:"seed,omitempty"`
+	// Samples is the number of samples per benchmark per boot.
+	Samples int `json:"samples,omitempty"`
+	// FailOn is the --fail-on rule the outcome is reported for.
+	FailOn compare.FailOn `json:"-"`
+	// Command is the command line that produced the results.
+	Command string `json:"command,omitempty"`
+	// Date is when the run started.
+	Date time.Time `json:"date,omitzero"`
+	// ResultsFile is the raw benchfmt file that plain benchstat reads.
+	ResultsFile string `json:"results_file,omitempty"`
+	// FailedBoots counts boots that did not complete (panic, stall,
+	// timeout) and so are not in the statistics.
+	FailedBoots int `json:"failed_boots,omitempty"`
+	// Host describes the machine (CPU model, cores), if known.
+	Host string `json:"host,omitempty"`
+}
+
+// Kernel describes one side's kernel.
+type Kernel struct {
+	// Input is what the user passed: a bzImage, .deb or build directory.
+	Input string `json:"input,omitempty"`
+	// Release is the kernel release (uname -r), the label in results.
+	Release string `json:"release,omitempty"`
+	// SHA256 is the hex digest of the kernel image.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Format is an output format of Write.
+type Format string
+
+const (
+	FormatText     Format = "text"
+	FormatMarkdown Format = "markdown"
+	FormatJSON     Format = "json"
+	FormatHTML     Format = "html"
+)
+
+// ParseFormat parses a --format value: text, markdown (or md), json, html.
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "text", "markdown", "json", "html":
+		return Format(s), nil
+	case "md":
+		return FormatMarkdown, nil
+	}
+	return "", fmt.Errorf("format %q is not text, markdown, json or html", s)
+}
+
+// Write renders rep in format f.
+func Write(w io.Writer, f Format, rep *compare.Report, meta Meta) error {
+	switch f {
+	case FormatText:
+		return WriteText(w, rep, meta)
+	case FormatMarkdown:
+		return WriteMarkdown(w, rep, meta)
+	case FormatJSON:
+		return WriteJSON(w, rep, meta)
+	case FormatHTML:
+		return WriteHTML(w, rep, meta)
+	}
+	return fmt.Errorf("report: unknown format %q (want text, markdown, json or html)", f)
+}
+
+// outcomeLine says the outcome and why: "NO REGRESSION (--fail-on
+// regression): no benchmark is worse; 2 benchmarks better".
+func outcomeLine(rep *compare.Report, failOn compare.FailOn) string {
+	return fmt.Sprintf("%s (--fail-on %v): %s", strings.ToUpper(rep.Outcome(failOn).String()), failOn, outcomeReason(rep, failOn))
+}
+
+// outcomeReason says why the outcome is what it is.
+func outcomeReason(rep *compare.Report, failOn compare.FailOn) string {
+	out := rep.Outcome(failOn)
+	different := func(r compare.Row) bool { return r.Verdict == compare.Different }
+	switch {
+	case rep.EnvironmentDrift:
+		return "a control moved, so the environment or harness changed between A and B; no change is blamed on the kernel"
+	case out == compare.Regression && failOn == compare.FailOnChange:
+		return count(rep, different) + " DIFFERENT"
+	case out == compare.Regression:
+		return count(rep, compare.Row.Worse) + " DIFFERENT for the worse"
+	case out == compare.Inconclusive && nonControls(rep) == 0:
+		return "no benchmark other than the controls was compared"
+	case out == compare.Inconclusive:
+		return count(rep, func(r compare.Row) bool { return r.Verdict == compare.Unknown }) + " UNKNOWN at the boots taken"
+	}
+	if n := count(rep, different); n != "no benchmark" {
+		return "no benchmark is worse; " + n + " better"
+	}
+	return "every benchmark is SAME"
+}
+
+// count counts non-control rows matching f, as "1 benchmark", "2 benchmarks"
+// or "no benchmark".
+func count(rep *compare.Report, f func(compare.Row) bool) string {
+	n := 0
+	for _, r := range rep.Rows {
+		if !r.Control && f(r) {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return "no benchmark"
+	case 1:
+		return "1 benchmark"
+	}
+	return fmt.Sprintf("%d benchmarks", n)
+}
+
+func nonControls(rep *compare.Report) int {
+	n := 0
+	for _, r := range rep.Rows {
+		if !r.Control {
+			n++
+		}
+	}
+	return n
+}
+
+// headlines returns one line per DIFFERENT row, controls last.
+func headlines(rep *compare.Report) []string {
+	var out, controls []string
+	for _, r := range rep.Rows {
+		if r.Verdict != compare.Different {
+			continue
+		}
+		if r.Control {
+			controls = append(controls, r.Headline())
+		} else {
+			out = append(out, r.Headline())
+		}
+	}
+	return append(out, controls...)
+}
+
+// undecided returns one line per non-control UNKNOWN row: its change and
+// what a decision would need.
+func undecided(rep *compare.Report) []string {
+	var out []string
+	for _, r := range rep.Rows {
+		if r.Control || r.Verdict != compare.Unknown {
+			continue
+		}
+		line := r.Headline()
+		switch {
+		case !r.Compared():
+		case r.BootsNeeded > 1000:
+			line += fmt.Sprintf("; %v out of reach (>1000 boots per side at this spread)", r.NeedFor)
+		case r.BootsNeeded > 0:
+			line += fmt.Sprintf("; %v would need ~%d boots per side", r.NeedFor, r.BootsNeeded)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// warnings returns the paragraphs that change how to read the rest.
+func warnings(rep *compare.Report) []string {
+	var out []string
+	if rep.EnvironmentDrift {
+		for _, r := range rep.Drifted() {
+			out = append(out, fmt.Sprintf("ENVIRONMENT DRIFT: control %s moved %s %s (p=%s). The host, QEMU or the harness changed between the sides; the other rows' changes are not attributed to the kernel. Re-run, ideally on a quieter host.",
+				r.Benchmark, compare.FormatDelta(r.DeltaPct), r.Unit, compare.FormatP(r.P)))
+		}
+	}
+	if !rep.HasControls() {
+		out = append(out, "No control benchmark (noop, baseline) was compared: environment drift cannot be told apart from a kernel change.")
+	}
+	if rep.Instructions() {
+		out = append(out, compare.InstructionsExplanation)
+	}
+	return out
+}
+
+// boots describes the boots per side and the looks, e.g. "6+6 boots, looks
+// at 4, 6 of at most 12".
+func boots(rep *compare.Report) string {
+	a, b := 0, 0
+	for _, r := range rep.Rows {
+		a, b = max(a, r.A.Boots), max(b, r.B.Boots)
+	}
+	s := fmt.Sprintf("%d+%d boots", a, b)
+	if l := rep.Look; l.MaxBoots > 0 {
+		s += fmt.Sprintf(", looks at %s of at most %d per side", joinInts(l.History), l.MaxBoots)
+	}
+	return s
+}
+
+func joinInts(vs []int) string {
+	s := ""
+	for i, v := range vs {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprint(v)
+	}
+	return s
+}
+
+// kernelLine describes a side's kernel: "6.1.0-57-cloud-amd64, image
+// sha256 fe69a84e207e, from linux-image-….deb".
+func kernelLine(side compare.SideInfo, k Kernel) string {
+	s := side.Kernel
+	if s == "" {
+		s = k.Release
+	}
+	if k.SHA256 != "" {
+		s += ", image sha256 " + short(k.SHA256)
+	}
+	if k.Input != "" {
+		s += ", from " + k.Input
+	}
+	return s
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// runLines lists the run's parameters as label, value pairs.
+func runLines(rep *compare.Report, meta Meta) [][2]string {
+	var out [][2]string
+	add := func(k, v string) {
+		if v != "" {
+			out = append(out, [2]string{k, v})
+		}
+	}
+	add("kernel A", kernelLine(rep.A, meta.A))
+	add("kernel B", kernelLine(rep.B, meta.B))
+	add("accelerator", meta.Accel)
+	bootsLine := boots(rep)
+	if meta.Samples > 0 {
+		bootsLine += fmt.Sprintf(", %d samples per benchmark per boot", meta.Samples)
+	}
+	if meta.FailedBoots > 0 {
+		bootsLine += fmt.Sprintf(", %d failed boots left out", meta.FailedBoots)
+	}
+	add("boots", bootsLine)
+	if meta.Seed != nil {
+		add("boot order", fmt.Sprintf("A/B interleaved in randomized order, seed %d", *meta.Seed))
+	}
+	add("statistics", fmt.Sprintf("α=%v family-wise over rows and looks, minimum effect %.4g%%, %.4g%% confidence intervals",
+		rep.Alpha, 100*rep.MinEffect, 100*rep.Confidence))
+	add("command", meta.Command)
+	if !meta.Date.IsZero() {
+		add("date", meta.Date.UTC().Format(time.RFC3339))
+	}
+	add("host", meta.Host)
+	if f := meta.ResultsFile; f != "" {
+		col := compare.KeyKernel
+		if rep.A.Kernel == rep.B.Kernel {
+			col = compare.KeySide // one kernel on both sides
+		}
+		add("raw results", fmt.Sprintf("%s (benchstat -col %s %s)", f, col, f))
+	}
+	return out
+}
