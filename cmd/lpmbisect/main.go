@@ -75,7 +75,7 @@ not boot), 130/143 interrupted by SIGINT/SIGTERM.`,
 		HideHelpCommand:      true,
 		OnUsageError:         onUsageError,
 		ExitErrHandler:       func(*cli.Context, error) {}, // exit codes are ours
-		Commands:             []*cli.Command{runCommand(), compareCommand(), listCommand()},
+		Commands:             []*cli.Command{runCommand(), compareCommand(), listCommand(), buildCommand(), bisectRunCommand(), bisectCommand()},
 		CommandNotFound: func(c *cli.Context, name string) {
 			fmt.Fprintf(stderr, "lpmbisect: no command %q (see lpmbisect --help)\n", name)
 		},

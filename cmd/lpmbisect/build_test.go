@@ -1,0 +1,176 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lpmbisect/lpmbisect/config"
+)
+
+// fakeKbuild is a make that does what lpmbisect build asks of kbuild:
+// config targets write .config, bzImage copies the tree's IMAGE (or fails
+// when the tree has a BROKEN file).
+const fakeKbuild = `#!/bin/sh
+src= out= targets=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -C) src=$2; shift ;;
+    O=*) out=${1#O=} ;;
+    -j*|*=*) ;;
+    *) targets="$targets $1" ;;
+  esac
+  shift
+done
+[ -n "$out" ] || out=$src
+for t in $targets; do
+  case "$t" in
+    olddefconfig) grep -v BPF_SYSCALL "$out/.config" > "$out/.config.new"; mv "$out/.config.new" "$out/.config" ;;
+    *config) echo 'CONFIG_CC_VERSION_TEXT="fakecc 9"' > "$out/.config" ;;
+    bzImage)
+      if [ -e "$src/BROKEN" ]; then echo "lpm_trie.c:1:1: error: broken" >&2; exit 2; fi
+      mkdir -p "$out/arch/x86/boot" && cp "$src/IMAGE" "$out/arch/x86/boot/bzImage" ;;
+  esac
+done
+`
+
+func fakeKernelTree(t *testing.T) (src, mk string) {
+	t.Helper()
+	dir := t.TempDir()
+	src = filepath.Join(dir, "linux")
+	os.MkdirAll(src, 0o755)
+	for name, data := range map[string]string{"Makefile": "\n", "Kconfig": "\n", "IMAGE": "image\n"} {
+		os.WriteFile(filepath.Join(src, name), []byte(data), 0o644)
+	}
+	mk = filepath.Join(dir, "make")
+	os.WriteFile(mk, []byte(fakeKbuild), 0o755)
+	return src, mk
+}
+
+func TestBuildCommand(t *testing.T) {
+	src, mk := fakeKernelTree(t)
+	out := filepath.Join(t.TempDir(), "copy.bzImage")
+	code, stdout, stderr := runCLI(t, "build", "--make", mk, "--out", out, src)
+	if code != 0 {
+		t.Fatalf("lpmbisect build: exit %d\n%s", code, stderr)
+	}
+	dir := filepath.Join(src, defaultBuildDir)
+	if got := strings.TrimSpace(stdout); got != dir {
+		t.Errorf("lpmbisect build printed %q; want the build directory %s", got, dir)
+	}
+	if data, _ := os.ReadFile(out); string(data) != "image\n" {
+		t.Errorf("--out holds %q; want the bzImage", data)
+	}
+	for _, want := range []string{"fakecc 9", "config ", "lpmbisect-build.log", "warning: config fragment option not kept: CONFIG_BPF_SYSCALL"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("lpmbisect build stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+
+	os.WriteFile(filepath.Join(src, "BROKEN"), nil, 0o644)
+	code, _, stderr = runCLI(t, "build", "--make", mk, src)
+	if code != exitBuildFailed || !strings.Contains(stderr, filepath.Join(dir, "lpmbisect-build.log")) || !strings.Contains(stderr, "error: broken") {
+		t.Errorf("lpmbisect build of a broken tree: exit %d; want %d naming the log and the error\n%s", code, exitBuildFailed, stderr)
+	}
+}
+
+func TestBuildCommandConfig(t *testing.T) {
+	src, mk := fakeKernelTree(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "k.toml")
+	os.WriteFile(cfg, []byte("[build]\nsrc = \""+src+"\"\nmake = \""+mk+"\"\nbuild_dir = \"out\"\n"), 0o644)
+	code, stdout, stderr := runCLI(t, "build", "--config", cfg)
+	if code != 0 || strings.TrimSpace(stdout) != filepath.Join(dir, "out") {
+		t.Errorf("lpmbisect build --config: exit %d, printed %q; want 0 and %s (build_dir relative to the file)\n%s", code, stdout, filepath.Join(dir, "out"), stderr)
+	}
+	os.WriteFile(cfg, []byte("[build]\nmkae = \"x\"\n"), 0o644)
+	code, _, stderr = runCLI(t, "build", "--config", cfg, src)
+	if code != exitUsage || !strings.Contains(stderr, "build.mkae") {
+		t.Errorf("lpmbisect build --config with an unknown key: exit %d; want %d naming build.mkae\n%s", code, exitUsage, stderr)
+	}
+}
+
+// Every configuration key names a flag of a command that reads --config.
+func TestConfigKeysAreFlags(t *testing.T) {
+	flags := map[string]bool{}
+	for _, cmd := range []*cli.Command{buildCommand(), bisectRunCommand(), bisectCommand()} {
+		for _, f := range cmd.Flags {
+			for _, n := range f.Names() {
+				flags[n] = true
+			}
+		}
+	}
+	for _, s := range config.Settings {
+		if !flags[s.Flag] {
+			t.Errorf("config key %s stands for --%s, which no command has", s.Key, s.Flag)
+		}
+	}
+}
+
+func TestBisectRunUsageAborts(t *testing.T) {
+	repo := t.TempDir()
+	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
+		t.Skipf("git: %v %s", err, out)
+	}
+	guest := fakeGuest(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"bisect-run", "--no-such-flag"}, "no-such-flag"},
+		{"arguments", []string{"bisect-run", "--guest", guest, "--src", repo, "extra"}, "no arguments"},
+		{"not a repository", []string{"bisect-run", "--guest", guest, "--src", t.TempDir()}, "git"},
+		{"no endpoints", []string{"bisect-run", "--guest", guest, "--src", repo}, "no good endpoint"},
+		{"bad accel", []string{"bisect-run", "--guest", guest, "--accel", "hvf", "--src", repo}, "accel"},
+		{"parallel wall time", []string{"bisect-run", "--guest", guest, "--accel", "tcg", "--parallel", "2", "--src", repo}, "--parallel"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, c.args...)
+			if code != exitRunAbort || !strings.Contains(stderr, c.want) {
+				t.Errorf("lpmbisect %s: exit %d; want %d (aborts git bisect run) with %q\n%s", strings.Join(c.args, " "), code, exitRunAbort, c.want, stderr)
+			}
+		})
+	}
+}
+
+func TestBisectUsage(t *testing.T) {
+	guest := fakeGuest(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"nothing to bisect", []string{"bisect", "--guest", guest}, "--repo"},
+		{"both", []string{"bisect", "--guest", guest, "--repo", ".", "--images", "."}, "not both"},
+		{"no good", []string{"bisect", "--guest", guest, "--repo", t.TempDir(), "--bad", "HEAD"}, "--good"},
+		{"missing image", []string{"bisect", "--guest", guest, "--images", "/no/such/kernel", "--images", "/no/other"}, "no such file"},
+		{"min effect", []string{"bisect", "--guest", guest, "--images", ".", "--min-effect", "0"}, "--min-effect"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, c.args...)
+			if code != exitUsage || !strings.Contains(stderr, c.want) {
+				t.Errorf("lpmbisect %s: exit %d; want %d with %q\n%s", strings.Join(c.args, " "), code, exitUsage, c.want, stderr)
+			}
+		})
+	}
+}
+
+func TestBisectHelp(t *testing.T) {
+	for _, cmd := range []string{"build", "bisect-run", "bisect"} {
+		code, out, _ := runCLI(t, cmd, "--help")
+		if code != 0 || !strings.Contains(out, "Examples:") {
+			t.Errorf("lpmbisect %s --help: exit %d, no examples:\n%s", cmd, code, out)
+		}
+	}
+	_, out, _ := runCLI(t, "bisect-run", "--help")
+	for _, code := range []string{"125", "255", "130"} {
+		if !strings.Contains(out, code) {
+			t.Errorf("bisect-run --help does not document exit code %s", code)
+		}
+	}
+}
