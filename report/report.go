@@ -25,8 +25,11 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
+
+	"golang.org/x/perf/benchunit"
 
 	"github.com/lpmbisect/lpmbisect/compare"
 )
@@ -162,20 +165,16 @@ func nonControls(rep *compare.Report) int {
 	return n
 }
 
-// headlines returns one line per DIFFERENT row, controls last.
+// headlines returns one line per DIFFERENT benchmark. Controls are not
+// headlines: warnings says what their moves mean.
 func headlines(rep *compare.Report) []string {
-	var out, controls []string
+	var out []string
 	for _, r := range rep.Rows {
-		if r.Verdict != compare.Different {
-			continue
-		}
-		if r.Control {
-			controls = append(controls, r.Headline())
-		} else {
+		if r.Verdict == compare.Different && !r.Control {
 			out = append(out, r.Headline())
 		}
 	}
-	return append(out, controls...)
+	return out
 }
 
 // undecided returns one line per non-control UNKNOWN row: its change and
@@ -202,11 +201,20 @@ func undecided(rep *compare.Report) []string {
 // warnings returns the paragraphs that change how to read the rest.
 func warnings(rep *compare.Report) []string {
 	var out []string
-	if rep.EnvironmentDrift {
-		for _, r := range rep.Drifted() {
-			out = append(out, fmt.Sprintf("ENVIRONMENT DRIFT: control %s moved %s %s (p=%s). The host, QEMU or the harness changed between the sides; the other rows' changes are not attributed to the kernel. Re-run, ideally on a quieter host.",
-				r.Benchmark, compare.FormatDelta(r.DeltaPct), r.Unit, compare.FormatP(r.P)))
+	var moved []string
+	for _, r := range rep.Moved() {
+		move := fmt.Sprintf("%s %s %s (%s, p=%s)", r.Benchmark, compare.FormatDelta(r.DeltaPct), r.Unit, absChange(r), compare.FormatP(r.P))
+		if r.Drift {
+			out = append(out, "ENVIRONMENT DRIFT: control "+move+" moved enough to explain a minimum-effect change of a benchmark. "+
+				"The host, QEMU or the harness changed between the sides; no benchmark's change is attributed to the kernel. Re-run, ideally on a quieter host.")
+		} else {
+			moved = append(moved, move)
 		}
+	}
+	if len(moved) > 0 {
+		out = append(out, "Controls moved with the kernel: "+strings.Join(moved, "; ")+
+			". The harness's cost inside the kernel (the BPF program and bpf_loop around the operation) changed, "+
+			fmt.Sprintf("by less than %.4g%% of every benchmark: too little to explain a verdict. The benchmarks' changes include it.", 100*rep.MinEffect))
 	}
 	if !rep.HasControls() {
 		out = append(out, "No control benchmark (noop, baseline) was compared: environment drift cannot be told apart from a kernel change.")
@@ -215,6 +223,17 @@ func warnings(rep *compare.Report) []string {
 		out = append(out, compare.InstructionsExplanation)
 	}
 	return out
+}
+
+// absChange formats B's centre minus A's with its unit's SI prefix:
+// "+2.000 insn/op", "+3.1n sec/op".
+func absChange(r compare.Row) string {
+	d := r.B.Center - r.A.Center
+	sign := "+"
+	if d < 0 {
+		sign = "-"
+	}
+	return sign + benchunit.Scale(math.Abs(d), benchunit.ClassOf(r.Unit)) + " " + r.Unit
 }
 
 // boots describes the boots per side and the looks, e.g. "6+6 boots, looks
@@ -299,7 +318,7 @@ func runLines(rep *compare.Report, meta Meta) [][2]string {
 		if rep.A.Kernel == rep.B.Kernel {
 			col = compare.KeySide // one kernel on both sides
 		}
-		add("raw results", fmt.Sprintf("%s (benchstat -col %s %s)", f, col, f))
+		add("raw results", fmt.Sprintf("%s (benchstat -table '' -col %s -ignore boot,image %s)", f, col, f))
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"html"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -337,6 +338,40 @@ func TestOutcomeLine(t *testing.T) {
 		rep = build(t, resultsText("insn/op", benches), compare.Options{})
 		if got := outcomeLine(rep, tc.failOn); got != tc.want {
 			t.Errorf("outcomeLine(without %q, %v) = %q; want %q", tc.drop, tc.failOn, got, tc.want)
+		}
+	}
+}
+
+// TestControlWarnings: a control that moved a little is explained; one that
+// moved enough to explain a verdict is environment drift, and the outcome
+// says so first.
+func TestControlWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		factor float64
+		want   []string
+	}{
+		{1.13, []string{"Controls moved with the kernel: LPMTrie/op=noop +13.0% insn/op (+5.331 insn/op", "too little to explain a verdict", "NO REGRESSION"}},
+		{1.6, []string{"ENVIRONMENT DRIFT: control LPMTrie/op=noop +60.0% insn/op", "INCONCLUSIVE (--fail-on regression): a control moved"}},
+	} {
+		benches := slices.Clone(icountInput[:2])
+		noop := icountInput[3]
+		noop.b = slices.Clone(noop.a)
+		for i := range noop.b {
+			noop.b[i] *= tc.factor
+		}
+		rep := build(t, resultsText("insn/op", append(benches, noop)), compare.Options{})
+		var b bytes.Buffer
+		if err := WriteText(&b, rep, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(b.String()), " ") // undo the wrapping
+		for _, want := range tc.want {
+			if !strings.Contains(text, want) {
+				t.Errorf("WriteText(noop ×%v) lacks %q:\n%s", tc.factor, want, b.String())
+			}
+		}
+		if strings.Contains(text, "LPMTrie/op=noop: ") {
+			t.Errorf("WriteText(noop ×%v) has a headline for the control; want it among the warnings only", tc.factor)
 		}
 	}
 }
