@@ -88,6 +88,27 @@
 // does. The price is that a single row's SAME is a per-row, not family-wise,
 // statement.
 //
+// # Adaptive runs
+//
+// A caller that adds boots while rows are undecided calls Build once per
+// look, on all results so far, keeping MaxBoots fixed and passing the
+// previous report's Look:
+//
+//	opts := compare.Options{MaxBoots: maxBoots}
+//	n, _, _ := compare.MinBootsToDecide(opts, rows) // or the DIFFERENT minimum
+//	for {
+//		boot both sides up to n boots each, interleaved in random order
+//		rep, err := compare.Build(results, opts)
+//		if n >= maxBoots || !rep.NeedMoreBoots(selected) {
+//			break // rep is the answer; rep.Outcome(failOn) the exit code
+//		}
+//		opts.Previous = &rep.Look
+//		n = min(n+step, maxBoots)
+//	}
+//
+// Forgetting Previous spends α afresh at every look and breaks the error
+// control. Verdicts reached at a look are kept by later ones.
+//
 // # What the rule cannot do
 //
 // The U test compares locations assuming boots of one side are exchangeable
@@ -136,8 +157,8 @@ type Options struct {
 	MinEffect float64
 	// Controls are the names of benchmarks that measure the harness, not
 	// the kernel (see DefaultControls, used when Controls is nil; an empty
-	// non-nil slice means none). A control that is DIFFERENT sets
-	// Report.EnvironmentDrift.
+	// non-nil slice means none). A control that moved enough to explain a
+	// minimum-effect change of a benchmark sets Report.EnvironmentDrift.
 	Controls []string
 	// MaxBoots is the cap on boots per side of an adaptive run, which sets
 	// how α is spent over its looks. 0 means a fixed-size comparison: one
