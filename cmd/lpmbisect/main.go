@@ -187,27 +187,24 @@ func (s *session) prepare(inputs []string) ([]*measure.Side, error) {
 
 // measure runs the boots, printing a line per boot.
 func (s *session) measure(ctx context.Context, sides []*measure.Side, boots int, seed uint64, out *measure.ResultsFile) (*measure.Summary, error) {
-	start := time.Now()
+	prog := newProgress(s.log)
+	defer prog.done()
 	if len(sides) > 1 && s.verbose {
 		fmt.Fprintf(s.log, "lpmbisect: boot order seed %d\n", seed)
 	}
 	p := measure.Plan{
 		Sides: sides, Boots: boots, Seed: seed, GuestArgs: append(s.plan.KernelArgs(), s.extraKernelArgs...), Selector: s.selector,
 		VM: s.vm, RunDir: s.runDir, Results: out.Writer,
+		OnBootStart: prog.bootStarts,
 		OnBoot: func(r measure.BootReport) {
-			status := string(r.Result.Outcome)
-			if r.Result.Outcome != vmrunner.OK {
-				status += ": " + r.Result.Detail + " (console: " + r.Result.ConsoleLog + ")"
-			} else {
-				status += fmt.Sprintf(", %d results over %s", r.Written, r.Result.Channel)
+			if r.Result.Outcome == vmrunner.OK {
 				out.Sync()
 			}
-			fmt.Fprintf(s.log, "lpmbisect: [%d/%d] %s %s boot %d (%s): %s in %s, elapsed %s\n",
-				r.Done, r.Total, r.Side.Name, r.Side.Label, r.Boot, r.Result.Accel, status,
-				r.Result.Duration.Round(100*time.Millisecond), measure.Elapsed(start))
+			prog.bootEnded(r)
 		},
 	}
 	sum, err := measure.Run(ctx, p)
+	prog.done()
 	for _, n := range sum.Notes {
 		fmt.Fprintf(s.log, "lpmbisect: %s: %s\n", n.Key, n.Text)
 	}
