@@ -133,6 +133,11 @@ type Summary struct {
 	Notes  []wire.Note // distinct notes (unsupported benchmarks, …)
 }
 
+// ErrNoResults is wrapped by Run's error when a kernel booted but none of
+// the selected benchmarks produced results (all unsupported or failed): the
+// kernel cannot be tested with them.
+var ErrNoResults = errors.New("no benchmark produced results")
+
 // ErrBootFailed is wrapped by Run's error when a kernel failed to deliver
 // results: the infrastructure (or the kernel) failed, not the comparison.
 var ErrBootFailed = errors.New("did not deliver results")
@@ -198,6 +203,13 @@ func Run(ctx context.Context, p Plan) (*Summary, error) {
 						seenNote[n] = true
 						sum.Notes = append(sum.Notes, n)
 					}
+				}
+				if n == 0 {
+					if p.OnBoot != nil {
+						rep.Done = done
+						p.OnBoot(rep)
+					}
+					return sum, fmt.Errorf("kernel %s (%s): %w%s", s.Name, s.Label, ErrNoResults, whyNoResults(r.Stream.Notes))
 				}
 			} else {
 				failed[s.Name]++
@@ -370,3 +382,20 @@ func ReadResults(r io.Reader, name string) ([]*benchfmt.Result, error) {
 
 // Elapsed is a helper for progress lines.
 func Elapsed(since time.Time) string { return time.Since(since).Round(100 * time.Millisecond).String() }
+
+// whyNoResults summarises the notes of a boot without results.
+func whyNoResults(notes []wire.Note) string {
+	var why []string
+	for _, n := range notes {
+		if n.Key == wire.KeyUnsupported || n.Key == wire.KeyFailed {
+			why = append(why, n.Text)
+		}
+	}
+	switch len(why) {
+	case 0:
+		return " (check --bench: lpmbisect list shows the benchmarks)"
+	case 1:
+		return ": " + why[0]
+	}
+	return fmt.Sprintf(": %s (and %d more)", why[0], len(why)-1)
+}

@@ -349,7 +349,7 @@ func (rep *Reporter) note(key, text string) error {
 // run probes and runs one benchmark. It returns only output errors.
 func (rep *Reporter) run(b *Benchmark, p Params) (err error) {
 	name := "Benchmark" + b.FullName(p)
-	for _, req := range b.Requires {
+	for _, req := range append([]Requirement{BPFSyscall}, b.Requires...) {
 		perr := req.Probe()
 		switch {
 		case errors.Is(perr, ebpf.ErrNotSupported):

@@ -45,9 +45,12 @@ const (
 	faultGarbage  = "garbage"  // write endless pseudo-random bytes
 	faultPanic    = "panic"    // crash the kernel via /proc/sysrq-trigger 'c'
 	faultExit     = "exit"     // PID 1 exits, which panics the kernel
+	// faultNoBPF acts at once, not after the first result: bpf() answers
+	// ENOSYS, as on a kernel built without CONFIG_BPF_SYSCALL.
+	faultNoBPF = "nobpf"
 )
 
-var faults = []string{faultHang, faultFlood, faultLongline, faultGarbage, faultPanic, faultExit}
+var faults = []string{faultHang, faultFlood, faultLongline, faultGarbage, faultPanic, faultExit, faultNoBPF}
 
 // config is what the kernel command line asks of this boot.
 type config struct {

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -27,7 +31,7 @@ func (f *faultyOutput) Result(r *benchfmt.Result) error {
 	if err := f.w.Result(r); err != nil {
 		return err
 	}
-	if f.fault != "" {
+	if f.fault != "" && f.fault != faultNoBPF {
 		applyFault(f.fault, f.w, f.ch, r)
 	}
 	return nil
@@ -82,4 +86,29 @@ func sleepForever() {
 	for {
 		time.Sleep(time.Hour)
 	}
+}
+
+// denyBPFSyscall installs a seccomp filter, on every thread of the guest,
+// that fails bpf() with ENOSYS: the guest then sees what it would see on a
+// kernel built without CONFIG_BPF_SYSCALL (TEST-ONLY, lpmbisect.fault=nobpf).
+func denyBPFSyscall() error {
+	const (
+		ldAbsW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeqK    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		retK    = unix.BPF_RET | unix.BPF_K
+		nrField = 0 // offsetof(struct seccomp_data, nr)
+	)
+	filter := []unix.SockFilter{
+		{Code: ldAbsW, K: nrField},
+		{Code: jeqK, Jt: 0, Jf: 1, K: unix.SYS_BPF},
+		{Code: retK, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{Code: retK, K: unix.SECCOMP_RET_ALLOW},
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	if errno != 0 {
+		return fmt.Errorf("TEST-ONLY fault nobpf: seccomp: %v", errno)
+	}
+	logf("TEST-ONLY fault %q: bpf() now fails with ENOSYS", faultNoBPF)
+	return nil
 }

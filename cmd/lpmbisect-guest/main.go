@@ -101,6 +101,11 @@ func run(pid1 bool) (err error) {
 	if cfgErr != nil {
 		cfg.port = wire.PortName // reported on the channel below
 	}
+	if cfg.fault == faultNoBPF && pid1 {
+		if err := denyBPFSyscall(); err != nil {
+			infos = append(infos, err.Error())
+		}
+	}
 
 	if pid1 {
 		summary, problems := loadModules(moduleDir + "/load-order")
@@ -158,6 +163,7 @@ func run(pid1 bool) (err error) {
 			"rounds", strconv.Itoa(p.Rounds),
 			"loops", strconv.Itoa(bpf.LoopIterations),
 			"vcpus", strconv.Itoa(p.CPUs),
+			"bpf-jit", workloads.JITState(),
 		),
 		Logf: logf,
 		Info: func(text string) { infos = append(infos, text) },

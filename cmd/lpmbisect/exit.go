@@ -69,7 +69,7 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.Is(err, kernel.ErrNotFound), errors.Is(err, kernel.ErrNotKernel), errors.Is(err, kernel.ErrNotSupported):
 		return exitUsage
-	case errors.Is(err, vmrunner.ErrQEMUMissing), errors.Is(err, measure.ErrBootFailed), errors.As(err, &kvm):
+	case errors.Is(err, vmrunner.ErrQEMUMissing), errors.Is(err, measure.ErrBootFailed), errors.Is(err, measure.ErrNoResults), errors.As(err, &kvm):
 		return exitInfra
 	case errors.Is(err, context.Canceled):
 		return exitSIGINT

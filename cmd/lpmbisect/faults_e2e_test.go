@@ -63,6 +63,23 @@ func TestFaultTruncatedImage(t *testing.T) {
 	}
 }
 
+func TestFaultKernelWithoutBPF(t *testing.T) {
+	args := vmArgs(t)
+	// The guest denies itself bpf() (ENOSYS), as a kernel built without
+	// CONFIG_BPF_SYSCALL would.
+	code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "tcg", "--fault", "nobpf", "--bench", "lookup,controls"}, args...), testkernels.Deb(t, testkernels.Debian612))...)
+	logCase(t, "kernel without bpf()", stderr, code)
+	if code != exitInfra || !strings.Contains(stderr, "no benchmark produced results") || !strings.Contains(stderr, "needs the bpf() system call (CONFIG_BPF_SYSCALL)") {
+		t.Errorf("run(no bpf) = exit %d; want %d naming the missing bpf() system call\n%s", code, exitInfra, stderr)
+	}
+	if n := strings.Count(stderr, "lpmbisect-unsupported:"); n < 4 {
+		t.Errorf("stderr has %d unsupported lines; want one per selected benchmark (≥4)\n%s", n, stderr)
+	}
+	if strings.Contains(stdout, "Benchmark") || strings.Contains(stderr, "panic") {
+		t.Errorf("want no results and no crash; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+}
+
 func TestFaultGuestMisbehaves(t *testing.T) {
 	args := vmArgs(t)
 	deb := testkernels.Deb(t, testkernels.Debian612)
