@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
@@ -59,13 +60,15 @@ func benchstatCells(t *testing.T, table, row, col, ignore string, paths ...strin
 }
 
 // TestResultsFileReadByBenchstat runs benchstat's parser over real results
-// files as the host writes them. With -table "" and -col kernel (or -col
-// side when both sides run one kernel) it sees exactly one table with two
-// columns, A's kernel and B's, holding every sample that Build counts.
+// files as the host writes them. With -col kernel (or -col side when both
+// sides run one kernel) and the per-boot keys ignored, it sees exactly one
+// table with two columns, A's kernel and B's, holding every sample that
+// Build counts.
 //
 // benchstat's default -table is .config, every file configuration key,
-// including boot: it would print one table per boot. The test checks that
-// too, so that the command line the CLI suggests keeps -table "".
+// including boot: without -ignore boot (or -table ”) it prints one table
+// per boot. The test checks that too, so that the command line the CLI
+// suggests keeps ignoring the per-boot keys.
 func TestResultsFileReadByBenchstat(t *testing.T) {
 	paths, err := filepath.Glob("testdata/*.txt")
 	if err != nil || len(paths) == 0 {
@@ -78,26 +81,46 @@ func TestResultsFileReadByBenchstat(t *testing.T) {
 			if rep.A.Kernel == rep.B.Kernel {
 				col = KeySide
 			}
-			cells, cols := benchstatCells(t, "", ".fullname", col, "boot,image", path)
-			want := []string{rep.A.Kernel, rep.B.Kernel}
-			if col == KeySide {
-				want = []string{SideA, SideB}
-			}
-			slices.Sort(cols)
-			slices.Sort(want)
-			if !slices.Equal(cols, want) {
-				t.Errorf("benchstat -col %s %s: columns %q; want %q", col, path, cols, want)
-			}
-			for _, row := range rep.Rows {
-				for i, s := range []Summary{row.A, row.B} {
-					c := []string{rep.A.Kernel, rep.B.Kernel}[i]
-					if col == KeySide {
-						c = []string{SideA, SideB}[i]
-					}
-					got := len(cells[[4]string{"", row.Benchmark, c, row.Unit}])
-					if got != s.Samples {
-						t.Errorf("benchstat -table '' -col %s %s: cell %s/%s has %d values; want %d, the samples Build counts",
-							col, path, row.Benchmark, c, got, s.Samples)
+			for _, proj := range []struct{ table, ignore string }{
+				{".config", "side,boot,image"}, // benchstat -col kernel -ignore side,boot,image
+				{"", "boot,image"},             // benchstat -table '' -col kernel -ignore boot,image
+			} {
+				if col == KeySide {
+					proj.ignore = strings.TrimPrefix(proj.ignore, "side,")
+				}
+				cells, cols := benchstatCells(t, proj.table, ".fullname", col, proj.ignore, path)
+				want := []string{rep.A.Kernel, rep.B.Kernel}
+				if col == KeySide {
+					want = []string{SideA, SideB}
+				}
+				slices.Sort(cols)
+				slices.Sort(want)
+				if !slices.Equal(cols, want) {
+					t.Errorf("benchstat -table %q -col %s -ignore %s %s: columns %q; want %q", proj.table, col, proj.ignore, path, cols, want)
+				}
+				tables := map[string]bool{}
+				for k := range cells {
+					tables[k[0]] = true
+				}
+				if len(tables) != 1 {
+					t.Errorf("benchstat -table %q -col %s -ignore %s %s: %d tables; want 1", proj.table, col, proj.ignore, path, len(tables))
+					continue
+				}
+				var table string
+				for k := range tables {
+					table = k
+				}
+				for _, row := range rep.Rows {
+					for i, s := range []Summary{row.A, row.B} {
+						c := []string{rep.A.Kernel, rep.B.Kernel}[i]
+						if col == KeySide {
+							c = []string{SideA, SideB}[i]
+						}
+						got := len(cells[[4]string{table, row.Benchmark, c, row.Unit}])
+						if got != s.Samples {
+							t.Errorf("benchstat -table %q -col %s -ignore %s %s: cell %s/%s has %d values; want %d, the samples Build counts",
+								proj.table, col, proj.ignore, path, row.Benchmark, c, got, s.Samples)
+						}
 					}
 				}
 			}
@@ -108,7 +131,7 @@ func TestResultsFileReadByBenchstat(t *testing.T) {
 				tables[k[0]] = true
 			}
 			if len(tables) < 2 {
-				t.Errorf("benchstat -col %s %s (default -table .config): %d table(s); want one per boot, which is why the CLI must suggest -table ''", col, path, len(tables))
+				t.Errorf("benchstat -col %s %s (no -ignore): %d table(s); want one per boot, which is why the CLI must suggest -ignore side,boot,image", col, path, len(tables))
 			}
 		})
 	}

@@ -18,6 +18,9 @@ import (
 //	debian61-self-icount.txt    6.1 against itself, icount, with controls, 4+4
 //	debian61-self-tcg.txt       6.1 against itself, TCG wall time on a host
 //	                            loaded by other builds (in-boot spread ~100 %)
+//	debian61-vs-612-tcg-loaded.txt
+//	                            TCG wall time with controls, 6+6 boots, on the
+//	                            same loaded host (per-boot medians ±40-65 %)
 
 // realResults reads a testdata file, keeping the first boots boots of each
 // side (all if boots is 0): an earlier look of the same run.
@@ -138,5 +141,24 @@ func TestRealSelfCompare(t *testing.T) {
 	}
 	if got := rep.Outcome(FailOnChange); got != Inconclusive {
 		t.Errorf("Build(6.1 vs 6.1, TCG).Outcome(change) = %v; want inconclusive", got)
+	}
+}
+
+// TestRealLoadedHost: on a host loaded by other builds, 6+6 wall-time
+// boots cannot show the 18 % lookup change (benchstat, counting the 30
+// samples per side as units, says p=0.000). lpmbisect says UNKNOWN, leaning
+// to DIFFERENT with the boots it would need, and blames nothing.
+func TestRealLoadedHost(t *testing.T) {
+	rep := realReport(t, "debian61-vs-612-tcg-loaded.txt", 0, Options{})
+	for _, row := range rep.Rows {
+		if row.Verdict == Different {
+			t.Errorf("Build(loaded 6.1 vs 6.12) %s = DIFFERENT (Δ=%+.1f%%, p=%.3f); want UNKNOWN at this noise", row.Benchmark, row.DeltaPct, row.P)
+		}
+		if strings.Contains(row.Benchmark, "op=lookup") && (row.NeedFor != Different || row.BootsNeeded <= 6) {
+			t.Errorf("Build(loaded 6.1 vs 6.12) %s NeedFor, BootsNeeded = %v, %d; want DIFFERENT, more than 6", row.Benchmark, row.NeedFor, row.BootsNeeded)
+		}
+	}
+	if rep.EnvironmentDrift || rep.Outcome(FailOnRegression) != Inconclusive {
+		t.Errorf("Build(loaded 6.1 vs 6.12) drift, outcome = %v, %v; want false, inconclusive", rep.EnvironmentDrift, rep.Outcome(FailOnRegression))
 	}
 }

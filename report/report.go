@@ -314,11 +314,13 @@ func runLines(rep *compare.Report, meta Meta) [][2]string {
 	}
 	add("host", meta.Host)
 	if f := meta.ResultsFile; f != "" {
-		col := compare.KeyKernel
+		// benchstat's tables split by every configuration key unless the
+		// per-boot ones are ignored.
+		col, ignore := compare.KeyKernel, "side,boot,image"
 		if rep.A.Kernel == rep.B.Kernel {
-			col = compare.KeySide // one kernel on both sides
+			col, ignore = compare.KeySide, "boot,image" // one kernel on both sides
 		}
-		add("raw results", fmt.Sprintf("%s (benchstat -table '' -col %s -ignore boot,image %s)", f, col, f))
+		add("raw results", fmt.Sprintf("%s (benchstat -col %s -ignore %s %s)", f, col, ignore, f))
 	}
 	return out
 }
