@@ -18,6 +18,8 @@ import (
 //	debian61-self-icount.txt    6.1 against itself, icount, with controls, 4+4
 //	debian61-self-tcg.txt       6.1 against itself, TCG wall time on a host
 //	                            loaded by other builds (in-boot spread ~100 %)
+//	debian61-self-tcg-controls.txt
+//	                            the same with controls, 8+8 boots
 //	debian61-vs-612-tcg-loaded.txt
 //	                            TCG wall time with controls, 6+6 boots, on the
 //	                            same loaded host (per-boot medians ±40-65 %)
@@ -133,14 +135,16 @@ func TestRealSelfCompare(t *testing.T) {
 
 	// Wall time on a loaded host: far too noisy for SAME at 1 %, and
 	// never DIFFERENT.
-	rep = realReport(t, "debian61-self-tcg.txt", 0, Options{})
-	for _, row := range rep.Rows {
-		if row.Verdict == Different {
-			t.Errorf("Build(6.1 vs 6.1, TCG) %s = DIFFERENT (Δ=%+.1f%%, p=%.3f); want not DIFFERENT", row.Benchmark, row.DeltaPct, row.P)
+	for _, name := range []string{"debian61-self-tcg.txt", "debian61-self-tcg-controls.txt"} {
+		rep = realReport(t, name, 0, Options{})
+		for _, row := range rep.Rows {
+			if row.Verdict == Different {
+				t.Errorf("Build(%s) %s = DIFFERENT (Δ=%+.1f%%, p=%.3f); want not DIFFERENT", name, row.Benchmark, row.DeltaPct, row.P)
+			}
 		}
-	}
-	if got := rep.Outcome(FailOnChange); got != Inconclusive {
-		t.Errorf("Build(6.1 vs 6.1, TCG).Outcome(change) = %v; want inconclusive", got)
+		if got := rep.Outcome(FailOnChange); got != Inconclusive || rep.EnvironmentDrift {
+			t.Errorf("Build(%s).Outcome(change), EnvironmentDrift = %v, %v; want inconclusive, false", name, got, rep.EnvironmentDrift)
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ LPMTrie/op=lookup/keys=random/entries=10000   633.0n ± 2.7%     0.47%   522.5n 
 LPMTrie/op=update/keys=random/entries=10000   1.215µ ± ∞        0.82%   1.153µ ± ∞        0.44%    -5.14%  p=0.100 n=3+3 UNKNOWN   ¹²³
 ¹ need ≥6 boots per side for a 95% confidence interval
 ² DIFFERENT out of reach at 3+3 boots (smallest possible p 0.1 > level 0.025: α=0.05 shared by 2 rows and the looks)
-³ DIFFERENT would need ~5 boots per side at this spread
+³ confirming the -5.14% change (DIFFERENT) would need ~5 boots per side at this spread
 
                 │ A: 6.1.0-57-cloud-amd64 │ B: 6.12.117+deb12-cloud-amd64             │
                 │ insn/op         in-boot │ insn/op    in-boot   vs A         verdict │

@@ -389,11 +389,17 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 			row.A.Boots, row.B.Boots, minP, look.DifferentLevel/float64(m), rep.Alpha, plural(m, "row")))
 	}
 	row.NeedFor, row.BootsNeeded = bootsNeeded(row, rep.Alpha, opts.MinEffect, m)
+	// Say what the boots would decide: the estimate assumes the observed
+	// change holds, which for a kernel compared with itself it will not.
+	claim := fmt.Sprintf("showing B within ±%s of A (SAME)", pct(opts.MinEffect))
+	if row.NeedFor == Different {
+		claim = fmt.Sprintf("confirming the %s change (DIFFERENT)", FormatDelta(row.DeltaPct))
+	}
 	switch {
 	case row.BootsNeeded > maxNeeded:
-		row.addNote(fmt.Sprintf("%v would need more than %d boots per side at this spread", row.NeedFor, maxNeeded))
+		row.addNote(fmt.Sprintf("%s would need more than %d boots per side at this spread", claim, maxNeeded))
 	case row.BootsNeeded > 0:
-		row.addNote(fmt.Sprintf("%v would need ~%d boots per side at this spread", row.NeedFor, row.BootsNeeded))
+		row.addNote(fmt.Sprintf("%s would need ~%d boots per side at this spread", claim, row.BootsNeeded))
 	default:
 		row.addNote("too few boots to estimate the spread between boots")
 	}

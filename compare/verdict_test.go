@@ -95,8 +95,8 @@ func TestVerdictTooFewBoots(t *testing.T) {
 		t.Errorf("Build(3+3 boots, +50%%).Rows[0] Verdict, NeedFor, BootsNeeded = %v, %v, %d; want UNKNOWN, DIFFERENT, 4",
 			row.Verdict, row.NeedFor, row.BootsNeeded)
 	}
-	if !hasNote(row, "DIFFERENT would need ~4 boots per side") {
-		t.Errorf("Build(3+3 boots, +50%%).Rows[0].Notes = %q; want \"DIFFERENT would need ~4 boots per side\"", row.Notes)
+	if !hasNote(row, "confirming the +50.0% change (DIFFERENT) would need ~4 boots per side") {
+		t.Errorf("Build(3+3 boots, +50%%).Rows[0].Notes = %q; want \"confirming the +50.0%% change (DIFFERENT) would need ~4 boots per side\"", row.Notes)
 	}
 }
 

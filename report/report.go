@@ -189,9 +189,9 @@ func undecided(rep *compare.Report) []string {
 		switch {
 		case !r.Compared():
 		case r.BootsNeeded > 1000:
-			line += fmt.Sprintf("; %v out of reach (>1000 boots per side at this spread)", r.NeedFor)
+			line += fmt.Sprintf("; a verdict is out of reach (>1000 boots per side at this spread, leaning %v)", r.NeedFor)
 		case r.BootsNeeded > 0:
-			line += fmt.Sprintf("; %v would need ~%d boots per side", r.NeedFor, r.BootsNeeded)
+			line += fmt.Sprintf("; a verdict needs ~%d boots per side at this spread (leaning %v)", r.BootsNeeded, r.NeedFor)
 		}
 		out = append(out, line)
 	}
