@@ -110,3 +110,23 @@ func (g GuestPlan) KernelArgs() []string {
 	}
 	return args
 }
+
+// WithControls returns the plan with the harness controls (noop and
+// baseline, workloads preset "controls") added to its selection, so that a
+// comparison can tell a changed environment from a changed kernel.
+func (g GuestPlan) WithControls() GuestPlan {
+	controls := workloads.ResolveBench("controls")
+	if pat := g.Pattern(); pat != controls {
+		g.Bench = "(" + pat + ")|(" + controls + ")"
+	}
+	return g
+}
+
+// Benchmarks counts the benchmarks the plan selects.
+func (g GuestPlan) Benchmarks() int {
+	re, err := regexp.Compile(g.Pattern())
+	if err != nil {
+		return 0
+	}
+	return len(workloads.Select(workloads.Registry(), re, g.params()))
+}

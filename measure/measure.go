@@ -19,6 +19,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -129,6 +130,7 @@ type BootReport struct {
 // Summary is what Run did.
 type Summary struct {
 	OK     map[string]int // completed boots per side
+	Accels []string       // accelerators the completed boots ran under
 	Failed []BootReport
 	Notes  []wire.Note // distinct notes (unsupported benchmarks, …)
 }
@@ -197,6 +199,9 @@ func Run(ctx context.Context, p Plan) (*Summary, error) {
 				}
 				rep.Written = n
 				sum.OK[s.Name]++
+				if !slices.Contains(sum.Accels, string(r.Accel)) {
+					sum.Accels = append(sum.Accels, string(r.Accel))
+				}
 				done++
 				for _, n := range r.Stream.Notes {
 					if !seenNote[n] && n.Key != wire.KeyInfo {
@@ -332,6 +337,10 @@ func CreateResultsFile(path string) (*ResultsFile, error) {
 	return &ResultsFile{final: path, partial: partial, f: f, Writer: benchfmt.NewWriter(f)}, nil
 }
 
+// Path is where the file is while it is written (FILE.partial); empty for
+// standard output.
+func (rf *ResultsFile) Path() string { return rf.partial }
+
 // Sync flushes what has been written to disk.
 func (rf *ResultsFile) Sync() error {
 	if rf.final == "" {
@@ -363,6 +372,16 @@ func (rf *ResultsFile) Close(complete bool) (string, error) {
 		return rf.partial, fmt.Errorf("results file: %w", err)
 	}
 	return rf.final, nil
+}
+
+// ReadResultsFile reads the benchfmt results file at path.
+func ReadResultsFile(path string) ([]*benchfmt.Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	defer f.Close()
+	return ReadResults(f, path)
 }
 
 // ReadResults reads a benchfmt results file.

@@ -2,14 +2,18 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/report"
 )
 
 func compareCommand() *cli.Command {
@@ -18,88 +22,217 @@ func compareCommand() *cli.Command {
 		Usage:        "A/B two kernels: interleaved boots, per-boot statistics, significance",
 		OnUsageError: onUsageError,
 		ArgsUsage:    "KERNEL-A KERNEL-B",
-		Description: `Boots A and B alternately (A B A B …) --boots times each, keeps every sample of
-both sides in one results file that plain benchstat reads
-(benchstat -col kernel -ignore side,boot,image FILE),
-and prints a table per benchmark: each side's centre (median of per-boot
-medians) with its 95% confidence interval, the spread within a boot, the
-change of B against A and the Mann-Whitney U p-value over boots.
+		Description: `Boots A and B in rounds (one boot of each per round, in a randomized order whose
+seed is recorded), keeps every sample of both sides in one results file that
+plain benchstat reads (benchstat -col kernel -ignore side,boot,image FILE),
+and gives every benchmark a verdict, counting each boot as one unit:
+
+   DIFFERENT  the U test over per-boot medians is significant (α spent over
+              the looks and Holm-corrected across benchmarks) and the change
+              exceeds --min-effect
+   SAME       an equivalence test excludes a change of --min-effect
+   UNKNOWN    neither yet: a round of boots is added, up to --max-boots
+
+The noop and baseline controls run alongside; if they move, the report says
+the environment changed instead of blaming the kernel. Exit codes: 0 no
+regression, 1 regression (--fail-on regression|change), 3 inconclusive,
+2 usage, 4 infrastructure.
 
 Examples:
    lpmbisect compare vmlinuz-6.1 vmlinuz-6.12
-   lpmbisect compare --accel icount --boots 4 old/arch/x86/boot/bzImage new/arch/x86/boot/bzImage
-   lpmbisect compare --out ab.txt linux-image-6.1.0-57-*.deb linux-image-6.12.117+deb12-*.deb`,
+   lpmbisect compare --accel icount old/arch/x86/boot/bzImage new/arch/x86/boot/bzImage
+   lpmbisect compare --format markdown --html report.html --out ab.txt linux-image-6.1.0-57-*.deb linux-image-6.12.117+deb12-*.deb`,
 		Flags: append(vmFlags(),
-			&cli.IntFlag{Name: "boots", Value: 6, Usage: "boots per side (≥4 for significance at α=0.05, ≥6 for a 95% interval)"},
+			&cli.IntFlag{Name: "boots", Usage: "boots per side to start with (default: the fewest at which a verdict is possible)"},
+			&cli.IntFlag{Name: "max-boots", Value: 10, Usage: "most boots per side; boots are added only while a selected benchmark is UNKNOWN"},
+			&cli.Float64Flag{Name: "min-effect", Value: 1, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it)"},
+			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
+			&cli.BoolFlag{Name: "no-controls", Usage: "do not run the noop and baseline controls alongside"},
+			&cli.StringFlag{Name: "fail-on", Value: "regression", Usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "report on stdout: text, markdown, json"},
+			&cli.StringFlag{Name: "html", Usage: "also write an HTML report with SVG plots of every boot to this file"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "raw results file (default: <run-dir>/results.txt)"},
-			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "significance level"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
 		),
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 2 {
-				return argsError("compare", "two kernels, A and B", c.Args().Slice())
-			}
-			if c.Int("boots") < 1 {
-				return usageError("--boots must be at least 1")
-			}
-			if a := c.Float64("alpha"); !(a > 0 && a < 1) {
-				return usageError("--alpha %v must be between 0 and 1", a)
-			}
-			s, err := newSession(c)
-			if err != nil {
-				return err
-			}
-			if out := c.String("out"); out != "" {
-				if err := measure.CheckWritable(out); err != nil {
-					return usageError("%v", err)
-				}
-			}
-			sides, err := s.prepare(c.Args().Slice())
-			if err != nil {
-				return err
-			}
-			outPath := c.String("out")
-			if outPath == "" {
-				if err := os.MkdirAll(s.runDir, 0o755); err != nil {
-					return usageError("run directory: %v (choose a writable --run-dir)", err)
-				}
-				outPath = filepath.Join(s.runDir, "results.txt")
-			}
-			out, err := measure.CreateResultsFile(outPath)
-			if err != nil {
-				return usageError("%v", err)
-			}
-			seed := c.Uint64("seed")
-			if !c.IsSet("seed") {
-				seed = uint64(time.Now().UnixNano())
-			}
-			_, runErr := s.measure(c.Context, sides, c.Int("boots"), seed, out)
-			path, closeErr := out.Close(runErr == nil)
-			if runErr != nil {
-				fmt.Fprintf(s.log, "lpmbisect: finished boots kept in %s\n", path)
-				return runErr
-			}
-			if closeErr != nil {
-				return closeErr
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			results, err := measure.ReadResults(f, path)
-			if err != nil {
-				return err
-			}
-			rep, err := compare.Build(results, compare.Options{Alpha: c.Float64("alpha")})
-			if err != nil {
-				return err
-			}
-			if err := rep.WriteText(c.App.Writer); err != nil {
-				return err
-			}
-			fmt.Fprintf(s.log, "lpmbisect: raw results in %s (benchstat -col kernel -ignore side,boot,image %s)\n", path, path)
-			return nil
-		},
+		Action: runCompare,
 	}
+}
+
+// runCompare boots A and B in rounds until every selected benchmark has a
+// verdict or --max-boots is reached, then reports and sets the exit code.
+func runCompare(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return argsError("compare", "two kernels, A and B", c.Args().Slice())
+	}
+	failOn, err := compare.ParseFailOn(c.String("fail-on"))
+	if err != nil {
+		return usageError("--%v", err)
+	}
+	format, err := report.ParseFormat(c.String("format"))
+	if err != nil || format == report.FormatHTML {
+		return usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", c.String("format"))
+	}
+	opts := compare.Options{Alpha: c.Float64("alpha"), MinEffect: c.Float64("min-effect") / 100, MaxBoots: c.Int("max-boots")}
+	if !(opts.Alpha > 0 && opts.Alpha < 1) {
+		return usageError("--alpha %v must be between 0 and 1", opts.Alpha)
+	}
+	if !(opts.MinEffect > 0 && opts.MinEffect < 1) {
+		return usageError("--min-effect %v must be a percentage between 0 and 100", c.Float64("min-effect"))
+	}
+	if opts.MaxBoots < 1 || opts.MaxBoots > 200 {
+		return usageError("--max-boots %d must be between 1 and 200", opts.MaxBoots)
+	}
+	for _, f := range []string{"out", "html"} {
+		if path := c.String(f); path != "" {
+			if err := measure.CheckWritable(path); err != nil {
+				return usageError("--%s: %v", f, err)
+			}
+		}
+	}
+	s, err := newSession(c)
+	if err != nil {
+		return err
+	}
+	selected, err := regexp.Compile(s.plan.Pattern())
+	if err != nil {
+		return usageError("--bench: %v", err)
+	}
+	if c.Bool("no-controls") {
+		opts.Controls = []string{}
+	} else {
+		s.plan = s.plan.WithControls()
+	}
+	boots := c.Int("boots")
+	if boots == 0 {
+		same, different, err := compare.MinBootsToDecide(opts, max(1, s.plan.Benchmarks()))
+		if err != nil {
+			return usageError("%v", err)
+		}
+		boots = max(2, min(positiveMin(same, different), opts.MaxBoots))
+	}
+	if boots < 1 || boots > opts.MaxBoots {
+		return usageError("--boots %d must be between 1 and --max-boots %d", boots, opts.MaxBoots)
+	}
+	seed := c.Uint64("seed")
+	if !c.IsSet("seed") {
+		seed = uint64(time.Now().UnixNano())
+	}
+
+	sides, err := s.prepare(c.Args().Slice())
+	if err != nil {
+		return err
+	}
+	outPath := c.String("out")
+	if outPath == "" {
+		if err := os.MkdirAll(s.runDir, 0o755); err != nil {
+			return usageError("run directory: %v (choose a writable --run-dir)", err)
+		}
+		outPath = filepath.Join(s.runDir, "results.txt")
+	}
+	out, err := measure.CreateResultsFile(outPath)
+	if err != nil {
+		return usageError("%v", err)
+	}
+
+	// Each round that completes is a look at the data: decide, then add a
+	// round only while a selected benchmark is UNKNOWN. Passing the previous
+	// look keeps α spent over the looks, not afresh at each.
+	var rep *compare.Report
+	var lookErr error
+	look := func() bool {
+		results, err := measure.ReadResultsFile(out.Path())
+		if err == nil {
+			rep, err = compare.Build(results, opts)
+		}
+		if err != nil {
+			lookErr = err
+			return false
+		}
+		opts.Previous = &rep.Look
+		return rep.NeedMoreBoots(func(b string) bool { return selected.MatchString(b) })
+	}
+	start := time.Now()
+	sum, runErr := s.measureAdaptive(c.Context, sides, boots, opts.MaxBoots, look, seed, out)
+	path, closeErr := out.Close(runErr == nil)
+	if runErr != nil {
+		fmt.Fprintf(s.log, "lpmbisect: finished boots kept in %s\n", path)
+		return runErr
+	}
+	if closeErr != nil {
+		return closeErr
+	}
+	if lookErr != nil {
+		return lookErr
+	}
+	if rep == nil || opts.Previous == nil || rep.Look.Boots < sum.OK[compare.SideA] || rep.Look.Boots < sum.OK[compare.SideB] {
+		// No look yet at the final boots (a fixed-size run): decide now.
+		if !look() && lookErr != nil {
+			return lookErr
+		}
+	}
+
+	meta := reportMeta(c, sides, sum, seed, s.plan.Samples, failOn, path, start)
+	if err := report.Write(c.App.Writer, format, rep, meta); err != nil {
+		return err
+	}
+	if h := c.String("html"); h != "" {
+		if err := writeFileAtomic(h, func(w io.Writer) error { return report.WriteHTML(w, rep, meta) }); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+		fmt.Fprintf(s.log, "lpmbisect: HTML report in %s\n", h)
+	}
+	if format != report.FormatText { // the text report names it itself
+		fmt.Fprintf(s.log, "lpmbisect: raw results in %s (benchstat -col kernel -ignore side,boot,image %s)\n", path, path)
+	}
+	switch rep.Outcome(failOn) {
+	case compare.Regression:
+		return &exitError{code: exitRegression, err: fmt.Errorf("regression (--fail-on %v)", failOn)}
+	case compare.Inconclusive:
+		return &exitError{code: exitInconclusive, err: fmt.Errorf("inconclusive after %d+%d boots (see the report)", sum.OK[compare.SideA], sum.OK[compare.SideB])}
+	}
+	return nil
+}
+
+func positiveMin(a, b int) int {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+func reportMeta(c *cli.Context, sides []*measure.Side, sum *measure.Summary, seed uint64, samples int, failOn compare.FailOn, results string, start time.Time) report.Meta {
+	s := int64(seed)
+	m := report.Meta{
+		Seed: &s, Samples: samples, FailOn: failOn, Date: start,
+		Command: strings.Join(os.Args, " "), ResultsFile: results, FailedBoots: len(sum.Failed),
+	}
+	kernels := []*report.Kernel{&m.A, &m.B}
+	for i, side := range sides {
+		*kernels[i] = report.Kernel{Input: side.Kernel.Input, Release: side.Label, SHA256: side.Kernel.SHA256}
+	}
+	if len(sum.Accels) > 0 {
+		m.Accel = sum.Accels[0]
+	}
+	return m
+}
+
+// writeFileAtomic writes path through a temporary file renamed into place,
+// so a failed write never leaves a half-written report under its name.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

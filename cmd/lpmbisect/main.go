@@ -187,13 +187,19 @@ func (s *session) prepare(inputs []string) ([]*measure.Side, error) {
 
 // measure runs the boots, printing a line per boot.
 func (s *session) measure(ctx context.Context, sides []*measure.Side, boots int, seed uint64, out *measure.ResultsFile) (*measure.Summary, error) {
+	return s.measureAdaptive(ctx, sides, boots, boots, nil, seed, out)
+}
+
+// measureAdaptive is measure with rounds added while more says so, up to
+// maxBoots per side.
+func (s *session) measureAdaptive(ctx context.Context, sides []*measure.Side, boots, maxBoots int, more func() bool, seed uint64, out *measure.ResultsFile) (*measure.Summary, error) {
 	prog := newProgress(s.log)
 	defer prog.done()
 	if len(sides) > 1 && s.verbose {
 		fmt.Fprintf(s.log, "lpmbisect: boot order seed %d\n", seed)
 	}
 	p := measure.Plan{
-		Sides: sides, Boots: boots, Seed: seed, GuestArgs: append(s.plan.KernelArgs(), s.extraKernelArgs...), Selector: s.selector,
+		Sides: sides, Boots: boots, MaxBoots: maxBoots, More: more, Seed: seed, GuestArgs: append(s.plan.KernelArgs(), s.extraKernelArgs...), Selector: s.selector,
 		VM: s.vm, RunDir: s.runDir, Results: out.Writer,
 		OnBootStart: prog.bootStarts,
 		OnBoot: func(r measure.BootReport) {
