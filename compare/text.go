@@ -181,10 +181,10 @@ func formatRow(row Row) [numCols]string {
 			return
 		}
 		c[center] = scale.Format(s.Center)
-		c[ci] = "± " + formatPct(s.CIPct())
+		c[ci] = "± " + FormatPct(s.CIPct())
 		c[spread] = "-"
 		if s.Samples > s.Boots {
-			c[spread] = formatPct(100 * s.WithinBoot)
+			c[spread] = FormatPct(100 * s.WithinBoot)
 		}
 	}
 	side(row.A, colACenter, colACI, colASpread)
@@ -206,9 +206,9 @@ func formatRow(row Row) [numCols]string {
 	return c
 }
 
-// formatPct formats a percentage with more digits the smaller it is, so that
+// FormatPct formats a percentage with more digits the smaller it is, so that
 // the 0.03 % spread of instruction counts does not print as 0 %.
-func formatPct(v float64) string {
+func FormatPct(v float64) string {
 	switch {
 	case math.IsInf(v, 1):
 		return "∞"

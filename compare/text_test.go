@@ -64,8 +64,8 @@ func TestFormatPct(t *testing.T) {
 	}{
 		{0, "0%"}, {0.004, "<0.01%"}, {0.032, "0.03%"}, {0.47, "0.47%"}, {2.74, "2.7%"}, {17.4, "17%"},
 	} {
-		if got := formatPct(tc.in); got != tc.want {
-			t.Errorf("formatPct(%v) = %q; want %q", tc.in, got, tc.want)
+		if got := FormatPct(tc.in); got != tc.want {
+			t.Errorf("FormatPct(%v) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 
@@ -157,9 +156,9 @@ func cells(r compare.Row) rowCells {
 		if s.Boots == 0 {
 			return "–", "–", ""
 		}
-		centre = scale.Format(s.Center) + " ±" + pctString(s.CIPct())
+		centre = scale.Format(s.Center) + " ±" + compare.FormatPct(s.CIPct())
 		if s.Samples > s.Boots {
-			spread = "in-boot " + pctString(100*s.WithinBoot)
+			spread = "in-boot " + compare.FormatPct(100*s.WithinBoot)
 			return centre + " (" + spread + ")", centre, spread
 		}
 		return centre, centre, ""
@@ -172,25 +171,6 @@ func cells(r compare.Row) rowCells {
 		c.p = compare.FormatP(r.P)
 	}
 	return c
-}
-
-// pctString formats a percentage as compare's table does.
-func pctString(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "∞"
-	case math.IsNaN(v):
-		return "?"
-	case v == 0:
-		return "0%"
-	case v < 0.01:
-		return "<0.01%"
-	case v < 1:
-		return fmt.Sprintf("%.2f%%", v)
-	case v < 10:
-		return fmt.Sprintf("%.1f%%", v)
-	}
-	return fmt.Sprintf("%.0f%%", v)
 }
 
 func capitalize(s string) string {
