@@ -144,10 +144,16 @@ func keepKernel(input, dir string, resolve func(string) (*kernel.Kernel, error))
 		}
 	}
 	if k.ModulesDir != "" && filepath.Base(k.ModulesDir) == k.Release {
+		// Link to where the modules really are: the build output that
+		// pointed at them may be gone by the time the kernel boots again.
+		target, err := filepath.EvalSymlinks(k.ModulesDir)
+		if err != nil {
+			return "", nil, fmt.Errorf("keep kernel modules: %w", err)
+		}
 		link := filepath.Join(dst, "lib", "modules", k.Release)
 		if _, err := os.Lstat(link); err != nil {
 			os.MkdirAll(filepath.Dir(link), 0o755)
-			if err := os.Symlink(k.ModulesDir, link); err != nil {
+			if err := os.Symlink(target, link); err != nil {
 				return "", nil, fmt.Errorf("keep kernel modules: %w", err)
 			}
 		}

@@ -84,8 +84,17 @@ type Comparison struct {
 	PClaim float64
 }
 
+// String shows the verdict, the change and the p-value behind the verdict:
+// the equivalence test's for SAME ("p(same)"), the adjusted difference
+// test's for DIFFERENT, the plain U test's for UNKNOWN.
 func (c Comparison) String() string {
-	return fmt.Sprintf("%s (%s, p=%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), compare.FormatP(c.P))
+	switch c.Verdict {
+	case Same:
+		return fmt.Sprintf("%s (%s, p(same)%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), formatP(c.PClaim))
+	case Different:
+		return fmt.Sprintf("%s (%s, p%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), formatP(c.PClaim))
+	}
+	return fmt.Sprintf("%s (%s, p%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), formatP(c.P))
 }
 
 // RowVerdict compares a candidate with both endpoints on one benchmark.
@@ -210,4 +219,13 @@ func classifyRows(rows []RowVerdict) (class Class, ok bool, reason string) {
 		return Bad, true, detail
 	}
 	return Skip, false, detail
+}
+
+// formatP formats a p-value with its relation: "=0.029" or "<0.001".
+func formatP(p float64) string {
+	s := compare.FormatP(p)
+	if strings.HasPrefix(s, "<") {
+		return s
+	}
+	return "=" + s
 }

@@ -92,7 +92,7 @@ func (bs *Bisection) recheck(ctx context.Context, parent, culprit Kernel) (*Rech
 			return nil, err
 		}
 	}
-	bs.logf("re-check: %s against its parent %s, to %d boots each", culprit.Label, parent.Label, bs.State.RecheckTarget)
+	bs.logf("re-check of %s and %s, to %d boots each", parent.Label, culprit.Label, bs.State.RecheckTarget)
 	rc, err := bs.Bench.Recheck(ctx, parent, culprit, bs.State.RecheckTarget)
 	if serr := bs.noteMeasured(); serr != nil && err == nil {
 		err = serr

@@ -319,3 +319,23 @@ func TestExpandImages(t *testing.T) {
 		t.Errorf("ExpandImages(binary file) succeeded; want an error")
 	}
 }
+
+func TestBisectEndpointsComeFromTheStart(t *testing.T) {
+	dir, commits := gitRepo(t, []float64{1, 2, 3, 4, 5}, nil, nil)
+	r := &Repo{Dir: dir}
+	ctx := context.Background()
+	if bad, good, err := r.BisectEndpoints(ctx); err != nil || bad != "" || good != "" {
+		t.Errorf("BisectEndpoints with no bisection = %q, %q, %v; want none", bad, good, err)
+	}
+	if _, err := r.Bisect(ctx, "start", commits[4], commits[0]); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Bisect(ctx, "reset")
+	if _, err := r.Bisect(ctx, "good"); err != nil {
+		t.Fatal(err)
+	}
+	bad, good, err := r.BisectEndpoints(ctx)
+	if err != nil || bad != commits[4] || good != commits[0] {
+		t.Errorf("BisectEndpoints after a step = %s, %s, %v; want the start's %s, %s", short(bad), short(good), err, short(commits[4]), short(commits[0]))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,21 +134,32 @@ func (r *Repo) BisectInProgress(ctx context.Context) bool {
 	return err == nil
 }
 
-// BisectRefs returns the commits marked bad and good in the bisection in
-// progress (default terms).
-func (r *Repo) BisectRefs(ctx context.Context) (bad string, good []string, err error) {
-	out, err := r.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", "refs/bisect/")
+var bisectMarkRe = regexp.MustCompile(`^# (bad|good|new|old): \[([0-9a-f]{40})\]`)
+
+// BisectEndpoints returns the commits the bisection in progress started
+// from: the first marked bad (new) and the first marked good (old) in its
+// log. Later marks move git's range, not the endpoints a step is measured
+// against. Either is "" when not marked yet.
+func (r *Repo) BisectEndpoints(ctx context.Context) (bad, good string, err error) {
+	dir, err := r.GitDir(ctx)
 	if err != nil {
-		return "", nil, err
+		return "", "", err
 	}
-	for _, line := range strings.Split(out, "\n") {
-		ref, sha, ok := strings.Cut(line, " ")
+	data, err := os.ReadFile(filepath.Join(dir, "BISECT_LOG"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		m := bisectMarkRe.FindStringSubmatch(line)
 		switch {
-		case !ok:
-		case ref == "refs/bisect/bad":
-			bad = sha
-		case strings.HasPrefix(ref, "refs/bisect/good-"):
-			good = append(good, sha)
+		case m == nil:
+		case (m[1] == "bad" || m[1] == "new") && bad == "":
+			bad = m[2]
+		case (m[1] == "good" || m[1] == "old") && good == "":
+			good = m[2]
 		}
 	}
 	return bad, good, nil

@@ -122,6 +122,9 @@ func (m *VMMeasurer) Measure(ctx context.Context, kernels []Target, boots int) (
 				Sides: sides, Boots: n, GuestArgs: m.GuestArgs, Selector: sel, VM: m.VM,
 				RunDir: filepath.Join(runDir, fmt.Sprintf("w%d", w+1)), Results: benchfmt.NewWriter(&buf),
 				OnBoot: func(r measure.BootReport) {
+					if r.Result.Outcome == vmrunner.Canceled {
+						return // a signal, or a sibling's failure, which is reported
+					}
 					mu.Lock()
 					defer mu.Unlock()
 					status := string(r.Result.Outcome)

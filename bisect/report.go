@@ -64,8 +64,8 @@ func (r Report) Confirmed() bool {
 }
 
 func rowLine(r EffectRow) string {
-	return fmt.Sprintf("%s: %s → %s (%s), %s, p=%s, %d+%d boots", r.Benchmark, formatValue(r.A, r.Unit), formatValue(r.B, r.Unit),
-		compare.FormatDelta(r.DeltaPct), r.Verdict, compare.FormatP(r.P), r.BootsA, r.BootsB)
+	return fmt.Sprintf("%s: %s → %s (%s), %s, p%s, %d+%d boots", r.Benchmark, formatValue(r.A, r.Unit), formatValue(r.B, r.Unit),
+		compare.FormatDelta(r.DeltaPct), r.Verdict, formatP(r.P), r.BootsA, r.BootsB)
 }
 
 // WriteText writes the report as plain text.
@@ -101,7 +101,7 @@ func (r Report) WriteText(w io.Writer) error {
 				maxP = max(maxP, row.P)
 			}
 		}
-		fmt.Fprintf(&b, "; culprit against its parent p=%s", compare.FormatP(maxP))
+		fmt.Fprintf(&b, "; culprit against its parent p%s", formatP(maxP))
 	}
 	b.WriteString("\n")
 	skipped := 0

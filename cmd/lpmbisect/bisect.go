@@ -155,7 +155,7 @@ added up to --max-boots, after which it is skipped.
 
 --good and --bad take a KERNEL (bzImage, .deb, build directory) or a git
 revision, which is built in a separate worktree; without them, the commits
-git bisect was started with (refs/bisect/bad and the one refs/bisect/good-*).
+git bisect was started with (the first marked bad and good in its log).
 Without --reverse the bad endpoint must be the slower (a regression); with
 --reverse the faster (an improvement), and "bad" means "has the change".
 
@@ -227,19 +227,15 @@ func bisectRunStep(c *cli.Context) (bisect.Verdict, error) {
 	if err != nil {
 		return bisect.Verdict{}, err
 	}
-	refBad, refGood, err := repo.BisectRefs(ctx)
+	startBad, startGood, err := repo.BisectEndpoints(ctx)
 	if err != nil {
 		return bisect.Verdict{}, err
 	}
-	good, err := endpointArg(ctx, repo, "good", c.String("good"), refGood)
+	good, err := endpointArg(ctx, repo, "good", c.String("good"), startGood)
 	if err != nil {
 		return bisect.Verdict{}, err
 	}
-	var badRefs []string
-	if refBad != "" {
-		badRefs = []string{refBad}
-	}
-	bad, err := endpointArg(ctx, repo, "bad", c.String("bad"), badRefs)
+	bad, err := endpointArg(ctx, repo, "bad", c.String("bad"), startBad)
 	if err != nil {
 		return bisect.Verdict{}, err
 	}
@@ -260,16 +256,13 @@ func bisectRunStep(c *cli.Context) (bisect.Verdict, error) {
 }
 
 // endpointArg reads --good or --bad: a kernel on disk, a revision, or, when
-// empty, the commit git bisect was started with.
-func endpointArg(ctx context.Context, repo *bisect.Repo, name, value string, refs []string) (bisect.Endpoint, error) {
+// empty, the commit git bisect was started with (fromLog).
+func endpointArg(ctx context.Context, repo *bisect.Repo, name, value, fromLog string) (bisect.Endpoint, error) {
 	if value == "" {
-		switch len(refs) {
-		case 1:
-			return bisect.Endpoint{Commit: refs[0]}, nil
-		case 0:
+		if fromLog == "" {
 			return bisect.Endpoint{}, usageError("no %s endpoint: give --%s, or start git bisect with a %s commit", name, name, name)
 		}
-		return bisect.Endpoint{}, usageError("git bisect has %d %s commits: give --%s (one endpoint to measure against)", len(refs), name, name)
+		return bisect.Endpoint{Commit: fromLog}, nil
 	}
 	if _, err := os.Stat(value); err == nil {
 		abs, err := filepath.Abs(value)
