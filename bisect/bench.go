@@ -61,7 +61,7 @@ type Bench struct {
 	Log     io.Writer
 
 	good, bad *measured
-	rows      int // rows the endpoints compare on (1 before they are measured)
+	rows      int // rows compared, controls included (1 before the endpoints are measured)
 	signal    []RowKey
 	effect    map[RowKey]CompareRow
 	measured  map[string]bool // image SHA-256s measured by this process
@@ -139,24 +139,19 @@ func (b *Bench) SetEndpoints(ctx context.Context, good, bad Kernel) (*Effect, er
 	if b.good.k.SHA256 == b.bad.k.SHA256 {
 		return nil, fmt.Errorf("%w: both are the same image (sha256 %s)", ErrEndpointsNotDifferent, b.good.k.SHA256[:12])
 	}
-	var prev *compare.Look
+	var endpoints series
 	for target := b.boots(); ; target = min(target+b.boots(), b.maxBoots()) {
 		if err := b.topUp(ctx, target, b.good, b.bad); err != nil {
 			return nil, fmt.Errorf("measure the endpoints: %w", err)
 		}
-		rows, look, err := b.Judge.Compare(b.good.results, b.bad.results, b.maxBoots(), prev)
+		rows, err := b.Judge.next(&endpoints, b.maxBoots(), b.good.results, b.bad.results)
 		if err != nil {
 			return nil, fmt.Errorf("compare the endpoints: %w", err)
 		}
-		prev = look
 		b.effect = rows
 		eff := b.effectOf(rows)
-		b.rows = 0
-		for _, r := range eff.Rows {
-			if !r.Control {
-				b.rows++
-			}
-		}
+		// Controls share the Holm family with the benchmarks: they count.
+		b.rows = len(eff.Rows)
 		if len(eff.Signal) > 0 {
 			b.signal = eff.Signal
 			return eff, nil
@@ -341,7 +336,7 @@ func (b *Bench) ClassifyKernel(ctx context.Context, k Kernel) (Verdict, *kernel.
 		}
 		return Verdict{}, nil, err
 	}
-	var prevGood, prevBad *compare.Look
+	var sGood, sBad series
 	for target := b.boots(); ; target = min(target+b.boots(), b.maxBoots()) {
 		err := b.topUp(ctx, target, m, b.good, b.bad)
 		if err != nil {
@@ -353,7 +348,7 @@ func (b *Bench) ClassifyKernel(ctx context.Context, k Kernel) (Verdict, *kernel.
 			}
 			return Verdict{}, m.k, err
 		}
-		v, decided, err := b.judge(m, &prevGood, &prevBad)
+		v, decided, err := b.judge(m, &sGood, &sBad)
 		if err != nil {
 			return Verdict{}, m.k, err
 		}
@@ -369,27 +364,46 @@ func (b *Bench) ClassifyKernel(ctx context.Context, k Kernel) (Verdict, *kernel.
 	}
 }
 
-// judge compares a measured candidate with both endpoints on the signal
-// rows. prevGood and prevBad carry the looks of the two comparisons from one
-// call to the next (nil pointers: a single look).
-func (b *Bench) judge(m *measured, prevGood, prevBad **compare.Look) (Verdict, bool, error) {
-	maxBoots := b.maxBoots()
-	var pg, pb *compare.Look
-	if prevGood == nil {
-		maxBoots = 0
-	} else {
-		pg, pb = *prevGood, *prevBad
+// series carries one comparison from look to look: compare's Look (what
+// was spent, which rows are decided) and the rows of the last look.
+type series struct {
+	look *compare.Look
+	rows map[RowKey]CompareRow
+}
+
+// next compares for the series' next look (a single look when s is nil).
+// A verdict carried from an earlier look keeps the p-value it was decided
+// with: compare does not test a decided row again.
+func (j Judge) next(s *series, maxBoots int, a, b []*benchfmt.Result) (map[RowKey]CompareRow, error) {
+	if s == nil {
+		rows, _, err := j.Compare(a, b, 0, nil)
+		return rows, err
 	}
-	vsGood, lg, err := b.Judge.Compare(b.good.results, m.results, maxBoots, pg)
+	rows, look, err := j.Compare(a, b, maxBoots, s.look)
+	if err != nil {
+		return nil, err
+	}
+	for k, r := range rows {
+		if p, ok := s.rows[k]; ok && r.Verdict != Unknown && r.Verdict == p.Verdict && r.PClaim >= 1 {
+			r.PClaim = p.PClaim
+			rows[k] = r
+		}
+	}
+	s.look, s.rows = look, rows
+	return rows, nil
+}
+
+// judge compares a measured candidate with both endpoints on the signal
+// rows. sGood and sBad carry the two comparisons from look to look (nil: a
+// single look).
+func (b *Bench) judge(m *measured, sGood, sBad *series) (Verdict, bool, error) {
+	vsGood, err := b.Judge.next(sGood, b.maxBoots(), b.good.results, m.results)
 	if err != nil {
 		return Verdict{}, false, fmt.Errorf("compare with the good endpoint: %w", err)
 	}
-	vsBad, lb, err := b.Judge.Compare(b.bad.results, m.results, maxBoots, pb)
+	vsBad, err := b.Judge.next(sBad, b.maxBoots(), b.bad.results, m.results)
 	if err != nil {
 		return Verdict{}, false, fmt.Errorf("compare with the bad endpoint: %w", err)
-	}
-	if prevGood != nil {
-		*prevGood, *prevBad = lg, lb
 	}
 	v := Verdict{Boots: Boots(m.results)}
 	for _, k := range b.signal {

@@ -3,9 +3,12 @@ package bisect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/perf/benchfmt"
 )
 
 func TestBenchEndpoints(t *testing.T) {
@@ -111,5 +114,38 @@ func TestBenchRecheck(t *testing.T) {
 	rc, err = b.Recheck(context.Background(), Kernel{Input: culprit}, Kernel{Input: culprit}, 4)
 	if err != nil || !rc.SameImage || rc.Confirmed {
 		t.Errorf("Recheck(identical images) = same image %v, confirmed %v, %v; want a suspect result", rc.SameImage, rc.Confirmed, err)
+	}
+}
+
+// A verdict reached at an early look is final, and compare does not test
+// the row again; the series keeps the p-value it was reached with, so a
+// step's confidence stays meaningful.
+func TestJudgeCarriesDecidedClaims(t *testing.T) {
+	boots := func(value float64, n, from int) []*benchfmt.Result {
+		var out []*benchfmt.Result
+		for i := from; i < from+n; i++ {
+			r := &benchfmt.Result{Name: benchfmt.Name("LPMTrie/op=lookup"), Iters: 1, Values: []benchfmt.Value{{Value: value * (1 + 1e-4*float64(i%3)), Unit: "insn/op"}}}
+			r.SetConfig("boot", fmt.Sprint(i+1))
+			out = append(out, r)
+		}
+		return out
+	}
+	j := Judge{Alpha: 0.05, MinEffectPct: 1}
+	var s series
+	a := boots(1000, 8, 0)
+	first, err := j.next(&s, 8, a, boots(1000, 4, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := RowKey{"LPMTrie/op=lookup", "insn/op"}
+	if first[k].Verdict != Same || first[k].PClaim >= 1 {
+		t.Fatalf("first look = %s p(same)=%v; want SAME with its p", first[k].Verdict, first[k].PClaim)
+	}
+	second, err := j.next(&s, 8, a, boots(1000, 8, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second[k].Verdict != Same || second[k].PClaim != first[k].PClaim {
+		t.Errorf("second look = %s p(same)=%v; want SAME carried with p(same)=%v", second[k].Verdict, second[k].PClaim, first[k].PClaim)
 	}
 }

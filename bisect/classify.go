@@ -84,17 +84,23 @@ type Comparison struct {
 	PClaim float64
 }
 
-// String shows the verdict, the change and the p-value behind the verdict:
-// the equivalence test's for SAME ("p(same)"), the adjusted difference
-// test's for DIFFERENT, the plain U test's for UNKNOWN.
-func (c Comparison) String() string {
-	switch c.Verdict {
-	case Same:
-		return fmt.Sprintf("%s (%s, p(same)%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), formatP(c.PClaim))
-	case Different:
-		return fmt.Sprintf("%s (%s, p%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), formatP(c.PClaim))
+// PValue is the p-value behind the verdict: the equivalence test's for
+// SAME, the adjusted difference test's for DIFFERENT, the plain U test's
+// for UNKNOWN.
+func (c Comparison) PValue() float64 {
+	if c.Verdict == Same || c.Verdict == Different {
+		return c.PClaim
 	}
-	return fmt.Sprintf("%s (%s, p%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), formatP(c.P))
+	return c.P
+}
+
+// String shows the verdict, the change and PValue, written p(same) for SAME.
+func (c Comparison) String() string {
+	p := "p"
+	if c.Verdict == Same {
+		p = "p(same)"
+	}
+	return fmt.Sprintf("%s (%s, %s%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), p, formatP(c.PValue()))
 }
 
 // RowVerdict compares a candidate with both endpoints on one benchmark.

@@ -30,8 +30,9 @@ type GitBisect struct {
 	Resolve func(string) (*kernel.Kernel, error)
 }
 
-// Run runs the bisection to its end.
-func (g *GitBisect) Run(ctx context.Context) (*Result, error) {
+// Run runs the bisection to its end. On an error other than an interruption
+// it resets git bisect; interrupted, it leaves it in progress to resume.
+func (g *GitBisect) Run(ctx context.Context) (res *Result, err error) {
 	s := g.State
 	if s.Result != nil {
 		g.logf("this bisection finished before: its result is in %s", s.Path())
@@ -67,6 +68,11 @@ func (g *GitBisect) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	s.Started = true
+	defer func() {
+		if err != nil && ctx.Err() == nil && s.Started {
+			g.reset(context.WithoutCancel(ctx))
+		}
+	}()
 	if err := s.Save(); err != nil {
 		return nil, err
 	}
@@ -79,9 +85,6 @@ func (g *GitBisect) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if err := g.setEndpoints(ctx, good, bad); err != nil {
-		if ctx.Err() == nil {
-			g.reset(ctx)
-		}
 		return nil, err
 	}
 	if _, err := g.Repo.Bisect(ctx, "bad", g.Bad); err != nil {
@@ -104,7 +107,7 @@ func (g *GitBisect) Run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	res := &Result{Range: o.Candidates}
+	res = &Result{Range: o.Candidates}
 	if o.FirstBad != "" {
 		res.FirstBad = o.FirstBad
 		res.Subject = g.Repo.Subject(ctx, o.FirstBad)

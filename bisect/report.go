@@ -64,8 +64,7 @@ func (r Report) Confirmed() bool {
 }
 
 func rowLine(r EffectRow) string {
-	return fmt.Sprintf("%s: %s → %s (%s), %s, p%s, %d+%d boots", r.Benchmark, formatValue(r.A, r.Unit), formatValue(r.B, r.Unit),
-		compare.FormatDelta(r.DeltaPct), r.Verdict, formatP(r.P), r.BootsA, r.BootsB)
+	return fmt.Sprintf("%s: %s → %s: %s, %d+%d boots", r.Benchmark, formatValue(r.A, r.Unit), formatValue(r.B, r.Unit), r.Comparison, r.BootsA, r.BootsB)
 }
 
 // WriteText writes the report as plain text.
@@ -98,7 +97,7 @@ func (r Report) WriteText(w io.Writer) error {
 		maxP := 0.0
 		for _, row := range rc.Rows {
 			if isSignal(s.Effect, row.RowKey) {
-				maxP = max(maxP, row.P)
+				maxP = max(maxP, row.PValue())
 			}
 		}
 		fmt.Fprintf(&b, "; culprit against its parent p%s", formatP(maxP))
@@ -167,11 +166,11 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 <p class="verdict">{{.Verdict}}</p>
 {{with .State.Effect}}<h2>Effect, good → bad</h2>
 <table><tr><th>benchmark</th><th>good</th><th>bad</th><th>change</th><th>verdict</th><th>p</th><th>boots</th></tr>
-{{range .Rows}}{{if not .Control}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .P}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}{{end}}
+{{range .Rows}}{{if not .Control}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .PValue}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}{{end}}
 </table>{{end}}
 {{with .Result.Recheck}}{{if .Rows}}<h2>Re-check, parent → culprit</h2>
 <table><tr><th>benchmark</th><th>parent</th><th>culprit</th><th>change</th><th>verdict</th><th>p</th><th>boots</th></tr>
-{{range .Rows}}{{if not .Control}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .P}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}{{end}}
+{{range .Rows}}{{if not .Control}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .PValue}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}{{end}}
 </table>{{end}}{{end}}
 <p>Confidence: ≥ {{printf "%.3f" .Result.Confidence}} that no step's verdict was wrong (1 − Σ p over the steps' claims).
 {{.Result.Steps}} steps, {{.Result.Measured}} kernels measured.</p>

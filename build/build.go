@@ -202,6 +202,13 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Dir, err = filepath.Abs(o.Dir); err != nil {
 		return o, err
 	}
+	if o.Dir != src {
+		if _, err := os.Stat(filepath.Join(src, ".config")); err == nil {
+			// kbuild refuses O= builds of a tree built in place; say so now,
+			// not as a build failure that would skip every commit.
+			return o, fmt.Errorf("build: %s has been built in place (it has a .config): build there with --build-dir %s, or clean it with make mrproper", src, src)
+		}
+	}
 	if o.Base == "" {
 		o.Base = DefaultBase
 	}

@@ -170,6 +170,8 @@ func TestBuildInTreeWithBaseFile(t *testing.T) {
 
 func TestBuildBadInput(t *testing.T) {
 	src, mk := fakeTree(t)
+	inPlace, _ := fakeTree(t)
+	os.WriteFile(filepath.Join(inPlace, ".config"), []byte("CONFIG_X=y\n"), 0o644)
 	for _, c := range []struct {
 		name string
 		o    Options
@@ -179,6 +181,7 @@ func TestBuildBadInput(t *testing.T) {
 		{"not a tree", Options{Src: t.TempDir(), Make: mk}, "not a kernel source tree"},
 		{"missing base", Options{Src: src, Make: mk, Base: "/no/such/config"}, "base config"},
 		{"missing make", Options{Src: src, Make: "/no/such/make", Dir: t.TempDir()}, "build-essential"},
+		{"built in place", Options{Src: inPlace, Make: mk, Dir: t.TempDir()}, "mrproper"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Build(context.Background(), c.o)
