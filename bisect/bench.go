@@ -496,6 +496,33 @@ func (b *Bench) Recheck(ctx context.Context, parent, culprit Kernel, target int)
 	return rc, nil
 }
 
+// CompareStored compares two kernels' stored results (a as side A, b as
+// side B) in a single look, for reports: compare's full Report, which
+// package report renders.
+func (b *Bench) CompareStored(a, bk Kernel) (*compare.Report, *kernel.Kernel, *kernel.Kernel, error) {
+	ma, err := b.resolve(a)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mb, err := b.resolve(bk)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var results []*benchfmt.Result
+	for _, r := range ma.results {
+		c := relabel(r, compare.SideA)
+		c.SetConfig(compare.KeyKernel, ma.Label)
+		results = append(results, c)
+	}
+	for _, r := range mb.results {
+		c := relabel(r, compare.SideB)
+		c.SetConfig(compare.KeyKernel, mb.Label)
+		results = append(results, c)
+	}
+	rep, err := compare.Build(results, b.Judge.options(0, nil))
+	return rep, ma.k, mb.k, err
+}
+
 // Confidence bounds the chance that no decided step was wrong: 1 − Σp over
 // the claims that decided the steps (for each signal row, the DIFFERENT
 // claim against one endpoint and the SAME claim against the other; the

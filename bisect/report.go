@@ -15,6 +15,9 @@ import (
 type Report struct {
 	State  *State
 	Result *Result
+	// RecheckHTML, when set, names the page with compare's report of the
+	// parent against the culprit (package report), which the HTML links.
+	RecheckHTML string
 }
 
 // Culprit names what the bisection found, in one line.
@@ -172,6 +175,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 <table><tr><th>benchmark</th><th>parent</th><th>culprit</th><th>change</th><th>verdict</th><th>p</th><th>boots</th></tr>
 {{range .Rows}}{{if not .Control}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .PValue}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}{{end}}
 </table>{{end}}{{end}}
+{{with .RecheckHTML}}<p>The re-check as a comparison report, with plots: <a href="{{.}}">{{.}}</a>.</p>{{end}}
 <p>Confidence: ≥ {{printf "%.3f" .Result.Confidence}} that no step's verdict was wrong (1 − Σ p over the steps' claims).
 {{.Result.Steps}} steps, {{.Result.Measured}} kernels measured.</p>
 <h2>Steps</h2>

@@ -5,17 +5,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/bisect"
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/kernel"
+	"github.com/lpmbisect/lpmbisect/report"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
 
@@ -358,7 +362,7 @@ Examples:
 			if err != nil {
 				return bisectError(err)
 			}
-			return bisectReport(c, st, res)
+			return bisectReport(c, env, st, res)
 		},
 	}
 }
@@ -455,34 +459,84 @@ func bisectError(err error) error {
 }
 
 // bisectReport prints the report, writes it into the state directory (and
-// --html), and returns the exit code's error.
-func bisectReport(c *cli.Context, st *bisect.State, res *bisect.Result) error {
+// --html), with compare's HTML report of the re-check beside it, and
+// returns the exit code's error.
+func bisectReport(c *cli.Context, env *bisectEnv, st *bisect.State, res *bisect.Result) error {
 	rep := bisect.Report{State: st, Result: res}
+	base := strings.TrimSuffix(st.Path(), ".json")
+	var pages []string // where HTML goes
+	pages = append(pages, base+".report.html")
+	if h := c.String("html"); h != "" {
+		pages = append(pages, h)
+	}
+	recheck, err := recheckReport(c, env, st, res)
+	if err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "lpmbisect: warning: no comparison report of the re-check: %v\n", err)
+	}
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
 		return err
 	}
 	c.App.Writer.Write(text.Bytes())
-	base := strings.TrimSuffix(st.Path(), ".json")
 	if err := os.WriteFile(base+".report.txt", text.Bytes(), 0o644); err != nil {
 		return err
 	}
-	var html bytes.Buffer
-	if err := rep.WriteHTML(&html); err != nil {
-		return err
-	}
-	if err := os.WriteFile(base+".report.html", html.Bytes(), 0o644); err != nil {
-		return err
-	}
-	if h := c.String("html"); h != "" {
-		if err := os.WriteFile(h, html.Bytes(), 0o644); err != nil {
+	for _, page := range pages {
+		rep.RecheckHTML = ""
+		if recheck != nil {
+			name := strings.TrimSuffix(filepath.Base(page), ".html") + ".recheck.html"
+			if err := writeFileAtomic(filepath.Join(filepath.Dir(page), name), func(w io.Writer) error { return report.WriteHTML(w, recheck.rep, recheck.meta) }); err != nil {
+				return usageError("--html: %v", err)
+			}
+			rep.RecheckHTML = name
+		}
+		if err := writeFileAtomic(page, rep.WriteHTML); err != nil {
 			return usageError("--html: %v", err)
 		}
+	}
+	if h := c.String("html"); h != "" {
+		fmt.Fprintf(c.App.ErrWriter, "lpmbisect: HTML report in %s\n", h)
 	}
 	if res.FirstBad != "" && (res.Recheck == nil || (!res.Recheck.SameImage && res.Recheck.Confirmed)) {
 		return nil
 	}
 	return &exitError{code: exitInconclusive, err: fmt.Errorf("inconclusive: %s", rep.Verdict())}
+}
+
+type comparison struct {
+	rep  *compare.Report
+	meta report.Meta
+}
+
+// recheckReport compares the parent and the culprit from their stored
+// results, as compare would: nil when there was no re-check.
+func recheckReport(c *cli.Context, env *bisectEnv, st *bisect.State, res *bisect.Result) (*comparison, error) {
+	if res.FirstBad == "" || res.Recheck == nil || res.Recheck.SameImage {
+		return nil, nil
+	}
+	parent := bisect.Kernel{Input: res.Parent, Label: "parent " + filepath.Base(res.Parent)}
+	culprit := bisect.Kernel{Input: res.FirstBad, Label: "culprit " + filepath.Base(res.FirstBad)}
+	if st.Kind == "git" {
+		pb, cb := st.Kernels[res.Parent], st.Kernels[res.FirstBad]
+		if pb == nil || cb == nil {
+			return nil, fmt.Errorf("the state has no kernels for %s and its parent", res.FirstBad)
+		}
+		parent = bisect.Kernel{Input: pb.Kernel, Label: "parent " + res.Parent[:12]}
+		culprit = bisect.Kernel{Input: cb.Kernel, Label: "culprit " + res.FirstBad[:12]}
+	}
+	rep, pk, ck, err := env.bench.CompareStored(parent, culprit)
+	if err != nil {
+		return nil, err
+	}
+	meta := report.Meta{
+		A:       report.Kernel{Input: parent.Input, Release: parent.Label, SHA256: pk.SHA256},
+		B:       report.Kernel{Input: culprit.Input, Release: culprit.Label, SHA256: ck.SHA256},
+		Accel:   string(env.s.selector.Requested),
+		Samples: env.s.plan.Samples,
+		Command: strings.Join(os.Args, " "),
+		Date:    time.Now(),
+	}
+	return &comparison{rep: rep, meta: meta}, nil
 }
 
 func checkWritable(path string) error {

@@ -267,8 +267,12 @@ func TestBisectImagesOnDebianKernels(t *testing.T) {
 	if !strings.Contains(stdout, "first improved kernel: #4 "+deb612) {
 		t.Errorf("report does not name #4, the first 6.12")
 	}
-	if data, err := os.ReadFile(html); err != nil || !strings.Contains(string(data), "first improved kernel") {
-		t.Errorf("--html report: %v", err)
+	if data, err := os.ReadFile(html); err != nil || !strings.Contains(string(data), "first improved kernel") || !strings.Contains(string(data), "report.recheck.html") {
+		t.Errorf("--html report: %v; want the culprit and a link to the re-check's page", err)
+	}
+	recheck := filepath.Join(filepath.Dir(html), "report.recheck.html")
+	if data, err := os.ReadFile(recheck); err != nil || !strings.Contains(string(data), "<svg") || !strings.Contains(string(data), "DIFFERENT") {
+		t.Errorf("re-check page %s: %v; want compare's HTML report with plots and a DIFFERENT verdict", recheck, err)
 	}
 	assertNoQEMULeft(t)
 }
