@@ -109,13 +109,13 @@ func (b *Bench) logf(format string, args ...any) {
 
 // Effect is the measured difference between the endpoints.
 type Effect struct {
-	Rows []EffectRow
+	Rows []EffectRow `json:"rows"`
 	// Signal names the rows the bisection follows: those that differ in the
 	// direction asked for.
-	Signal []RowKey
+	Signal []RowKey `json:"signal"`
 	// Drift names control rows (harness measurements) that differ between
 	// the endpoints: the host or the harness changed, not only the kernel.
-	Drift []RowKey `json:",omitempty"`
+	Drift []RowKey `json:"drift,omitempty"`
 }
 
 // EffectRow compares the bad endpoint with the good one on one row.
@@ -422,15 +422,16 @@ func (b *Bench) judge(m *measured, sGood, sBad *series) (Verdict, bool, error) {
 
 // Recheck is the culprit measured again against its parent.
 type Recheck struct {
-	Boots     int // boots of each after the re-check
-	Rows      []EffectRow
-	Confirmed bool
+	Boots     int         `json:"boots"` // boots of each after the re-check
+	Rows      []EffectRow `json:"rows"`
+	Confirmed bool        `json:"confirmed"`
 	// Parent and Culprit are their classifications with all boots.
-	Parent, Culprit Verdict
+	Parent  Verdict `json:"parent"`
+	Culprit Verdict `json:"culprit"`
 	// SameImage: the culprit's image is byte-identical to its parent's, so
 	// the change cannot be in the kernel: the result is suspect.
-	SameImage bool
-	Note      string
+	SameImage bool   `json:"same_image"`
+	Note      string `json:"note,omitempty"`
 }
 
 // RecheckTarget returns the boots per kernel a re-check of parent and

@@ -48,13 +48,13 @@ func (c *Class) UnmarshalText(b []byte) error {
 
 // Verdict is the classification of one candidate, with the evidence.
 type Verdict struct {
-	Class  Class
-	Reason string // one line: why
+	Class  Class  `json:"class"`
+	Reason string `json:"reason"` // one line: why
 	// Rows compare the candidate with each endpoint, one per benchmark that
 	// tells the endpoints apart.
-	Rows []RowVerdict `json:",omitempty"`
+	Rows []RowVerdict `json:"rows,omitempty"`
 	// Boots is the number of boots of the candidate the verdict counts.
-	Boots int
+	Boots int `json:"boots"`
 }
 
 // Classifier classifies a kernel (anything kernel.Resolve accepts) against
@@ -75,13 +75,13 @@ var (
 
 // Comparison is one benchmark row of one kernel against another.
 type Comparison struct {
-	Verdict  string  // Same, Different or Unknown
-	DeltaPct float64 // change of the candidate against the reference, %
-	P        float64 // Mann-Whitney U p-value over per-boot medians
+	Verdict  string  `json:"verdict"`   // Same, Different or Unknown
+	DeltaPct float64 `json:"delta_pct"` // change of the candidate against the reference, %
+	P        float64 `json:"p"`         // Mann-Whitney U p-value over per-boot medians
 	// PClaim is the p-value behind the verdict: for DIFFERENT the larger of
 	// the U test and the minimum-effect test, adjusted over rows (Holm);
 	// for SAME the equivalence test's; 1 for UNKNOWN.
-	PClaim float64
+	PClaim float64 `json:"p_claim"`
 }
 
 // PValue is the p-value behind the verdict: the equivalence test's for
@@ -105,9 +105,11 @@ func (c Comparison) String() string {
 
 // RowVerdict compares a candidate with both endpoints on one benchmark.
 type RowVerdict struct {
-	Benchmark, Unit string
-	Center          float64 // the candidate's median of per-boot medians
-	VsGood, VsBad   Comparison
+	Benchmark string     `json:"benchmark"`
+	Unit      string     `json:"unit"`
+	Center    float64    `json:"center"` // the candidate's median of per-boot medians
+	VsGood    Comparison `json:"vs_good"`
+	VsBad     Comparison `json:"vs_bad"`
 }
 
 // Judge holds the statistical levels of a bisection.
@@ -175,16 +177,22 @@ func (j Judge) BootsToDecide(maxBoots, rows int) (int, error) {
 }
 
 // RowKey names a row: a benchmark in a unit.
-type RowKey struct{ Benchmark, Unit string }
+type RowKey struct {
+	Benchmark string `json:"benchmark"`
+	Unit      string `json:"unit"`
+}
 
 func (k RowKey) String() string { return k.Benchmark + " (" + k.Unit + ")" }
 
 // CompareRow is one row of Judge.Compare.
 type CompareRow struct {
 	Comparison
-	A, B           float64 // centres
-	BootsA, BootsB int
-	Control        bool // a benchmark that measures the harness
+	// A and B are the two kernels' centres (median of per-boot medians).
+	A       float64 `json:"a"`
+	B       float64 `json:"b"`
+	BootsA  int     `json:"boots_a"`
+	BootsB  int     `json:"boots_b"`
+	Control bool    `json:"control"` // a benchmark that measures the harness
 }
 
 // relabel returns a copy of r on the given side; boots keep their numbers.
