@@ -231,6 +231,10 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		tmp.Close()
 		return err
 	}
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes it private
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
