@@ -494,12 +494,6 @@ func bisectReport(c *cli.Context, env *bisectEnv, st *bisect.State, res *bisect.
 			return usageError("--html: %v", err)
 		}
 	}
-	for _, page := range pages {
-		// Reports are for reading and attaching: not private (the atomic
-		// write creates 0600 files).
-		os.Chmod(page, 0o644)
-		os.Chmod(strings.TrimSuffix(page, ".html")+".recheck.html", 0o644)
-	}
 	if h := c.String("html"); h != "" {
 		fmt.Fprintf(c.App.ErrWriter, "lpmbisect: HTML report in %s\n", h)
 	}
