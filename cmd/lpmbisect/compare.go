@@ -139,8 +139,9 @@ func runCompare(c *cli.Context) error {
 	// look keeps α spent over the looks, not afresh at each.
 	var rep *compare.Report
 	var lookErr error
+	resultsPath := out.Path() // FILE.partial while boots run
 	look := func() bool {
-		results, err := measure.ReadResultsFile(out.Path())
+		results, err := measure.ReadResultsFile(resultsPath)
 		if err == nil {
 			rep, err = compare.Build(results, opts)
 		}
@@ -161,6 +162,7 @@ func runCompare(c *cli.Context) error {
 	if closeErr != nil {
 		return closeErr
 	}
+	resultsPath = path // renamed to FILE
 	if lookErr != nil {
 		return lookErr
 	}

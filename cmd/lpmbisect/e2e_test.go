@@ -290,3 +290,18 @@ func TestCompareDebianKernels(t *testing.T) {
 	}
 	assertNoQEMULeft(t)
 }
+
+func TestCompareFixedSizeIsInconclusive(t *testing.T) {
+	args := vmArgs(t)
+	deb := testkernels.Deb(t, testkernels.Debian612)
+	// Two boots per side and no more: too few for any verdict, so the
+	// outcome is inconclusive (exit 3), decided after the last boot.
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--boots", "2", "--max-boots", "2", "--samples", "2", "--rounds", "2",
+		"--no-controls", "--bench", "LPMTrie/op=lookup/keys=random", "--format", "markdown"}, args...), deb, deb)...)
+	if code != exitInconclusive {
+		t.Fatalf("compare with 2 boots per side: exit %d; want %d (inconclusive)\n%s\n%s", code, exitInconclusive, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "UNKNOWN") || !strings.Contains(stdout, "INCONCLUSIVE") {
+		t.Errorf("markdown report lacks UNKNOWN / INCONCLUSIVE:\n%s", stdout)
+	}
+}
