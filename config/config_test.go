@@ -96,7 +96,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestFlagValues(t *testing.T) {
-	f, err := Parse("[measure]\naccel = \"tcg\"\nboot_timeout = \"2m\"\n[build]\nmake_flags = [\"LLVM=1\", \"W=1\"]\nbuild_dir = \"out\"\n[stats]\nmin_effect = 2.5\n[bisect]\nreverse = true\n", "/work")
+	f, err := Parse("[measure]\naccel = \"tcg\"\nboot_timeout = \"2m\"\n[build]\nmake_flags = [\"LLVM=1\", \"W=1\"]\nbuild_dir = \"out\"\n[stats]\nmin_effect = 2.5\n[bisect]\nreverse = true\n", "/srv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestFlagValues(t *testing.T) {
 	}
 	want := map[string][]string{
 		"accel": {"tcg"}, "boot-timeout": {"2m0s"}, "make-flag": {"LLVM=1", "W=1"},
-		"build-dir": {"/work/out"}, "min-effect": {"2.5"}, "reverse": {"true"},
+		"build-dir": {"/srv/kbuild"}, "min-effect": {"2.5"}, "reverse": {"true"},
 	}
 	if len(got) != len(want) {
 		t.Errorf("FlagValues() = %v; want exactly %v (only keys the file sets)", got, want)
