@@ -106,7 +106,7 @@ func TestFlagValues(t *testing.T) {
 	}
 	want := map[string][]string{
 		"accel": {"tcg"}, "boot-timeout": {"2m0s"}, "make-flag": {"LLVM=1", "W=1"},
-		"build-dir": {"/srv/kbuild"}, "min-effect": {"2.5"}, "reverse": {"true"},
+		"build-dir": {"/srv/out"}, "min-effect": {"2.5"}, "reverse": {"true"},
 	}
 	if len(got) != len(want) {
 		t.Errorf("FlagValues() = %v; want exactly %v (only keys the file sets)", got, want)
