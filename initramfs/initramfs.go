@@ -30,7 +30,8 @@ import (
 
 	"github.com/u-root/mkuimage/uimage"
 	"github.com/u-root/uio/llog"
-	"golang.org/x/sys/unix"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 // GuestName is the file name of the guest program, on the host and in the
@@ -89,9 +90,9 @@ func Build(spec Spec, cacheDir string) (*Image, error) {
 		return img, nil
 	}
 
-	unlock, err := lockFile(filepath.Join(dir, key+".lock"))
+	unlock, err := cachefile.Lock(filepath.Join(dir, key+".lock"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("initramfs cache: %w", err)
 	}
 	defer unlock()
 	if _, err := os.Stat(img.Path); err == nil { // packed while we waited
@@ -168,16 +169,11 @@ func contentKey(spec Spec) (string, error) {
 }
 
 func hashFile(h io.Writer, path string) error {
-	f, err := os.Open(path)
+	sum, err := cachefile.SHA256(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	inner := sha256.New()
-	if _, err := io.Copy(inner, f); err != nil {
-		return err
-	}
-	fmt.Fprintf(h, "%x\n", inner.Sum(nil))
+	fmt.Fprintf(h, "%s\n", sum)
 	return nil
 }
 
@@ -201,21 +197,6 @@ func checkStatic(path string) error {
 		return fmt.Errorf("guest binary %s is built for %v, want x86-64 (set GOARCH=amd64)", path, f.Machine)
 	}
 	return nil
-}
-
-func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock initramfs cache: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock initramfs cache: %w", err)
-	}
-	return func() {
-		unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		f.Close()
-	}, nil
 }
 
 func syncFile(path string) error {

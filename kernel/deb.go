@@ -16,6 +16,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 // arMagic starts every ar archive, and so every .deb.
@@ -27,7 +29,7 @@ func resolveDeb(input, deb, cacheDir string) (*Kernel, error) {
 	if cacheDir == "" {
 		return nil, errors.New("a .deb needs a cache directory to be unpacked into")
 	}
-	sum, err := hashFile(deb)
+	sum, err := cachefile.SHA256(deb)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +58,7 @@ func unpackDebOnce(deb, root string) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	unlock, err := lockFile(root + ".lock")
+	unlock, err := cachefile.Lock(root + ".lock")
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 // TestDebian61 resolves the Debian 6.1 cloud package, whose virtio drivers
@@ -59,7 +61,7 @@ func TestDebian61(t *testing.T) {
 	if k.Release != testkernels.Release61 {
 		t.Errorf("Resolve(%s).Release = %q; want %q", deb, k.Release, testkernels.Release61)
 	}
-	if got, err := hashFile(k.Image); err != nil || got != k.SHA256 || len(k.SHA256) != 64 {
+	if got, err := cachefile.SHA256(k.Image); err != nil || got != k.SHA256 || len(k.SHA256) != 64 {
 		t.Errorf("Resolve(%s).SHA256 = %q; the image hashes to %q, %v", deb, k.SHA256, got, err)
 	}
 	if got, err := ReadRelease(k.Image); err != nil || got != k.Release {

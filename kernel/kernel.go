@@ -39,8 +39,6 @@
 package kernel
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +46,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 // Errors that tell the CLI what kind of mistake the user made. Errors from
@@ -156,7 +156,7 @@ func resolveImage(input, image string, searchHost bool) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum, err := hashFile(image)
+	sum, err := cachefile.SHA256(image)
 	if err != nil {
 		return nil, err
 	}
@@ -228,20 +228,6 @@ func packagedImage(root string) (string, error) {
 		return images[0], nil
 	}
 	return "", fmt.Errorf("%w: %d images boot/vmlinuz-* in it, expected one", ErrNotKernel, len(images))
-}
-
-// hashFile returns the hex SHA-256 of a file's contents.
-func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // hasPrefix reports whether the file at path starts with prefix.

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 // Module is a loadable kernel module, ready to be put into an initramfs.
@@ -294,7 +296,7 @@ func (s *moduleSorter) uncompressed(file string) (string, error) {
 	if s.cacheDir == "" {
 		return "", fmt.Errorf("%s is compressed and no cache directory was given to decompress it into", file)
 	}
-	sum, err := hashFile(file)
+	sum, err := cachefile.SHA256(file)
 	if err != nil {
 		return "", err
 	}
@@ -313,7 +315,7 @@ func (s *moduleSorter) uncompressed(file string) (string, error) {
 		return "", err
 	}
 	defer closeR()
-	err = writeFileAtomic(dst, func(w io.Writer) error {
+	err = cachefile.WriteAtomic(dst, func(w io.Writer) error {
 		_, err := io.Copy(w, r)
 		return err
 	})

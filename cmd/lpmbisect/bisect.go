@@ -21,6 +21,8 @@ import (
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/report"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 // Exit codes of bisect-run, the git bisect run contract. git marks the
@@ -485,12 +487,12 @@ func bisectReport(c *cli.Context, env *bisectEnv, st *bisect.State, res *bisect.
 		rep.RecheckHTML = ""
 		if recheck != nil {
 			name := strings.TrimSuffix(filepath.Base(page), ".html") + ".recheck.html"
-			if err := writeFileAtomic(filepath.Join(filepath.Dir(page), name), func(w io.Writer) error { return report.WriteHTML(w, recheck.rep, recheck.meta) }); err != nil {
+			if err := cachefile.WriteAtomic(filepath.Join(filepath.Dir(page), name), func(w io.Writer) error { return report.WriteHTML(w, recheck.rep, recheck.meta) }); err != nil {
 				return usageError("--html: %v", err)
 			}
 			rep.RecheckHTML = name
 		}
-		if err := writeFileAtomic(page, rep.WriteHTML); err != nil {
+		if err := cachefile.WriteAtomic(page, rep.WriteHTML); err != nil {
 			return usageError("--html: %v", err)
 		}
 	}

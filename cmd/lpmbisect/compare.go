@@ -14,6 +14,8 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 func compareCommand() *cli.Command {
@@ -178,7 +180,7 @@ func runCompare(c *cli.Context) error {
 		return err
 	}
 	if h := c.String("html"); h != "" {
-		if err := writeFileAtomic(h, func(w io.Writer) error { return report.WriteHTML(w, rep, meta) }); err != nil {
+		if err := cachefile.WriteAtomic(h, func(w io.Writer) error { return report.WriteHTML(w, rep, meta) }); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 		fmt.Fprintf(s.log, "lpmbisect: HTML report in %s\n", h)
@@ -219,26 +221,4 @@ func reportMeta(c *cli.Context, sides []*measure.Side, sum *measure.Summary, see
 		m.Accel = sum.Accels[0]
 	}
 	return m
-}
-
-// writeFileAtomic writes path through a temporary file renamed into place,
-// so a failed write never leaves a half-written report under its name.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes it private
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
