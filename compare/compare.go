@@ -88,6 +88,38 @@
 // does. The price is that a single row's SAME is a per-row, not family-wise,
 // statement.
 //
+// # Pairs
+//
+// Under TCG wall time on a shared host the per-boot medians wander by
+// ±10–15 % with host state (what the neighbours on the physical core do),
+// far more than a 1 % minimum effect, so the U test on per-boot medians can
+// never show SAME there. A paired run boots A and B in pairs: boot i of A
+// and boot i of B are alive at the same time, pinned to one host CPU, and
+// take their samples alternately, step by step, in a random order within
+// each step; every result carries the round as KeyPair. Host state then
+// moves both VMs of a pair alike and cancels in the ratio B_i/A_i, so the
+// pair is the unit: each row reduces pair i to d_i = ln(B_i/A_i) of the two
+// boots' medians and tests the d_i with the exact Wilcoxon signed-rank test
+// (zeros dropped, ties by average ranks). Under "no change" the random order
+// within each step makes A and B exchangeable within a pair, so every d_i is
+// as likely to be positive as negative, whatever the host did; the
+// signed-rank test's null distribution is exactly that flipping of signs,
+// which makes it the exact randomization test of the design. DIFFERENT,
+// SAME (tests of d against ln(1±MinEffect)), Holm and the α-spending work
+// as above with pairs in place of boots per side, and the change shown is
+// the median over pairs, 100·(exp(median d)−1). A pair in which one side's
+// boot failed is left out of a row with a note; the sides' summaries still
+// count every boot.
+//
+// The price is fewer units for the same boots. n pairs give the signed-rank
+// test 2^n equally likely sign patterns where n+n unpaired boots give the U
+// test C(2n,n) orderings, so the smallest p-values are 2/2^n against
+// 2/C(2n,n): 0.031 for 6 pairs, 0.0022 for 6+6 boots. At α = 0.05 with 4
+// rows and at most 10 pairs, SAME needs at least 6 pairs and DIFFERENT 8
+// (MinPairsToDecide), against 4 and 6 boots per side unpaired. Pairing pays
+// when the host noise it cancels is larger than the noise left in the
+// ratio, as it is by far under TCG wall time on a shared host.
+//
 // # Adaptive runs
 //
 // A caller that adds boots while rows are undecided calls Build once per
@@ -95,7 +127,7 @@
 // previous report's Look:
 //
 //	opts := compare.Options{MaxBoots: maxBoots}
-//	n, _, _ := compare.MinBootsToDecide(opts, rows) // or the DIFFERENT minimum
+//	n, _, _ := compare.MinBootsToDecide(opts, rows) // or the DIFFERENT minimum; MinPairsToDecide when paired
 //	for {
 //		boot both sides up to n boots each, interleaved in random order
 //		rep, err := compare.Build(results, opts)
@@ -114,7 +146,10 @@
 // The U test compares locations assuming boots of one side are exchangeable
 // with boots of the other under "no change". Interleaving the boots in a
 // randomized order is what makes that true on a host whose load drifts; the
-// statistics cannot repair a design that runs all A boots first.
+// statistics cannot repair a design that runs all A boots first. The
+// signed-rank test of a paired run likewise needs the order of A and B
+// within each step to be random: a pair that always samples A first can
+// shift every d_i the same way.
 package compare
 
 import (
@@ -133,6 +168,10 @@ const (
 	KeySide   = "side"   // "A" or "B"
 	KeyKernel = "kernel" // kernel release of that side, used as its label
 	KeyBoot   = "boot"   // boot number within the run, unique per side
+	// KeyPair marks a paired run (see "Pairs" above): boots of A and B with
+	// the same pair value ran at the same time and are compared with each
+	// other. Either every result of a comparison has it or none has.
+	KeyPair = "pair"
 )
 
 // Side names, the values of KeySide.
@@ -216,6 +255,11 @@ type Report struct {
 	MinEffect float64
 	// Look says which look of a run this is and what it could spend.
 	Look Look
+	// Paired is set when every result carried a pair key: the rows' tests
+	// are then signed-rank tests on the pairs' changes (see "Pairs" in the
+	// package documentation), and counts of boots per side become counts of
+	// pairs.
+	Paired bool
 	// Rows holds one row per benchmark and unit, in the order in which they
 	// first appear in the input.
 	Rows []Row
@@ -254,17 +298,25 @@ type Row struct {
 	A, B Summary
 	// DeltaPct is the change of B's centre relative to A's, in percent
 	// (negative: B is smaller). It is 0 when a side is missing or A's centre
-	// is 0.
+	// is 0. In a paired row it is the median change of the pairs,
+	// 100·(exp(median of ln(B/A)) − 1), not a ratio of the sides' centres.
 	DeltaPct float64
-	// P is the p-value of the Mann-Whitney U test on the per-boot medians.
-	// It is 1 when the sides were not compared.
+	// P is the p-value of the Mann-Whitney U test on the per-boot medians;
+	// in a paired row, of the two-sided Wilcoxon signed-rank test of the
+	// pairs' ln(B/A) against 0. It is 1 when the sides were not compared.
 	P float64
 	// Significant reports P <= Alpha. It says nothing about the size of the
 	// change.
 	Significant bool
 	// Notes explain what limits this row: too few boots, a missing side,
-	// all values equal. Empty when nothing does.
+	// all values equal, a pair left out. Empty when nothing does.
 	Notes []string
+
+	// Paired is set in a paired report (Report.Paired). Pairs is then the
+	// number of complete pairs that enter the tests: pairs in which both
+	// sides ran this benchmark, with positive per-boot medians.
+	Paired bool
+	Pairs  int
 
 	// Control marks a benchmark that measures the harness (Options.Controls).
 	Control bool
@@ -278,32 +330,40 @@ type Row struct {
 	Verdict Verdict
 	// PEffect is the p-value of the minimum-effect test: twice the one-sided
 	// U test that B lies beyond A scaled by 1±MinEffect, in the direction of
-	// the change. It is small only when the change is shown to exceed the
-	// minimum effect, not merely observed to. 1 when not tested.
+	// the change (paired: twice the one-sided signed-rank test that the
+	// pairs' ln(B/A) lie beyond ln(1±MinEffect)). It is small only when the
+	// change is shown to exceed the minimum effect, not merely observed to.
+	// 1 when not tested.
 	PEffect float64
 	// PAdj is the larger of P and PEffect, adjusted for the other rows of
 	// this look (Holm). DIFFERENT needs PAdj <= Report.Look.DifferentLevel.
 	// 1 when not tested.
 	PAdj float64
 	// PSame is the p-value of the equivalence test (the larger of the two
-	// one-sided U tests against A scaled by 1±MinEffect). SAME needs
-	// PSame <= Report.Look.SameLevel. 1 when not tested.
+	// one-sided U tests against A scaled by 1±MinEffect; paired: of the two
+	// one-sided signed-rank tests of ln(B/A) against ln(1±MinEffect)). SAME
+	// needs PSame <= Report.Look.SameLevel. 1 when not tested.
 	PSame float64
 	// For an UNKNOWN row, NeedFor is the verdict the data lean to and
-	// BootsNeeded a rough estimate of the boots per side it would need at
-	// the observed spread (more than 1000: out of reach). BootsNeeded is 0
-	// when it cannot be estimated.
+	// BootsNeeded a rough estimate of the boots per side (pairs in a paired
+	// row) it would need at the observed spread (more than 1000: out of
+	// reach). BootsNeeded is 0 when it cannot be estimated.
 	NeedFor     Verdict
 	BootsNeeded int
 	// DecidedLook and DecidedBoots say at which look of an adaptive run,
-	// and so at how many boots per side, the verdict was reached; 0 for
-	// UNKNOWN.
+	// and so at how many boots per side (pairs in a paired row), the
+	// verdict was reached; 0 for UNKNOWN.
 	DecidedLook, DecidedBoots int
 }
 
 // Compared reports whether both sides have results, that is whether P and
-// DeltaPct mean anything.
-func (r Row) Compared() bool { return r.A.Boots > 0 && r.B.Boots > 0 }
+// DeltaPct mean anything. A paired row needs a complete pair.
+func (r Row) Compared() bool {
+	if r.Paired {
+		return r.Pairs > 0
+	}
+	return r.A.Boots > 0 && r.B.Boots > 0
+}
 
 // Summary describes one side of one row.
 type Summary struct {
@@ -326,6 +386,7 @@ type Summary struct {
 // Boot summarises the samples of one boot.
 type Boot struct {
 	ID      string  // value of the boot key
+	Pair    string  // value of the pair key; empty in an unpaired report
 	Median  float64 // median of the boot's samples: the unit of the statistics
 	Samples int
 	// Spread is the boot's relative range (max-min)/median; 0 with a single
@@ -355,14 +416,17 @@ type key struct{ bench, unit string }
 type group struct {
 	boots   []string             // boot IDs in order of first appearance
 	samples map[string][]float64 // by boot ID
+	pairs   map[string]string    // pair by boot ID, in a paired report
 }
 
-func (g *group) add(boot string, v float64) {
+func (g *group) add(boot, pair string, v float64) {
 	if g.samples == nil {
 		g.samples = make(map[string][]float64)
+		g.pairs = make(map[string]string)
 	}
 	if _, ok := g.samples[boot]; !ok {
 		g.boots = append(g.boots, boot)
+		g.pairs[boot] = pair
 	}
 	g.samples[boot] = append(g.samples[boot], v)
 }
@@ -371,10 +435,18 @@ func (g *group) add(boot string, v float64) {
 // carry the side and boot configuration keys; every value of a result is used,
 // grouped by benchmark name and unit, so units are never mixed.
 //
+// If every result also carries the pair key, the report is paired (see
+// "Pairs" in the package documentation): each row matches A's boot and B's
+// boot of the same pair, leaves incomplete pairs out with a note, and tests
+// the pairs' changes ln(B/A) of the per-boot medians with the signed-rank
+// test. The sides' summaries (Row.A, Row.B) are the same as without pairs.
+//
 // Build returns an error when the input cannot be compared at all: no
 // results, a result without side or boot, a side with no results, or one side
-// labelled with two kernels. A benchmark found on one side only gets a row
-// with a note.
+// labelled with two kernels; and for pairs: some results with a pair key and
+// some without, a boot in two pairs, two boots of one side in one pair, or a
+// previous look (Options.Previous) of the other kind. A benchmark found on
+// one side only gets a row with a note.
 func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -393,6 +465,7 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 	var order []key
 	groups := map[key]*[2]group{}
 	var seen [2]bool
+	var pb pairBook
 	for _, res := range results {
 		side, err := sideOf(res)
 		if err != nil {
@@ -414,6 +487,10 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 			return nil, fmt.Errorf("compare: %s: result has no %q key (samples must be grouped by boot; write a %q line before each boot's results)",
 				pos(res), KeyBoot, KeyBoot+": N")
 		}
+		pair := res.GetConfig(KeyPair)
+		if err := pb.add(res, side, boot, pair); err != nil {
+			return nil, err
+		}
 		seen[side] = true
 		for _, v := range res.Values {
 			k := key{res.Name.String(), v.Unit}
@@ -423,8 +500,16 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 				groups[k] = g
 				order = append(order, k)
 			}
-			g[side].add(boot, v.Value)
+			g[side].add(boot, pair, v.Value)
 		}
+	}
+	if err := pb.check(len(results)); err != nil {
+		return nil, err
+	}
+	rep.Paired = pb.paired > 0
+	if p := opts.Previous; p != nil && p.Paired != rep.Paired {
+		return nil, fmt.Errorf("compare: the previous look was %s, these results are %s (a run is paired or not from its first look)",
+			pairedName(p.Paired), pairedName(rep.Paired))
 	}
 	for i, info := range []SideInfo{rep.A, rep.B} {
 		if !seen[i] {
@@ -463,7 +548,7 @@ func pos(res *benchfmt.Result) string {
 
 func buildRow(k key, g *[2]group, rep *Report, opts Options) Row {
 	thr := benchmath.Thresholds{CompareAlpha: opts.Alpha}
-	row := Row{Benchmark: k.bench, Unit: k.unit, P: 1, PEffect: 1, PAdj: 1, PSame: 1}
+	row := Row{Benchmark: k.bench, Unit: k.unit, P: 1, PEffect: 1, PAdj: 1, PSame: 1, Paired: rep.Paired}
 	var samples [2]*benchmath.Sample
 	for i, sum := range []*Summary{&row.A, &row.B} {
 		if len(g[i].boots) == 0 {
@@ -480,6 +565,10 @@ func buildRow(k key, g *[2]group, rep *Report, opts Options) Row {
 		return row
 	case samples[1] == nil:
 		row.addNote(fmt.Sprintf("only on side %s: not compared", rep.A.Label()))
+		return row
+	}
+	if row.Paired {
+		pairedRow(&row, opts)
 		return row
 	}
 	if row.A.Center != 0 {
@@ -512,7 +601,7 @@ func summarise(g *group, thr *benchmath.Thresholds, confidence float64) (Summary
 	var spreads []float64
 	for _, id := range g.boots {
 		vs := g.samples[id]
-		b := Boot{ID: id, Median: median(vs), Samples: len(vs), Min: slices.Min(vs), Max: slices.Max(vs)}
+		b := Boot{ID: id, Pair: g.pairs[id], Median: median(vs), Samples: len(vs), Min: slices.Min(vs), Max: slices.Max(vs)}
 		if len(vs) > 1 && b.Median != 0 {
 			b.Spread = (slices.Max(vs) - slices.Min(vs)) / math.Abs(b.Median)
 			spreads = append(spreads, b.Spread)

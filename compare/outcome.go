@@ -209,10 +209,15 @@ func (r *Report) Instructions() bool {
 //	LPMTrie/op=lookup/keys=random/entries=10000: -21.7% insn/op (better), DIFFERENT, p=0.008, 4+4 boots
 //
 // For a control the direction reads "(control moved)". For rows not
-// compared it says on which side the benchmark ran.
+// compared it says on which side the benchmark ran. A paired row ends in its
+// pairs ("8 pairs") instead of its boots.
 func (r Row) Headline() string {
 	if !r.Compared() {
-		return fmt.Sprintf("%s: %v, ran on one side only, %d+%d boots", r.Benchmark, r.Verdict, r.A.Boots, r.B.Boots)
+		why := "ran on one side only"
+		if r.Paired && r.A.Boots > 0 && r.B.Boots > 0 {
+			why = "no complete pair"
+		}
+		return fmt.Sprintf("%s: %v, %s, %d+%d boots", r.Benchmark, r.Verdict, why, r.A.Boots, r.B.Boots)
 	}
 	dir := ""
 	switch {
@@ -223,8 +228,22 @@ func (r Row) Headline() string {
 	case r.Verdict == Different:
 		dir = " (better)"
 	}
-	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %d+%d boots", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, FormatP(r.P), r.A.Boots, r.B.Boots)
+	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %s", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, FormatP(r.P), r.BootsLabel())
 }
+
+// BootsLabel counts the row's units for reports: "6+6 boots", or in a
+// paired row the complete pairs, "8 pairs".
+func (r Row) BootsLabel() string {
+	if r.Paired {
+		return plural(r.Pairs, "pair")
+	}
+	return fmt.Sprintf("%d+%d boots", r.A.Boots, r.B.Boots)
+}
+
+// PairedExplanation says in one line what a paired report's design is and
+// which test it uses. Reports print it whenever Report.Paired is set.
+const PairedExplanation = "paired: boots ran in pairs, one A and one B alive at once on one host CPU, taking samples in turn; " +
+	"tests are Wilcoxon signed-rank on per-pair log(B/A)"
 
 // FormatDelta formats a change in percent with its sign and three
 // significant digits at most: "-21.7%", "+0.31%", "+0.03%".
@@ -253,7 +272,7 @@ func FormatP(p float64) string {
 func (r *Report) VerdictRule() string {
 	look := fmt.Sprintf("look %d", r.Look.Number)
 	if r.Look.MaxBoots > 0 {
-		look += fmt.Sprintf(" of ≤%d boots per side", r.Look.MaxBoots)
+		look += fmt.Sprintf(" of ≤%d %s", r.Look.MaxBoots, perSide(r.Paired))
 	}
 	return fmt.Sprintf("verdict (%s): DIFFERENT = significant at α=%v over all rows and looks, and shown beyond ±%s; SAME = shown within ±%s; else UNKNOWN",
 		look, r.Alpha, pct(r.MinEffect), pct(r.MinEffect))

@@ -23,11 +23,22 @@ import (
 //
 // Values are scaled with SI prefixes as benchstat does; note that benchfmt
 // reads "ns/op" as "sec/op", so 630 ns/op prints as "630.0n" sec/op.
+//
+// A paired report says so first (PairedExplanation); its change column is
+// the median change of the pairs and its n column counts complete pairs.
 func (r *Report) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "boots are the unit: each boot counts once, as the median of its samples\n")
-	fmt.Fprintf(bw, "centre = median over boots ± %s%% confidence interval; in-boot = median over boots of (max-min)/median; α=%v\n",
-		strconv.FormatFloat(100*r.Confidence, 'g', 4, 64), r.Alpha)
+	conf := strconv.FormatFloat(100*r.Confidence, 'g', 4, 64)
+	if r.Paired {
+		fmt.Fprintf(bw, "%s\n", PairedExplanation)
+		fmt.Fprintf(bw, "pairs are the unit: each boot counts as the median of its samples; vs A = median over pairs of B/A − 1; n = complete pairs\n")
+		fmt.Fprintf(bw, "centre = median over a side's boots ± %s%% confidence interval (moves with host state, which the pairs cancel); in-boot = median over boots of (max-min)/median; α=%v\n",
+			conf, r.Alpha)
+	} else {
+		fmt.Fprintf(bw, "boots are the unit: each boot counts once, as the median of its samples\n")
+		fmt.Fprintf(bw, "centre = median over boots ± %s%% confidence interval; in-boot = median over boots of (max-min)/median; α=%v\n",
+			conf, r.Alpha)
+	}
 	fmt.Fprintf(bw, "%s\n", r.VerdictRule())
 	var units []string
 	for _, row := range r.Rows {
@@ -190,11 +201,18 @@ func formatRow(row Row) [numCols]string {
 	side(row.A, colACenter, colACI, colASpread)
 	side(row.B, colBCenter, colBCI, colBSpread)
 	c[colN] = fmt.Sprintf("n=%d+%d", row.A.Boots, row.B.Boots)
+	if row.Paired {
+		c[colN] = "n=" + plural(row.Pairs, "pair")
+	}
 	c[colVerdict] = row.Verdict.String()
 	if !row.Compared() {
 		return c
 	}
 	switch {
+	case row.Paired && row.DeltaPct == 0:
+		c[colDelta] = "0.00%"
+	case row.Paired:
+		c[colDelta] = fmt.Sprintf("%+.2f%%", row.DeltaPct)
 	case row.A.Center == row.B.Center:
 		c[colDelta] = "0.00%"
 	case row.A.Center == 0:

@@ -62,11 +62,14 @@ type Look struct {
 	// Number counts the looks of the run from 1.
 	Number int
 	// Boots is the number of boots per side this look counts: the smaller
-	// side's, taken over the compared rows.
+	// side's, taken over the compared rows. In a paired report it is the
+	// number of pairs: the smallest count of complete pairs of a tested row.
 	Boots int
-	// MaxBoots is the run's cap of boots per side; 0 for a fixed-size
-	// comparison, a single look that may use all of α.
+	// MaxBoots is the run's cap of boots per side (of pairs, when paired);
+	// 0 for a fixed-size comparison, a single look that may use all of α.
 	MaxBoots int
+	// Paired is Report.Paired: a run keeps it from look to look.
+	Paired bool
 	// History lists Boots of every look of the run so far, this one last.
 	History []int
 	// DifferentLevel is the family-wise level of DIFFERENT claims at this
@@ -90,7 +93,7 @@ type Decision struct {
 	Benchmark, Unit string
 	Verdict         Verdict
 	Look            int // the Look.Number that decided
-	Boots           int // boots per side at that look
+	Boots           int // boots per side (pairs, when paired) at that look
 }
 
 // spentBy returns how much of alpha a run may have spent once n of max boots
@@ -142,7 +145,8 @@ func minBoots(level float64, twoSided bool) int {
 // that starts at same can stop at once when nothing changed. It returns 0 for
 // a verdict that needs more than 50 boots.
 //
-// For α=0.05, MaxBoots=10 and 4 rows: SAME at 4, DIFFERENT at 6.
+// For α=0.05, MaxBoots=10 and 4 rows: SAME at 4, DIFFERENT at 6. A paired
+// run needs more: see MinPairsToDecide.
 func MinBootsToDecide(opts Options, rows int) (same, different int, err error) {
 	opts, err = opts.withDefaults()
 	if err != nil {
@@ -163,7 +167,8 @@ func MinBootsToDecide(opts Options, rows int) (same, different int, err error) {
 
 // decide sets the look, the verdicts and the verdict notes of rep's rows.
 func decide(rep *Report, opts Options) {
-	look := Look{Number: 1, MaxBoots: opts.MaxBoots}
+	paired := rep.Paired
+	look := Look{Number: 1, MaxBoots: opts.MaxBoots, Paired: paired}
 	var prevD, prevS float64
 	decided := map[key]Decision{}
 	if p := opts.Previous; p != nil {
@@ -178,6 +183,7 @@ func decide(rep *Report, opts Options) {
 	// The rows that enter the tests, and the look's boots.
 	var tested []*Row
 	bootsA, bootsB := 0, 0
+	pairs := -1
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
 		row.Control = isControl(row.Benchmark, opts.Controls)
@@ -194,8 +200,14 @@ func decide(rep *Report, opts Options) {
 			continue
 		}
 		tested = append(tested, row)
+		if pairs < 0 || row.Pairs < pairs {
+			pairs = row.Pairs
+		}
 	}
 	look.Boots = min(bootsA, bootsB)
+	if paired {
+		look.Boots = max(pairs, 0)
+	}
 	look.History = append(look.History, look.Boots)
 
 	allowed := spentBy(rep.Alpha, look.Boots, opts.MaxBoots)
@@ -204,8 +216,8 @@ func decide(rep *Report, opts Options) {
 	m := float64(len(tested))
 	reachD, reachS := false, false
 	for _, row := range tested {
-		reachD = reachD || atMost(uMinP(row.A.Boots, row.B.Boots, true), look.DifferentLevel/m)
-		reachS = reachS || atMost(uMinP(row.A.Boots, row.B.Boots, false), look.SameLevel)
+		reachD = reachD || atMost(row.minP(true), look.DifferentLevel/m)
+		reachS = reachS || atMost(row.minP(false), look.SameLevel)
 	}
 	look.DifferentSpent, look.SameSpent = prevD, prevS
 	if reachD {
@@ -217,14 +229,19 @@ func decide(rep *Report, opts Options) {
 	rep.Look = look
 
 	for _, row := range tested {
-		row.PEffect = effectP(row.A.medians(), row.B.medians(), row.DeltaPct, opts.MinEffect)
+		if paired {
+			d, _ := pairChanges(row.A, row.B)
+			row.PEffect = pairedEffectP(d, row.DeltaPct, opts.MinEffect)
+		} else {
+			row.PEffect = effectP(row.A.medians(), row.B.medians(), row.DeltaPct, opts.MinEffect)
+		}
 	}
 	holm(tested)
 	for _, row := range tested {
 		k := key{row.Benchmark, row.Unit}
 		if d, ok := decided[k]; ok {
 			row.Verdict, row.DecidedLook, row.DecidedBoots = d.Verdict, d.Look, d.Boots
-			row.addNote(fmt.Sprintf("%v since look %d at %d boots per side (verdicts are final)", d.Verdict, d.Look, d.Boots))
+			row.addNote(fmt.Sprintf("%v since look %d at %d %s (verdicts are final)", d.Verdict, d.Look, d.Boots, perSide(paired)))
 			continue
 		}
 		decideRow(row, rep, opts, len(tested), reachD, reachS)
@@ -272,6 +289,11 @@ func checkDrift(rep *Report) {
 			continue
 		}
 		move := math.Abs(c.B.Center - c.A.Center)
+		if c.Paired {
+			// The sides' centres move with host state; the pairs'
+			// median change does not.
+			move = math.Abs(c.A.Center * c.DeltaPct / 100)
+		}
 		var smallest *Row
 		for j := range rep.Rows {
 			r := &rep.Rows[j]
@@ -366,8 +388,12 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 		return
 	}
 
-	a, b := row.A.medians(), row.B.medians()
-	row.PSame = equivalenceP(a, b, opts.MinEffect)
+	if row.Paired {
+		d, _ := pairChanges(row.A, row.B)
+		row.PSame = pairedEquivalenceP(d, opts.MinEffect)
+	} else {
+		row.PSame = equivalenceP(row.A.medians(), row.B.medians(), opts.MinEffect)
+	}
 	if reachS && atMost(row.PSame, look.SameLevel) {
 		row.Verdict = Same
 		if row.Significant {
@@ -384,9 +410,13 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 		row.addNote(fmt.Sprintf("p=%.3f is not significant once corrected for %s and %s (Holm-adjusted p=%.3g > level %.3g)",
 			row.P, plural(m, "row"), plural(look.Number, "look"), row.PAdj, look.DifferentLevel))
 	}
-	if minP := uMinP(row.A.Boots, row.B.Boots, true); !atMost(minP, look.DifferentLevel/float64(m)) {
-		row.addNote(fmt.Sprintf("DIFFERENT out of reach at %d+%d boots (smallest possible p %.2g > level %.2g: α=%v shared by %s and the looks)",
-			row.A.Boots, row.B.Boots, minP, look.DifferentLevel/float64(m), rep.Alpha, plural(m, "row")))
+	if minP := row.minP(true); !atMost(minP, look.DifferentLevel/float64(m)) {
+		at := fmt.Sprintf("%d+%d boots", row.A.Boots, row.B.Boots)
+		if row.Paired {
+			at = plural(row.Pairs, "pair")
+		}
+		row.addNote(fmt.Sprintf("DIFFERENT out of reach at %s (smallest possible p %.2g > level %.2g: α=%v shared by %s and the looks)",
+			at, minP, look.DifferentLevel/float64(m), rep.Alpha, plural(m, "row")))
 	}
 	row.NeedFor, row.BootsNeeded = bootsNeeded(row, rep.Alpha, opts.MinEffect, m)
 	// Say what the boots would decide: the estimate assumes the observed
@@ -397,12 +427,31 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 	}
 	switch {
 	case row.BootsNeeded > maxNeeded:
-		row.addNote(fmt.Sprintf("%s would need more than %d boots per side at this spread", claim, maxNeeded))
+		row.addNote(fmt.Sprintf("%s would need more than %d %s at this spread", claim, maxNeeded, perSide(row.Paired)))
 	case row.BootsNeeded > 0:
-		row.addNote(fmt.Sprintf("%s would need ~%d boots per side at this spread", claim, row.BootsNeeded))
+		row.addNote(fmt.Sprintf("%s would need ~%d %s at this spread", claim, row.BootsNeeded, perSide(row.Paired)))
+	case row.Paired:
+		row.addNote("too few pairs to estimate the spread of the pairs' changes")
 	default:
 		row.addNote("too few boots to estimate the spread between boots")
 	}
+}
+
+// perSide names the units of a count: boots per side, or pairs.
+func perSide(paired bool) string {
+	if paired {
+		return "pairs"
+	}
+	return "boots per side"
+}
+
+// minP returns the smallest p-value the row's test can give at its boots
+// (pairs, when paired): two-sided or one-sided.
+func (r *Row) minP(twoSided bool) float64 {
+	if r.Paired {
+		return signedRankMinP(r.Pairs, twoSided)
+	}
+	return uMinP(r.A.Boots, r.B.Boots, twoSided)
 }
 
 // maxNeeded caps the estimate of boots needed: past it the number says
@@ -440,7 +489,12 @@ func equivalenceP(a, b []float64, eff float64) float64 {
 // an adaptive run has spent part of it already, so take the number as a
 // lower bound. It is floored at the boots the discrete test needs at all.
 // It returns 0 when the spread cannot be estimated (one boot per side).
+// A paired row is estimated in pairs (pairsNeeded).
 func bootsNeeded(row *Row, alpha, eff float64, m int) (Verdict, int) {
+	if row.Paired {
+		d, _ := pairChanges(row.A, row.B)
+		return pairsNeeded(d, row.DeltaPct, alpha, eff, m)
+	}
 	a, b := row.A.medians(), row.B.medians()
 	df := len(a) + len(b) - 2
 	if df < 1 || len(a) < 1 || len(b) < 1 {
@@ -448,7 +502,14 @@ func bootsNeeded(row *Row, alpha, eff float64, m int) (Verdict, int) {
 	}
 	ss := sumSquares(a) + sumSquares(b)
 	sigma := math.Sqrt(ss/float64(df)) / row.A.Center
-	d := math.Abs(row.DeltaPct / 100)
+	return unitsNeeded(sigma, 2, row.DeltaPct, alpha, eff, m, minBoots)
+}
+
+// unitsNeeded is the power calculation of bootsNeeded and pairsNeeded:
+// factor·(z₁+z₂)²·(σ/gap)²·π/3 units, floored at minUnits(level, twoSided),
+// the units the discrete test needs at all.
+func unitsNeeded(sigma, factor, deltaPct, alpha, eff float64, m int, minUnits func(level float64, twoSided bool) int) (Verdict, int) {
+	d := math.Abs(deltaPct / 100)
 	zPower := stats.StdNormal.InvCDF(0.8)
 	var v Verdict
 	var z, gap float64
@@ -456,10 +517,10 @@ func bootsNeeded(row *Row, alpha, eff float64, m int) (Verdict, int) {
 	if d > eff {
 		v, gap = Different, d
 		level := alpha / float64(max(m, 1))
-		z, floor = stats.StdNormal.InvCDF(1-level/2), minBoots(level, true)
+		z, floor = stats.StdNormal.InvCDF(1-level/2), minUnits(level, true)
 	} else {
 		v, gap = Same, eff-d
-		z, floor = stats.StdNormal.InvCDF(1-alpha), minBoots(alpha, false)
+		z, floor = stats.StdNormal.InvCDF(1-alpha), minUnits(alpha, false)
 	}
 	if floor == 0 {
 		floor = maxBoots + 1
@@ -467,7 +528,7 @@ func bootsNeeded(row *Row, alpha, eff float64, m int) (Verdict, int) {
 	if gap <= 0 {
 		return v, maxNeeded + 1
 	}
-	n := 2 * (z + zPower) * (z + zPower) * (sigma / gap) * (sigma / gap) * math.Pi / 3
+	n := factor * (z + zPower) * (z + zPower) * (sigma / gap) * (sigma / gap) * math.Pi / 3
 	if n > maxNeeded {
 		return v, maxNeeded + 1
 	}
