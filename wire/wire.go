@@ -57,7 +57,15 @@ const (
 	KeyInfo = "lpmbisect-info"
 	// KeyEnd is the trailer: records=N sha256=HEX.
 	KeyEnd = "lpmbisect-end"
+	// KeyReady is written by a paced guest (see Go) when it stops before the
+	// next step of its run plan; the text is the step's number, from 1.
+	KeyReady = "lpmbisect-ready"
 )
+
+// Go is what the host sends a paced guest, on the results channel, to let it
+// take its next step. A paced guest reads up to and including the newline
+// and ignores the rest of the line.
+const Go = "go\n"
 
 const notePrefix = "lpmbisect-"
 
@@ -135,7 +143,8 @@ type Stream struct {
 	// Results are the parsed benchmark results, in order, with lpmbisect
 	// notes removed from their configuration.
 	Results []*benchfmt.Result
-	// Notes are the lpmbisect notes (not including the trailer).
+	// Notes are the lpmbisect notes (not including the trailer and the
+	// ready notes of a paced guest).
 	Notes []Note
 	// Config holds the last value of each configuration key seen.
 	Config map[string]string
@@ -174,7 +183,9 @@ func Decode(data []byte) *Stream {
 		sum.Write(bytes.ReplaceAll(line, []byte("\r"), nil))
 		if bytes.HasPrefix(clean, []byte(notePrefix)) {
 			if k, v, ok := strings.Cut(string(clean), ":"); ok {
-				s.Notes = append(s.Notes, Note{Key: k, Text: strings.TrimSpace(v)})
+				if k != KeyReady { // pacing, not information
+					s.Notes = append(s.Notes, Note{Key: k, Text: strings.TrimSpace(v)})
+				}
 				continue
 			}
 		}

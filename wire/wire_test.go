@@ -97,3 +97,27 @@ func TestDecodeCountsGarbage(t *testing.T) {
 		t.Errorf("Decode(garbage) kept %d results; want 1", len(s.Results))
 	}
 }
+
+func TestDecodeDropsReadyNotes(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for i := 1; i <= 2; i++ {
+		if err := w.Note(KeyReady, strings.Repeat("1", i)); err != nil {
+			t.Fatal(err)
+		}
+		r := &benchfmt.Result{Name: []byte("LPMTrie/op=noop"), Iters: 1, Values: []benchfmt.Value{{Value: 7, Unit: "ns/op"}}}
+		if err := w.Result(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	s := Decode(buf.Bytes())
+	if !s.Complete || len(s.Results) != 2 {
+		t.Fatalf("Decode(paced stream) = complete %v (%s), %d results; want complete with 2", s.Complete, s.Problem, len(s.Results))
+	}
+	if len(s.Notes) != 0 {
+		t.Errorf("Notes = %+v; want ready notes left out", s.Notes)
+	}
+}
