@@ -43,6 +43,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/perf/benchfmt"
@@ -302,6 +303,18 @@ type Reporter struct {
 	Logf func(format string, args ...any)
 	// Info records an info note. Nil writes it to Out at once.
 	Info func(text string)
+	// Gate, when set, is called before every step: the start of each
+	// benchmark (before its probes and set-up) and each sample after the
+	// first. Every benchmark takes Params.Samples steps whatever happens to
+	// it (unsupported, failed), so two guests running the same plan stay in
+	// step. An error means the output is broken.
+	Gate func() error
+	// Settle is how long to wait before the start gate of every benchmark
+	// but the first: what the previous one left to the kernel's background
+	// work (freeing its maps and programs on a workqueue) then runs while
+	// this guest's step still lasts, and not during another guest's step.
+	Settle time.Duration
+	ran    bool // a benchmark has run: the next one settles first
 }
 
 // errOutput marks an error writing to Out: it stops RunAll.
@@ -346,8 +359,47 @@ func (rep *Reporter) note(key, text string) error {
 	return nil
 }
 
-// run probes and runs one benchmark. It returns only output errors.
-func (rep *Reporter) run(b *Benchmark, p Params) (err error) {
+// run gates, probes and runs one benchmark. It returns only output errors.
+func (rep *Reporter) run(b *Benchmark, p Params) error {
+	if rep.Gate == nil {
+		return rep.runBenchmark(b, p, func(int) error { return nil })
+	}
+	if rep.ran {
+		time.Sleep(rep.Settle)
+	}
+	rep.ran = true
+	steps := 0
+	step := func() error {
+		steps++
+		if err := rep.Gate(); err != nil {
+			return errOutput{err}
+		}
+		return nil
+	}
+	if err := step(); err != nil {
+		return err
+	}
+	err := rep.runBenchmark(b, p, func(taken int) error {
+		if taken < p.Samples {
+			return step()
+		}
+		return nil
+	})
+	var oerr errOutput
+	if errors.As(err, &oerr) {
+		return err
+	}
+	for steps < p.Samples {
+		if gerr := step(); gerr != nil {
+			return errors.Join(err, gerr)
+		}
+	}
+	return err
+}
+
+// runBenchmark probes and runs one benchmark; after the nth sample is
+// reported it calls next(n). It returns only output errors.
+func (rep *Reporter) runBenchmark(b *Benchmark, p Params, next func(taken int) error) (err error) {
 	name := "Benchmark" + b.FullName(p)
 	for _, req := range append([]Requirement{BPFSyscall}, b.Requires...) {
 		perr := req.Probe()
@@ -377,7 +429,7 @@ func (rep *Reporter) run(b *Benchmark, p Params) (err error) {
 			}
 			samples++
 			rep.logf("%s sample %d: %d ops, %.2f %s", name, samples, s.Ops, s.PerOp(), p.Clock.Unit())
-			return nil
+			return next(samples)
 		},
 	}
 	defer func() {

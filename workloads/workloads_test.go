@@ -262,3 +262,55 @@ func TestRunAllWire(t *testing.T) {
 		t.Errorf("infos = %q; want [%q]", infos, want)
 	}
 }
+
+// TestRunAllGates checks that a paced guest takes the same number of steps
+// for every benchmark, whatever happens to it, so two guests running one
+// plan stay in step, and that the gate comes before each step's work.
+func TestRunAllGates(t *testing.T) {
+	notSupported := fmt.Errorf("magic: %w", ebpf.ErrNotSupported)
+	benches := []*Benchmark{
+		fakeBench("Missing", notSupported, samples(3, Sample{Ops: 1, Elapsed: 1})),
+		fakeBench("RunFails", nil, func(r *Run) error { return errors.New("lookup missed") }),
+		fakeBench("TooFew", nil, samples(1, Sample{Ops: 3, Elapsed: 3})),
+		fakeBench("Good", nil, samples(3, Sample{Ops: 3, Elapsed: 1000})),
+	}
+	out := &recorder{}
+	rep := &Reporter{Out: out, Gate: func() error { out.lines = append(out.lines, "gate"); return nil }}
+	if err := rep.RunAll(benches, Params{Samples: 3, Rounds: 1}); err != nil {
+		t.Fatalf("RunAll() = %v; want nil", err)
+	}
+	var shape []string
+	for _, l := range out.lines {
+		switch {
+		case l == "gate":
+			shape = append(shape, "G")
+		case strings.HasPrefix(l, "Benchmark"):
+			shape = append(shape, "s")
+		default:
+			shape = append(shape, "n")
+		}
+	}
+	// Missing: gate, note, two padding gates; RunFails: gate, note, two
+	// padding; TooFew: gate, sample, gate (after sample 1), note, one
+	// padding gate; Good: gate, sample, gate, sample, gate, sample.
+	want := "G n G G G n G G G s G n G G s G s G s"
+	if got := strings.Join(shape, " "); got != want {
+		t.Errorf("RunAll() with a gate took steps\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestRunAllGateErrorStops(t *testing.T) {
+	ran := 0
+	count := func(r *Run) error { ran++; return samples(2, Sample{Ops: 1, Elapsed: 1})(r) }
+	gates := 0
+	rep := &Reporter{Out: &recorder{}, Gate: func() error {
+		if gates++; gates == 2 {
+			return errors.New("host gone")
+		}
+		return nil
+	}}
+	err := rep.RunAll([]*Benchmark{fakeBench("A", nil, count), fakeBench("B", nil, count)}, Params{Samples: 2})
+	if err == nil || ran != 1 {
+		t.Errorf("RunAll() with a failing gate = %v after %d runs; want an error after 1 run", err, ran)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Channel kinds, written as the channel config line.
@@ -108,16 +111,18 @@ func waitPort(sysDir, name string, timeout time.Duration) (string, bool) {
 	}
 }
 
-// openVirtioPort opens /dev/<dev> for writing. If devtmpfs did not create the
+// openVirtioPort opens /dev/<dev> for reading and writing. If devtmpfs did not create the
 // node, it makes one from the port's dev file in sysfs.
 func openVirtioPort(devDir, sysDir, dev string) (*channel, error) {
 	path := filepath.Join(devDir, dev)
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	// Read and write: a paced guest reads the host's go lines from the
+	// same descriptor (one descriptor, used by one goroutine in turn).
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		if merr := mknodFromSys(path, filepath.Join(sysDir, "class/virtio-ports", dev, "dev")); merr != nil {
 			return nil, fmt.Errorf("open %s: %w (and %v)", path, err, merr)
 		}
-		fd, err = unix.Open(path, unix.O_WRONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -174,4 +179,73 @@ func makeRaw(t *unix.Termios) {
 	t.Ospeed = 115200
 	t.Cc[unix.VMIN] = 1
 	t.Cc[unix.VTIME] = 0
+}
+
+// maxGoLine bounds what the guest reads for one go: the host is trusted more
+// than the guest, but a stuck or garbled channel must not grow memory.
+const maxGoLine = 256
+
+// readLine reads up to and including the next newline, one byte at a time
+// (the channel has no buffer to read ahead into), keeping at most maxGoLine
+// bytes. It returns io.EOF if the channel closed first.
+func (c *channel) readLine() (string, error) {
+	var line []byte
+	b := make([]byte, 1)
+	for {
+		n, err := unix.Read(c.readFD(), b)
+		switch {
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
+			if errors.Is(err, unix.EAGAIN) {
+				waitReadable(c.readFD())
+			}
+			continue
+		case err != nil:
+			return "", fmt.Errorf("read %s: %w", c.path, err)
+		case n == 0:
+			return "", io.EOF
+		}
+		if b[0] == '\n' {
+			return string(line), nil
+		}
+		if len(line) < maxGoLine {
+			line = append(line, b[0])
+		}
+	}
+}
+
+// readFD is the descriptor to read from: standard input when the guest runs
+// by hand and writes to standard output, else the channel itself.
+func (c *channel) readFD() int {
+	if c.kind == channelStdout {
+		return 0
+	}
+	return c.fd
+}
+
+func waitReadable(fd int) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		if _, err := unix.Poll(fds, 1000); !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+// gate paces a guest: before each step it writes a ready note with the
+// step's number and waits for the host's go line.
+type gate struct {
+	w    interface{ Note(key, text string) error }
+	ch   *channel
+	step int
+}
+
+func (g *gate) wait() error {
+	g.step++
+	if err := g.w.Note(wire.KeyReady, strconv.Itoa(g.step)); err != nil {
+		return err
+	}
+	if _, err := g.ch.readLine(); err != nil {
+		return fmt.Errorf("wait for the host before step %d: %w", g.step, err)
+	}
+	return nil
 }

@@ -24,6 +24,8 @@ const (
 	paramAccel        = "lpmbisect.accel" // kvm | tcg | icount: the accel config line
 	paramPort         = "lpmbisect.port"  // virtio-serial port name [wire.PortName]
 	paramFault        = "lpmbisect.fault" // TEST-ONLY: misbehave after the first result
+	// 1: stop before every step and wait for the host's go (see wire.Go)
+	paramPaced = "lpmbisect.paced"
 )
 
 const defaultBench = workloads.DefaultBench
@@ -59,6 +61,7 @@ type config struct {
 	accel  string // "" when the host did not say
 	port   string
 	fault  string // "" for a normal boot
+	paced  bool   // wait for the host's go before every step
 	// unknown lists lpmbisect.* parameters this guest does not know.
 	unknown []string
 }
@@ -111,6 +114,10 @@ func parseCmdline(cmdline string) (config, error) {
 				err = fmt.Errorf("not a port name")
 			}
 			c.port = val
+		case paramPaced:
+			var n int
+			n, err = parseInt(val, 0, 1)
+			c.paced = n == 1
 		case paramFault:
 			err = fmt.Errorf("want one of %s", strings.Join(faults, ", "))
 			for _, f := range faults {
