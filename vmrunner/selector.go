@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,10 +46,12 @@ func (s *Selector) Accel() Accel {
 	return s.decided
 }
 
-// Boot boots cfg (whose Accel is ignored) with the selected accelerator.
+// Boot boots cfg (whose Accel is ignored) with the selected accelerator. It
+// may be called from several goroutines at once (the two VMs of a pair):
+// while Auto is unresolved, the first call decides and the others wait, but
+// only until the deciding guest has shown that it runs (its kernel banner),
+// not until its boot ends.
 func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch s.Requested {
 	case TCG, Icount:
 		cfg.Accel = s.Requested
@@ -66,9 +69,11 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	// Auto.
+	s.mu.Lock()
 	if s.decided != "" {
 		cfg.Accel = s.decided
-		if s.decided == KVM {
+		s.mu.Unlock()
+		if cfg.Accel == KVM {
 			cfg.StartDeadline = KVMProbeDeadline
 		}
 		return Boot(ctx, cfg)
@@ -76,21 +81,36 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 	if ok, why := kvmUsable(); !ok {
 		s.decided = TCG
 		s.say("lpmbisect: accel auto: using TCG (no usable /dev/kvm: %s)", why)
+		s.mu.Unlock()
 		cfg.Accel = TCG
 		return Boot(ctx, cfg)
 	}
-	cfg.Accel, cfg.StartDeadline = KVM, KVMProbeDeadline
-	r, err := Boot(ctx, cfg)
-	if err != nil || !kvmFailed(r) {
-		if err == nil {
-			s.decided = KVM
-			s.say("lpmbisect: accel auto: using KVM")
+	// Probe with this boot. The lock is held until the guest shows it runs
+	// under KVM, or until the boot ended and the choice is made.
+	var released atomic.Bool
+	release := func(decided Accel, format string, args ...any) {
+		if released.CompareAndSwap(false, true) {
+			s.decided = decided
+			s.say(format, args...)
+			s.mu.Unlock()
 		}
+	}
+	cfg.Accel, cfg.StartDeadline = KVM, KVMProbeDeadline
+	cfg.onKernelStart = func() { release(KVM, "lpmbisect: accel auto: using KVM") }
+	r, err := Boot(ctx, cfg)
+	switch {
+	case released.Load():
+		return r, err // decided KVM while it ran
+	case err != nil:
+		released.Store(true)
+		s.mu.Unlock() // undecided: the next boot probes again
+		return r, err
+	case !kvmFailed(r):
+		release(KVM, "lpmbisect: accel auto: using KVM")
 		return r, err
 	}
-	s.decided = TCG
-	s.say("lpmbisect: warning: /dev/kvm is present but %s; falling back to TCG", kvmFailure(r))
-	cfg.Accel, cfg.StartDeadline = TCG, 0
+	release(TCG, "lpmbisect: warning: /dev/kvm is present but %s; falling back to TCG", kvmFailure(r))
+	cfg.Accel, cfg.StartDeadline, cfg.onKernelStart = TCG, 0, nil
 	return Boot(ctx, cfg)
 }
 

@@ -25,12 +25,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -84,6 +88,21 @@ type Config struct {
 
 	Limits Limits    // zero means DefaultLimits
 	Log    io.Writer // when set, the QEMU command line is printed here
+
+	// Pace, when set, paces the guest (lpmbisect.paced=1): before each step
+	// of its run plan the guest writes a ready note and waits. Boot calls
+	// Pace from the goroutine that reads the results, with the step's number
+	// and a function that lets the guest take the step; Pace must not block.
+	// While a guest waits, its progress deadline does not run. A guest that
+	// writes ready notes while already waiting is not called again.
+	Pace func(step int, resume func())
+	// PinCPUs, when set, restricts QEMU (all its threads) to these host
+	// CPUs from its start.
+	PinCPUs []int
+
+	// onKernelStart is called once when the console shows that the kernel
+	// runs (Selector uses it to decide Auto early).
+	onKernelStart func()
 }
 
 // Result is what a boot produced.
@@ -151,31 +170,45 @@ func (c *Config) KernelCommandLine() string {
 	return strings.Join(append(args, c.KernelArgs...), " ")
 }
 
-// qemuArgs builds QEMU's arguments; chardev gives the path for each of the
-// three guest-to-host channels (console, results, fallback).
-func (c *Config) qemuArgs(chardev func(file string) string) []string {
+// pacedArg is the kernel parameter that makes the guest wait for the host
+// before each step.
+const pacedArg = "lpmbisect.paced=1"
+
+// qemuArgs builds QEMU's arguments; chardev gives the -chardev value (the
+// backend) with the given id for each of the three guest-to-host channels
+// (console, results, fallback).
+func (c *Config) qemuArgs(chardev func(id, file string) string, paced bool) []string {
 	args := []string{
 		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
 	}
 	args = append(args, c.Accel.args()...)
+	cmdline := c.KernelCommandLine()
+	if paced {
+		cmdline += " " + pacedArg
+	}
 	args = append(args,
 		"-m", strconv.Itoa(c.MemoryMB), "-smp", strconv.Itoa(c.CPUs),
 		"-kernel", c.Kernel, "-initrd", c.Initramfs,
-		"-append", c.KernelCommandLine(),
-		"-chardev", "file,id=console,path="+chardev(consoleFile), "-serial", "chardev:console",
-		"-chardev", "file,id=fallback,path="+chardev(fallbackFile), "-serial", "chardev:fallback",
+		"-append", cmdline,
+		"-chardev", chardev("console", consoleFile), "-serial", "chardev:console",
+		"-chardev", chardev("fallback", fallbackFile), "-serial", "chardev:fallback",
 		"-device", "virtio-serial-pci",
-		"-chardev", "file,id=results,path="+chardev(resultsFile),
+		"-chardev", chardev("results", resultsFile),
 		"-device", "virtserialport,chardev=results,name="+wire.PortName,
 	)
 	return args
 }
 
+func fileChardev(path func(file string) string) func(id, file string) string {
+	return func(id, file string) string { return "file,id=" + id + ",path=" + path(file) }
+}
+
 // CommandLine returns a shell command that reproduces the boot by hand,
-// writing the console and results into the run directory.
+// writing the console and results into the run directory. A paced boot is
+// reproduced unpaced: by hand nobody answers the guest.
 func (c Config) CommandLine() []string {
 	c.setDefaults()
-	return append([]string{c.QEMU}, c.qemuArgs(func(f string) string { return filepath.Join(c.RunDir, f) })...)
+	return append([]string{c.QEMU}, c.qemuArgs(fileChardev(func(f string) string { return filepath.Join(c.RunDir, f) }), false)...)
 }
 
 // Boot runs one boot to its end and returns what happened. The error is
@@ -208,26 +241,31 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer rawFile.Close()
 
-	// Three pipes: QEMU writes to fds 3, 4, 5 (opened by path in /proc).
+	// Three channels on fds 3, 4, 5: pipes QEMU writes to (opened by path
+	// in /proc), or for a paced guest, whose results channels carry the
+	// host's go lines back, connected sockets for results and fallback.
 	names := []string{consoleFile, resultsFile, fallbackFile}
+	paced := cfg.Pace != nil
 	var readers, writers []*os.File
 	defer func() {
 		for _, f := range append(readers, writers...) {
 			f.Close()
 		}
 	}()
-	for range names {
-		r, w, err := os.Pipe()
+	for _, n := range names {
+		r, w, err := channelPair(paced && n != consoleFile)
 		if err != nil {
-			return nil, fmt.Errorf("create channel pipe: %w", err)
+			return nil, fmt.Errorf("create channel %s: %w", n, err)
 		}
 		readers, writers = append(readers, r), append(writers, w)
 	}
-	fdPath := map[string]string{}
-	for i, n := range names {
-		fdPath[n] = "/proc/self/fd/" + strconv.Itoa(3+i)
-	}
-	args := cfg.qemuArgs(func(f string) string { return fdPath[f] })
+	args := cfg.qemuArgs(func(id, f string) string {
+		fd := strconv.Itoa(3 + slices.Index(names, f))
+		if paced && f != consoleFile {
+			return "socket,id=" + id + ",fd=" + fd
+		}
+		return "file,id=" + id + ",path=/proc/self/fd/" + fd
+	}, paced)
 
 	var stderr boundedBuffer
 	stderr.max = 16 << 10
@@ -240,7 +278,7 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := startPinned(cmd, cfg.PinCPUs); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.QEMU, err)
 	}
 	for _, w := range writers {
@@ -248,12 +286,12 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	writers = nil
 
-	mon := &monitor{limits: cfg.Limits, start: start}
+	mon := &monitor{limits: cfg.Limits, start: start, pace: cfg.Pace, onKernelStart: cfg.onKernelStart}
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); mon.readConsole(readers[0], logFile) }()
-	go func() { defer wg.Done(); mon.readResults(readers[1], &mon.virtio, rawFile) }()
-	go func() { defer wg.Done(); mon.readResults(readers[2], &mon.serial, rawFile) }()
+	go func() { defer wg.Done(); mon.readResults(readers[1], readers[1], &mon.virtio, rawFile) }()
+	go func() { defer wg.Done(); mon.readResults(readers[2], readers[2], &mon.serial, rawFile) }()
 
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -337,6 +375,13 @@ type monitor struct {
 	firstResultAt atomic.Int64
 	overLimit     atomic.Value // string: why the results channel is corrupt
 
+	// pace and waiting: see Config.Pace. waiting is set from a ready note
+	// until the guest is resumed.
+	pace    func(step int, resume func())
+	waiting atomic.Bool
+
+	onKernelStart func()
+
 	mu        sync.Mutex
 	panicText string
 	tail      []string // last console lines
@@ -395,8 +440,8 @@ var startMarkers = []string{"Linux version ", "Run /init", "lpmbisect-guest"}
 func (m *monitor) consoleLine(line string) {
 	if !m.kernelStarted.Load() {
 		for _, marker := range startMarkers {
-			if strings.Contains(line, marker) {
-				m.kernelStarted.Store(true)
+			if strings.Contains(line, marker) && m.kernelStarted.CompareAndSwap(false, true) && m.onKernelStart != nil {
+				m.onKernelStart()
 			}
 		}
 	}
@@ -433,11 +478,16 @@ func (m *monitor) consoleTail() string {
 	return ""
 }
 
+// readyPrefix starts the note of a paced guest that waits for the host.
+var readyPrefix = []byte(wire.KeyReady + ": ")
+
 // readResults copies a results channel into dst, enforcing the limits. Once
 // over a limit it keeps draining (so QEMU never blocks) but stores nothing.
-func (m *monitor) readResults(r io.Reader, dst *boundedBuffer, raw io.Writer) {
+// For a paced guest it recognises ready notes and answers them on back.
+func (m *monitor) readResults(r io.Reader, back io.Writer, dst *boundedBuffer, raw io.Writer) {
 	buf := make([]byte, 32<<10)
 	lineLen := 0
+	var head []byte // the start of the current line, for ready notes
 	over := false
 	for {
 		n, err := r.Read(buf)
@@ -447,6 +497,14 @@ func (m *monitor) readResults(r io.Reader, dst *boundedBuffer, raw io.Writer) {
 			if !over {
 				chunk := buf[:n]
 				for _, b := range chunk {
+					if m.pace != nil {
+						if b == '\n' {
+							m.ready(head, back)
+							head = head[:0]
+						} else if len(head) < 64 {
+							head = append(head, b)
+						}
+					}
 					if b == '\n' {
 						lineLen = 0
 					} else if lineLen++; lineLen > m.limits.MaxLine {
@@ -469,6 +527,27 @@ func (m *monitor) readResults(r io.Reader, dst *boundedBuffer, raw io.Writer) {
 			return
 		}
 	}
+}
+
+// ready handles one line of a paced guest: a ready note makes the guest
+// wait until Config.Pace resumes it, by writing wire.Go on back.
+func (m *monitor) ready(line []byte, back io.Writer) {
+	rest, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), readyPrefix)
+	if !ok {
+		return
+	}
+	step, err := strconv.Atoi(string(rest))
+	if err != nil || step < 1 || !m.waiting.CompareAndSwap(false, true) {
+		return
+	}
+	var once sync.Once
+	m.pace(step, func() {
+		once.Do(func() {
+			m.touch()
+			m.waiting.Store(false)
+			back.Write([]byte(wire.Go)) // an error means QEMU is gone; the boot ends on its own
+		})
+	})
 }
 
 func (m *monitor) markCorrupt(why string) bool {
@@ -496,6 +575,9 @@ func (m *monitor) check(cfg Config) (Outcome, string) {
 			return BootTimeout, fmt.Sprintf("no results within the boot deadline (%s)", cfg.BootDeadline)
 		}
 		return "", ""
+	}
+	if m.waiting.Load() {
+		return "", "" // waiting for the host, not stalled
 	}
 	if silent := now.Sub(time.Unix(0, m.lastActivity.Load())); silent > cfg.ProgressDeadline {
 		return Stalled, fmt.Sprintf("the guest sent nothing for %s (progress deadline)", cfg.ProgressDeadline.Round(time.Second))
@@ -540,4 +622,69 @@ func shellQuote(args []string) string {
 		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
 	}
 	return b.String()
+}
+
+// channelPair returns the host's end (r) and QEMU's end (w) of a channel: a
+// pipe, or a connected socket pair when the host writes back.
+func channelPair(duplex bool) (r, w *os.File, err error) {
+	if !duplex {
+		return os.Pipe()
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "channel"), os.NewFile(uintptr(fds[1]), "channel (QEMU)"), nil
+}
+
+// startPinned starts cmd restricted to cpus (all of them when empty). The
+// affinity is set on a locked thread that then forks, so QEMU and every
+// thread it creates inherit it from the start; the thread gets its own
+// affinity back before it is unlocked. It must live on: Pdeathsig kills
+// QEMU when the thread that started it exits.
+func startPinned(cmd *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return fmt.Errorf("read CPU affinity: %w", err)
+	}
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin to host CPUs %v: %w", cpus, err)
+	}
+	err := cmd.Start()
+	if rerr := unix.SchedSetaffinity(0, &old); rerr != nil {
+		// A thread that cannot get its affinity back must not serve
+		// other goroutines: stay locked, so it ends with this one. QEMU
+		// is then killed by Pdeathsig, and the boot fails visibly.
+		runtime.LockOSThread()
+		return errors.Join(err, fmt.Errorf("restore CPU affinity: %w", rerr))
+	}
+	return err
+}
+
+// PairCPU returns the host CPU on which to pin both VMs of a pair, so that
+// whatever state that CPU is in hits both alike: the last CPU this process
+// may run on (the first is where the system's own work tends to land).
+func PairCPU() (int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return 0, fmt.Errorf("read CPU affinity: %w", err)
+	}
+	cpu := -1
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpu = c
+		}
+	}
+	if cpu < 0 {
+		return 0, errors.New("read CPU affinity: no CPU allowed")
+	}
+	return cpu, nil
 }

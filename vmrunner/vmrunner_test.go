@@ -3,6 +3,7 @@ package vmrunner
 import (
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -185,7 +186,7 @@ func TestReadResultsLimits(t *testing.T) {
 		m := &monitor{limits: Limits{MaxLine: 100, MaxBytes: 1000}}
 		var dst boundedBuffer
 		var raw strings.Builder
-		m.readResults(strings.NewReader(c.input), &dst, &raw)
+		m.readResults(strings.NewReader(c.input), io.Discard, &dst, &raw)
 		_, corrupt := m.overLimit.Load().(string)
 		if corrupt != c.corrupt {
 			t.Errorf("readResults(%s): corrupt = %v; want %v", c.name, corrupt, c.corrupt)
@@ -193,5 +194,39 @@ func TestReadResultsLimits(t *testing.T) {
 		if dst.Len() > 1000 {
 			t.Errorf("readResults(%s) kept %d bytes; want at most 1000", c.name, dst.Len())
 		}
+	}
+}
+
+func TestReadResultsPacesReadyNotes(t *testing.T) {
+	var steps []int
+	var resumes []func()
+	m := &monitor{limits: DefaultLimits, pace: func(step int, resume func()) {
+		steps = append(steps, step)
+		resumes = append(resumes, resume)
+	}}
+	var dst boundedBuffer
+	var raw, back strings.Builder
+	input := "kernel: x\nlpmbisect-ready: 1\nlpmbisect-ready: 2\nBenchmarkX 1 2 ns/op\nlpmbisect-ready: x\n"
+	m.readResults(strings.NewReader(input), &back, &dst, &raw)
+	if !slices.Equal(steps, []int{1}) {
+		t.Fatalf("Pace called for steps %v; want [1] (a second ready while waiting is ignored)", steps)
+	}
+	if !m.waiting.Load() {
+		t.Errorf("waiting = false after a ready note; want true (no progress deadline while waiting)")
+	}
+	if out, _ := m.check(Config{ProgressDeadline: time.Nanosecond, BootDeadline: time.Hour}); out != "" {
+		t.Errorf("check while waiting = %q; want no outcome", out)
+	}
+	resumes[0]()
+	resumes[0]() // resuming twice writes one go
+	if back.String() != wire.Go {
+		t.Errorf("host wrote %q back; want one %q", back.String(), wire.Go)
+	}
+	if m.waiting.Load() {
+		t.Errorf("waiting = true after resume; want false")
+	}
+	m.readResults(strings.NewReader("lpmbisect-ready: 3\r\n"), &back, &dst, &raw)
+	if !slices.Equal(steps, []int{1, 3}) {
+		t.Errorf("Pace called for steps %v; want [1 3]", steps)
 	}
 }
