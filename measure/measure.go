@@ -38,6 +38,7 @@ const (
 	KeyBoot  = "boot"       // boot number within the side, from 1
 	KeyImage = "image"      // first 12 hex digits of the image's sha256
 	KeySeed  = "order-seed" // seed of the randomized boot order
+	KeyPair  = "pair"       // round of a paired run: its A and B boot ran side by side
 )
 
 // Side is one kernel under test.
@@ -115,6 +116,10 @@ type Plan struct {
 	// Boot boots one VM; nil means Selector.Boot. Tests inject a fake.
 	Boot        func(context.Context, vmrunner.Config) (*vmrunner.Result, error)
 	OnBootStart func(side *Side, boot, done, total int)
+	// Paired runs two sides in pairs (see runPaired): each round boots A and
+	// B at once, pinned to one host CPU, and lets them take their steps in
+	// turn. Boots, MaxBoots and More then count complete pairs.
+	Paired bool
 }
 
 // BootReport describes one finished boot.
@@ -133,6 +138,8 @@ type Summary struct {
 	Accels []string       // accelerators the completed boots ran under
 	Failed []BootReport
 	Notes  []wire.Note // distinct notes (unsupported benchmarks, …)
+	Pairs  int         // complete pairs of a paired run
+	Steps  int         // steps the guests of a paired run took in turn
 }
 
 // ErrNoResults is wrapped by Run's error when a kernel booted but none of
@@ -155,12 +162,16 @@ func Run(ctx context.Context, p Plan) (*Summary, error) {
 	if p.Boot == nil {
 		p.Boot = p.Selector.Boot
 	}
-	sum := &Summary{OK: map[string]int{}}
-	failed := map[string]int{}
-	seenNote := map[wire.Note]bool{}
+	if p.Paired {
+		if len(p.Sides) != 2 {
+			return &Summary{OK: map[string]int{}}, fmt.Errorf("a paired run needs two kernels, not %d", len(p.Sides))
+		}
+		return runPaired(ctx, p)
+	}
+	st := newRunState()
+	sum := st.sum
 	target := p.Boots
-	total := target * len(p.Sides)
-	done := 0
+	st.total = target * len(p.Sides)
 	order := rand.New(rand.NewPCG(p.Seed, 0x6c706d62)) // "lpmb"
 	for {
 		if sum.minOK(p.Sides) >= target {
@@ -168,7 +179,7 @@ func Run(ctx context.Context, p Plan) (*Summary, error) {
 				break
 			}
 			target++
-			total = target * len(p.Sides)
+			st.total = target * len(p.Sides)
 		}
 		sides := append([]*Side(nil), p.Sides...)
 		order.Shuffle(len(sides), func(i, j int) { sides[i], sides[j] = sides[j], sides[i] })
@@ -179,64 +190,98 @@ func Run(ctx context.Context, p Plan) (*Summary, error) {
 			if err := ctx.Err(); err != nil {
 				return sum, context.Cause(ctx)
 			}
-			boot := sum.OK[s.Name] + failed[s.Name] + 1
+			boot := st.nextBoot(s)
 			if p.OnBootStart != nil {
-				p.OnBootStart(s, boot, done, total)
+				p.OnBootStart(s, boot, st.done, st.total)
 			}
-			cfg := p.VM
-			cfg.Kernel, cfg.Initramfs = s.Kernel.Image, s.Image.Path
-			cfg.KernelArgs = append(append([]string(nil), p.GuestArgs...), "lpmbisect.accel="+string(accelFor(p.Selector)))
-			cfg.RunDir = filepath.Join(p.RunDir, fmt.Sprintf("%s-%02d", s.Name, boot))
+			cfg := bootConfig(p, s, boot)
 			r, err := p.Boot(ctx, cfg)
 			if err != nil {
 				return sum, err
 			}
-			rep := BootReport{Side: s, Boot: boot, Result: r, Total: total}
-			if r.Outcome == vmrunner.OK {
-				n, err := writeResults(p.Results, s, boot, p.Seed, r)
-				if err != nil {
-					return sum, err
-				}
-				rep.Written = n
-				sum.OK[s.Name]++
-				if !slices.Contains(sum.Accels, string(r.Accel)) {
-					sum.Accels = append(sum.Accels, string(r.Accel))
-				}
-				done++
-				for _, n := range r.Stream.Notes {
-					if !seenNote[n] && n.Key != wire.KeyInfo {
-						seenNote[n] = true
-						sum.Notes = append(sum.Notes, n)
-					}
-				}
-				if n == 0 {
-					if p.OnBoot != nil {
-						rep.Done = done
-						p.OnBoot(rep)
-					}
-					return sum, fmt.Errorf("kernel %s (%s): %w%s", s.Name, s.Label, ErrNoResults, whyNoResults(r.Stream.Notes))
-				}
-			} else {
-				failed[s.Name]++
-				sum.Failed = append(sum.Failed, rep)
-			}
-			rep.Done = done
-			if p.OnBoot != nil {
-				p.OnBoot(rep)
-			}
-			if r.Outcome == vmrunner.Canceled {
-				return sum, context.Cause(ctx)
-			}
-			if r.Outcome != vmrunner.OK && (sum.OK[s.Name] == 0 || failed[s.Name] > p.MaxFailed) {
-				kept := ""
-				if n := len(r.Stream.Results); n > 0 {
-					kept = fmt.Sprintf("; its %d finished samples are kept in %s but not counted", n, filepath.Join(cfg.RunDir, "results.out"))
-				}
-				return sum, fmt.Errorf("kernel %s (%s): %w: %s: %s (console log: %s%s)", s.Name, s.Label, ErrBootFailed, r.Outcome, r.Detail, r.ConsoleLog, kept)
+			if err := st.record(ctx, p, s, boot, 0, cfg, r); err != nil {
+				return sum, err
 			}
 		}
 	}
 	return sum, nil
+}
+
+// runState is the bookkeeping of a run.
+type runState struct {
+	sum      *Summary
+	failed   map[string]int
+	seenNote map[wire.Note]bool
+	done     int // boots finished, all sides
+	total    int // boots planned, all sides
+}
+
+func newRunState() *runState {
+	return &runState{sum: &Summary{OK: map[string]int{}}, failed: map[string]int{}, seenNote: map[wire.Note]bool{}}
+}
+
+// nextBoot numbers the next boot of side s, from 1, failed boots included.
+func (st *runState) nextBoot(s *Side) int { return st.sum.OK[s.Name] + st.failed[s.Name] + 1 }
+
+// bootConfig is the VM configuration of one boot.
+func bootConfig(p Plan, s *Side, boot int) vmrunner.Config {
+	cfg := p.VM
+	cfg.Kernel, cfg.Initramfs = s.Kernel.Image, s.Image.Path
+	cfg.KernelArgs = append(append([]string(nil), p.GuestArgs...), "lpmbisect.accel="+string(accelFor(p.Selector)))
+	cfg.RunDir = filepath.Join(p.RunDir, fmt.Sprintf("%s-%02d", s.Name, boot))
+	return cfg
+}
+
+// record writes the results of a finished boot (labelled with pair when not
+// 0), counts it, reports it, and returns an error when the run must stop:
+// the context was canceled, the kernel produced no results, or it keeps
+// failing (its first boot failed, or more than MaxFailed did).
+func (st *runState) record(ctx context.Context, p Plan, s *Side, boot, pair int, cfg vmrunner.Config, r *vmrunner.Result) error {
+	sum := st.sum
+	rep := BootReport{Side: s, Boot: boot, Result: r, Total: st.total}
+	if r.Outcome == vmrunner.OK {
+		n, err := writeResults(p.Results, s, boot, pair, p.Seed, r)
+		if err != nil {
+			return err
+		}
+		rep.Written = n
+		sum.OK[s.Name]++
+		if !slices.Contains(sum.Accels, string(r.Accel)) {
+			sum.Accels = append(sum.Accels, string(r.Accel))
+		}
+		st.done++
+		for _, n := range r.Stream.Notes {
+			if !st.seenNote[n] && n.Key != wire.KeyInfo {
+				st.seenNote[n] = true
+				sum.Notes = append(sum.Notes, n)
+			}
+		}
+		if n == 0 {
+			if p.OnBoot != nil {
+				rep.Done = st.done
+				p.OnBoot(rep)
+			}
+			return fmt.Errorf("kernel %s (%s): %w%s", s.Name, s.Label, ErrNoResults, whyNoResults(r.Stream.Notes))
+		}
+	} else {
+		st.failed[s.Name]++
+		sum.Failed = append(sum.Failed, rep)
+	}
+	rep.Done = st.done
+	if p.OnBoot != nil {
+		p.OnBoot(rep)
+	}
+	if r.Outcome == vmrunner.Canceled {
+		return context.Cause(ctx)
+	}
+	if r.Outcome != vmrunner.OK && (sum.OK[s.Name] == 0 || st.failed[s.Name] > p.MaxFailed) {
+		kept := ""
+		if n := len(r.Stream.Results); n > 0 {
+			kept = fmt.Sprintf("; its %d finished samples are kept in %s but not counted", n, filepath.Join(cfg.RunDir, "results.out"))
+		}
+		return fmt.Errorf("kernel %s (%s): %w: %s: %s (console log: %s%s)", s.Name, s.Label, ErrBootFailed, r.Outcome, r.Detail, r.ConsoleLog, kept)
+	}
+	return nil
 }
 
 func (s *Summary) minOK(sides []*Side) int {
@@ -262,14 +307,18 @@ func accelFor(s *vmrunner.Selector) vmrunner.Accel {
 	return vmrunner.KVM
 }
 
-// writeResults labels a boot's results and writes them.
-func writeResults(w *benchfmt.Writer, s *Side, boot int, seed uint64, r *vmrunner.Result) (int, error) {
+// writeResults labels a boot's results and writes them; pair is the round
+// of a paired run, 0 for none.
+func writeResults(w *benchfmt.Writer, s *Side, boot, pair int, seed uint64, r *vmrunner.Result) (int, error) {
 	n := 0
 	for _, res := range r.Stream.Results {
 		res.SetConfig(wire.KeyKernel, s.Label)
 		res.SetConfig(wire.KeyAccel, string(r.Accel))
 		res.SetConfig(KeySide, s.Name)
 		res.SetConfig(KeyBoot, strconv.Itoa(boot))
+		if pair > 0 {
+			res.SetConfig(KeyPair, strconv.Itoa(pair))
+		}
 		res.SetConfig(KeyImage, s.Kernel.SHA256[:12])
 		res.SetConfig(KeySeed, strconv.FormatUint(seed, 10))
 		for i := range res.Config {
