@@ -178,3 +178,43 @@ func TestOtherFamiliesRunHere(t *testing.T) {
 		})
 	}
 }
+
+// TestPlaceOnOnePage loads the lookup program (main function and bpf_loop
+// callback) on the host's kernel, asking for placements on pages much
+// smaller than the program can fit, and on real pages.
+func TestPlaceOnOnePage(t *testing.T) {
+	skipWithoutBPF(t)
+	l := bpf.LPMBench{Op: bpf.OpLookup, Keys: bpf.RandomKeys, Entries: 100, PrefixLen: 32}
+	spec, err := l.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := 0
+	load := func() (*ebpf.Collection, error) { loads++; return ebpf.NewCollection(spec) }
+
+	coll, note, err := placeOnOnePage(load, os.Getpagesize())
+	if err != nil {
+		t.Fatalf("placeOnOnePage() = %v", err)
+	}
+	onePage, known := jitOnOnePage(coll, uint64(os.Getpagesize()))
+	coll.Close()
+	if !known {
+		t.Skipf("the kernel does not report JIT addresses (%s)", note)
+	}
+	if !onePage {
+		t.Errorf("placeOnOnePage() gave a program split over pages after %d loads (%s)", loads, note)
+	}
+	t.Logf("placed after %d loads (%q)", loads, note)
+
+	// No 64-byte "page" holds a lookup program: every load is misplaced,
+	// and the last one is returned with a note after maxPlacements.
+	loads = 0
+	coll, note, err = placeOnOnePage(load, 64)
+	if err != nil {
+		t.Fatalf("placeOnOnePage(64) = %v", err)
+	}
+	coll.Close()
+	if loads != maxPlacements || !strings.Contains(note, "still split") {
+		t.Errorf("placeOnOnePage(64) took %d loads, note %q; want %d loads and a still-split note", loads, note, maxPlacements)
+	}
+}
