@@ -14,6 +14,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/vmrunner"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
@@ -49,6 +50,7 @@ Examples:
 			&cli.IntFlag{Name: "max-boots", Value: 10, Usage: "most boots per side; boots are added only while a selected benchmark is UNKNOWN"},
 			&cli.Float64Flag{Name: "min-effect", Value: 1, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it)"},
 			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
+			&cli.BoolFlag{Name: "paired", Value: true, Usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios; --paired=false boots them one after the other (icount is never paired)"},
 			&cli.BoolFlag{Name: "no-controls", Usage: "do not run the noop and baseline controls alongside"},
 			&cli.StringFlag{Name: "fail-on", Value: "regression", Usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "report on stdout: text, markdown, json"},
@@ -66,30 +68,13 @@ func runCompare(c *cli.Context) error {
 	if c.NArg() != 2 {
 		return argsError("compare", "two kernels, A and B", c.Args().Slice())
 	}
-	failOn, err := compare.ParseFailOn(c.String("fail-on"))
+	failOn, format, opts, err := verdictFlags(c)
 	if err != nil {
-		return usageError("--%v", err)
+		return err
 	}
-	format, err := report.ParseFormat(c.String("format"))
-	if err != nil || format == report.FormatHTML {
-		return usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", c.String("format"))
-	}
-	opts := compare.Options{Alpha: c.Float64("alpha"), MinEffect: c.Float64("min-effect") / 100, MaxBoots: c.Int("max-boots")}
-	if !(opts.Alpha > 0 && opts.Alpha < 1) {
-		return usageError("--alpha %v must be between 0 and 1", opts.Alpha)
-	}
-	if !(opts.MinEffect > 0 && opts.MinEffect < 1) {
-		return usageError("--min-effect %v must be a percentage between 0 and 100", c.Float64("min-effect"))
-	}
+	opts.MaxBoots = c.Int("max-boots")
 	if opts.MaxBoots < 1 || opts.MaxBoots > 200 {
 		return usageError("--max-boots %d must be between 1 and 200", opts.MaxBoots)
-	}
-	for _, f := range []string{"out", "html"} {
-		if path := c.String(f); path != "" {
-			if err := measure.CheckWritable(path); err != nil {
-				return usageError("--%s: %v", f, err)
-			}
-		}
 	}
 	s, err := newSession(c)
 	if err != nil {
@@ -99,6 +84,7 @@ func runCompare(c *cli.Context) error {
 	if err != nil {
 		return usageError("--bench: %v", err)
 	}
+	s.paired = c.Bool("paired") && s.selector.Requested != vmrunner.Icount
 	if c.Bool("no-controls") {
 		opts.Controls = []string{}
 	} else {
@@ -188,13 +174,7 @@ func runCompare(c *cli.Context) error {
 	if format != report.FormatText { // the text report names it itself
 		fmt.Fprintf(s.log, "lpmbisect: raw results in %s (benchstat -col kernel -ignore side,boot,image %s)\n", path, path)
 	}
-	switch rep.Outcome(failOn) {
-	case compare.Regression:
-		return &exitError{code: exitRegression, err: fmt.Errorf("regression (--fail-on %v)", failOn)}
-	case compare.Inconclusive:
-		return &exitError{code: exitInconclusive, err: fmt.Errorf("inconclusive after %d+%d boots (see the report)", sum.OK[compare.SideA], sum.OK[compare.SideB])}
-	}
-	return nil
+	return outcomeError(rep, failOn)
 }
 
 func positiveMin(a, b int) int {

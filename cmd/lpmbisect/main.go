@@ -75,7 +75,7 @@ not boot), 130/143 interrupted by SIGINT/SIGTERM.`,
 		HideHelpCommand:      true,
 		OnUsageError:         onUsageError,
 		ExitErrHandler:       func(*cli.Context, error) {}, // exit codes are ours
-		Commands:             []*cli.Command{runCommand(), compareCommand(), listCommand(), buildCommand(), bisectRunCommand(), bisectCommand()},
+		Commands:             []*cli.Command{runCommand(), compareCommand(), statCommand(), listCommand(), buildCommand(), bisectRunCommand(), bisectCommand()},
 		CommandNotFound: func(c *cli.Context, name string) {
 			fmt.Fprintf(stderr, "lpmbisect: no command %q (see lpmbisect --help)\n", name)
 		},
@@ -114,6 +114,8 @@ type session struct {
 	extraKernelArgs         []string
 	log                     io.Writer // progress and notes (stderr)
 	verbose                 bool
+	// paired runs two kernels in pairs (compare --paired, wall-clock accelerators).
+	paired bool
 }
 
 func newSession(c *cli.Context) (*session, error) {
@@ -202,6 +204,7 @@ func (s *session) measureAdaptive(ctx context.Context, sides []*measure.Side, bo
 		Sides: sides, Boots: boots, MaxBoots: maxBoots, More: more, Seed: seed, GuestArgs: append(s.plan.KernelArgs(), s.extraKernelArgs...), Selector: s.selector,
 		VM: s.vm, RunDir: s.runDir, Results: out.Writer,
 		OnBootStart: prog.bootStarts,
+		Paired:      s.paired && len(sides) == 2,
 		OnBoot: func(r measure.BootReport) {
 			if r.Result.Outcome == vmrunner.OK {
 				out.Sync()
