@@ -17,6 +17,13 @@
 //  5. the run: kernels with image hashes, accelerator, boots and looks, the
 //     seed of the randomized boot order, α, minimum effect, command, date.
 //
+// A paired report (compare.Report.Paired: A's and B's boot of each round ran
+// side by side and took their samples in turn) says so once, with
+// compare.PairedExplanation, and counts pairs wherever an unpaired one counts
+// boots per side: "8 pairs" for "8+8 boots". Its change is the median change
+// of the pairs (compare.Row.DeltaPct), not the distance between the sides'
+// centres, which move with the host's state.
+//
 // The report does not decide anything: verdicts, drift and the outcome come
 // from package compare. Meta carries what compare cannot know; the caller
 // fills it.
@@ -128,6 +135,8 @@ func outcomeReason(rep *compare.Report, failOn compare.FailOn) string {
 		return count(rep, compare.Row.Worse) + " DIFFERENT for the worse"
 	case out == compare.Inconclusive && nonControls(rep) == 0:
 		return "no benchmark other than the controls was compared"
+	case out == compare.Inconclusive && rep.Paired:
+		return count(rep, func(r compare.Row) bool { return r.Verdict == compare.Unknown }) + " UNKNOWN at the pairs taken"
 	case out == compare.Inconclusive:
 		return count(rep, func(r compare.Row) bool { return r.Verdict == compare.Unknown }) + " UNKNOWN at the boots taken"
 	}
@@ -178,7 +187,7 @@ func headlines(rep *compare.Report) []string {
 }
 
 // undecided returns one line per non-control UNKNOWN row: its change and
-// what a decision would need.
+// what a decision would need (boots per side, or pairs).
 func undecided(rep *compare.Report) []string {
 	var out []string
 	for _, r := range rep.Rows {
@@ -189,9 +198,9 @@ func undecided(rep *compare.Report) []string {
 		switch {
 		case !r.Compared():
 		case r.BootsNeeded > 1000:
-			line += fmt.Sprintf("; a verdict is out of reach (>1000 boots per side at this spread, leaning %v)", r.NeedFor)
+			line += fmt.Sprintf("; a verdict is out of reach (>1000 %s at this spread, leaning %v)", units(r.Paired), r.NeedFor)
 		case r.BootsNeeded > 0:
-			line += fmt.Sprintf("; a verdict needs ~%d boots per side at this spread (leaning %v)", r.BootsNeeded, r.NeedFor)
+			line += fmt.Sprintf("; a verdict needs ~%d %s at this spread (leaning %v)", r.BootsNeeded, units(r.Paired), r.NeedFor)
 		}
 		out = append(out, line)
 	}
@@ -225,10 +234,24 @@ func warnings(rep *compare.Report) []string {
 	return out
 }
 
-// absChange formats B's centre minus A's with its unit's SI prefix:
-// "+2.000 insn/op", "+3.1n sec/op".
+// units names what a count of units counts: boots per side, or pairs.
+func units(paired bool) string {
+	if paired {
+		return "pairs"
+	}
+	return "boots per side"
+}
+
+// absChange formats the change from A to B in the row's unit, with its SI
+// prefix: "+2.000 insn/op", "+3.1n sec/op". Unpaired, it is B's centre minus
+// A's. Paired, it is A's centre times the row's change (the median change
+// of the pairs): the sides' centres move with the host's state, which the
+// pairs cancel, so their difference is not the change that was tested.
 func absChange(r compare.Row) string {
 	d := r.B.Center - r.A.Center
+	if r.Paired {
+		d = r.A.Center * r.DeltaPct / 100
+	}
 	sign := "+"
 	if d < 0 {
 		sign = "-"
@@ -237,8 +260,12 @@ func absChange(r compare.Row) string {
 }
 
 // boots describes the boots per side and the looks, e.g. "6+6 boots, looks
-// at 4, 6 of at most 12".
+// at 4, 6 of at most 12 per side", or for a paired report "10 pairs (A and B
+// side by side, steps in turn), looks at 6, 7 of at most 10 pairs".
 func boots(rep *compare.Report) string {
+	if rep.Paired {
+		return pairs(rep)
+	}
 	a, b := 0, 0
 	for _, r := range rep.Rows {
 		a, b = max(a, r.A.Boots), max(b, r.B.Boots)
@@ -246,6 +273,30 @@ func boots(rep *compare.Report) string {
 	s := fmt.Sprintf("%d+%d boots", a, b)
 	if l := rep.Look; l.MaxBoots > 0 {
 		s += fmt.Sprintf(", looks at %s of at most %d per side", joinInts(l.History), l.MaxBoots)
+	}
+	return s
+}
+
+// pairs is boots for a paired report. It counts the complete pairs of the
+// row with most of them, and says how many more pairs lack a side's boot.
+func pairs(rep *compare.Report) string {
+	complete := 0
+	seen := map[string]bool{}
+	for _, r := range rep.Rows {
+		complete = max(complete, r.Pairs)
+		for _, s := range []compare.Summary{r.A, r.B} {
+			for _, b := range s.PerBoot {
+				seen[b.Pair] = true
+			}
+		}
+	}
+	s := fmt.Sprintf("%d pairs", complete)
+	if extra := len(seen) - complete; extra > 0 {
+		s += fmt.Sprintf(" and %d incomplete", extra)
+	}
+	s += " (A and B side by side, steps in turn)"
+	if l := rep.Look; l.MaxBoots > 0 {
+		s += fmt.Sprintf(", looks at %s of at most %d pairs", joinInts(l.History), l.MaxBoots)
 	}
 	return s
 }
@@ -303,7 +354,10 @@ func runLines(rep *compare.Report, meta Meta) [][2]string {
 		bootsLine += fmt.Sprintf(", %d failed boots left out", meta.FailedBoots)
 	}
 	add("boots", bootsLine)
-	if meta.Seed != nil {
+	switch {
+	case meta.Seed != nil && rep.Paired:
+		add("step order", fmt.Sprintf("A/B order of each step randomized, seed %d", *meta.Seed))
+	case meta.Seed != nil:
 		add("boot order", fmt.Sprintf("A/B interleaved in randomized order, seed %d", *meta.Seed))
 	}
 	add("statistics", fmt.Sprintf("α=%v family-wise over rows and looks, minimum effect %.4g%%, %.4g%% confidence intervals",
@@ -319,6 +373,9 @@ func runLines(rep *compare.Report, meta Meta) [][2]string {
 		col, ignore := compare.KeyKernel, "side,boot,image"
 		if rep.A.Kernel == rep.B.Kernel {
 			col, ignore = compare.KeySide, "boot,image" // one kernel on both sides
+		}
+		if rep.Paired {
+			ignore += "," + compare.KeyPair
 		}
 		add("raw results", fmt.Sprintf("%s (benchstat -col %s -ignore %s %s)", f, col, ignore, f))
 	}
