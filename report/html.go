@@ -14,7 +14,10 @@ import (
 
 // WriteHTML writes the report as one self-contained HTML page: no scripts,
 // no external style sheets or fonts, plots inlined as SVG, so that it can be
-// attached to a bug, archived by CI or opened from disk years later.
+// attached to a bug, archived by CI or opened from disk years later. A
+// paired report counts pairs in the table and the captions, states
+// compare.PairedExplanation under the table and joins the two boots of each
+// pair in the plots.
 func WriteHTML(w io.Writer, rep *compare.Report, meta Meta) error {
 	page := htmlPage{
 		Title:     fmt.Sprintf("lpmbisect compare: %s vs %s", rep.A.Label(), rep.B.Label()),
@@ -28,12 +31,17 @@ func WriteHTML(w io.Writer, rep *compare.Report, meta Meta) error {
 		BLabel:    rep.B.Label(),
 		Run:       runLines(rep, meta),
 		CI:        fmt.Sprintf("%.4g%%", 100*rep.Confidence),
+		Paired:    rep.Paired,
+		BootsHead: bootsHeading(rep),
+	}
+	if rep.Paired {
+		page.Explanation = compare.PairedExplanation
 	}
 	for _, r := range rep.Rows {
 		c := cells(r)
 		hr := htmlRow{
 			Benchmark: r.Benchmark, Unit: r.Unit, A: c.aCentre, ASpread: c.aSpread, B: c.bCentre, BSpread: c.bSpread,
-			Delta: c.delta, P: c.p, Boots: c.boots,
+			Delta: c.delta, P: c.p, Boots: c.boots, BootsLabel: r.BootsLabel(),
 			Verdict: r.Verdict.String(), VerdictClass: strings.ToLower(r.Verdict.String()), Control: r.Control,
 		}
 		for _, n := range r.Notes {
@@ -95,10 +103,15 @@ type htmlPage struct {
 	Notes                 []string
 	Run                   [][2]string
 	CI, Rule              string
+	// Paired is compare.Report.Paired; Explanation is then
+	// compare.PairedExplanation. BootsHead heads the boots column.
+	Paired                 bool
+	Explanation, BootsHead string
 }
 
 type htmlRow struct {
 	Benchmark, Unit, A, B, Delta, P, Boots string
+	BootsLabel                             string // "6+6 boots" or "8 pairs", for captions
 	ASpread, BSpread                       string
 	Verdict, VerdictClass                  string
 	Control                                bool
@@ -152,19 +165,20 @@ dl.run dd { margin: 0; overflow-wrap: anywhere; }
 {{end}}
 <h2>Benchmarks</h2>
 <div class="scroll"><table>
-<thead><tr><th>benchmark</th><th>unit</th><th>{{.ALabel}}</th><th>{{.BLabel}}</th><th>vs A</th><th>p</th><th>boots</th><th>verdict</th></tr></thead>
+<thead><tr><th>benchmark</th><th>unit</th><th>{{.ALabel}}</th><th>{{.BLabel}}</th><th>vs A</th><th>p</th><th>{{.BootsHead}}</th><th>verdict</th></tr></thead>
 <tbody>{{range .Rows}}
 <tr><td class="bench">{{.Benchmark}}{{if .Control}} <span class="control">(control)</span>{{end}}</td><td>{{.Unit}}</td><td class="num">{{.A}}{{with .ASpread}}<br><small>{{.}}</small>{{end}}</td><td class="num">{{.B}}{{with .BSpread}}<br><small>{{.}}</small>{{end}}</td><td class="num">{{.Delta}}</td><td class="num">{{.P}}</td><td class="num">{{.Boots}}</td><td class="{{.VerdictClass}}">{{.Verdict}}{{with .Marks}} <sup>{{range $i, $m := .}}{{if $i}},{{end}}{{$m}}{{end}}</sup>{{end}}</td></tr>{{end}}
 </tbody>
 </table></div>
-<p>Centre: median of per-boot medians ± {{.CI}} confidence interval; in-boot: median over boots of (max−min)/median.<br>{{.Rule}}</p>
-{{with .Notes}}<ol class="notes">{{range .}}
+{{if .Paired}}<p class="paired">{{.Explanation}}.<br>vs A: median over pairs of B/A − 1; pairs: complete pairs. Centre: median of a side's per-boot medians ± {{.CI}} confidence interval (moves with host state, which the pairs cancel); in-boot: median over boots of (max−min)/median.<br>{{.Rule}}</p>
+{{else}}<p>Centre: median of per-boot medians ± {{.CI}} confidence interval; in-boot: median over boots of (max−min)/median.<br>{{.Rule}}</p>
+{{end}}{{with .Notes}}<ol class="notes">{{range .}}
 <li>{{.}}</li>{{end}}
 </ol>{{end}}
 <h2>Per-boot values</h2>
-<p>Each point is one boot (the median of its samples), the bar spans that boot's samples, the dashed line is the side's centre.</p>
+<p>Each point is one boot (the median of its samples), the bar spans that boot's samples, the dashed line is the side's centre.{{if .Paired}} Boots sit in pair order, pair by pair at the same place on both sides, and a grey line joins the two boots of each pair: its slope is the pair's change.{{end}}</p>
 {{range .Rows}}<figure>
-<figcaption>{{.Benchmark}}: {{.Verdict}}, {{.Delta}}, p={{.P}}, {{.Boots}} boots</figcaption>
+<figcaption>{{.Benchmark}}: {{.Verdict}}, {{.Delta}}, p={{.P}}, {{.BootsLabel}}</figcaption>
 {{.SVG}}
 </figure>
 {{end}}

@@ -69,7 +69,9 @@ func wrap(s string, width int, prefix string) string {
 
 // WriteMarkdown writes the report as GitHub-flavoured Markdown, for an
 // issue, a pull request or a mail: the outcome, the headlines, warnings as
-// quotes, one table for all rows and the run's parameters.
+// quotes, one table for all rows and the run's parameters. A paired report
+// counts complete pairs in the table and states compare.PairedExplanation
+// under it.
 func WriteMarkdown(w io.Writer, rep *compare.Report, meta Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "### lpmbisect compare: %s vs %s\n\n", mdEscape(rep.A.Label()), mdEscape(rep.B.Label()))
@@ -90,7 +92,7 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta Meta) error {
 		fmt.Fprintf(bw, "\n> %s\n", mdEscape(para))
 	}
 
-	fmt.Fprintf(bw, "\n| benchmark | unit | %s | %s | vs A | p | boots | verdict |\n", mdCell(rep.A.Label()), mdCell(rep.B.Label()))
+	fmt.Fprintf(bw, "\n| benchmark | unit | %s | %s | vs A | p | %s | verdict |\n", mdCell(rep.A.Label()), mdCell(rep.B.Label()), bootsHeading(rep))
 	fmt.Fprintf(bw, "|---|---|--:|--:|--:|--:|--:|---|\n")
 	var notes []string
 	for _, r := range rep.Rows {
@@ -120,8 +122,13 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta Meta) error {
 			fmt.Fprintf(bw, "<sup>%d</sup> %s  \n", i+1, mdEscape(n))
 		}
 	}
-	fmt.Fprintf(bw, "\nCentre: median of per-boot medians ± %.4g%% confidence interval; in-boot: median over boots of (max−min)/median.  \n%s\n",
-		100*rep.Confidence, mdEscape(capitalize(rep.VerdictRule())))
+	if rep.Paired {
+		fmt.Fprintf(bw, "\n%s.  \nvs A: median over pairs of B/A − 1; pairs: complete pairs. Centre: median of a side's per-boot medians ± %.4g%% confidence interval (moves with host state, which the pairs cancel); in-boot: median over boots of (max−min)/median.  \n%s\n",
+			mdEscape(compare.PairedExplanation), 100*rep.Confidence, mdEscape(capitalize(rep.VerdictRule())))
+	} else {
+		fmt.Fprintf(bw, "\nCentre: median of per-boot medians ± %.4g%% confidence interval; in-boot: median over boots of (max−min)/median.  \n%s\n",
+			100*rep.Confidence, mdEscape(capitalize(rep.VerdictRule())))
+	}
 
 	fmt.Fprintf(bw, "\n<details><summary>Run</summary>\n\n")
 	for _, kv := range runLines(rep, meta) {
@@ -135,8 +142,19 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta Meta) error {
 	return bw.Flush()
 }
 
+// bootsHeading heads the column of rowCells.boots: "boots", or "pairs" in
+// a paired report.
+func bootsHeading(rep *compare.Report) string {
+	if rep.Paired {
+		return "pairs"
+	}
+	return "boots"
+}
+
 // rowCells are a row's formatted values, shared by Markdown and HTML.
 type rowCells struct {
+	// boots counts the units: "6+6" boots per side, or in a paired row the
+	// complete pairs, "8" (bootsHeading says which).
 	a, b, delta, p, boots string
 	// aCentre, aSpread, bCentre and bSpread split a and b for HTML.
 	aCentre, aSpread, bCentre, bSpread string
@@ -164,6 +182,9 @@ func cells(r compare.Row) rowCells {
 		return centre, centre, ""
 	}
 	c := rowCells{delta: "–", p: "–", boots: fmt.Sprintf("%d+%d", r.A.Boots, r.B.Boots)}
+	if r.Paired {
+		c.boots = fmt.Sprint(r.Pairs)
+	}
 	c.a, c.aCentre, c.aSpread = side(r.A)
 	c.b, c.bCentre, c.bSpread = side(r.B)
 	if r.Compared() {
