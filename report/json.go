@@ -14,6 +14,13 @@ import (
 // package compare. Numbers that can be infinite or undefined (an interval
 // with too few boots, a change against a zero centre) are pointers and
 // encode as null: JSON has no Inf or NaN.
+//
+// A paired report (see "Pairs" in package compare) sets "paired": true, each
+// row's "pairs" and each boot's "pair"; unpaired documents leave these
+// fields out. In a paired document counts of boots per side become counts
+// of pairs: look "boots", "max_boots" and "history", a row's
+// "decided_boots" and "boots_needed"; and a row's "delta_pct" is the median
+// change of its pairs, not the change between the sides' centres.
 type Document struct {
 	// Outcome is "no regression", "regression" or "inconclusive" for
 	// FailOn ("regression" or "change").
@@ -28,6 +35,11 @@ type Document struct {
 	EnvironmentDrift bool `json:"environment_drift"`
 	// Instructions is set when results count instructions (insn/op).
 	Instructions bool `json:"instructions"`
+	// Paired is set when A's and B's boots ran in pairs, side by side, and
+	// the tests are Wilcoxon signed-rank tests on the pairs' ln(B/A)
+	// (compare.Report.Paired). Explanation then says so in one line.
+	Paired      bool   `json:"paired,omitempty"`
+	Explanation string `json:"explanation,omitempty"`
 
 	Alpha      float64 `json:"alpha"`
 	MinEffect  float64 `json:"min_effect"`
@@ -47,7 +59,8 @@ type SideLabel struct {
 	Kernel string `json:"kernel,omitempty"`
 }
 
-// Look is compare.Look in JSON.
+// Look is compare.Look in JSON. In a paired document Boots, MaxBoots and
+// History count pairs.
 type Look struct {
 	Number         int     `json:"number"`
 	Boots          int     `json:"boots"`
@@ -67,18 +80,23 @@ type Row struct {
 	Verdict   compare.Verdict `json:"verdict"`
 	// Worse is set for a DIFFERENT row that changed for the worse.
 	Worse bool `json:"worse"`
-	// DeltaPct is the change of B's centre from A's in percent; null when
-	// the sides were not both measured.
+	// DeltaPct is the change of B's centre from A's in percent; in a paired
+	// row, the median change of the pairs, 100·(exp(median ln(B/A)) − 1).
+	// Null when the sides were not both measured (paired: no complete pair).
 	DeltaPct *float64 `json:"delta_pct"`
 	P        float64  `json:"p"`
 	PEffect  float64  `json:"p_effect"`
 	PAdj     float64  `json:"p_adj"`
 	PSame    float64  `json:"p_same"`
-	// DecidedLook and DecidedBoots: when the verdict was reached.
+	// Pairs is the number of complete pairs the row's tests used, in a
+	// paired document; absent otherwise (and when no pair is complete).
+	Pairs int `json:"pairs,omitempty"`
+	// DecidedLook and DecidedBoots: when the verdict was reached (boots per
+	// side, or pairs).
 	DecidedLook  int `json:"decided_look,omitempty"`
 	DecidedBoots int `json:"decided_boots,omitempty"`
 	// NeedFor and BootsNeeded: for UNKNOWN rows, the verdict the data lean
-	// to and about how many boots per side it would need.
+	// to and about how many boots per side (or pairs) it would need.
 	NeedFor     *compare.Verdict `json:"need_for,omitempty"`
 	BootsNeeded int              `json:"boots_needed,omitempty"`
 	A           *Side            `json:"a"`
@@ -99,9 +117,12 @@ type Side struct {
 	PerBoot    []Boot   `json:"per_boot"`
 }
 
-// Boot is compare.Boot in JSON.
+// Boot is compare.Boot in JSON. Pair is the pair the boot belongs to, in a
+// paired document: the boot of the other side with the same pair ran beside
+// it.
 type Boot struct {
 	ID      string  `json:"id"`
+	Pair    string  `json:"pair,omitempty"`
 	Median  float64 `json:"median"`
 	Min     float64 `json:"min"`
 	Max     float64 `json:"max"`
@@ -127,6 +148,7 @@ func NewDocument(rep *compare.Report, meta Meta) Document {
 		Warnings:         nonNil(warnings(rep)),
 		EnvironmentDrift: rep.EnvironmentDrift,
 		Instructions:     rep.Instructions(),
+		Paired:           rep.Paired,
 		Alpha:            rep.Alpha,
 		MinEffect:        rep.MinEffect,
 		Confidence:       rep.Confidence,
@@ -141,10 +163,14 @@ func NewDocument(rep *compare.Report, meta Meta) Document {
 		Meta: meta,
 		Rows: []Row{},
 	}
+	if rep.Paired {
+		d.Explanation = compare.PairedExplanation
+	}
 	for _, r := range rep.Rows {
 		row := Row{
 			Benchmark: r.Benchmark, Unit: r.Unit, Control: r.Control, Verdict: r.Verdict, Worse: r.Worse(),
 			P: r.P, PEffect: r.PEffect, PAdj: r.PAdj, PSame: r.PSame,
+			Pairs:       r.Pairs,
 			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots,
 			BootsNeeded: r.BootsNeeded,
 			A:           side(r.A), B: side(r.B),
@@ -169,7 +195,7 @@ func side(s compare.Summary) *Side {
 	}
 	out := &Side{Center: s.Center, Lo: finite(s.Lo), Hi: finite(s.Hi), Boots: s.Boots, Samples: s.Samples, WithinBoot: s.WithinBoot, PerBoot: []Boot{}}
 	for _, b := range s.PerBoot {
-		out.PerBoot = append(out.PerBoot, Boot{ID: b.ID, Median: b.Median, Min: b.Min, Max: b.Max, Samples: b.Samples})
+		out.PerBoot = append(out.PerBoot, Boot{ID: b.ID, Pair: b.Pair, Median: b.Median, Min: b.Min, Max: b.Max, Samples: b.Samples})
 	}
 	return out
 }
