@@ -2,9 +2,12 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -30,6 +33,12 @@ var (
 // per-boot median hides. Points are spread sideways in boot order, so a
 // drift over the run shows as a slope.
 //
+// In a paired report the points are spread in pair order instead, each pair
+// at the same place on both sides, and a thin grey line joins A's and B's
+// boot of each pair: the host's state moves a pair up or down as a whole,
+// and the line's slope is the pair's change, which is what the signed-rank
+// test looks at. The subtitle counts pairs.
+//
 // Time units are shown in ns, µs or ms per op rather than benchfmt's sec/op.
 func PlotRow(rep *compare.Report, row compare.Row) (*plot.Plot, error) {
 	label, factor := displayUnit(row)
@@ -41,6 +50,11 @@ func PlotRow(rep *compare.Report, row compare.Row) (*plot.Plot, error) {
 	p.NominalX(tickLabel(rep.A), tickLabel(rep.B))
 	p.Add(plotter.NewGrid())
 
+	pairLines, err := addPairLines(p, row, factor)
+	if err != nil {
+		return nil, err
+	}
+
 	for i, s := range []compare.Summary{row.A, row.B} {
 		if s.Boots == 0 {
 			continue
@@ -50,13 +64,10 @@ func PlotRow(rep *compare.Report, row compare.Row) (*plot.Plot, error) {
 			col, shape = colorB, draw.TriangleGlyph{}
 		}
 		x0 := float64(i)
+		offsets := bootOffsets(row, s)
 		var pts errPoints
 		for j, b := range s.PerBoot {
-			// Spread the boots over ±0.3 around the side's position.
-			x := x0
-			if len(s.PerBoot) > 1 {
-				x += -0.3 + 0.6*float64(j)/float64(len(s.PerBoot)-1)
-			}
+			x := x0 + offsets[j]
 			m := b.Median * factor
 			pts.XYs = append(pts.XYs, plotter.XY{X: x, Y: m})
 			pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{m - b.Min*factor, b.Max*factor - m})
@@ -83,10 +94,100 @@ func PlotRow(rep *compare.Report, row compare.Row) (*plot.Plot, error) {
 			p.Legend.Add("side centre: median of boot medians", centre)
 		}
 	}
+	if len(pairLines) > 0 {
+		p.Legend.Add("line: A's and B's boot of one pair", pairLines[0])
+	}
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
 	padY(p)
 	return p, nil
+}
+
+// colorPair is the colour of the lines that join the boots of a pair.
+var colorPair = color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}
+
+// bootOffsets spreads the boots of side s of the row over ±0.3 around the
+// side's position: in boot order, or in a paired row in pair order, so that
+// the two boots of a pair have the same offset.
+func bootOffsets(row compare.Row, s compare.Summary) []float64 {
+	spread := func(i, n int) float64 {
+		if n < 2 {
+			return 0
+		}
+		return -0.3 + 0.6*float64(i)/float64(n-1)
+	}
+	out := make([]float64, len(s.PerBoot))
+	var at map[string]int
+	if row.Paired {
+		at = pairOrder(row)
+	}
+	for j, b := range s.PerBoot {
+		if at != nil {
+			out[j] = spread(at[b.Pair], len(at))
+		} else {
+			out[j] = spread(j, len(s.PerBoot))
+		}
+	}
+	return out
+}
+
+// pairOrder numbers the pairs of a paired row from 0, numerically where
+// the pair values are numbers (numbers first), as strings otherwise.
+func pairOrder(row compare.Row) map[string]int {
+	var ids []string
+	for _, s := range []compare.Summary{row.A, row.B} {
+		for _, b := range s.PerBoot {
+			if !slices.Contains(ids, b.Pair) {
+				ids = append(ids, b.Pair)
+			}
+		}
+	}
+	slices.SortStableFunc(ids, func(x, y string) int {
+		nx, errX := strconv.Atoi(x)
+		ny, errY := strconv.Atoi(y)
+		switch {
+		case errX == nil && errY == nil:
+			return cmp.Compare(nx, ny)
+		case errX == nil:
+			return -1
+		case errY == nil:
+			return 1
+		}
+		return strings.Compare(x, y)
+	})
+	at := make(map[string]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	return at
+}
+
+// addPairLines joins A's and B's boot median of each complete pair of a
+// paired row with a thin grey line, added before the points so that it lies
+// under them, and returns the lines. It adds nothing to an unpaired row.
+func addPairLines(p *plot.Plot, row compare.Row, factor float64) ([]*plotter.Line, error) {
+	if !row.Paired {
+		return nil, nil
+	}
+	offA, offB := bootOffsets(row, row.A), bootOffsets(row, row.B)
+	var lines []*plotter.Line
+	for j, a := range row.A.PerBoot {
+		k := slices.IndexFunc(row.B.PerBoot, func(b compare.Boot) bool { return b.Pair == a.Pair })
+		if k < 0 {
+			continue
+		}
+		l, err := plotter.NewLine(plotter.XYs{
+			{X: offA[j], Y: a.Median * factor},
+			{X: 1 + offB[k], Y: row.B.PerBoot[k].Median * factor},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("report: plot %s: pair %s: %w", row.Benchmark, a.Pair, err)
+		}
+		l.LineStyle = draw.LineStyle{Color: colorPair, Width: vg.Points(0.6)}
+		p.Add(l)
+		lines = append(lines, l)
+	}
+	return lines, nil
 }
 
 // errPoints are points with Y errors, for plotter.NewYErrorBars.
@@ -120,11 +221,18 @@ func sans(p *plot.Plot) {
 	p.Title.TextStyle.Font.Size = vg.Points(10)
 }
 
+// plotSubtitle says the row's verdict, change, p and units: "6+6 boots",
+// or in a paired row "8 pairs" (with the boots per side when no pair is
+// complete).
 func plotSubtitle(row compare.Row) string {
 	if !row.Compared() {
-		return fmt.Sprintf("%v, %d+%d boots", row.Verdict, row.A.Boots, row.B.Boots)
+		s := fmt.Sprintf("%v, %d+%d boots", row.Verdict, row.A.Boots, row.B.Boots)
+		if row.Paired && row.A.Boots > 0 && row.B.Boots > 0 {
+			s += ", no complete pair"
+		}
+		return s
 	}
-	return fmt.Sprintf("%v: %s, p=%s, %d+%d boots", row.Verdict, compare.FormatDelta(row.DeltaPct), compare.FormatP(row.P), row.A.Boots, row.B.Boots)
+	return fmt.Sprintf("%v: %s, p=%s, %s", row.Verdict, compare.FormatDelta(row.DeltaPct), compare.FormatP(row.P), row.BootsLabel())
 }
 
 func tickLabel(s compare.SideInfo) string {
