@@ -22,19 +22,22 @@ import (
 func compareCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "compare",
-		Usage:        "A/B two kernels: interleaved boots, per-boot statistics, significance",
+		Usage:        "A/B two kernels: paired or interleaved boots, per-boot statistics, significance",
 		OnUsageError: onUsageError,
 		ArgsUsage:    "KERNEL-A KERNEL-B",
-		Description: `Boots A and B in rounds (one boot of each per round, in a randomized order whose
-seed is recorded), keeps every sample of both sides in one results file that
-plain benchstat reads (benchstat -col kernel -ignore side,boot,image FILE),
-and gives every benchmark a verdict, counting each boot as one unit:
+		Description: `Boots A and B in rounds and keeps every sample of both sides in one results
+file that plain benchstat reads (benchstat -col kernel -ignore side,boot,image,pair FILE).
+Under wall-clock accelerators (tcg, kvm) a round is a pair: A and B boot side
+by side, pinned to one host CPU, and take their samples in turn (the order of
+each step drawn from --seed), so the host's changing speed cancels in B/A;
+--paired=false, and icount, boot them one after the other in a randomized
+order instead. Every benchmark gets a verdict, each boot (or pair) one unit:
 
-   DIFFERENT  the U test over per-boot medians is significant (α spent over
-              the looks and Holm-corrected across benchmarks) and the change
-              exceeds --min-effect
+   DIFFERENT  significant (Wilcoxon signed-rank over pairs, or the U test
+              over per-boot medians; α spent over the looks and
+              Holm-corrected across benchmarks) and beyond --min-effect
    SAME       an equivalence test excludes a change of --min-effect
-   UNKNOWN    neither yet: a round of boots is added, up to --max-boots
+   UNKNOWN    neither yet: a round is added, up to --max-boots
 
 The noop and baseline controls run alongside; if they move, the report says
 the environment changed instead of blaming the kernel. Exit codes: 0 no
@@ -46,8 +49,8 @@ Examples:
    lpmbisect compare --accel icount old/arch/x86/boot/bzImage new/arch/x86/boot/bzImage
    lpmbisect compare --format markdown --html report.html --out ab.txt linux-image-6.1.0-57-*.deb linux-image-6.12.117+deb12-*.deb`,
 		Flags: append(vmFlags(),
-			&cli.IntFlag{Name: "boots", Usage: "boots per side to start with (default: the fewest at which a verdict is possible)"},
-			&cli.IntFlag{Name: "max-boots", Value: 10, Usage: "most boots per side; boots are added only while a selected benchmark is UNKNOWN"},
+			&cli.IntFlag{Name: "boots", Usage: "boots per side (pairs, when paired) to start with (default: the fewest at which a verdict is possible)"},
+			&cli.IntFlag{Name: "max-boots", Value: 10, Usage: "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"},
 			&cli.Float64Flag{Name: "min-effect", Value: 1, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it)"},
 			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
 			&cli.BoolFlag{Name: "paired", Value: true, Usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios; --paired=false boots them one after the other (icount is never paired)"},
@@ -92,7 +95,11 @@ func runCompare(c *cli.Context) error {
 	}
 	boots := c.Int("boots")
 	if boots == 0 {
-		same, different, err := compare.MinBootsToDecide(opts, max(1, s.plan.Benchmarks()))
+		minToDecide := compare.MinBootsToDecide
+		if s.paired {
+			minToDecide = compare.MinPairsToDecide
+		}
+		same, different, err := minToDecide(opts, max(1, s.plan.Benchmarks()))
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -154,7 +161,11 @@ func runCompare(c *cli.Context) error {
 	if lookErr != nil {
 		return lookErr
 	}
-	if rep == nil || opts.Previous == nil || rep.Look.Boots < sum.OK[compare.SideA] || rep.Look.Boots < sum.OK[compare.SideB] {
+	lookedAtAll := rep != nil && opts.Previous != nil && rep.Look.Boots >= sum.OK[compare.SideA] && rep.Look.Boots >= sum.OK[compare.SideB]
+	if s.paired {
+		lookedAtAll = rep != nil && opts.Previous != nil && rep.Look.Boots >= sum.Pairs
+	}
+	if !lookedAtAll {
 		// No look yet at the final boots (a fixed-size run): decide now.
 		if !look() && lookErr != nil {
 			return lookErr
@@ -172,7 +183,7 @@ func runCompare(c *cli.Context) error {
 		fmt.Fprintf(s.log, "lpmbisect: HTML report in %s\n", h)
 	}
 	if format != report.FormatText { // the text report names it itself
-		fmt.Fprintf(s.log, "lpmbisect: raw results in %s (benchstat -col kernel -ignore side,boot,image %s)\n", path, path)
+		fmt.Fprintf(s.log, "lpmbisect: raw results in %s (benchstat -col kernel -ignore side,boot,image,pair %s)\n", path, path)
 	}
 	return outcomeError(rep, failOn)
 }
