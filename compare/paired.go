@@ -111,7 +111,7 @@ func pairChanges(a, b Summary) (d []float64, notes []string) {
 			p.m[i], p.has[i] = bt.Median, true
 		}
 	}
-	slices.SortStableFunc(ids, comparePairs)
+	slices.SortStableFunc(ids, ComparePairs)
 	for _, id := range ids {
 		p := byPair[id]
 		switch {
@@ -130,9 +130,9 @@ func pairChanges(a, b Summary) (d []float64, notes []string) {
 	return d, notes
 }
 
-// comparePairs orders pair values as numbers where both are, numbers first,
-// and as strings otherwise.
-func comparePairs(x, y string) int {
+// ComparePairs orders pair values (the pair key) as numbers where both are,
+// numbers first, and as strings otherwise.
+func ComparePairs(x, y string) int {
 	nx, errX := strconv.Atoi(x)
 	ny, errY := strconv.Atoi(y)
 	switch {
@@ -201,19 +201,5 @@ func pairsNeeded(d []float64, deltaPct, alpha, eff float64, m int) (Verdict, int
 // 0.035; 1/32 just misses 0.031 at 5), DIFFERENT at 8 (2/256 against
 // 0.043/4). Without a cap (one look) and one row: SAME at 5, DIFFERENT at 6.
 func MinPairsToDecide(opts Options, rows int) (same, different int, err error) {
-	opts, err = opts.withDefaults()
-	if err != nil {
-		return 0, 0, fmt.Errorf("compare: %w", err)
-	}
-	rows = max(rows, 1)
-	for n := 1; n <= maxBoots; n++ {
-		level := spentBy(opts.Alpha, n, opts.MaxBoots)
-		if same == 0 && atMost(signedRankMinP(n, false), level) {
-			same = n
-		}
-		if different == 0 && atMost(signedRankMinP(n, true), level/float64(rows)) {
-			different = n
-		}
-	}
-	return same, different, nil
+	return minUnitsToDecide(opts, rows, signedRankMinP)
 }

@@ -148,6 +148,13 @@ func minBoots(level float64, twoSided bool) int {
 // For α=0.05, MaxBoots=10 and 4 rows: SAME at 4, DIFFERENT at 6. A paired
 // run needs more: see MinPairsToDecide.
 func MinBootsToDecide(opts Options, rows int) (same, different int, err error) {
+	return minUnitsToDecide(opts, rows, func(n int, twoSided bool) float64 { return uMinP(n, n, twoSided) })
+}
+
+// minUnitsToDecide returns the fewest units (boots per side, or pairs) at
+// which a first look can reach SAME and DIFFERENT, given the smallest
+// p-value minP(n, twoSided) a test over n units can give.
+func minUnitsToDecide(opts Options, rows int, minP func(n int, twoSided bool) float64) (same, different int, err error) {
 	opts, err = opts.withDefaults()
 	if err != nil {
 		return 0, 0, fmt.Errorf("compare: %w", err)
@@ -155,10 +162,10 @@ func MinBootsToDecide(opts Options, rows int) (same, different int, err error) {
 	rows = max(rows, 1)
 	for n := 1; n <= maxBoots; n++ {
 		level := spentBy(opts.Alpha, n, opts.MaxBoots)
-		if same == 0 && atMost(uMinP(n, n, false), level) {
+		if same == 0 && atMost(minP(n, false), level) {
 			same = n
 		}
-		if different == 0 && atMost(uMinP(n, n, true), level/float64(rows)) {
+		if different == 0 && atMost(minP(n, true), level/float64(rows)) {
 			different = n
 		}
 	}

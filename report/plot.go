@@ -2,12 +2,10 @@ package report
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"image/color"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -142,19 +140,7 @@ func pairOrder(row compare.Row) map[string]int {
 			}
 		}
 	}
-	slices.SortStableFunc(ids, func(x, y string) int {
-		nx, errX := strconv.Atoi(x)
-		ny, errY := strconv.Atoi(y)
-		switch {
-		case errX == nil && errY == nil:
-			return cmp.Compare(nx, ny)
-		case errX == nil:
-			return -1
-		case errY == nil:
-			return 1
-		}
-		return strings.Compare(x, y)
-	})
+	slices.SortStableFunc(ids, compare.ComparePairs)
 	at := make(map[string]int, len(ids))
 	for i, id := range ids {
 		at[id] = i
