@@ -140,6 +140,9 @@ type Summary struct {
 	Notes  []wire.Note // distinct notes (unsupported benchmarks, …)
 	Pairs  int         // complete pairs of a paired run
 	Steps  int         // steps the guests of a paired run took in turn
+	// PinnedCPU is the host CPU the VMs of a paired run were pinned to, -1
+	// if they could not be pinned.
+	PinnedCPU int
 }
 
 // ErrNoResults is wrapped by Run's error when a kernel booted but none of

@@ -29,8 +29,10 @@ import (
 func runPaired(ctx context.Context, p Plan) (*Summary, error) {
 	st := newRunState()
 	sum := st.sum
+	sum.PinnedCPU = -1
 	if cpu, err := vmrunner.PairCPU(); err == nil {
 		p.VM.PinCPUs = []int{cpu}
+		sum.PinnedCPU = cpu
 	}
 	target := p.Boots
 	st.total = 2 * target

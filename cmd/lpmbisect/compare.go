@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,8 +14,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
-
-	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 func compareCommand() *cli.Command {
@@ -173,14 +170,8 @@ func runCompare(c *cli.Context) error {
 	}
 
 	meta := reportMeta(c, sides, sum, seed, s.plan.Samples, failOn, path, start)
-	if err := report.Write(c.App.Writer, format, rep, meta); err != nil {
+	if err := writeReports(c, format, rep, meta); err != nil {
 		return err
-	}
-	if h := c.String("html"); h != "" {
-		if err := cachefile.WriteAtomic(h, func(w io.Writer) error { return report.WriteHTML(w, rep, meta) }); err != nil {
-			return fmt.Errorf("--html: %w", err)
-		}
-		fmt.Fprintf(s.log, "lpmbisect: HTML report in %s\n", h)
 	}
 	if format != report.FormatText { // the text report names it itself
 		fmt.Fprintf(s.log, "lpmbisect: raw results in %s (benchstat -col kernel -ignore side,boot,image,pair %s)\n", path, path)

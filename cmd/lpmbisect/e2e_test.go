@@ -305,3 +305,46 @@ func TestCompareFixedSizeIsInconclusive(t *testing.T) {
 		t.Errorf("markdown report lacks UNKNOWN / INCONCLUSIVE:\n%s", stdout)
 	}
 }
+
+// TestComparePairedAuto runs a paired compare of the two Debian kernels
+// under --accel auto: both VMs of a pair boot side by side (6.1 loading its
+// virtio modules, 6.12 with them built in) while the first one decides the
+// accelerator, then take their steps in turn on one host CPU.
+func TestComparePairedAuto(t *testing.T) {
+	args := vmArgs(t)
+	out := filepath.Join(t.TempDir(), "ab.txt")
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "auto", "--boots", "2", "--max-boots", "2", "--samples", "2", "--rounds", "2",
+		"--no-controls", "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json", "--verbose", "--out", out}, args...),
+		testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612))...)
+	assertNoQEMULeft(t)
+	// Two pairs cannot decide anything (SAME needs 6): inconclusive.
+	if code != exitInconclusive {
+		t.Fatalf("paired compare with 2 pairs: exit %d; want %d\n%s\n%s", code, exitInconclusive, stdout, stderr)
+	}
+	var doc report.Document
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, stdout)
+	}
+	if !doc.Paired || len(doc.Rows) != 1 || doc.Rows[0].Pairs != 2 {
+		t.Errorf("JSON report: paired %v, rows %d; want a paired report with one row of 2 pairs\n%s", doc.Paired, len(doc.Rows), stdout)
+	}
+	// 2 pairs × 2 VMs × (2 steps for the benchmark + 1 before the end).
+	if want := "paired: 2 complete pairs on host CPU "; !strings.Contains(stderr, want) || !strings.Contains(stderr, ", 12 steps taken in turn") {
+		t.Errorf("stderr lacks %q… 12 steps taken in turn:\n%s", want, stderr)
+	}
+	if n := strings.Count(stderr, "falling back to TCG") + strings.Count(stderr, "accel auto: using"); n != 1 {
+		t.Errorf("the accelerator was announced %d times; want once (decided by the first VM of the first pair)\n%s", n, stderr)
+	}
+	seen := map[string]int{}
+	for _, r := range readResultsFile(t, out) {
+		seen[r.GetConfig("side")+r.GetConfig("pair")]++
+		if r.GetConfig("accel") != "tcg" {
+			t.Errorf("result accel = %q; want tcg (auto fell back)", r.GetConfig("accel"))
+		}
+	}
+	for _, k := range []string{"A1", "B1", "A2", "B2"} {
+		if seen[k] != 2 {
+			t.Errorf("results of side/pair %s: %d; want 2 samples (%v)", k, seen[k], seen)
+		}
+	}
+}

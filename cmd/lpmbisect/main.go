@@ -214,6 +214,13 @@ func (s *session) measureAdaptive(ctx context.Context, sides []*measure.Side, bo
 	}
 	sum, err := measure.Run(ctx, p)
 	prog.done()
+	if p.Paired && s.verbose {
+		where := fmt.Sprintf("host CPU %d", sum.PinnedCPU)
+		if sum.PinnedCPU < 0 {
+			where = "no pinned CPU (affinity unreadable)"
+		}
+		fmt.Fprintf(s.log, "lpmbisect: paired: %d complete pairs on %s, %d steps taken in turn\n", sum.Pairs, where, sum.Steps)
+	}
 	for _, n := range sum.Notes {
 		fmt.Fprintf(s.log, "lpmbisect: %s: %s\n", n.Key, n.Text)
 	}

@@ -43,7 +43,11 @@ func TestSelfCompareNeverDifferent(t *testing.T) {
 				var line []string
 				for _, r := range doc.Rows {
 					verdicts[r.Verdict]++
-					line = append(line, fmt.Sprintf("%s %v %+.2f%% (%d+%d boots", r.Benchmark, r.Verdict, deref(r.DeltaPct), r.A.Boots, r.B.Boots)+needs(r)+")")
+					units := fmt.Sprintf("%d+%d boots", r.A.Boots, r.B.Boots)
+					if doc.Paired {
+						units = fmt.Sprintf("%d pairs", r.Pairs)
+					}
+					line = append(line, fmt.Sprintf("%s %v %+.2f%% (%s", r.Benchmark, r.Verdict, deref(r.DeltaPct), units)+needs(r)+")")
 					if r.Verdict == compare.Different {
 						t.Errorf("compare #%d of the same image: %s is DIFFERENT (%+.2f%%, p=%.4f)", i+1, r.Benchmark, deref(r.DeltaPct), r.P)
 					}

@@ -67,6 +67,15 @@ func runStat(c *cli.Context) error {
 	if len(results) > 0 {
 		meta.Accel = results[0].GetConfig("accel")
 	}
+	if err := writeReports(c, format, rep, meta); err != nil {
+		return err
+	}
+	return outcomeError(rep, failOn)
+}
+
+// writeReports writes the report in format to standard output and, with
+// --html, the HTML report to its file.
+func writeReports(c *cli.Context, format report.Format, rep *compare.Report, meta report.Meta) error {
 	if err := report.Write(c.App.Writer, format, rep, meta); err != nil {
 		return err
 	}
@@ -76,7 +85,7 @@ func runStat(c *cli.Context) error {
 		}
 		fmt.Fprintf(c.App.ErrWriter, "lpmbisect: HTML report in %s\n", h)
 	}
-	return outcomeError(rep, failOn)
+	return nil
 }
 
 // verdictFlags reads the flags that shape verdicts and reports, shared by
