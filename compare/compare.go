@@ -92,8 +92,7 @@
 //
 // Under TCG wall time on a shared host the per-boot medians wander by
 // ±10–15 % with host state (what the neighbours on the physical core do),
-// far more than a 1 % minimum effect, so the U test on per-boot medians can
-// never show SAME there. A paired run boots A and B in pairs: boot i of A
+// far more than a 1 % minimum effect. A paired run boots A and B in pairs: boot i of A
 // and boot i of B are alive at the same time, pinned to one host CPU, and
 // take their samples alternately, step by step, in a random order within
 // each step; every result carries the round as KeyPair. Host state then
@@ -118,7 +117,9 @@
 // rows and at most 10 pairs, SAME needs at least 6 pairs and DIFFERENT 8
 // (MinPairsToDecide), against 4 and 6 boots per side unpaired. Pairing pays
 // when the host noise it cancels is larger than the noise left in the
-// ratio, as it is by far under TCG wall time on a shared host.
+// ratio, as it is under TCG wall time on a shared host. What pairs cannot
+// cancel is state each VM draws for itself, such as where the kernel put
+// a benchmark's JIT code or trie nodes (see the README's "TCG wall time").
 //
 // # Adaptive runs
 //
