@@ -64,7 +64,14 @@ func runPaired(ctx context.Context, p Plan) (*Summary, error) {
 			cfgs[i] = bootConfig(p, s, boots[i])
 			cfgs[i].Pace = func(step int, resume func()) { events <- paceEvent{side: i, resume: resume} }
 		}
-		for i := range p.Sides {
+		// Which QEMU starts first is drawn too: the first to boot waits
+		// longer for its partner, and nothing may favour one side.
+		turns := rand.New(rand.NewPCG(p.Seed, uint64(round)))
+		starts := []int{0, 1}
+		if turns.IntN(2) == 1 {
+			starts = []int{1, 0}
+		}
+		for _, i := range starts {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -72,7 +79,7 @@ func runPaired(ctx context.Context, p Plan) (*Summary, error) {
 				events <- paceEvent{side: i, done: true}
 			}()
 		}
-		sum.Steps += takeTurns(events, rand.New(rand.NewPCG(p.Seed, uint64(round))))
+		sum.Steps += takeTurns(events, turns)
 		wg.Wait()
 		for i := range p.Sides {
 			if errs[i] != nil {
