@@ -24,11 +24,11 @@ func compareCommand() *cli.Command {
 		ArgsUsage:    "KERNEL-A KERNEL-B",
 		Description: `Boots A and B in rounds and keeps every sample of both sides in one results
 file that plain benchstat reads (benchstat -col kernel -ignore side,boot,image,pair FILE).
-Under wall-clock accelerators (tcg, kvm) a round is a pair: A and B boot side
-by side, pinned to one host CPU, and take their samples in turn (the order of
-each step drawn from --seed), so the host's changing speed cancels in B/A;
---paired=false, and icount, boot them one after the other in a randomized
-order instead. Every benchmark gets a verdict, each boot (or pair) one unit:
+A round boots one A and one B, one after the other in an order drawn from
+--seed. With --paired (tcg, kvm) a round is a pair instead: A and B boot side
+by side, pinned to one host CPU, and take their samples in turn, so the
+host's changing speed cancels in B/A. Every benchmark gets a verdict, each
+boot (or pair) one unit:
 
    DIFFERENT  significant (Wilcoxon signed-rank over pairs, or the U test
               over per-boot medians; α spent over the looks and
@@ -50,7 +50,7 @@ Examples:
 			&cli.IntFlag{Name: "max-boots", Value: 10, Usage: "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"},
 			&cli.Float64Flag{Name: "min-effect", Value: 1, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it)"},
 			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
-			&cli.BoolFlag{Name: "paired", Value: true, Usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios; --paired=false boots them one after the other (icount is never paired)"},
+			&cli.BoolFlag{Name: "paired", Usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios: for small changes and SAME claims; DIFFERENT then needs 8 pairs or more (icount is never paired)"},
 			&cli.BoolFlag{Name: "no-controls", Usage: "do not run the noop and baseline controls alongside"},
 			&cli.StringFlag{Name: "fail-on", Value: "regression", Usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "report on stdout: text, markdown, json"},

@@ -313,7 +313,7 @@ func TestCompareFixedSizeIsInconclusive(t *testing.T) {
 func TestComparePairedAuto(t *testing.T) {
 	args := vmArgs(t)
 	out := filepath.Join(t.TempDir(), "ab.txt")
-	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "auto", "--boots", "2", "--max-boots", "2", "--samples", "2", "--rounds", "2",
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--paired", "--accel", "auto", "--boots", "2", "--max-boots", "2", "--samples", "2", "--rounds", "2",
 		"--no-controls", "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json", "--verbose", "--out", out}, args...),
 		testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612))...)
 	assertNoQEMULeft(t)

@@ -17,9 +17,9 @@ import (
 // LPMBISECT_SELF_COMPARES times (default 10) in each mode and requires that
 // no benchmark is ever DIFFERENT: the false-positive rate the verdict rule
 // promises. It takes about 10 minutes in icount and 15 in TCG on a quiet
-// machine, so it runs only when asked:
+// machine (17 paired: tcg-paired), so it runs only when asked:
 //
-//	LPMBISECT_SELF_COMPARE=icount,tcg go test -run TestSelfCompareNeverDifferent -timeout 60m -v ./cmd/lpmbisect
+//	LPMBISECT_SELF_COMPARE=icount,tcg,tcg-paired go test -run TestSelfCompareNeverDifferent -timeout 90m -v ./cmd/lpmbisect
 func TestSelfCompareNeverDifferent(t *testing.T) {
 	modes := os.Getenv("LPMBISECT_SELF_COMPARE")
 	if modes == "" {
@@ -35,7 +35,12 @@ func TestSelfCompareNeverDifferent(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			verdicts := map[compare.Verdict]int{}
 			for i := range n {
-				code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", mode, "--format", "json", "--seed", fmt.Sprint(i + 1)}, args...), deb, deb)...)
+				accel, paired := strings.CutSuffix(mode, "-paired")
+				flags := []string{"compare", "--accel", accel, "--format", "json", "--seed", fmt.Sprint(i + 1)}
+				if paired {
+					flags = append(flags, "--paired")
+				}
+				code, stdout, stderr := runCLI(t, append(append(flags, args...), deb, deb)...)
 				var doc report.Document
 				if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 					t.Fatalf("compare #%d: exit %d, %v\n%s", i+1, code, err, stderr)
