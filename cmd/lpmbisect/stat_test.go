@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/report"
+)
+
+// The results files are real runs kept in compare/testdata.
+func testdataResults(name string) string { return filepath.Join("..", "..", "compare", "testdata", name) }
+
+func TestStatGivesVerdictsAgain(t *testing.T) {
+	// 6.1 vs 6.12 in instruction counts: the lookups are DIFFERENT and
+	// better, so no regression.
+	code, stdout, stderr := runCLI(t, "stat", testdataResults("debian61-vs-612-icount.txt"))
+	if code != exitOK || !strings.Contains(stdout, "DIFFERENT") || !strings.Contains(stdout, "lpmbisect stat ") {
+		t.Errorf("stat 6.1 vs 6.12 (icount): exit %d; want 0 with DIFFERENT rows\n%s\n%s", code, stdout, stderr)
+	}
+	// The same with --fail-on change: a change is a failure.
+	if code, _, _ := runCLI(t, "stat", "--fail-on", "change", testdataResults("debian61-vs-612-icount.txt")); code != exitRegression {
+		t.Errorf("stat --fail-on change on 6.1 vs 6.12: exit %d; want %d", code, exitRegression)
+	}
+}
+
+func TestStatPairedSelfCompare(t *testing.T) {
+	// A paired TCG self-compare of Debian 6.12 (10 pairs): nothing is
+	// shown within 1 %, everything within 15 %, nothing is DIFFERENT.
+	path := testdataResults("debian612-self-tcg-paired.txt")
+	code, stdout, stderr := runCLI(t, "stat", "--format", "json", path)
+	if code != exitInconclusive {
+		t.Errorf("stat (1%%) on a paired TCG self-compare: exit %d; want %d\n%s", code, exitInconclusive, stderr)
+	}
+	var doc report.Document
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, stdout)
+	}
+	if !doc.Paired {
+		t.Errorf("JSON report of a paired results file: paired = false; want true")
+	}
+	for _, r := range doc.Rows {
+		if r.Verdict == compare.Different || r.Pairs != 10 {
+			t.Errorf("%s: %v over %d pairs; want no DIFFERENT, 10 pairs", r.Benchmark, r.Verdict, r.Pairs)
+		}
+	}
+	code, stdout, _ = runCLI(t, "stat", "--min-effect", "15", path)
+	if code != exitOK || !strings.Contains(stdout, "every benchmark is SAME") || !strings.Contains(stdout, "paired:") {
+		t.Errorf("stat --min-effect 15 on a paired TCG self-compare: exit %d; want 0, every benchmark SAME, paired\n%s", code, stdout)
+	}
+}
+
+func TestStatBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stat"}, "one results file"},
+		{[]string{"stat", "no-such-results.txt"}, "no-such-results.txt"},
+		{[]string{"stat", "--format", "html", testdataResults("debian61-self-icount.txt")}, "--format"},
+		{[]string{"stat", "--min-effect", "0", testdataResults("debian61-self-icount.txt")}, "--min-effect"},
+		{[]string{"stat", "--html", "/nonexistent-dir/r.html", testdataResults("debian61-self-icount.txt")}, "--html"},
+	} {
+		code, _, stderr := runCLI(t, c.args...)
+		if lines := strings.Split(strings.TrimSpace(stderr), "\n"); code != exitUsage || len(lines) != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("lpmbisect %s: exit %d, stderr %q; want exit %d and one line naming %q", strings.Join(c.args, " "), code, stderr, exitUsage, c.want)
+		}
+	}
+}
