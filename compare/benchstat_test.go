@@ -82,8 +82,8 @@ func TestResultsFileReadByBenchstat(t *testing.T) {
 				col = KeySide
 			}
 			for _, proj := range []struct{ table, ignore string }{
-				{".config", "side,boot,image"}, // benchstat -col kernel -ignore side,boot,image
-				{"", "boot,image"},             // benchstat -table '' -col kernel -ignore boot,image
+				{".config", "side,boot,image,pair"}, // benchstat -col kernel -ignore side,boot,image,pair
+				{"", "boot,image,pair"},             // benchstat -table '' -col kernel -ignore boot,image,pair
 			} {
 				if col == KeySide {
 					proj.ignore = strings.TrimPrefix(proj.ignore, "side,")
@@ -131,7 +131,7 @@ func TestResultsFileReadByBenchstat(t *testing.T) {
 				tables[k[0]] = true
 			}
 			if len(tables) < 2 {
-				t.Errorf("benchstat -col %s %s (no -ignore): %d table(s); want one per boot, which is why the CLI must suggest -ignore side,boot,image", col, path, len(tables))
+				t.Errorf("benchstat -col %s %s (no -ignore): %d table(s); want one per boot, which is why the CLI must suggest -ignore side,boot,image,pair", col, path, len(tables))
 			}
 		})
 	}

@@ -11,7 +11,9 @@ import (
 )
 
 // The results files are real runs kept in compare/testdata.
-func testdataResults(name string) string { return filepath.Join("..", "..", "compare", "testdata", name) }
+func testdataResults(name string) string {
+	return filepath.Join("..", "..", "compare", "testdata", name)
+}
 
 func TestStatGivesVerdictsAgain(t *testing.T) {
 	// 6.1 vs 6.12 in instruction counts: the lookups are DIFFERENT and
