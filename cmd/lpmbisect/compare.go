@@ -45,19 +45,14 @@ Examples:
    lpmbisect compare vmlinuz-6.1 vmlinuz-6.12
    lpmbisect compare --accel icount old/arch/x86/boot/bzImage new/arch/x86/boot/bzImage
    lpmbisect compare --format markdown --html report.html --out ab.txt linux-image-6.1.0-57-*.deb linux-image-6.12.117+deb12-*.deb`,
-		Flags: append(vmFlags(),
+		Flags: append(append(vmFlags(),
 			&cli.IntFlag{Name: "boots", Usage: "boots per side (pairs, when paired) to start with (default: the fewest at which a verdict is possible)"},
 			&cli.IntFlag{Name: "max-boots", Value: 10, Usage: "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"},
-			&cli.Float64Flag{Name: "min-effect", Value: 1, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it)"},
-			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
 			&cli.BoolFlag{Name: "paired", Usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios: for small changes and SAME claims; DIFFERENT then needs 8 pairs or more (icount is never paired)"},
 			&cli.BoolFlag{Name: "no-controls", Usage: "do not run the noop and baseline controls alongside"},
-			&cli.StringFlag{Name: "fail-on", Value: "regression", Usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "report on stdout: text, markdown, json"},
-			&cli.StringFlag{Name: "html", Usage: "also write an HTML report with SVG plots of every boot to this file"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "raw results file (default: <run-dir>/results.txt)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
-		),
+		), verdictFlagDefs()...),
 		Action: runCompare,
 	}
 }

@@ -30,14 +30,9 @@ every result) are analysed as pairs. Exit codes as compare: 0, 1, 3, 2.
 Examples:
    lpmbisect stat results.txt
    lpmbisect stat --min-effect 5 --format markdown results.txt`,
-		Flags: []cli.Flag{
-			&cli.Float64Flag{Name: "min-effect", Value: 1, Usage: "smallest change that counts, in percent"},
-			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "no-controls", Usage: "treat noop and baseline as ordinary benchmarks"},
-			&cli.StringFlag{Name: "fail-on", Value: "regression", Usage: "what fails the exit code: regression or change"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "report on stdout: text, markdown, json"},
-			&cli.StringFlag{Name: "html", Usage: "also write an HTML report with SVG plots to this file"},
-		},
+		}, verdictFlagDefs()...),
 		Action: runStat,
 	}
 }
@@ -86,6 +81,18 @@ func writeReports(c *cli.Context, format report.Format, rep *compare.Report, met
 		fmt.Fprintf(c.App.ErrWriter, "lpmbisect: HTML report in %s\n", h)
 	}
 	return nil
+}
+
+// verdictFlagDefs are the flags that shape verdicts and reports, shared by
+// compare and stat; verdictFlags reads them.
+func verdictFlagDefs() []cli.Flag {
+	return []cli.Flag{
+		&cli.Float64Flag{Name: "min-effect", Value: 1, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it)"},
+		&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
+		&cli.StringFlag{Name: "fail-on", Value: "regression", Usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
+		&cli.StringFlag{Name: "format", Value: "text", Usage: "report on stdout: text, markdown, json"},
+		&cli.StringFlag{Name: "html", Usage: "also write an HTML report with SVG plots of every boot to this file"},
+	}
 }
 
 // verdictFlags reads the flags that shape verdicts and reports, shared by
