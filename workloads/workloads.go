@@ -359,14 +359,30 @@ func (rep *Reporter) note(key, text string) error {
 	return nil
 }
 
+// End takes a gated guest's last step, after the last benchmark has
+// settled, so that this guest idles while the other one of a pair takes its
+// last sample. Without Gate it does nothing.
+func (rep *Reporter) End() error {
+	if rep.Gate == nil {
+		return nil
+	}
+	rep.settle()
+	return rep.Gate()
+}
+
+// settle waits Settle if a benchmark has run.
+func (rep *Reporter) settle() {
+	if rep.ran {
+		time.Sleep(rep.Settle)
+	}
+}
+
 // run gates, probes and runs one benchmark. It returns only output errors.
 func (rep *Reporter) run(b *Benchmark, p Params) error {
 	if rep.Gate == nil {
 		return rep.runBenchmark(b, p, func(int) error { return nil })
 	}
-	if rep.ran {
-		time.Sleep(rep.Settle)
-	}
+	rep.settle()
 	rep.ran = true
 	steps := 0
 	step := func() error {

@@ -314,3 +314,18 @@ func TestRunAllGateErrorStops(t *testing.T) {
 		t.Errorf("RunAll() with a failing gate = %v after %d runs; want an error after 1 run", err, ran)
 	}
 }
+
+func TestEndTakesTheLastStep(t *testing.T) {
+	gates := 0
+	rep := &Reporter{Out: &recorder{}}
+	if err := rep.End(); err != nil || gates != 0 {
+		t.Fatalf("End() without a gate = %v; want nil and no step", err)
+	}
+	rep.Gate = func() error { gates++; return nil }
+	if err := rep.RunAll([]*Benchmark{fakeBench("A", nil, samples(2, Sample{Ops: 1, Elapsed: 1}))}, Params{Samples: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.End(); err != nil || gates != 3 {
+		t.Errorf("End() after one benchmark of 2 samples: %v, %d steps in all; want 3 (2 for the benchmark, 1 at the end)", err, gates)
+	}
+}

@@ -180,9 +180,8 @@ func run(pid1 bool) (err error) {
 		Logf: logf,
 		Info: func(text string) { infos = append(infos, text) },
 	}
-	var g *gate
 	if cfg.paced {
-		g = &gate{w: w, ch: ch}
+		g := &gate{w: w, ch: ch}
 		rep.Gate, rep.Settle = g.wait, settleTime
 	}
 	if len(cfg.unknown) > 0 {
@@ -200,13 +199,8 @@ func run(pid1 bool) (err error) {
 	if err := rep.RunAll(benches, p); err != nil {
 		return fmt.Errorf("results channel broke: %w", err)
 	}
-	// One more step before the end, so that this VM idles while the other
-	// one of a pair takes its last sample.
-	if g != nil {
-		time.Sleep(settleTime)
-		if err := g.wait(); err != nil {
-			return fmt.Errorf("results channel broke: %w", err)
-		}
+	if err := rep.End(); err != nil {
+		return fmt.Errorf("results channel broke: %w", err)
 	}
 	// Info notes come last so that the configuration lines open the stream.
 	for _, text := range infos {
