@@ -160,3 +160,16 @@ func loopCallbackFunc(name string) *btf.Func {
 func atomicAdd(dst asm.Register, off int16, src asm.Register) asm.Instruction {
 	return asm.AddAtomic.Mem(dst, src, asm.DWord, off)
 }
+
+// stopClock ends a timed run that started with the start time in r6: it
+// adds the elapsed nanoseconds and one run to the stats at r7. It clobbers
+// r0 (the elapsed time) and r1; the caller accounts the iterations.
+func stopClock() asm.Instructions {
+	return asm.Instructions{
+		asm.FnKtimeGetNs.Call(),
+		asm.Sub.Reg(asm.R0, asm.R6),
+		atomicAdd(asm.R7, offNanoseconds, asm.R0),
+		asm.Mov.Imm(asm.R1, 1),
+		atomicAdd(asm.R7, offRuns, asm.R1),
+	}
+}

@@ -295,12 +295,9 @@ func (l LPMBench) loopMain() asm.Instructions {
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnLoop.Call(),
 		asm.Mov.Reg(asm.R8, asm.R0),
-		// r0 = elapsed time.
-		asm.FnKtimeGetNs.Call(),
-		asm.Sub.Reg(asm.R0, asm.R6),
-		atomicAdd(asm.R7, offNanoseconds, asm.R0),
-		asm.Mov.Imm(asm.R1, 1),
-		atomicAdd(asm.R7, offRuns, asm.R1),
+	)
+	insns = append(insns, stopClock()...)
+	insns = append(insns,
 		asm.JSLT.Imm(asm.R8, 0, "loop_failed"),
 		atomicAdd(asm.R7, offIterations, asm.R8),
 	)

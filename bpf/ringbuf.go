@@ -115,12 +115,8 @@ func (r RingbufProducer) Spec() (*ebpf.CollectionSpec, error) {
 			asm.Mov.Imm(asm.R0, 0).WithSymbol(next),
 		)
 	}
+	insns = append(insns, stopClock()...)
 	insns = append(insns,
-		asm.FnKtimeGetNs.Call(),
-		asm.Sub.Reg(asm.R0, asm.R6),
-		atomicAdd(asm.R7, offNanoseconds, asm.R0),
-		asm.Mov.Imm(asm.R1, 1),
-		atomicAdd(asm.R7, offRuns, asm.R1),
 		asm.Mov.Imm(asm.R1, int32(r.Batch)),
 		atomicAdd(asm.R7, offIterations, asm.R1),
 		asm.Mov.Imm(asm.R0, RetDone),

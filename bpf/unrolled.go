@@ -76,12 +76,8 @@ func (u LPMUnrolled) Spec() (*ebpf.CollectionSpec, error) {
 			insns = append(insns, asm.JNE.Imm(asm.R0, 0, "op_failed"))
 		}
 	}
+	insns = append(insns, stopClock()...)
 	insns = append(insns,
-		asm.FnKtimeGetNs.Call(),
-		asm.Sub.Reg(asm.R0, asm.R6),
-		atomicAdd(asm.R7, offNanoseconds, asm.R0),
-		asm.Mov.Imm(asm.R1, 1),
-		atomicAdd(asm.R7, offRuns, asm.R1),
 		asm.Mov.Imm(asm.R1, UnrolledOps),
 		atomicAdd(asm.R7, offIterations, asm.R1),
 	)
