@@ -141,30 +141,33 @@ func TrieFreeSpec(off MapStructOffsets) (*ebpf.CollectionSpec, error) {
 func matchFreeTrie(off MapStructOffsets) asm.Instructions {
 	var name [16]byte
 	copy(name[:], FreeTrieName)
-	return asm.Instructions{
-		// map_type
-		asm.Mov.Reg(asm.R1, asm.RFP),
-		asm.Add.Imm(asm.R1, -8),
-		asm.Mov.Imm(asm.R2, 4),
-		asm.Mov.Reg(asm.R3, asm.R6),
-		asm.Add.Imm(asm.R3, int32(off.MapType)-int32(off.Work)),
-		asm.FnProbeReadKernel.Call(),
-		asm.JNE.Imm(asm.R0, 0, "out"),
+	insns := probeField(-8, 4, int32(off.MapType)-int32(off.Work))
+	insns = append(insns,
 		asm.LoadMem(asm.R1, asm.RFP, -8, asm.Word),
 		asm.JNE.Imm(asm.R1, bpfMapTypeLPMTrie, "out"),
-		// name
-		asm.Mov.Reg(asm.R1, asm.RFP),
-		asm.Add.Imm(asm.R1, -24),
-		asm.Mov.Imm(asm.R2, 16),
-		asm.Mov.Reg(asm.R3, asm.R6),
-		asm.Add.Imm(asm.R3, int32(off.Name)-int32(off.Work)),
-		asm.FnProbeReadKernel.Call(),
-		asm.JNE.Imm(asm.R0, 0, "out"),
+	)
+	insns = append(insns, probeField(-24, 16, int32(off.Name)-int32(off.Work))...)
+	return append(insns,
 		asm.LoadMem(asm.R1, asm.RFP, -24, asm.DWord),
 		asm.LoadImm(asm.R2, int64(binary.LittleEndian.Uint64(name[:8])), asm.DWord),
 		asm.JNE.Reg(asm.R1, asm.R2, "out"),
 		asm.LoadMem(asm.R1, asm.RFP, -16, asm.DWord),
 		asm.LoadImm(asm.R2, int64(binary.LittleEndian.Uint64(name[8:])), asm.DWord),
 		asm.JNE.Reg(asm.R1, asm.R2, "out"),
+	)
+}
+
+// probeField copies size bytes at offset field from the pointer in r6 to
+// the stack at fp+stack with bpf_probe_read_kernel, and jumps to "out" if
+// the read fails. It clobbers r0-r5.
+func probeField(stack int16, size, field int32) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(stack)),
+		asm.Mov.Imm(asm.R2, size),
+		asm.Mov.Reg(asm.R3, asm.R6),
+		asm.Add.Imm(asm.R3, field),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, "out"),
 	}
 }
