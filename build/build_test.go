@@ -7,64 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
 )
 
-// fakeMake is a make that understands just enough of kbuild for Build:
-// config targets write .config, olddefconfig "settles" it (dropping
-// CONFIG_NEEDS_MISSING_DEP, adding the compiler), bzImage copies the
-// tree's IMAGE file, or fails when the tree has a BROKEN file. Every call is
-// appended to calls.txt in the build directory.
-const fakeMake = `#!/bin/sh
-src= out= targets=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -C) src=$2; shift ;;
-    O=*) out=${1#O=} ;;
-    -j*|*=*) ;;
-    *) targets="$targets $1" ;;
-  esac
-  shift
-done
-[ -n "$out" ] || out=$src
-echo "$targets" >> "$out/calls.txt"
-for t in $targets; do
-  case "$t" in
-    tinyconfig)
-      printf '#\n# Automatically generated file; DO NOT EDIT.\n# Linux/x86 6.12.0 Kernel Configuration\n#\nCONFIG_BASE=y\n# CONFIG_BPF_SYSCALL is not set\n' > "$out/.config" ;;
-    olddefconfig)
-      grep -v NEEDS_MISSING_DEP "$out/.config" > "$out/.config.tmp"
-      echo 'CONFIG_CC_VERSION_TEXT="fakecc (Test) 1.2.3"' >> "$out/.config.tmp"
-      mv "$out/.config.tmp" "$out/.config" ;;
-    bzImage)
-      echo "  CC      kernel/bpf/lpm_trie.o"
-      if [ -e "$src/BROKEN" ]; then
-        echo "kernel/bpf/lpm_trie.c:42:1: error: expected ';' before '}' token" >&2
-        echo "make[1]: *** [kernel/bpf/lpm_trie.o] Error 1" >&2
-        exit 2
-      fi
-      mkdir -p "$out/arch/x86/boot"
-      cp "$src/IMAGE" "$out/arch/x86/boot/bzImage" ;;
-    *) echo "fake make: unknown target $t" >&2; exit 2 ;;
-  esac
-done
-`
-
-// fakeTree makes a source tree and a fake make; it returns both.
+// fakeTree makes a source tree and a fake make (see testkbuild); its
+// olddefconfig drops CONFIG_NEEDS_MISSING_DEP.
 func fakeTree(t *testing.T) (src, mk string) {
-	t.Helper()
-	dir := t.TempDir()
-	src = filepath.Join(dir, "linux")
-	os.MkdirAll(src, 0o755)
-	for name, data := range map[string]string{"Makefile": "# fake\n", "Kconfig": "# fake\n", "IMAGE": "kernel image 1\n"} {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mk = filepath.Join(dir, "make")
-	if err := os.WriteFile(mk, []byte(fakeMake), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return src, mk
+	return testkbuild.Tree(t, testkbuild.Options{Compiler: "fakecc (Test) 1.2.3", Drop: "NEEDS_MISSING_DEP", Image: "kernel image 1\n",
+		CompileError: "kernel/bpf/lpm_trie.c:42:1: error: expected ';' before '}' token"})
 }
 
 func readFile(t *testing.T, path string) string {

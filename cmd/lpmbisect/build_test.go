@@ -10,45 +10,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
 )
 
-// fakeKbuild is a make that does what lpmbisect build asks of kbuild:
-// config targets write .config, bzImage copies the tree's IMAGE (or fails
-// when the tree has a BROKEN file).
-const fakeKbuild = `#!/bin/sh
-src= out= targets=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -C) src=$2; shift ;;
-    O=*) out=${1#O=} ;;
-    -j*|*=*) ;;
-    *) targets="$targets $1" ;;
-  esac
-  shift
-done
-[ -n "$out" ] || out=$src
-for t in $targets; do
-  case "$t" in
-    olddefconfig) grep -v BPF_SYSCALL "$out/.config" > "$out/.config.new"; mv "$out/.config.new" "$out/.config" ;;
-    *config) echo 'CONFIG_CC_VERSION_TEXT="fakecc 9"' > "$out/.config" ;;
-    bzImage)
-      if [ -e "$src/BROKEN" ]; then echo "lpm_trie.c:1:1: error: broken" >&2; exit 2; fi
-      mkdir -p "$out/arch/x86/boot" && cp "$src/IMAGE" "$out/arch/x86/boot/bzImage" ;;
-  esac
-done
-`
-
+// fakeKernelTree makes a source tree and a fake make (see testkbuild)
+// whose olddefconfig drops CONFIG_BPF_SYSCALL, an option of the fragment.
 func fakeKernelTree(t *testing.T) (src, mk string) {
-	t.Helper()
-	dir := t.TempDir()
-	src = filepath.Join(dir, "linux")
-	os.MkdirAll(src, 0o755)
-	for name, data := range map[string]string{"Makefile": "\n", "Kconfig": "\n", "IMAGE": "image\n"} {
-		os.WriteFile(filepath.Join(src, name), []byte(data), 0o644)
-	}
-	mk = filepath.Join(dir, "make")
-	os.WriteFile(mk, []byte(fakeKbuild), 0o755)
-	return src, mk
+	return testkbuild.Tree(t, testkbuild.Options{Compiler: "fakecc 9", Drop: "BPF_SYSCALL", Image: "image\n",
+		CompileError: "lpm_trie.c:1:1: error: broken"})
 }
 
 func TestBuildCommand(t *testing.T) {
