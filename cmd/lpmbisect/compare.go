@@ -67,6 +67,11 @@ func runCompare(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if path := c.String("out"); path != "" {
+		if err := measure.CheckWritable(path); err != nil {
+			return usageError("--out: %v", err)
+		}
+	}
 	opts.MaxBoots = c.Int("max-boots")
 	if opts.MaxBoots < 1 || opts.MaxBoots > 200 {
 		return usageError("--max-boots %d must be between 1 and 200", opts.MaxBoots)

@@ -114,11 +114,9 @@ func verdictFlags(c *cli.Context) (compare.FailOn, report.Format, compare.Option
 	if !(opts.MinEffect > 0 && opts.MinEffect < 1) {
 		return failOn, format, opts, usageError("--min-effect %v must be a percentage between 0 and 100", c.Float64("min-effect"))
 	}
-	for _, f := range []string{"out", "html"} {
-		if path := c.String(f); path != "" {
-			if err := measure.CheckWritable(path); err != nil {
-				return failOn, format, opts, usageError("--%s: %v", f, err)
-			}
+	if path := c.String("html"); path != "" {
+		if err := measure.CheckWritable(path); err != nil {
+			return failOn, format, opts, usageError("--html: %v", err)
 		}
 	}
 	return failOn, format, opts, nil
