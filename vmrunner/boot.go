@@ -1,0 +1,326 @@
+package vmrunner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// Outcome classifies a boot.
+type Outcome string
+
+// Outcomes. Only OK boots count as samples.
+const (
+	OK          Outcome = "ok"           // complete stream with a valid trailer
+	Panic       Outcome = "panic"        // the console shows a kernel panic
+	BootFailed  Outcome = "boot-failed"  // the kernel never started: a truncated or corrupt image
+	BootTimeout Outcome = "boot-timeout" // no results before the boot deadline
+	Stalled     Outcome = "stalled"      // silence longer than the progress deadline
+	Truncated   Outcome = "truncated"    // the guest stopped before its trailer
+	Corrupt     Outcome = "corrupt"      // over the size limits, or not the wire format
+	NoProgress  Outcome = "no-progress"  // no kernel banner before the start deadline (a KVM that does not run guests)
+	QEMUError   Outcome = "qemu-error"   // QEMU refused to start the guest
+	Canceled    Outcome = "canceled"     // the context was canceled (SIGINT, SIGTERM)
+)
+
+// Limits bound what is read from the guest, which is untrusted.
+type Limits struct {
+	MaxLine  int // longest line on the results channel, in bytes
+	MaxBytes int // most bytes on the results channel
+}
+
+// DefaultLimits fit thousands of results with room to spare.
+var DefaultLimits = Limits{MaxLine: 64 << 10, MaxBytes: 8 << 20}
+
+// Config describes one boot.
+type Config struct {
+	QEMU       string   // QEMU binary; default qemu-system-x86_64
+	Kernel     string   // bzImage
+	Initramfs  string   // cpio archive
+	KernelArgs []string // extra kernel parameters (the guest's run plan)
+	Accel      Accel    // KVM, TCG or Icount; use Selector for Auto
+	MemoryMB   int      // default 1024
+	CPUs       int      // default 1
+	RunDir     string   // per-boot directory for console.log and results.out
+
+	BootDeadline     time.Duration // default 90 s
+	ProgressDeadline time.Duration // default 60 s
+	// StartDeadline ends the boot if the kernel has not started by then
+	// (no "Linux version" banner, no guest output): a truncated or corrupt
+	// image hangs in the boot loader or decompressor without a word. Under
+	// KVM the outcome is NoProgress (Selector sets a short deadline to
+	// detect a KVM that does not run guests), otherwise BootTimeout.
+	// Default: 30 s, or the boot deadline if shorter.
+	StartDeadline time.Duration
+
+	Limits Limits    // zero means DefaultLimits
+	Log    io.Writer // when set, the QEMU command line is printed here
+
+	// Pace, when set, paces the guest (lpmbisect.paced=1): before each step
+	// of its run plan the guest writes a ready note and waits. Boot calls
+	// Pace from the goroutine that reads the results, with the step's number
+	// and a function that lets the guest take the step; Pace must not block.
+	// While a guest waits, its progress deadline does not run. A guest that
+	// writes ready notes while already waiting is not called again.
+	Pace func(step int, resume func())
+	// PinCPUs, when set, restricts QEMU (all its threads) to these host
+	// CPUs from its start.
+	PinCPUs []int
+
+	// onKernelStart is called once when the console shows that the kernel
+	// runs (Selector uses it to decide Auto early).
+	onKernelStart func()
+}
+
+// Result is what a boot produced.
+type Result struct {
+	Outcome    Outcome
+	Detail     string       // why, for outcomes other than OK (panic line, problem)
+	Stream     *wire.Stream // what arrived on the results channel, even if incomplete
+	Channel    string       // "virtio" or "serial": where the results came from
+	Accel      Accel
+	Duration   time.Duration
+	ConsoleLog string   // path of the console log
+	Command    []string // a QEMU command line that reproduces the boot by hand
+}
+
+// ErrQEMUMissing is returned when the QEMU binary cannot be found.
+var ErrQEMUMissing = errors.New("qemu-system-x86_64 not found (install it: apt-get install qemu-system-x86)")
+
+const (
+	defaultBootDeadline     = 90 * time.Second
+	defaultProgressDeadline = 60 * time.Second
+	defaultStartDeadline    = 30 * time.Second
+	pollInterval            = 50 * time.Millisecond
+)
+
+func (c *Config) setDefaults() {
+	if c.QEMU == "" {
+		c.QEMU = "qemu-system-x86_64"
+	}
+	if c.MemoryMB == 0 {
+		c.MemoryMB = 1024
+	}
+	if c.CPUs == 0 {
+		c.CPUs = 1
+	}
+	if c.BootDeadline == 0 {
+		c.BootDeadline = defaultBootDeadline
+	}
+	if c.StartDeadline == 0 {
+		c.StartDeadline = min(defaultStartDeadline, c.BootDeadline)
+	}
+	if c.ProgressDeadline == 0 {
+		c.ProgressDeadline = defaultProgressDeadline
+	}
+	if c.Limits == (Limits{}) {
+		c.Limits = DefaultLimits
+	}
+	if c.Accel == "" {
+		c.Accel = TCG
+	}
+}
+
+// Boot runs one boot to its end and returns what happened. The error is
+// non-nil only when QEMU could not be started at all; everything the guest
+// does (panic, hang, garbage) is an Outcome.
+func Boot(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.setDefaults()
+	if _, err := exec.LookPath(cfg.QEMU); err != nil {
+		return nil, ErrQEMUMissing
+	}
+	if n := len(cfg.KernelCommandLine()); n > maxCommandLine {
+		return nil, fmt.Errorf("kernel command line is %d bytes, more than x86's %d (shorten --append or --bench)", n, maxCommandLine)
+	}
+	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	res := &Result{Accel: cfg.Accel, ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "lpmbisect: %s\n", shellQuote(res.Command))
+	}
+
+	logFile, err := os.Create(res.ConsoleLog)
+	if err != nil {
+		return nil, fmt.Errorf("create console log: %w", err)
+	}
+	defer logFile.Close()
+	rawFile, err := os.Create(filepath.Join(cfg.RunDir, resultsFile))
+	if err != nil {
+		return nil, fmt.Errorf("create results capture: %w", err)
+	}
+	defer rawFile.Close()
+
+	// Three channels on fds 3, 4, 5: pipes QEMU writes to (opened by path
+	// in /proc), or for a paced guest, whose results channels carry the
+	// host's go lines back, connected sockets for results and fallback.
+	names := []string{consoleFile, resultsFile, fallbackFile}
+	paced := cfg.Pace != nil
+	var readers, writers []*os.File
+	defer func() {
+		for _, f := range append(readers, writers...) {
+			f.Close()
+		}
+	}()
+	for _, n := range names {
+		r, w, err := channelPair(paced && n != consoleFile)
+		if err != nil {
+			return nil, fmt.Errorf("create channel %s: %w", n, err)
+		}
+		readers, writers = append(readers, r), append(writers, w)
+	}
+	args := cfg.qemuArgs(func(id, f string) string {
+		fd := strconv.Itoa(3 + slices.Index(names, f))
+		if paced && f != consoleFile {
+			return "socket,id=" + id + ",fd=" + fd
+		}
+		return "file,id=" + id + ",path=/proc/self/fd/" + fd
+	}, paced)
+
+	var stderr boundedBuffer
+	stderr.max = 16 << 10
+	cmd := exec.Command(cfg.QEMU, args...)
+	cmd.ExtraFiles = writers
+	cmd.Stdout = &stderr
+	cmd.Stderr = &stderr
+	// Own process group, so a terminal's Ctrl-C reaches lpmbisect, which
+	// then ends QEMU itself; Pdeathsig ends QEMU even if lpmbisect is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	start := time.Now()
+	if err := startPinned(cmd, cfg.PinCPUs); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.QEMU, err)
+	}
+	for _, w := range writers {
+		w.Close()
+	}
+	writers = nil
+
+	mon := &monitor{limits: cfg.Limits, start: start, pace: cfg.Pace, onKernelStart: cfg.onKernelStart}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); mon.readConsole(readers[0], logFile) }()
+	go func() { defer wg.Done(); mon.readResults(readers[1], readers[1], &mon.virtio, rawFile) }()
+	go func() { defer wg.Done(); mon.readResults(readers[2], readers[2], &mon.serial, rawFile) }()
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	var killed Outcome
+	var killDetail string
+	var waitErr error
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+loop:
+	for {
+		select {
+		case waitErr = <-exited:
+			break loop
+		case <-ctx.Done():
+			killed, killDetail = Canceled, "interrupted: "+context.Cause(ctx).Error()
+		case <-ticker.C:
+			killed, killDetail = mon.check(cfg)
+		}
+		if killed != "" {
+			cmd.Process.Kill()
+			waitErr = <-exited
+			break
+		}
+	}
+	wg.Wait()
+	res.Duration = time.Since(start)
+
+	data, channel := mon.virtio.Bytes(), "virtio"
+	if len(data) == 0 && mon.serial.Len() > 0 {
+		data, channel = mon.serial.Bytes(), "serial"
+	}
+	res.Stream, res.Channel = wire.Decode(data), channel
+	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr.String())
+	return res, nil
+}
+
+func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, waitErr error, stderr string) (Outcome, string) {
+	panicLine := mon.panicLine()
+	switch {
+	case killed == Corrupt:
+		return Corrupt, killDetail
+	case s.Complete:
+		return OK, ""
+	case killed != "":
+		if panicLine != "" && killed != Canceled {
+			return Panic, panicLine
+		}
+		return killed, killDetail
+	case panicLine != "":
+		return Panic, panicLine
+	case waitErr != nil:
+		msg := strings.TrimSpace(lastLines(stderr, 3))
+		if msg == "" {
+			msg = waitErr.Error()
+		}
+		return QEMUError, "QEMU failed: " + msg
+	case !mon.kernelStarted.Load() && len(s.Results) == 0 && s.SyntaxErrors == 0:
+		detail := "the kernel never started (no kernel banner on the console: a truncated or corrupt image?)"
+		if tail := mon.consoleTail(); tail != "" {
+			detail += "; console ends: " + tail
+		}
+		return BootFailed, detail
+	case s.SyntaxErrors > 0 && len(s.Results) == 0:
+		return Corrupt, fmt.Sprintf("%d lines on the results channel are not in the wire format", s.SyntaxErrors)
+	}
+	detail := s.Problem
+	if tail := mon.consoleTail(); tail != "" {
+		detail += "; console ends: " + tail
+	}
+	return Truncated, detail
+}
+
+// boundedBuffer keeps at most max bytes (0: unbounded) and drops the rest.
+type boundedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.max > 0 && b.Len()+len(p) > b.max {
+		b.Buffer.Write(p[:max(0, b.max-b.Len())])
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "; ")
+}
+
+// channelPair returns the host's end (r) and QEMU's end (w) of a channel: a
+// pipe, or a connected socket pair when the host writes back.
+func channelPair(duplex bool) (r, w *os.File, err error) {
+	if !duplex {
+		return os.Pipe()
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "channel"), os.NewFile(uintptr(fds[1]), "channel (QEMU)"), nil
+}

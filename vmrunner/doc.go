@@ -1,0 +1,17 @@
+// Package vmrunner boots a kernel and initramfs under QEMU and brings back
+// what the guest sends on its results channel, with an outcome that says
+// whether the boot delivered everything.
+//
+// QEMU's exit status proves nothing (with panic=-1 and -no-reboot it exits 0
+// when the guest panics), so a boot is OK only when the stream on the results
+// channel ends with a valid wire trailer. Two deadlines bound every boot: the
+// boot deadline (until the first byte of results) and the progress deadline
+// (the longest silence on the console and the results channels once the guest
+// is up). Whatever happens, QEMU is killed before Boot returns, and the bytes
+// received so far are kept, so completed samples survive a stalled guest.
+//
+// Results travel over a virtio-serial port named wire.PortName; a kernel
+// without virtio console gets a second 8250 UART (ttyS1) instead, and the
+// guest picks whichever works. The console (ttyS0) is captured to a log file
+// and scanned for panics.
+package vmrunner

@@ -1,0 +1,85 @@
+package vmrunner
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// maxCommandLine is COMMAND_LINE_SIZE on x86, less the NUL.
+const maxCommandLine = 2047
+
+// Files QEMU writes into the run directory when a boot is re-run by hand.
+const (
+	consoleFile  = "console.log"
+	resultsFile  = "results.out"
+	fallbackFile = "serial1.out"
+)
+
+// KernelCommandLine is the kernel command line for a boot: console on
+// ttyS0 (early, so even the decompressor's output shows progress), a panic
+// ends the VM at once, oopses are panics, then the run plan.
+func (c *Config) KernelCommandLine() string {
+	args := []string{"console=ttyS0,115200", "earlyprintk=serial,ttyS0,115200", "panic=-1", "oops=panic"}
+	return strings.Join(append(args, c.KernelArgs...), " ")
+}
+
+// pacedArg is the kernel parameter that makes the guest wait for the host
+// before each step.
+const pacedArg = "lpmbisect.paced=1"
+
+// qemuArgs builds QEMU's arguments; chardev gives the -chardev value (the
+// backend) with the given id for each of the three guest-to-host channels
+// (console, results, fallback).
+func (c *Config) qemuArgs(chardev func(id, file string) string, paced bool) []string {
+	args := []string{
+		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
+	}
+	args = append(args, c.Accel.args()...)
+	cmdline := c.KernelCommandLine()
+	if paced {
+		cmdline += " " + pacedArg
+	}
+	args = append(args,
+		"-m", strconv.Itoa(c.MemoryMB), "-smp", strconv.Itoa(c.CPUs),
+		"-kernel", c.Kernel, "-initrd", c.Initramfs,
+		"-append", cmdline,
+		"-chardev", chardev("console", consoleFile), "-serial", "chardev:console",
+		"-chardev", chardev("fallback", fallbackFile), "-serial", "chardev:fallback",
+		"-device", "virtio-serial-pci",
+		"-chardev", chardev("results", resultsFile),
+		"-device", "virtserialport,chardev=results,name="+wire.PortName,
+	)
+	return args
+}
+
+func fileChardev(path func(file string) string) func(id, file string) string {
+	return func(id, file string) string { return "file,id=" + id + ",path=" + path(file) }
+}
+
+// CommandLine returns a shell command that reproduces the boot by hand,
+// writing the console and results into the run directory. A paced boot is
+// reproduced unpaced: by hand nobody answers the guest.
+func (c Config) CommandLine() []string {
+	c.setDefaults()
+	return append([]string{c.QEMU}, c.qemuArgs(fileChardev(func(f string) string { return filepath.Join(c.RunDir, f) }), false)...)
+}
+
+func shellQuote(args []string) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			b.WriteString(a)
+			continue
+		}
+		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	return b.String()
+}
