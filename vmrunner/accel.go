@@ -25,7 +25,7 @@ const (
 	Icount Accel = "icount"
 )
 
-// ParseAccel parses an --accel value.
+// ParseAccel parses an accelerator name (auto, kvm, tcg or icount, in any case).
 func ParseAccel(s string) (Accel, error) {
 	switch a := Accel(strings.ToLower(s)); a {
 	case Auto, KVM, TCG, Icount:

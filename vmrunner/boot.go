@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,8 +68,10 @@ type Config struct {
 	// Default: 30 s, or the boot deadline if shorter.
 	StartDeadline time.Duration
 
-	Limits Limits    // zero means DefaultLimits
-	Log    io.Writer // when set, the QEMU command line is printed here
+	Limits Limits // zero means DefaultLimits
+	// Log, when set, receives the QEMU command line of each boot (the one
+	// Result.Command holds); nil means silent.
+	Log *log.Logger
 
 	// Pace, when set, paces the guest (lpmbisect.paced=1): before each step
 	// of its run plan the guest writes a ready note and waits. Boot calls
@@ -145,14 +147,14 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, ErrQEMUMissing
 	}
 	if n := len(cfg.KernelCommandLine()); n > maxCommandLine {
-		return nil, fmt.Errorf("kernel command line is %d bytes, more than x86's %d (shorten --append or --bench)", n, maxCommandLine)
+		return nil, &CommandLineTooLongError{Len: n, Max: maxCommandLine}
 	}
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
 	res := &Result{Accel: cfg.Accel, ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
 	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "lpmbisect: %s\n", shellQuote(res.Command))
+		cfg.Log.Print(shellQuote(res.Command))
 	}
 
 	logFile, err := os.Create(res.ConsoleLog)

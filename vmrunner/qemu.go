@@ -1,6 +1,7 @@
 package vmrunner
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +11,19 @@ import (
 
 // maxCommandLine is COMMAND_LINE_SIZE on x86, less the NUL.
 const maxCommandLine = 2047
+
+// CommandLineTooLongError is returned when the kernel command line (the
+// fixed console options, the run plan and the extra kernel parameters) is
+// longer than the kernel accepts: it would be cut off silently, and the
+// guest would run another plan than the one asked for.
+type CommandLineTooLongError struct {
+	Len int // bytes in the command line
+	Max int // the most x86 accepts
+}
+
+func (e *CommandLineTooLongError) Error() string {
+	return fmt.Sprintf("kernel command line is %d bytes, more than x86's %d (pass fewer or shorter kernel parameters)", e.Len, e.Max)
+}
 
 // Files QEMU writes into the run directory when a boot is re-run by hand.
 const (

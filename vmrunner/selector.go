@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,19 +22,27 @@ const KVMProbeDeadline = 10 * time.Second
 // virtualization /dev/kvm may open and the guest then hangs forever.
 type Selector struct {
 	Requested Accel
-	// Notify receives one line saying which accelerator was chosen and why
-	// (a warning when KVM was present but did not work).
+	// Log receives one line saying which accelerator Auto chose and why (a
+	// warning when KVM was present but did not work); nil means silent.
+	Log *log.Logger
+	// Notify is the io.Writer that Log replaced: when Log is nil, the same
+	// lines go to Notify, without a prefix.
+	//
+	// Deprecated: set Log. Notify stays only until its last callers move.
 	Notify io.Writer
 
 	mu      sync.Mutex
 	decided Accel
 }
 
-// ErrKVMUnusable is returned for an explicit --accel kvm that cannot work.
-type ErrKVMUnusable struct{ Reason string }
+// KVMUnusableError is returned when KVM was requested explicitly (not Auto)
+// and cannot work: /dev/kvm does not open, or the guest makes no progress
+// under it. The remedy is another accelerator (TCG, or Auto, which falls
+// back by itself); callers that know their own option names add them.
+type KVMUnusableError struct{ Reason string }
 
-func (e *ErrKVMUnusable) Error() string {
-	return "--accel kvm: " + e.Reason + " (use --accel tcg, or --accel auto to fall back by itself)"
+func (e *KVMUnusableError) Error() string {
+	return "KVM unusable: " + e.Reason
 }
 
 // Accel returns the accelerator decided so far ("" while Auto is unresolved).
@@ -58,12 +67,12 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 		return Boot(ctx, cfg)
 	case KVM:
 		if ok, why := kvmUsable(); !ok {
-			return nil, &ErrKVMUnusable{Reason: "/dev/kvm cannot be used: " + why}
+			return nil, &KVMUnusableError{Reason: "/dev/kvm cannot be used: " + why}
 		}
 		cfg.Accel, cfg.StartDeadline = KVM, KVMProbeDeadline
 		r, err := Boot(ctx, cfg)
 		if err == nil && kvmFailed(r) {
-			return r, &ErrKVMUnusable{Reason: "/dev/kvm is present but " + kvmFailure(r)}
+			return r, &KVMUnusableError{Reason: "/dev/kvm is present but " + kvmFailure(r)}
 		}
 		return r, err
 	}
@@ -80,7 +89,7 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if ok, why := kvmUsable(); !ok {
 		s.decided = TCG
-		s.say("lpmbisect: accel auto: using TCG (no usable /dev/kvm: %s)", why)
+		s.say("accel auto: using TCG (no usable /dev/kvm: %s)", why)
 		s.mu.Unlock()
 		cfg.Accel = TCG
 		return Boot(ctx, cfg)
@@ -96,7 +105,7 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	cfg.Accel, cfg.StartDeadline = KVM, KVMProbeDeadline
-	cfg.onKernelStart = func() { release(KVM, "lpmbisect: accel auto: using KVM") }
+	cfg.onKernelStart = func() { release(KVM, "accel auto: using KVM") }
 	r, err := Boot(ctx, cfg)
 	switch {
 	case released.Load():
@@ -106,16 +115,19 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 		s.mu.Unlock() // undecided: the next boot probes again
 		return r, err
 	case !kvmFailed(r):
-		release(KVM, "lpmbisect: accel auto: using KVM")
+		release(KVM, "accel auto: using KVM")
 		return r, err
 	}
-	release(TCG, "lpmbisect: warning: /dev/kvm is present but %s; falling back to TCG", kvmFailure(r))
+	release(TCG, "warning: /dev/kvm is present but %s; falling back to TCG", kvmFailure(r))
 	cfg.Accel, cfg.StartDeadline, cfg.onKernelStart = TCG, 0, nil
 	return Boot(ctx, cfg)
 }
 
 func (s *Selector) say(format string, args ...any) {
-	if s.Notify != nil {
+	switch {
+	case s.Log != nil:
+		s.Log.Printf(format, args...)
+	case s.Notify != nil:
 		fmt.Fprintf(s.Notify, format+"\n", args...)
 	}
 }

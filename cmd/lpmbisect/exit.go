@@ -59,7 +59,7 @@ func (e *signalError) Error() string { return "interrupted by " + e.name }
 func exitCode(err error) int {
 	var ee *exitError
 	var se *signalError
-	var kvm *vmrunner.ErrKVMUnusable
+	var kvm *vmrunner.KVMUnusableError
 	switch {
 	case err == nil:
 		return exitOK
@@ -75,4 +75,18 @@ func exitCode(err error) int {
 		return exitSIGINT
 	}
 	return exitInfra
+}
+
+// flagHint is the remedy, in this command's flags, for an error that a
+// library reports without naming them; "" for other errors.
+func flagHint(err error) string {
+	var kvm *vmrunner.KVMUnusableError
+	var long *vmrunner.CommandLineTooLongError
+	switch {
+	case errors.As(err, &kvm):
+		return " (use --accel tcg, or --accel auto to fall back by itself)"
+	case errors.As(err, &long):
+		return " (shorten --append or --bench)"
+	}
+	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,7 +33,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	err := app.RunContext(ctx, args)
 	if err != nil {
-		fmt.Fprintf(stderr, "lpmbisect: %v\n", err)
+		fmt.Fprintf(stderr, "lpmbisect: %v%s\n", err, flagHint(err))
 	}
 	return exitCode(err)
 }
@@ -161,9 +162,10 @@ func newSession(c *cli.Context) (*session, error) {
 			BootDeadline: c.Duration("boot-timeout"), ProgressDeadline: c.Duration("progress-timeout"),
 		},
 	}
-	s.selector = &vmrunner.Selector{Requested: accel, Notify: c.App.ErrWriter}
+	logger := log.New(c.App.ErrWriter, "lpmbisect: ", 0)
+	s.selector = &vmrunner.Selector{Requested: accel, Log: logger}
 	if s.verbose {
-		s.vm.Log = c.App.ErrWriter
+		s.vm.Log = logger
 	}
 	return s, nil
 }
