@@ -1,7 +1,20 @@
-// Package wire is the protocol between the guest program and the host: Go
-// benchmark format (golang.org/x/perf/benchfmt) lines, a few lpmbisect notes
-// written as benchfmt configuration lines, and a trailer that proves the
-// stream is complete.
+// Package wire is the contract between the guest program and the host, kept
+// in one place so that neither side spells it on its own:
+//
+//   - the run plan (Plan): what the host asks of a boot, encoded as
+//     lpmbisect.* kernel parameters by Plan.KernelArgs and decoded from
+//     /proc/cmdline by DecodePlan, with one set of limits (Plan.Validate)
+//     checked on both sides;
+//   - the layout of the initramfs the guest finds its modules in
+//     (ModuleDir, LoadOrderFile);
+//   - the results stream: Go benchmark format (golang.org/x/perf/benchfmt)
+//     lines, a few lpmbisect notes written as benchfmt configuration lines,
+//     and a trailer that proves the stream is complete (Writer, Decode);
+//   - the names results files use: configuration keys (Key*), units and
+//     accelerators (Accel).
+//
+// The guest links this package, so it imports nothing host-only (no SQLite,
+// no plotting, no statistics): only the standard library and benchfmt.
 //
 // A stream looks like this:
 //
@@ -38,14 +51,6 @@ import (
 // PortName is the name of the virtio-serial port that carries results. The
 // guest finds it under /sys/class/virtio-ports/*/name.
 const PortName = "lpmbisect.results"
-
-// Configuration keys written by the guest before the results.
-const (
-	KeyKernel  = "kernel"  // uname -r of the guest kernel
-	KeyAccel   = "accel"   // kvm, tcg or icount, as told by the host
-	KeyCPU     = "cpu"     // model name from /proc/cpuinfo
-	KeyChannel = "channel" // virtio or serial: how results travel
-)
 
 // Note keys: lpmbisect messages carried as configuration lines.
 const (

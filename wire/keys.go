@@ -1,0 +1,175 @@
+package wire
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Configuration keys of results files. Each is written as a benchfmt
+// configuration line ("kernel: 6.12.117+deb12-cloud-amd64") and applies to
+// the results that follow it, so plain benchstat can group by any of them
+// (benchstat -col kernel). The guest writes the first group once per boot;
+// the host adds the others to every result of a boot it keeps. Keys are
+// lower case, without spaces, and never start with "lpmbisect-" (the prefix
+// of notes).
+const (
+	// Written by the guest before its first result.
+
+	// KeyKernel is the guest kernel's release (uname -r). The host
+	// replaces it with the label of the side the boot belongs to, which is
+	// the release unless two different images share one.
+	KeyKernel = "kernel"
+	// KeyAccel is the accelerator (an Accel, or "unknown" when the host did
+	// not say). The host replaces it with the accelerator QEMU actually
+	// used, which under auto selection may differ from the one it told the
+	// guest.
+	KeyAccel = "accel"
+	// KeyCPU is the CPU model name from the guest's /proc/cpuinfo.
+	KeyCPU = "cpu"
+	// KeyChannel says how the results travelled: ChannelVirtio,
+	// ChannelSerial or ChannelStdout.
+	KeyChannel = "channel"
+	// KeySamples is Plan.Samples, the samples per benchmark of the boot.
+	KeySamples = "samples"
+	// KeyRounds is Plan.Rounds, the program runs per sample.
+	KeyRounds = "rounds"
+	// KeyLoops is the number of operations one program run does (the
+	// bpf_loop iterations of the in-kernel timed benchmarks).
+	KeyLoops = "loops"
+	// KeyVCPUs is the number of vCPUs the guest sees.
+	KeyVCPUs = "vcpus"
+	// KeyBPFJIT is the state of the BPF JIT (net.core.bpf_jit_enable).
+	KeyBPFJIT = "bpf-jit"
+
+	// Written by the host on every result of a boot it keeps.
+
+	// KeySide is the side of a comparison, "A" or "B" ("A" for a run of
+	// one kernel).
+	KeySide = "side"
+	// KeyBoot is the boot's number within its side, from 1. Together with
+	// KeySide it identifies a boot, the unit of measurement.
+	KeyBoot = "boot"
+	// KeyPair is the round of a paired run: the A and B boots with the same
+	// pair ran side by side. Either every result of a run has it or none.
+	KeyPair = "pair"
+	// KeyImage is the first 12 hex digits of the SHA-256 of the kernel
+	// image, which tells rebuilt kernels of one release apart.
+	KeyImage = "image"
+	// KeyOrderSeed is the seed of the randomized order of the boots, to
+	// reproduce a run's order.
+	KeyOrderSeed = "order-seed"
+	// KeyQEMU is the version of QEMU that ran the boot ("7.2.19"). Icount
+	// results depend on it through the emulated CPU.
+	KeyQEMU = "qemu"
+	// KeyCPUModel is the model QEMU emulated (its -cpu value, "host" under
+	// KVM). Icount instruction counts are comparable only for one model.
+	KeyCPUModel = "cpu-model"
+	// KeyVersion is the version of lpmbisect that measured (the host's;
+	// the guest is built with it).
+	KeyVersion = "lpmbisect"
+	// KeyDate is when the run started, in RFC 3339 in UTC
+	// (time.RFC3339).
+	KeyDate = "date"
+
+	// Written by bisect, which builds the kernels it measures.
+
+	// KeyCommit is the commit the kernel was built from.
+	KeyCommit = "commit"
+	// KeyCompiler is the compiler that built it (CONFIG_CC_VERSION_TEXT).
+	KeyCompiler = "compiler"
+	// KeyKconfig is the first 12 hex digits of the hash of its .config.
+	KeyKconfig = "kconfig"
+)
+
+// Units of the per-operation values. The guest writes the unit its clock
+// implies (see Accel.Unit); the host rewrites it to the unit of the
+// accelerator QEMU actually used. Values in different units are never
+// compared.
+const (
+	// UnitNsPerOp is wall-clock nanoseconds per operation (KVM, TCG).
+	UnitNsPerOp = "ns/op"
+	// UnitInsnPerOp is guest instructions per operation: under TCG with
+	// -icount shift=0 the guest clock advances one nanosecond per
+	// instruction. Deterministic, but it measures the length of a code
+	// path, not its speed.
+	UnitInsnPerOp = "insn/op"
+)
+
+// Accel is the accelerator the host runs the guest under, as the guest is
+// told it (lpmbisect.accel) and as results name it (KeyAccel). The host's
+// automatic choice is not an Accel: by the time a guest runs it is one of
+// these.
+type Accel string
+
+// Accelerators.
+const (
+	// AccelKVM runs the guest on the host CPU: wall-clock times.
+	AccelKVM Accel = "kvm"
+	// AccelTCG is QEMU's software emulation: wall-clock times.
+	AccelTCG Accel = "tcg"
+	// AccelIcount is TCG with -icount shift=0,align=off,sleep=off: the
+	// guest clock counts instructions.
+	AccelIcount Accel = "icount"
+)
+
+// Accels lists the accelerators, in the order messages name them.
+var Accels = []Accel{AccelKVM, AccelTCG, AccelIcount}
+
+// ErrUnknownAccel is returned by ParseAccel for a name that is not an Accel.
+var ErrUnknownAccel = fmt.Errorf("not an accelerator (want %s)", orList(Accels))
+
+// ParseAccel returns the Accel named s, exactly as spelled (lower case).
+func ParseAccel(s string) (Accel, error) {
+	for _, a := range Accels {
+		if string(a) == s {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("accelerator %q: %w", s, ErrUnknownAccel)
+}
+
+// CountsInstructions reports whether the guest clock counts instructions
+// rather than nanoseconds under a.
+func (a Accel) CountsInstructions() bool { return a == AccelIcount }
+
+// Unit is the unit of per-operation values measured under a: UnitInsnPerOp
+// for AccelIcount, else UnitNsPerOp.
+func (a Accel) Unit() string {
+	if a.CountsInstructions() {
+		return UnitInsnPerOp
+	}
+	return UnitNsPerOp
+}
+
+// Values of KeyChannel: how the results reached the host.
+const (
+	// ChannelVirtio is the virtio-serial port named PortName (or
+	// Plan.Port).
+	ChannelVirtio = "virtio"
+	// ChannelSerial is the fallback for kernels without a virtio console:
+	// the guest's second 8250 UART (/dev/ttyS1) in raw mode.
+	ChannelSerial = "serial"
+	// ChannelStdout is a guest run by hand, not as PID 1.
+	ChannelStdout = "stdout"
+)
+
+// Layout of the initramfs the host packs for the guest. The host writes the
+// kernel modules the guest needs (for the virtio-serial port) into
+// ModuleDir and lists their absolute paths, dependencies first, one a line,
+// in LoadOrderFile; the guest loads them in that order.
+const (
+	ModuleDir     = "/lib/modules/lpmbisect"
+	LoadOrderFile = ModuleDir + "/load-order"
+)
+
+// orList joins names as "a, b or c".
+func orList[T ~string](names []T) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}

@@ -1,0 +1,440 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Plan is the guest's run plan: which benchmarks to run and how. The host
+// encodes it as kernel parameters (KernelArgs) and the guest decodes it from
+// /proc/cmdline (DecodePlan). Both sides check it with Validate, so one set
+// of limits holds on both. The guest and the host are always built together
+// (the host packs its own guest into every initramfs), so the encoding has no
+// versions and no compatibility rules: a parameter this guest does not know
+// is an error, not something to skip.
+type Plan struct {
+	// Bench selects the benchmarks: a regexp over full result names
+	// without "Benchmark" ("LPMTrie/op=lookup/keys=random/entries=10000").
+	// The host resolves preset names into their pattern before encoding.
+	Bench string
+	// Samples is the number of samples of each benchmark in one boot.
+	Samples int
+	// Entries is the size of the LPM trie under test: the dense keys
+	// [0, Entries).
+	Entries int
+	// Rounds is the number of program runs per sample; each run does
+	// LoopIterations operations (see package bpf). Benchmarks that do not
+	// run an XDP program scale their sample size from it.
+	Rounds int
+	// PrefixLen is the prefix length of the LPM keys, 1 to 32; 2^PrefixLen
+	// must be at least Entries.
+	PrefixLen int
+	// BatchEntries is the number of elements of the MapBatch maps.
+	BatchEntries int
+	// Accel is the accelerator the guest runs under, "" when the host does
+	// not say (the guest then labels results "unknown" and assumes a wall
+	// clock). AccelIcount makes the unit UnitInsnPerOp.
+	Accel Accel
+	// Port is the name of the virtio-serial port for results.
+	Port string
+	// Paced makes the guest stop before every step of its run (the start
+	// of each benchmark, each further sample, the trailer), write a
+	// KeyReady note and wait for the host's Go line, so that the host can
+	// let two VMs take turns.
+	Paced bool
+	// Fault, TEST-ONLY, makes the guest misbehave (one of Faults), so the
+	// host's handling of broken guests can be tested with a real guest.
+	// "" for a normal boot.
+	Fault string
+}
+
+// DefaultBench is the selection when none is given: the two LPM trie lookup
+// benchmarks, a few seconds per boot under TCG.
+const DefaultBench = "LPMTrie/op=lookup"
+
+// DefaultPlan returns the plan of a boot whose command line sets no
+// lpmbisect parameter, which is what DecodePlan starts from.
+func DefaultPlan() Plan {
+	return Plan{
+		Bench:     DefaultBench,
+		Samples:   5,
+		Entries:   10000,
+		Rounds:    20,
+		PrefixLen: 32,
+		// The batch ops series measured 1M entries; under TCG one pass
+		// of one syscall per element over 1M entries takes seconds.
+		BatchEntries: 100000,
+		Port:         PortName,
+	}
+}
+
+// Limits of a Plan, checked by Validate on the host before any VM starts and
+// in the guest before anything runs. They bound what an untrusted or
+// mistyped value can make a boot do, not what is useful; useful values are
+// far below them.
+const (
+	// MaxBenchLen bounds the Bench regexp, in bytes: the x86 kernel
+	// command line holds 2048 bytes in all (COMMAND_LINE_SIZE), and the
+	// console settings and the other parameters need about 300.
+	MaxBenchLen = 1024
+	// MaxSamples bounds the samples per benchmark per boot. Samples of one
+	// boot are correlated (memory layout, KASLR): the boot is the unit of
+	// measurement, and more samples within one narrow nothing a comparison
+	// uses. 1000 samples are ~100 kB of results per benchmark, well inside
+	// what the host reads from one boot.
+	MaxSamples = 1000
+	// MaxEntries bounds the LPM trie size: 2^26 trie nodes take about
+	// 4 GiB of kernel memory (~64 bytes each), more than a guest is given,
+	// so a larger value could only fail in the fill.
+	MaxEntries = 1 << 26
+	// MaxRounds bounds the program runs per sample: 2^20 runs of 10000
+	// operations are 10^10 operations a sample, hours under TCG, beyond
+	// any progress deadline.
+	MaxRounds = 1 << 20
+	// MaxPrefixLen is the key width of the LPM tries: IPv4, 32 bits.
+	MaxPrefixLen = 32
+	// MaxBatchEntries bounds the MapBatch maps: a 16M-entry hash map needs
+	// about 1 GiB.
+	MaxBatchEntries = 1 << 24
+)
+
+// Param is a kernel command line parameter of the run plan.
+type Param string
+
+// The parameters, in the order KernelArgs writes them.
+const (
+	ParamBench        Param = "lpmbisect.bench"         // Plan.Bench
+	ParamSamples      Param = "lpmbisect.samples"       // Plan.Samples
+	ParamEntries      Param = "lpmbisect.entries"       // Plan.Entries
+	ParamRounds       Param = "lpmbisect.rounds"        // Plan.Rounds
+	ParamPrefixLen    Param = "lpmbisect.prefix_len"    // Plan.PrefixLen
+	ParamBatchEntries Param = "lpmbisect.batch_entries" // Plan.BatchEntries
+	ParamAccel        Param = "lpmbisect.accel"         // Plan.Accel, omitted when ""
+	ParamPort         Param = "lpmbisect.port"          // Plan.Port, omitted when PortName
+	ParamPaced        Param = "lpmbisect.paced"         // Plan.Paced: 1 or 0, omitted when 0
+	ParamFault        Param = "lpmbisect.fault"         // Plan.Fault, omitted when ""
+)
+
+// Params lists every parameter, in the order KernelArgs writes them.
+var Params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
+	ParamAccel, ParamPort, ParamPaced, ParamFault}
+
+// ParamPrefix starts every run plan parameter. DecodePlan ignores the
+// parameters without it (they are the kernel's) and rejects unknown ones
+// with it.
+const ParamPrefix = "lpmbisect."
+
+// PacedArg is the kernel argument of a paced plan (Plan.Paced).
+const PacedArg = string(ParamPaced) + "=1"
+
+// Name is the parameter's name without ParamPrefix ("samples"), as errors
+// call it.
+func (p Param) Name() string { return strings.TrimPrefix(string(p), ParamPrefix) }
+
+// Arg returns the kernel argument that sets p to value ("lpmbisect.samples=5").
+func (p Param) Arg(value string) string { return string(p) + "=" + value }
+
+// TEST-ONLY faults (Plan.Fault). Each applies after the guest wrote its first
+// result, except FaultNoBPF; a boot that writes no result never applies its
+// fault.
+const (
+	FaultHang     = "hang"     // stop writing and block forever, no power-off
+	FaultFlood    = "flood"    // write valid benchmark lines in an endless loop
+	FaultLongline = "longline" // write one endless line with no newline
+	FaultGarbage  = "garbage"  // write endless pseudo-random bytes
+	FaultPanic    = "panic"    // crash the kernel (sysrq 'c')
+	FaultExit     = "exit"     // PID 1 exits, which panics the kernel
+	// FaultNoBPF acts at once: bpf() fails with ENOSYS, as on a kernel built
+	// without CONFIG_BPF_SYSCALL.
+	FaultNoBPF = "nobpf"
+)
+
+// Faults lists the TEST-ONLY faults.
+var Faults = []string{FaultHang, FaultFlood, FaultLongline, FaultGarbage, FaultPanic, FaultExit, FaultNoBPF}
+
+// Reasons a parameter is rejected; a *ParamError wraps one of them.
+var (
+	// ErrOutOfRange: a value outside its limits.
+	ErrOutOfRange = errors.New("out of range")
+	// ErrMalformed: a value that does not parse, or that the kernel
+	// command line cannot carry (spaces, quotes, control characters).
+	ErrMalformed = errors.New("malformed")
+	// ErrUnknownParam: an lpmbisect parameter that is not in Params.
+	ErrUnknownParam = errors.New("unknown parameter")
+)
+
+// ParamError is a parameter of a plan that cannot be used. It names the
+// parameter, not a command-line flag: callers that took the value from a
+// flag map Param to their flag.
+type ParamError struct {
+	Param Param
+	Value string // the value as given or as it would be encoded
+	Err   error  // wraps ErrOutOfRange, ErrMalformed or ErrUnknownParam
+}
+
+// Error reads like "samples 0 out of range [1, 1000]".
+func (e *ParamError) Error() string {
+	if errors.Is(e.Err, ErrUnknownParam) {
+		return fmt.Sprintf("%s: %v (known: %s)", e.Param, e.Err, orList(Params))
+	}
+	return e.Param.Name() + " " + showValue(e.Value) + " " + e.Err.Error()
+}
+
+func (e *ParamError) Unwrap() error { return e.Err }
+
+// showValue prints a value for an error: integers bare, anything else
+// quoted and cut to a readable length.
+func showValue(v string) string {
+	if isDecimal(v) && len(v) <= 20 {
+		return v
+	}
+	const max = 48
+	if len(v) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		return strconv.Quote(v[:cut]) + "…"
+	}
+	return strconv.Quote(v)
+}
+
+func isDecimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks every field of the plan against its limits and returns a
+// *ParamError for the first that fails.
+func (p Plan) Validate() error {
+	if err := checkBench(p.Bench); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		param     Param
+		v, lo, hi int
+	}{
+		{ParamSamples, p.Samples, 1, MaxSamples},
+		{ParamEntries, p.Entries, 1, MaxEntries},
+		{ParamRounds, p.Rounds, 1, MaxRounds},
+		{ParamPrefixLen, p.PrefixLen, 1, MaxPrefixLen},
+		{ParamBatchEntries, p.BatchEntries, 1, MaxBatchEntries},
+	} {
+		if c.v < c.lo || c.v > c.hi {
+			return &ParamError{c.param, strconv.Itoa(c.v), fmt.Errorf("%w [%d, %d]", ErrOutOfRange, c.lo, c.hi)}
+		}
+	}
+	if p.PrefixLen < 32 && p.Entries > 1<<p.PrefixLen {
+		return &ParamError{ParamPrefixLen, strconv.Itoa(p.PrefixLen),
+			fmt.Errorf("%w: %d distinct prefixes, fewer than %s %d (raise %s)", ErrOutOfRange, 1<<p.PrefixLen, ParamEntries.Name(), p.Entries, ParamPrefixLen.Name())}
+	}
+	if p.Accel != "" {
+		if _, err := ParseAccel(string(p.Accel)); err != nil {
+			return &ParamError{ParamAccel, string(p.Accel), fmt.Errorf("%w: %w", ErrMalformed, ErrUnknownAccel)}
+		}
+	}
+	if err := checkArgValue(p.Port); err != nil || strings.ContainsRune(p.Port, '/') {
+		return &ParamError{ParamPort, p.Port, fmt.Errorf("%w: not a port name (want a non-empty name without '/', spaces or quotes)", ErrMalformed)}
+	}
+	if p.Fault != "" && !slices.Contains(Faults, p.Fault) {
+		return &ParamError{ParamFault, p.Fault, fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))}
+	}
+	return nil
+}
+
+func checkBench(bench string) error {
+	if len(bench) > MaxBenchLen {
+		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %d bytes, more than the %d the kernel command line leaves for it (use a shorter regexp)", ErrOutOfRange, len(bench), MaxBenchLen)}
+	}
+	if err := checkArgValue(bench); err != nil {
+		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %v (want a regexp over result names)", ErrMalformed, err)}
+	}
+	if _, err := regexp.Compile(bench); err != nil {
+		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %v", ErrMalformed, err)}
+	}
+	return nil
+}
+
+// checkArgValue checks that a value survives the kernel command line as one
+// argument: not empty, and without spaces, quotes or control characters
+// (the kernel splits at spaces outside quotes and drops the quotes).
+func checkArgValue(v string) error {
+	if v == "" {
+		return errors.New("empty")
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c <= ' ' || c == 0x7f || c == '"' {
+			return errors.New("contains a space, a quote or a control character")
+		}
+	}
+	return nil
+}
+
+// KernelArgs encodes the plan as kernel parameters, the inverse of
+// DecodePlan: for every plan that passes Validate, DecodePlan of the
+// arguments joined by spaces returns the plan. The numeric parameters and
+// Bench are always written, so a command line says what a boot ran whatever
+// the guest's defaults; Accel, Port, Paced and Fault only when they differ
+// from DefaultPlan. Validate the plan first: an invalid plan encodes to
+// arguments that DecodePlan rejects.
+func (p Plan) KernelArgs() []string {
+	args := []string{
+		ParamBench.Arg(p.Bench),
+		ParamSamples.Arg(strconv.Itoa(p.Samples)),
+		ParamEntries.Arg(strconv.Itoa(p.Entries)),
+		ParamRounds.Arg(strconv.Itoa(p.Rounds)),
+		ParamPrefixLen.Arg(strconv.Itoa(p.PrefixLen)),
+		ParamBatchEntries.Arg(strconv.Itoa(p.BatchEntries)),
+	}
+	if p.Accel != "" {
+		args = append(args, ParamAccel.Arg(string(p.Accel)))
+	}
+	if p.Port != PortName {
+		args = append(args, ParamPort.Arg(p.Port))
+	}
+	if p.Paced {
+		args = append(args, PacedArg)
+	}
+	if p.Fault != "" {
+		args = append(args, ParamFault.Arg(p.Fault))
+	}
+	return args
+}
+
+// DecodePlan decodes the run plan from a kernel command line (the contents
+// of /proc/cmdline): DefaultPlan, with every lpmbisect parameter applied in
+// order. Parameters without ParamPrefix are ignored; a later repetition of a
+// parameter overrides an earlier one, as the kernel does for most of its
+// own. A malformed value, an unknown lpmbisect parameter or a plan that
+// fails Validate is a *ParamError: running a different benchmark than the
+// host asked for would mislabel its results.
+func DecodePlan(cmdline string) (Plan, error) {
+	p := DefaultPlan()
+	for _, arg := range splitCmdline(cmdline) {
+		key, val, _ := strings.Cut(arg, "=")
+		if !strings.HasPrefix(key, ParamPrefix) {
+			continue
+		}
+		param := Param(key)
+		var err error
+		switch param {
+		case ParamBench:
+			p.Bench = val
+		case ParamSamples:
+			p.Samples, err = parseCount(val)
+		case ParamEntries:
+			p.Entries, err = parseCount(val)
+		case ParamRounds:
+			p.Rounds, err = parseCount(val)
+		case ParamPrefixLen:
+			p.PrefixLen, err = parseCount(val)
+		case ParamBatchEntries:
+			p.BatchEntries, err = parseCount(val)
+		case ParamAccel:
+			p.Accel, err = ParseAccel(val)
+			if err != nil {
+				err = fmt.Errorf("%w: %w", ErrMalformed, ErrUnknownAccel)
+			}
+		case ParamPort:
+			p.Port = val
+		case ParamPaced:
+			switch val {
+			case "0", "1":
+				p.Paced = val == "1"
+			default:
+				err = fmt.Errorf("%w: want 0 or 1", ErrMalformed)
+			}
+		case ParamFault:
+			if val == "" {
+				err = fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))
+			}
+			p.Fault = val
+		default:
+			err = ErrUnknownParam
+		}
+		if err != nil {
+			return Plan{}, &ParamError{Param: param, Value: val, Err: err}
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return Plan{}, err
+	}
+	return p, nil
+}
+
+// parseCount parses a non-negative decimal integer: digits only, no sign.
+// Values too large for an int are out of range (of every limit).
+func parseCount(s string) (int, error) {
+	if !isDecimal(s) {
+		return 0, fmt.Errorf("%w: want a decimal integer", ErrMalformed)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: too large for an integer", ErrOutOfRange)
+	}
+	return n, nil
+}
+
+// splitCmdline splits a kernel command line into arguments the way the
+// kernel's next_arg does: at white space (isspace) outside double quotes;
+// then a quote that opens the argument or its value is dropped, with the
+// quote that ends the argument, so both param="a b" and "param=a b" give
+// `param=a b`. Quotes anywhere else stay in the value.
+func splitCmdline(s string) []string {
+	var args []string
+	start, inQuote := -1, false
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && (inQuote || !isSpace(s[i])) {
+			if start < 0 {
+				start = i
+			}
+			if s[i] == '"' {
+				inQuote = !inQuote
+			}
+			continue
+		}
+		if start >= 0 {
+			args = append(args, unquoteArg(s[start:i]))
+			start = -1
+		}
+	}
+	return args
+}
+
+// unquoteArg drops the quotes next_arg drops from one argument.
+func unquoteArg(arg string) string {
+	quoted := strings.HasPrefix(arg, `"`)
+	arg = strings.TrimPrefix(arg, `"`)
+	param, val, hasVal := strings.Cut(arg, "=")
+	if hasVal && strings.HasPrefix(val, `"`) {
+		val, quoted = val[1:], true
+	}
+	if quoted {
+		if hasVal {
+			val = strings.TrimSuffix(val, `"`)
+		} else {
+			param = strings.TrimSuffix(param, `"`)
+		}
+	}
+	if !hasVal {
+		return param
+	}
+	return param + "=" + val
+}
+
+// isSpace is the kernel's isspace for ASCII.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
