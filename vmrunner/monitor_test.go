@@ -1,0 +1,106 @@
+package vmrunner
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+func TestCheckDeadlines(t *testing.T) {
+	cfg := Config{BootDeadline: time.Second, ProgressDeadline: time.Second, StartDeadline: 500 * time.Millisecond, Accel: KVM}
+	m := &monitor{start: time.Now().Add(-700 * time.Millisecond)}
+	if got, _ := m.check(cfg); got != NoProgress {
+		t.Errorf("check(no banner after start deadline, KVM) = %q; want %q", got, NoProgress)
+	}
+	cfg.Accel = TCG
+	if got, detail := m.check(cfg); got != BootFailed || !strings.Contains(detail, "did not start") {
+		t.Errorf("check(no banner after start deadline, TCG) = %q (%s); want %q", got, detail, BootFailed)
+	}
+	m.consoleLine("lpmbisect-guest: results over virtio")
+	if !m.kernelStarted.Load() {
+		t.Errorf("a guest console line did not count as a started kernel")
+	}
+	m.kernelStarted.Store(true)
+	if got, _ := m.check(cfg); got != "" {
+		t.Errorf("check(kernel started, within boot deadline) = %q; want none", got)
+	}
+	m.start = time.Now().Add(-2 * time.Second)
+	if got, _ := m.check(cfg); got != BootTimeout {
+		t.Errorf("check(no results after boot deadline) = %q; want %q", got, BootTimeout)
+	}
+	m.firstResultAt.Store(time.Now().UnixNano())
+	m.lastActivity.Store(time.Now().Add(-2 * time.Second).UnixNano())
+	if got, _ := m.check(cfg); got != Stalled {
+		t.Errorf("check(silent past progress deadline) = %q; want %q", got, Stalled)
+	}
+	m.touch()
+	if got, _ := m.check(cfg); got != "" {
+		t.Errorf("check(active) = %q; want none", got)
+	}
+	m.markCorrupt("too long")
+	if got, _ := m.check(cfg); got != Corrupt {
+		t.Errorf("check(over limit) = %q; want %q", got, Corrupt)
+	}
+}
+
+func TestReadResultsLimits(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		input   string
+		corrupt bool
+	}{
+		{"fits", strings.Repeat("BenchmarkX 1 2 ns/op\n", 10), false},
+		{"long line", strings.Repeat("x", 200), true},
+		{"too many bytes", strings.Repeat("BenchmarkX 1 2 ns/op\n", 100), true},
+	} {
+		m := &monitor{limits: Limits{MaxLine: 100, MaxBytes: 1000}}
+		var dst boundedBuffer
+		var raw strings.Builder
+		m.readResults(strings.NewReader(c.input), io.Discard, &dst, &raw)
+		_, corrupt := m.overLimit.Load().(string)
+		if corrupt != c.corrupt {
+			t.Errorf("readResults(%s): corrupt = %v; want %v", c.name, corrupt, c.corrupt)
+		}
+		if dst.Len() > 1000 {
+			t.Errorf("readResults(%s) kept %d bytes; want at most 1000", c.name, dst.Len())
+		}
+	}
+}
+
+func TestReadResultsPacesReadyNotes(t *testing.T) {
+	var steps []int
+	var resumes []func()
+	m := &monitor{limits: DefaultLimits, pace: func(step int, resume func()) {
+		steps = append(steps, step)
+		resumes = append(resumes, resume)
+	}}
+	var dst boundedBuffer
+	var raw, back strings.Builder
+	input := "kernel: x\nlpmbisect-ready: 1\nlpmbisect-ready: 2\nBenchmarkX 1 2 ns/op\nlpmbisect-ready: x\n"
+	m.readResults(strings.NewReader(input), &back, &dst, &raw)
+	if !slices.Equal(steps, []int{1}) {
+		t.Fatalf("Pace called for steps %v; want [1] (a second ready while waiting is ignored)", steps)
+	}
+	if !m.waiting.Load() {
+		t.Errorf("waiting = false after a ready note; want true (no progress deadline while waiting)")
+	}
+	if out, _ := m.check(Config{ProgressDeadline: time.Nanosecond, BootDeadline: time.Hour}); out != "" {
+		t.Errorf("check while waiting = %q; want no outcome", out)
+	}
+	resumes[0]()
+	resumes[0]() // resuming twice writes one go
+	if back.String() != wire.Go {
+		t.Errorf("host wrote %q back; want one %q", back.String(), wire.Go)
+	}
+	if m.waiting.Load() {
+		t.Errorf("waiting = true after resume; want false")
+	}
+	m.readResults(strings.NewReader("lpmbisect-ready: 3\r\n"), &back, &dst, &raw)
+	if !slices.Equal(steps, []int{1, 3}) {
+		t.Errorf("Pace called for steps %v; want [1 3]", steps)
+	}
+}
