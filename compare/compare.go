@@ -357,6 +357,19 @@ type Row struct {
 	DecidedLook, DecidedBoots int
 }
 
+// ClaimP returns the p-value behind the row's verdict: PAdj for DIFFERENT,
+// PSame for SAME (for a row decided at an earlier look, the p-value it was
+// decided with), the plain P for UNKNOWN.
+func (r Row) ClaimP() float64 {
+	switch r.Verdict {
+	case Different:
+		return r.PAdj
+	case Same:
+		return r.PSame
+	}
+	return r.P
+}
+
 // Compared reports whether both sides have results, that is whether P and
 // DeltaPct mean anything. A paired row needs a complete pair.
 func (r Row) Compared() bool {

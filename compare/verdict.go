@@ -94,6 +94,9 @@ type Decision struct {
 	Verdict         Verdict
 	Look            int // the Look.Number that decided
 	Boots           int // boots per side (pairs, when paired) at that look
+	// P is the p-value of the claim that decided the row: Row.PAdj for
+	// DIFFERENT, Row.PSame for SAME. Later looks report it for the row.
+	P float64
 }
 
 // spentBy returns how much of alpha a run may have spent once n of max boots
@@ -248,13 +251,18 @@ func decide(rep *Report, opts Options) {
 		k := key{row.Benchmark, row.Unit}
 		if d, ok := decided[k]; ok {
 			row.Verdict, row.DecidedLook, row.DecidedBoots = d.Verdict, d.Look, d.Boots
+			if d.Verdict == Same {
+				row.PSame = d.P
+			} else {
+				row.PAdj = d.P
+			}
 			row.addNote(fmt.Sprintf("%v since look %d at %d %s (verdicts are final)", d.Verdict, d.Look, d.Boots, perSide(paired)))
 			continue
 		}
 		decideRow(row, rep, opts, len(tested), reachD, reachS)
 		if row.Verdict != Unknown {
 			row.DecidedLook, row.DecidedBoots = look.Number, look.Boots
-			decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: look.Number, Boots: look.Boots}
+			decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: look.Number, Boots: look.Boots, P: row.ClaimP()}
 		}
 	}
 	// Keep earlier decisions in their order, then this look's, for a
