@@ -13,16 +13,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/bpf"
 )
 
-// DefaultBatchEntries is the default size of the MapBatch maps. The batch
-// ops series measured 1M entries; under TCG one pass of one syscall per
-// element over 1M entries takes seconds, so the default is smaller (see the
-// README for the cost of --batch-entries 1000000).
-const DefaultBatchEntries = 100000
-
-// MaxBatchEntries bounds --batch-entries (memory: a 16M-entry hash map
-// needs about 1 GiB).
-const MaxBatchEntries = 1 << 24
-
 // enotsupp is the kernel's internal ENOTSUPP (524), which the batch
 // syscalls return for map types without batch support.
 const enotsupp = unix.Errno(524)

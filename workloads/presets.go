@@ -3,6 +3,8 @@ package workloads
 import (
 	"regexp"
 	"strings"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Preset is a named selection of benchmarks. The host resolves preset names
@@ -13,9 +15,9 @@ type Preset struct {
 	Doc     string
 }
 
-// DefaultBench is the selection when none is given: the two LPM trie
-// lookup benchmarks, a few seconds per boot under TCG.
-const DefaultBench = "LPMTrie/op=lookup"
+// DefaultBench is the selection when none is given (wire.DefaultBench):
+// the two LPM trie lookup benchmarks, a few seconds per boot under TCG.
+const DefaultBench = wire.DefaultBench
 
 // Presets are the named selections, in the order `lpmbisect list` shows
 // them.

@@ -63,15 +63,26 @@ const (
 	InstructionClock
 )
 
-// Unit returns the benchmark unit for per-operation values on this clock.
-func (c Clock) Unit() string {
-	if c == InstructionClock {
-		return "insn/op"
+// ClockOf returns the clock of a guest running under a.
+func ClockOf(a wire.Accel) Clock {
+	if a.CountsInstructions() {
+		return InstructionClock
 	}
-	return "ns/op"
+	return WallClock
 }
 
-// Params are the knobs the host sets for one boot.
+// Unit returns the benchmark unit for per-operation values on this clock:
+// wire.UnitInsnPerOp or wire.UnitNsPerOp.
+func (c Clock) Unit() string {
+	if c == InstructionClock {
+		return wire.UnitInsnPerOp
+	}
+	return wire.UnitNsPerOp
+}
+
+// Params are the knobs the host sets for one boot (see wire.Plan, whose
+// limits they obey), in the types the benchmarks use, plus what only the
+// guest knows (its vCPUs).
 type Params struct {
 	// Entries is the size of the LPM trie under test: the dense keys
 	// [0, Entries).
@@ -97,30 +108,27 @@ type Params struct {
 	CPUs int
 }
 
-// DefaultParams are the parameters of a boot whose host set none.
-var DefaultParams = Params{Entries: 10000, PrefixLen: 32, BatchEntries: DefaultBatchEntries, Samples: 5, Rounds: 20}
-
-// Per returns the unit of a value per thing on this clock, e.g.
-// "ns/lookup" or "insn/lookup".
-func (c Clock) Per(thing string) string {
-	if c == InstructionClock {
-		return "insn/" + thing
+// PlanParams returns the parameters of a run plan (CPUs unknown). The plan
+// must have passed wire.Plan.Validate, whose limits fit every field.
+func PlanParams(p wire.Plan) Params {
+	return Params{
+		Entries:      uint32(p.Entries),
+		PrefixLen:    uint32(p.PrefixLen),
+		BatchEntries: uint32(p.BatchEntries),
+		Samples:      p.Samples,
+		Rounds:       p.Rounds,
+		Clock:        ClockOf(p.Accel),
 	}
-	return "ns/" + thing
 }
 
-// Validate checks parameters before anything runs.
-func (p Params) Validate() error {
-	if err := bpf.CheckTrieParams(p.Entries, p.PrefixLen); err != nil {
-		return err
-	}
-	if p.BatchEntries < 1 || p.BatchEntries > MaxBatchEntries {
-		return fmt.Errorf("batch entries %d out of range [1, %d]", p.BatchEntries, MaxBatchEntries)
-	}
-	if p.Samples < 1 || p.Rounds < 1 {
-		return fmt.Errorf("samples %d and rounds %d must be at least 1", p.Samples, p.Rounds)
-	}
-	return nil
+// DefaultParams are the parameters of wire.DefaultPlan, a boot whose host
+// set none.
+var DefaultParams = PlanParams(wire.DefaultPlan())
+
+// Per returns the unit of a value per thing on this clock, e.g.
+// "ns/lookup" or "insn/lookup": Unit with "op" replaced by thing.
+func (c Clock) Per(thing string) string {
+	return strings.TrimSuffix(c.Unit(), "op") + thing
 }
 
 // Requirement is a kernel feature a benchmark needs.

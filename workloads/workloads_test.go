@@ -127,17 +127,18 @@ func TestResolveBench(t *testing.T) {
 	}
 }
 
-func TestParamsValidate(t *testing.T) {
-	if err := DefaultParams.Validate(); err != nil {
-		t.Errorf("DefaultParams.Validate() = %v", err)
+func TestPlanParams(t *testing.T) {
+	if want := (Params{Entries: 10000, PrefixLen: 32, BatchEntries: 100000, Samples: 5, Rounds: 20, Clock: WallClock}); DefaultParams != want {
+		t.Errorf("DefaultParams = %+v; want %+v", DefaultParams, want)
 	}
-	for _, p := range []Params{
-		{Entries: 300, PrefixLen: 8, BatchEntries: 1, Samples: 1, Rounds: 1},
-		{Entries: 1, PrefixLen: 33, BatchEntries: 1, Samples: 1, Rounds: 1},
-		{Entries: 1, PrefixLen: 32, BatchEntries: 0, Samples: 1, Rounds: 1},
-	} {
-		if err := p.Validate(); err == nil {
-			t.Errorf("%+v.Validate() = nil; want an error", p)
+	plan := wire.Plan{Bench: ".", Samples: 3, Entries: 1 << 26, Rounds: 7, PrefixLen: 26, BatchEntries: 1 << 24, Accel: wire.AccelIcount}
+	want := Params{Entries: 1 << 26, PrefixLen: 26, BatchEntries: 1 << 24, Samples: 3, Rounds: 7, Clock: InstructionClock}
+	if got := PlanParams(plan); got != want {
+		t.Errorf("PlanParams(%+v) = %+v; want %+v", plan, got, want)
+	}
+	for a, clock := range map[wire.Accel]Clock{"": WallClock, wire.AccelKVM: WallClock, wire.AccelTCG: WallClock, wire.AccelIcount: InstructionClock} {
+		if got := ClockOf(a); got != clock {
+			t.Errorf("ClockOf(%q) = %v; want %v", a, got, clock)
 		}
 	}
 }
@@ -148,6 +149,12 @@ func TestClockUnit(t *testing.T) {
 	}
 	if got := InstructionClock.Unit(); got != "insn/op" {
 		t.Errorf("InstructionClock.Unit() = %q; want insn/op", got)
+	}
+	if got := InstructionClock.Per("lookup"); got != "insn/lookup" {
+		t.Errorf("InstructionClock.Per(lookup) = %q; want insn/lookup", got)
+	}
+	if got := WallClock.Per("lookup"); got != "ns/lookup" {
+		t.Errorf("WallClock.Per(lookup) = %q; want ns/lookup", got)
 	}
 }
 

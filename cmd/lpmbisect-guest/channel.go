@@ -15,13 +15,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// Channel kinds, written as the channel config line.
-const (
-	channelVirtio = "virtio" // the named virtio-serial port
-	channelSerial = "serial" // the fallback: the second 8250 UART, raw
-	channelStdout = "stdout" // not PID 1: a developer running the guest by hand
-)
-
 // serialFallback is the UART the host attaches as the second serial port.
 const serialFallback = "/dev/ttyS1"
 
@@ -127,7 +120,7 @@ func openVirtioPort(devDir, sysDir, dev string) (*channel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &channel{fd: fd, kind: channelVirtio, path: path}, nil
+	return &channel{fd: fd, kind: wire.ChannelVirtio, path: path}, nil
 }
 
 // mknodFromSys creates the character device path from a sysfs dev file
@@ -163,7 +156,7 @@ func openSerial(path string) (*channel, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s: set termios: %w", path, err)
 	}
-	return &channel{fd: fd, kind: channelSerial, path: path, tty: true}, nil
+	return &channel{fd: fd, kind: wire.ChannelSerial, path: path, tty: true}, nil
 }
 
 // makeRaw sets t to raw mode as cfmakeraw does (no output post-processing, so
@@ -216,7 +209,7 @@ func (c *channel) readLine() (string, error) {
 // readFD is the descriptor to read from: standard input when the guest runs
 // by hand and writes to standard output, else the channel itself.
 func (c *channel) readFD() int {
-	if c.kind == channelStdout {
+	if c.kind == wire.ChannelStdout {
 		return 0
 	}
 	return c.fd

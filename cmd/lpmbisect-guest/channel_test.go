@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 func fakePorts(t *testing.T, names map[string]string) string {
@@ -23,21 +25,21 @@ func fakePorts(t *testing.T, names map[string]string) string {
 }
 
 func TestFindPort(t *testing.T) {
-	sys := fakePorts(t, map[string]string{"vport0p0": "org.qemu.guest_agent.0", "vport1p1": "lpmbisect.results"})
-	if dev, ok := findPort(sys, "lpmbisect.results"); !ok || dev != "vport1p1" {
+	sys := fakePorts(t, map[string]string{"vport0p0": "org.qemu.guest_agent.0", "vport1p1": wire.PortName})
+	if dev, ok := findPort(sys, wire.PortName); !ok || dev != "vport1p1" {
 		t.Errorf("findPort(sys, lpmbisect.results) = %q, %v; want vport1p1, true", dev, ok)
 	}
 	if dev, ok := findPort(sys, "lpmbisect"); ok {
 		t.Errorf("findPort(sys, lpmbisect) = %q, true; want not found", dev)
 	}
-	if dev, ok := findPort(t.TempDir(), "lpmbisect.results"); ok {
+	if dev, ok := findPort(t.TempDir(), wire.PortName); ok {
 		t.Errorf("findPort(empty sys) = %q, true; want not found", dev)
 	}
 }
 
 func TestWaitPortTimesOut(t *testing.T) {
 	start := time.Now()
-	if _, ok := waitPort(t.TempDir(), "lpmbisect.results", 100*time.Millisecond); ok {
+	if _, ok := waitPort(t.TempDir(), wire.PortName, 100*time.Millisecond); ok {
 		t.Error("waitPort(empty sys) found a port")
 	}
 	if d := time.Since(start); d < 100*time.Millisecond || d > 2*time.Second {
@@ -70,7 +72,7 @@ func TestChannelWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &channel{fd: fd, kind: channelVirtio, path: path}
+	c := &channel{fd: fd, kind: wire.ChannelVirtio, path: path}
 	data := make([]byte, 1<<20)
 	for i := range data {
 		data[i] = byte(i)

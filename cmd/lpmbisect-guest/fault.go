@@ -16,9 +16,10 @@ import (
 )
 
 // faultyOutput is the guest's results output. With a fault set (TEST-ONLY,
-// lpmbisect.fault=KIND) it misbehaves right after writing the first result,
-// so that the host's handling of hung, flooding, garbled and crashed guests
-// can be tested with a real guest. Without a fault it is the wire writer.
+// lpmbisect.fault=KIND, one of wire.Faults) it misbehaves right after
+// writing the first result, so that the host's handling of hung, flooding,
+// garbled and crashed guests can be tested with a real guest. Without a
+// fault it is the wire writer.
 type faultyOutput struct {
 	w     *wire.Writer
 	ch    *channel
@@ -31,7 +32,7 @@ func (f *faultyOutput) Result(r *benchfmt.Result) error {
 	if err := f.w.Result(r); err != nil {
 		return err
 	}
-	if f.fault != "" && f.fault != faultNoBPF {
+	if f.fault != "" && f.fault != wire.FaultNoBPF {
 		applyFault(f.fault, f.w, f.ch, r)
 	}
 	return nil
@@ -41,12 +42,12 @@ func (f *faultyOutput) Result(r *benchfmt.Result) error {
 func applyFault(kind string, w *wire.Writer, ch *channel, r *benchfmt.Result) {
 	logf("TEST-ONLY fault %q: misbehaving on purpose", kind)
 	switch kind {
-	case faultHang:
+	case wire.FaultHang:
 		sleepForever()
-	case faultFlood:
+	case wire.FaultFlood:
 		for w.Result(r) == nil {
 		}
-	case faultLongline:
+	case wire.FaultLongline:
 		ch.Write([]byte("Benchmark"))
 		chunk := []byte(strings.Repeat("x", 4096))
 		for {
@@ -54,7 +55,7 @@ func applyFault(kind string, w *wire.Writer, ch *channel, r *benchfmt.Result) {
 				break
 			}
 		}
-	case faultGarbage:
+	case wire.FaultGarbage:
 		rng := rand.NewChaCha8([32]byte{'l', 'p', 'm'})
 		chunk := make([]byte, 4096)
 		for {
@@ -63,14 +64,14 @@ func applyFault(kind string, w *wire.Writer, ch *channel, r *benchfmt.Result) {
 				break
 			}
 		}
-	case faultPanic:
+	case wire.FaultPanic:
 		ch.drain()
 		if err := os.WriteFile("/proc/sysrq-trigger", []byte("c"), 0); err != nil {
 			logf("fault panic: %v", err)
 		}
 		time.Sleep(time.Second)
 		os.Exit(3) // PID 1 exiting panics the kernel too
-	case faultExit:
+	case wire.FaultExit:
 		ch.drain()
 		os.Exit(0)
 	default:
@@ -109,6 +110,6 @@ func denyBPFSyscall() error {
 	if errno != 0 {
 		return fmt.Errorf("TEST-ONLY fault nobpf: seccomp: %v", errno)
 	}
-	logf("TEST-ONLY fault %q: bpf() now fails with ENOSYS", faultNoBPF)
+	logf("TEST-ONLY fault %q: bpf() now fails with ENOSYS", wire.FaultNoBPF)
 	return nil
 }

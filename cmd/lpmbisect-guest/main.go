@@ -4,7 +4,9 @@
 // Go benchmark lines and a trailer to the host (package wire), and powers
 // the VM off.
 //
-// Kernel command line (all optional):
+// The host's run plan comes on the kernel command line as lpmbisect.*
+// parameters (wire.Plan, decoded by wire.DecodePlan; all optional, the
+// defaults in brackets):
 //
 //	lpmbisect.bench=REGEXP   benchmarks whose full result name (without the
 //	                         Benchmark prefix) matches [LPMTrie/op=lookup]
@@ -23,11 +25,17 @@
 //	                         host's "go" line on the results channel, so the
 //	                         host can let two VMs take turns [0]
 //	lpmbisect.fault=KIND     TEST-ONLY: after the first result, hang, flood,
-//	                         longline, garbage, panic or exit (see fault.go)
+//	                         longline, garbage, panic or exit; nobpf at once
+//	                         (see fault.go)
+//
+// A value out of its limits (wire.Plan.Validate) or an unknown lpmbisect.*
+// parameter runs nothing: the guest reports the error on the results
+// channel (a failed note and the trailer), since running another benchmark
+// than the host asked for would mislabel its results.
 //
 // Results go to the virtio-serial port called lpmbisect.port, found under
 // /sys/class/virtio-ports within about 2 s of loading the modules listed
-// in /lib/modules/lpmbisect/load-order; failing that, to /dev/ttyS1 in raw
+// in wire.LoadOrderFile (/lib/modules/lpmbisect/load-order); failing that, to /dev/ttyS1 in raw
 // mode ("channel: serial"). Human-readable progress goes to the console.
 //
 // Run by hand as a process other than PID 1 (as root, on a kernel with BPF),
@@ -39,10 +47,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -109,24 +117,25 @@ func run(pid1 bool) (err error) {
 	if v, ok := os.LookupEnv("LPMBISECT_CMDLINE"); ok && !pid1 {
 		cmdline = v
 	}
-	cfg, cfgErr := parseCmdline(cmdline)
-	if cfgErr != nil {
-		cfg.port = wire.PortName // reported on the channel below
+	plan, planErr := wire.DecodePlan(cmdline)
+	if planErr != nil {
+		planErr = fmt.Errorf("kernel command line: %w", planErr)
+		plan = wire.DefaultPlan() // its port carries the error to the host
 	}
-	if cfg.fault == faultNoBPF && pid1 {
+	if plan.Fault == wire.FaultNoBPF && pid1 {
 		if err := denyBPFSyscall(); err != nil {
 			infos = append(infos, err.Error())
 		}
 	}
 
 	if pid1 {
-		summary, problems := loadModules(moduleDir + "/load-order")
+		summary, problems := loadModules(wire.LoadOrderFile)
 		if summary != "" {
 			infos = append(infos, summary)
 		}
 		infos = append(infos, problems...)
 	}
-	ch, why, err := openChannel(cfg.port, pid1)
+	ch, why, err := openChannel(plan.Port, pid1)
 	if err != nil {
 		return fmt.Errorf("no results channel: %w", err)
 	}
@@ -153,44 +162,46 @@ func run(pid1 bool) (err error) {
 			err = errors.Join(err, w.End())
 		}
 	}()
-	if cfgErr != nil {
-		return errors.Join(cfgErr, w.Note(wire.KeyFailed, cfgErr.Error()))
+	if planErr != nil {
+		return errors.Join(planErr, w.Note(wire.KeyFailed, planErr.Error()))
 	}
 
-	accel := cfg.accel
+	accel := string(plan.Accel)
 	if accel == "" {
 		accel = "unknown"
 	}
 	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
-	p := cfg.params
+	p := workloads.PlanParams(plan)
 	p.CPUs = runtime.NumCPU()
 	rep := &workloads.Reporter{
-		Out: &faultyOutput{w: w, ch: ch, fault: cfg.fault},
+		Out: &faultyOutput{w: w, ch: ch, fault: plan.Fault},
 		Config: workloads.FileConfig(
 			wire.KeyKernel, kernelRelease(),
 			wire.KeyAccel, accel,
 			wire.KeyCPU, cpuModel(string(cpuinfo)),
 			wire.KeyChannel, ch.kind,
-			"samples", strconv.Itoa(p.Samples),
-			"rounds", strconv.Itoa(p.Rounds),
-			"loops", strconv.Itoa(bpf.LoopIterations),
-			"vcpus", strconv.Itoa(p.CPUs),
-			"bpf-jit", workloads.JITState(),
+			wire.KeySamples, strconv.Itoa(p.Samples),
+			wire.KeyRounds, strconv.Itoa(p.Rounds),
+			wire.KeyLoops, strconv.Itoa(bpf.LoopIterations),
+			wire.KeyVCPUs, strconv.Itoa(p.CPUs),
+			wire.KeyBPFJIT, workloads.JITState(),
 		),
 		Logf: logf,
 		Info: func(text string) { infos = append(infos, text) },
 	}
-	if cfg.paced {
+	if plan.Paced {
 		g := &gate{w: w, ch: ch}
 		rep.Gate, rep.Settle = g.wait, settleTime
 	}
-	if len(cfg.unknown) > 0 {
-		infos = append(infos, "ignored unknown parameters: "+strings.Join(cfg.unknown, " "))
-	}
 
-	benches := workloads.Select(workloads.Registry(), cfg.bench, p)
+	// DecodePlan compiled the pattern already, so this fails only on a bug.
+	re, err := regexp.Compile(plan.Bench)
+	if err != nil {
+		return errors.Join(err, w.Note(wire.KeyFailed, err.Error()))
+	}
+	benches := workloads.Select(workloads.Registry(), re, p)
 	if len(benches) == 0 {
-		msg := fmt.Sprintf("no benchmark matches %s=%s", paramBench, cfg.bench)
+		msg := fmt.Sprintf("no benchmark matches %s", wire.ParamBench.Arg(plan.Bench))
 		logf("%s", msg)
 		if err := w.Note(wire.KeyFailed, msg); err != nil {
 			return err
@@ -220,7 +231,7 @@ func run(pid1 bool) (err error) {
 // the serial fallback. why explains a fallback.
 func openChannel(port string, pid1 bool) (ch *channel, why string, err error) {
 	if !pid1 {
-		return &channel{fd: 1, kind: channelStdout, path: "standard output"}, "", nil
+		return &channel{fd: 1, kind: wire.ChannelStdout, path: "standard output"}, "", nil
 	}
 	if dev, ok := waitPort("/sys", port, portTimeout); ok {
 		ch, err := openVirtioPort("/dev", "/sys", dev)

@@ -88,10 +88,6 @@ func cpuModel(cpuinfo string) string {
 	return "unknown"
 }
 
-// moduleDir holds the kernel modules the host put in the initramfs and the
-// load-order file listing their paths, dependencies first.
-const moduleDir = "/lib/modules/lpmbisect"
-
 // readLoadOrder returns the module paths listed in a load-order file: one
 // absolute path a line; blank lines and lines starting with # are skipped.
 func readLoadOrder(path string) ([]string, error) {
