@@ -14,6 +14,9 @@
 //	/lib/modules/lpmbisect/NN-name.ko     modules, uncompressed
 //	/lib/modules/lpmbisect/load-order     their paths, dependencies first
 //	/dev/console, /dev/null, /tmp, …      mkuimage's default ramfs
+//
+// The module directory and the load-order file are the guest's contract
+// (wire.ModuleDir, wire.LoadOrderFile).
 package initramfs
 
 import (
@@ -25,6 +28,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -32,18 +36,12 @@ import (
 	"github.com/u-root/uio/llog"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // GuestName is the file name of the guest program, on the host and in the
 // archive.
 const GuestName = "lpmbisect-guest"
-
-// ModuleDir is where modules live inside the archive, and LoadOrderFile the
-// list the guest loads them from.
-const (
-	ModuleDir     = "/lib/modules/lpmbisect"
-	LoadOrderFile = ModuleDir + "/load-order"
-)
 
 // formatVersion changes whenever the archive layout changes, so archives
 // cached by an older lpmbisect are not reused.
@@ -115,16 +113,16 @@ func pack(spec Spec, out string) error {
 	files := []string{spec.Guest + ":bin/" + GuestName}
 	var order strings.Builder
 	for i, m := range spec.Modules {
-		inArchive := fmt.Sprintf("%s/%02d-%s.ko", ModuleDir, i, m.Name)
+		inArchive := fmt.Sprintf("%s/%02d-%s.ko", wire.ModuleDir, i, m.Name)
 		files = append(files, m.Path+":"+strings.TrimPrefix(inArchive, "/"))
 		order.WriteString(inArchive + "\n")
 	}
 	if len(spec.Modules) > 0 {
-		list := filepath.Join(tmp, "load-order")
+		list := filepath.Join(tmp, path.Base(wire.LoadOrderFile))
 		if err := os.WriteFile(list, []byte(order.String()), 0o644); err != nil {
 			return fmt.Errorf("pack initramfs: %w", err)
 		}
-		files = append(files, list+":"+strings.TrimPrefix(LoadOrderFile, "/"))
+		files = append(files, list+":"+strings.TrimPrefix(wire.LoadOrderFile, "/"))
 	}
 	work := filepath.Join(tmp, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/u-root/mkuimage/cpio"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // staticBinary builds a tiny static program to stand in for the guest.
@@ -76,12 +78,12 @@ func TestBuildLayoutAndCache(t *testing.T) {
 	if _, ok := files["init"]; !ok {
 		t.Errorf("archive has no /init")
 	}
-	order := string(files[strings.TrimPrefix(LoadOrderFile, "/")])
-	wantOrder := ModuleDir + "/00-virtio_ring.ko\n" + ModuleDir + "/01-virtio_console.ko\n"
+	order := string(files[strings.TrimPrefix(wire.LoadOrderFile, "/")])
+	wantOrder := wire.ModuleDir + "/00-virtio_ring.ko\n" + wire.ModuleDir + "/01-virtio_console.ko\n"
 	if order != wantOrder {
 		t.Errorf("load-order = %q; want %q", order, wantOrder)
 	}
-	if got := string(files[strings.TrimPrefix(ModuleDir, "/")+"/01-virtio_console.ko"]); got != "module b" {
+	if got := string(files[strings.TrimPrefix(wire.ModuleDir, "/")+"/01-virtio_console.ko"]); got != "module b" {
 		t.Errorf("packed virtio_console = %q; want %q", got, "module b")
 	}
 
@@ -99,7 +101,7 @@ func TestBuildLayoutAndCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := archiveFiles(t, noMods.Path)[strings.TrimPrefix(LoadOrderFile, "/")]; ok {
+	if _, ok := archiveFiles(t, noMods.Path)[strings.TrimPrefix(wire.LoadOrderFile, "/")]; ok {
 		t.Errorf("archive without modules has a load-order file")
 	}
 }
