@@ -1,90 +1,69 @@
 package measure
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
+	"github.com/lpmbisect/lpmbisect/wire"
 	"github.com/lpmbisect/lpmbisect/workloads"
 )
 
-// GuestPlan is the guest's run plan, passed on the kernel command line as
-// lpmbisect.* parameters (the guest reads them from /proc/cmdline).
-type GuestPlan struct {
-	// Bench selects benchmarks: a preset name (see workloads.Presets), a
-	// comma-separated list of presets, or a regexp over result names
-	// without "Benchmark". KernelArgs passes the resolved regexp.
-	Bench        string
-	Samples      int // samples per benchmark per boot
-	Entries      int // LPM trie entries
-	PrefixLen    int // LPM key prefix length (0: 32)
-	BatchEntries int // elements of the MapBatch maps (0: the guest's default)
-	Rounds       int // test-run repetitions (of 10000 ops) per sample
-	Fault        string
-}
+// GuestPlan is the guest's run plan as the host's user states it: a
+// wire.Plan (same fields, same limits) whose Bench may name presets, and
+// whose optional fields may be left zero. Wire turns it into the plan the
+// guest gets; everything about encoding and limits is wire's.
+//
+//   - Bench is a preset name (see workloads.Presets), a comma-separated
+//     list of presets, or a regexp over result names without "Benchmark".
+//   - PrefixLen, BatchEntries and Port, when zero, take wire.DefaultPlan's
+//     values. Samples, Entries and Rounds have no default: zero is out of
+//     range.
+type GuestPlan wire.Plan
 
-// maxBenchArg bounds the resolved --bench regexp: the x86 kernel command
-// line holds 2048 bytes in all, and the console and QEMU settings need some.
-const maxBenchArg = 1024
+// ErrNoBenchmark is wrapped by a *wire.ParamError from Validate when the
+// plan's selection matches no benchmark.
+var ErrNoBenchmark = errors.New("selects no benchmark")
+
+// Wire returns the plan the guest gets: presets resolved, zero optional
+// fields defaulted.
+func (g GuestPlan) Wire() wire.Plan {
+	p := wire.Plan(g)
+	p.Bench = g.Pattern()
+	d := wire.DefaultPlan()
+	if p.PrefixLen == 0 {
+		p.PrefixLen = d.PrefixLen
+	}
+	if p.BatchEntries == 0 {
+		p.BatchEntries = d.BatchEntries
+	}
+	if p.Port == "" {
+		p.Port = d.Port
+	}
+	return p
+}
 
 // Pattern returns the regexp the guest gets: presets resolved.
 func (g GuestPlan) Pattern() string { return workloads.ResolveBench(g.Bench) }
 
-// Validate checks the plan before any VM starts.
+// Validate checks the plan before any VM starts, with the guest's limits
+// (wire.Plan.Validate), and checks that it selects at least one benchmark.
+// Its errors are *wire.ParamError, which name the parameter at fault.
 func (g GuestPlan) Validate() error {
-	pat := g.Pattern()
-	if g.Bench == "" || strings.ContainsAny(pat, " \t\n\"") {
-		return fmt.Errorf("--bench %q: must be a preset or a non-empty regexp without spaces or quotes", g.Bench)
-	}
-	if len(pat) > maxBenchArg {
-		return fmt.Errorf("--bench: the pattern is %d bytes; the kernel command line allows about %d (use a shorter regexp)", len(pat), maxBenchArg)
-	}
-	re, err := regexp.Compile(pat)
-	if err != nil {
-		return fmt.Errorf("--bench %q: %w (presets: %s)", g.Bench, err, presetNames())
-	}
-	for _, c := range []struct {
-		name      string
-		v, lo, hi int
-	}{
-		{"--samples", g.Samples, 1, 1000},
-		{"--entries", g.Entries, 1, 1 << 26},
-		{"--rounds", g.Rounds, 1, 1 << 20},
-		{"--prefix-len", g.prefixLen(), 1, 32},
-		{"--batch-entries", g.batchEntries(), 1, workloads.MaxBatchEntries},
-	} {
-		if c.v < c.lo || c.v > c.hi {
-			return fmt.Errorf("%s %d: must be between %d and %d", c.name, c.v, c.lo, c.hi)
+	p := g.Wire()
+	if err := p.Validate(); err != nil {
+		var pe *wire.ParamError
+		if errors.As(err, &pe) && pe.Param == wire.ParamBench {
+			return fmt.Errorf("%w (presets: %s)", err, presetNames())
 		}
+		return err
 	}
-	if p := g.prefixLen(); p < 32 && g.Entries > 1<<p {
-		return fmt.Errorf("--prefix-len %d has only %d distinct prefixes, fewer than --entries %d (raise --prefix-len)", p, 1<<p, g.Entries)
-	}
-	if len(workloads.Select(workloads.Registry(), re, g.params())) == 0 {
-		return fmt.Errorf("--bench %q selects no benchmark (see lpmbisect list; presets: %s)", g.Bench, presetNames())
+	if g.Benchmarks() == 0 {
+		return &wire.ParamError{Param: wire.ParamBench, Value: g.Bench,
+			Err: fmt.Errorf("%w (see lpmbisect list; presets: %s)", ErrNoBenchmark, presetNames())}
 	}
 	return nil
-}
-
-func (g GuestPlan) prefixLen() int {
-	if g.PrefixLen == 0 {
-		return 32
-	}
-	return g.PrefixLen
-}
-
-func (g GuestPlan) batchEntries() int {
-	if g.BatchEntries == 0 {
-		return workloads.DefaultBatchEntries
-	}
-	return g.BatchEntries
-}
-
-// params are the workload parameters the plan gives the guest (vCPUs
-// unknown: every producer count may match).
-func (g GuestPlan) params() workloads.Params {
-	return workloads.Params{Entries: uint32(g.Entries), PrefixLen: uint32(g.prefixLen()), BatchEntries: uint32(g.batchEntries()), Samples: g.Samples, Rounds: g.Rounds}
 }
 
 func presetNames() string {
@@ -95,21 +74,8 @@ func presetNames() string {
 	return strings.Join(names, ", ")
 }
 
-// KernelArgs renders the plan as kernel parameters.
-func (g GuestPlan) KernelArgs() []string {
-	args := []string{
-		"lpmbisect.bench=" + g.Pattern(),
-		"lpmbisect.samples=" + strconv.Itoa(g.Samples),
-		"lpmbisect.entries=" + strconv.Itoa(g.Entries),
-		"lpmbisect.rounds=" + strconv.Itoa(g.Rounds),
-		"lpmbisect.prefix_len=" + strconv.Itoa(g.prefixLen()),
-		"lpmbisect.batch_entries=" + strconv.Itoa(g.batchEntries()),
-	}
-	if g.Fault != "" {
-		args = append(args, "lpmbisect.fault="+g.Fault)
-	}
-	return args
-}
+// KernelArgs renders the plan as kernel parameters (wire.Plan.KernelArgs).
+func (g GuestPlan) KernelArgs() []string { return g.Wire().KernelArgs() }
 
 // WithControls returns the plan with the harness controls (noop and
 // baseline, workloads preset "controls") added to its selection, so that a
@@ -122,11 +88,13 @@ func (g GuestPlan) WithControls() GuestPlan {
 	return g
 }
 
-// Benchmarks counts the benchmarks the plan selects.
+// Benchmarks counts the benchmarks the plan selects (whatever the guest's
+// vCPUs: benchmarks that need more vCPUs than a guest has count too).
 func (g GuestPlan) Benchmarks() int {
-	re, err := regexp.Compile(g.Pattern())
+	p := g.Wire()
+	re, err := regexp.Compile(p.Bench)
 	if err != nil {
 		return 0
 	}
-	return len(workloads.Select(workloads.Registry(), re, g.params()))
+	return len(workloads.Select(workloads.Registry(), re, workloads.PlanParams(p)))
 }

@@ -1,8 +1,11 @@
 package measure
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 func validPlan() GuestPlan {
@@ -20,7 +23,7 @@ func TestGuestPlanKernelArgs(t *testing.T) {
 	if got != want {
 		t.Errorf("KernelArgs() = %q; want %q", got, want)
 	}
-	g.Bench, g.PrefixLen, g.BatchEntries, g.Fault = "all", 24, 1000000, "hang"
+	g.Bench, g.PrefixLen, g.BatchEntries, g.Fault = "all", 24, 1000000, wire.FaultHang
 	got = strings.Join(g.KernelArgs(), " ")
 	for _, w := range []string{"lpmbisect.bench=. ", "lpmbisect.prefix_len=24", "lpmbisect.batch_entries=1000000", "lpmbisect.fault=hang"} {
 		if !strings.Contains(got, w) {
@@ -32,33 +35,74 @@ func TestGuestPlanKernelArgs(t *testing.T) {
 	}
 }
 
+// TestGuestPlanGuestDecodes checks that what the host sends is what the
+// guest decodes, presets resolved and defaults filled in.
+func TestGuestPlanGuestDecodes(t *testing.T) {
+	g := validPlan()
+	g.Bench, g.Samples = "syscall,batch", 7
+	got, err := wire.DecodePlan("console=ttyS0 " + strings.Join(g.KernelArgs(), " "))
+	want := wire.Plan{Bench: "(^LPMTrieSyscall/)|(^MapBatch/)", Samples: 7, Entries: 10000, Rounds: 20, PrefixLen: 32, BatchEntries: 100000, Port: wire.PortName}
+	if err != nil || got != want || got != g.Wire() {
+		t.Errorf("DecodePlan(KernelArgs of %+v) = %+v, %v; want %+v", g, got, err, want)
+	}
+}
+
 func TestGuestPlanValidate(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		change func(*GuestPlan)
-		want   string // in the error; "" for valid
+		param  wire.Param // at fault; "" for valid
+		want   string     // in the error
 	}{
-		{"default", func(*GuestPlan) {}, ""},
-		{"presets", func(g *GuestPlan) { g.Bench = "syscall,batch" }, ""},
-		{"noop control", func(g *GuestPlan) { g.Bench = "LPMTrie/op=noop" }, ""},
-		{"empty", func(g *GuestPlan) { g.Bench = "" }, "--bench"},
-		{"space", func(g *GuestPlan) { g.Bench = "a b" }, "--bench"},
-		{"bad regexp", func(g *GuestPlan) { g.Bench = "LPM(" }, "--bench"},
-		{"matches nothing", func(g *GuestPlan) { g.Bench = "NoSuchBench" }, "selects no benchmark"},
-		{"too long", func(g *GuestPlan) { g.Bench = strings.Repeat("a|", 600) + "LPMTrie" }, "command line"},
-		{"prefix too short", func(g *GuestPlan) { g.PrefixLen = 8 }, "--prefix-len 8"},
-		{"prefix too long", func(g *GuestPlan) { g.PrefixLen = 33 }, "--prefix-len"},
-		{"batch entries", func(g *GuestPlan) { g.BatchEntries = 1 << 30 }, "--batch-entries"},
-		{"zero samples", func(g *GuestPlan) { g.Samples = 0 }, "--samples"},
+		{"default", func(*GuestPlan) {}, "", ""},
+		{"presets", func(g *GuestPlan) { g.Bench = "syscall,batch" }, "", ""},
+		{"noop control", func(g *GuestPlan) { g.Bench = "LPMTrie/op=noop" }, "", ""},
+		{"fault", func(g *GuestPlan) { g.Fault = wire.FaultNoBPF }, "", ""},
+		{"empty", func(g *GuestPlan) { g.Bench = "" }, wire.ParamBench, "presets: lookup"},
+		{"space", func(g *GuestPlan) { g.Bench = "a b" }, wire.ParamBench, `bench "a b" malformed`},
+		{"bad regexp", func(g *GuestPlan) { g.Bench = "LPM(" }, wire.ParamBench, "missing closing )"},
+		{"matches nothing", func(g *GuestPlan) { g.Bench = "NoSuchBench" }, wire.ParamBench, `bench "NoSuchBench" selects no benchmark`},
+		{"too long", func(g *GuestPlan) { g.Bench = strings.Repeat("a|", 600) + "LPMTrie" }, wire.ParamBench, "kernel command line"},
+		{"prefix too short", func(g *GuestPlan) { g.PrefixLen = 8 }, wire.ParamPrefixLen, "prefix_len 8 out of range"},
+		{"prefix too long", func(g *GuestPlan) { g.PrefixLen = 33 }, wire.ParamPrefixLen, "prefix_len 33 out of range [1, 32]"},
+		{"batch entries", func(g *GuestPlan) { g.BatchEntries = 1 << 30 }, wire.ParamBatchEntries, "batch_entries"},
+		{"zero samples", func(g *GuestPlan) { g.Samples = 0 }, wire.ParamSamples, "samples 0 out of range [1, 1000]"},
+		{"too many samples", func(g *GuestPlan) { g.Samples = 1001 }, wire.ParamSamples, "samples 1001 out of range [1, 1000]"},
+		{"entries", func(g *GuestPlan) { g.Entries = 1<<26 + 1 }, wire.ParamEntries, "entries"},
+		{"rounds", func(g *GuestPlan) { g.Rounds = 0 }, wire.ParamRounds, "rounds"},
+		{"unknown fault", func(g *GuestPlan) { g.Fault = "explode" }, wire.ParamFault, "fault"},
 	} {
 		g := validPlan()
 		c.change(&g)
 		err := g.Validate()
+		var pe *wire.ParamError
 		switch {
-		case c.want == "" && err != nil:
+		case c.param == "" && err != nil:
 			t.Errorf("%s: Validate(%+v) = %v; want nil", c.name, g, err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: Validate(%+v) = %v; want an error mentioning %q", c.name, g, err, c.want)
+		case c.param != "" && (!errors.As(err, &pe) || pe.Param != c.param || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: Validate(%+v) = %v; want a *wire.ParamError for %s mentioning %q", c.name, g, err, c.param, c.want)
+		case c.param != "" && strings.Contains(err.Error(), "--"):
+			t.Errorf("%s: Validate(%+v) = %v; want no flag named (the CLI maps parameters to flags)", c.name, g, err)
 		}
+	}
+	g := validPlan()
+	g.Bench = "NoSuchBench"
+	if err := g.Validate(); !errors.Is(err, ErrNoBenchmark) {
+		t.Errorf("Validate(%+v) = %v; want ErrNoBenchmark", g, err)
+	}
+}
+
+func TestGuestPlanWithControls(t *testing.T) {
+	g := validPlan()
+	plain := g.Benchmarks()
+	with := g.WithControls()
+	if got := with.Benchmarks(); got != plain+3 {
+		t.Errorf("WithControls().Benchmarks() = %d; want %d (noop and two baselines added)", got, plain+3)
+	}
+	if again := with.WithControls(); again.Benchmarks() != with.Benchmarks() {
+		t.Errorf("WithControls twice selects %d; want %d", again.Benchmarks(), with.Benchmarks())
+	}
+	if err := with.Validate(); err != nil {
+		t.Errorf("WithControls().Validate() = %v", err)
 	}
 }
