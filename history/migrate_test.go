@@ -1,0 +1,267 @@
+package history
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestOpenMigratesOnlyANewSQLiteFile(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, location string) {
+		db, err := Open(ctx, location)
+		if IsPostgres(location) {
+			// A shared database is never migrated behind a user's back.
+			if !errors.Is(err, ErrNeedsMigration) {
+				t.Fatalf("Open(empty PostgreSQL database) = %v; want ErrNeedsMigration", err)
+			}
+			if !strings.Contains(err.Error(), "run lpmbisect history migrate") {
+				t.Errorf("Open error %q does not say what to do", err)
+			}
+			from, to, err := Migrate(ctx, location)
+			if err != nil || from != 0 || to != SchemaVersion {
+				t.Fatalf("Migrate = %d, %d, %v; want 0, %d, nil", from, to, err, SchemaVersion)
+			}
+			if db, err = Open(ctx, location); err != nil {
+				t.Fatalf("Open after Migrate = %v", err)
+			}
+		} else if err != nil {
+			t.Fatalf("Open(new SQLite file) = %v; want it created", err)
+		}
+		defer db.Close()
+		var version int
+		var by string
+		if err := db.sql.QueryRow("SELECT version, applied_by FROM " + versionTable).Scan(&version, &by); err != nil || version != 1 {
+			t.Errorf("version table = %d, %v; want one row, version 1", version, err)
+		}
+		if !strings.Contains(by, "pid ") {
+			t.Errorf("applied_by = %q; want the pid and host that migrated", by)
+		}
+		// Migrating a current database does nothing.
+		from, to, err := Migrate(ctx, location)
+		if err != nil || from != SchemaVersion || to != SchemaVersion {
+			t.Errorf("Migrate(current) = %d, %d, %v; want %d, %d, nil", from, to, err, SchemaVersion, SchemaVersion)
+		}
+		if n := count(t, db, versionTable); n != SchemaVersion {
+			t.Errorf("%d version rows after a second Migrate; want %d", n, SchemaVersion)
+		}
+		if !IsPostgres(location) {
+			var mode string
+			db.sql.QueryRow("PRAGMA journal_mode").Scan(&mode)
+			if mode != "wal" {
+				t.Errorf("journal_mode = %q; want wal", mode)
+			}
+		}
+	})
+}
+
+// v2 is a test-only second migration: the schema as a newer lpmbisect
+// would have it.
+var v2 = append(append([]migration(nil), migrations...), migration{
+	version:     2,
+	description: "test: a table and a column more",
+	statements: []string{
+		`CREATE TABLE lpmbisect_test_extra (night_id BIGINT NOT NULL, value TEXT NOT NULL)`,
+		`ALTER TABLE lpmbisect_nights ADD COLUMN test_extra TEXT NOT NULL DEFAULT ''`,
+	},
+})
+
+func TestOlderAndNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, location string) {
+		openFresh(t, location).Close() // version 1, with a night in it
+		db := openFresh(t, location)
+		if _, _, _, err := nightFixture("s", 0).store(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+
+		// A binary that knows version 2 finds an older database: it says
+		// so and changes nothing, SQLite included (only a new file is
+		// created on Open).
+		if _, err := open(ctx, location, v2); !errors.Is(err, ErrNeedsMigration) {
+			t.Fatalf("open(v1 database, binary knows v2) = %v; want ErrNeedsMigration", err)
+		}
+		// A migration that fails half way leaves version 1 as it was:
+		// its first statement is rolled back with it.
+		broken := append(append([]migration(nil), migrations...), migration{version: 2, description: "broken",
+			statements: []string{v2[1].statements[0], "ALTER TABLE lpmbisect_no_such_table ADD COLUMN x TEXT"}})
+		if _, _, err := migrateWith(ctx, location, broken); err == nil {
+			t.Fatalf("migrateWith(broken v2) = nil; want an error")
+		}
+		db = openFresh(t, location)
+		if n := count(t, db, versionTable); n != 1 {
+			t.Errorf("after a failed migration %d version rows; want 1", n)
+		}
+		if _, err := db.sql.Exec("SELECT COUNT(*) FROM lpmbisect_test_extra"); err == nil {
+			t.Errorf("the failed migration's first table exists; want it rolled back")
+		}
+		db.Close()
+
+		from, to, err := migrateWith(ctx, location, v2)
+		if err != nil || from != 1 || to != 2 {
+			t.Fatalf("migrateWith(v2) = %d, %d, %v; want 1, 2, nil", from, to, err)
+		}
+		db, err = open(ctx, location, v2)
+		if err != nil {
+			t.Fatalf("open(v2 database, v2 binary) = %v", err)
+		}
+		if nights := count(t, db, "lpmbisect_nights"); nights != 1 {
+			t.Errorf("%d nights after migrating; want the 1 stored before", nights)
+		}
+		db.Close()
+
+		// This binary (version 1) refuses the newer database, in Open and
+		// in Migrate, and leaves it as it was.
+		_, err = Open(ctx, location)
+		if !errors.Is(err, ErrNewerSchema) {
+			t.Fatalf("Open(v2 database) = %v; want ErrNewerSchema", err)
+		}
+		if !strings.Contains(err.Error(), "version 2") {
+			t.Errorf("Open error %q does not give the database's version", err)
+		}
+		if _, _, err := Migrate(ctx, location); !errors.Is(err, ErrNewerSchema) {
+			t.Errorf("Migrate(v2 database) = %v; want ErrNewerSchema", err)
+		}
+		db, _ = open(ctx, location, v2)
+		defer db.Close()
+		if n := count(t, db, versionTable); n != 2 {
+			t.Errorf("%d version rows after the refusals; want 2", n)
+		}
+	})
+}
+
+func TestConcurrentMigrate(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, location string) {
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = Migrate(ctx, location)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("Migrate #%d = %v", i, err)
+			}
+		}
+		db := openFresh(t, location)
+		if n := count(t, db, versionTable); n != SchemaVersion {
+			t.Errorf("%d version rows after 4 concurrent Migrates; want %d", n, SchemaVersion)
+		}
+	})
+}
+
+// rawExec runs statements on location without this package's checks.
+func rawExec(t *testing.T, location string, stmts ...string) {
+	t.Helper()
+	driver := "sqlite"
+	if IsPostgres(location) {
+		driver = "pgx"
+	}
+	raw, err := sql.Open(driver, location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, s := range stmts {
+		if _, err := raw.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func TestForeignDatabase(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		stmts []string
+	}{
+		{"our table name without our version table", []string{"CREATE TABLE lpmbisect_nights (id BIGINT)"}},
+		{"a version table of that name that is not ours", []string{"CREATE TABLE " + versionTable + " (version BIGINT, owner TEXT)", "INSERT INTO " + versionTable + " VALUES (1, 'someone')"}},
+		{"our version table, empty", []string{"CREATE TABLE " + versionTable + " (version BIGINT PRIMARY KEY, description TEXT NOT NULL, applied_at TIMESTAMP NOT NULL, applied_by TEXT NOT NULL)"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, location string) {
+				rawExec(t, location, c.stmts...)
+				if _, err := Open(ctx, location); !errors.Is(err, ErrForeignDatabase) {
+					t.Errorf("Open = %v; want ErrForeignDatabase", err)
+				}
+				if _, _, err := Migrate(ctx, location); !errors.Is(err, ErrForeignDatabase) {
+					t.Errorf("Migrate = %v; want ErrForeignDatabase", err)
+				}
+				assertNoSeriesTable(t, location)
+			})
+		})
+	}
+
+	t.Run("other application's tables", func(t *testing.T) {
+		forEachBackend(t, func(t *testing.T, location string) {
+			rawExec(t, location, "CREATE TABLE river_job (id BIGINT PRIMARY KEY, kind TEXT)", "INSERT INTO river_job VALUES (7, 'boot')")
+			if !IsPostgres(location) {
+				// A SQLite file is one application's: refuse it, and do not
+				// even switch its journal mode.
+				before, _ := os.ReadFile(location)
+				if _, err := Open(ctx, location); !errors.Is(err, ErrForeignDatabase) {
+					t.Errorf("Open(SQLite file with other tables) = %v; want ErrForeignDatabase", err)
+				}
+				if _, _, err := Migrate(ctx, location); !errors.Is(err, ErrForeignDatabase) {
+					t.Errorf("Migrate(SQLite file with other tables) = %v; want ErrForeignDatabase", err)
+				}
+				if after, _ := os.ReadFile(location); !bytes.Equal(before, after) {
+					t.Errorf("the foreign SQLite file changed")
+				}
+				assertNoSeriesTable(t, location)
+				return
+			}
+			// A PostgreSQL database is shared: River's tables beside ours.
+			db := openFresh(t, location)
+			var kind string
+			if err := db.sql.QueryRow("SELECT kind FROM river_job WHERE id = 7").Scan(&kind); err != nil || kind != "boot" {
+				t.Errorf("the other application's row = %q, %v; want it untouched", kind, err)
+			}
+		})
+	})
+
+	t.Run("not a SQLite file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "notes.txt")
+		text := []byte("these are my notes, not a database\n")
+		os.WriteFile(path, text, 0o644)
+		if _, err := Open(ctx, path); !errors.Is(err, ErrForeignDatabase) {
+			t.Errorf("Open(text file) = %v; want ErrForeignDatabase", err)
+		}
+		if _, _, err := Migrate(ctx, path); !errors.Is(err, ErrForeignDatabase) {
+			t.Errorf("Migrate(text file) = %v; want ErrForeignDatabase", err)
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, text) {
+			t.Errorf("text file changed to %q", after)
+		}
+	})
+}
+
+func assertNoSeriesTable(t *testing.T, location string) {
+	t.Helper()
+	driver := "sqlite"
+	if IsPostgres(location) {
+		driver = "pgx"
+	}
+	raw, err := sql.Open(driver, location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec("SELECT COUNT(*) FROM lpmbisect_series"); err == nil {
+		t.Errorf("lpmbisect_series was created in a foreign database")
+	}
+}
