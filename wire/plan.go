@@ -174,7 +174,10 @@ var (
 type ParamError struct {
 	Param Param
 	Value string // the value as given or as it would be encoded
-	Err   error  // wraps ErrOutOfRange, ErrMalformed or ErrUnknownParam
+	// Err is the reason. Plan.Validate and DecodePlan wrap ErrOutOfRange,
+	// ErrMalformed or ErrUnknownParam; a host's own checks of a plan may
+	// give their own reason.
+	Err error
 }
 
 // Error reads like "samples 0 out of range [1, 1000]".
