@@ -1,0 +1,3 @@
+// Package changepoint finds the nights at which a nightly benchmark series
+// moved to a new level.
+package changepoint
