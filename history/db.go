@@ -169,7 +169,7 @@ func (db *DB) errorf(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%s (history %s): %w", fmt.Sprintf(format, args...), db.loc, scrub(err, db.secret))
+	return fmt.Errorf("history %s: %s: %w", db.loc, fmt.Sprintf(format, args...), scrub(err, db.secret))
 }
 
 // sqliteHeader starts every SQLite 3 database file.
@@ -214,7 +214,11 @@ func connect(ctx context.Context, location string) (*DB, error) {
 		if isNotADatabase(err) {
 			return nil, fmt.Errorf("open history %s: %w", db.loc, ErrForeignDatabase)
 		}
-		return nil, db.errorf(err, "connect")
+		hint := "can this user read and write the file and its directory?"
+		if db.d.postgres {
+			hint = "is the server up, and are the URL's user, password and database right?"
+		}
+		return nil, fmt.Errorf("open history %s: %w (%s)", db.loc, scrub(err, db.secret), hint)
 	}
 	return db, nil
 }

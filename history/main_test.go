@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,12 +33,12 @@ func TestMain(m *testing.M) {
 type backend struct {
 	name string
 	// location returns a fresh, empty database.
-	location func(t *testing.T) string
+	location func(tb testing.TB) string
 }
 
 var backends = []backend{
-	{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "history.db") }},
-	{"postgres", func(t *testing.T) string { return testpg.Shared(t) }},
+	{"sqlite", func(tb testing.TB) string { return filepath.Join(tb.TempDir(), "history.db") }},
+	{"postgres", func(tb testing.TB) string { return testpg.Shared(tb) }},
 }
 
 // forEachBackend runs f on a fresh database of each backend.
@@ -158,6 +159,7 @@ func count(t *testing.T, db *DB, table string) int {
 type helper struct {
 	cmd   *exec.Cmd
 	lines *bufio.Scanner
+	stdin io.WriteCloser
 }
 
 // startHelper starts the test binary as a helper and waits until it prints
@@ -171,11 +173,15 @@ func startHelper(t *testing.T, mode, location, ready string) *helper {
 	if err != nil {
 		t.Fatal(err)
 	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start helper %s: %v", mode, err)
 	}
-	h := &helper{cmd: cmd, lines: bufio.NewScanner(out)}
+	h := &helper{cmd: cmd, lines: bufio.NewScanner(out), stdin: in}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	if ready != "" {
 		got := make(chan string, 1)
@@ -247,6 +253,9 @@ func runHelper(mode, location string) int {
 		return 2
 	case strings.HasPrefix(mode, "write-nights:"):
 		n, _ := strconv.Atoi(strings.TrimPrefix(mode, "write-nights:"))
+		// Start when told, so that the writers really overlap.
+		fmt.Println("ready")
+		bufio.NewReader(os.Stdin).ReadString('\n')
 		for i := 0; i < n; i++ {
 			f := nightFixture("concurrent", i)
 			seriesID, _, _, err := f.store(ctx, db)

@@ -37,7 +37,7 @@ func TestOpenMigratesOnlyANewSQLiteFile(t *testing.T) {
 		defer db.Close()
 		var version int
 		var by string
-		if err := db.sql.QueryRow("SELECT version, applied_by FROM " + versionTable).Scan(&version, &by); err != nil || version != 1 {
+		if err := db.sql.QueryRow("SELECT version, applied_by FROM "+versionTable).Scan(&version, &by); err != nil || version != 1 {
 			t.Errorf("version table = %d, %v; want one row, version 1", version, err)
 		}
 		if !strings.Contains(by, "pid ") {

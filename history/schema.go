@@ -125,7 +125,6 @@ var migrations = []migration{{
 			ref_p DOUBLE PRECISION,
 			PRIMARY KEY (night_id, benchmark, unit)
 		)`,
-		`CREATE INDEX lpmbisect_night_rows_by_metric ON lpmbisect_night_rows (benchmark, unit)`,
 		`CREATE TABLE lpmbisect_change_points (
 			id {{id}},
 			series_id BIGINT NOT NULL REFERENCES lpmbisect_series (id) ON DELETE CASCADE,

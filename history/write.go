@@ -160,12 +160,14 @@ func (tx *Tx) PutBoot(ctx context.Context, b Boot) (inserted bool, err error) {
 	if err != nil {
 		return false, tx.db.errorf(err, "%s", what)
 	}
-	for _, s := range b.Summaries {
-		if _, err := tx.c.exec(ctx, `INSERT INTO lpmbisect_boot_summaries
-			(boot_id, benchmark, unit, median, samples, min_value, max_value) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			id, s.Benchmark, s.Unit, s.Median, s.Samples, s.Min, s.Max); err != nil {
-			return false, tx.db.errorf(err, "%s: summary of %s %s", what, s.Benchmark, s.Unit)
-		}
+	values := make([][]any, len(b.Summaries))
+	for i, s := range b.Summaries {
+		values[i] = []any{id, s.Benchmark, s.Unit, s.Median, s.Samples, s.Min, s.Max}
+	}
+	err = tx.insert(ctx, `INSERT INTO lpmbisect_boot_summaries
+		(boot_id, benchmark, unit, median, samples, min_value, max_value) VALUES `, values)
+	if err != nil {
+		return false, tx.db.errorf(err, "%s: summaries", what)
 	}
 	return true, nil
 }
@@ -176,18 +178,42 @@ func (tx *Tx) SetNightRows(ctx context.Context, nightID int64, rows []NightRow) 
 	if _, err := tx.c.exec(ctx, `DELETE FROM lpmbisect_night_rows WHERE night_id = ?`, nightID); err != nil {
 		return tx.db.errorf(err, "replace the rows of night %d", nightID)
 	}
-	for _, r := range rows {
+	values := make([][]any, len(rows))
+	for i, r := range rows {
 		prev, ref := comparisonArgs(r.VsPrevious), comparisonArgs(r.VsReference)
-		_, err := tx.c.exec(ctx, `INSERT INTO lpmbisect_night_rows
-			(night_id, benchmark, unit, tip_center, tip_lo, tip_hi, tip_boots, ref_center, ref_lo, ref_hi, ref_boots,
-			 ratio, prev_verdict, prev_delta_pct, prev_p, ref_verdict, ref_delta_pct, ref_p)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			nightID, r.Benchmark, r.Unit,
+		values[i] = []any{nightID, r.Benchmark, r.Unit,
 			float(r.Tip.Center), float(r.Tip.Lo), float(r.Tip.Hi), r.Tip.Boots,
 			float(r.Reference.Center), float(r.Reference.Lo), float(r.Reference.Hi), r.Reference.Boots,
-			float(r.Ratio), prev[0], prev[1], prev[2], ref[0], ref[1], ref[2])
-		if err != nil {
-			return tx.db.errorf(err, "store row %s of night %d", r.Metric, nightID)
+			float(r.Ratio), prev[0], prev[1], prev[2], ref[0], ref[1], ref[2]}
+	}
+	err := tx.insert(ctx, `INSERT INTO lpmbisect_night_rows
+		(night_id, benchmark, unit, tip_center, tip_lo, tip_hi, tip_boots, ref_center, ref_lo, ref_hi, ref_boots,
+		 ratio, prev_verdict, prev_delta_pct, prev_p, ref_verdict, ref_delta_pct, ref_p) VALUES `, values)
+	if err != nil {
+		return tx.db.errorf(err, "store the rows of night %d", nightID)
+	}
+	return nil
+}
+
+// insert runs an INSERT … VALUES with many rows per statement: a night's
+// hundred rows are a few round trips to a server, not a hundred.
+func (tx *Tx) insert(ctx context.Context, prefix string, rows [][]any) error {
+	const perStatement = 50 // × ≤ 20 columns stays far below both backends' parameter limits
+	for len(rows) > 0 {
+		batch := rows[:min(perStatement, len(rows))]
+		rows = rows[len(batch):]
+		var b strings.Builder
+		b.WriteString(prefix)
+		var args []any
+		for i, r := range batch {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(" + strings.TrimSuffix(strings.Repeat("?, ", len(r)), ", ") + ")")
+			args = append(args, r...)
+		}
+		if _, err := tx.c.exec(ctx, b.String(), args...); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os/exec"
 	"reflect"
 	"strings"
 	"sync"
@@ -271,11 +270,15 @@ func TestConcurrentWriters(t *testing.T) {
 		// Two processes write the same ten nights, boots, rows and change
 		// point at the same time, as two nightly runs without the lock
 		// would.
-		const nights = 10
+		const nights = 30
+		helpers := []*helper{
+			startHelper(t, fmt.Sprint("write-nights:", nights), location, "ready"),
+			startHelper(t, fmt.Sprint("write-nights:", nights), location, "ready"),
+		}
 		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		for i := range errs {
-			h := startHelper(t, "write-nights:10", location, "")
+		errs := make([]error, len(helpers))
+		for i, h := range helpers {
+			h.stdin.Write([]byte("go\n"))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -284,8 +287,7 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 		wg.Wait()
 		for i, err := range errs {
-			var exit *exec.ExitError
-			if errors.As(err, &exit) || err != nil {
+			if err != nil {
 				t.Errorf("writer %d: %v", i, err)
 			}
 		}
@@ -341,6 +343,56 @@ func TestPutBootRefusesUntrustedResults(t *testing.T) {
 		}
 		if n := count(t, db, "lpmbisect_boots"); n != 6 {
 			t.Errorf("%d boots after the refusals; want 6", n)
+		}
+	})
+}
+
+func TestManyRowsAndReplace(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, location string) {
+		db := openFresh(t, location)
+		_, nightID, _, err := nightFixture("s", 0).store(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// More rows and summaries than one INSERT statement takes.
+		var rows []NightRow
+		var sums []BootSummary
+		for i := 0; i < 123; i++ {
+			m := Metric{fmt.Sprintf("Bench%03d", i), "insn/op"}
+			rows = append(rows, NightRow{Metric: m, Tip: Estimate{Center: float64(i), Boots: 5}, Ratio: float64(i) / 100})
+			sums = append(sums, BootSummary{Benchmark: m.Benchmark, Unit: m.Unit, Median: float64(i), Samples: 5, Min: float64(i), Max: float64(i)})
+		}
+		err = db.Write(ctx, func(tx *Tx) error {
+			if _, err := tx.PutBoot(ctx, Boot{NightID: nightID, Role: RoleRebuiltPrevious, Index: 0, Summaries: sums}); err != nil {
+				return err
+			}
+			return tx.SetNightRows(ctx, nightID, rows)
+		})
+		if err != nil {
+			t.Fatalf("store 123 rows and summaries: %v", err)
+		}
+		got, err := db.NightRows(ctx, nightID)
+		if err != nil || len(got) != len(rows) {
+			t.Fatalf("NightRows = %d rows, %v; want %d", len(got), err, len(rows))
+		}
+		for i := range got {
+			rows[i].NightID = nightID
+			if !equalRows(got[i], rows[i]) {
+				t.Errorf("NightRows[%d] = %s; want %s", i, fmtRow(got[i]), fmtRow(rows[i]))
+				break
+			}
+		}
+		boots, _ := db.Boots(ctx, nightID) // by role: rebuilt-previous, reference, tip
+		if b := boots[0]; b.Role != RoleRebuiltPrevious || !reflect.DeepEqual(b.Summaries, sums) {
+			t.Errorf("Boots[0] = %s with %d summaries; want rebuilt-previous with the 123 stored", b.Role, len(b.Summaries))
+		}
+		// Analysed again with fewer benchmarks: exactly the new rows.
+		if err := db.Write(ctx, func(tx *Tx) error { return tx.SetNightRows(ctx, nightID, rows[:3]) }); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := db.NightRows(ctx, nightID); len(got) != 3 {
+			t.Errorf("after replacing with 3 rows NightRows = %d rows; want 3", len(got))
 		}
 	})
 }
