@@ -1,0 +1,295 @@
+package insight
+
+import (
+	"bytes"
+	"compress/gzip"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/ulikunitz/xz"
+)
+
+// Offsets in the x86 setup header (Documentation/arch/x86/boot.rst).
+const (
+	setupSectsAt    = 0x1F1 // u8; 0 means 4
+	headerMagicAt   = 0x202 // "HdrS"
+	protocolAt      = 0x206 // u16
+	payloadOffsetAt = 0x248 // u32, from the start of protected-mode code
+	payloadLengthAt = 0x24C // u32
+	headerEnd       = 0x250
+	// minPayloadProtocol is the boot protocol that added payload_offset
+	// and payload_length (Linux 2.6.30).
+	minPayloadProtocol = 0x0208
+)
+
+// MaxPayloadSize bounds a decompressed payload (the vmlinux ELF and its
+// relocations). Debian's are 60–70 MB; an allyesconfig vmlinux without
+// debug info stays far below. A hostile or corrupt image that claims or
+// produces more gets ErrPayloadTooLarge instead of the memory.
+const MaxPayloadSize = 512 << 20
+
+// Errors of payload extraction; test with errors.Is.
+var (
+	// ErrNotBzImage means the file has no x86 setup header with a payload
+	// (boot protocol 2.08 or later).
+	ErrNotBzImage = errors.New("not an x86 bzImage with a payload")
+	// ErrPayloadTooLarge means the payload decompresses to more than
+	// MaxPayloadSize bytes.
+	ErrPayloadTooLarge = errors.New("payload too large")
+	// ErrNotSupported means a format this package does not read.
+	ErrNotSupported = errors.New("not supported")
+)
+
+// Compression is how a bzImage's payload is compressed (CONFIG_KERNEL_*).
+type Compression string
+
+// Compressions that Payload recognises. Only those marked are decompressed.
+const (
+	CompressionNone  Compression = "none"  // decompressed (CONFIG_KERNEL_UNCOMPRESSED)
+	CompressionGzip  Compression = "gzip"  // decompressed
+	CompressionLZ4   Compression = "lz4"   // decompressed (legacy frames, Debian 6.1)
+	CompressionZstd  Compression = "zstd"  // decompressed (Debian 6.12)
+	CompressionXZ    Compression = "xz"    // decompressed only without a BCJ filter
+	CompressionBzip2 Compression = "bzip2" // recognised, not decompressed
+	CompressionLZMA  Compression = "lzma"  // recognised, not decompressed
+	CompressionLZO   Compression = "lzo"   // recognised, not decompressed
+)
+
+// Payload is the kernel ELF inside a bzImage.
+type Payload struct {
+	// ELF is the decompressed payload: the vmlinux ELF stripped of its
+	// symbols (objcopy -S), followed by its relocations on relocatable
+	// kernels. debug/elf reads it as is.
+	ELF []byte
+	// Compression is how the image stored it.
+	Compression Compression
+	// BuildID is the hex GNU build ID from .note.gnu.build-id, "" if none.
+	BuildID string
+	// Took is how long decompression took (zero when read from the cache).
+	Took time.Duration
+}
+
+// ReadPayload extracts and decompresses the payload of the x86 bzImage file
+// image. Requires boot protocol 2.08 (Linux 2.6.30).
+func ReadPayload(image string) (*Payload, error) {
+	data, err := os.ReadFile(image)
+	if err != nil {
+		return nil, fmt.Errorf("read payload: %w", err)
+	}
+	p, err := ExtractPayload(data)
+	if err != nil {
+		return nil, fmt.Errorf("read payload of %s: %w", image, err)
+	}
+	return p, nil
+}
+
+// ExtractPayload is ReadPayload for an image already in memory.
+func ExtractPayload(image []byte) (*Payload, error) {
+	compressed, err := payloadBytes(image)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	kind, out, err := decompress(compressed)
+	if err != nil {
+		return nil, err
+	}
+	took := time.Since(start)
+	id, err := elfBuildID(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s payload: %w", kind, err)
+	}
+	return &Payload{ELF: out, Compression: kind, BuildID: id, Took: took}, nil
+}
+
+// payloadBytes returns the compressed payload of a bzImage, with its 4-byte
+// size trailer.
+func payloadBytes(image []byte) ([]byte, error) {
+	if len(image) < headerEnd {
+		return nil, fmt.Errorf("%w: %d bytes is too short for a setup header", ErrNotBzImage, len(image))
+	}
+	if string(image[headerMagicAt:headerMagicAt+4]) != "HdrS" {
+		return nil, fmt.Errorf("%w: no \"HdrS\" setup header at %#x", ErrNotBzImage, headerMagicAt)
+	}
+	if proto := binary.LittleEndian.Uint16(image[protocolAt:]); proto < minPayloadProtocol {
+		return nil, fmt.Errorf("%w: boot protocol %#04x has no payload fields (2.08 needed)", ErrNotBzImage, proto)
+	}
+	setupSects := int(image[setupSectsAt])
+	if setupSects == 0 {
+		setupSects = 4
+	}
+	base := uint64(setupSects+1) * 512
+	off := base + uint64(binary.LittleEndian.Uint32(image[payloadOffsetAt:]))
+	n := uint64(binary.LittleEndian.Uint32(image[payloadLengthAt:]))
+	if n < 4 || off+n > uint64(len(image)) {
+		return nil, fmt.Errorf("%w: payload of %d bytes at %#x does not fit in the %d-byte file (truncated image?)", ErrNotBzImage, n, off, len(image))
+	}
+	return image[off : off+n], nil
+}
+
+// Magic numbers of the compressors the kernel build may use
+// (scripts/Makefile.lib), as they start the payload.
+var compressionMagics = []struct {
+	kind  Compression
+	magic string
+}{
+	{CompressionNone, "\x7fELF"},
+	{CompressionGzip, "\x1f\x8b"},
+	{CompressionLZ4, "\x02\x21\x4c\x18"}, // legacy frame
+	{CompressionZstd, "\x28\xb5\x2f\xfd"},
+	{CompressionXZ, "\xfd7zXZ\x00"},
+	{CompressionBzip2, "BZh"},
+	{CompressionLZMA, "\x5d\x00\x00"},
+	{CompressionLZO, "\x89LZO"},
+}
+
+// decompress decompresses a payload whose last four bytes are the
+// little-endian size of the output (the kernel's size_append; gzip's own
+// ISIZE field for gzip), bounding the output by MaxPayloadSize.
+func decompress(payload []byte) (Compression, []byte, error) {
+	var kind Compression
+	for _, m := range compressionMagics {
+		if bytes.HasPrefix(payload, []byte(m.magic)) {
+			kind = m.kind
+			break
+		}
+	}
+	if kind == "" {
+		return "", nil, fmt.Errorf("%w: payload starts with % x, no known compression", ErrNotBzImage, payload[:min(len(payload), 4)])
+	}
+	if kind == CompressionNone {
+		if len(payload) > MaxPayloadSize {
+			return "", nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(payload), MaxPayloadSize)
+		}
+		return kind, payload, nil
+	}
+	size := uint64(binary.LittleEndian.Uint32(payload[len(payload)-4:]))
+	if size > MaxPayloadSize {
+		return "", nil, fmt.Errorf("%w: %s payload claims %d bytes, limit %d", ErrPayloadTooLarge, kind, size, MaxPayloadSize)
+	}
+	body := payload[:len(payload)-4]
+	var (
+		out []byte
+		err error
+	)
+	switch kind {
+	case CompressionZstd:
+		out, err = decompressZstd(body, size)
+	case CompressionLZ4:
+		out, err = readBounded(lz4.NewReader(bytes.NewReader(body)), size)
+	case CompressionGzip:
+		var zr *gzip.Reader
+		zr, err = gzip.NewReader(bytes.NewReader(payload))
+		if err == nil {
+			zr.Multistream(false)
+			out, err = readBounded(zr, size)
+		}
+	case CompressionXZ:
+		var xr *xz.Reader
+		xr, err = xz.NewReader(bytes.NewReader(body))
+		if err == nil {
+			out, err = readBounded(xr, size)
+		}
+		if err != nil && strings.Contains(err.Error(), "filter") {
+			// The kernel's xz_wrap.sh adds the x86 BCJ filter, which
+			// github.com/ulikunitz/xz does not implement.
+			return "", nil, fmt.Errorf("%w: xz payload with a BCJ filter (%v); give the vmlinux, or build with CONFIG_KERNEL_ZSTD", ErrNotSupported, err)
+		}
+	default:
+		return "", nil, fmt.Errorf("%w: %s-compressed payload (supported: gzip, lz4, zstd, xz without BCJ, none)", ErrNotSupported, kind)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("decompress %s payload: %w", kind, err)
+	}
+	if uint64(len(out)) > size {
+		return "", nil, fmt.Errorf("decompress %s payload: %w: %d bytes, more than the %d of the size trailer", kind, ErrPayloadTooLarge, len(out), size)
+	}
+	if uint64(len(out)) < size {
+		return "", nil, fmt.Errorf("decompress %s payload: %d bytes, the size trailer says %d (corrupt image?)", kind, len(out), size)
+	}
+	return kind, out, nil
+}
+
+func decompressZstd(body []byte, size uint64) ([]byte, error) {
+	// DecodeAll with a memory bound refuses frames that decode to more.
+	// The bound is MaxPayloadSize rather than size: it also caps the
+	// frame's window, which the kernel's zstd -22 sets above the content
+	// size (decompress then checks the size trailer).
+	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxPayloadSize))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	return zr.DecodeAll(body, make([]byte, 0, size))
+}
+
+// readBounded reads r to its end into a buffer of the expected size,
+// failing if r produces more than size bytes.
+func readBounded(r io.Reader, size uint64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	n, err := io.Copy(buf, io.LimitReader(r, int64(size)+1))
+	if err != nil {
+		return nil, err
+	}
+	if uint64(n) > size {
+		return nil, fmt.Errorf("%w: output exceeds the %d bytes of the size trailer", ErrPayloadTooLarge, size)
+	}
+	return buf.Bytes(), nil
+}
+
+// elfBuildID returns the hex GNU build ID of an ELF file in memory, or ""
+// when it has none. An input that is not ELF is an error.
+func elfBuildID(data []byte) (string, error) {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return "", fmt.Errorf("not an ELF file: %w", err)
+	}
+	defer f.Close()
+	return buildID(f)
+}
+
+// buildID reads the GNU build ID note (NT_GNU_BUILD_ID) of f.
+func buildID(f *elf.File) (string, error) {
+	s := f.Section(".note.gnu.build-id")
+	if s == nil {
+		// Some linker scripts merge the notes into .notes (the kernel's does).
+		s = f.Section(".notes")
+	}
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return "", nil
+	}
+	notes, err := io.ReadAll(io.LimitReader(s.Open(), 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", s.Name, err)
+	}
+	order := f.ByteOrder
+	for len(notes) >= 12 {
+		namesz := uint64(order.Uint32(notes[0:]))
+		descsz := uint64(order.Uint32(notes[4:]))
+		typ := order.Uint32(notes[8:])
+		nameEnd := 12 + align4(namesz)
+		descEnd := nameEnd + align4(descsz)
+		if descEnd > uint64(len(notes)) {
+			return "", fmt.Errorf("%s: corrupt note", s.Name)
+		}
+		name := notes[12 : 12+namesz]
+		if typ == ntGNUBuildID && string(name) == "GNU\x00" {
+			return fmt.Sprintf("%x", notes[nameEnd:nameEnd+descsz]), nil
+		}
+		notes = notes[descEnd:]
+	}
+	return "", nil
+}
+
+// ntGNUBuildID is the note type of a GNU build ID (elf.h NT_GNU_BUILD_ID).
+const ntGNUBuildID = 3
+
+func align4(n uint64) uint64 { return (n + 3) &^ 3 }
