@@ -1,6 +1,7 @@
 package vmrunner
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -28,9 +29,25 @@ func TestUnit(t *testing.T) {
 }
 
 func TestAccelArgs(t *testing.T) {
-	for a, want := range map[Accel]string{KVM: "-accel kvm -cpu host", TCG: "-accel tcg -cpu max"} {
+	for a, want := range map[Accel]string{
+		KVM: "-accel kvm -cpu host", TCG: "-accel tcg -cpu max",
+		Icount: "-accel tcg -icount shift=0,align=off,sleep=off -cpu " + IcountCPUModel,
+	} {
 		if got := strings.Join(a.args(), " "); got != want {
 			t.Errorf("%s.args() = %q; want %q", a, got, want)
 		}
+	}
+}
+
+func TestCPUModel(t *testing.T) {
+	for a, want := range map[Accel]string{KVM: "host", TCG: "max", Icount: IcountCPUModel} {
+		if got := a.CPUModel(); got != want {
+			t.Errorf("%s.CPUModel() = %q; want %q", a, got, want)
+		}
+	}
+	// A model whose definition moves with QEMU versions would make
+	// instruction counts move with them.
+	if !regexp.MustCompile(`-v[0-9]+$`).MatchString(IcountCPUModel) {
+		t.Errorf("IcountCPUModel = %q; want a versioned model (NAME-vN), fixed across QEMU versions", IcountCPUModel)
 	}
 }

@@ -99,6 +99,13 @@ type Result struct {
 	Duration   time.Duration
 	ConsoleLog string   // path of the console log
 	Command    []string // a QEMU command line that reproduces the boot by hand
+
+	// CPUModel is the QEMU CPU model the guest ran on (Accel.CPUModel);
+	// instruction counts compare only between boots on one model.
+	CPUModel string
+	// QEMUVersion is the binary's version as QEMUVersion reports it
+	// ("7.2.22"), or "" when the binary did not tell.
+	QEMUVersion string
 }
 
 // ErrQEMUMissing is returned when the QEMU binary cannot be found.
@@ -152,7 +159,10 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	res := &Result{Accel: cfg.Accel, ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
+	res := &Result{Accel: cfg.Accel, CPUModel: cfg.Accel.CPUModel(), ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
+	// A binary that cannot tell its version may still boot (a wrapper
+	// script): the result then says "" rather than failing the boot.
+	res.QEMUVersion, _ = QEMUVersion(cfg.QEMU)
 	if cfg.Log != nil {
 		cfg.Log.Print(shellQuote(res.Command))
 	}

@@ -358,7 +358,8 @@ func bootFake(t *testing.T, ctx context.Context, cfg Config) *Result {
 		t.Fatalf("console log: %v", err)
 	}
 	var pid int
-	if _, err := fmt.Sscanf(string(console), "fake-qemu pid %d", &pid); err != nil {
+	var cpu string
+	if _, err := fmt.Sscanf(string(console), "fake-qemu pid %d cpu %s", &pid, &cpu); err != nil {
 		if r.Outcome != QEMUError {
 			t.Errorf("console log %q does not start with the fake QEMU's pid: %v", console, err)
 		}
@@ -367,6 +368,9 @@ func bootFake(t *testing.T, ctx context.Context, cfg Config) *Result {
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("after Boot(%s) returned, kill(QEMU pid %d, 0) = %v; want ESRCH (QEMU must be dead)", cfg.KernelArgs, pid, err)
 		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if cpu != r.CPUModel {
+		t.Errorf("Boot(%s): QEMU got -cpu %s; Result.CPUModel = %q", cfg.KernelArgs, cpu, r.CPUModel)
 	}
 	return r
 }
@@ -511,5 +515,17 @@ func TestBootCommandLineTooLong(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "--") {
 		t.Errorf("Boot(too long).Error() = %q; want no command-line flag in a library error", err)
+	}
+}
+
+func TestBootRecordsQEMUVersionAndCPUModel(t *testing.T) {
+	t.Parallel()
+	for _, accel := range []Accel{TCG, Icount} {
+		cfg := fakeConfig(t, "ok")
+		cfg.Accel = accel
+		r := bootFake(t, context.Background(), cfg) // checks the -cpu QEMU got against CPUModel
+		if r.Outcome != OK || r.QEMUVersion != "7.2.22" || r.CPUModel != accel.CPUModel() {
+			t.Errorf("Boot(%s) = %s, QEMU %q, CPU %q; want %s, QEMU \"7.2.22\", CPU %q", accel, r.Outcome, r.QEMUVersion, r.CPUModel, OK, accel.CPUModel())
+		}
 	}
 }

@@ -14,4 +14,15 @@
 // without virtio console gets a second 8250 UART (ttyS1) instead, and the
 // guest picks whichever works. The console (ttyS0) is captured to a log file
 // and scanned for panics.
+//
+// Under Icount the numbers are instruction counts, which depend on the CPU
+// the guest sees and on QEMU: Icount boots emulate a fixed CPU model
+// (IcountCPUModel) rather than QEMU's "max", and every Result carries the
+// CPU model and the QEMU version (QEMUVersion), so that counts are compared
+// only where both agree.
+//
+// Library messages go to a *log.Logger given in the Log fields (nil means
+// silent) and errors name no command-line flags: KVMUnusableError and
+// CommandLineTooLongError say what went wrong, the caller says which of its
+// options fix it.
 package vmrunner

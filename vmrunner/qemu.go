@@ -1,10 +1,16 @@
 package vmrunner
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -96,4 +102,65 @@ func shellQuote(args []string) string {
 		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
 	}
 	return b.String()
+}
+
+// QEMUVersion returns the version of the QEMU binary qemu (a path, or a
+// name looked up in PATH) as its --version prints it, e.g. "7.2.22" for
+// "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)". The
+// answer is cached per binary, by path, size and modification time, so a
+// QEMU upgraded while the process runs is asked again.
+func QEMUVersion(qemu string) (string, error) {
+	path, err := exec.LookPath(qemu)
+	if err != nil {
+		return "", ErrQEMUMissing
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("read QEMU version: %w", err)
+	}
+	key := qemuBinary{path, fi.Size(), fi.ModTime().UnixNano()}
+	if v, ok := qemuVersions.Load(key); ok {
+		return v.(string), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), qemuVersionTimeout)
+	defer cancel()
+	out := boundedBuffer{max: 4 << 10}
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("read QEMU version: %s --version: %w (is it a QEMU binary?)", path, err)
+	}
+	v, err := parseQEMUVersion(out.String())
+	if err != nil {
+		return "", fmt.Errorf("read QEMU version of %s: %w", path, err)
+	}
+	qemuVersions.Store(key, v)
+	return v, nil
+}
+
+// qemuVersionTimeout bounds a QEMU that does not answer --version.
+const qemuVersionTimeout = 10 * time.Second
+
+// qemuBinary identifies one build of QEMU on disk.
+type qemuBinary struct {
+	path  string
+	size  int64
+	mtime int64 // UnixNano
+}
+
+var qemuVersions sync.Map // qemuBinary → version string
+
+var qemuVersionLine = regexp.MustCompile(`^QEMU emulator version ([0-9]+(?:\.[0-9]+)+)`)
+
+// parseQEMUVersion finds the version in the output of qemu --version.
+func parseQEMUVersion(out string) (string, error) {
+	first, _, _ := strings.Cut(out, "\n")
+	m := qemuVersionLine.FindStringSubmatch(strings.TrimSpace(first))
+	if m == nil {
+		return "", fmt.Errorf("no version in %q (want \"QEMU emulator version X.Y.Z\")", first)
+	}
+	return m[1], nil
 }

@@ -1,6 +1,9 @@
 package vmrunner
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,5 +48,56 @@ func TestShellQuote(t *testing.T) {
 	want := `qemu -append 'console=ttyS0 panic=-1' 'it'\''s'`
 	if got != want {
 		t.Errorf("shellQuote = %s; want %s", got, want)
+	}
+}
+
+func TestParseQEMUVersion(t *testing.T) {
+	for out, want := range map[string]string{
+		"QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)\nCopyright (c) 2003-2022 Fabrice Bellard and the QEMU Project developers\n": "7.2.22",
+		"QEMU emulator version 8.2.2 (Debian 1:8.2.2+ds-0ubuntu1.4)\n":                                                                              "8.2.2",
+		"QEMU emulator version 9.0.50 (v9.0.0-1388-g80e8f06021-dirty)\n":                                                                            "9.0.50",
+		"QEMU emulator version 6.2.0\n": "6.2.0",
+	} {
+		if got, err := parseQEMUVersion(out); err != nil || got != want {
+			t.Errorf("parseQEMUVersion(%q) = %q, %v; want %q", out, got, err, want)
+		}
+	}
+	for _, out := range []string{"", "Usage: qemu [options]\n", "QEMU emulator version\n", "Copyright\nQEMU emulator version 7.2.0\n"} {
+		if got, err := parseQEMUVersion(out); err == nil {
+			t.Errorf("parseQEMUVersion(%q) = %q; want an error", out, got)
+		}
+	}
+}
+
+// TestQEMUVersionCached runs a stand-in QEMU that counts its runs: one run
+// per binary, and a new one when the binary changes.
+func TestQEMUVersionCached(t *testing.T) {
+	dir := t.TempDir()
+	qemu, calls := filepath.Join(dir, "qemu-system-x86_64"), filepath.Join(dir, "calls")
+	install := func(version string) {
+		script := "#!/bin/sh\necho run >> '" + calls + "'\necho 'QEMU emulator version " + version + "'\n"
+		if err := os.WriteFile(qemu, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := func() int {
+		b, _ := os.ReadFile(calls)
+		return strings.Count(string(b), "\n")
+	}
+	install("7.2.0")
+	for range 2 {
+		if v, err := QEMUVersion(qemu); err != nil || v != "7.2.0" {
+			t.Fatalf("QEMUVersion(%s) = %q, %v; want 7.2.0", qemu, v, err)
+		}
+	}
+	if n := runs(); n != 1 {
+		t.Errorf("QEMUVersion twice ran QEMU %d times; want 1 (cached)", n)
+	}
+	install("10.1.0") // another size: an upgraded binary
+	if v, err := QEMUVersion(qemu); err != nil || v != "10.1.0" {
+		t.Errorf("QEMUVersion(upgraded %s) = %q, %v; want 10.1.0", qemu, v, err)
+	}
+	if _, err := QEMUVersion(filepath.Join(dir, "missing")); !errors.Is(err, ErrQEMUMissing) {
+		t.Errorf("QEMUVersion(missing) = %v; want ErrQEMUMissing", err)
 	}
 }
