@@ -34,7 +34,8 @@
 //	                          interval and boots; tip/reference ratio; verdict, change and p
 //	                          against the last measured tip and against the reference
 //	lpmbisect_change_points   series, benchmark, unit, line (kernel | host), night and index,
-//	                          range (night and commit before, commit after), change, p, status
+//	                          range (night and commit before, commit after), change, p,
+//	                          provisional, status
 //	                          (open | acknowledged | muted | withdrawn), first reported,
 //	                          updated, mailed, bisection (state, culprit, subject, reason);
 //	                          one live (not withdrawn) change point per series, metric, line

@@ -31,18 +31,23 @@ func Example() {
 	}
 	defer lock.Unlock()
 
+	var s history.Series
+	err = db.Write(ctx, func(tx *history.Tx) error {
+		s, err = tx.PutSeries(ctx, history.Series{Name: "bpf-next", Kind: history.GitSeries,
+			Source: "/src/bpf-next", Branch: "master", Reference: "/boot/vmlinuz-6.12", Accel: "icount"})
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	for i, center := range []float64{1065, 1066, 838} {
 		date := fmt.Sprintf("2026-03-0%d", i+1)
 		tip := history.Kernel{Commit: fmt.Sprintf("%07d", i), ImageSHA256: fmt.Sprintf("%064d", i), Release: "6.13.0"}
+		if _, err := db.MeasuredTip(ctx, s.ID, tip.Commit, tip.ImageSHA256); err == nil {
+			continue // measured already: a "no-change" night, no boot
+		}
+		// Everything the night found, in one transaction.
 		err := db.Write(ctx, func(tx *history.Tx) error {
-			s, err := tx.PutSeries(ctx, history.Series{Name: "bpf-next", Kind: history.GitSeries,
-				Source: "/src/bpf-next", Branch: "master", Reference: "/boot/vmlinuz-6.12", Accel: "icount"})
-			if err != nil {
-				return err
-			}
-			if _, err := db.MeasuredTip(ctx, s.ID, tip.Commit, tip.ImageSHA256); err == nil {
-				return nil // measured already: a "no-change" night, no boot
-			}
 			night, err := tx.PutNight(ctx, history.Night{SeriesID: s.ID, Date: date,
 				Status: history.StatusMeasured, Tip: tip, Accel: "tcg-icount", QEMUVersion: "7.2.19", CPUModel: "Haswell-v4"})
 			if err != nil {
@@ -68,7 +73,6 @@ func Example() {
 		}
 	}
 
-	s, _ := db.SeriesNamed(ctx, "bpf-next")
 	trend, _ := db.Trend(ctx, s.ID, history.Metric{Benchmark: "LPMTrie/op=lookup", Unit: "insn/op"})
 	for _, p := range trend {
 		fmt.Printf("%s %s %g %s %+.1f%%\n", p.Night.Date, p.Night.Tip.Commit, p.Row.Tip.Center,

@@ -177,6 +177,8 @@ func (db *DB) pgLocker(ctx context.Context, name string, me LockHolder) (try fun
 	held := false
 	cleanup = func() {
 		if c != nil && !held {
+			// Not back to the pool with our name on it.
+			c.Raw(func(any) error { return driver.ErrBadConn })
 			c.Close()
 		}
 	}

@@ -85,7 +85,7 @@ func nightFixture(seriesName string, i int) fixture {
 			Tip: Kernel{Commit: fmt.Sprintf("%040x", 0xc0ffee+i), Subject: fmt.Sprintf("bpf: change %d", i),
 				ImageSHA256: fmt.Sprintf("%064x", 0xbeef+i), Release: "6.13.0-rc1", Compiler: "gcc 12.2.0", ConfigHash: "cfg1"},
 			Reference: Kernel{ImageSHA256: fmt.Sprintf("%064x", 0xfeed), Release: "6.12.117+deb12-cloud-amd64"},
-			Accel:     "tcg-icount", QEMUVersion: "7.2.19", CPUModel: "Haswell-v4", Host: "ci-1", Version: "v0.9.0",
+			Accel:     "tcg-icount", QEMUVersion: "7.2.19", CPUModel: "Haswell-v4", Host: "ci-1", ToolVersion: "v0.9.0",
 			Started: testStart.AddDate(0, 0, i), Finished: testStart.AddDate(0, 0, i).Add(17 * time.Minute)},
 	}
 	for _, role := range []Role{RoleTip, RoleReference} {

@@ -12,6 +12,17 @@ import (
 	"testing"
 )
 
+func TestSchemaVersionIsTheLastMigration(t *testing.T) {
+	if got := latest(migrations); got != SchemaVersion {
+		t.Errorf("latest(migrations) = %d; want SchemaVersion %d", got, SchemaVersion)
+	}
+	for i, m := range migrations {
+		if m.version != i+1 {
+			t.Errorf("migrations[%d].version = %d; want %d", i, m.version, i+1)
+		}
+	}
+}
+
 func TestOpenMigratesOnlyANewSQLiteFile(t *testing.T) {
 	ctx := context.Background()
 	forEachBackend(t, func(t *testing.T, location string) {

@@ -57,7 +57,7 @@ func nightFields(n *Night, status *string) []any {
 	return []any{&n.ID, &n.SeriesID, &n.Date, status, &n.Reason, &n.Note,
 		&n.Tip.Commit, &n.Tip.Subject, &n.Tip.ImageSHA256, &n.Tip.Release, &n.Tip.Compiler, &n.Tip.ConfigHash,
 		&n.Reference.Commit, &n.Reference.Subject, &n.Reference.ImageSHA256, &n.Reference.Release, &n.Reference.Compiler, &n.Reference.ConfigHash,
-		&n.Accel, &n.QEMUVersion, &n.CPUModel, &n.Host, &n.Version, timeOf(&n.Started), timeOf(&n.Finished)}
+		&n.Accel, &n.QEMUVersion, &n.CPUModel, &n.Host, &n.ToolVersion, timeOf(&n.Started), timeOf(&n.Finished)}
 }
 
 func scanNight(r scanner) (Night, error) {
@@ -269,14 +269,14 @@ func (db *DB) Trend(ctx context.Context, seriesID int64, m Metric) ([]TrendPoint
 }
 
 const changeColumns = `id, series_id, benchmark, unit, line, night, night_index, before_night, before_commit,
-	after_commit, delta_pct, p, status, first_reported, updated_at, mailed_at,
+	after_commit, delta_pct, p, provisional, status, first_reported, updated_at, mailed_at,
 	bisect_state, culprit_commit, culprit_subject, bisect_reason`
 
 func scanChangePoint(r scanner) (ChangePoint, error) {
 	var cp ChangePoint
 	var line, status, state string
 	err := r.Scan(&cp.ID, &cp.SeriesID, &cp.Benchmark, &cp.Unit, &line, &cp.Night, &cp.NightIndex,
-		&cp.BeforeNight, &cp.BeforeCommit, &cp.AfterCommit, floatOf(&cp.DeltaPct), floatOf(&cp.P), &status,
+		&cp.BeforeNight, &cp.BeforeCommit, &cp.AfterCommit, floatOf(&cp.DeltaPct), floatOf(&cp.P), &cp.Provisional, &status,
 		timeOf(&cp.FirstReported), timeOf(&cp.Updated), timeOf(&cp.Mailed),
 		&state, &cp.Bisect.Culprit, &cp.Bisect.Subject, &cp.Bisect.Reason)
 	cp.Line, cp.Status, cp.Bisect.State = Line(line), ChangeStatus(status), BisectState(state)

@@ -163,14 +163,15 @@ func TestChangePoints(t *testing.T) {
 		}
 		lookup := Metric{"LPMTrie/op=lookup", "insn/op"}
 		cp := ChangePoint{SeriesID: id, Metric: lookup, Line: LineKernel, Night: "2026-03-02", NightIndex: 1,
-			BeforeNight: "2026-03-01", BeforeCommit: "aaaa", AfterCommit: "bbbb", DeltaPct: -21.3, P: 0.0004}
+			BeforeNight: "2026-03-01", BeforeCommit: "aaaa", AfterCommit: "bbbb", DeltaPct: -21.3, P: 0.0004, Provisional: true}
 		first, err := put(cp)
 		if err != nil {
 			t.Fatalf("PutChangePoint(new) = %v", err)
 		}
 		stored, _ := db.ChangePoint(ctx, first)
-		if stored.Status != ChangeOpen || stored.FirstReported.IsZero() || !stored.Mailed.IsZero() {
-			t.Errorf("new change point = %+v; want open, reported now, not mailed", stored)
+		if stored.Status != ChangeOpen || stored.FirstReported.IsZero() || !stored.Mailed.IsZero() || !stored.Provisional ||
+			stored.BeforeCommit != "aaaa" || stored.AfterCommit != "bbbb" || stored.DeltaPct != -21.3 || stored.P != 0.0004 {
+			t.Errorf("new change point = %+v; want it as stored: open, provisional, reported now, not mailed", stored)
 		}
 
 		// The mail goes out and someone acknowledges it.
@@ -182,13 +183,13 @@ func TestChangePoints(t *testing.T) {
 		// change point, still acknowledged and mailed.
 		time.Sleep(5 * time.Millisecond)
 		again := cp
-		again.DeltaPct, again.P, again.NightIndex = -21.9, 0.0001, 1
+		again.DeltaPct, again.P, again.NightIndex, again.Provisional = -21.9, 0.0001, 1, false
 		second, err := put(again)
 		if err != nil || second != first {
 			t.Fatalf("PutChangePoint(same place again) = %d, %v; want the stored %d", second, err, first)
 		}
 		got, _ := db.ChangePoint(ctx, first)
-		if got.DeltaPct != -21.9 || got.Status != ChangeAcknowledged || got.Mailed.IsZero() ||
+		if got.DeltaPct != -21.9 || got.Provisional || got.Status != ChangeAcknowledged || got.Mailed.IsZero() ||
 			!got.FirstReported.Equal(stored.FirstReported) || !got.Updated.After(stored.FirstReported) {
 			t.Errorf("change point detected again = %+v; want the new magnitude, still acknowledged and mailed, first reported kept", got)
 		}

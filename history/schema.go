@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// SchemaVersion is the schema version this package reads and writes.
-var SchemaVersion = latest(migrations)
+// SchemaVersion is the schema version this package reads and writes: the
+// last of its migrations.
+const SchemaVersion = 1
 
 // versionTable records every migration applied, one row each. Its name is
 // the database's mark of ownership.
@@ -138,6 +139,7 @@ var migrations = []migration{{
 			after_commit TEXT NOT NULL,
 			delta_pct DOUBLE PRECISION,
 			p DOUBLE PRECISION,
+			provisional BOOLEAN NOT NULL,
 			status TEXT NOT NULL,
 			first_reported {{time}} NOT NULL,
 			updated_at {{time}} NOT NULL,

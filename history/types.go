@@ -75,7 +75,7 @@ type Night struct {
 	Reference Kernel
 	// The measuring environment.
 	Accel, QEMUVersion, CPUModel, Host string
-	Version                            string // lpmbisect's
+	ToolVersion                        string // lpmbisect's version
 	Started, Finished                  time.Time
 }
 
@@ -214,10 +214,13 @@ type ChangePoint struct {
 	BeforeNight               string
 	BeforeCommit, AfterCommit string
 	DeltaPct, P               float64
-	Status                    ChangeStatus
-	FirstReported, Updated    time.Time // set when stored
-	Mailed                    time.Time // zero: no mail went out
-	Bisect                    Bisection
+	// Provisional: too few nights follow it yet; the next nights may
+	// withdraw it (see package changepoint).
+	Provisional            bool
+	Status                 ChangeStatus
+	FirstReported, Updated time.Time // set when stored
+	Mailed                 time.Time // zero: no mail went out
+	Bisect                 Bisection
 }
 
 // checkDate validates a night's date.

@@ -117,7 +117,7 @@ func (tx *Tx) PutNight(ctx context.Context, n Night) (int64, error) {
 		n.SeriesID, n.Date, string(n.Status), n.Reason, n.Note,
 		n.Tip.Commit, n.Tip.Subject, n.Tip.ImageSHA256, n.Tip.Release, n.Tip.Compiler, n.Tip.ConfigHash,
 		n.Reference.Commit, n.Reference.Subject, n.Reference.ImageSHA256, n.Reference.Release, n.Reference.Compiler, n.Reference.ConfigHash,
-		n.Accel, n.QEMUVersion, n.CPUModel, n.Host, n.Version, dbTime(n.Started), dbTime(n.Finished)).Scan(&id)
+		n.Accel, n.QEMUVersion, n.CPUModel, n.Host, n.ToolVersion, dbTime(n.Started), dbTime(n.Finished)).Scan(&id)
 	if err != nil {
 		return 0, tx.db.errorf(err, "store night %s of series %d", n.Date, n.SeriesID)
 	}
@@ -266,16 +266,17 @@ func (tx *Tx) PutChangePoint(ctx context.Context, cp ChangePoint) (int64, error)
 		var id int64
 		err := tx.c.queryRow(ctx, `INSERT INTO lpmbisect_change_points
 			(series_id, benchmark, unit, line, night, night_index, before_night, before_commit, after_commit,
-			 delta_pct, p, status, first_reported, updated_at, mailed_at,
+			 delta_pct, p, provisional, status, first_reported, updated_at, mailed_at,
 			 bisect_state, culprit_commit, culprit_subject, bisect_reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (series_id, benchmark, unit, line, night) WHERE status <> 'withdrawn'
 			DO UPDATE SET night_index = excluded.night_index, before_night = excluded.before_night,
 				before_commit = excluded.before_commit, after_commit = excluded.after_commit,
-				delta_pct = excluded.delta_pct, p = excluded.p, updated_at = excluded.updated_at
+				delta_pct = excluded.delta_pct, p = excluded.p, provisional = excluded.provisional,
+				updated_at = excluded.updated_at
 			RETURNING id`,
 			cp.SeriesID, cp.Benchmark, cp.Unit, string(cp.Line), cp.Night, cp.NightIndex, cp.BeforeNight,
-			cp.BeforeCommit, cp.AfterCommit, float(cp.DeltaPct), float(cp.P), string(cp.Status), now, now,
+			cp.BeforeCommit, cp.AfterCommit, float(cp.DeltaPct), float(cp.P), cp.Provisional, string(cp.Status), now, now,
 			dbTime(cp.Mailed), string(cp.Bisect.State), cp.Bisect.Culprit, cp.Bisect.Subject, cp.Bisect.Reason).Scan(&id)
 		if err != nil {
 			return 0, tx.db.errorf(err, "%s", what)
@@ -284,11 +285,11 @@ func (tx *Tx) PutChangePoint(ctx context.Context, cp ChangePoint) (int64, error)
 	}
 	res, err := tx.c.exec(ctx, `UPDATE lpmbisect_change_points SET
 		benchmark = ?, unit = ?, line = ?, night = ?, night_index = ?, before_night = ?, before_commit = ?,
-		after_commit = ?, delta_pct = ?, p = ?, status = ?, updated_at = ?, mailed_at = ?,
+		after_commit = ?, delta_pct = ?, p = ?, provisional = ?, status = ?, updated_at = ?, mailed_at = ?,
 		bisect_state = ?, culprit_commit = ?, culprit_subject = ?, bisect_reason = ?
 		WHERE id = ? AND series_id = ?`,
 		cp.Benchmark, cp.Unit, string(cp.Line), cp.Night, cp.NightIndex, cp.BeforeNight, cp.BeforeCommit,
-		cp.AfterCommit, float(cp.DeltaPct), float(cp.P), string(cp.Status), now, dbTime(cp.Mailed),
+		cp.AfterCommit, float(cp.DeltaPct), float(cp.P), cp.Provisional, string(cp.Status), now, dbTime(cp.Mailed),
 		string(cp.Bisect.State), cp.Bisect.Culprit, cp.Bisect.Subject, cp.Bisect.Reason, cp.ID, cp.SeriesID)
 	if err != nil {
 		return 0, tx.db.errorf(err, "%s (id %d; is another live change point at that night? withdraw one of them)", what, cp.ID)
