@@ -294,12 +294,14 @@ func (s *server) database(tb testing.TB) string {
 	return s.url(name)
 }
 
-// binDir returns the newest installed server's binary directory.
+// binDir returns the newest installed server's binary directory, or the
+// one $LPMBISECT_PG_BIN names.
 func binDir() (string, error) {
-	if d := os.Getenv("LPMBISECT_PG_BIN"); d != "" {
-		return d, nil
-	}
 	dirs, _ := filepath.Glob(BinGlob)
+	where := BinGlob
+	if d := os.Getenv("LPMBISECT_PG_BIN"); d != "" {
+		dirs, where = []string{d}, d
+	}
 	var usable []string
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
@@ -309,7 +311,7 @@ func binDir() (string, error) {
 		}
 	}
 	if len(usable) == 0 {
-		return "", fmt.Errorf("no initdb and postgres under %s", BinGlob)
+		return "", fmt.Errorf("no initdb and postgres in %s", where)
 	}
 	// Newest major version first: /usr/lib/postgresql/15 sorts after 9.6
 	// only numerically.
