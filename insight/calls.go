@@ -49,13 +49,16 @@ type FunctionCalls struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Calls returns the callees of fc as a set of normalised names with their
-// sites.
+// callsByName returns the callees of fc by normalised name, the sites of
+// clones that normalise alike added up (the first clone names the entry).
 func (fc *FunctionCalls) callsByName() map[string]Call {
 	m := make(map[string]Call, len(fc.Calls))
 	for _, c := range fc.Calls {
 		n := NormalizeName(c.Callee)
-		prev := m[n]
+		prev, ok := m[n]
+		if ok {
+			c.Callee = prev.Callee
+		}
 		c.Sites += prev.Sites
 		c.Tail = c.Tail || prev.Tail
 		m[n] = c
