@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -33,16 +34,17 @@ var (
 	ErrWrongDirection = errors.New("the endpoints differ in the other direction")
 )
 
-// Kernel is a kernel a bisection measures: an endpoint or a candidate.
-type Kernel struct {
+// Candidate is a kernel a bisection measures: an endpoint, or a candidate
+// between them.
+type Candidate struct {
 	Input  string            // anything kernel.Resolve accepts
-	Label  string            // short name for progress lines (commit, file name)
+	Label  string            // short name for progress lines (commit, file name); "" for its release
 	Labels map[string]string // configuration keys added to its results
 }
 
-// Bench classifies kernels by measuring them against measured endpoints. It
-// is the Classifier of every bisection. Measurements are kept in Store by
-// image SHA-256, so a kernel is measured once however often it comes up.
+// Bench classifies kernels by measuring them against measured endpoints,
+// for every kind of bisection. Measurements are kept in Store by image
+// SHA-256, so a kernel is measured once however often it comes up.
 type Bench struct {
 	Judge
 	Store    *Store
@@ -58,7 +60,10 @@ type Bench struct {
 	MaxBoots int
 	// Reverse looks for an improvement: the bad endpoint is the faster.
 	Reverse bool
-	Log     io.Writer
+	// Params identifies the measurement parameters (ParamsKey): results
+	// measured with other parameters are kept apart and never compared.
+	Params string
+	Log    *log.Logger
 
 	good, bad *measured
 	rows      int // rows compared, controls included (1 before the endpoints are measured)
@@ -69,7 +74,7 @@ type Bench struct {
 
 // measured is a kernel with its stored results.
 type measured struct {
-	Kernel
+	Candidate
 	k       *kernel.Kernel
 	results []*benchfmt.Result
 }
@@ -95,6 +100,21 @@ func (b *Bench) maxBoots() int {
 	return b.MaxBoots
 }
 
+// OpenState opens the state of the bisection want describes in dir (a saved
+// one of the same bisection, else a new one), with this bench's
+// parameters, statistics and direction as part of its identity, and keeps
+// the bench's measurements in it.
+func (b *Bench) OpenState(dir string, want State) (*State, error) {
+	want.Params, want.Reverse = b.Params, b.Reverse
+	want.Judge = fmt.Sprintf("alpha=%g min-effect=%g%% boots=%d max-boots=%d", b.Alpha, b.MinEffectPct, b.Boots, b.maxBoots())
+	st, err := OpenState(dir, want)
+	if err != nil {
+		return nil, err
+	}
+	b.Store = &Store{Dir: filepath.Join(st.Dir(), "measurements", b.Params)}
+	return st, nil
+}
+
 // CheckLevels reports levels with which no verdict can ever be reached.
 func (b *Bench) CheckLevels() error {
 	_, err := b.Judge.BootsToDecide(b.maxBoots(), 1)
@@ -103,7 +123,7 @@ func (b *Bench) CheckLevels() error {
 
 func (b *Bench) logf(format string, args ...any) {
 	if b.Log != nil {
-		fmt.Fprintf(b.Log, "lpmbisect: "+format+"\n", args...)
+		b.Log.Printf(format, args...)
 	}
 }
 
@@ -128,7 +148,7 @@ type EffectRow struct {
 // difference stays UNKNOWN, up to MaxBoots) and checks that they differ in
 // the expected direction. Errors wrap ErrEndpointsNotDifferent or
 // ErrWrongDirection when the measurements forbid the bisection.
-func (b *Bench) SetEndpoints(ctx context.Context, good, bad Kernel) (*Effect, error) {
+func (b *Bench) SetEndpoints(ctx context.Context, good, bad Candidate) (*Effect, error) {
 	var err error
 	if b.good, err = b.resolve(good); err != nil {
 		return nil, fmt.Errorf("good endpoint: %w", err)
@@ -139,53 +159,77 @@ func (b *Bench) SetEndpoints(ctx context.Context, good, bad Kernel) (*Effect, er
 	if b.good.k.SHA256 == b.bad.k.SHA256 {
 		return nil, fmt.Errorf("%w: both are the same image (sha256 %s)", ErrEndpointsNotDifferent, b.good.k.SHA256[:12])
 	}
-	var endpoints series
-	for target := b.boots(); ; target = min(target+b.boots(), b.maxBoots()) {
-		if err := b.topUp(ctx, target, b.good, b.bad); err != nil {
-			return nil, fmt.Errorf("measure the endpoints: %w", err)
-		}
-		rows, err := b.Judge.next(&endpoints, b.maxBoots(), b.good.results, b.bad.results)
+	seq, err := b.Judge.sequence(b.maxBoots())
+	if err != nil {
+		return nil, err
+	}
+	var eff *Effect
+	var other []string
+	_, err = b.adaptive().Run(ctx, b.source(b.good, b.bad), func(n int) (bool, error) {
+		rows, err := b.Judge.look(seq, b.good.results, b.bad.results)
 		if err != nil {
-			return nil, fmt.Errorf("compare the endpoints: %w", err)
+			return false, fmt.Errorf("compare the endpoints: %w", err)
 		}
 		b.effect = rows
-		eff := b.effectOf(rows)
+		eff = b.effectOf(rows)
 		// Controls share the Holm family with the benchmarks: they count.
 		b.rows = len(eff.Rows)
 		if len(eff.Signal) > 0 {
 			b.signal = eff.Signal
-			return eff, nil
+			return false, nil
 		}
-		var other []string
+		other = nil
 		unknown := false
 		for _, r := range eff.Rows {
 			switch {
 			case r.Control:
-			case r.Verdict == Different:
+			case r.Verdict == compare.Different:
 				other = append(other, fmt.Sprintf("%s %+.2f%%", r.Benchmark, r.DeltaPct))
-			case r.Verdict == Unknown:
+			case r.Verdict == compare.Unknown:
 				unknown = true
 			}
 		}
-		if len(other) > 0 && !unknown {
-			return eff, b.wrongDirection(other)
+		if unknown && n < b.maxBoots() {
+			b.logf("endpoints: UNKNOWN after %d boots each (%s); adding boots", n, describeRows(eff.Rows))
 		}
-		if target >= b.maxBoots() || !unknown {
-			if len(other) > 0 {
-				return eff, b.wrongDirection(other)
-			}
-			return eff, fmt.Errorf("%w after %d boots each: %s (nothing to bisect: check the endpoints, or raise --max-boots or lower --min-effect)",
-				ErrEndpointsNotDifferent, Boots(b.good.results), describeRows(eff.Rows))
-		}
-		b.logf("endpoints: UNKNOWN after %d boots each (%s); adding boots", target, describeRows(eff.Rows))
+		return unknown, nil
+	})
+	switch {
+	case err != nil && eff == nil:
+		return nil, fmt.Errorf("measure the endpoints: %w", err)
+	case err != nil:
+		return eff, err
+	case len(eff.Signal) > 0:
+		return eff, nil
+	case len(other) > 0:
+		return eff, b.wrongDirection(other)
 	}
+	return eff, fmt.Errorf("%w after %d boots each: %s (nothing to bisect: check the endpoints, or allow more boots or a smaller minimum effect)",
+		ErrEndpointsNotDifferent, Boots(b.good.results), describeRows(eff.Rows))
 }
+
+// adaptive is the stop rule of every comparison a bisection makes: looks
+// at Boots, 2·Boots, … up to MaxBoots.
+func (b *Bench) adaptive() compare.Adaptive {
+	return compare.Adaptive{Start: b.boots(), Step: b.boots(), MaxBoots: b.maxBoots()}
+}
+
+// source measures kernels together for an adaptive run: Measure(n) brings
+// each to n boots, interleaved.
+func (b *Bench) source(ks ...*measured) compare.Source { return topUpSource{b, ks} }
+
+type topUpSource struct {
+	b  *Bench
+	ks []*measured
+}
+
+func (s topUpSource) Measure(ctx context.Context, n int) error { return s.b.topUp(ctx, n, s.ks...) }
 
 func (b *Bench) wrongDirection(rows []string) error {
 	if b.Reverse {
-		return fmt.Errorf("%w: bad is slower than good (%s), a regression: drop --reverse to find the commit that caused it", ErrWrongDirection, strings.Join(rows, ", "))
+		return fmt.Errorf("%w: bad is slower than good (%s), a regression: bisect for a regression to find the commit that caused it", ErrWrongDirection, strings.Join(rows, ", "))
 	}
-	return fmt.Errorf("%w: bad is faster than good (%s), an improvement: add --reverse to find the commit that made it", ErrWrongDirection, strings.Join(rows, ", "))
+	return fmt.Errorf("%w: bad is faster than good (%s), an improvement: bisect for an improvement to find the commit that made it", ErrWrongDirection, strings.Join(rows, ", "))
 }
 
 // effectOf orders the endpoint comparison and picks the signal rows.
@@ -197,10 +241,10 @@ func (b *Bench) effectOf(rows map[RowKey]CompareRow) *Effect {
 		eff.Rows = append(eff.Rows, EffectRow{k, r})
 		regression := r.B > r.A
 		switch {
-		case r.Control && r.Verdict == Different:
+		case r.Control && r.Verdict == compare.Different:
 			eff.Drift = append(eff.Drift, k)
 		case r.Control:
-		case r.Verdict == Different && regression != b.Reverse:
+		case r.Verdict == compare.Different && regression != b.Reverse:
 			eff.Signal = append(eff.Signal, k)
 		}
 	}
@@ -230,7 +274,7 @@ func sortedRowKeys(m map[RowKey]CompareRow) []RowKey {
 }
 
 // resolve resolves a kernel and loads what the store has for it.
-func (b *Bench) resolve(k Kernel) (*measured, error) {
+func (b *Bench) resolve(k Candidate) (*measured, error) {
 	rk, err := b.Resolve(k.Input)
 	if err != nil {
 		return nil, err
@@ -242,14 +286,14 @@ func (b *Bench) resolve(k Kernel) (*measured, error) {
 	if k.Label == "" {
 		k.Label = rk.Release
 	}
-	return &measured{Kernel: k, k: rk, results: res}, nil
+	return &measured{Candidate: k, k: rk, results: res}, nil
 }
 
 // topUp boots the kernels that have fewer than target boots, interleaved,
 // and stores the new boots, also when measuring fails part way.
 func (b *Bench) topUp(ctx context.Context, target int, ks ...*measured) error {
 	var need []*measured
-	var targets []Target
+	var targets []Candidate
 	n := 0
 	for _, m := range ks {
 		if slices.ContainsFunc(need, func(o *measured) bool { return o.k.SHA256 == m.k.SHA256 }) {
@@ -257,7 +301,7 @@ func (b *Bench) topUp(ctx context.Context, target int, ks ...*measured) error {
 		}
 		if have := Boots(m.results); have < target {
 			need = append(need, m)
-			targets = append(targets, Target{Input: m.Input, Label: m.Label})
+			targets = append(targets, Candidate{Input: m.Input, Label: m.Label})
 			n = max(n, target-have)
 		}
 	}
@@ -316,101 +360,70 @@ func (b *Bench) MeasuredImages() []string {
 	return out
 }
 
-// Classify implements Classifier for a kernel input without labels.
-func (b *Bench) Classify(ctx context.Context, input string) (Verdict, error) {
-	v, _, err := b.ClassifyKernel(ctx, Kernel{Input: input})
-	return v, err
-}
-
 // ClassifyKernel measures a candidate (Boots boots, more while UNKNOWN, up to
 // MaxBoots) and classifies it against the endpoints. It also returns the
 // resolved kernel, nil when the input is not a kernel.
-func (b *Bench) ClassifyKernel(ctx context.Context, k Kernel) (Verdict, *kernel.Kernel, error) {
+func (b *Bench) ClassifyKernel(ctx context.Context, k Candidate) (Verdict, *kernel.Kernel, error) {
 	if b.good == nil {
-		return Verdict{}, nil, errors.New("bisect: Classify before SetEndpoints")
+		return Verdict{}, nil, errors.New("bisect: ClassifyKernel before SetEndpoints")
 	}
 	m, err := b.resolve(k)
 	if err != nil {
-		if errors.Is(err, kernel.ErrNotFound) || errors.Is(err, kernel.ErrNotKernel) || errors.Is(err, kernel.ErrNotSupported) {
+		if kernel.IsBadInput(err) {
 			return Verdict{Class: Skip, Reason: fmt.Sprintf("no kernel to boot: %v", err)}, nil, nil
 		}
 		return Verdict{}, nil, err
 	}
-	var sGood, sBad series
-	for target := b.boots(); ; target = min(target+b.boots(), b.maxBoots()) {
-		err := b.topUp(ctx, target, m, b.good, b.bad)
-		if err != nil {
-			if isBootFailure(err) && ctx.Err() == nil {
-				if Boots(b.good.results) < target || Boots(b.bad.results) < target {
-					return Verdict{}, m.k, fmt.Errorf("an endpoint failed while adding boots: %w", err)
-				}
-				return Verdict{Class: Skip, Reason: fmt.Sprintf("did not boot: %v", err), Boots: Boots(m.results)}, m.k, nil
-			}
-			return Verdict{}, m.k, err
-		}
-		v, decided, err := b.judge(m, &sGood, &sBad)
-		if err != nil {
-			return Verdict{}, m.k, err
-		}
-		if decided {
-			return v, m.k, nil
-		}
-		if target >= b.maxBoots() {
-			v.Class = Skip
-			v.Reason = fmt.Sprintf("UNKNOWN after %d boots: %s", v.Boots, v.Reason)
-			return v, m.k, nil
-		}
-		b.logf("%s: UNKNOWN after %d boots (%s); adding boots", m.Label, v.Boots, v.Reason)
-	}
-}
-
-// series carries one comparison from look to look: compare's Look (what
-// was spent, which rows are decided) and the rows of the last look.
-type series struct {
-	look *compare.Look
-	rows map[RowKey]CompareRow
-}
-
-// next compares for the series' next look (a single look when s is nil).
-// A verdict carried from an earlier look keeps the p-value it was decided
-// with: compare does not test a decided row again.
-func (j Judge) next(s *series, maxBoots int, a, b []*benchfmt.Result) (map[RowKey]CompareRow, error) {
-	if s == nil {
-		rows, _, err := j.Compare(a, b, 0, nil)
-		return rows, err
-	}
-	rows, look, err := j.Compare(a, b, maxBoots, s.look)
+	vsGood, err := b.Judge.sequence(b.maxBoots())
 	if err != nil {
-		return nil, err
+		return Verdict{}, m.k, err
 	}
-	for k, r := range rows {
-		if p, ok := s.rows[k]; ok && r.Verdict != Unknown && r.Verdict == p.Verdict && r.PClaim >= 1 {
-			r.PClaim = p.PClaim
-			rows[k] = r
+	vsBad, err := b.Judge.sequence(b.maxBoots())
+	if err != nil {
+		return Verdict{}, m.k, err
+	}
+	var v Verdict
+	decided := false
+	n, err := b.adaptive().Run(ctx, b.source(m, b.good, b.bad), func(n int) (bool, error) {
+		var err error
+		v, decided, err = b.judge(m, vsGood, vsBad)
+		if err == nil && !decided && n < b.maxBoots() {
+			b.logf("%s: UNKNOWN after %d boots (%s); adding boots", m.Label, v.Boots, v.Reason)
 		}
+		return !decided, err
+	})
+	switch {
+	case err != nil && isBootFailure(err) && ctx.Err() == nil:
+		if Boots(b.good.results) < n || Boots(b.bad.results) < n {
+			return Verdict{}, m.k, fmt.Errorf("an endpoint failed while adding boots: %w", err)
+		}
+		return Verdict{Class: Skip, Reason: fmt.Sprintf("did not boot: %v", err), Boots: Boots(m.results)}, m.k, nil
+	case err != nil:
+		return Verdict{}, m.k, err
+	case !decided:
+		v.Class = Skip
+		v.Reason = fmt.Sprintf("UNKNOWN after %d boots: %s", v.Boots, v.Reason)
 	}
-	s.look, s.rows = look, rows
-	return rows, nil
+	return v, m.k, nil
 }
 
 // judge compares a measured candidate with both endpoints on the signal
-// rows. sGood and sBad carry the two comparisons from look to look (nil: a
-// single look).
-func (b *Bench) judge(m *measured, sGood, sBad *series) (Verdict, bool, error) {
-	vsGood, err := b.Judge.next(sGood, b.maxBoots(), b.good.results, m.results)
+// rows, as the next looks of vsGood and vsBad.
+func (b *Bench) judge(m *measured, vsGood, vsBad *compare.Sequence) (Verdict, bool, error) {
+	rowsGood, err := b.Judge.look(vsGood, b.good.results, m.results)
 	if err != nil {
 		return Verdict{}, false, fmt.Errorf("compare with the good endpoint: %w", err)
 	}
-	vsBad, err := b.Judge.next(sBad, b.maxBoots(), b.bad.results, m.results)
+	rowsBad, err := b.Judge.look(vsBad, b.bad.results, m.results)
 	if err != nil {
 		return Verdict{}, false, fmt.Errorf("compare with the bad endpoint: %w", err)
 	}
 	v := Verdict{Boots: Boots(m.results)}
 	for _, k := range b.signal {
-		g, okG := vsGood[k]
-		bd, okB := vsBad[k]
+		g, okG := rowsGood[k]
+		bd, okB := rowsBad[k]
 		if !okG || !okB {
-			v.Rows = append(v.Rows, RowVerdict{Benchmark: k.Benchmark, Unit: k.Unit, VsGood: Comparison{Verdict: Unknown, P: 1}, VsBad: Comparison{Verdict: Unknown, P: 1}})
+			v.Rows = append(v.Rows, RowVerdict{Benchmark: k.Benchmark, Unit: k.Unit, VsGood: Comparison{Verdict: compare.Unknown, P: 1}, VsBad: Comparison{Verdict: compare.Unknown, P: 1}})
 			continue
 		}
 		v.Rows = append(v.Rows, RowVerdict{Benchmark: k.Benchmark, Unit: k.Unit, Center: g.B, VsGood: g.Comparison, VsBad: bd.Comparison})
@@ -418,6 +431,20 @@ func (b *Bench) judge(m *measured, sGood, sBad *series) (Verdict, bool, error) {
 	class, ok, reason := classifyRows(v.Rows)
 	v.Class, v.Reason = class, reason
 	return v, ok, nil
+}
+
+// judgeOnce classifies a measured kernel in a single look at all its boots.
+func (b *Bench) judgeOnce(m *measured) (Verdict, error) {
+	vsGood, err := b.Judge.sequence(0)
+	if err != nil {
+		return Verdict{}, err
+	}
+	vsBad, err := b.Judge.sequence(0)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v, _, err := b.judge(m, vsGood, vsBad)
+	return v, err
 }
 
 // Recheck is the culprit measured again against its parent.
@@ -436,7 +463,7 @@ type Recheck struct {
 
 // RecheckTarget returns the boots per kernel a re-check of parent and
 // culprit with extra more boots measures to.
-func (b *Bench) RecheckTarget(parent, culprit Kernel, extra int) (int, error) {
+func (b *Bench) RecheckTarget(parent, culprit Candidate, extra int) (int, error) {
 	p, err := b.resolve(parent)
 	if err != nil {
 		return 0, fmt.Errorf("re-check: parent: %w", err)
@@ -453,7 +480,7 @@ func (b *Bench) RecheckTarget(parent, culprit Kernel, extra int) (int, error) {
 // result is confirmed when the culprit differs from its parent on every
 // signal row in the expected direction, the parent classifies good and the
 // culprit bad.
-func (b *Bench) Recheck(ctx context.Context, parent, culprit Kernel, target int) (*Recheck, error) {
+func (b *Bench) Recheck(ctx context.Context, parent, culprit Candidate, target int) (*Recheck, error) {
 	p, err := b.resolve(parent)
 	if err != nil {
 		return nil, fmt.Errorf("re-check: parent: %w", err)
@@ -471,7 +498,7 @@ func (b *Bench) Recheck(ctx context.Context, parent, culprit Kernel, target int)
 	if err := b.topUp(ctx, target, p, c); err != nil {
 		return nil, fmt.Errorf("re-check: %w", err)
 	}
-	rows, _, err := b.Judge.Compare(p.results, c.results, 0, nil)
+	rows, err := b.Judge.once(p.results, c.results)
 	if err != nil {
 		return nil, fmt.Errorf("re-check: %w", err)
 	}
@@ -482,15 +509,15 @@ func (b *Bench) Recheck(ctx context.Context, parent, culprit Kernel, target int)
 		rc.Rows = append(rc.Rows, EffectRow{k, r})
 		if slices.Contains(b.signal, k) {
 			regression := r.B > r.A
-			if r.Verdict != Different || regression == b.Reverse {
+			if r.Verdict != compare.Different || regression == b.Reverse {
 				confirmed = false
 			}
 		}
 	}
-	if rc.Parent, _, err = b.judge(p, nil, nil); err != nil {
+	if rc.Parent, err = b.judgeOnce(p); err != nil {
 		return nil, err
 	}
-	if rc.Culprit, _, err = b.judge(c, nil, nil); err != nil {
+	if rc.Culprit, err = b.judgeOnce(c); err != nil {
 		return nil, err
 	}
 	rc.Confirmed = confirmed && rc.Parent.Class == Good && rc.Culprit.Class == Bad
@@ -500,7 +527,7 @@ func (b *Bench) Recheck(ctx context.Context, parent, culprit Kernel, target int)
 // CompareStored compares two kernels' stored results (a as side A, b as
 // side B) in a single look, for reports: compare's full Report, which
 // package report renders.
-func (b *Bench) CompareStored(a, bk Kernel) (*compare.Report, *kernel.Kernel, *kernel.Kernel, error) {
+func (b *Bench) CompareStored(a, bk Candidate) (*compare.Report, *kernel.Kernel, *kernel.Kernel, error) {
 	ma, err := b.resolve(a)
 	if err != nil {
 		return nil, nil, nil, err
@@ -520,7 +547,7 @@ func (b *Bench) CompareStored(a, bk Kernel) (*compare.Report, *kernel.Kernel, *k
 		c.SetConfig(compare.KeyKernel, mb.Label)
 		results = append(results, c)
 	}
-	rep, err := compare.Build(results, b.Judge.options(0, nil))
+	rep, err := compare.Build(results, b.Judge.options(0))
 	return rep, ma.k, mb.k, err
 }
 

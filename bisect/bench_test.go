@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/compare"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -32,15 +33,16 @@ func TestBenchEndpoints(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newBench(t, &fakeMeasurer{}, t.TempDir(), c.reverse)
-			eff, err := b.SetEndpoints(context.Background(), Kernel{Input: c.good}, Kernel{Input: c.bad})
+			eff, err := b.SetEndpoints(context.Background(), Candidate{Input: c.good}, Candidate{Input: c.bad})
 			if !errors.Is(err, c.want) {
 				t.Fatalf("SetEndpoints(%s) error = %v; want %v", c.name, err, c.want)
 			}
 			if err == nil && len(eff.Signal) != 1 {
 				t.Errorf("SetEndpoints(%s).Signal = %v; want the lookup row", c.name, eff.Signal)
 			}
-			if errors.Is(err, ErrWrongDirection) && !strings.Contains(err.Error(), "--reverse") {
-				t.Errorf("SetEndpoints(%s) error %q does not say what to do about --reverse", c.name, err)
+			want := map[bool]string{false: "bisect for an improvement", true: "bisect for a regression"}[c.reverse]
+			if errors.Is(err, ErrWrongDirection) && !strings.Contains(err.Error(), want) {
+				t.Errorf("SetEndpoints(%s) error %q does not say to %s", c.name, err, want)
 			}
 		})
 	}
@@ -52,7 +54,7 @@ func TestBenchClassify(t *testing.T) {
 	bad := writeKernel(t, filepath.Join(dir, "bad"), 838)
 	m := &fakeMeasurer{}
 	b := newBench(t, m, t.TempDir(), true)
-	if _, err := b.SetEndpoints(context.Background(), Kernel{Input: good}, Kernel{Input: bad}); err != nil {
+	if _, err := b.SetEndpoints(context.Background(), Candidate{Input: good}, Candidate{Input: bad}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -69,7 +71,7 @@ func TestBenchClassify(t *testing.T) {
 		{"not a kernel", filepath.Join(dir, "missing"), Skip, "no kernel"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v, err := b.Classify(context.Background(), c.kernel)
+			v, _, err := b.ClassifyKernel(context.Background(), Candidate{Input: c.kernel})
 			if err != nil {
 				t.Fatalf("Classify(%s) error: %v", c.name, err)
 			}
@@ -83,10 +85,10 @@ func TestBenchClassify(t *testing.T) {
 	// classifies the same kernels without booting anything.
 	m2 := &fakeMeasurer{}
 	b2 := newBench(t, m2, b.Store.Dir, true)
-	if _, err := b2.SetEndpoints(context.Background(), Kernel{Input: good}, Kernel{Input: bad}); err != nil {
+	if _, err := b2.SetEndpoints(context.Background(), Candidate{Input: good}, Candidate{Input: bad}); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := b2.Classify(context.Background(), filepath.Join(dir, "c2")); err != nil || v.Class != Bad {
+	if v, _, err := b2.ClassifyKernel(context.Background(), Candidate{Input: filepath.Join(dir, "c2")}); err != nil || v.Class != Bad {
 		t.Errorf("Classify(like bad) from the store = %v, %v; want bad", v.Class, err)
 	}
 	if m2.calls != 0 {
@@ -101,24 +103,24 @@ func TestBenchRecheck(t *testing.T) {
 	parent := writeKernel(t, filepath.Join(dir, "parent"), 1000.1, "parent")
 	culprit := writeKernel(t, filepath.Join(dir, "culprit"), 1199.8, "culprit")
 	b := newBench(t, &fakeMeasurer{}, t.TempDir(), false)
-	if _, err := b.SetEndpoints(context.Background(), Kernel{Input: good}, Kernel{Input: bad}); err != nil {
+	if _, err := b.SetEndpoints(context.Background(), Candidate{Input: good}, Candidate{Input: bad}); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := b.Recheck(context.Background(), Kernel{Input: parent}, Kernel{Input: culprit}, 4)
+	rc, err := b.Recheck(context.Background(), Candidate{Input: parent}, Candidate{Input: culprit}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rc.Confirmed || rc.Boots != 4 || rc.Parent.Class != Good || rc.Culprit.Class != Bad {
 		t.Errorf("Recheck = confirmed %v, %d boots, parent %s, culprit %s; want confirmed, 4 boots, good, bad", rc.Confirmed, rc.Boots, rc.Parent.Class, rc.Culprit.Class)
 	}
-	rc, err = b.Recheck(context.Background(), Kernel{Input: culprit}, Kernel{Input: culprit}, 4)
+	rc, err = b.Recheck(context.Background(), Candidate{Input: culprit}, Candidate{Input: culprit}, 4)
 	if err != nil || !rc.SameImage || rc.Confirmed {
 		t.Errorf("Recheck(identical images) = same image %v, confirmed %v, %v; want a suspect result", rc.SameImage, rc.Confirmed, err)
 	}
 }
 
 // A verdict reached at an early look is final, and compare does not test
-// the row again; the series keeps the p-value it was reached with, so a
+// the row again; the sequence keeps the p-value it was reached with, so a
 // step's confidence stays meaningful.
 func TestJudgeCarriesDecidedClaims(t *testing.T) {
 	boots := func(value float64, n, from int) []*benchfmt.Result {
@@ -131,21 +133,24 @@ func TestJudgeCarriesDecidedClaims(t *testing.T) {
 		return out
 	}
 	j := Judge{Alpha: 0.05, MinEffectPct: 1}
-	var s series
+	s, err := j.sequence(8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	a := boots(1000, 8, 0)
-	first, err := j.next(&s, 8, a, boots(1000, 4, 0))
+	first, err := j.look(s, a, boots(1000, 4, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := RowKey{"LPMTrie/op=lookup", "insn/op"}
-	if first[k].Verdict != Same || first[k].PClaim >= 1 {
+	if first[k].Verdict != compare.Same || first[k].PClaim >= 1 {
 		t.Fatalf("first look = %s p(same)=%v; want SAME with its p", first[k].Verdict, first[k].PClaim)
 	}
-	second, err := j.next(&s, 8, a, boots(1000, 8, 0))
+	second, err := j.look(s, a, boots(1000, 8, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second[k].Verdict != Same || second[k].PClaim != first[k].PClaim {
+	if second[k].Verdict != compare.Same || second[k].PClaim != first[k].PClaim {
 		t.Errorf("second look = %s p(same)=%v; want SAME carried with p(same)=%v", second[k].Verdict, second[k].PClaim, first[k].PClaim)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
@@ -40,7 +42,7 @@ type BuildOutput struct {
 type KbuildBuilder struct {
 	Options build.Options
 	// Log receives the fragment options that were not kept.
-	Log io.Writer
+	Log *log.Logger
 }
 
 // Build implements Builder.
@@ -53,7 +55,7 @@ func (b *KbuildBuilder) Build(ctx context.Context, src, buildDir string) (*Build
 	}
 	if b.Log != nil {
 		for _, d := range r.Dropped {
-			fmt.Fprintf(b.Log, "lpmbisect: warning: config fragment option not kept: %s\n", d)
+			b.Log.Printf("warning: config fragment option not kept: %s", d)
 		}
 	}
 	return &BuildOutput{Kernel: r.Dir, Log: r.Log, Duration: r.Duration, Config: r.Config}, nil
@@ -186,5 +188,5 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(dst, data)
+	return cachefile.WriteBytes(dst, data)
 }

@@ -1,7 +1,6 @@
 package bisect
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -57,27 +56,11 @@ type Verdict struct {
 	Boots int `json:"boots"`
 }
 
-// Classifier classifies a kernel (anything kernel.Resolve accepts) against
-// the bisection's endpoints. An error means the bisection cannot go on (the
-// host, not the candidate, failed); a candidate that cannot be classified
-// gets Skip.
-type Classifier interface {
-	Classify(ctx context.Context, kernel string) (Verdict, error)
-}
-
-// Same, Different and Unknown are the outcomes of comparing two kernels on
-// one benchmark: compare's verdicts, by name.
-var (
-	Same      = compare.Same.String()
-	Different = compare.Different.String()
-	Unknown   = compare.Unknown.String()
-)
-
 // Comparison is one benchmark row of one kernel against another.
 type Comparison struct {
-	Verdict  string  `json:"verdict"`   // Same, Different or Unknown
-	DeltaPct float64 `json:"delta_pct"` // change of the candidate against the reference, %
-	P        float64 `json:"p"`         // Mann-Whitney U p-value over per-boot medians
+	Verdict  compare.Verdict `json:"verdict"`
+	DeltaPct float64         `json:"delta_pct"` // change of the candidate against the reference, %
+	P        float64         `json:"p"`         // Mann-Whitney U p-value over per-boot medians
 	// PClaim is the p-value behind the verdict: for DIFFERENT the larger of
 	// the U test and the minimum-effect test, adjusted over rows (Holm);
 	// for SAME the equivalence test's; 1 for UNKNOWN.
@@ -88,7 +71,7 @@ type Comparison struct {
 // SAME, the adjusted difference test's for DIFFERENT, the plain U test's
 // for UNKNOWN.
 func (c Comparison) PValue() float64 {
-	if c.Verdict == Same || c.Verdict == Different {
+	if c.Verdict != compare.Unknown {
 		return c.PClaim
 	}
 	return c.P
@@ -97,7 +80,7 @@ func (c Comparison) PValue() float64 {
 // String shows the verdict, the change and PValue, written p(same) for SAME.
 func (c Comparison) String() string {
 	p := "p"
-	if c.Verdict == Same {
+	if c.Verdict == compare.Same {
 		p = "p(same)"
 	}
 	return fmt.Sprintf("%s (%s, %s%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), p, formatP(c.PValue()))
@@ -122,21 +105,25 @@ type Judge struct {
 	MinEffectPct float64
 }
 
-func (j Judge) options(maxBoots int, prev *compare.Look) compare.Options {
-	return compare.Options{Alpha: j.Alpha, MinEffect: j.MinEffectPct / 100, MaxBoots: maxBoots, Previous: prev}
+func (j Judge) options(maxBoots int) compare.Options {
+	return compare.Options{Alpha: j.Alpha, MinEffect: j.MinEffectPct / 100, MaxBoots: maxBoots}
 }
 
-// Compare compares kernel b's boots with kernel a's, row by row, and
-// decides each row SAME, DIFFERENT or UNKNOWN with compare's verdicts:
-// DIFFERENT is significant and shown beyond the minimum effect, SAME is
-// shown within it (an equivalence test), UNKNOWN is neither (see the
-// compare package). maxBoots is the cap of the adaptive run this look
-// belongs to (0: a single look) and prev its previous look (nil at the
-// first); the returned Look is the prev of the next look.
+// sequence starts a comparison of two kernels over the looks of an
+// adaptive run capped at maxBoots (0: a single look with all of α).
+func (j Judge) sequence(maxBoots int) (*compare.Sequence, error) {
+	return compare.NewSequence(j.options(maxBoots))
+}
+
+// look compares kernel b's boots with kernel a's, row by row, as the next
+// look of seq, and decides each row SAME, DIFFERENT or UNKNOWN with
+// compare's verdicts: DIFFERENT is significant and shown beyond the minimum
+// effect, SAME is shown within it (an equivalence test), UNKNOWN is neither
+// (see package compare).
 //
 // This is the single place where a bisection turns measurements into
 // verdicts.
-func (j Judge) Compare(a, b []*benchfmt.Result, maxBoots int, prev *compare.Look) (map[RowKey]CompareRow, *compare.Look, error) {
+func (j Judge) look(seq *compare.Sequence, a, b []*benchfmt.Result) (map[RowKey]CompareRow, error) {
 	results := make([]*benchfmt.Result, 0, len(a)+len(b))
 	for _, r := range a {
 		results = append(results, relabel(r, compare.SideA))
@@ -144,36 +131,35 @@ func (j Judge) Compare(a, b []*benchfmt.Result, maxBoots int, prev *compare.Look
 	for _, r := range b {
 		results = append(results, relabel(r, compare.SideB))
 	}
-	rep, err := compare.Build(results, j.options(maxBoots, prev))
+	rep, err := seq.Look(results)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out := map[RowKey]CompareRow{}
 	for _, row := range rep.Rows {
-		c := Comparison{Verdict: row.Verdict.String(), DeltaPct: row.DeltaPct, P: row.P, PClaim: 1}
-		switch row.Verdict {
-		case compare.Different:
-			c.PClaim = row.PAdj
-		case compare.Same:
-			c.PClaim = row.PSame
+		c := Comparison{Verdict: row.Verdict, DeltaPct: row.DeltaPct, P: row.P, PClaim: 1}
+		if row.Verdict != compare.Unknown {
+			c.PClaim = row.ClaimP()
 		}
 		out[RowKey{row.Benchmark, row.Unit}] = CompareRow{Comparison: c, A: row.A.Center, B: row.B.Center,
 			BootsA: row.A.Boots, BootsB: row.B.Boots, Control: row.Control}
 	}
-	return out, &rep.Look, nil
+	return out, nil
+}
+
+// once compares a and b in a single look with all of α.
+func (j Judge) once(a, b []*benchfmt.Result) (map[RowKey]CompareRow, error) {
+	seq, err := j.sequence(0)
+	if err != nil {
+		return nil, err
+	}
+	return j.look(seq, a, b)
 }
 
 // BootsToDecide is the fewest boots per kernel with which a first look can
 // reach both SAME and DIFFERENT on rows rows, given the cap maxBoots.
 func (j Judge) BootsToDecide(maxBoots, rows int) (int, error) {
-	same, diff, err := compare.MinBootsToDecide(j.options(maxBoots, nil), rows)
-	if err != nil {
-		return 0, err
-	}
-	if same == 0 || diff == 0 {
-		return 0, fmt.Errorf("no verdict is reachable within %d boots (raise --max-boots or --alpha)", maxBoots)
-	}
-	return max(same, diff), nil
+	return compare.StartBoots(j.options(maxBoots), rows, false, true)
 }
 
 // RowKey names a row: a benchmark in a unit.
@@ -218,9 +204,9 @@ func classifyRows(rows []RowVerdict) (class Class, ok bool, reason string) {
 	var parts []string
 	for _, r := range rows {
 		switch {
-		case r.VsGood.Verdict == Same && r.VsBad.Verdict == Different:
+		case r.VsGood.Verdict == compare.Same && r.VsBad.Verdict == compare.Different:
 			good++
-		case r.VsGood.Verdict == Different && r.VsBad.Verdict == Same:
+		case r.VsGood.Verdict == compare.Different && r.VsBad.Verdict == compare.Same:
 			bad++
 		}
 		parts = append(parts, fmt.Sprintf("%s: vs good %s, vs bad %s", r.Benchmark, r.VsGood, r.VsBad))

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
@@ -22,12 +23,12 @@ type Bisection struct {
 	// RecheckBoots is how many boots the re-check adds to the culprit and
 	// its parent (0: no re-check).
 	RecheckBoots int
-	Log          io.Writer
+	Log          *log.Logger
 }
 
 func (bs *Bisection) logf(format string, args ...any) {
 	if bs.Log != nil {
-		fmt.Fprintf(bs.Log, "lpmbisect: "+format+"\n", args...)
+		bs.Log.Printf(format, args...)
 	}
 }
 
@@ -38,7 +39,7 @@ func (bs *Bisection) noteMeasured() error {
 }
 
 // setEndpoints measures the endpoints and records the effect.
-func (bs *Bisection) setEndpoints(ctx context.Context, good, bad Kernel) error {
+func (bs *Bisection) setEndpoints(ctx context.Context, good, bad Candidate) error {
 	eff, err := bs.Bench.SetEndpoints(ctx, good, bad)
 	if serr := bs.noteMeasured(); serr != nil && err == nil {
 		err = serr
@@ -60,7 +61,7 @@ func (bs *Bisection) setEndpoints(ctx context.Context, good, bad Kernel) error {
 }
 
 // classify classifies a kernel, records the step and returns its class.
-func (bs *Bisection) classify(ctx context.Context, st Step, k Kernel) (Class, error) {
+func (bs *Bisection) classify(ctx context.Context, st Step, k Candidate) (Class, error) {
 	start := time.Now()
 	v, rk, err := bs.Bench.ClassifyKernel(ctx, k)
 	if serr := bs.noteMeasured(); serr != nil && err == nil {
@@ -78,7 +79,7 @@ func (bs *Bisection) classify(ctx context.Context, st Step, k Kernel) (Class, er
 }
 
 // recheck re-checks a culprit against its parent, if asked to.
-func (bs *Bisection) recheck(ctx context.Context, parent, culprit Kernel) (*Recheck, error) {
+func (bs *Bisection) recheck(ctx context.Context, parent, culprit Candidate) (*Recheck, error) {
 	if bs.RecheckBoots <= 0 {
 		return nil, nil
 	}
@@ -113,8 +114,8 @@ func (bs *Bisection) finish(res *Result) (*Result, error) {
 }
 
 // kernelOf describes a built kernel for measuring.
-func kernelOf(b *Built, label, commit string) Kernel {
-	return Kernel{Input: b.Kernel, Label: label, Labels: map[string]string{
+func kernelOf(b *Built, label, commit string) Candidate {
+	return Candidate{Input: b.Kernel, Label: label, Labels: map[string]string{
 		KeyCommit: commit, KeyCompiler: b.Compiler, KeyKconfig: b.Kconfig,
 	}}
 }
@@ -122,7 +123,7 @@ func kernelOf(b *Built, label, commit string) Kernel {
 // buildCommit builds the tree src (checked out at commit) unless the state
 // has its kernel already, keeps the kernel and records it. A tree that does
 // not build gives a Built with Failed set and its log kept under the state.
-func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, commit string, resolve func(string) (*kernel.Kernel, error), log io.Writer) (*Built, error) {
+func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, commit string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*Built, error) {
 	if b := s.Kernels[commit]; b != nil {
 		if b.Failed != "" {
 			return b, nil
@@ -132,7 +133,7 @@ func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, 
 		}
 	}
 	if log != nil {
-		fmt.Fprintf(log, "lpmbisect: building %s in %s\n", short(commit), buildDir)
+		log.Printf("building %s in %s", short(commit), buildDir)
 	}
 	out, err := builder.Build(ctx, src, buildDir)
 	if errors.Is(err, build.ErrBuildFailed) && ctx.Err() == nil {
@@ -140,7 +141,7 @@ func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, 
 		msg := err.Error()
 		orig := filepath.Join(buildDir, "lpmbisect-build.log")
 		if data, rerr := os.ReadFile(orig); rerr == nil {
-			if werr := writeFileAtomic(kept, data); werr == nil {
+			if werr := cachefile.WriteBytes(kept, data); werr == nil {
 				msg = strings.ReplaceAll(msg, orig, kept)
 			}
 		}
@@ -153,7 +154,7 @@ func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, 
 	}
 	kept, k, err := keepKernel(out.Kernel, filepath.Join(s.Dir(), "kernels"), resolve)
 	if err != nil {
-		if errors.Is(err, kernel.ErrNotFound) || errors.Is(err, kernel.ErrNotKernel) || errors.Is(err, kernel.ErrNotSupported) {
+		if kernel.IsBadInput(err) {
 			b := &Built{Failed: fmt.Sprintf("the build produced no kernel: %v (log: %s)", err, out.Log), BuildLog: out.Log}
 			s.Kernels[commit] = b
 			return b, s.Save()
@@ -172,7 +173,7 @@ func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, 
 	}
 	s.Kernels[commit] = b
 	if log != nil {
-		fmt.Fprintf(log, "lpmbisect: built %s in %s: %s, image %s, compiler %q, config %s\n",
+		log.Printf("built %s in %s: %s, image %s, compiler %q, config %s",
 			short(commit), out.Duration.Round(100*time.Millisecond), b.Release, short(b.Image), b.Compiler, b.Kconfig)
 	}
 	return b, s.Save()

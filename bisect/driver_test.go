@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"math"
 	"os"
 	"os/exec"
@@ -12,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/report"
 )
 
 func TestImagesBisect(t *testing.T) {
@@ -34,15 +38,15 @@ func TestImagesBisect(t *testing.T) {
 	}
 	stateDir := t.TempDir()
 	run := func(m *fakeMeasurer) (*Result, *State, error) {
-		st, err := OpenState(stateDir, State{Kind: "images", Images: images, Params: "test", Judge: "test", Reverse: true})
+		st, err := OpenState(stateDir, State{Kind: KindImages, Images: images, Params: "test", Judge: "test", Reverse: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		b := newBench(t, m, filepath.Join(stateDir, "measurements"), true)
-		var log bytes.Buffer
-		ib := &ImagesBisect{Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: &log}, Images: images}
+		var logged bytes.Buffer
+		ib := &ImagesBisect{Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: log.New(&logged, "", 0)}, Images: images}
 		res, err := ib.Run(context.Background())
-		t.Logf("log:\n%s", log.String())
+		t.Logf("log:\n%s", logged.String())
 		return res, st, err
 	}
 	m := &fakeMeasurer{}
@@ -61,7 +65,7 @@ func TestImagesBisect(t *testing.T) {
 		t.Errorf("measured %d images (result says %d); want at most ⌈log2 %d⌉+2 = %d", n, res.Measured, len(images)-1, bound)
 	}
 	var text bytes.Buffer
-	if err := (Report{State: st, Result: res}).WriteText(&text); err != nil {
+	if err := report.WriteBisectionText(&text, (Report{State: st, Result: res}).View("")); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"first improved kernel: #6", "confirmed", "confidence", "insn/op counts guest instructions"} {
@@ -70,7 +74,7 @@ func TestImagesBisect(t *testing.T) {
 		}
 	}
 	var html bytes.Buffer
-	if err := (Report{State: st, Result: res}).WriteHTML(&html); err != nil || !strings.Contains(html.String(), "<table>") {
+	if err := report.WriteBisectionHTML(&html, (Report{State: st, Result: res}).View("")); err != nil || !strings.Contains(html.String(), "<table>") {
 		t.Errorf("WriteHTML: %v\n%s", err, html.String())
 	}
 
@@ -133,14 +137,14 @@ func TestGitBisect(t *testing.T) {
 	dir, commits := gitRepo(t, values, map[int]bool{4: true}, map[int]bool{2: true})
 	stateDir := t.TempDir()
 	newRun := func(m *fakeMeasurer) *GitBisect {
-		st, err := OpenState(stateDir, State{Kind: "git", Repo: dir, Good: commits[0], Bad: commits[8], Params: "test", Judge: "test"})
+		st, err := OpenState(stateDir, State{Kind: KindGit, Repo: dir, Good: commits[0], Bad: commits[8], Params: "test", Judge: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		b := newBench(t, m, filepath.Join(stateDir, "measurements"), false)
 		return &GitBisect{
-			Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: os.Stderr},
-			Repo:      &Repo{Dir: dir}, Good: commits[0], Bad: commits[8],
+			Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: log.New(os.Stderr, "", 0)},
+			Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[8],
 			Builder: &CommandBuilder{Command: "./build.sh"}, BuildDir: filepath.Join(t.TempDir(), "build"), Resolve: fakeResolve,
 		}
 	}
@@ -151,7 +155,7 @@ func TestGitBisect(t *testing.T) {
 	if _, err := newRun(m1).Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted Run() error = %v; want context.Canceled", err)
 	}
-	r := &Repo{Dir: dir}
+	r := &git.Repo{Dir: dir}
 	if !r.BisectInProgress(context.Background()) {
 		t.Errorf("an interrupted bisection should leave git bisect in progress, to resume")
 	}
@@ -209,20 +213,20 @@ func TestGitBisect(t *testing.T) {
 
 func TestGitBisectRefusesSameEndpoints(t *testing.T) {
 	dir, commits := gitRepo(t, []float64{1000, 1000.2, 1000.1}, nil, nil)
-	st, err := OpenState(t.TempDir(), State{Kind: "git", Repo: dir, Good: commits[0], Bad: commits[2]})
+	st, err := OpenState(t.TempDir(), State{Kind: KindGit, Repo: dir, Good: commits[0], Bad: commits[2]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &GitBisect{
 		Bisection: Bisection{Bench: newBench(t, &fakeMeasurer{}, t.TempDir(), false), State: st},
-		Repo:      &Repo{Dir: dir}, Good: commits[0], Bad: commits[2],
+		Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[2],
 		Builder: &CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: fakeResolve,
 	}
 	_, err = g.Run(context.Background())
 	if !errors.Is(err, ErrEndpointsNotDifferent) {
 		t.Errorf("Run() on endpoints that measure the same: %v; want ErrEndpointsNotDifferent", err)
 	}
-	if (&Repo{Dir: dir}).BisectInProgress(context.Background()) {
+	if (&git.Repo{Dir: dir}).BisectInProgress(context.Background()) {
 		t.Errorf("a refused bisection left git bisect in progress")
 	}
 }
@@ -232,10 +236,10 @@ func TestGitBisectSameImageIsSuspect(t *testing.T) {
 	// bisection blames 2; the test then asks for 3's re-check directly.
 	dir, commits := gitRepo(t, []float64{1000, 1000, 1200, 1200}, nil, nil)
 	os.WriteFile(filepath.Join(dir, "README"), []byte("docs only\n"), 0o644)
-	st, _ := OpenState(t.TempDir(), State{Kind: "git", Repo: dir, Good: commits[0], Bad: commits[3]})
+	st, _ := OpenState(t.TempDir(), State{Kind: KindGit, Repo: dir, Good: commits[0], Bad: commits[3]})
 	g := &GitBisect{
 		Bisection: Bisection{Bench: newBench(t, &fakeMeasurer{}, t.TempDir(), false), State: st, RecheckBoots: 4},
-		Repo:      &Repo{Dir: dir}, Good: commits[0], Bad: commits[3],
+		Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[3],
 		Builder: &CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: fakeResolve,
 	}
 	b1 := &Built{Kernel: writeKernel(t, filepath.Join(t.TempDir(), "k"), 1200), Image: "same"}
@@ -254,7 +258,7 @@ func TestGitBisectSameImageIsSuspect(t *testing.T) {
 
 func TestOpenStateIdentity(t *testing.T) {
 	dir := t.TempDir()
-	a, err := OpenState(dir, State{Kind: "git", Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"})
+	a, err := OpenState(dir, State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,18 +266,18 @@ func TestOpenStateIdentity(t *testing.T) {
 	if err := a.Save(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := OpenState(dir, State{Kind: "git", Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"})
+	again, err := OpenState(dir, State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"})
 	if err != nil || len(again.Steps) != 1 || again.Path() != a.Path() {
 		t.Errorf("OpenState(same bisection) = %d steps at %s, %v; want the saved step at %s", len(again.Steps), again.Path(), err, a.Path())
 	}
-	other, err := OpenState(dir, State{Kind: "git", Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "other"})
+	other, err := OpenState(dir, State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "other"})
 	if err != nil || len(other.Steps) != 0 || other.Path() == a.Path() {
 		t.Errorf("OpenState(other judge) = %d steps at %s, %v; want a new state beside the first", len(other.Steps), other.Path(), err)
 	}
 	// A state file edited to name another bisection is refused.
 	data, _ := os.ReadFile(a.Path())
 	os.WriteFile(a.Path(), []byte(strings.Replace(string(data), `"judge": "j"`, `"judge": "x"`, 1)), 0o644)
-	if _, err := OpenState(dir, State{Kind: "git", Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"}); !errors.Is(err, ErrOtherBisection) {
+	if _, err := OpenState(dir, State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"}); !errors.Is(err, ErrOtherBisection) {
 		t.Errorf("OpenState over another bisection's file: %v; want ErrOtherBisection", err)
 	}
 }
@@ -322,7 +326,7 @@ func TestExpandImages(t *testing.T) {
 
 func TestBisectEndpointsComeFromTheStart(t *testing.T) {
 	dir, commits := gitRepo(t, []float64{1, 2, 3, 4, 5}, nil, nil)
-	r := &Repo{Dir: dir}
+	r := &git.Repo{Dir: dir}
 	ctx := context.Background()
 	if bad, good, err := r.BisectEndpoints(ctx); err != nil || bad != "" || good != "" {
 		t.Errorf("BisectEndpoints with no bisection = %q, %q, %v; want none", bad, good, err)

@@ -57,7 +57,7 @@ type fakeMeasurer struct {
 	cancelAt int
 }
 
-func (f *fakeMeasurer) Measure(ctx context.Context, kernels []Target, boots int) ([][]BootResults, error) {
+func (f *fakeMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int) ([][]BootResults, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
@@ -22,7 +24,7 @@ import (
 // from the state without building or measuring it again.
 type GitBisect struct {
 	Bisection
-	Repo      *Repo
+	Repo      *git.Repo
 	Good, Bad string // full commit ids
 	Builder   Builder
 	BuildDir  string
@@ -54,7 +56,7 @@ func (g *GitBisect) Run(ctx context.Context) (res *Result, err error) {
 	if ok, err := g.Repo.IsAncestor(ctx, g.Good, g.Bad); err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, fmt.Errorf("good %s is not an ancestor of bad %s (the good commit must be the older one; to find an improvement keep the order and add --reverse)", short(g.Good), short(g.Bad))
+		return nil, fmt.Errorf("good %s is not an ancestor of bad %s (the good commit must be the older one; to find an improvement keep the order and bisect for an improvement)", short(g.Good), short(g.Bad))
 	}
 	n, err := g.Repo.CountCommits(ctx, g.Good, g.Bad)
 	if err != nil {
@@ -116,7 +118,7 @@ func (g *GitBisect) Run(ctx context.Context) (res *Result, err error) {
 		}
 	}
 	if log, err := g.Repo.Bisect(ctx, "log"); err == nil {
-		writeFileAtomic(filepath.Join(s.Dir(), "git-bisect.log"), []byte(log.Output+"\n"))
+		cachefile.WriteBytes(filepath.Join(s.Dir(), "git-bisect.log"), []byte(log.Output+"\n"))
 	}
 	g.reset(ctx)
 	return g.finish(res)
@@ -133,13 +135,13 @@ func (g *GitBisect) reset(ctx context.Context) {
 }
 
 // endpoint builds an endpoint, which must build.
-func (g *GitBisect) endpoint(ctx context.Context, name, commit string) (Kernel, error) {
+func (g *GitBisect) endpoint(ctx context.Context, name, commit string) (Candidate, error) {
 	b, err := g.kernelFor(ctx, commit)
 	if err != nil {
-		return Kernel{}, err
+		return Candidate{}, err
 	}
 	if b.Failed != "" {
-		return Kernel{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, short(commit), b.Failed)
+		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, short(commit), b.Failed)
 	}
 	return kernelOf(b, name+" "+short(commit), commit), nil
 }

@@ -33,7 +33,7 @@ func (ib *ImagesBisect) Run(ctx context.Context) (*Result, error) {
 		return ib.State.Result, nil
 	}
 	if n < 2 {
-		return nil, errors.New("bisect --images needs at least two kernels: the first is good, the last bad")
+		return nil, errors.New("a bisection over kernels needs at least two: the first is good, the last bad")
 	}
 	ib.logf("bisecting %d kernels, %s (good) … %s (bad) (state: %s)", n, filepath.Base(ib.Images[0]), filepath.Base(ib.Images[n-1]), ib.State.Dir())
 	good, err := ib.kernelAt(0)
@@ -84,16 +84,16 @@ func (ib *ImagesBisect) Run(ctx context.Context) (*Result, error) {
 
 // kernelAt describes the i-th kernel, with its compiler and configuration
 // when the kernel's config is known.
-func (ib *ImagesBisect) kernelAt(i int) (Kernel, error) {
+func (ib *ImagesBisect) kernelAt(i int) (Candidate, error) {
 	in := ib.Images[i]
-	k := Kernel{Input: in, Label: fmt.Sprintf("#%d %s", i+1, filepath.Base(in)), Labels: map[string]string{}}
+	k := Candidate{Input: in, Label: fmt.Sprintf("#%d %s", i+1, filepath.Base(in)), Labels: map[string]string{}}
 	if b := ib.State.Kernels[in]; b != nil {
 		k.Labels[KeyCompiler], k.Labels[KeyKconfig] = b.Compiler, b.Kconfig
 		return k, nil
 	}
 	rk, err := ib.Bench.Resolve(in)
 	if err != nil {
-		if errors.Is(err, kernel.ErrNotKernel) || errors.Is(err, kernel.ErrNotFound) || errors.Is(err, kernel.ErrNotSupported) {
+		if kernel.IsBadInput(err) {
 			return k, nil // Classify skips it, saying why
 		}
 		return k, err
@@ -124,13 +124,13 @@ func ExpandImages(args []string) ([]string, error) {
 	for _, a := range args {
 		fi, err := os.Stat(a)
 		if err != nil {
-			return nil, fmt.Errorf("--images %s: %w", a, err)
+			return nil, fmt.Errorf("kernel list %s: %w", a, err)
 		}
 		switch {
 		case fi.IsDir() && !isKernelDir(a):
 			entries, err := os.ReadDir(a)
 			if err != nil {
-				return nil, fmt.Errorf("--images %s: %w", a, err)
+				return nil, fmt.Errorf("kernel list %s: %w", a, err)
 			}
 			var names []string
 			for _, e := range entries {
@@ -140,7 +140,7 @@ func ExpandImages(args []string) ([]string, error) {
 				}
 			}
 			if len(names) == 0 {
-				return nil, fmt.Errorf("--images %s: no kernels in the directory (.deb, vmlinuz*, bzImage* or kernel directories)", a)
+				return nil, fmt.Errorf("kernel list %s: no kernels in the directory (.deb, vmlinuz*, bzImage* or kernel directories)", a)
 			}
 			slices.SortFunc(names, VersionCompare)
 			for _, n := range names {
@@ -182,12 +182,12 @@ func isBzImage(path string) bool {
 func readList(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--images %s: %w", path, err)
+		return nil, fmt.Errorf("kernel list %s: %w", path, err)
 	}
 	if slices.ContainsFunc([]rune(string(data[:min(len(data), 4096)])), func(r rune) bool {
 		return r == unicode.ReplacementChar || (r < 32 && r != '\n' && r != '\r' && r != '\t')
 	}) {
-		return nil, fmt.Errorf("--images %s: not a kernel, a directory or a list of kernels (one path per line)", path)
+		return nil, fmt.Errorf("kernel list %s: not a kernel, a directory or a list of kernels (one path per line)", path)
 	}
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
@@ -201,7 +201,7 @@ func readList(path string) ([]string, error) {
 		out = append(out, line)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--images %s: the list names no kernels", path)
+		return nil, fmt.Errorf("kernel list %s: the list names no kernels", path)
 	}
 	return out, nil
 }

@@ -1,17 +1,16 @@
 package bisect
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,13 +30,7 @@ type Measurer interface {
 	// part way it returns what it has with the error; an error wrapping
 	// measure.ErrBootFailed means a kernel did not deliver results, which
 	// the error names.
-	Measure(ctx context.Context, kernels []Target, boots int) ([][]BootResults, error)
-}
-
-// Target is a kernel to measure.
-type Target struct {
-	Input string // anything kernel.Resolve accepts
-	Label string // what progress lines call it; "" for its release
+	Measure(ctx context.Context, kernels []Candidate, boots int) ([][]BootResults, error)
 }
 
 // VMMeasurer measures kernels under QEMU with the measure package.
@@ -46,23 +39,21 @@ type VMMeasurer struct {
 	CacheDir  string // kernel and initramfs cache
 	NoModules bool
 	GuestArgs []string // the guest's run plan (measure.GuestPlan.KernelArgs)
-	// Selector boots with the requested accelerator. Parallel boots use
-	// their own selectors with the same request.
+	// Selector boots with the requested accelerator.
 	Selector *vmrunner.Selector
 	VM       vmrunner.Config // QEMU, memory, CPUs, deadlines
 	RunDir   string          // each Measure call gets a numbered subdirectory
-	// Parallel is how many boots may run at once. It only applies under
-	// icount, whose instruction counts do not change when VMs share the
-	// host; wall-time boots never overlap.
-	Parallel int
-	Log      io.Writer // a line per boot; nil for none
+	// Workers is how many boots may run at once (measure.Workers: more
+	// than one only under icount).
+	Workers int
+	Log     *log.Logger // a line per boot; nil for none
 
 	mu   sync.Mutex
 	runs int
 }
 
 // Measure implements Measurer.
-func (m *VMMeasurer) Measure(ctx context.Context, kernels []Target, boots int) ([][]BootResults, error) {
+func (m *VMMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int) ([][]BootResults, error) {
 	out := make([][]BootResults, len(kernels))
 	if boots <= 0 || len(kernels) == 0 {
 		return out, nil
@@ -89,100 +80,38 @@ func (m *VMMeasurer) Measure(ctx context.Context, kernels []Target, boots int) (
 			m.logf("%s: %s", s.Label, s.ChannelNote)
 		}
 	}
-
-	workers := 1
-	if m.Selector.Requested == vmrunner.Icount && m.Parallel > 1 {
-		workers = min(m.Parallel, boots)
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		firstEr error
-		started = time.Now()
-		done    int
-	)
-	total := boots * len(kernels)
+	started := time.Now()
 	perSide := map[string]int{}
-	for w := range workers {
-		n := boots / workers
-		if w < boots%workers {
-			n++
-		}
-		sel := m.Selector
-		if workers > 1 {
-			sel = &vmrunner.Selector{Requested: m.Selector.Requested, Notify: m.Selector.Notify}
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf bytes.Buffer
-			plan := measure.Plan{
-				Sides: sides, Boots: n, GuestArgs: m.GuestArgs, Selector: sel, VM: m.VM,
-				RunDir: filepath.Join(runDir, fmt.Sprintf("w%d", w+1)), Results: benchfmt.NewWriter(&buf),
-				OnBoot: func(r measure.BootReport) {
-					if r.Result.Outcome == vmrunner.Canceled {
-						return // a signal, or a sibling's failure, which is reported
-					}
-					mu.Lock()
-					defer mu.Unlock()
-					status := string(r.Result.Outcome)
-					if r.Result.Outcome == vmrunner.OK {
-						done++
-						perSide[r.Side.Name]++
-						status += fmt.Sprintf(", %d results over %s", r.Written, r.Result.Channel)
-					} else {
-						status += ": " + r.Result.Detail + " (console: " + r.Result.ConsoleLog + ")"
-					}
-					m.logf("[%d/%d] %s boot %d (%s): %s in %s, elapsed %s", done, total, r.Side.Label,
-						perSide[r.Side.Name], r.Result.Accel, status, r.Result.Duration.Round(100*time.Millisecond), measure.Elapsed(started))
-				},
+	r := &measure.Runner{
+		Sides: sides, GuestArgs: m.GuestArgs, Selector: m.Selector, VM: m.VM, RunDir: runDir,
+		Exec: measure.Local{Boot: m.Selector.Boot, Workers: m.Workers},
+		OnBoot: func(r measure.BootReport) {
+			if r.Result.Outcome == vmrunner.Canceled {
+				return // a signal, or a sibling's failure, which is reported
 			}
-			_, err := measure.Run(ctx, plan)
-			results, perr := measure.ReadResults(&buf, "boots")
-			mu.Lock()
-			defer mu.Unlock()
-			if perr != nil && err == nil {
-				err = perr
+			status := string(r.Result.Outcome)
+			if r.Result.Outcome == vmrunner.OK {
+				perSide[r.Side.Name]++
+				status += fmt.Sprintf(", %d results over %s", r.Written, r.Result.Channel)
+			} else {
+				status += ": " + r.Result.Detail + " (console: " + r.Result.ConsoleLog + ")"
 			}
-			group(out, results, w)
-			if err != nil && firstEr == nil {
-				firstEr = err
-				cancel(err)
-			}
-		}()
+			m.logf("[%d/%d] %s boot %d (%s): %s in %s, elapsed %s", r.Done, boots*len(kernels), r.Side.Label,
+				perSide[r.Side.Name], r.Result.Accel, status, r.Result.Duration.Round(100*time.Millisecond), measure.Elapsed(started))
+		},
 	}
-	wg.Wait()
-	return out, firstEr
-}
-
-// group files results by side (A is kernel 0) and boot.
-func group(out [][]BootResults, results []*benchfmt.Result, worker int) {
-	type key struct {
-		side int
-		boot string
-	}
-	idx := map[key]int{}
-	for _, r := range results {
-		side := strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZ", r.GetConfig(measure.KeySide)[0])
-		if side < 0 || side >= len(out) {
-			continue
+	err = r.Measure(ctx, boots)
+	for i, s := range sides {
+		for _, b := range r.Boots(s.Name) {
+			out[i] = append(out[i], b)
 		}
-		k := key{side, r.GetConfig(measure.KeyBoot)}
-		i, ok := idx[k]
-		if !ok {
-			i = len(out[side])
-			out[side] = append(out[side], nil)
-			idx[k] = i
-		}
-		out[side][i] = append(out[side][i], r)
 	}
+	return out, err
 }
 
 func (m *VMMeasurer) logf(format string, args ...any) {
 	if m.Log != nil {
-		fmt.Fprintf(m.Log, "lpmbisect: "+format+"\n", args...)
+		m.Log.Printf(format, args...)
 	}
 }
 

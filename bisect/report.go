@@ -1,23 +1,23 @@
 package bisect
 
 import (
+	"bytes"
 	"fmt"
-	"html/template"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/report"
 )
 
-// Report renders a finished bisection for people: the culprit, the effect,
-// the re-check, the confidence and every step.
+// Report is a finished bisection for people: the culprit, the effect, the
+// re-check, the confidence and every step (package report renders it).
 type Report struct {
 	State  *State
 	Result *Result
-	// RecheckHTML, when set, names the page with compare's report of the
-	// parent against the culprit (package report), which the HTML links.
-	RecheckHTML string
 }
 
 // Culprit names what the bisection found, in one line.
@@ -28,7 +28,7 @@ func (r Report) Culprit() string {
 		what = "first improved"
 	}
 	switch {
-	case res.FirstBad != "" && s.Kind == "images":
+	case res.FirstBad != "" && s.Kind == KindImages:
 		return fmt.Sprintf("%s kernel: #%d %s", what, res.Index+1, res.FirstBad)
 	case res.FirstBad != "":
 		return fmt.Sprintf("%s commit: %s %s", what, res.FirstBad, res.Subject)
@@ -36,7 +36,7 @@ func (r Report) Culprit() string {
 		names := make([]string, len(res.Range))
 		for i, c := range res.Range {
 			names[i] = short(c)
-			if s.Kind == "images" {
+			if s.Kind == KindImages {
 				names[i] = filepath.Base(c)
 			}
 		}
@@ -61,132 +61,129 @@ func (r Report) Verdict() string {
 	return fmt.Sprintf("suspect: the re-check did not confirm it (parent %s, culprit %s against the endpoints)", rc.Parent.Class, rc.Culprit.Class)
 }
 
-// Confirmed reports whether the culprit was named and confirmed.
-func (r Report) Confirmed() bool {
-	return r.Result.FirstBad != "" && r.Result.Recheck != nil && r.Result.Recheck.Confirmed
-}
-
-func rowLine(r EffectRow) string {
-	return fmt.Sprintf("%s: %s → %s: %s, %d+%d boots", r.Benchmark, formatValue(r.A, r.Unit), formatValue(r.B, r.Unit), r.Comparison, r.BootsA, r.BootsB)
-}
-
-// WriteText writes the report as plain text.
-func (r Report) WriteText(w io.Writer) error {
+// View is the report as package report renders it; recheckHTML names the
+// page of the re-check's comparison ("" for none).
+func (r Report) View(recheckHTML string) report.Bisection {
 	s, res := r.State, r.Result
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n", r.Culprit())
-	fmt.Fprintf(&b, "verdict: %s\n", r.Verdict())
+	v := report.Bisection{
+		Culprit: r.Culprit(), Verdict: r.Verdict(), Confidence: res.Confidence, RecheckP: -1,
+		Measured: res.Measured, Images: s.Kind == KindImages, StatePath: s.Path(), LogPath: s.LogPath(),
+		RecheckHTML: recheckHTML,
+	}
 	if s.Effect != nil {
-		fmt.Fprintf(&b, "effect, good → bad:\n")
 		for _, row := range s.Effect.Rows {
 			if !row.Control {
-				fmt.Fprintf(&b, "  %s\n", rowLine(row))
+				v.Effect = append(v.Effect, viewRow(row))
 			}
+			v.Instructions = v.Instructions || row.Unit == compare.UnitInstructions
 		}
 		for _, k := range s.Effect.Drift {
-			fmt.Fprintf(&b, "  warning: control %s moved between the endpoints (harness or host drift)\n", k)
+			v.Drift = append(v.Drift, k.String())
 		}
 	}
 	if rc := res.Recheck; rc != nil && !rc.SameImage {
-		fmt.Fprintf(&b, "re-check, parent → culprit:\n")
 		for _, row := range rc.Rows {
 			if !row.Control {
-				fmt.Fprintf(&b, "  %s\n", rowLine(row))
+				v.Recheck = append(v.Recheck, viewRow(row))
+			}
+		}
+		if len(rc.Rows) > 0 {
+			v.RecheckP = 0
+			for _, row := range rc.Rows {
+				if isSignal(s.Effect, row.RowKey) {
+					v.RecheckP = max(v.RecheckP, row.PValue())
+				}
 			}
 		}
 	}
-	fmt.Fprintf(&b, "confidence: ≥ %.3f that no step's verdict was wrong (1 − Σ p over %d steps' claims)", res.Confidence, res.Steps)
-	if rc := res.Recheck; rc != nil && len(rc.Rows) > 0 {
-		maxP := 0.0
-		for _, row := range rc.Rows {
-			if isSignal(s.Effect, row.RowKey) {
-				maxP = max(maxP, row.PValue())
-			}
-		}
-		fmt.Fprintf(&b, "; culprit against its parent p%s", formatP(maxP))
-	}
-	b.WriteString("\n")
-	skipped := 0
-	fmt.Fprintf(&b, "steps:\n")
 	for _, st := range s.Steps {
-		if st.Verdict.Class == Skip {
-			skipped++
+		what := fmt.Sprintf("#%d %s", st.Index+1, filepath.Base(st.Kernel))
+		if st.Commit != "" {
+			what = short(st.Commit) + " " + st.Subject
 		}
-		fmt.Fprintf(&b, "  %s\n", FormatStep(st))
+		v.Steps = append(v.Steps, report.BisectionStep{N: st.N, What: what, Image: short(st.Image), Boots: st.Verdict.Boots,
+			Class: st.Verdict.Class.String(), Reason: st.Verdict.Reason, LogLine: FormatStep(st)})
 	}
-	fmt.Fprintf(&b, "%d steps (%d skipped), %d kernels measured (distinct images, endpoints included)\n", res.Steps, skipped, res.Measured)
-	if unitInsn(s.Effect) {
-		fmt.Fprintf(&b, "note: %s\n", compare.InstructionsExplanation)
-	}
-	fmt.Fprintf(&b, "state: %s, step log: %s\n", s.Path(), s.LogPath())
-	_, err := io.WriteString(w, b.String())
-	return err
+	return v
+}
+
+func viewRow(r EffectRow) report.BisectionRow {
+	return report.BisectionRow{Benchmark: r.Benchmark, Unit: r.Unit, A: r.A, B: r.B, DeltaPct: r.DeltaPct, Verdict: r.Verdict,
+		P: r.PValue(), BootsA: r.BootsA, BootsB: r.BootsB, Comparison: r.Comparison.String()}
 }
 
 func isSignal(e *Effect, k RowKey) bool {
-	if e == nil {
-		return false
-	}
-	for _, s := range e.Signal {
-		if s == k {
-			return true
-		}
-	}
-	return false
+	return e != nil && slices.Contains(e.Signal, k)
 }
 
-func unitInsn(e *Effect) bool {
-	if e == nil {
-		return false
-	}
-	for _, r := range e.Rows {
-		if r.Unit == compare.UnitInstructions {
-			return true
-		}
-	}
-	return false
+// Reports are the finished bisection's report files, all in the state
+// directory: <state>.report.txt, <state>.report.html and, beside every
+// HTML page, <page>.recheck.html with compare's report of the parent
+// against the culprit.
+type Reports struct {
+	Text string   // the text report's file
+	HTML []string // the HTML pages written
+	// RecheckErr says why there is no comparison report of the re-check
+	// (nil when there is one, or no re-check).
+	RecheckErr error
 }
 
-var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
-	"value": formatValue,
-	"delta": compare.FormatDelta,
-	"p":     compare.FormatP,
-	"short": short,
-	"base":  filepath.Base,
-	"inc":   func(i int) int { return i + 1 },
-}).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>lpmbisect: {{.Culprit}}</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 2em; max-width: 70em; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.good { background: #e6f4e6; } .bad { background: #fbe3e3; } .skip { background: #eee; }
-.verdict { font-weight: bold; }
-</style></head><body>
-<h1>{{.Culprit}}</h1>
-<p class="verdict">{{.Verdict}}</p>
-{{with .State.Effect}}<h2>Effect, good → bad</h2>
-<table><tr><th>benchmark</th><th>good</th><th>bad</th><th>change</th><th>verdict</th><th>p</th><th>boots</th></tr>
-{{range .Rows}}{{if not .Control}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .PValue}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}{{end}}
-</table>{{end}}
-{{with .Result.Recheck}}{{if .Rows}}<h2>Re-check, parent → culprit</h2>
-<table><tr><th>benchmark</th><th>parent</th><th>culprit</th><th>change</th><th>verdict</th><th>p</th><th>boots</th></tr>
-{{range .Rows}}{{if not .Control}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .PValue}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}{{end}}
-</table>{{end}}{{end}}
-{{with .RecheckHTML}}<p>The re-check as a comparison report, with plots: <a href="{{.}}">{{.}}</a>.</p>{{end}}
-<p>Confidence: ≥ {{printf "%.3f" .Result.Confidence}} that no step's verdict was wrong (1 − Σ p over the steps' claims).
-{{.Result.Steps}} steps, {{.Result.Measured}} kernels measured.</p>
-<h2>Steps</h2>
-<table><tr><th>#</th><th>{{if eq .State.Kind "images"}}kernel{{else}}commit{{end}}</th><th>image</th><th>boots</th><th>verdict</th><th>why</th></tr>
-{{range .State.Steps}}<tr class="{{.Verdict.Class}}"><td class="num">{{.N}}</td><td>{{if .Commit}}{{short .Commit}} {{.Subject}}{{else}}#{{inc .Index}} {{base .Kernel}}{{end}}</td><td>{{short .Image}}</td><td class="num">{{.Verdict.Boots}}</td><td>{{.Verdict.Class}}</td><td>{{.Verdict.Reason}}</td></tr>
-{{end}}</table>
-<p>State: <code>{{.State.Path}}</code>; step log: <code>{{.State.LogPath}}</code>.</p>
-</body></html>
-`))
+// WriteReports writes the report as text to w and to the state directory,
+// and as HTML to the state directory and to each of extraHTML, with the
+// re-check's comparison (measured by b, described by run: accelerator,
+// samples, command) on a page beside each.
+func (r Report) WriteReports(w io.Writer, b *Bench, run report.Meta, extraHTML ...string) (*Reports, error) {
+	base := strings.TrimSuffix(r.State.Path(), ".json")
+	out := &Reports{Text: base + ".report.txt", HTML: append([]string{base + ".report.html"}, extraHTML...)}
+	recheck, meta, err := b.recheckComparison(r.State, r.Result, run)
+	out.RecheckErr = err
+	var text bytes.Buffer
+	if err := report.WriteBisectionText(&text, r.View("")); err != nil {
+		return out, err
+	}
+	if _, err := w.Write(text.Bytes()); err != nil {
+		return out, err
+	}
+	if err := cachefile.WriteBytes(out.Text, text.Bytes()); err != nil {
+		return out, fmt.Errorf("bisection report: %w", err)
+	}
+	for _, page := range out.HTML {
+		name := ""
+		if recheck != nil {
+			name = strings.TrimSuffix(filepath.Base(page), ".html") + ".recheck.html"
+			if err := cachefile.WriteAtomic(filepath.Join(filepath.Dir(page), name), func(w io.Writer) error { return report.WriteHTML(w, recheck, meta) }); err != nil {
+				return out, fmt.Errorf("re-check report: %w", err)
+			}
+		}
+		view := r.View(name)
+		if err := cachefile.WriteAtomic(page, func(w io.Writer) error { return report.WriteBisectionHTML(w, view) }); err != nil {
+			return out, fmt.Errorf("bisection report: %w", err)
+		}
+	}
+	return out, nil
+}
 
-// WriteHTML writes the report as a self-contained HTML page.
-func (r Report) WriteHTML(w io.Writer) error {
-	return htmlReport.Execute(w, r)
+// recheckComparison compares the parent and the culprit from their stored
+// results, as lpmbisect compare would: nil when there was no re-check.
+func (b *Bench) recheckComparison(st *State, res *Result, run report.Meta) (*compare.Report, report.Meta, error) {
+	if res.FirstBad == "" || res.Recheck == nil || res.Recheck.SameImage {
+		return nil, run, nil
+	}
+	parent := Candidate{Input: res.Parent, Label: "parent " + filepath.Base(res.Parent)}
+	culprit := Candidate{Input: res.FirstBad, Label: "culprit " + filepath.Base(res.FirstBad)}
+	if st.Kind != KindImages {
+		pb, cb := st.Kernels[res.Parent], st.Kernels[res.FirstBad]
+		if pb == nil || cb == nil {
+			return nil, run, fmt.Errorf("the state has no kernels for %s and its parent", short(res.FirstBad))
+		}
+		parent = Candidate{Input: pb.Kernel, Label: "parent " + short(res.Parent)}
+		culprit = Candidate{Input: cb.Kernel, Label: "culprit " + short(res.FirstBad)}
+	}
+	rep, pk, ck, err := b.CompareStored(parent, culprit)
+	if err != nil {
+		return nil, run, err
+	}
+	run.A = report.KernelInfo{Input: parent.Input, Release: parent.Label, SHA256: pk.SHA256}
+	run.B = report.KernelInfo{Input: culprit.Input, Release: culprit.Label, SHA256: ck.SHA256}
+	return rep, run, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
@@ -24,7 +25,7 @@ type Endpoint struct {
 // the tree git bisect checked out is never disturbed.
 type RunStep struct {
 	Bisection
-	Repo      *Repo
+	Repo      *git.Repo
 	Src       string // the checked-out tree to build (the work tree's root)
 	Good, Bad Endpoint
 	Builder   Builder
@@ -74,9 +75,9 @@ func (r *RunStep) Run(ctx context.Context) (Verdict, error) {
 
 // endpoint resolves an endpoint to a kernel, building a commit in the
 // worktree.
-func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (Kernel, error) {
+func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (Candidate, error) {
 	if e.Kernel != "" {
-		k := Kernel{Input: e.Kernel, Label: name + " " + filepath.Base(e.Kernel)}
+		k := Candidate{Input: e.Kernel, Label: name + " " + filepath.Base(e.Kernel)}
 		return k, nil
 	}
 	if b := r.State.Kernels[e.Commit]; b != nil && b.Failed == "" && exists(b.Kernel) {
@@ -85,14 +86,14 @@ func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (Kernel
 	wt := filepath.Join(r.State.Dir(), "worktree")
 	r.logf("building the %s endpoint %s in %s", name, short(e.Commit), wt)
 	if err := r.Repo.AddWorktree(ctx, wt, e.Commit); err != nil {
-		return Kernel{}, err
+		return Candidate{}, err
 	}
 	b, err := buildCommit(ctx, r.State, r.Builder, wt, filepath.Join(r.State.Dir(), "worktree-build"), e.Commit, r.Resolve, r.Log)
 	if err != nil {
-		return Kernel{}, err
+		return Candidate{}, err
 	}
 	if b.Failed != "" {
-		return Kernel{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, short(e.Commit), b.Failed)
+		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, short(e.Commit), b.Failed)
 	}
 	return kernelOf(b, name+" "+short(e.Commit), e.Commit), nil
 }

@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"log"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 // StateVersion is the version of the state file format.
@@ -36,8 +38,8 @@ const StateVersion = 1
 // built or measured again. A state for another bisection is never
 // overwritten.
 type State struct {
-	Version int    `json:"version"`
-	Kind    string `json:"kind"` // "git", "images" or "bisect-run"
+	Version int  `json:"version"`
+	Kind    Kind `json:"kind"`
 
 	// Identity: a state is resumed only by the same bisection.
 	Repo    string   `json:"repo,omitempty"`
@@ -66,6 +68,16 @@ type State struct {
 	dir  string
 	file string
 }
+
+// Kind is what a bisection searches.
+type Kind string
+
+// Kinds of bisection.
+const (
+	KindGit    Kind = "git"        // lpmbisect bisect --repo: commits of a repository
+	KindImages Kind = "images"     // lpmbisect bisect --images: a list of prebuilt kernels
+	KindRun    Kind = "bisect-run" // steps of git bisect run lpmbisect bisect-run
+)
 
 // Built is a kernel a bisection built or was given.
 type Built struct {
@@ -112,9 +124,26 @@ type Result struct {
 	Steps      int      `json:"steps"`
 }
 
-// Identity is what must match for a state to be resumed.
+// Found reports whether the bisection named a culprit that stands: a single
+// commit or kernel, confirmed by the re-check when there was one. A culprit
+// whose image is identical to its parent's is suspect, not found.
+func (r *Result) Found() bool {
+	if r.FirstBad == "" {
+		return false
+	}
+	return r.Recheck == nil || (!r.Recheck.SameImage && r.Recheck.Confirmed)
+}
+
+// identity is what must match for a state to be resumed.
 func (s *State) identity() string {
-	return strings.Join([]string{s.Kind, s.Repo, s.Good, s.Bad, strings.Join(s.Images, "\x00"), fmt.Sprint(s.Reverse), s.Params, s.Judge}, "\x01")
+	id, _ := json.Marshal(struct {
+		Kind            Kind
+		Repo, Good, Bad string
+		Images          []string
+		Reverse         bool
+		Params, Judge   string
+	}{s.Kind, s.Repo, s.Good, s.Bad, s.Images, s.Reverse, s.Params, s.Judge})
+	return string(id)
 }
 
 // ErrOtherBisection is wrapped when the state directory holds another
@@ -128,11 +157,11 @@ func OpenState(dir string, want State) (*State, error) {
 	want.Version = StateVersion
 	want.dir = dir
 	sum := sha256.Sum256([]byte(want.identity()))
-	want.file = filepath.Join(dir, want.Kind+"-"+hex.EncodeToString(sum[:])[:12]+".json")
+	want.file = filepath.Join(dir, string(want.Kind)+"-"+hex.EncodeToString(sum[:])[:12]+".json")
 	data, err := os.ReadFile(want.file)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("bisect state: %w (choose a writable --state)", err)
+			return nil, fmt.Errorf("bisect state: %w (choose a writable state directory)", err)
 		}
 		want.Kernels = map[string]*Built{}
 		return &want, nil
@@ -148,7 +177,7 @@ func OpenState(dir string, want State) (*State, error) {
 		return nil, fmt.Errorf("bisect state %s has version %d, this lpmbisect writes %d (delete it to start over)", want.file, s.Version, StateVersion)
 	}
 	if s.identity() != want.identity() {
-		return nil, fmt.Errorf("%w: %s is for %s (use another --state, or delete it to start over)", ErrOtherBisection, want.file, s.describe())
+		return nil, fmt.Errorf("%w: %s is for %s (use another state directory, or delete it to start over)", ErrOtherBisection, want.file, s.describe())
 	}
 	s.dir, s.file = dir, want.file
 	if s.Kernels == nil {
@@ -160,7 +189,7 @@ func OpenState(dir string, want State) (*State, error) {
 func (s *State) describe() string {
 	var what string
 	switch s.Kind {
-	case "images":
+	case KindImages:
 		what = fmt.Sprintf("a bisection over %d images", len(s.Images))
 	default:
 		what = fmt.Sprintf("a %s bisection %s..%s", s.Kind, short(s.Good), short(s.Bad))
@@ -183,7 +212,7 @@ func (s *State) Save() error {
 	if err != nil {
 		return fmt.Errorf("bisect state: %w", err)
 	}
-	if err := writeFileAtomic(s.file, append(data, '\n')); err != nil {
+	if err := cachefile.WriteBytes(s.file, append(data, '\n')); err != nil {
 		return fmt.Errorf("bisect state: %w", err)
 	}
 	return nil
@@ -200,12 +229,12 @@ func (s *State) StepFor(commit string, index int) (Step, bool) {
 }
 
 // AddStep records a decided step, appends it to the step log, and saves.
-func (s *State) AddStep(st Step, also io.Writer) error {
+func (s *State) AddStep(st Step, also *log.Logger) error {
 	st.N = len(s.Steps) + 1
 	s.Steps = append(s.Steps, st)
 	line := FormatStep(st)
 	if also != nil {
-		fmt.Fprintf(also, "lpmbisect: %s\n", line)
+		also.Print(line)
 	}
 	if err := s.AppendLog(st.Time, line); err != nil {
 		return err

@@ -11,7 +11,9 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Store keeps the results of every kernel a bisection measured, one benchfmt
@@ -48,7 +50,7 @@ func (s *Store) Load(sha string) ([]*benchfmt.Result, error) {
 func Boots(results []*benchfmt.Result) int {
 	seen := map[string]bool{}
 	for _, r := range results {
-		seen[r.GetConfig(measure.KeyBoot)] = true
+		seen[r.GetConfig(wire.KeyBoot)] = true
 	}
 	return len(seen)
 }
@@ -70,7 +72,7 @@ func (s *Store) Add(sha string, boots [][]*benchfmt.Result, labels map[string]st
 		}
 		for _, r := range boot {
 			c := r.Clone()
-			c.SetConfig(measure.KeyBoot, strconv.Itoa(next))
+			c.SetConfig(wire.KeyBoot, strconv.Itoa(next))
 			for _, k := range sortedKeys(labels) {
 				if labels[k] != "" {
 					c.SetConfig(k, labels[k])
@@ -90,34 +92,8 @@ func (s *Store) Add(sha string, boots [][]*benchfmt.Result, labels map[string]st
 			return nil, fmt.Errorf("measurement store: %w", err)
 		}
 	}
-	if err := writeFileAtomic(s.path(sha), buf.Bytes()); err != nil {
+	if err := cachefile.WriteBytes(s.path(sha), buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("measurement store: %w", err)
 	}
 	return all, nil
-}
-
-// writeFileAtomic writes data under a temporary name and renames it.
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -145,7 +145,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("build directory: %w (choose another --build-dir)", err)
+		return nil, fmt.Errorf("build directory: %w (choose another build directory)", err)
 	}
 	logf, err := os.Create(o.Log)
 	if err != nil {
@@ -206,7 +206,7 @@ func (o Options) withDefaults() (Options, error) {
 		if _, err := os.Stat(filepath.Join(src, ".config")); err == nil {
 			// kbuild refuses O= builds of a tree built in place; say so now,
 			// not as a build failure that would skip every commit.
-			return o, fmt.Errorf("build: %s has been built in place (it has a .config): build there with --build-dir %s, or clean it with make mrproper", src, src)
+			return o, fmt.Errorf("build: %s has been built in place (it has a .config): give %s itself as the build directory, or clean it with make mrproper", src, src)
 		}
 	}
 	if o.Base == "" {

@@ -1,12 +1,14 @@
 // Package config reads an lpmbisect configuration file: TOML that says, once,
 // everything the command line can say about kernels, their builds, the
-// benchmarks, the statistics and a bisection. kernels.example.toml at the
-// repository root documents every key.
+// benchmarks, the statistics, a bisection and nightly tracking.
+// kernels.example.toml at the repository root documents every key.
 //
-// A file only supplies defaults: a flag given on the command line always wins
-// over the file, and the file wins over the built-in defaults. The mapping is
-// one key to one flag (Setting), so the command line and the file can never
-// mean different things.
+// A File is also the command line's own record of its options: Defaults
+// gives the built-in values, Load lays a file over them, and the CLI binds
+// each flag to its field, so a flag given on the command line wins over the
+// file and the file over the built-in default, with the types kept all the
+// way (a list stays a list). One key stands for one flag, so the command
+// line and the file cannot mean different things.
 //
 // Unknown keys are errors, not warnings: a misspelt "min_efect" would
 // otherwise silently leave the default in place and change a verdict.
@@ -19,25 +21,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// File is a parsed configuration file.
+// File is a configuration: the built-in defaults, a file's values over them,
+// and (in the CLI) the command line's over both.
 type File struct {
-	Measure Measure  `toml:"measure"`
-	Bench   Bench    `toml:"bench"`
-	Stats   Stats    `toml:"stats"`
-	Build   Build    `toml:"build"`
-	Bisect  Bisect   `toml:"bisect"`
-	Kernels []Kernel `toml:"kernel"`
+	Measure Measure       `toml:"measure"`
+	Bench   Bench         `toml:"bench"`
+	Stats   Stats         `toml:"stats"`
+	Build   Build         `toml:"build"`
+	Bisect  Bisect        `toml:"bisect"`
+	Nightly Nightly       `toml:"nightly"`
+	Series  []Series      `toml:"series"`
+	Kernels []KernelEntry `toml:"kernel"`
 
-	// Path is the file the configuration was read from.
+	// Path is the file the configuration was read from ("" for none).
 	Path string `toml:"-"`
-	md   toml.MetaData
 }
 
 // Measure says how kernels are booted and how many boots are taken.
@@ -64,7 +70,8 @@ type Bench struct {
 	Entries      int    `toml:"entries"`
 	PrefixLen    int    `toml:"prefix_len"`
 	BatchEntries int    `toml:"batch_entries"`
-	Rounds       int    `toml:"rounds"`
+	// Rounds of 0 mean the accelerator's default (wire.DefaultRounds).
+	Rounds int `toml:"rounds"`
 }
 
 // Stats are the levels of the statistics.
@@ -96,9 +103,48 @@ type Bisect struct {
 	RecheckBoots int      `toml:"recheck_boots"`
 }
 
-// Kernel is a kernel to compare or bisect over: a prebuilt image or package
-// (Path) or a source tree to build (Src).
-type Kernel struct {
+// Nightly says where nightly tracking keeps its history and what it does
+// with a new change point.
+type Nightly struct {
+	// DB is the history database: a SQLite file ("" for one in the cache
+	// directory) or a postgres:// URL shared by a team.
+	DB string `toml:"db"`
+	// State is where builds, bisections and run logs of the nights go (""
+	// for <cache_dir>/nightly).
+	State string `toml:"state"`
+	// Notify is a shell command that gets every new change point's mail
+	// body on its standard input ("" for none).
+	Notify string `toml:"notify"`
+	// Boots per kernel per night (the tip and the reference each).
+	Boots int `toml:"boots"`
+	// KeepRuns is how many nights' run directories and kept kernels stay
+	// on disk per series; older ones are pruned (their results stay in
+	// the history).
+	KeepRuns int `toml:"keep_runs"`
+	// Bisect turns the automatic bisection of new change points on.
+	Bisect bool `toml:"bisect"`
+}
+
+// Series is a kernel nightly tracking follows: a git tree and branch, or a
+// directory (or list file) where CI drops prebuilt kernels. Its keys
+// override the [measure], [bench] and [stats] defaults for it.
+type Series struct {
+	Name         string  `toml:"name"`
+	Repo         string  `toml:"repo"`
+	Branch       string  `toml:"branch"`
+	BuildCommand string  `toml:"build_command"`
+	Images       string  `toml:"images"`
+	Reference    string  `toml:"reference"`
+	Bench        string  `toml:"bench"`
+	Accel        string  `toml:"accel"`
+	Boots        int     `toml:"boots"`
+	MinEffect    float64 `toml:"min_effect"`
+	Samples      int     `toml:"samples"`
+}
+
+// KernelEntry is a kernel to compare or to bisect over: a prebuilt image or
+// package (Path) or a source tree to build with the [build] settings (Src).
+type KernelEntry struct {
 	Name string `toml:"name"`
 	Path string `toml:"path"`
 	Src  string `toml:"src"`
@@ -117,12 +163,30 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// MarshalText writes the duration as "1m30s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Defaults returns the built-in configuration.
+func Defaults() File {
+	plan := wire.DefaultPlan()
+	return File{
+		Measure: Measure{Accel: "auto", MaxBoots: 10, MemoryMB: 1024, CPUs: 1, QEMU: "qemu-system-x86_64",
+			BootTimeout: Duration{90 * time.Second}, ProgressTimeout: Duration{60 * time.Second}},
+		Bench: Bench{Select: plan.Bench, Samples: plan.Samples, Entries: plan.Entries, PrefixLen: plan.PrefixLen,
+			BatchEntries: plan.BatchEntries},
+		Stats:   Stats{Alpha: 0.05, MinEffect: 1},
+		Build:   Build{Base: "tinyconfig", Make: "make"},
+		Bisect:  Bisect{RecheckBoots: 4},
+		Nightly: Nightly{Boots: 2, KeepRuns: 14, Bisect: true},
+	}
+}
+
 // ErrUnknownKeys is wrapped by Load's error when the file has keys this
 // version does not know.
 var ErrUnknownKeys = errors.New("unknown keys")
 
-// Load reads and checks a configuration file. Relative paths in it are made
-// relative to the file's directory.
+// Load reads and checks a configuration file, over the defaults. Relative
+// paths in it are made relative to the file's directory.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -136,9 +200,10 @@ func Load(path string) (*File, error) {
 	return f, nil
 }
 
-// Parse parses configuration text; relative paths are resolved against dir.
+// Parse parses configuration text over the defaults; relative paths are
+// resolved against dir.
 func Parse(text, dir string) (*File, error) {
-	var f File
+	f := Defaults()
 	md, err := toml.Decode(text, &f)
 	if err != nil {
 		var perr toml.ParseError
@@ -154,7 +219,6 @@ func Parse(text, dir string) (*File, error) {
 		}
 		return nil, fmt.Errorf("%w: %s (kernels.example.toml lists every key)", ErrUnknownKeys, strings.Join(keys, ", "))
 	}
-	f.md = md
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -169,17 +233,36 @@ func (f *File) check() error {
 			return fmt.Errorf("kernel %d (%q): give exactly one of path (a prebuilt kernel) and src (a tree to build)", i+1, k.Name)
 		}
 	}
+	names := map[string]bool{}
+	for i, s := range f.Series {
+		switch {
+		case s.Name == "" || strings.ContainsAny(s.Name, "/\x00") || s.Name != strings.TrimSpace(s.Name):
+			return fmt.Errorf("series %d: name %q: give each series a name without slashes", i+1, s.Name)
+		case names[s.Name]:
+			return fmt.Errorf("series %q appears twice: names identify a series' history", s.Name)
+		case (s.Repo == "") == (s.Images == ""):
+			return fmt.Errorf("series %q: give exactly one of repo (a git tree) and images (a directory or list of prebuilt kernels)", s.Name)
+		case s.Reference == "":
+			return fmt.Errorf("series %q: no reference kernel (measured beside every night's tip)", s.Name)
+		case s.Images != "" && (s.Branch != "" || s.BuildCommand != ""):
+			return fmt.Errorf("series %q: branch and build_command belong to a repo series, not to images", s.Name)
+		}
+		names[s.Name] = true
+	}
 	return nil
 }
 
 func (f *File) resolvePaths(dir string) {
 	abs := func(p *string) {
-		if *p != "" && !filepath.IsAbs(*p) && !strings.HasPrefix(*p, "~") {
+		if *p != "" && !filepath.IsAbs(*p) && !strings.HasPrefix(*p, "~") && !strings.Contains(*p, "://") {
 			*p = filepath.Join(dir, *p)
 		}
 	}
-	for _, p := range []*string{&f.Measure.CacheDir, &f.Measure.Guest, &f.Build.Src, &f.Build.BuildDir, &f.Bisect.Repo, &f.Bisect.State} {
+	for _, p := range []*string{&f.Measure.CacheDir, &f.Measure.Guest, &f.Build.Src, &f.Build.BuildDir, &f.Bisect.Repo, &f.Bisect.State, &f.Nightly.State} {
 		abs(p)
+	}
+	if f.Nightly.DB != "" {
+		abs(&f.Nightly.DB)
 	}
 	// A base config is a file or a make target such as tinyconfig.
 	if b := f.Build.Base; strings.ContainsRune(b, '/') || strings.HasPrefix(b, ".") {
@@ -201,103 +284,34 @@ func (f *File) resolvePaths(dir string) {
 		abs(&f.Kernels[i].Path)
 		abs(&f.Kernels[i].Src)
 	}
+	for i := range f.Series {
+		s := &f.Series[i]
+		abs(&s.Repo)
+		abs(&s.Images)
+		abs(&s.Reference)
+	}
 }
 
-// IsDefined reports whether the file sets key, written with dots
-// ("measure.accel").
-func (f *File) IsDefined(key string) bool {
-	return f.md.IsDefined(strings.Split(key, ".")...)
-}
-
-// Setting ties a configuration key to the command-line flag it stands for.
-type Setting struct {
-	Key  string // "measure.accel"
-	Flag string // "accel"
-	// Value renders the file's value the way the flag is written; lists
-	// give one string per element.
-	Value func(*File) []string
-}
-
-func str(get func(*File) string) func(*File) []string {
-	return func(f *File) []string { return []string{get(f)} }
-}
-
-func num(get func(*File) int) func(*File) []string {
-	return func(f *File) []string { return []string{strconv.Itoa(get(f))} }
-}
-
-func float(get func(*File) float64) func(*File) []string {
-	return func(f *File) []string { return []string{strconv.FormatFloat(get(f), 'g', -1, 64)} }
-}
-
-func boolean(get func(*File) bool) func(*File) []string {
-	return func(f *File) []string { return []string{strconv.FormatBool(get(f))} }
-}
-
-func dur(get func(*File) Duration) func(*File) []string {
-	return func(f *File) []string { return []string{get(f).String()} }
-}
-
-func list(get func(*File) []string) func(*File) []string {
-	return get
-}
-
-// Settings lists every key that stands for a flag. Keys not listed here
-// ([[kernel]] entries) are read by the commands that use them.
-var Settings = []Setting{
-	{"measure.accel", "accel", str(func(f *File) string { return f.Measure.Accel })},
-	{"measure.boots", "boots", num(func(f *File) int { return f.Measure.Boots })},
-	{"measure.max_boots", "max-boots", num(func(f *File) int { return f.Measure.MaxBoots })},
-	{"measure.parallel", "parallel", num(func(f *File) int { return f.Measure.Parallel })},
-	{"measure.memory", "memory", num(func(f *File) int { return f.Measure.MemoryMB })},
-	{"measure.cpus", "cpus", num(func(f *File) int { return f.Measure.CPUs })},
-	{"measure.boot_timeout", "boot-timeout", dur(func(f *File) Duration { return f.Measure.BootTimeout })},
-	{"measure.progress_timeout", "progress-timeout", dur(func(f *File) Duration { return f.Measure.ProgressTimeout })},
-	{"measure.qemu", "qemu", str(func(f *File) string { return f.Measure.QEMU })},
-	{"measure.cache_dir", "cache-dir", str(func(f *File) string { return f.Measure.CacheDir })},
-	{"measure.guest", "guest", str(func(f *File) string { return f.Measure.Guest })},
-	{"measure.no_modules", "no-modules", boolean(func(f *File) bool { return f.Measure.NoModules })},
-	{"measure.append", "append", str(func(f *File) string { return f.Measure.Append })},
-	{"bench.select", "bench", str(func(f *File) string { return f.Bench.Select })},
-	{"bench.samples", "samples", num(func(f *File) int { return f.Bench.Samples })},
-	{"bench.entries", "entries", num(func(f *File) int { return f.Bench.Entries })},
-	{"bench.prefix_len", "prefix-len", num(func(f *File) int { return f.Bench.PrefixLen })},
-	{"bench.batch_entries", "batch-entries", num(func(f *File) int { return f.Bench.BatchEntries })},
-	{"bench.rounds", "rounds", num(func(f *File) int { return f.Bench.Rounds })},
-	{"stats.alpha", "alpha", float(func(f *File) float64 { return f.Stats.Alpha })},
-	{"stats.min_effect", "min-effect", float(func(f *File) float64 { return f.Stats.MinEffect })},
-	{"build.src", "src", str(func(f *File) string { return f.Build.Src })},
-	{"build.build_dir", "build-dir", str(func(f *File) string { return f.Build.BuildDir })},
-	{"build.base", "base-config", str(func(f *File) string { return f.Build.Base })},
-	{"build.fragments", "fragment", list(func(f *File) []string { return f.Build.Fragments })},
-	{"build.make", "make", str(func(f *File) string { return f.Build.Make })},
-	{"build.make_flags", "make-flag", list(func(f *File) []string { return f.Build.MakeFlags })},
-	{"build.jobs", "jobs", num(func(f *File) int { return f.Build.Jobs })},
-	{"build.command", "build-command", str(func(f *File) string { return f.Build.Command })},
-	{"bisect.repo", "repo", str(func(f *File) string { return f.Bisect.Repo })},
-	{"bisect.good", "good", str(func(f *File) string { return f.Bisect.Good })},
-	{"bisect.bad", "bad", str(func(f *File) string { return f.Bisect.Bad })},
-	{"bisect.reverse", "reverse", boolean(func(f *File) bool { return f.Bisect.Reverse })},
-	{"bisect.images", "images", list(func(f *File) []string { return f.Bisect.Images })},
-	{"bisect.state", "state", str(func(f *File) string { return f.Bisect.State })},
-	{"bisect.recheck_boots", "recheck-boots", num(func(f *File) int { return f.Bisect.RecheckBoots })},
-}
-
-// FlagValue is a flag value the file supplies.
-type FlagValue struct {
-	Key    string   // the configuration key
-	Flag   string   // the flag name, without dashes
-	Values []string // one for scalars, one per element for lists
-}
-
-// FlagValues returns the flag values the file sets, in the order of
-// Settings.
-func (f *File) FlagValues() []FlagValue {
-	var out []FlagValue
-	for _, s := range Settings {
-		if f.IsDefined(s.Key) {
-			out = append(out, FlagValue{Key: s.Key, Flag: s.Flag, Values: s.Value(f)})
+// Keys lists every key a file may set, written with dots ("measure.accel",
+// "series.name"), in the order of the File's fields.
+func Keys() []string {
+	var keys []string
+	t := reflect.TypeOf(File{})
+	for i := range t.NumField() {
+		sec := t.Field(i)
+		name := sec.Tag.Get("toml")
+		if name == "" || name == "-" {
+			continue
+		}
+		st := sec.Type
+		if st.Kind() == reflect.Slice {
+			st = st.Elem()
+		}
+		for j := range st.NumField() {
+			if k := st.Field(j).Tag.Get("toml"); k != "" && k != "-" {
+				keys = append(keys, name+"."+k)
+			}
 		}
 	}
-	return out
+	return keys
 }

@@ -35,33 +35,19 @@ func TestExampleParses(t *testing.T) {
 	}
 }
 
-// The example documents every key: each setting appears in it, with a
-// comment on its line.
+// The example documents every key: each appears in it, with a comment on
+// its line.
 func TestExampleDocumentsEveryKey(t *testing.T) {
 	data, err := os.ReadFile(exampleFile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := Load(exampleFile(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	lines := strings.Split(string(data), "\n")
-	for _, s := range Settings {
-		if !f.IsDefined(s.Key) {
-			t.Errorf("kernels.example.toml does not set %s", s.Key)
-			continue
-		}
-		_, name, _ := strings.Cut(s.Key, ".")
+	for _, key := range Keys() {
+		_, name, _ := strings.Cut(key, ".")
 		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, name+" =") })
 		if i < 0 || !strings.Contains(lines[i], "#") {
-			t.Errorf("kernels.example.toml: %s has no comment on its line", s.Key)
-		}
-	}
-	for _, key := range []string{"kernel.name", "kernel.path", "kernel.src"} {
-		_, name, _ := strings.Cut(key, ".")
-		if !strings.Contains(string(data), name+" =") {
-			t.Errorf("kernels.example.toml does not show %s", key)
+			t.Errorf("kernels.example.toml does not show %s with a comment on its line", key)
 		}
 	}
 }
@@ -95,25 +81,42 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func TestFlagValues(t *testing.T) {
-	f, err := Parse("[measure]\naccel = \"tcg\"\nboot_timeout = \"2m\"\n[build]\nmake_flags = [\"LLVM=1\", \"W=1\"]\nbuild_dir = \"out\"\n[stats]\nmin_effect = 2.5\n[bisect]\nreverse = true\n", "/srv")
+func TestParseOverDefaults(t *testing.T) {
+	f, err := Parse("[measure]\naccel = \"tcg\"\nboot_timeout = \"2m\"\n[build]\nmake_flags = [\"LLVM=1\", \"W=1\"]\nbuild_dir = \"out\"\n[stats]\nmin_effect = 2.5\n[bisect]\nreverse = true\nimages = [\"a.deb\", \"/k/b.deb\"]\n", "/srv")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string][]string{}
-	for _, fv := range f.FlagValues() {
-		got[fv.Flag] = fv.Values
+	d := Defaults()
+	if f.Measure.Accel != "tcg" || f.Measure.BootTimeout.Duration != 2*time.Minute || f.Stats.MinEffect != 2.5 || !f.Bisect.Reverse {
+		t.Errorf("Parse: accel %q, boot_timeout %v, min_effect %v, reverse %v; want the file's tcg, 2m, 2.5, true",
+			f.Measure.Accel, f.Measure.BootTimeout, f.Stats.MinEffect, f.Bisect.Reverse)
 	}
-	want := map[string][]string{
-		"accel": {"tcg"}, "boot-timeout": {"2m0s"}, "make-flag": {"LLVM=1", "W=1"},
-		"build-dir": {"/srv/out"}, "min-effect": {"2.5"}, "reverse": {"true"},
+	if !slices.Equal(f.Build.MakeFlags, []string{"LLVM=1", "W=1"}) || !slices.Equal(f.Bisect.Images, []string{"/srv/a.deb", "/k/b.deb"}) {
+		t.Errorf("Parse: make_flags %q, images %q; want the lists as written, relative paths under /srv", f.Build.MakeFlags, f.Bisect.Images)
 	}
-	if len(got) != len(want) {
-		t.Errorf("FlagValues() = %v; want exactly %v (only keys the file sets)", got, want)
+	if f.Build.BuildDir != "/srv/out" {
+		t.Errorf("Parse: build_dir %q; want /srv/out", f.Build.BuildDir)
 	}
-	for k, v := range want {
-		if !slices.Equal(got[k], v) {
-			t.Errorf("FlagValues()[%s] = %q; want %q", k, got[k], v)
+	if f.Measure.MaxBoots != d.Measure.MaxBoots || f.Stats.Alpha != d.Stats.Alpha || f.Bench.Samples != d.Bench.Samples || f.Measure.ProgressTimeout != d.Measure.ProgressTimeout {
+		t.Errorf("Parse: keys the file does not set lost their defaults: %+v", f)
+	}
+}
+
+func TestSeriesChecks(t *testing.T) {
+	ok := "[[series]]\nname = \"bpf-next\"\nrepo = \"src\"\nbranch = \"master\"\nreference = \"ref.deb\"\n"
+	f, err := Parse(ok, "/srv")
+	if err != nil || len(f.Series) != 1 || f.Series[0].Repo != "/srv/src" || f.Series[0].Reference != "/srv/ref.deb" {
+		t.Fatalf("Parse(one series) = %+v, %v; want it with paths under /srv", f, err)
+	}
+	for _, c := range []struct{ name, text, want string }{
+		{"no name", "[[series]]\nrepo = \"r\"\nreference = \"x\"\n", "name"},
+		{"twice", ok + ok, "twice"},
+		{"repo and images", "[[series]]\nname = \"s\"\nrepo = \"r\"\nimages = \"d\"\nreference = \"x\"\n", "exactly one of repo"},
+		{"no reference", "[[series]]\nname = \"s\"\nimages = \"d\"\n", "reference"},
+		{"branch of images", "[[series]]\nname = \"s\"\nimages = \"d\"\nbranch = \"m\"\nreference = \"x\"\n", "branch"},
+	} {
+		if _, err := Parse(c.text, "/"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%s) error = %v; want one mentioning %q", c.name, err, c.want)
 		}
 	}
 }

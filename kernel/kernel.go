@@ -72,6 +72,13 @@ var (
 	ErrModuleNotFound = errors.New("module not found")
 )
 
+// IsBadInput reports whether err says the input is not a kernel this
+// package can resolve: missing, not a kernel, or in a format it does not
+// read. Such errors are the user's to fix, not the host's.
+func IsBadInput(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotKernel) || errors.Is(err, ErrNotSupported)
+}
+
 // inputHint is what Resolve accepts, for error messages.
 const inputHint = "give a bzImage, a .deb or a build directory"
 

@@ -12,14 +12,11 @@
 package measure
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -27,18 +24,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/initramfs"
+	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
-)
-
-// Configuration keys the host adds to every result.
-const (
-	KeySide  = "side"       // A or B (run: A)
-	KeyBoot  = "boot"       // boot number within the side, from 1
-	KeyImage = "image"      // first 12 hex digits of the image's sha256
-	KeySeed  = "order-seed" // seed of the randomized boot order
-	KeyPair  = "pair"       // round of a paired run: its A and B boot ran side by side
 )
 
 // Side is one kernel under test.
@@ -64,7 +53,7 @@ func Prepare(inputs []string, guest, cacheDir string, noModules bool) ([]*Side, 
 		s := &Side{Name: string(rune('A' + i)), Kernel: k, Label: k.Release}
 		var mods []initramfs.Module
 		if noModules {
-			s.ChannelNote = "modules not packed (--no-modules): results use the virtio port only if virtio console is built in, else the serial fallback"
+			s.ChannelNote = "modules not packed (as asked): results use the virtio port only if virtio console is built in, else the serial fallback"
 		} else {
 			km, err := k.ChannelModules(cacheDir)
 			switch {
@@ -94,34 +83,6 @@ func Prepare(inputs []string, guest, cacheDir string, noModules bool) ([]*Side, 
 	return sides, nil
 }
 
-// Plan says what to run.
-type Plan struct {
-	Sides []*Side
-	Boots int // boots per side (the minimum, when adaptive)
-	// MaxBoots, when above Boots, lets More add rounds of boots (one more
-	// boot per side each) while it returns true, up to MaxBoots per side.
-	MaxBoots int
-	More     func() bool
-	// Seed drives the order of sides within each round of boots (A B or
-	// B A …), so drift of the host does not always hit the same side first.
-	// Record it to reproduce a run's order.
-	Seed      uint64
-	GuestArgs []string // run plan for the guest (kernel parameters)
-	Selector  *vmrunner.Selector
-	VM        vmrunner.Config // template: QEMU, memory, CPUs, deadlines, limits
-	RunDir    string          // one subdirectory per boot
-	MaxFailed int             // failed boots tolerated per side (default 2)
-	Results   *benchfmt.Writer
-	OnBoot    func(BootReport) // called after every boot
-	// Boot boots one VM; nil means Selector.Boot. Tests inject a fake.
-	Boot        func(context.Context, vmrunner.Config) (*vmrunner.Result, error)
-	OnBootStart func(side *Side, boot, done, total int)
-	// Paired runs two sides in pairs (see runPaired): each round boots A and
-	// B at once, pinned to one host CPU, and lets them take their steps in
-	// turn. Boots, MaxBoots and More then count complete pairs.
-	Paired bool
-}
-
 // BootReport describes one finished boot.
 type BootReport struct {
 	Side    *Side
@@ -132,7 +93,7 @@ type BootReport struct {
 	Written int // results written
 }
 
-// Summary is what Run did.
+// Summary is what a Runner did.
 type Summary struct {
 	OK     map[string]int // completed boots per side
 	Accels []string       // accelerators the completed boots ran under
@@ -145,157 +106,15 @@ type Summary struct {
 	PinnedCPU int
 }
 
-// ErrNoResults is wrapped by Run's error when a kernel booted but none of
-// the selected benchmarks produced results (all unsupported or failed): the
-// kernel cannot be tested with them.
+// ErrNoResults is wrapped by Measure's error when a kernel booted but none
+// of the selected benchmarks produced results (all unsupported or failed):
+// the kernel cannot be tested with them.
 var ErrNoResults = errors.New("no benchmark produced results")
 
-// ErrBootFailed is wrapped by Run's error when a kernel failed to deliver
-// results: the infrastructure (or the kernel) failed, not the comparison.
+// ErrBootFailed is wrapped by Measure's error when a kernel failed to
+// deliver results: the infrastructure (or the kernel) failed, not the
+// comparison.
 var ErrBootFailed = errors.New("did not deliver results")
-
-// Run boots the sides in rounds, one boot per side per round in an order
-// drawn from Seed, until each has Boots completed boots (more while
-// p.More asks, up to MaxBoots). It returns early, with what it has, when the context is canceled or
-// a side keeps failing (its first boot fails, or more than MaxFailed do).
-func Run(ctx context.Context, p Plan) (*Summary, error) {
-	if p.MaxFailed == 0 {
-		p.MaxFailed = 2
-	}
-	if p.Boot == nil {
-		p.Boot = p.Selector.Boot
-	}
-	if p.Paired {
-		if len(p.Sides) != 2 {
-			return &Summary{OK: map[string]int{}}, fmt.Errorf("a paired run needs two kernels, not %d", len(p.Sides))
-		}
-		return runPaired(ctx, p)
-	}
-	st := newRunState()
-	sum := st.sum
-	target := p.Boots
-	st.total = target * len(p.Sides)
-	order := rand.New(rand.NewPCG(p.Seed, 0x6c706d62)) // "lpmb"
-	for {
-		if sum.minOK(p.Sides) >= target {
-			if target >= p.MaxBoots || p.More == nil || !p.More() {
-				break
-			}
-			target++
-			st.total = target * len(p.Sides)
-		}
-		sides := append([]*Side(nil), p.Sides...)
-		order.Shuffle(len(sides), func(i, j int) { sides[i], sides[j] = sides[j], sides[i] })
-		for _, s := range sides {
-			if sum.OK[s.Name] >= target {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return sum, context.Cause(ctx)
-			}
-			boot := st.nextBoot(s)
-			if p.OnBootStart != nil {
-				p.OnBootStart(s, boot, st.done, st.total)
-			}
-			cfg := bootConfig(p, s, boot)
-			r, err := p.Boot(ctx, cfg)
-			if err != nil {
-				return sum, err
-			}
-			if err := st.record(ctx, p, s, boot, 0, cfg, r); err != nil {
-				return sum, err
-			}
-		}
-	}
-	return sum, nil
-}
-
-// runState is the bookkeeping of a run.
-type runState struct {
-	sum      *Summary
-	failed   map[string]int
-	seenNote map[wire.Note]bool
-	done     int // boots finished, all sides
-	total    int // boots planned, all sides
-}
-
-func newRunState() *runState {
-	return &runState{sum: &Summary{OK: map[string]int{}}, failed: map[string]int{}, seenNote: map[wire.Note]bool{}}
-}
-
-// nextBoot numbers the next boot of side s, from 1, failed boots included.
-func (st *runState) nextBoot(s *Side) int { return st.sum.OK[s.Name] + st.failed[s.Name] + 1 }
-
-// bootConfig is the VM configuration of one boot.
-func bootConfig(p Plan, s *Side, boot int) vmrunner.Config {
-	cfg := p.VM
-	cfg.Kernel, cfg.Initramfs = s.Kernel.Image, s.Image.Path
-	cfg.KernelArgs = append(append([]string(nil), p.GuestArgs...), "lpmbisect.accel="+string(accelFor(p.Selector)))
-	cfg.RunDir = filepath.Join(p.RunDir, fmt.Sprintf("%s-%02d", s.Name, boot))
-	return cfg
-}
-
-// record writes the results of a finished boot (labelled with pair when not
-// 0), counts it, reports it, and returns an error when the run must stop:
-// the context was canceled, the kernel produced no results, or it keeps
-// failing (its first boot failed, or more than MaxFailed did).
-func (st *runState) record(ctx context.Context, p Plan, s *Side, boot, pair int, cfg vmrunner.Config, r *vmrunner.Result) error {
-	sum := st.sum
-	rep := BootReport{Side: s, Boot: boot, Result: r, Total: st.total}
-	if r.Outcome == vmrunner.OK {
-		n, err := writeResults(p.Results, s, boot, pair, p.Seed, r)
-		if err != nil {
-			return err
-		}
-		rep.Written = n
-		sum.OK[s.Name]++
-		if !slices.Contains(sum.Accels, string(r.Accel)) {
-			sum.Accels = append(sum.Accels, string(r.Accel))
-		}
-		st.done++
-		for _, n := range r.Stream.Notes {
-			if !st.seenNote[n] && n.Key != wire.KeyInfo {
-				st.seenNote[n] = true
-				sum.Notes = append(sum.Notes, n)
-			}
-		}
-		if n == 0 {
-			if p.OnBoot != nil {
-				rep.Done = st.done
-				p.OnBoot(rep)
-			}
-			return fmt.Errorf("kernel %s (%s): %w%s", s.Name, s.Label, ErrNoResults, whyNoResults(r.Stream.Notes))
-		}
-	} else {
-		st.failed[s.Name]++
-		sum.Failed = append(sum.Failed, rep)
-	}
-	rep.Done = st.done
-	if p.OnBoot != nil {
-		p.OnBoot(rep)
-	}
-	if r.Outcome == vmrunner.Canceled {
-		return context.Cause(ctx)
-	}
-	if r.Outcome != vmrunner.OK && (sum.OK[s.Name] == 0 || st.failed[s.Name] > p.MaxFailed) {
-		kept := ""
-		if n := len(r.Stream.Results); n > 0 {
-			kept = fmt.Sprintf("; its %d finished samples are kept in %s but not counted", n, filepath.Join(cfg.RunDir, "results.out"))
-		}
-		return fmt.Errorf("kernel %s (%s): %w: %s: %s (console log: %s%s)", s.Name, s.Label, ErrBootFailed, r.Outcome, r.Detail, r.ConsoleLog, kept)
-	}
-	return nil
-}
-
-func (s *Summary) minOK(sides []*Side) int {
-	m := -1
-	for _, side := range sides {
-		if n := s.OK[side.Name]; m < 0 || n < m {
-			m = n
-		}
-	}
-	return m
-}
 
 // accelFor is the accelerator the guest is told about. Under Auto the first
 // boot may still change it (KVM → TCG); the host relabels results with the
@@ -310,35 +129,41 @@ func accelFor(s *vmrunner.Selector) vmrunner.Accel {
 	return vmrunner.KVM
 }
 
-// writeResults labels a boot's results and writes them; pair is the round
-// of a paired run, 0 for none.
-func writeResults(w *benchfmt.Writer, s *Side, boot, pair int, seed uint64, r *vmrunner.Result) (int, error) {
-	n := 0
+// labelResults labels a boot's results with what the host knows (kernel
+// label, accelerator used, side, boot, pair when not 0, image, order seed)
+// and returns them; the guest's own labels are kept where the host has none.
+func labelResults(s *Side, boot, pair int, seed uint64, r *vmrunner.Result) []*benchfmt.Result {
+	out := make([]*benchfmt.Result, 0, len(r.Stream.Results))
 	for _, res := range r.Stream.Results {
+		res = res.Clone()
 		res.SetConfig(wire.KeyKernel, s.Label)
 		res.SetConfig(wire.KeyAccel, string(r.Accel))
-		res.SetConfig(KeySide, s.Name)
-		res.SetConfig(KeyBoot, strconv.Itoa(boot))
+		res.SetConfig(wire.KeySide, s.Name)
+		res.SetConfig(wire.KeyBoot, strconv.Itoa(boot))
 		if pair > 0 {
-			res.SetConfig(KeyPair, strconv.Itoa(pair))
+			res.SetConfig(wire.KeyPair, strconv.Itoa(pair))
 		}
-		res.SetConfig(KeyImage, s.Kernel.SHA256[:12])
-		res.SetConfig(KeySeed, strconv.FormatUint(seed, 10))
+		res.SetConfig(wire.KeyImage, s.Kernel.SHA256[:12])
+		res.SetConfig(wire.KeyOrderSeed, strconv.FormatUint(seed, 10))
+		res.SetConfig(wire.KeyVersion, version.String())
+		if r.QEMUVersion != "" {
+			res.SetConfig(wire.KeyQEMU, r.QEMUVersion)
+		}
+		if r.CPUModel != "" {
+			res.SetConfig(wire.KeyCPUModel, r.CPUModel)
+		}
 		for i := range res.Config {
 			res.Config[i].File = true
 		}
 		// Units follow the accelerator actually used, never the guest's guess.
 		for i := range res.Values {
-			if u := res.Values[i].Unit; u == "ns/op" || u == "insn/op" {
+			if u := res.Values[i].Unit; u == wire.UnitNsPerOp || u == wire.UnitInsnPerOp {
 				res.Values[i].Unit = r.Accel.Unit()
 			}
 		}
-		if err := w.Write(res); err != nil {
-			return n, fmt.Errorf("write results: %w", err)
-		}
-		n++
+		out = append(out, res)
 	}
-	return n, nil
+	return out
 }
 
 // ResultsFile is a results file that is written boot by boot and only
@@ -362,16 +187,16 @@ func CheckWritable(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("results file %s: %w (create the directory or choose another --out)", path, err)
+		return fmt.Errorf("results file %s: %w (create the directory or choose another file)", path, err)
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("results file %s: %s is not a directory (choose another --out)", path, dir)
+		return fmt.Errorf("results file %s: %s is not a directory (choose another file)", path, dir)
 	}
 	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("results file %s: directory not writable: %w (choose another --out)", path, err)
+		return fmt.Errorf("results file %s: directory not writable: %w (choose another file)", path, err)
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("results file %s is a directory (choose a file name for --out)", path)
+		return fmt.Errorf("results file %s is a directory (choose a file name)", path)
 	}
 	return nil
 }
@@ -384,7 +209,7 @@ func CreateResultsFile(path string) (*ResultsFile, error) {
 	partial := path + ".partial"
 	f, err := os.Create(partial)
 	if err != nil {
-		return nil, fmt.Errorf("results file: %w (choose a writable --out)", err)
+		return nil, fmt.Errorf("results file: %w (choose a writable place)", err)
 	}
 	return &ResultsFile{final: path, partial: partial, f: f, Writer: benchfmt.NewWriter(f)}, nil
 }
@@ -464,7 +289,7 @@ func whyNoResults(notes []wire.Note) string {
 	}
 	switch len(why) {
 	case 0:
-		return " (check --bench: lpmbisect list shows the benchmarks)"
+		return " (check the benchmark selection: lpmbisect list shows the benchmarks)"
 	case 1:
 		return ": " + why[0]
 	}

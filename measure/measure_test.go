@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/perf/benchfmt"
 
@@ -47,23 +50,27 @@ func fakeBoot(log *[]string, fail map[string]vmrunner.Outcome) func(context.Cont
 	}
 }
 
-func runFake(t *testing.T, p Plan, fail map[string]vmrunner.Outcome) ([]string, []*benchfmt.Result, *Summary, error) {
+// runFake measures boots per side with a fake boot, one at a time.
+func runFake(t *testing.T, r *Runner, boots int, fail map[string]vmrunner.Outcome) ([]string, []*benchfmt.Result, *Summary, error) {
 	t.Helper()
 	var log []string
 	var out bytes.Buffer
-	p.Sides, p.Boot, p.Results, p.RunDir = testSides(), fakeBoot(&log, fail), benchfmt.NewWriter(&out), t.TempDir()
-	sum, err := Run(context.Background(), p)
+	r.Sides, r.Exec, r.Sink, r.RunDir = testSides(), Local{Boot: fakeBoot(&log, fail)}, StreamResults(&out), t.TempDir()
+	err := r.Measure(context.Background(), boots)
 	res, rerr := ReadResults(&out, "out")
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	return log, res, sum, err
+	if len(res) != len(r.Results()) {
+		t.Errorf("the results file holds %d results, the runner %d; want the same", len(res), len(r.Results()))
+	}
+	return log, res, r.Summary(), err
 }
 
 func TestRunInterleavesInSeededRandomOrder(t *testing.T) {
 	orders := map[string]bool{}
 	for seed := range uint64(8) {
-		log, res, sum, err := runFake(t, Plan{Boots: 6, Seed: seed}, nil)
+		log, res, sum, err := runFake(t, &Runner{Seed: seed}, 6, nil)
 		if err != nil || sum.OK["A"] != 6 || sum.OK["B"] != 6 {
 			t.Fatalf("Run(seed %d) = %v, %v; want 6 boots per side", seed, sum.OK, err)
 		}
@@ -74,12 +81,12 @@ func TestRunInterleavesInSeededRandomOrder(t *testing.T) {
 			}
 		}
 		orders[strings.Join(log, "")] = true
-		again, _, _, _ := runFake(t, Plan{Boots: 6, Seed: seed}, nil)
+		again, _, _, _ := runFake(t, &Runner{Seed: seed}, 6, nil)
 		if strings.Join(again, "") != strings.Join(log, "") {
 			t.Errorf("Run(seed %d) order %v then %v; want the same order for the same seed", seed, log, again)
 		}
-		if got := res[0].GetConfig(KeySeed); got != fmt.Sprint(seed) {
-			t.Errorf("results %s = %q; want %d", KeySeed, got, seed)
+		if got := res[0].GetConfig(wire.KeyOrderSeed); got != fmt.Sprint(seed) {
+			t.Errorf("results %s = %q; want %d", wire.KeyOrderSeed, got, seed)
 		}
 	}
 	if len(orders) < 4 {
@@ -88,7 +95,7 @@ func TestRunInterleavesInSeededRandomOrder(t *testing.T) {
 }
 
 func TestRunLabelsResults(t *testing.T) {
-	_, res, _, err := runFake(t, Plan{Boots: 2}, nil)
+	_, res, _, err := runFake(t, &Runner{}, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,32 +103,88 @@ func TestRunLabelsResults(t *testing.T) {
 		t.Fatalf("got %d results; want 4", len(res))
 	}
 	for _, r := range res {
-		side := r.GetConfig(KeySide)
+		side := r.GetConfig(wire.KeySide)
 		want := map[string]string{"A": "6.1.0-test", "B": "6.2.0-test"}[side]
 		if got := r.GetConfig(wire.KeyKernel); got != want {
 			t.Errorf("side %s kernel = %q; want the host's label %q, not the guest's", side, got, want)
 		}
-		if r.GetConfig(KeyBoot) == "" || r.GetConfig(KeyImage) != strings.Repeat(side, 12) || r.GetConfig(wire.KeyAccel) != "tcg" {
+		if r.GetConfig(wire.KeyBoot) == "" || r.GetConfig(wire.KeyImage) != strings.Repeat(side, 12) || r.GetConfig(wire.KeyAccel) != "tcg" {
 			t.Errorf("result config %v lacks boot, image or accel", r.Config)
 		}
 	}
 }
 
-func TestRunAddsBootsOnlyWhileAsked(t *testing.T) {
-	asked := 0
-	more := func() bool { asked++; return asked <= 2 } // two more rounds, then enough
-	_, _, sum, err := runFake(t, Plan{Boots: 4, MaxBoots: 10, More: more}, nil)
-	if err != nil || sum.OK["A"] != 6 || sum.OK["B"] != 6 {
-		t.Errorf("Run(adaptive, 2 extra rounds) = %v, %v; want 6 boots per side", sum.OK, err)
+func TestMeasureBootsOnlyWhatIsMissing(t *testing.T) {
+	var log []string
+	r := &Runner{Sides: testSides(), Exec: Local{Boot: fakeBoot(&log, nil)}, RunDir: t.TempDir()}
+	for _, n := range []int{4, 4, 6, 5} {
+		if err := r.Measure(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
 	}
-	_, _, sum, _ = runFake(t, Plan{Boots: 4, MaxBoots: 5, More: func() bool { return true }}, nil)
-	if sum.OK["A"] != 5 || sum.OK["B"] != 5 {
-		t.Errorf("Run(always more, MaxBoots 5) = %v; want the cap of 5 per side", sum.OK)
+	if sum := r.Summary(); sum.OK["A"] != 6 || sum.OK["B"] != 6 || len(log) != 12 {
+		t.Errorf("Measure(4, 4, 6, 5) = %v after %d boots; want 6 per side from 12 boots", sum.OK, len(log))
+	}
+	if got := len(r.Boots("A")); got != 6 {
+		t.Errorf("Boots(A) has %d boots; want 6", got)
+	}
+}
+
+func TestMeasureInParallel(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	running, most := 0, 0
+	boot := fakeBoot(&log, nil)
+	r := &Runner{Sides: testSides(), RunDir: t.TempDir(), Exec: Local{Workers: 3, Boot: func(ctx context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		running--
+		return boot(ctx, cfg)
+	}}}
+	if err := r.Measure(context.Background(), 4); err != nil {
+		t.Fatal(err)
+	}
+	if sum := r.Summary(); sum.OK["A"] != 4 || sum.OK["B"] != 4 || most != 3 {
+		t.Errorf("Measure(4) with 3 workers = %v, at most %d at once; want 4 per side, 3 at once", sum.OK, most)
+	}
+	boots := map[string]bool{}
+	for _, res := range r.Results() {
+		boots[res.GetConfig(wire.KeySide)+res.GetConfig(wire.KeyBoot)] = true
+	}
+	if len(boots) != 8 {
+		t.Errorf("results label %d distinct boots (%v); want 8", len(boots), boots)
+	}
+}
+
+func TestWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		accel     vmrunner.Accel
+		requested int
+		want      int
+		err       bool
+	}{
+		{vmrunner.Icount, 0, runtime.NumCPU(), false},
+		{vmrunner.Icount, 3, 3, false},
+		{vmrunner.TCG, 0, 1, false},
+		{vmrunner.TCG, 1, 1, false},
+		{vmrunner.Auto, 2, 0, true},
+		{vmrunner.KVM, 4, 0, true},
+		{vmrunner.Icount, -1, 0, true},
+	} {
+		got, err := Workers(tc.accel, tc.requested)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("Workers(%s, %d) = %d, %v; want %d, error %v", tc.accel, tc.requested, got, err, tc.want, tc.err)
+		}
 	}
 }
 
 func TestRunStopsOnAKernelThatDoesNotBoot(t *testing.T) {
-	log, res, sum, err := runFake(t, Plan{Boots: 3, Seed: 1}, map[string]vmrunner.Outcome{"/k/B": vmrunner.Panic})
+	log, res, sum, err := runFake(t, &Runner{Seed: 1}, 3, map[string]vmrunner.Outcome{"/k/B": vmrunner.Panic})
 	if !errors.Is(err, ErrBootFailed) || !strings.Contains(err.Error(), "panic") {
 		t.Fatalf("Run(B panics) = %v; want ErrBootFailed naming the panic", err)
 	}
@@ -129,7 +192,7 @@ func TestRunStopsOnAKernelThatDoesNotBoot(t *testing.T) {
 		t.Errorf("Run(B panics) booted %v, %d failures; want to stop after B's first boot", log, len(sum.Failed))
 	}
 	for _, r := range res {
-		if r.GetConfig(KeySide) == "B" {
+		if r.GetConfig(wire.KeySide) == "B" {
 			t.Errorf("a failed boot's results were written: %v", r.Config)
 		}
 	}
@@ -140,14 +203,15 @@ func TestRunStopsWhenCanceled(t *testing.T) {
 	cause := errors.New("interrupted by SIGINT")
 	var log []string
 	boot := fakeBoot(&log, nil)
-	p := Plan{Boots: 5, Sides: testSides(), RunDir: t.TempDir(), Results: benchfmt.NewWriter(new(bytes.Buffer)),
-		Boot: func(ctx context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
+	r := &Runner{Sides: testSides(), RunDir: t.TempDir(), Sink: StreamResults(new(bytes.Buffer)),
+		Exec: Local{Boot: func(ctx context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
 			if len(log) == 3 {
 				cancel(cause)
 			}
 			return boot(ctx, cfg)
-		}}
-	sum, err := Run(ctx, p)
+		}}}
+	err := r.Measure(ctx, 5)
+	sum := r.Summary()
 	if !errors.Is(err, cause) {
 		t.Errorf("Run(canceled) = %v; want the cancel cause", err)
 	}

@@ -2,105 +2,130 @@ package measure
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
 
-// runPaired runs the two sides in pairs. Each round boots A and B at the same
-// time, both pinned to one host CPU, with paced guests: each guest stops
-// before every step of its run plan (the start of a benchmark, each further
-// sample, the end), and the host lets the two take each step in turn, in an
-// order drawn per step from Seed. Only one guest computes at any moment, and
-// sample k of A and sample k of B are taken within a step of each other on
-// the same CPU.
+// Paired is the executor of paired runs: it boots the two jobs of each
+// round (a pair) at the same time, both pinned to one host CPU, with paced
+// guests: each guest stops before every step of its run plan (the start of
+// a benchmark, each further sample, the end), and the executor lets the two
+// take each step in turn, in an order drawn per step from Seed and the
+// round. Only one guest computes at any moment, and sample k of A and
+// sample k of B are taken within a step of each other on the same CPU.
 //
 // Why: on a shared host the speed of a CPU wanders by ±10 % and more over
-// seconds (other tenants on the same physical core and cache), far more than
-// the changes worth finding, and boots run one after the other land in
+// seconds (other tenants on the same physical core and cache), far more
+// than the changes worth finding, and boots run one after the other land in
 // different host states. Host state that lasts longer than a step hits both
 // VMs of a pair alike and cancels in the ratio B/A of the pair, which
 // package compare then tests (Wilcoxon signed-rank over pairs).
 //
 // A round whose A or B boot fails leaves an incomplete pair; the boot that
-// worked is still written (labelled with its pair) and the round is
-// repeated. Boots and MaxBoots count complete pairs.
-func runPaired(ctx context.Context, p Plan) (*Summary, error) {
-	st := newRunState()
-	sum := st.sum
-	sum.PinnedCPU = -1
-	if cpu, err := vmrunner.PairCPU(); err == nil {
-		p.VM.PinCPUs = []int{cpu}
-		sum.PinnedCPU = cpu
+// worked is still kept (labelled with its pair) and the Runner repeats the
+// round.
+type Paired struct {
+	Boot BootFunc
+	Seed uint64
+
+	mu     sync.Mutex
+	pinned bool
+	cpu    int
+	steps  int
+}
+
+// Steps returns the steps the guests took in turn so far.
+func (p *Paired) Steps() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.steps
+}
+
+// PinnedCPU returns the host CPU the pairs run on, -1 when they could not be
+// pinned (or before the first pair).
+func (p *Paired) PinnedCPU() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.pinned {
+		return -1
 	}
-	target := p.Boots
-	st.total = 2 * target
-	pairs := 0
-	for round := 1; ; round++ {
-		if pairs >= target {
-			if target >= p.MaxBoots || p.More == nil || !p.More() {
-				break
-			}
-			target++
-			st.total = 2 * target
+	return p.cpu
+}
+
+// Run implements Executor. jobs come in pairs (A and B of one round, with
+// Job.Pair set); done is called for both after both boots ended.
+func (p *Paired) Run(ctx context.Context, jobs []Job, done func(Job, *vmrunner.Result) error) error {
+	if len(jobs)%2 != 0 {
+		return fmt.Errorf("measure: paired executor given %d boots, not pairs", len(jobs))
+	}
+	p.mu.Lock()
+	if !p.pinned {
+		if cpu, err := vmrunner.PairCPU(); err == nil {
+			p.pinned, p.cpu = true, cpu
 		}
+	}
+	p.mu.Unlock()
+	for i := 0; i < len(jobs); i += 2 {
 		if err := ctx.Err(); err != nil {
-			return sum, context.Cause(ctx)
+			return context.Cause(ctx)
 		}
-		var (
-			boots   [2]int
-			cfgs    [2]vmrunner.Config
-			results [2]*vmrunner.Result
-			errs    [2]error
-			wg      sync.WaitGroup
-		)
-		events := make(chan paceEvent, 8)
-		for i, s := range p.Sides {
-			boots[i] = st.nextBoot(s)
-			if p.OnBootStart != nil {
-				p.OnBootStart(s, boots[i], st.done, st.total)
-			}
-			cfgs[i] = bootConfig(p, s, boots[i])
-			cfgs[i].Pace = func(step int, resume func()) { events <- paceEvent{side: i, resume: resume} }
-		}
-		// Which QEMU starts first is drawn too: the first to boot waits
-		// longer for its partner, and nothing may favour one side.
-		turns := rand.New(rand.NewPCG(p.Seed, uint64(round)))
-		starts := []int{0, 1}
-		if turns.IntN(2) == 1 {
-			starts = []int{1, 0}
-		}
-		for _, i := range starts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i], errs[i] = p.Boot(ctx, cfgs[i])
-				events <- paceEvent{side: i, done: true}
-			}()
-		}
-		sum.Steps += takeTurns(events, turns)
-		wg.Wait()
-		for i := range p.Sides {
-			if errs[i] != nil {
-				return sum, errs[i]
-			}
-		}
-		var recErr error
-		for i, s := range p.Sides {
-			if err := st.record(ctx, p, s, boots[i], round, cfgs[i], results[i]); err != nil && recErr == nil {
-				recErr = err
-			}
-		}
-		if recErr != nil {
-			return sum, recErr
-		}
-		if results[0].Outcome == vmrunner.OK && results[1].Outcome == vmrunner.OK {
-			pairs++
+		if err := p.runPair(ctx, jobs[i:i+2], done); err != nil {
+			return err
 		}
 	}
-	sum.Pairs = pairs
-	return sum, nil
+	return nil
+}
+
+func (p *Paired) runPair(ctx context.Context, pair []Job, done func(Job, *vmrunner.Result) error) error {
+	var (
+		results [2]*vmrunner.Result
+		errs    [2]error
+		wg      sync.WaitGroup
+	)
+	events := make(chan paceEvent, 8)
+	for i := range pair {
+		cfg := &pair[i].Config
+		if p.pinned {
+			cfg.PinCPUs = []int{p.cpu}
+		}
+		cfg.Pace = func(step int, resume func()) { events <- paceEvent{side: i, resume: resume} }
+		pair[i].start()
+	}
+	// Which QEMU starts first is drawn too: the first to boot waits
+	// longer for its partner, and nothing may favour one side.
+	turns := rand.New(rand.NewPCG(p.Seed, uint64(pair[0].Pair)))
+	starts := []int{0, 1}
+	if turns.IntN(2) == 1 {
+		starts = []int{1, 0}
+	}
+	for _, i := range starts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = p.Boot(ctx, pair[i].Config)
+			events <- paceEvent{side: i, done: true}
+		}()
+	}
+	steps := takeTurns(events, turns)
+	wg.Wait()
+	p.mu.Lock()
+	p.steps += steps
+	p.mu.Unlock()
+	for i := range pair {
+		if errs[i] != nil {
+			return errs[i]
+		}
+	}
+	var first error
+	for i, j := range pair {
+		if err := done(j, results[i]); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // paceEvent is a guest of a pair that waits for its next step (resume lets

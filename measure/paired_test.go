@@ -66,11 +66,12 @@ func (f *pacedFake) boot(_ context.Context, cfg vmrunner.Config) (*vmrunner.Resu
 	return &vmrunner.Result{Outcome: vmrunner.OK, Stream: wire.Decode(b.Bytes()), Accel: vmrunner.TCG, Channel: "virtio"}, nil
 }
 
-func runPairedFake(t *testing.T, f *pacedFake, p Plan) ([]*benchfmt.Result, *Summary, error) {
+func runPairedFake(t *testing.T, f *pacedFake, pairs int, seed uint64) ([]*benchfmt.Result, *Summary, error) {
 	t.Helper()
 	var out bytes.Buffer
-	p.Sides, p.Boot, p.Results, p.RunDir, p.Paired = testSides(), f.boot, benchfmt.NewWriter(&out), t.TempDir(), true
-	sum, err := Run(context.Background(), p)
+	r := &Runner{Sides: testSides(), Exec: &Paired{Boot: f.boot, Seed: seed}, Seed: seed, Sink: StreamResults(&out), RunDir: t.TempDir(), Paired: true}
+	err := r.Measure(context.Background(), pairs)
+	sum := r.Summary()
 	res, rerr := ReadResults(&out, "out")
 	if rerr != nil {
 		t.Fatal(rerr)
@@ -80,7 +81,7 @@ func runPairedFake(t *testing.T, f *pacedFake, p Plan) ([]*benchfmt.Result, *Sum
 
 func TestRunPairedTakesTurns(t *testing.T) {
 	f := &pacedFake{steps: 5}
-	res, sum, err := runPairedFake(t, f, Plan{Boots: 3, Seed: 7})
+	res, sum, err := runPairedFake(t, f, 3, 7)
 	if err != nil || sum.Pairs != 3 || sum.OK["A"] != 3 || sum.OK["B"] != 3 {
 		t.Fatalf("Run(paired) = %+v, %v; want 3 pairs", sum, err)
 	}
@@ -110,7 +111,7 @@ func TestRunPairedTakesTurns(t *testing.T) {
 	}
 	pairs := map[string]int{}
 	for _, r := range res {
-		pairs[r.GetConfig(KeySide)+r.GetConfig(KeyPair)]++
+		pairs[r.GetConfig(wire.KeySide)+r.GetConfig(wire.KeyPair)]++
 	}
 	for _, k := range []string{"A1", "B1", "A2", "B2", "A3", "B3"} {
 		if pairs[k] != 5 {
@@ -123,7 +124,7 @@ func TestRunPairedRepeatsIncompletePairs(t *testing.T) {
 	// A's second boot panics after its first step: round 2 is an
 	// incomplete pair, and a third round completes the second pair.
 	f := &pacedFake{steps: 2, failBoot: map[string]int{"A": 2}}
-	res, sum, err := runPairedFake(t, f, Plan{Boots: 2, Seed: 1})
+	res, sum, err := runPairedFake(t, f, 2, 1)
 	if err != nil || sum.Pairs != 2 || len(sum.Failed) != 1 {
 		t.Fatalf("Run(paired, one failure) = %+v, %v; want 2 complete pairs and 1 failed boot", sum, err)
 	}
@@ -134,7 +135,7 @@ func TestRunPairedRepeatsIncompletePairs(t *testing.T) {
 	seen := map[string]bool{}
 	var bPairs []string
 	for _, r := range res {
-		if p := r.GetConfig(KeyPair); r.GetConfig(KeySide) == "B" && !seen[p] {
+		if p := r.GetConfig(wire.KeyPair); r.GetConfig(wire.KeySide) == "B" && !seen[p] {
 			seen[p] = true
 			bPairs = append(bPairs, p)
 		}

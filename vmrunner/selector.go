@@ -3,7 +3,6 @@ package vmrunner
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
 	"strings"
 	"sync"
@@ -25,11 +24,6 @@ type Selector struct {
 	// Log receives one line saying which accelerator Auto chose and why (a
 	// warning when KVM was present but did not work); nil means silent.
 	Log *log.Logger
-	// Notify is the io.Writer that Log replaced: when Log is nil, the same
-	// lines go to Notify, without a prefix.
-	//
-	// Deprecated: set Log. Notify stays only until its last callers move.
-	Notify io.Writer
 
 	mu      sync.Mutex
 	decided Accel
@@ -124,11 +118,8 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 func (s *Selector) say(format string, args ...any) {
-	switch {
-	case s.Log != nil:
+	if s.Log != nil {
 		s.Log.Printf(format, args...)
-	case s.Notify != nil:
-		fmt.Fprintf(s.Notify, format+"\n", args...)
 	}
 }
 

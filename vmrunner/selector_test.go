@@ -58,14 +58,3 @@ func TestSelectorKVMUnusable(t *testing.T) {
 		t.Errorf("KVMUnusableError = %q; want the reason, and no command-line flag in a library error", msg)
 	}
 }
-
-func TestSelectorNotifyStillSays(t *testing.T) {
-	var buf strings.Builder
-	sel := &Selector{Requested: Auto, Notify: &buf}
-	if _, err := sel.Boot(context.Background(), fakeConfig(t, "kvm-refused")); err != nil {
-		t.Fatal(err)
-	}
-	if got := buf.String(); strings.Count(got, "\n") != 1 || strings.HasPrefix(got, "lpmbisect:") {
-		t.Errorf("Selector{Notify} wrote %q; want one line without a prefix", got)
-	}
-}

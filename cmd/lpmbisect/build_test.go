@@ -1,14 +1,14 @@
 package main
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/urfave/cli/v2"
-
+	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
 )
@@ -27,7 +27,7 @@ func TestBuildCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("lpmbisect build: exit %d\n%s", code, stderr)
 	}
-	dir := filepath.Join(src, defaultBuildDir)
+	dir := filepath.Join(src, bisect.DefaultBuildDir)
 	if got := strings.TrimSpace(stdout); got != dir {
 		t.Errorf("lpmbisect build printed %q; want the build directory %s", got, dir)
 	}
@@ -64,18 +64,32 @@ func TestBuildCommandConfig(t *testing.T) {
 }
 
 // Every configuration key names a flag of a command that reads --config.
+// Every configuration key but the [[series]] and [[kernel]] entries (read
+// by the commands that use them) stands for a flag of some command, with
+// the key's name in dashes.
 func TestConfigKeysAreFlags(t *testing.T) {
 	flags := map[string]bool{}
-	for _, cmd := range []*cli.Command{buildCommand(), bisectRunCommand(), bisectCommand()} {
+	defaults := config.Defaults()
+	for _, cmd := range newApp(&run{File: &defaults}, io.Discard, io.Discard).Commands {
 		for _, f := range cmd.Flags {
 			for _, n := range f.Names() {
 				flags[n] = true
 			}
 		}
 	}
-	for _, s := range config.Settings {
-		if !flags[s.Flag] {
-			t.Errorf("config key %s stands for --%s, which no command has", s.Key, s.Flag)
+	renamed := map[string]string{"bench.select": "bench", "build.base": "base-config", "build.fragments": "fragment",
+		"build.make_flags": "make-flag", "build.command": "build-command"}
+	for _, key := range config.Keys() {
+		sec, name, _ := strings.Cut(key, ".")
+		if sec == "series" || sec == "kernel" || sec == "nightly" {
+			continue
+		}
+		flag := strings.ReplaceAll(name, "_", "-")
+		if r, ok := renamed[key]; ok {
+			flag = r
+		}
+		if !flags[flag] {
+			t.Errorf("config key %s stands for --%s, which no command has", key, flag)
 		}
 	}
 }

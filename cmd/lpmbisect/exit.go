@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -36,14 +35,8 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
-// argsError reports a wrong number of positional arguments; flags given
-// after them are the usual cause (flags must come first).
+// argsError reports a wrong number of positional arguments.
 func argsError(cmd, want string, args []string) error {
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			return usageError("%s takes %s; flag %s came after them (put flags before the kernels)", cmd, want, a)
-		}
-	}
 	return usageError("%s takes %s, got %d arguments (see lpmbisect %s --help)", cmd, want, len(args), cmd)
 }
 
@@ -67,7 +60,7 @@ func exitCode(err error) int {
 		return se.code
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, kernel.ErrNotFound), errors.Is(err, kernel.ErrNotKernel), errors.Is(err, kernel.ErrNotSupported):
+	case kernel.IsBadInput(err):
 		return exitUsage
 	case errors.Is(err, vmrunner.ErrQEMUMissing), errors.Is(err, measure.ErrBootFailed), errors.Is(err, measure.ErrNoResults), errors.As(err, &kvm):
 		return exitInfra

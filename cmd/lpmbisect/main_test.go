@@ -52,7 +52,9 @@ func TestBadInputBeforeAnyVM(t *testing.T) {
 		{"icount with two vCPUs", append(append([]string{"run", "--accel", "icount", "--cpus", "2"}, common...), text), "--cpus 1"},
 		{"zero samples", append(append([]string{"run", "--samples", "0"}, common...), text), "--samples"},
 		{"unwritable out", append(append([]string{"run", "--out", filepath.Join(dir, "no", "such", "dir", "r.txt")}, common...), text), "--out"},
-		{"flag after kernel", []string{"run", text, "--boots", "2"}, "put flags before"},
+		{"flags after the kernel", append([]string{"run", text, "--boots", "2"}, common...), "not a kernel"},
+		{"a kernel after --", append(append([]string{"run"}, common...), "--", "--not-a-flag"), "does not exist"},
+		{"mistyped flag", append(append([]string{"run", "--acel", "tcg"}, common...), text), "did you mean --accel"},
 		{"unknown flag", []string{"run", "--no-such-flag", text}, "no-such-flag"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,4 +1,13 @@
-package bisect
+// Package git runs git for lpmbisect: resolving revisions, checking out,
+// worktrees, fetching, and driving git bisect, unattended (no pager, editor
+// or prompts) and with errors that say which command failed where.
+//
+// Commands that change a repository (checkout, bisect marks, worktrees,
+// fetch) run to their end even when the caller's context is canceled: a
+// git killed half way leaves an index.lock or a half-written BISECT_LOG
+// behind, which breaks the next run. The caller sees the cancellation
+// right after the command returns.
+package git
 
 import (
 	"bytes"
@@ -21,7 +30,22 @@ type Repo struct {
 // ErrGit is wrapped by errors of git commands that failed.
 var ErrGit = errors.New("git failed")
 
+// git runs a command that only reads the repository: canceling ctx kills it.
 func (r *Repo) git(ctx context.Context, args ...string) (string, error) {
+	return r.run(ctx, ctx, args...)
+}
+
+// change runs a command that writes to the repository: it runs to its end
+// whatever happens to ctx, whose cancellation is reported once it is done.
+func (r *Repo) change(ctx context.Context, args ...string) (string, error) {
+	out, err := r.run(context.WithoutCancel(ctx), ctx, args...)
+	if err == nil && ctx.Err() != nil {
+		return out, context.Cause(ctx)
+	}
+	return out, err
+}
+
+func (r *Repo) run(ctx, caller context.Context, args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = r.Dir
@@ -31,8 +55,8 @@ func (r *Repo) git(ctx context.Context, args ...string) (string, error) {
 	err := cmd.Run()
 	out := strings.TrimSpace(stdout.String())
 	if err != nil {
-		if ctx.Err() != nil {
-			return out, context.Cause(ctx)
+		if caller.Err() != nil {
+			return out, context.Cause(caller)
 		}
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
@@ -109,7 +133,7 @@ func (r *Repo) Parent(ctx context.Context, commit string) (string, error) {
 
 // Checkout checks out a commit (detached).
 func (r *Repo) Checkout(ctx context.Context, commit string) error {
-	_, err := r.git(ctx, "checkout", "--quiet", "--detach", commit)
+	_, err := r.change(ctx, "checkout", "--quiet", "--detach", commit)
 	return err
 }
 
@@ -186,7 +210,11 @@ var (
 // Bisect runs a git bisect subcommand (start, good, bad, skip, reset, log)
 // and reads where the bisection stands from its output.
 func (r *Repo) Bisect(ctx context.Context, args ...string) (BisectOutcome, error) {
-	out, err := r.git(ctx, append([]string{"bisect"}, args...)...)
+	run := r.change
+	if len(args) > 0 && args[0] == "log" {
+		run = r.git
+	}
+	out, err := run(ctx, append([]string{"bisect"}, args...)...)
 	o := BisectOutcome{Output: out}
 	if m := firstBadRe.FindStringSubmatch(out); m != nil {
 		o.FirstBad = m[1]
@@ -208,13 +236,13 @@ func (r *Repo) AddWorktree(ctx context.Context, dir, commit string) error {
 		wt := &Repo{Dir: dir}
 		return wt.Checkout(ctx, commit)
 	}
-	r.git(ctx, "worktree", "prune")
-	_, err := r.git(ctx, "worktree", "add", "--quiet", "--detach", dir, commit)
+	r.change(ctx, "worktree", "prune")
+	_, err := r.change(ctx, "worktree", "add", "--quiet", "--detach", dir, commit)
 	return err
 }
 
 // RemoveWorktree removes a worktree made by AddWorktree.
 func (r *Repo) RemoveWorktree(ctx context.Context, dir string) error {
-	_, err := r.git(ctx, "worktree", "remove", "--force", dir)
+	_, err := r.change(ctx, "worktree", "remove", "--force", dir)
 	return err
 }

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// reorderArgs moves a command's flags before its arguments, so flags may go
+// anywhere on the line, as with git or go test: urfave/cli v2 stops parsing
+// flags at the first argument (urfave/cli#976). "--" ends the flags; what
+// follows it stays an argument. A flag that takes a value moves with it.
+func reorderArgs(app *cli.App, args []string) []string {
+	i := commandIndex(args)
+	if i < 0 {
+		return args
+	}
+	cmd := app.Command(args[i])
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	flags, rest := []string{}, []string{}
+	tail := args[i+1:]
+	for j := 0; j < len(tail); j++ {
+		a := tail[j]
+		switch {
+		case a == "--":
+			rest = append(rest, tail[j:]...)
+			j = len(tail)
+		case strings.HasPrefix(a, "-") && a != "-":
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && takesValue[name] && j+1 < len(tail) {
+				j++
+				flags = append(flags, tail[j])
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return slices.Concat(args[:i+1], flags, rest)
+}
+
+// commandIndex returns the index of the command in args (args[0] is the
+// program), -1 when there is none.
+func commandIndex(args []string) int {
+	for i := 1; i < len(args); i++ {
+		if !strings.HasPrefix(args[i], "-") {
+			return i
+		}
+	}
+	return -1
+}
+
+// configArg returns the value of --config on the command line, "" when it
+// is not given: the file must be read before the flags, whose defaults it
+// sets.
+func configArg(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "config" {
+			continue
+		}
+		if hasValue {
+			return value
+		}
+		if i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,193 @@
+package measure
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/initramfs"
+	"github.com/lpmbisect/lpmbisect/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// Options say how kernels are booted: what every command that boots shares
+// (run, compare, bisect, nightly, calibrate, a fleet worker). The zero value
+// of a field means its default.
+type Options struct {
+	Accel vmrunner.Accel // default Auto
+	Plan  GuestPlan
+	// MemoryMB and CPUs size the guest (default 1024 MiB, 1 vCPU).
+	MemoryMB, CPUs int
+	// BootTimeout bounds the wait for the guest's first results,
+	// ProgressTimeout its longest silence once booted.
+	BootTimeout, ProgressTimeout time.Duration
+	QEMU                         string // default qemu-system-x86_64
+	// CacheDir holds unpacked kernels, initramfs images and run logs
+	// (default: the user cache directory's lpmbisect).
+	CacheDir string
+	// RunDir gets the console log and raw capture of every boot (default
+	// <CacheDir>/runs/<time>-<pid>).
+	RunDir string
+	// Guest is the guest binary (default: lpmbisect-guest beside the
+	// running executable).
+	Guest string
+	// Append are extra kernel parameters ("mitigations=off").
+	Append []string
+	// NoModules packs no kernel modules (results then travel over virtio
+	// only when it is built in, else over the serial fallback).
+	NoModules bool
+	// Parallel is how many boots may run at once (see Workers; 0: its
+	// default).
+	Parallel int
+	// Paired runs two kernels in pairs under wall-clock accelerators (see
+	// Paired); ignored under icount, whose counts need no pairs.
+	Paired bool
+	// Log gets progress lines and notes; Verbose, when set, every QEMU
+	// command line and the decisions behind a run.
+	Log, Verbose *log.Logger
+}
+
+// OptionError is an Options field that cannot be used. Option names it in
+// words ("cpus", "memory", "cache directory").
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// ErrIcountCPUs says that icount runs one vCPU: single-threaded TCG counts
+// instructions, guests hang bringing up a second vCPU under icount, and
+// counts stop being deterministic.
+var ErrIcountCPUs = errors.New("icount needs exactly 1 vCPU")
+
+// Setup is Options checked and completed: what a command boots kernels
+// with.
+type Setup struct {
+	Options
+	Selector *vmrunner.Selector
+	VM       vmrunner.Config
+	Workers  int // boots at once
+}
+
+// NewSetup checks o, before any VM starts, and fills in its defaults. Its
+// errors are *OptionError, or the plan's *wire.ParamError.
+func NewSetup(o Options) (*Setup, error) {
+	if o.Accel == "" {
+		o.Accel = vmrunner.Auto
+	}
+	if o.MemoryMB == 0 {
+		o.MemoryMB = 1024
+	}
+	if o.CPUs == 0 {
+		o.CPUs = 1
+	}
+	if o.Plan.Rounds == 0 {
+		o.Plan.Rounds = wire.DefaultPlan().Rounds
+	}
+	if err := o.Plan.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Accel == vmrunner.Icount && o.CPUs != 1:
+		return nil, &OptionError{"cpus", ErrIcountCPUs}
+	case o.MemoryMB < 128:
+		return nil, &OptionError{"memory", fmt.Errorf("%d MiB is too little: at least 128", o.MemoryMB)}
+	case o.CPUs < 1 || o.CPUs > 64:
+		return nil, &OptionError{"cpus", fmt.Errorf("%d vCPUs: between 1 and 64", o.CPUs)}
+	}
+	workers, err := Workers(o.Accel, o.Parallel)
+	if err != nil {
+		return nil, &OptionError{"parallel", err}
+	}
+	if o.CacheDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return nil, &OptionError{"cache directory", fmt.Errorf("%w (name one)", err)}
+		}
+		o.CacheDir = filepath.Join(base, "lpmbisect")
+	}
+	if o.Guest == "" {
+		if o.Guest, err = initramfs.FindGuest(); err != nil {
+			return nil, &OptionError{"guest", err}
+		}
+	}
+	if o.RunDir == "" {
+		o.RunDir = filepath.Join(o.CacheDir, "runs", time.Now().Format("20060102-150405")+fmt.Sprintf("-%d", os.Getpid()))
+	}
+	if o.Log == nil {
+		o.Log = log.New(io.Discard, "", 0)
+	}
+	s := &Setup{Options: o, Workers: workers,
+		Selector: &vmrunner.Selector{Requested: o.Accel, Log: o.Log},
+		VM: vmrunner.Config{QEMU: o.QEMU, MemoryMB: o.MemoryMB, CPUs: o.CPUs,
+			BootDeadline: o.BootTimeout, ProgressDeadline: o.ProgressTimeout, Log: o.Verbose},
+	}
+	return s, nil
+}
+
+// Prepare resolves kernel inputs and packs the initramfs of each (see the
+// package function Prepare), saying how results will travel when that is
+// worth knowing.
+func (s *Setup) Prepare(inputs []string) ([]*Side, error) {
+	start := time.Now()
+	sides, err := Prepare(inputs, s.Guest, s.CacheDir, s.NoModules)
+	if err != nil {
+		return nil, err
+	}
+	for _, side := range sides {
+		if s.Verbose != nil {
+			s.Verbose.Printf("%s = %s (release %s, sha256 %s, initramfs %s, cached %v) in %s",
+				side.Name, side.Kernel.Input, side.Kernel.Release, side.Kernel.SHA256[:12], filepath.Base(side.Image.Path), side.Image.Cached, Elapsed(start))
+		}
+		if side.ChannelNote != "" {
+			s.Log.Printf("%s: %s", side.Name, side.ChannelNote)
+		}
+	}
+	return sides, nil
+}
+
+// Pairs reports whether a run of n kernels runs in pairs: asked for, two
+// kernels, a wall-clock accelerator (icount counts need no pairs).
+func (s *Setup) Pairs(n int) bool { return s.Paired && n == 2 && s.Accel != vmrunner.Icount }
+
+// Runner returns a runner of sides with this setup's executor: pairs when
+// Pairs, else Workers boots at once. Every completed boot's results also go
+// to sink (nil for none).
+func (s *Setup) Runner(sides []*Side, seed uint64, sink *ResultsFile) *Runner {
+	paired := s.Pairs(len(sides))
+	var exec Executor = Local{Boot: s.Selector.Boot, Workers: s.Workers}
+	if paired {
+		exec = &Paired{Boot: s.Selector.Boot, Seed: seed}
+	}
+	r := &Runner{
+		Sides: sides, Seed: seed, GuestArgs: append(s.Plan.KernelArgs(), s.Append...), Selector: s.Selector,
+		VM: s.VM, RunDir: s.RunDir, Exec: exec, Paired: paired, Sink: sink,
+	}
+	if len(sides) > 1 && s.Verbose != nil {
+		s.Verbose.Printf("boot order seed %d", seed)
+	}
+	return r
+}
+
+// Finish says what a finished run noted: pairs and pinning of a paired run
+// (verbose), and each distinct note of the guests (unsupported benchmarks,
+// failures).
+func (s *Setup) Finish(r *Runner) {
+	sum := r.Summary()
+	if r.Paired && s.Verbose != nil {
+		where := fmt.Sprintf("host CPU %d", sum.PinnedCPU)
+		if sum.PinnedCPU < 0 {
+			where = "no pinned CPU (affinity unreadable)"
+		}
+		s.Verbose.Printf("paired: %d complete pairs on %s, %d steps taken in turn", sum.Pairs, where, sum.Steps)
+	}
+	for _, n := range sum.Notes {
+		s.Log.Printf("%s: %s", n.Key, n.Text)
+	}
+}

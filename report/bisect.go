@@ -1,0 +1,175 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+)
+
+// Bisection is a finished bisection as this package renders it: package
+// bisect decides every line of it (the culprit, its verdict, the effect, the
+// steps); the renderers only lay it out.
+type Bisection struct {
+	// Culprit names what the bisection found, in one line ("first bad
+	// commit: …", "no single culprit: …").
+	Culprit string
+	// Verdict is "confirmed by the re-check", "suspect: …", "not
+	// re-checked" or "inconclusive".
+	Verdict string
+	// Effect compares the bad endpoint with the good one, Recheck the
+	// culprit with its parent (empty without a re-check).
+	Effect, Recheck []BisectionRow
+	// Drift names control rows that moved between the endpoints.
+	Drift []string
+	// Confidence bounds the chance that no step's verdict was wrong, over
+	// Steps' claims; RecheckP is the re-check's largest p-value over the
+	// signal rows, or -1 without one.
+	Confidence float64
+	RecheckP   float64
+	Steps      []BisectionStep
+	// Measured counts the distinct images booted, endpoints included.
+	Measured int
+	// Images is set for a bisection over prebuilt kernels (steps name
+	// kernels, not commits).
+	Images bool
+	// Instructions is set when the rows count instructions (icount).
+	Instructions bool
+	// StatePath and LogPath locate the state and the step log.
+	StatePath, LogPath string
+	// RecheckHTML, when set, names the page with compare's report of the
+	// parent against the culprit, which the HTML links.
+	RecheckHTML string
+}
+
+// BisectionRow compares two kernels on one benchmark.
+type BisectionRow struct {
+	Benchmark, Unit string
+	A, B            float64 // the two kernels' centres
+	DeltaPct        float64
+	Verdict         compare.Verdict
+	P               float64 // the p-value behind the verdict
+	BootsA, BootsB  int
+	// Comparison is the verdict with its change and p, as the step log
+	// writes it: "DIFFERENT (-17.40%, p=0.0022)".
+	Comparison string
+}
+
+// BisectionStep is one decided step.
+type BisectionStep struct {
+	N       int
+	What    string // "1a4a0cb7985f bpf/lpm_trie: inline …" or "#4 linux-image-….deb"
+	Image   string // short image hash
+	Boots   int
+	Class   string // good, bad, skip
+	Reason  string
+	LogLine string // the step as the step log has it
+}
+
+func bisectionRowLine(r BisectionRow) string {
+	return fmt.Sprintf("%s: %s → %s: %s, %d+%d boots", r.Benchmark, FormatValue(r.A, r.Unit), FormatValue(r.B, r.Unit), r.Comparison, r.BootsA, r.BootsB)
+}
+
+// FormatValue renders a centre in its unit, as the tables do: seconds per
+// operation in ns/op, other units as they are.
+func FormatValue(v float64, unit string) string {
+	if unit == "sec/op" {
+		return fmt.Sprintf("%.4g ns/op", v*1e9)
+	}
+	return fmt.Sprintf("%.4g %s", v, unit)
+}
+
+// WriteBisectionText writes a bisection report as plain text.
+func WriteBisectionText(w io.Writer, r Bisection) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", r.Culprit)
+	fmt.Fprintf(&b, "verdict: %s\n", r.Verdict)
+	if len(r.Effect) > 0 || len(r.Drift) > 0 {
+		fmt.Fprintf(&b, "effect, good → bad:\n")
+		for _, row := range r.Effect {
+			fmt.Fprintf(&b, "  %s\n", bisectionRowLine(row))
+		}
+		for _, d := range r.Drift {
+			fmt.Fprintf(&b, "  warning: control %s moved between the endpoints (harness or host drift)\n", d)
+		}
+	}
+	if len(r.Recheck) > 0 {
+		fmt.Fprintf(&b, "re-check, parent → culprit:\n")
+		for _, row := range r.Recheck {
+			fmt.Fprintf(&b, "  %s\n", bisectionRowLine(row))
+		}
+	}
+	fmt.Fprintf(&b, "confidence: ≥ %.3f that no step's verdict was wrong (1 − Σ p over %d steps' claims)", r.Confidence, len(r.Steps))
+	if r.RecheckP >= 0 {
+		fmt.Fprintf(&b, "; culprit against its parent p%s", formatPRelation(r.RecheckP))
+	}
+	b.WriteString("\n")
+	skipped := 0
+	fmt.Fprintf(&b, "steps:\n")
+	for _, st := range r.Steps {
+		if st.Class == "skip" {
+			skipped++
+		}
+		fmt.Fprintf(&b, "  %s\n", st.LogLine)
+	}
+	fmt.Fprintf(&b, "%d steps (%d skipped), %d kernels measured (distinct images, endpoints included)\n", len(r.Steps), skipped, r.Measured)
+	if r.Instructions {
+		fmt.Fprintf(&b, "note: %s\n", compare.InstructionsExplanation)
+	}
+	fmt.Fprintf(&b, "state: %s, step log: %s\n", r.StatePath, r.LogPath)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// formatPRelation formats a p-value with its relation: "=0.029" or "<0.001".
+func formatPRelation(p float64) string {
+	s := compare.FormatP(p)
+	if strings.HasPrefix(s, "<") {
+		return s
+	}
+	return "=" + s
+}
+
+var bisectionHTML = template.Must(template.New("bisection").Funcs(template.FuncMap{
+	"value": FormatValue,
+	"delta": compare.FormatDelta,
+	"p":     compare.FormatP,
+}).Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>lpmbisect: {{.Culprit}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em; max-width: 70em; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.good { background: #e6f4e6; } .bad { background: #fbe3e3; } .skip { background: #eee; }
+.verdict { font-weight: bold; }
+</style></head><body>
+<h1>{{.Culprit}}</h1>
+<p class="verdict">{{.Verdict}}</p>
+{{with .Effect}}<h2>Effect, good → bad</h2>
+<table><tr><th>benchmark</th><th>good</th><th>bad</th><th>change</th><th>verdict</th><th>p</th><th>boots</th></tr>
+{{range .}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .P}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}
+</table>{{end}}
+{{with .Recheck}}<h2>Re-check, parent → culprit</h2>
+<table><tr><th>benchmark</th><th>parent</th><th>culprit</th><th>change</th><th>verdict</th><th>p</th><th>boots</th></tr>
+{{range .}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .P}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}
+</table>{{end}}
+{{with .RecheckHTML}}<p>The re-check as a comparison report, with plots: <a href="{{.}}">{{.}}</a>.</p>{{end}}
+<p>Confidence: ≥ {{printf "%.3f" .Confidence}} that no step's verdict was wrong (1 − Σ p over the steps' claims).
+{{len .Steps}} steps, {{.Measured}} kernels measured.</p>
+<h2>Steps</h2>
+<table><tr><th>#</th><th>{{if .Images}}kernel{{else}}commit{{end}}</th><th>image</th><th>boots</th><th>verdict</th><th>why</th></tr>
+{{range .Steps}}<tr class="{{.Class}}"><td class="num">{{.N}}</td><td>{{.What}}</td><td>{{.Image}}</td><td class="num">{{.Boots}}</td><td>{{.Class}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>
+<p>State: <code>{{.StatePath}}</code>; step log: <code>{{.LogPath}}</code>.</p>
+</body></html>
+`))
+
+// WriteBisectionHTML writes a bisection report as a self-contained HTML
+// page.
+func WriteBisectionHTML(w io.Writer, r Bisection) error {
+	return bisectionHTML.Execute(w, r)
+}
