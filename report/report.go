@@ -45,8 +45,8 @@ import (
 // reports.
 type Meta struct {
 	// A and B are the kernels compared.
-	A Kernel `json:"a,omitzero"`
-	B Kernel `json:"b,omitzero"`
+	A KernelInfo `json:"a,omitzero"`
+	B KernelInfo `json:"b,omitzero"`
 	// Accel is the accelerator the boots ran under: "kvm", "tcg" or
 	// "tcg-icount" (the value of the results' accel key).
 	Accel string `json:"accel,omitempty"`
@@ -70,8 +70,8 @@ type Meta struct {
 	Host string `json:"host,omitempty"`
 }
 
-// Kernel describes one side's kernel.
-type Kernel struct {
+// KernelInfo describes one side's kernel.
+type KernelInfo struct {
 	// Input is what the user passed: a bzImage, .deb or build directory.
 	Input string `json:"input,omitempty"`
 	// Release is the kernel release (uname -r), the label in results.
@@ -314,7 +314,7 @@ func joinInts(vs []int) string {
 
 // kernelLine describes a side's kernel: "6.1.0-57-cloud-amd64, image
 // sha256 fe69a84e207e, from linux-image-….deb".
-func kernelLine(side compare.SideInfo, k Kernel) string {
+func kernelLine(side compare.SideInfo, k KernelInfo) string {
 	s := side.Kernel
 	if s == "" {
 		s = k.Release

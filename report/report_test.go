@@ -101,8 +101,8 @@ func build(t *testing.T, text string, opts compare.Options) *compare.Report {
 var seed = int64(1733)
 
 var testMeta = Meta{
-	A:       Kernel{Input: "linux-image-6.1.0-57-cloud-amd64-unsigned_6.1.192-3_amd64.deb", Release: "6.1.0-57-cloud-amd64", SHA256: "fe69a84e207e8d2c"},
-	B:       Kernel{Input: "linux-image-6.12.117+deb12-cloud-amd64-unsigned_6.12.117-1~deb12u1_amd64.deb", Release: "6.12.117+deb12-cloud-amd64", SHA256: "391d229a7c64aa01"},
+	A:       KernelInfo{Input: "linux-image-6.1.0-57-cloud-amd64-unsigned_6.1.192-3_amd64.deb", Release: "6.1.0-57-cloud-amd64", SHA256: "fe69a84e207e8d2c"},
+	B:       KernelInfo{Input: "linux-image-6.12.117+deb12-cloud-amd64-unsigned_6.12.117-1~deb12u1_amd64.deb", Release: "6.12.117+deb12-cloud-amd64", SHA256: "391d229a7c64aa01"},
 	Accel:   "tcg-icount",
 	Seed:    &seed,
 	Samples: 3,
