@@ -42,6 +42,6 @@ func Example() {
 		reported = cps
 	}
 	// Output:
-	// night 20: new change point at night 20: 1065 → 838 (-21.3%), p=5e-54, provisional true
+	// night 20: new change point at night 20: 1065 → 838 (-21.3%), p=2e-50, provisional true
 	// night 22: change point at night 20 confirmed
 }

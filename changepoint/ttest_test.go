@@ -11,21 +11,21 @@ func seg(values ...float64) segment {
 	return newPrefixSums(values).segment(0, len(values))
 }
 
-func TestFlooredWelchWithoutFloorIsWelch(t *testing.T) {
-	cases := []struct{ a, b []float64 }{
-		{[]float64{1, 2, 3, 4, 5}, []float64{2, 4, 6, 8, 10, 12}},
-		{[]float64{10.1, 9.9, 10.0, 10.2}, []float64{10.6, 10.4, 10.9}},
-		{[]float64{1000, 1000.3, 999.8, 1000.1, 999.9}, []float64{1010, 1010.2, 1009.9}},
+// With equal sample variances on both sides borrowing changes nothing but
+// the degrees of freedom: Welch's t, and a p-value no larger than Welch's.
+func TestFlooredWelchEqualVariancesIsWelchT(t *testing.T) {
+	a := []float64{10.1, 9.9, 10.0, 10.2, 9.8, 10.05}
+	b := make([]float64, len(a))
+	for i, x := range a {
+		b[i] = x + 0.3
 	}
-	for _, c := range cases {
-		want, err := stats.TwoSampleWelchTTest(stats.Sample{Xs: c.b}, stats.Sample{Xs: c.a}, stats.LocationDiffers)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gotT, gotP := flooredWelch(seg(c.a...), seg(c.b...), 0)
-		if math.Abs(gotT-want.T) > 1e-9*math.Abs(want.T) || math.Abs(gotP-want.P) > 1e-9+1e-6*want.P {
-			t.Errorf("flooredWelch(%v, %v, 0) = t %g, p %g; want t %g, p %g", c.a, c.b, gotT, gotP, want.T, want.P)
-		}
+	want, err := stats.TwoSampleWelchTTest(stats.Sample{Xs: b}, stats.Sample{Xs: a}, stats.LocationDiffers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotT, gotP := flooredWelch(seg(a...), seg(b...), 0)
+	if math.Abs(gotT-want.T) > 1e-9*math.Abs(want.T) || !(gotP <= want.P) {
+		t.Errorf("flooredWelch(%v, %v, 0) = t %g, p %g; want t %g, p ≤ %g", a, b, gotT, gotP, want.T, want.P)
 	}
 }
 
@@ -63,21 +63,40 @@ func TestFlooredWelchZeroVariance(t *testing.T) {
 }
 
 // Three nights after a 5σ step whose sample variance happens to exceed the
-// floor: plain Welch has two degrees of freedom there and p ≈ 0.03; the
-// floor's weight keeps the test's power.
+// long history's: plain Welch has two degrees of freedom there and
+// p ≈ 0.03; borrowing the history's variance keeps the test's power.
 func TestFlooredWelchShortSegmentKeepsPower(t *testing.T) {
 	before := make([]float64, 120)
 	for i := range before {
 		before[i] = 1 + 0.01*float64(i%5-2)/1.414 // SD 1 %
 	}
 	after := []float64{0.9547, 0.9679, 0.9762} // SD 1.08 %, mean −3.4 %
-	_, plain := flooredWelch(seg(before...), seg(after...), 0)
-	_, floored := flooredWelch(seg(before...), seg(after...), 0.01)
-	if plain < 0.01 {
-		t.Fatalf("flooredWelch(…, 0) p = %g; want the weak plain Welch p > 0.01 this test is about", plain)
+	plain, err := stats.TwoSampleWelchTTest(stats.Sample{Xs: after}, stats.Sample{Xs: before}, stats.LocationDiffers)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if floored > 1e-4 {
-		t.Errorf("flooredWelch(…, 0.01) p = %g; want < 1e-4", floored)
+	if plain.P < 0.01 {
+		t.Fatalf("plain Welch p = %g; want the weak p > 0.01 this test is about", plain.P)
+	}
+	for _, floor := range []float64{0, 0.01} {
+		if _, p := flooredWelch(seg(before...), seg(after...), floor); p > 1e-4 {
+			t.Errorf("flooredWelch(…, %g) p = %g; want < 1e-4", floor, p)
+		}
+	}
+}
+
+// Three newest nights that lie close together, 1σ above a history with 5 %
+// noise, are no step, even when the caller's floor (2 %) is too low: the
+// short segment's variance comes from the history, not from the floor or
+// from its own three values.
+func TestFlooredWelchShortSegmentWithLowFloor(t *testing.T) {
+	before := make([]float64, 120)
+	for i := range before {
+		before[i] = 1 + 0.05*float64(i%5-2)/1.414 // SD 5 %
+	}
+	after := []float64{1.0499, 1.05, 1.0501}
+	if _, p := flooredWelch(seg(before...), seg(after...), 0.02); p < 0.01 {
+		t.Errorf("flooredWelch(5 %% noise, three nights +5 %%, floor 0.02) p = %g; want > 0.01", p)
 	}
 }
 
