@@ -1,0 +1,171 @@
+// Command cpsim prints the calibration tables of package changepoint: false
+// change points per series-year on simulated series without a change, and
+// precision, recall and detection delay on series with steps.
+//
+//	go run ./changepoint/internal/cpsim -table null
+//	go run ./changepoint/internal/cpsim -table steps
+//	go run ./changepoint/internal/cpsim -table sweep -series 200
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/changepoint"
+	"github.com/lpmbisect/lpmbisect/changepoint/internal/sim"
+)
+
+// Noise levels of one night's value, as in the package documentation.
+var noises = []struct {
+	name string
+	sd   float64
+}{
+	{"icount", 0.0003},
+	{"TCG 2 %", 0.02},
+	{"TCG 5 %", 0.05},
+}
+
+func main() {
+	table := flag.String("table", "null", "table to print: null, steps or sweep")
+	series := flag.Int("series", 1000, "simulated series per row")
+	nights := flag.Int("nights", 365, "nights per series")
+	seed := flag.Uint64("seed", 1, "random seed")
+	nightly := flag.Bool("nightly", true, "null and sweep tables: also replay every night (one pass per night)")
+	flag.Parse()
+	log.SetFlags(0)
+	start := time.Now()
+	var err error
+	switch *table {
+	case "null":
+		err = nullTable(*series, *nights, *seed, *nightly)
+	case "steps":
+		err = stepsTable(*series, *nights, *seed)
+	case "sweep":
+		err = sweepTable(*series, *nights, *seed, *nightly)
+	default:
+		log.Fatalf("cpsim: unknown table %q (want null, steps or sweep)", *table)
+	}
+	if err != nil {
+		log.Fatalf("cpsim: %v", err)
+	}
+	fmt.Fprintf(os.Stderr, "cpsim: %s in %v\n", *table, time.Since(start).Round(time.Second))
+}
+
+func describe(o changepoint.Options) string {
+	o = o.WithDefaults()
+	mag := fmt.Sprintf("%.2g%%", 100*o.MinMagnitude)
+	if o.MinMagnitude < 1e-6 {
+		mag = "none"
+	}
+	return fmt.Sprintf("P=%.2g EndP=%.2g window=%d minseg=%d mag=%s floor=%.2g",
+		o.P, o.EndP, o.Window, o.MinSegment, mag, o.NoiseFloor)
+}
+
+func nullTable(series, nights int, seed uint64, nightly bool) error {
+	fmt.Printf("%d series of %d nights without a change per row; false change points per series-year.\n\n", series, nights)
+	fmt.Println("| noise (night SD) | options | final pass | nightly run | series with a nightly false alarm |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, nz := range noises {
+		for _, mag := range []float64{0, 1e-9} {
+			o := changepoint.Options{NoiseFloor: nz.sd, MinMagnitude: mag}
+			if err := nullRow(nz.name, nz.sd, o, series, nights, seed, nightly); err != nil {
+				return err
+			}
+		}
+	}
+	// A caller whose floor is wrong: too low by 2.5×, or none at all.
+	for _, floor := range []float64{0.02, 0} {
+		o := changepoint.Options{NoiseFloor: floor}
+		if err := nullRow("TCG 5 %, floor wrong", 0.05, o, series, nights, seed, nightly); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nullRow(name string, sd float64, o changepoint.Options, series, nights int, seed uint64, nightly bool) error {
+	r, err := sim.Null(sim.NullCase{SD: sd, Options: o}, series, nights, seed, nightly)
+	if err != nil {
+		return err
+	}
+	nightlyCol, withCol := "—", "—"
+	if nightly {
+		nightlyCol = fmt.Sprintf("%.3f", r.PerSeriesYear(r.Nightly))
+		withCol = fmt.Sprintf("%.1f %%", 100*float64(r.SeriesWithNightly)/float64(r.Series))
+	}
+	fmt.Printf("| %s (%g) | %s | %.3f | %s | %s |\n", name, sd, describe(o),
+		r.PerSeriesYear(r.Final), nightlyCol, withCol)
+	return nil
+}
+
+func stepsTable(series, nights int, seed uint64) error {
+	fmt.Printf("%d series of %d nights per row, 1 %% noise, two steps per series (nights %d–%d and %d–%d, random direction); "+
+		"a change point within %d nights of a step, in its direction, finds it.\n\n",
+		series, nights, nights/4, nights/4+nights/6-1, nights*3/5, nights*3/5+nights/5-1, changepoint.DefaultMatchDistance)
+	fmt.Println("| step | noise floor given | recall (final) | precision (final) | recall (nightly) | precision (nightly) | delay median | delay p90 | delay max | index error max (final) | index move p99 (nightly) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, size := range []float64{0.03, 0.10} {
+		for _, floor := range []float64{0.01, 0} {
+			o := changepoint.Options{NoiseFloor: floor}
+			r, err := sim.Steps(sim.StepCase{SD: 0.01, Size: size, Options: o}, series, nights, seed)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("| %g %% | %g | %.3f | %.3f | %.3f | %.3f | %d | %d | %d | %d | %d |\n",
+				100*size, floor, r.RecallFinal(), r.PrecisionFinal(), r.RecallNightly(), r.PrecisionNightly(),
+				sim.Quantile(r.Delays, 0.5), sim.Quantile(r.Delays, 0.9), sim.Quantile(r.Delays, 1),
+				sim.Quantile(r.IndexErrors, 1), sim.Quantile(r.Moves, 0.99))
+		}
+	}
+	return nil
+}
+
+// sweepTable is how the defaults were chosen: false alarms at TCG noise
+// with no magnitude floor (the p-values alone), and the delay of a 3 % step
+// under 1 % noise, over the thresholds that trade them.
+func sweepTable(series, nights int, seed uint64, nightly bool) error {
+	fmt.Printf("%d series of %d nights per row; null rows at 2 %% noise with the noise floor given and no magnitude floor; "+
+		"step rows at 1 %% noise, 3 %% steps.\n\n", series, nights)
+	fmt.Println("| options | null: final /series-year | null: nightly /series-year | 3 %: recall (nightly) | 3 %: precision (nightly) | 3 %: delay median | 3 %: delay p90 |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	var rows []changepoint.Options
+	for _, p := range []float64{1e-3, 3e-4, 1e-4, 3e-5} {
+		rows = append(rows, changepoint.Options{P: p, EndP: p / 10})
+	}
+	for _, w := range []int{20, 50} {
+		rows = append(rows, changepoint.Options{Window: w})
+	}
+	for _, m := range []int{2, 5} {
+		rows = append(rows, changepoint.Options{MinSegment: m})
+	}
+	for _, e := range []float64{1e-4, 1e-6} {
+		rows = append(rows, changepoint.Options{EndP: e})
+	}
+	for _, o := range rows {
+		nullOpts := o
+		nullOpts.NoiseFloor, nullOpts.MinMagnitude = 0.02, 1e-9
+		nr, err := sim.Null(sim.NullCase{SD: 0.02, Options: nullOpts}, series, nights, seed, nightly)
+		if err != nil {
+			return err
+		}
+		stepOpts := o
+		stepOpts.NoiseFloor = 0.01
+		sr, err := sim.Steps(sim.StepCase{SD: 0.01, Size: 0.03, Options: stepOpts}, series, nights, seed)
+		if err != nil {
+			return err
+		}
+		nightlyCol := "—"
+		if nightly {
+			nightlyCol = fmt.Sprintf("%.3f", nr.PerSeriesYear(nr.Nightly))
+		}
+		d := strings.TrimSuffix(describe(o), " mag=1% floor=0")
+		fmt.Printf("| %s | %.3f | %s | %.3f | %.3f | %d | %d |\n", d,
+			nr.PerSeriesYear(nr.Final), nightlyCol, sr.RecallNightly(), sr.PrecisionNightly(),
+			sim.Quantile(sr.Delays, 0.5), sim.Quantile(sr.Delays, 0.9))
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+// Package sim simulates nightly series and nightly runs of the change-point
+// pass, to calibrate its thresholds: false change points on series without
+// a change, and precision, recall and detection delay on series with steps
+// at known nights. The tests of package changepoint and the cpsim command
+// use it; it is deterministic for a given seed.
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/lpmbisect/lpmbisect/changepoint"
+)
+
+// A Step multiplies the level of a series by Factor from night Night on.
+type Step struct {
+	Night  int
+	Factor float64
+}
+
+// Series returns nights values around 1 with relative Gaussian noise sd,
+// with the steps applied: night i is level(i)·(1+N(0, sd²)).
+func Series(rng *rand.Rand, nights int, sd float64, steps []Step) []float64 {
+	v := make([]float64, nights)
+	level := 1.0
+	k := 0
+	for i := range v {
+		for k < len(steps) && steps[k].Night == i {
+			level *= steps[k].Factor
+			k++
+		}
+		v[i] = level * (1 + sd*rng.NormFloat64())
+	}
+	return v
+}
+
+// A Reported change point is one a nightly run announced: the first night
+// it appeared, where, and what later nights made of it.
+type Reported struct {
+	FirstNight int // index of the newest night of the pass that first reported it
+	FirstIndex int // its index then
+	Index      int // its index in the last pass that still had it
+	Up         bool
+	// Withdrawn is set when a later pass no longer had it; Night is the
+	// newest night of that pass.
+	Withdrawn      bool
+	WithdrawnNight int
+	// Provisional is whether it was provisional when first reported.
+	Provisional bool
+}
+
+// Replay is the outcome of running the pass every night over a growing
+// series.
+type Replay struct {
+	Reported []Reported
+	// Final is the pass over the whole series.
+	Final []changepoint.ChangePoint
+}
+
+// RunReplay runs the pass on values[:n] for every n from first to
+// len(values), as a nightly run does: changepoint.Update with the previous
+// night's change points, de-duplicated against them with changepoint.Match.
+func RunReplay(values []float64, o changepoint.Options, first, maxDistance int) (Replay, error) {
+	var r Replay
+	var live []changepoint.ChangePoint
+	var ids []int // ids[i] is the Reported entry of live[i]
+	for n := max(first, 1); n <= len(values); n++ {
+		cps, err := changepoint.Update(values[:n], live, o)
+		if err != nil {
+			return r, err
+		}
+		m := changepoint.Match(live, cps, maxDistance)
+		next := make([]int, len(cps))
+		for _, p := range m.Pairs {
+			next[p.Next] = ids[p.Prev]
+			r.Reported[ids[p.Prev]].Index = cps[p.Next].Index
+		}
+		for _, i := range m.Withdrawn {
+			e := &r.Reported[ids[i]]
+			e.Withdrawn, e.WithdrawnNight = true, n-1
+		}
+		for _, j := range m.Added {
+			c := cps[j]
+			next[j] = len(r.Reported)
+			r.Reported = append(r.Reported, Reported{
+				FirstNight: n - 1, FirstIndex: c.Index, Index: c.Index,
+				Up: c.After > c.Before, Provisional: c.Provisional,
+			})
+		}
+		live, ids = cps, next
+		if n == len(values) {
+			r.Final = cps
+		}
+	}
+	return r, nil
+}
+
+// NullCase is a family of series without a change.
+type NullCase struct {
+	Name    string
+	SD      float64 // relative noise of one night
+	Options changepoint.Options
+}
+
+// NullResult counts the false change points of NullCase over Series series.
+type NullResult struct {
+	Series int
+	Nights int
+	// Final is the number of change points of the pass over each whole
+	// series; Nightly the number of distinct change points a nightly run
+	// reported over the series' nights, withdrawn ones included.
+	Final, Nightly int
+	// SeriesWithNightly is the number of series with at least one.
+	SeriesWithNightly int
+}
+
+// PerSeriesYear scales a count to false change points per series and
+// 365 nights.
+func (r NullResult) PerSeriesYear(count int) float64 {
+	return float64(count) / float64(r.Series) * 365 / float64(r.Nights)
+}
+
+// Null simulates series of the given number of nights without a change
+// and counts false change points. nightly selects the replay of every night
+// (slow: one pass per night); without it only the final pass runs.
+func Null(c NullCase, series, nights int, seed uint64, nightly bool) (NullResult, error) {
+	res := NullResult{Series: series, Nights: nights}
+	var mu sync.Mutex
+	err := forEach(series, func(i int) error {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		v := Series(rng, nights, c.SD, nil)
+		var final, nightlyN int
+		if nightly {
+			r, err := RunReplay(v, c.Options, 1, changepoint.DefaultMatchDistance)
+			if err != nil {
+				return err
+			}
+			final, nightlyN = len(r.Final), len(r.Reported)
+		} else {
+			cps, err := changepoint.Detect(v, c.Options)
+			if err != nil {
+				return err
+			}
+			final = len(cps)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		res.Final += final
+		res.Nightly += nightlyN
+		if nightlyN > 0 {
+			res.SeriesWithNightly++
+		}
+		return nil
+	})
+	return res, err
+}
+
+// StepCase is a family of series with steps of one size at random nights.
+type StepCase struct {
+	Name    string
+	SD      float64 // relative noise of one night
+	Size    float64 // relative size of each step, e.g. 0.03
+	Options changepoint.Options
+}
+
+// StepResult scores the change points found on StepCase series.
+type StepResult struct {
+	Series, Steps int
+	// FoundFinal and FalseFinal count, in the pass over each whole series,
+	// change points within the match distance of a true step in its
+	// direction (one per step) and the others.
+	FoundFinal, FalseFinal int
+	// FoundNightly counts true steps a nightly run reported at some night;
+	// FalseNightly the reported change points that were not the first
+	// report of a true step (false alarms and duplicates).
+	FoundNightly, FalseNightly int
+	// Delays holds, for every step found by the nightly run, the nights
+	// after the step until the first report: 0 is the step's own night.
+	Delays []int
+	// IndexErrors holds |final index − true night| of the steps the final
+	// pass found; Moves |final index − first reported index| of the steps
+	// the nightly run found.
+	IndexErrors, Moves []int
+}
+
+// Recall and Precision of the final pass and of the nightly run.
+func (r StepResult) RecallFinal() float64   { return ratio(r.FoundFinal, r.Steps) }
+func (r StepResult) RecallNightly() float64 { return ratio(r.FoundNightly, r.Steps) }
+func (r StepResult) PrecisionFinal() float64 {
+	return ratio(r.FoundFinal, r.FoundFinal+r.FalseFinal)
+}
+func (r StepResult) PrecisionNightly() float64 {
+	return ratio(r.FoundNightly, r.FoundNightly+r.FalseNightly)
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return float64(a) / float64(b)
+}
+
+// StepNights places the two steps of a series of 365 nights: one in the
+// first half and one in the second, far enough apart and from the ends
+// that each has a long segment on both sides.
+func StepNights(rng *rand.Rand, nights int) []int {
+	a := nights/4 + rng.IntN(nights/6)
+	b := nights*3/5 + rng.IntN(nights/5)
+	return []int{a, b}
+}
+
+// Steps simulates series with two steps each (StepNights), of random
+// direction, and scores a final pass and a nightly run over each.
+func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
+	res := StepResult{Series: series}
+	var mu sync.Mutex
+	tol := changepoint.DefaultMatchDistance
+	err := forEach(series, func(i int) error {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		var steps []Step
+		for _, night := range StepNights(rng, nights) {
+			f := 1 + c.Size
+			if rng.IntN(2) == 0 {
+				f = 1 / (1 + c.Size)
+			}
+			steps = append(steps, Step{Night: night, Factor: f})
+		}
+		v := Series(rng, nights, c.SD, steps)
+		r, err := RunReplay(v, c.Options, 1, tol)
+		if err != nil {
+			return err
+		}
+		var one StepResult
+		one.Steps = len(steps)
+		near := func(index int, up bool, s Step) bool {
+			d := index - s.Night
+			return d >= -tol && d <= tol && up == (s.Factor > 1)
+		}
+		// Final pass: each step takes the closest unused change point.
+		used := make([]bool, len(r.Final))
+		for _, s := range steps {
+			best := -1
+			for j, cp := range r.Final {
+				if used[j] || !near(cp.Index, cp.After > cp.Before, s) {
+					continue
+				}
+				if best < 0 || abs(cp.Index-s.Night) < abs(r.Final[best].Index-s.Night) {
+					best = j
+				}
+			}
+			if best >= 0 {
+				used[best] = true
+				one.FoundFinal++
+				one.IndexErrors = append(one.IndexErrors, abs(r.Final[best].Index-s.Night))
+			}
+		}
+		for _, u := range used {
+			if !u {
+				one.FalseFinal++
+			}
+		}
+		// Nightly run: the first report near a step is its detection; any
+		// other report is false (or a duplicate).
+		first := make([]bool, len(r.Reported))
+		for _, s := range steps {
+			best := -1
+			for j, e := range r.Reported {
+				if first[j] || !(near(e.FirstIndex, e.Up, s) || near(e.Index, e.Up, s)) {
+					continue
+				}
+				if best < 0 || e.FirstNight < r.Reported[best].FirstNight {
+					best = j
+				}
+			}
+			if best >= 0 {
+				first[best] = true
+				e := r.Reported[best]
+				one.FoundNightly++
+				one.Delays = append(one.Delays, e.FirstNight-s.Night)
+				one.Moves = append(one.Moves, abs(e.Index-e.FirstIndex))
+			}
+		}
+		for _, f := range first {
+			if !f {
+				one.FalseNightly++
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		res.Steps += one.Steps
+		res.FoundFinal += one.FoundFinal
+		res.FalseFinal += one.FalseFinal
+		res.FoundNightly += one.FoundNightly
+		res.FalseNightly += one.FalseNightly
+		res.Delays = append(res.Delays, one.Delays...)
+		res.IndexErrors = append(res.IndexErrors, one.IndexErrors...)
+		res.Moves = append(res.Moves, one.Moves...)
+		return nil
+	})
+	slices.Sort(res.Delays)
+	slices.Sort(res.IndexErrors)
+	slices.Sort(res.Moves)
+	return res, err
+}
+
+// Quantile of sorted ints, by the nearest rank; −1 for none.
+func Quantile(sorted []int, q float64) int {
+	if len(sorted) == 0 {
+		return -1
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// forEach runs f(0) … f(n−1) on GOMAXPROCS goroutines and returns the
+// first error.
+func forEach(n int, f func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
