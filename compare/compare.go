@@ -157,7 +157,9 @@ type Row struct {
 	// change.
 	Significant bool
 	// Notes explain what limits this row: too few boots, a missing side,
-	// all values equal, a pair left out. Empty when nothing does.
+	// all values equal, a pair left out (see "Notes" in the package
+	// documentation). Empty when nothing does. What more boots would decide
+	// is not among them: see NeedFor.
 	Notes []string
 
 	// Paired is set in a paired report (Report.Paired). Pairs is then the
@@ -192,10 +194,12 @@ type Row struct {
 	// one-sided signed-rank tests of ln(B/A) against ln(1±MinEffect)). SAME
 	// needs PSame <= Report.Look.SameLevel. 1 when not tested.
 	PSame float64
-	// For an UNKNOWN row, NeedFor is the verdict the data lean to and
+	// For an Undecided row, NeedFor is the verdict the data lean to and
 	// BootsNeeded a rough estimate of the boots per side (pairs in a paired
-	// row) it would need at the observed spread (more than 1000: out of
-	// reach). BootsNeeded is 0 when it cannot be estimated.
+	// row) it would need at the observed spread (more than MaxBootsNeeded:
+	// out of reach). BootsNeeded is 0 when it cannot be estimated. The
+	// estimate assumes the observed change holds, which for a kernel
+	// compared with itself it will not.
 	NeedFor     Verdict
 	BootsNeeded int
 	// DecidedLook and DecidedBoots say at which look of an adaptive run,

@@ -2,6 +2,12 @@
 // the statistics of benchstat (golang.org/x/perf/benchmath), using the boot as
 // the statistical unit.
 //
+// It returns data, a Report of rows with their verdicts, p-values and
+// per-boot summaries, and prints nothing: as x/perf keeps benchmath apart
+// from benchstat's tables, package report renders a Report (the terminal
+// table, headlines, Markdown, JSON, HTML) and holds every number format and
+// explanation they share.
+//
 // # Why the boot is the unit
 //
 // Samples taken in one boot share the kernel's memory layout, KASLR offsets,
@@ -146,6 +152,22 @@
 // Report.Look as Options.Previous and keep MaxBoots fixed: forgetting
 // Previous spends α afresh at every look and breaks the error control.
 // Verdicts reached at a look are kept by later ones.
+//
+// # Notes
+//
+// Row.Notes say in words what limits a row: too few boots for an interval
+// or for a verdict at this look's level, a side or a pair missing,
+// benchmath's own warnings, a control's move weighed against the
+// benchmarks. They are sentences built here, not typed facts for package
+// report to phrase. Most carry numbers that exist only inside the decision
+// (the smallest p the test could give, the Holm level of the look, how
+// many rows share α, which pair was left out), and benchmath hands over
+// its warnings as prose errors too; a type per kind of note would add a
+// dozen kinds and a phrase table to print the same words. The notes use
+// plain fmt verbs; the formats of the values that tables and headlines show
+// (changes, p-values, intervals) are report's. What more boots would
+// decide is not a note but data, Row.NeedFor and Row.BootsNeeded, which
+// report phrases after a row's notes.
 //
 // # What the rule cannot do
 //

@@ -3,7 +3,6 @@ package compare_test
 import (
 	"fmt"
 	"log"
-	"os"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
@@ -47,20 +46,17 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// The report is data; package report renders it as tables and
+	// headlines.
 	row := rep.Rows[0]
-	fmt.Println(row.Headline())
-	fmt.Println()
-	if err := rep.WriteText(os.Stdout); err != nil {
-		log.Fatal(err)
-	}
+	fmt.Printf("%s (%s): %v\n", row.Benchmark, row.Unit, row.Verdict)
+	fmt.Printf("A: median %v of %d boots, B: median %v of %d boots\n", row.A.Center, row.A.Boots, row.B.Center, row.B.Boots)
+	fmt.Printf("change %.2f%%, p=%.4f; beyond ±%v%%: Holm-adjusted p=%.4f <= level %v\n",
+		row.DeltaPct, row.P, 100*rep.MinEffect, row.PAdj, rep.Look.DifferentLevel)
+	fmt.Printf("worse: %v; outcome: %v\n", row.Worse(), rep.Outcome(compare.FailOnRegression))
 	// Output:
-	// LPMTrie/op=lookup: -21.3% insn/op (better), DIFFERENT, p=0.002, 6+6 boots
-	//
-	// boots are the unit: each boot counts once, as the median of its samples
-	// centre = median over boots ± 95% confidence interval; in-boot = median over boots of (max-min)/median; α=0.05
-	// verdict (look 1): DIFFERENT = significant at α=0.05 over all rows and looks, and shown beyond ±1%; SAME = shown within ±1%; else UNKNOWN
-	//
-	//                   │ A: 6.1.0-57-cloud-amd64 │ B: 6.12.117+deb12-cloud-amd64                             │
-	//                   │ insn/op         in-boot │ insn/op        in-boot      vs A                verdict   │
-	// LPMTrie/op=lookup    1065.0 ± 0%         0%     838.0 ± 0%        0%   -21.31%  p=0.002 n=6+6 DIFFERENT
+	// LPMTrie/op=lookup (insn/op): DIFFERENT
+	// A: median 1065 of 6 boots, B: median 838 of 6 boots
+	// change -21.31%, p=0.0022; beyond ±1%: Holm-adjusted p=0.0022 <= level 0.05
+	// worse: false; outcome: no regression
 }

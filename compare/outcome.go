@@ -1,9 +1,6 @@
 package compare
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // FailOn chooses which DIFFERENT rows fail a comparison in CI.
 type FailOn int
@@ -119,9 +116,9 @@ func (r *Report) Outcome(failOn FailOn) Outcome {
 	return NoRegression
 }
 
-// Undecided returns the rows that more boots could still decide: compared,
-// UNKNOWN rows whose benchmark is selected. A nil selected means every row
-// that is not a control.
+// Undecided returns the rows that more boots could still decide
+// (Row.Undecided) whose benchmark is selected. A nil selected means every
+// row that is not a control.
 func (r *Report) Undecided(selected func(bench string) bool) []Row {
 	var out []Row
 	for _, row := range r.Rows {
@@ -129,12 +126,21 @@ func (r *Report) Undecided(selected func(bench string) bool) []Row {
 		if selected != nil {
 			sel = selected(row.Benchmark)
 		}
-		if sel && row.Verdict == Unknown && row.Compared() && row.A.Center > 0 {
+		if sel && row.Undecided() {
 			out = append(out, row)
 		}
 	}
 	return out
 }
+
+// Undecided reports whether more boots could decide the row: it was tested
+// (both sides compared, A's centre positive) and is UNKNOWN. Such a row has
+// NeedFor and BootsNeeded.
+func (r Row) Undecided() bool { return r.Verdict == Unknown && r.tested() }
+
+// tested reports whether the row enters the tests: a relative change needs
+// both sides and a positive centre of A.
+func (r Row) tested() bool { return r.Compared() && r.A.Center > 0 }
 
 // NeedMoreBoots reports whether an adaptive run should add boots: some
 // selected row is Undecided and the controls did not drift (more boots do
@@ -185,15 +191,6 @@ func (r *Report) HasControls() bool {
 // -icount shift=0): one guest nanosecond per instruction.
 const UnitInstructions = "insn/op"
 
-// InstructionsExplanation says in plain words what instruction-count results
-// measure and what they cannot see. Reports print it whenever a row is in
-// UnitInstructions.
-const InstructionsExplanation = "insn/op counts guest instructions retired per operation (QEMU TCG with -icount: " +
-	"the guest clock advances one nanosecond per instruction). The counts are deterministic (spread ~0.03 %), " +
-	"so any difference is \"significant\" and the minimum effect decides. They measure the code path's length, " +
-	"not its speed: not cycles, cache misses, branch mispredictions, memory latency, lock contention, " +
-	"or frequency and SMT effects. A change that alters only those shows up as SAME here; check it with wall time."
-
 // Instructions reports whether any row counts instructions (UnitInstructions).
 func (r *Report) Instructions() bool {
 	for _, row := range r.Rows {
@@ -202,78 +199,4 @@ func (r *Report) Instructions() bool {
 		}
 	}
 	return false
-}
-
-// Headline returns an LKP-style one-line summary of the row, e.g.
-//
-//	LPMTrie/op=lookup/keys=random/entries=10000: -21.7% insn/op (better), DIFFERENT, p=0.008, 4+4 boots
-//
-// For a control the direction reads "(control moved)". For rows not
-// compared it says on which side the benchmark ran. A paired row ends in its
-// pairs ("8 pairs") instead of its boots.
-func (r Row) Headline() string {
-	if !r.Compared() {
-		why := "ran on one side only"
-		if r.Paired && r.A.Boots > 0 && r.B.Boots > 0 {
-			why = "no complete pair"
-		}
-		return fmt.Sprintf("%s: %v, %s, %d+%d boots", r.Benchmark, r.Verdict, why, r.A.Boots, r.B.Boots)
-	}
-	dir := ""
-	switch {
-	case r.Control && r.Verdict == Different:
-		dir = " (control moved)"
-	case r.Verdict == Different && r.Worse():
-		dir = " (worse)"
-	case r.Verdict == Different:
-		dir = " (better)"
-	}
-	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %s", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, FormatP(r.P), r.BootsLabel())
-}
-
-// BootsLabel counts the row's units for reports: "6+6 boots", or in a
-// paired row the complete pairs, "8 pairs".
-func (r Row) BootsLabel() string {
-	if r.Paired {
-		return plural(r.Pairs, "pair")
-	}
-	return fmt.Sprintf("%d+%d boots", r.A.Boots, r.B.Boots)
-}
-
-// PairedExplanation says in one line what a paired report's design is and
-// which test it uses. Reports print it whenever Report.Paired is set.
-const PairedExplanation = "paired: boots ran in pairs, one A and one B alive at once on one host CPU, taking samples in turn; " +
-	"tests are Wilcoxon signed-rank on per-pair log(B/A)"
-
-// FormatDelta formats a change in percent with its sign and three
-// significant digits at most: "-21.7%", "+0.31%", "+0.03%".
-func FormatDelta(pct float64) string {
-	a := math.Abs(pct)
-	switch {
-	case math.IsNaN(pct):
-		return "?"
-	case a >= 10:
-		return fmt.Sprintf("%+.1f%%", pct)
-	case a >= 0.01 || a == 0:
-		return fmt.Sprintf("%+.2f%%", pct)
-	}
-	return fmt.Sprintf("%+.1e%%", pct)
-}
-
-// FormatP formats a p-value with three decimals, or "<0.001".
-func FormatP(p float64) string {
-	if p < 0.001 {
-		return "<0.001"
-	}
-	return fmt.Sprintf("%.3f", p)
-}
-
-// VerdictRule states in one line how this report's verdicts were decided.
-func (r *Report) VerdictRule() string {
-	look := fmt.Sprintf("look %d", r.Look.Number)
-	if r.Look.MaxBoots > 0 {
-		look += fmt.Sprintf(" of ≤%d %s", r.Look.MaxBoots, perSide(r.Paired))
-	}
-	return fmt.Sprintf("verdict (%s): DIFFERENT = significant at α=%v over all rows and looks, and shown beyond ±%s; SAME = shown within ±%s; else UNKNOWN",
-		look, r.Alpha, pct(r.MinEffect), pct(r.MinEffect))
 }

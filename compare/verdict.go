@@ -205,7 +205,7 @@ func decide(rep *Report, opts Options) {
 			continue
 		}
 		bootsA, bootsB = max(bootsA, row.A.Boots), max(bootsB, row.B.Boots)
-		if row.A.Center <= 0 {
+		if !row.tested() {
 			row.addNote("centre of A is not positive: a relative change is undefined, no verdict")
 			continue
 		}
@@ -325,22 +325,16 @@ func checkDrift(rep *Report) {
 			c.addNote("control moved and no benchmark in its unit to weigh it against: environment drift")
 		case move >= rep.MinEffect*math.Abs(smallest.A.Center):
 			c.Drift = true
-			c.addNote(fmt.Sprintf("control moved by %s %s, at least %s of %s: environment drift",
-				formatAbs(move, c.Unit), c.Unit, pct(rep.MinEffect), smallest.Benchmark))
+			c.addNote(fmt.Sprintf("control moved by %s %s, at least %.4g%% of %s: environment drift",
+				benchunit.Scale(move, benchunit.ClassOf(c.Unit)), c.Unit, 100*rep.MinEffect, smallest.Benchmark))
 		default:
-			c.addNote(fmt.Sprintf("control moved by %s %s, under %s of every benchmark: the harness cost changed, too little to explain a verdict",
-				formatAbs(move, c.Unit), c.Unit, pct(rep.MinEffect)))
+			c.addNote(fmt.Sprintf("control moved by %s %s, under %.4g%% of every benchmark: the harness cost changed, too little to explain a verdict",
+				benchunit.Scale(move, benchunit.ClassOf(c.Unit)), c.Unit, 100*rep.MinEffect))
 		}
 		if c.Drift {
 			rep.EnvironmentDrift = true
 		}
 	}
-}
-
-// formatAbs formats an absolute change in unit with four significant digits
-// and an SI prefix for seconds: "2 insn/op" → "2", 3e-9 sec/op → "3n".
-func formatAbs(v float64, unit string) string {
-	return benchunit.Scale(v, benchunit.ClassOf(unit))
 }
 
 // atMost reports p <= level, forgiving the rounding of p-values computed in
@@ -412,7 +406,7 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 	if reachS && atMost(row.PSame, look.SameLevel) {
 		row.Verdict = Same
 		if row.Significant {
-			row.addNote(fmt.Sprintf("significant (p=%.3f) but within the minimum effect %s", row.P, pct(opts.MinEffect)))
+			row.addNote(fmt.Sprintf("significant (p=%.3f) but within the minimum effect %.4g%%", row.P, 100*opts.MinEffect))
 		}
 		return
 	}
@@ -420,7 +414,7 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 	row.Verdict = Unknown
 	switch {
 	case row.Significant && math.Abs(delta) <= opts.MinEffect:
-		row.addNote(fmt.Sprintf("significant (p=%.3f) but below the minimum effect %s; not yet shown to be within it", row.P, pct(opts.MinEffect)))
+		row.addNote(fmt.Sprintf("significant (p=%.3f) but below the minimum effect %.4g%%; not yet shown to be within it", row.P, 100*opts.MinEffect))
 	case row.Significant:
 		row.addNote(fmt.Sprintf("p=%.3f is not significant once corrected for %s and %s (Holm-adjusted p=%.3g > level %.3g)",
 			row.P, plural(m, "row"), plural(look.Number, "look"), row.PAdj, look.DifferentLevel))
@@ -433,23 +427,8 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 		row.addNote(fmt.Sprintf("DIFFERENT out of reach at %s (smallest possible p %.2g > level %.2g: α=%v shared by %s and the looks)",
 			at, minP, look.DifferentLevel/float64(m), rep.Alpha, plural(m, "row")))
 	}
+	// What more boots would decide is data; package report phrases it.
 	row.NeedFor, row.BootsNeeded = bootsNeeded(row, rep.Alpha, opts.MinEffect, m)
-	// Say what the boots would decide: the estimate assumes the observed
-	// change holds, which for a kernel compared with itself it will not.
-	claim := fmt.Sprintf("showing B within ±%s of A (SAME)", pct(opts.MinEffect))
-	if row.NeedFor == Different {
-		claim = fmt.Sprintf("confirming the %s change (DIFFERENT)", FormatDelta(row.DeltaPct))
-	}
-	switch {
-	case row.BootsNeeded > maxNeeded:
-		row.addNote(fmt.Sprintf("%s would need more than %d %s at this spread", claim, maxNeeded, perSide(row.Paired)))
-	case row.BootsNeeded > 0:
-		row.addNote(fmt.Sprintf("%s would need ~%d %s at this spread", claim, row.BootsNeeded, perSide(row.Paired)))
-	case row.Paired:
-		row.addNote("too few pairs to estimate the spread of the pairs' changes")
-	default:
-		row.addNote("too few boots to estimate the spread between boots")
-	}
 }
 
 // perSide names the units of a count: boots per side, or pairs.
@@ -469,9 +448,9 @@ func (r *Row) minP(twoSided bool) float64 {
 	return uMinP(r.A.Boots, r.B.Boots, twoSided)
 }
 
-// maxNeeded caps the estimate of boots needed: past it the number says
-// nothing but "unreachable".
-const maxNeeded = 1000
+// MaxBootsNeeded caps the estimate of Row.BootsNeeded: past it the number
+// says nothing but "out of reach", and BootsNeeded is MaxBootsNeeded+1.
+const MaxBootsNeeded = 1000
 
 // equivalenceP returns the p-value of the equivalence test (TOST) that B is
 // within ±eff of A: the larger p of two one-sided U tests, B below
@@ -541,11 +520,11 @@ func unitsNeeded(sigma, factor, deltaPct, alpha, eff float64, m int, minUnits fu
 		floor = maxBoots + 1
 	}
 	if gap <= 0 {
-		return v, maxNeeded + 1
+		return v, MaxBootsNeeded + 1
 	}
 	n := factor * (z + zPower) * (z + zPower) * (sigma / gap) * (sigma / gap) * math.Pi / 3
-	if n > maxNeeded {
-		return v, maxNeeded + 1
+	if n > MaxBootsNeeded {
+		return v, MaxBootsNeeded + 1
 	}
 	return v, max(floor, int(math.Ceil(n)))
 }
@@ -593,9 +572,6 @@ func betterOf(unit string) int {
 	}
 	return 0
 }
-
-// pct formats a fraction as a percentage: 0.01 is "1%".
-func pct(f float64) string { return fmt.Sprintf("%.4g%%", 100*f) }
 
 func plural(n int, what string) string {
 	if n == 1 {

@@ -95,9 +95,6 @@ func TestVerdictTooFewBoots(t *testing.T) {
 		t.Errorf("Build(3+3 boots, +50%%).Rows[0] Verdict, NeedFor, BootsNeeded = %v, %v, %d; want UNKNOWN, DIFFERENT, 4",
 			row.Verdict, row.NeedFor, row.BootsNeeded)
 	}
-	if !hasNote(row, "confirming the +50.0% change (DIFFERENT) would need ~4 boots per side") {
-		t.Errorf("Build(3+3 boots, +50%%).Rows[0].Notes = %q; want \"confirming the +50.0%% change (DIFFERENT) would need ~4 boots per side\"", row.Notes)
-	}
 }
 
 func TestVerdictOneSideEmpty(t *testing.T) {
@@ -283,9 +280,6 @@ func TestControlsDrift(t *testing.T) {
 	if rep.NeedMoreBoots(nil) {
 		t.Errorf("Build(noop +30%%).NeedMoreBoots(nil) = true; want false: more boots do not undo drift")
 	}
-	if !strings.Contains(rep.Rows[2].Headline(), "(control moved)") {
-		t.Errorf("Build(noop +30%%).Rows[2].Headline() = %q; want \"(control moved)\"", rep.Rows[2].Headline())
-	}
 
 	// noop +13 % as from Debian 6.1 to 6.12 in instruction counts: 5
 	// insn/op, under 1 % of every lookup. The control moved (the kernel's
@@ -470,16 +464,6 @@ func TestOptionsErrors(t *testing.T) {
 		if _, err := Build(rs, opts); err == nil {
 			t.Errorf("Build(…, %+v) = nil error; want an error", opts)
 		}
-	}
-}
-
-func TestHeadline(t *testing.T) {
-	rep := buildWith(t, Options{},
-		side{"A", "6.1", bench, "insn/op", boots(1065, 1065.2, 1064.9, 1065.1)},
-		side{"B", "6.12", bench, "insn/op", boots(834, 834.2, 833.9, 834.1)})
-	want := "LPMTrie/op=lookup/keys=random/entries=10000: -21.7% insn/op (better), DIFFERENT, p=0.029, 4+4 boots"
-	if got := rep.Rows[0].Headline(); got != want {
-		t.Errorf("Rows[0].Headline() = %q; want %q", got, want)
 	}
 }
 

@@ -16,13 +16,13 @@ import (
 // no external style sheets or fonts, plots inlined as SVG, so that it can be
 // attached to a bug, archived by CI or opened from disk years later. A
 // paired report counts pairs in the table and the captions, states
-// compare.PairedExplanation under the table and joins the two boots of each
+// PairedExplanation under the table and joins the two boots of each
 // pair in the plots.
 func WriteHTML(w io.Writer, rep *compare.Report, meta Meta) error {
 	page := htmlPage{
 		Title:     fmt.Sprintf("lpmbisect compare: %s vs %s", rep.A.Label(), rep.B.Label()),
 		Outcome:   outcomeLine(rep, meta.FailOn),
-		Rule:      capitalize(rep.VerdictRule()),
+		Rule:      capitalize(VerdictRule(rep)),
 		Class:     outcomeClass(rep.Outcome(meta.FailOn)),
 		Headlines: headlines(rep),
 		Undecided: undecided(rep),
@@ -30,21 +30,21 @@ func WriteHTML(w io.Writer, rep *compare.Report, meta Meta) error {
 		ALabel:    rep.A.Label(),
 		BLabel:    rep.B.Label(),
 		Run:       runLines(rep, meta),
-		CI:        fmt.Sprintf("%.4g%%", 100*rep.Confidence),
+		CI:        pct(rep.Confidence),
 		Paired:    rep.Paired,
 		BootsHead: bootsHeading(rep),
 	}
 	if rep.Paired {
-		page.Explanation = compare.PairedExplanation
+		page.Explanation = PairedExplanation
 	}
 	for _, r := range rep.Rows {
 		c := cells(r)
 		hr := htmlRow{
 			Benchmark: r.Benchmark, Unit: r.Unit, A: c.aCentre, ASpread: c.aSpread, B: c.bCentre, BSpread: c.bSpread,
-			Delta: c.delta, P: c.p, Boots: c.boots, BootsLabel: r.BootsLabel(),
+			Delta: c.delta, P: c.p, Boots: c.boots, BootsLabel: BootsLabel(r),
 			Verdict: r.Verdict.String(), VerdictClass: strings.ToLower(r.Verdict.String()), Control: r.Control,
 		}
-		for _, n := range r.Notes {
+		for _, n := range rowNotes(rep, r) {
 			i := indexOrAppend(&page.Notes, n)
 			hr.Marks = append(hr.Marks, i+1)
 		}
@@ -104,7 +104,7 @@ type htmlPage struct {
 	Run                   [][2]string
 	CI, Rule              string
 	// Paired is compare.Report.Paired; Explanation is then
-	// compare.PairedExplanation. BootsHead heads the boots column.
+	// PairedExplanation. BootsHead heads the boots column.
 	Paired                 bool
 	Explanation, BootsHead string
 }

@@ -152,7 +152,7 @@ func NewDocument(rep *compare.Report, meta Meta) Document {
 		Alpha:            rep.Alpha,
 		MinEffect:        rep.MinEffect,
 		Confidence:       rep.Confidence,
-		Rule:             rep.VerdictRule(),
+		Rule:             VerdictRule(rep),
 		Look: Look{
 			Number: rep.Look.Number, Boots: rep.Look.Boots, MaxBoots: rep.Look.MaxBoots, History: nonNil(rep.Look.History),
 			DifferentLevel: rep.Look.DifferentLevel, SameLevel: rep.Look.SameLevel,
@@ -164,7 +164,7 @@ func NewDocument(rep *compare.Report, meta Meta) Document {
 		Rows: []Row{},
 	}
 	if rep.Paired {
-		d.Explanation = compare.PairedExplanation
+		d.Explanation = PairedExplanation
 	}
 	for _, r := range rep.Rows {
 		row := Row{
@@ -174,8 +174,8 @@ func NewDocument(rep *compare.Report, meta Meta) Document {
 			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots,
 			BootsNeeded: r.BootsNeeded,
 			A:           side(r.A), B: side(r.B),
-			Notes:    nonNil(r.Notes),
-			Headline: r.Headline(),
+			Notes:    nonNil(rowNotes(rep, r)),
+			Headline: Headline(r),
 		}
 		if r.Compared() {
 			row.DeltaPct = finite(r.DeltaPct)

@@ -135,7 +135,7 @@ func TestPairedContent(t *testing.T) {
 			out = html.UnescapeString(out)
 		}
 		for _, want := range []string{
-			compare.PairedExplanation,
+			PairedExplanation,
 			"LPMTrie/op=lookup/keys=random/entries=10000: -4.97% sec/op (better), DIFFERENT, p=0.008, 8 pairs",
 			"1 benchmark UNKNOWN at the pairs taken",
 			"a verdict needs ~", // in pairs, not boots per side
@@ -152,7 +152,7 @@ func TestPairedContent(t *testing.T) {
 				t.Errorf("Write(%s, paired) lacks %q", f, want)
 			}
 		}
-		if n := strings.Count(out, compare.PairedExplanation); n != 1 {
+		if n := strings.Count(out, PairedExplanation); n != 1 {
 			t.Errorf("Write(%s, paired) states the paired explanation %d times; want once", f, n)
 		}
 		for _, bad := range []string{"8+8 boots", "boots per side at this spread", "per side,", "boots taken"} {
@@ -203,8 +203,8 @@ func TestWriteJSONPaired(t *testing.T) {
 	if raw.Paired == nil || !*raw.Paired {
 		t.Errorf("WriteJSON(paired) paired = %v; want true", raw.Paired)
 	}
-	if raw.Explanation == nil || *raw.Explanation != compare.PairedExplanation {
-		t.Errorf("WriteJSON(paired) explanation = %v; want compare.PairedExplanation", raw.Explanation)
+	if raw.Explanation == nil || *raw.Explanation != PairedExplanation {
+		t.Errorf("WriteJSON(paired) explanation = %v; want PairedExplanation", raw.Explanation)
 	}
 	if raw.Look.Boots != 8 {
 		t.Errorf("WriteJSON(paired) look.boots = %d; want 8 pairs", raw.Look.Boots)
@@ -256,7 +256,7 @@ func TestWriteHTMLPaired(t *testing.T) {
 	}
 	page := html.UnescapeString(b.String())
 	for _, want := range []string{
-		compare.PairedExplanation,
+		PairedExplanation,
 		"<th>pairs</th>",
 		`<td class="num">8</td>`,
 		"LPMTrie/op=lookup/keys=random/entries=10000: DIFFERENT, -4.97%, p=0.008, 8 pairs</figcaption>",
@@ -338,7 +338,7 @@ func TestAbsChangePaired(t *testing.T) {
 	if !noop.Control || noop.Verdict != compare.Different {
 		t.Fatalf("noop ×1.015, paired: control %v, verdict %v; want a DIFFERENT control", noop.Control, noop.Verdict)
 	}
-	want := fmt.Sprintf("LPMTrie/op=noop %s sec/op (%s, p=", compare.FormatDelta(noop.DeltaPct), absChange(noop))
+	want := fmt.Sprintf("LPMTrie/op=noop %s sec/op (%s, p=", FormatDelta(noop.DeltaPct), absChange(noop))
 	if ws := strings.Join(warnings(rep), "\n"); !strings.Contains(ws, want) {
 		t.Errorf("warnings(paired, noop ×1.015) lack %q:\n%s", want, ws)
 	}

@@ -45,7 +45,7 @@ func PlotRow(rep *compare.Report, row compare.Row) (*plot.Plot, error) {
 	p.Title.Text = fmt.Sprintf("%s\n%s", row.Benchmark, plotSubtitle(row))
 	p.Y.Label.Text = label
 	p.X.Min, p.X.Max = -0.5, 1.5
-	p.NominalX(tickLabel(rep.A), tickLabel(rep.B))
+	p.NominalX(rep.A.Label(), rep.B.Label())
 	p.Add(plotter.NewGrid())
 
 	pairLines, err := addPairLines(p, row, factor)
@@ -218,14 +218,7 @@ func plotSubtitle(row compare.Row) string {
 		}
 		return s
 	}
-	return fmt.Sprintf("%v: %s, p=%s, %s", row.Verdict, compare.FormatDelta(row.DeltaPct), compare.FormatP(row.P), row.BootsLabel())
-}
-
-func tickLabel(s compare.SideInfo) string {
-	if s.Kernel == "" {
-		return s.Name
-	}
-	return s.Name + ": " + s.Kernel
+	return fmt.Sprintf("%v: %s, p=%s, %s", row.Verdict, FormatDelta(row.DeltaPct), FormatP(row.P), BootsLabel(row))
 }
 
 // displayUnit returns the Y axis label and the factor from the row's values:

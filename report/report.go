@@ -19,14 +19,18 @@
 //
 // A paired report (compare.Report.Paired: A's and B's boot of each round ran
 // side by side and took their samples in turn) says so once, with
-// compare.PairedExplanation, and counts pairs wherever an unpaired one counts
+// PairedExplanation, and counts pairs wherever an unpaired one counts
 // boots per side: "8 pairs" for "8+8 boots". Its change is the median change
 // of the pairs (compare.Row.DeltaPct), not the distance between the sides'
 // centres, which move with the host's state.
 //
 // The report does not decide anything: verdicts, drift and the outcome come
-// from package compare. Meta carries what compare cannot know; the caller
-// fills it.
+// from package compare, as data. Everything that puts them into words is
+// here, once for every format: the table (WriteTable), the headlines
+// (Headline, BootsLabel), the verdict rule (VerdictRule), the explanations
+// (InstructionsExplanation, PairedExplanation) and the number formats
+// (FormatDelta, FormatP, FormatPct). Meta carries what compare cannot know;
+// the caller fills it.
 package report
 
 import (
@@ -180,7 +184,7 @@ func headlines(rep *compare.Report) []string {
 	var out []string
 	for _, r := range rep.Rows {
 		if r.Verdict == compare.Different && !r.Control {
-			out = append(out, r.Headline())
+			out = append(out, Headline(r))
 		}
 	}
 	return out
@@ -194,11 +198,11 @@ func undecided(rep *compare.Report) []string {
 		if r.Control || r.Verdict != compare.Unknown {
 			continue
 		}
-		line := r.Headline()
+		line := Headline(r)
 		switch {
 		case !r.Compared():
-		case r.BootsNeeded > 1000:
-			line += fmt.Sprintf("; a verdict is out of reach (>1000 %s at this spread, leaning %v)", units(r.Paired), r.NeedFor)
+		case r.BootsNeeded > compare.MaxBootsNeeded:
+			line += fmt.Sprintf("; a verdict is out of reach (>%d %s at this spread, leaning %v)", compare.MaxBootsNeeded, units(r.Paired), r.NeedFor)
 		case r.BootsNeeded > 0:
 			line += fmt.Sprintf("; a verdict needs ~%d %s at this spread (leaning %v)", r.BootsNeeded, units(r.Paired), r.NeedFor)
 		}
@@ -212,7 +216,7 @@ func warnings(rep *compare.Report) []string {
 	var out []string
 	var moved []string
 	for _, r := range rep.Moved() {
-		move := fmt.Sprintf("%s %s %s (%s, p=%s)", r.Benchmark, compare.FormatDelta(r.DeltaPct), r.Unit, absChange(r), compare.FormatP(r.P))
+		move := fmt.Sprintf("%s %s %s (%s, p=%s)", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, absChange(r), FormatP(r.P))
 		if r.Drift {
 			out = append(out, "ENVIRONMENT DRIFT: control "+move+" moved enough to explain a minimum-effect change of a benchmark. "+
 				"The host, QEMU or the harness changed between the sides; no benchmark's change is attributed to the kernel. Re-run, ideally on a quieter host.")
@@ -223,13 +227,13 @@ func warnings(rep *compare.Report) []string {
 	if len(moved) > 0 {
 		out = append(out, "Controls moved with the kernel: "+strings.Join(moved, "; ")+
 			". The harness's cost inside the kernel (the BPF program and bpf_loop around the operation) changed, "+
-			fmt.Sprintf("by less than %.4g%% of every benchmark: too little to explain a verdict. The benchmarks' changes include it.", 100*rep.MinEffect))
+			fmt.Sprintf("by less than %s of every benchmark: too little to explain a verdict. The benchmarks' changes include it.", pct(rep.MinEffect)))
 	}
 	if !rep.HasControls() {
 		out = append(out, "No control benchmark (noop, baseline) was compared: environment drift cannot be told apart from a kernel change.")
 	}
 	if rep.Instructions() {
-		out = append(out, compare.InstructionsExplanation)
+		out = append(out, InstructionsExplanation)
 	}
 	return out
 }
@@ -360,8 +364,8 @@ func runLines(rep *compare.Report, meta Meta) [][2]string {
 	case meta.Seed != nil:
 		add("boot order", fmt.Sprintf("A/B interleaved in randomized order, seed %d", *meta.Seed))
 	}
-	add("statistics", fmt.Sprintf("α=%v family-wise over rows and looks, minimum effect %.4g%%, %.4g%% confidence intervals",
-		rep.Alpha, 100*rep.MinEffect, 100*rep.Confidence))
+	add("statistics", fmt.Sprintf("α=%v family-wise over rows and looks, minimum effect %s, %s confidence intervals",
+		rep.Alpha, pct(rep.MinEffect), pct(rep.Confidence)))
 	add("command", meta.Command)
 	if !meta.Date.IsZero() {
 		add("date", meta.Date.UTC().Format(time.RFC3339))

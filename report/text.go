@@ -13,7 +13,8 @@ import (
 )
 
 // WriteText writes the report for a terminal: the outcome, the headlines,
-// the warnings, compare's benchstat-like table and the run's parameters.
+// the warnings, the benchstat-like table (WriteTable) and the run's
+// parameters.
 func WriteText(w io.Writer, rep *compare.Report, meta Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "lpmbisect compare %s vs %s\n%s\n", rep.A.Label(), rep.B.Label(), outcomeLine(rep, meta.FailOn))
@@ -34,7 +35,7 @@ func WriteText(w io.Writer, rep *compare.Report, meta Meta) error {
 		fmt.Fprintln(bw, wrap(para, 100, ""))
 	}
 	fmt.Fprintln(bw)
-	if err := rep.WriteText(bw); err != nil {
+	if err := WriteTable(bw, rep); err != nil {
 		return err
 	}
 	fmt.Fprintln(bw)
@@ -70,8 +71,8 @@ func wrap(s string, width int, prefix string) string {
 // WriteMarkdown writes the report as GitHub-flavoured Markdown, for an
 // issue, a pull request or a mail: the outcome, the headlines, warnings as
 // quotes, one table for all rows and the run's parameters. A paired report
-// counts complete pairs in the table and states compare.PairedExplanation
-// under it.
+// counts complete pairs in the table and states PairedExplanation under
+// it.
 func WriteMarkdown(w io.Writer, rep *compare.Report, meta Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "### lpmbisect compare: %s vs %s\n\n", mdEscape(rep.A.Label()), mdEscape(rep.B.Label()))
@@ -98,7 +99,7 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta Meta) error {
 	for _, r := range rep.Rows {
 		c := cells(r)
 		var marks []string
-		for _, n := range r.Notes {
+		for _, n := range rowNotes(rep, r) {
 			i := slices.Index(notes, n)
 			if i < 0 {
 				notes = append(notes, n)
@@ -123,11 +124,11 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta Meta) error {
 		}
 	}
 	if rep.Paired {
-		fmt.Fprintf(bw, "\n%s.  \nvs A: median over pairs of B/A − 1; pairs: complete pairs. Centre: median of a side's per-boot medians ± %.4g%% confidence interval (moves with host state, which the pairs cancel); in-boot: median over boots of (max−min)/median.  \n%s\n",
-			mdEscape(compare.PairedExplanation), 100*rep.Confidence, mdEscape(capitalize(rep.VerdictRule())))
+		fmt.Fprintf(bw, "\n%s.  \nvs A: median over pairs of B/A − 1; pairs: complete pairs. Centre: median of a side's per-boot medians ± %s confidence interval (moves with host state, which the pairs cancel); in-boot: median over boots of (max−min)/median.  \n%s\n",
+			mdEscape(PairedExplanation), pct(rep.Confidence), mdEscape(capitalize(VerdictRule(rep))))
 	} else {
-		fmt.Fprintf(bw, "\nCentre: median of per-boot medians ± %.4g%% confidence interval; in-boot: median over boots of (max−min)/median.  \n%s\n",
-			100*rep.Confidence, mdEscape(capitalize(rep.VerdictRule())))
+		fmt.Fprintf(bw, "\nCentre: median of per-boot medians ± %s confidence interval; in-boot: median over boots of (max−min)/median.  \n%s\n",
+			pct(rep.Confidence), mdEscape(capitalize(VerdictRule(rep))))
 	}
 
 	fmt.Fprintf(bw, "\n<details><summary>Run</summary>\n\n")
@@ -174,9 +175,9 @@ func cells(r compare.Row) rowCells {
 		if s.Boots == 0 {
 			return "–", "–", ""
 		}
-		centre = scale.Format(s.Center) + " ±" + compare.FormatPct(s.CIPct())
+		centre = scale.Format(s.Center) + " ±" + FormatPct(s.CIPct())
 		if s.Samples > s.Boots {
-			spread = "in-boot " + compare.FormatPct(100*s.WithinBoot)
+			spread = "in-boot " + FormatPct(100*s.WithinBoot)
 			return centre + " (" + spread + ")", centre, spread
 		}
 		return centre, centre, ""
@@ -188,8 +189,8 @@ func cells(r compare.Row) rowCells {
 	c.a, c.aCentre, c.aSpread = side(r.A)
 	c.b, c.bCentre, c.bSpread = side(r.B)
 	if r.Compared() {
-		c.delta = compare.FormatDelta(r.DeltaPct)
-		c.p = compare.FormatP(r.P)
+		c.delta = FormatDelta(r.DeltaPct)
+		c.p = FormatP(r.P)
 	}
 	return c
 }

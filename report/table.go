@@ -1,54 +1,55 @@
-package compare
+package report
 
 import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/perf/benchunit"
+
+	"github.com/lpmbisect/lpmbisect/compare"
 )
 
-// WriteText writes the report as a terminal table in the spirit of benchstat:
-// one table per unit, one line per benchmark, with each side's centre ± the
-// confidence interval (in % of the centre), the within-boot spread, the change
-// from A to B, the p-value of the U test, the number of boots and the
-// verdict. Unlike benchstat, the change is printed even when it is not
-// significant: the verdict column says what it is worth. Notes are printed as
-// numbered footnotes under each table.
+// WriteTable writes the comparison as a terminal table in the spirit of
+// benchstat: one table per unit, one line per benchmark, with each side's
+// centre ± the confidence interval (in % of the centre), the within-boot
+// spread, the change from A to B, the p-value of the test, the number of
+// boots and the verdict. Unlike benchstat, the change is printed even when it
+// is not significant: the verdict column says what it is worth. Notes are
+// printed as numbered footnotes under each table. WriteText prints it below
+// the headlines.
 //
 // Values are scaled with SI prefixes as benchstat does; note that benchfmt
 // reads "ns/op" as "sec/op", so 630 ns/op prints as "630.0n" sec/op.
 //
 // A paired report says so first (PairedExplanation); its change column is
 // the median change of the pairs and its n column counts complete pairs.
-func (r *Report) WriteText(w io.Writer) error {
+func WriteTable(w io.Writer, rep *compare.Report) error {
 	bw := bufio.NewWriter(w)
-	conf := strconv.FormatFloat(100*r.Confidence, 'g', 4, 64)
-	if r.Paired {
+	if rep.Paired {
 		fmt.Fprintf(bw, "%s\n", PairedExplanation)
 		fmt.Fprintf(bw, "pairs are the unit: each boot counts as the median of its samples; vs A = median over pairs of B/A − 1; n = complete pairs\n")
-		fmt.Fprintf(bw, "centre = median over a side's boots ± %s%% confidence interval (moves with host state, which the pairs cancel); in-boot = median over boots of (max-min)/median; α=%v\n",
-			conf, r.Alpha)
+		fmt.Fprintf(bw, "centre = median over a side's boots ± %s confidence interval (moves with host state, which the pairs cancel); in-boot = median over boots of (max-min)/median; α=%v\n",
+			pct(rep.Confidence), rep.Alpha)
 	} else {
 		fmt.Fprintf(bw, "boots are the unit: each boot counts once, as the median of its samples\n")
-		fmt.Fprintf(bw, "centre = median over boots ± %s%% confidence interval; in-boot = median over boots of (max-min)/median; α=%v\n",
-			conf, r.Alpha)
+		fmt.Fprintf(bw, "centre = median over boots ± %s confidence interval; in-boot = median over boots of (max-min)/median; α=%v\n",
+			pct(rep.Confidence), rep.Alpha)
 	}
-	fmt.Fprintf(bw, "%s\n", r.VerdictRule())
-	var units []string
-	for _, row := range r.Rows {
-		if !slices.Contains(units, row.Unit) {
-			units = append(units, row.Unit)
+	fmt.Fprintf(bw, "%s\n", VerdictRule(rep))
+	var tables []string // the units, in the order of the rows
+	for _, row := range rep.Rows {
+		if !slices.Contains(tables, row.Unit) {
+			tables = append(tables, row.Unit)
 		}
 	}
-	for _, unit := range units {
+	for _, unit := range tables {
 		bw.WriteString("\n")
-		r.writeUnit(bw, unit)
+		writeUnit(bw, rep, unit)
 	}
 	return bw.Flush()
 }
@@ -88,17 +89,17 @@ var layout = struct {
 	stretch: []int{colName, colACI, colVerdict},
 }
 
-func (r *Report) writeUnit(w io.Writer, unit string) {
+func writeUnit(w io.Writer, rep *compare.Report, unit string) {
 	var footnotes []string
-	var cells [][numCols]string
+	var lines [][numCols]string
 	var marks []string
-	for _, row := range r.Rows {
+	for _, row := range rep.Rows {
 		if row.Unit != unit {
 			continue
 		}
-		cells = append(cells, formatRow(row))
+		lines = append(lines, formatRow(row))
 		var mark string
-		for _, note := range row.Notes {
+		for _, note := range rowNotes(rep, row) {
 			i := slices.Index(footnotes, note)
 			if i < 0 {
 				footnotes = append(footnotes, note)
@@ -116,13 +117,13 @@ func (r *Report) writeUnit(w io.Writer, unit string) {
 	head[colVerdict] = "verdict"
 
 	var width [numCols]int
-	for _, row := range append(cells, head) {
+	for _, row := range append(lines, head) {
 		for c, s := range row {
 			width[c] = max(width[c], runeLen(s))
 		}
 	}
 	// Widen groups whose label does not fit.
-	labels := []string{"", r.A.Label(), r.B.Label()}
+	labels := []string{"", rep.A.Label(), rep.B.Label()}
 	for g, span := range layout.groups {
 		if extra := runeLen(labels[g]) - groupWidth(width, span); extra > 0 {
 			width[layout.stretch[g]] += extra
@@ -141,7 +142,7 @@ func (r *Report) writeUnit(w io.Writer, unit string) {
 	b.WriteString("│")
 	fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	fmt.Fprintln(w, formatLine(head, width, "│ ")+"│")
-	for i, row := range cells {
+	for i, row := range lines {
 		line := formatLine(row, width, "  ") + marks[i] // the line ends in a space
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
@@ -176,17 +177,17 @@ func groupWidth(width [numCols]int, span [2]int) int {
 }
 
 // formatRow returns the cells of one row.
-func formatRow(row Row) [numCols]string {
+func formatRow(row compare.Row) [numCols]string {
 	var c [numCols]string
 	c[colName] = row.Benchmark
 	var centers []float64
-	for _, s := range []Summary{row.A, row.B} {
+	for _, s := range []compare.Summary{row.A, row.B} {
 		if s.Boots > 0 {
 			centers = append(centers, s.Center)
 		}
 	}
 	scale := benchunit.CommonScale(centers, benchunit.ClassOf(row.Unit))
-	side := func(s Summary, center, ci, spread int) {
+	fillSide := func(s compare.Summary, center, ci, spread int) {
 		if s.Boots == 0 {
 			c[center] = "-"
 			return
@@ -198,8 +199,8 @@ func formatRow(row Row) [numCols]string {
 			c[spread] = FormatPct(100 * s.WithinBoot)
 		}
 	}
-	side(row.A, colACenter, colACI, colASpread)
-	side(row.B, colBCenter, colBCI, colBSpread)
+	fillSide(row.A, colACenter, colACI, colASpread)
+	fillSide(row.B, colBCenter, colBCI, colBSpread)
 	c[colN] = fmt.Sprintf("n=%d+%d", row.A.Boots, row.B.Boots)
 	if row.Paired {
 		c[colN] = "n=" + plural(row.Pairs, "pair")
@@ -222,26 +223,6 @@ func formatRow(row Row) [numCols]string {
 	}
 	c[colP] = fmt.Sprintf("p=%.3f", row.P)
 	return c
-}
-
-// FormatPct formats a percentage with more digits the smaller it is, so that
-// the 0.03 % spread of instruction counts does not print as 0 %.
-func FormatPct(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "∞"
-	case math.IsNaN(v):
-		return "?"
-	case v == 0:
-		return "0%"
-	case v < 0.01:
-		return "<0.01%"
-	case v < 1:
-		return fmt.Sprintf("%.2f%%", v)
-	case v < 10:
-		return fmt.Sprintf("%.1f%%", v)
-	}
-	return fmt.Sprintf("%.0f%%", v)
 }
 
 func superscript(n int) string {

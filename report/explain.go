@@ -1,0 +1,99 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+)
+
+// InstructionsExplanation says in plain words what instruction-count results
+// measure and what they cannot see. Reports print it whenever a row is in
+// compare.UnitInstructions (compare.Report.Instructions).
+const InstructionsExplanation = "insn/op counts guest instructions retired per operation (QEMU TCG with -icount: " +
+	"the guest clock advances one nanosecond per instruction). The counts are deterministic (spread ~0.03 %), " +
+	"so any difference is \"significant\" and the minimum effect decides. They measure the code path's length, " +
+	"not its speed: not cycles, cache misses, branch mispredictions, memory latency, lock contention, " +
+	"or frequency and SMT effects. A change that alters only those shows up as SAME here; check it with wall time."
+
+// PairedExplanation says in one line what a paired report's design is and
+// which test it uses. Reports print it whenever compare.Report.Paired is set.
+const PairedExplanation = "paired: boots ran in pairs, one A and one B alive at once on one host CPU, taking samples in turn; " +
+	"tests are Wilcoxon signed-rank on per-pair log(B/A)"
+
+// Headline returns an LKP-style one-line summary of the row, e.g.
+//
+//	LPMTrie/op=lookup/keys=random/entries=10000: -21.7% insn/op (better), DIFFERENT, p=0.008, 4+4 boots
+//
+// For a control the direction reads "(control moved)". For rows not
+// compared it says on which side the benchmark ran. A paired row ends in its
+// pairs ("8 pairs") instead of its boots.
+func Headline(r compare.Row) string {
+	if !r.Compared() {
+		why := "ran on one side only"
+		if r.Paired && r.A.Boots > 0 && r.B.Boots > 0 {
+			why = "no complete pair"
+		}
+		return fmt.Sprintf("%s: %v, %s, %d+%d boots", r.Benchmark, r.Verdict, why, r.A.Boots, r.B.Boots)
+	}
+	dir := ""
+	switch {
+	case r.Control && r.Verdict == compare.Different:
+		dir = " (control moved)"
+	case r.Verdict == compare.Different && r.Worse():
+		dir = " (worse)"
+	case r.Verdict == compare.Different:
+		dir = " (better)"
+	}
+	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %s", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, FormatP(r.P), BootsLabel(r))
+}
+
+// BootsLabel counts the row's units for reports: "6+6 boots", or in a
+// paired row the complete pairs, "8 pairs".
+func BootsLabel(r compare.Row) string {
+	if r.Paired {
+		return plural(r.Pairs, "pair")
+	}
+	return fmt.Sprintf("%d+%d boots", r.A.Boots, r.B.Boots)
+}
+
+// VerdictRule states in one line how the report's verdicts were decided:
+// at which look, with what α and minimum effect.
+func VerdictRule(rep *compare.Report) string {
+	look := fmt.Sprintf("look %d", rep.Look.Number)
+	if rep.Look.MaxBoots > 0 {
+		look += fmt.Sprintf(" of ≤%d %s", rep.Look.MaxBoots, units(rep.Paired))
+	}
+	return fmt.Sprintf("verdict (%s): DIFFERENT = significant at α=%v over all rows and looks, and shown beyond ±%s; SAME = shown within ±%s; else UNKNOWN",
+		look, rep.Alpha, pct(rep.MinEffect), pct(rep.MinEffect))
+}
+
+// rowNotes returns the notes every format prints for a row: compare's
+// (compare.Row.Notes), then, for a row more boots could decide, what they
+// would decide and at how many (needNote).
+func rowNotes(rep *compare.Report, r compare.Row) []string {
+	if !r.Undecided() {
+		return r.Notes
+	}
+	return append(slices.Clip(r.Notes), needNote(rep, r))
+}
+
+// needNote phrases compare's estimate for an undecided row
+// (compare.Row.NeedFor and BootsNeeded): the claim the boots would settle,
+// which assumes the observed change holds (for a kernel compared with
+// itself it will not), and the boots per side or pairs it would take.
+func needNote(rep *compare.Report, r compare.Row) string {
+	claim := fmt.Sprintf("showing B within ±%s of A (SAME)", pct(rep.MinEffect))
+	if r.NeedFor == compare.Different {
+		claim = fmt.Sprintf("confirming the %s change (DIFFERENT)", FormatDelta(r.DeltaPct))
+	}
+	switch {
+	case r.BootsNeeded > compare.MaxBootsNeeded:
+		return fmt.Sprintf("%s would need more than %d %s at this spread", claim, compare.MaxBootsNeeded, units(r.Paired))
+	case r.BootsNeeded > 0:
+		return fmt.Sprintf("%s would need ~%d %s at this spread", claim, r.BootsNeeded, units(r.Paired))
+	case r.Paired:
+		return "too few pairs to estimate the spread of the pairs' changes"
+	}
+	return "too few boots to estimate the spread between boots"
+}

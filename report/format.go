@@ -1,0 +1,61 @@
+package report
+
+import (
+	"fmt"
+	"math"
+)
+
+// FormatDelta formats a change in percent with its sign and three
+// significant digits at most: "-21.7%", "+0.31%", "+0.03%".
+func FormatDelta(pct float64) string {
+	a := math.Abs(pct)
+	switch {
+	case math.IsNaN(pct):
+		return "?"
+	case a >= 10:
+		return fmt.Sprintf("%+.1f%%", pct)
+	case a >= 0.01 || a == 0:
+		return fmt.Sprintf("%+.2f%%", pct)
+	}
+	return fmt.Sprintf("%+.1e%%", pct)
+}
+
+// FormatP formats a p-value with three decimals, or "<0.001".
+func FormatP(p float64) string {
+	if p < 0.001 {
+		return "<0.001"
+	}
+	return fmt.Sprintf("%.3f", p)
+}
+
+// FormatPct formats a percentage with more digits the smaller it is, so that
+// the 0.03 % spread of instruction counts does not print as 0 %.
+func FormatPct(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "∞"
+	case math.IsNaN(v):
+		return "?"
+	case v == 0:
+		return "0%"
+	case v < 0.01:
+		return "<0.01%"
+	case v < 1:
+		return fmt.Sprintf("%.2f%%", v)
+	case v < 10:
+		return fmt.Sprintf("%.1f%%", v)
+	}
+	return fmt.Sprintf("%.0f%%", v)
+}
+
+// pct formats a fraction as a percentage with up to four significant
+// digits, for levels and the minimum effect: 0.01 is "1%", 0.95 "95%".
+func pct(f float64) string { return fmt.Sprintf("%.4g%%", 100*f) }
+
+// plural counts what: "1 pair", "8 pairs".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
