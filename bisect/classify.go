@@ -7,6 +7,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/report"
 )
 
 // Class is what a bisection step decides about a candidate.
@@ -83,7 +84,7 @@ func (c Comparison) String() string {
 	if c.Verdict == compare.Same {
 		p = "p(same)"
 	}
-	return fmt.Sprintf("%s (%s, %s%s)", c.Verdict, compare.FormatDelta(c.DeltaPct), p, formatP(c.PValue()))
+	return fmt.Sprintf("%s (%s, %s%s)", c.Verdict, report.FormatDelta(c.DeltaPct), p, formatP(c.PValue()))
 }
 
 // RowVerdict compares a candidate with both endpoints on one benchmark.
@@ -223,7 +224,7 @@ func classifyRows(rows []RowVerdict) (class Class, ok bool, reason string) {
 
 // formatP formats a p-value with its relation: "=0.029" or "<0.001".
 func formatP(p float64) string {
-	s := compare.FormatP(p)
+	s := report.FormatP(p)
 	if strings.HasPrefix(s, "<") {
 		return s
 	}
