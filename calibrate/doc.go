@@ -1,0 +1,88 @@
+// Package calibrate measures what this host's instrument can resolve, from
+// boots of one kernel image compared with itself, and keeps the result in
+// the cache, per host, accelerator, QEMU version, emulated CPU model and
+// run plan, for comparisons to use.
+//
+// A calibration boots one image many times and reduces every boot, per
+// benchmark and unit, to the median of its samples, as package compare
+// does: the boot is the unit of measurement. From those boot medians it
+// derives two different things, one per kind of clock.
+//
+// # Jitter bound (icount)
+//
+// Under icount the guest clock counts instructions, and two boots of one
+// image agree to a few hundredths of a percent: what is left is jitter
+// from timer interrupts landing in the measured loop and from where the
+// kernel places things at boot. For every pair of boots i, j the relative
+// difference of their medians is max(m_i, m_j)/min(m_i, m_j) − 1 (the
+// larger of |m_i/m_j − 1| and |m_j/m_i − 1|). The jitter bound is
+//
+//	bound = max(BoundFloor, SafetyFactor × Quantile(pairwise, Q))
+//
+// with Q = 0.95, SafetyFactor = 3 and BoundFloor = 0.0002 (0.02 %) by
+// default. A high quantile rather than the largest difference keeps one odd
+// pair among many from setting the bound alone, and the safety factor
+// covers what a handful of boots has not yet shown: with 8 boots there are
+// 28 pairs, but only 8 independent boots, so the quantile is itself an
+// estimate from a small sample. The floor is the instrument's resolution:
+// the guest rounds per-op values to two decimals (0.01 insn of ~20 to
+// ~1000), and a bound below that would claim more than was measured.
+//
+// A benchmark is Deterministic only when its largest pairwise difference
+// stays below MaxJitter (0.5 %), it ran in every boot, and its boot medians
+// show no second mode. The mode test sorts the medians, splits them at
+// their largest gap into a lower and an upper group, and reports two modes
+// when both groups hold at least 2 boots and the gap is larger than
+// ModeGap (3) times the larger group's own range and larger than
+// BoundFloor relative to the centre (a gap below the resolution is not a
+// mode). A single outlying boot is no mode by this test, but its pairs
+// enter the quantile and widen the bound. Two agreeing boots do not prove
+// that there is no second mode: a second mode may be rare. So a benchmark
+// that ever showed two modes for a key stays non-deterministic for that
+// key: Store merges the new calibration with the stored one and keeps
+// every benchmark ever seen with two modes (Calibration.TwoModes).
+//
+// # Smallest change ruled out (wall time)
+//
+// Under wall time (tcg, kvm: sec/op once benchfmt tidies ns/op) boots
+// differ by percents, and what matters is the smallest minimum effect at
+// which a comparison of this host can say SAME for a kernel against
+// itself. Calibration simulates those self-compares: it splits the n boots
+// into two halves of k = n/2 (one boot left out when n is odd), labels one
+// half A and the other B, and asks compare.Build, at one look (no adaptive
+// boots), for each minimum effect of a grid (1, 2, 3, 5, 7.5, 10, 15,
+// 20 %) whether each row is SAME. The floor of a row is the smallest
+// minimum effect at which at least SameShare (90 %) of the splits say
+// SAME; Floor is NaN (FloorReached false) when none does. When there are
+// at most Splits (200) distinct splits they are all taken (8 boots give
+// 35), otherwise Splits are drawn with a seeded generator.
+//
+// The splits are not independent experiments: they are arrangements of one
+// pool of n boots, and each boot is in half of them. One slow boot therefore
+// sits on one side of every split that contains it, and the share of SAME
+// over the splits measures how the pool's own spread looks at k boots per
+// side, not the chance that fresh boots would say SAME. The floor is thus
+// an estimate with the uncertainty of n boots, however many splits are
+// taken; more splits only make the share smooth. It holds for k boots per
+// side: a comparison with more boots can rule out smaller changes, one
+// with fewer only larger ones. The same splits count DIFFERENT claims
+// (FalseDifferent), which for a kernel against itself must stay near 0.
+//
+// The floor is computed under icount too: it is what the statistical rule,
+// to which a row falls back when it is not deterministic, can rule out.
+// Runs in pairs are calibrated from unpaired splits of boots of one
+// kernel; the key keeps paired and unpaired plans apart, but the floor is
+// that of an unpaired comparison.
+//
+// # Keys and storage
+//
+// A Key names what the bounds hold for: the host (name, CPU model, CPU
+// count), the accelerator, the QEMU version and the CPU model it emulated
+// (from the results' qemu and cpu-model keys), and the plan: samples and
+// rounds (from the results' samples and rounds keys) and whether
+// comparisons run in pairs. The kernel is not part of the key: the point
+// of a calibration is to serve comparisons of other kernels. Each key has
+// one JSON file under <cache>/calibration/; a new calibration replaces the
+// bounds of the old one but keeps its knowledge of second modes, so the
+// file stays small.
+package calibrate

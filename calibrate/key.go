@@ -1,0 +1,164 @@
+package calibrate
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// Host identifies the machine a calibration holds for: wall-clock numbers
+// are per CPU family and per machine, so are their floors.
+type Host struct {
+	Name string `json:"name"` // host name
+	CPU  string `json:"cpu"`  // model name of the first CPU in /proc/cpuinfo
+	// CPUs is the number of processors /proc/cpuinfo lists (whatever
+	// this process may run on).
+	CPUs int `json:"cpus"`
+}
+
+// ThisHost describes the machine this process runs on.
+func ThisHost() (Host, error) {
+	name, err := os.Hostname()
+	if err != nil {
+		return Host{}, fmt.Errorf("calibrate: host name: %w", err)
+	}
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return Host{}, fmt.Errorf("calibrate: %w (is /proc mounted?)", err)
+	}
+	defer f.Close()
+	h, err := ReadHost(f)
+	if err != nil {
+		return Host{}, fmt.Errorf("calibrate: /proc/cpuinfo: %w", err)
+	}
+	h.Name = name
+	return h, nil
+}
+
+// maxCPUInfo bounds what ReadHost reads: /proc/cpuinfo of a 256-CPU
+// machine is about 400 KiB.
+const maxCPUInfo = 4 << 20
+
+// ReadHost reads the CPU model and count of a Host from the text of
+// /proc/cpuinfo (x86: "model name", elsewhere "Model" or "cpu model"). The
+// name is left empty.
+func ReadHost(cpuinfo io.Reader) (Host, error) {
+	var h Host
+	sc := bufio.NewScanner(io.LimitReader(cpuinfo, maxCPUInfo))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch k, v = strings.TrimSpace(k), strings.TrimSpace(v); k {
+		case "processor":
+			h.CPUs++
+		case "model name", "Model", "cpu model":
+			if h.CPU == "" {
+				h.CPU = v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Host{}, err
+	}
+	if h.CPUs == 0 {
+		return Host{}, errors.New("no processor listed")
+	}
+	return h, nil
+}
+
+// Key names what a calibration holds for. Two comparisons may share
+// bounds only when their keys are equal.
+type Key struct {
+	Host Host `json:"host"`
+	// Accel is the accelerator as results name it (icount, tcg, kvm).
+	Accel string `json:"accel"`
+	// QEMU and CPUModel are the QEMU version and the CPU model it
+	// emulated, from the results' qemu and cpu-model keys.
+	QEMU     string `json:"qemu"`
+	CPUModel string `json:"cpu_model"`
+	// Samples and Rounds are the plan's samples per benchmark per boot and
+	// program runs per sample (the results' samples and rounds keys).
+	Samples int `json:"samples"`
+	Rounds  int `json:"rounds"`
+	// Paired says whether comparisons run in pairs; always false under
+	// icount, whose counts need no pairs.
+	Paired bool `json:"paired"`
+}
+
+// ErrNoAccel is returned by KeyOf for results that do not say which
+// accelerator measured them.
+var ErrNoAccel = errors.New("results do not name their accelerator")
+
+// KeyOf returns the key of results measured on host, for comparisons that
+// run in pairs or not. The results must agree on the accelerator, QEMU
+// version, CPU model, samples and rounds.
+func KeyOf(results []*benchfmt.Result, host Host, paired bool) (Key, error) {
+	k := Key{Host: host}
+	var err error
+	if k.Accel, err = oneValue(results, wire.KeyAccel); err != nil {
+		return Key{}, err
+	}
+	if k.Accel == "" {
+		return Key{}, fmt.Errorf("calibrate: %w (no %q key)", ErrNoAccel, wire.KeyAccel)
+	}
+	k.Paired = paired && !wire.Accel(k.Accel).CountsInstructions()
+	if k.QEMU, err = oneValue(results, wire.KeyQEMU); err != nil {
+		return Key{}, err
+	}
+	if k.CPUModel, err = oneValue(results, wire.KeyCPUModel); err != nil {
+		return Key{}, err
+	}
+	if k.Samples, err = intValue(results, wire.KeySamples); err != nil {
+		return Key{}, err
+	}
+	if k.Rounds, err = intValue(results, wire.KeyRounds); err != nil {
+		return Key{}, err
+	}
+	return k, nil
+}
+
+// String describes the key in words.
+func (k Key) String() string {
+	pairs := "unpaired"
+	if k.Paired {
+		pairs = "paired"
+	}
+	return fmt.Sprintf("%s on %s (%s, %d CPUs), QEMU %s, CPU model %s, %d samples × %d rounds, %s",
+		k.Accel, k.Host.Name, k.Host.CPU, k.Host.CPUs, orNone(k.QEMU), orNone(k.CPUModel), k.Samples, k.Rounds, pairs)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// fileName is the name of the key's file under <cache>/calibration: the
+// accelerator, for people looking, and a hash of the whole key.
+func (k Key) fileName() string {
+	data, err := json.Marshal(k)
+	if err != nil {
+		panic(err) // a struct of strings, ints and a bool always encodes
+	}
+	sum := sha256.Sum256(data)
+	accel := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, k.Accel)
+	return accel + "-" + hex.EncodeToString(sum[:8]) + ".json"
+}

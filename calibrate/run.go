@@ -1,0 +1,34 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lpmbisect/lpmbisect/measure"
+)
+
+// Run calibrates kernel (any input measure.Setup.Prepare resolves): it boots
+// it boots times with setup's plan and accelerator, as many at once as the
+// setup allows (several under icount, one under wall time), and computes
+// the calibration from the completed boots. Whether the comparisons served
+// run in pairs is taken from the setup (o.Paired is ignored). o.OnRunner,
+// when set, gets the runner before the first boot. The caller stores the
+// result (Store).
+func Run(ctx context.Context, setup *measure.Setup, kernel string, boots int, o Options) (*Calibration, error) {
+	if boots < 2 {
+		return nil, fmt.Errorf("calibrate: %d boots: %w", boots, ErrTooFewBoots)
+	}
+	sides, err := setup.Prepare([]string{kernel})
+	if err != nil {
+		return nil, err
+	}
+	r := setup.Runner(sides, o.Seed, nil)
+	if o.OnRunner != nil {
+		o.OnRunner(r)
+	}
+	if err := r.Measure(ctx, boots); err != nil {
+		return nil, fmt.Errorf("calibrate %s: %w", kernel, err)
+	}
+	o.Paired = setup.Pairs(2)
+	return Compute(r.Boots(sides[0].Name), o)
+}

@@ -1,0 +1,152 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+)
+
+// split is one self-compare: the boots (indices) on side A and on side B.
+type split struct{ a, b []int }
+
+// floors runs the self-compares of c's boots for every minimum effect of
+// the grid and sets each row's floor and shares.
+func floors(c *Calibration, boots [][]*benchfmt.Result, o Options) error {
+	n := len(boots)
+	k := n / 2
+	c.Method.SplitBoots = k
+	// Each boot's results as side A and as side B, with only what compare
+	// reads: a boot's number stays its own, so the two halves never share
+	// a boot ID.
+	var sides [2][][]*benchfmt.Result
+	for i, b := range boots {
+		for s, name := range []string{compare.SideA, compare.SideB} {
+			rs := make([]*benchfmt.Result, 0, len(b))
+			for _, r := range b {
+				nr := &benchfmt.Result{Name: r.Name, Iters: r.Iters, Values: r.Values}
+				nr.SetConfig(compare.KeySide, name)
+				nr.SetConfig(compare.KeyBoot, strconv.Itoa(i+1))
+				rs = append(rs, nr)
+			}
+			sides[s] = append(sides[s], rs)
+		}
+	}
+	splits, exhaustive := makeSplits(n, k, o.Splits, o.Seed)
+	c.Method.Splits, c.Method.Exhaustive = len(splits), exhaustive
+	same, diff := map[rowKey][]int{}, map[rowKey][]int{}
+	for _, sp := range splits {
+		var results []*benchfmt.Result
+		for _, i := range sp.a {
+			results = append(results, sides[0][i]...)
+		}
+		for _, i := range sp.b {
+			results = append(results, sides[1][i]...)
+		}
+		for g, m := range o.Grid {
+			rep, err := compare.Build(results, compare.Options{MinEffect: m, Alpha: o.Alpha})
+			if err != nil {
+				return fmt.Errorf("calibrate: self-compare at %.3g%%: %w", 100*m, err)
+			}
+			for _, row := range rep.Rows {
+				rk := rowKey{row.Benchmark, row.Unit}
+				if same[rk] == nil {
+					same[rk], diff[rk] = make([]int, len(o.Grid)), make([]int, len(o.Grid))
+				}
+				switch row.Verdict {
+				case compare.Same:
+					same[rk][g]++
+				case compare.Different:
+					diff[rk][g]++
+				}
+			}
+		}
+	}
+	total := float64(len(splits))
+	for i := range c.Benchmarks {
+		b := &c.Benchmarks[i]
+		rk := rowKey{b.Name, b.Unit}
+		b.SameShare = make([]float64, len(o.Grid))
+		for g, m := range o.Grid {
+			if same[rk] == nil {
+				break
+			}
+			b.SameShare[g] = float64(same[rk][g]) / total
+			b.FalseDifferent = math.Max(b.FalseDifferent, float64(diff[rk][g])/total)
+			if !b.FloorReached && b.SameShare[g] >= o.SameShare {
+				b.Floor, b.FloorReached = m, true
+			}
+		}
+	}
+	return nil
+}
+
+// makeSplits returns the splits of n boots into two sides of k: all of them
+// when there are at most max (exhaustive), else max drawn with seed. A
+// split and its mirror (A and B swapped) count once.
+func makeSplits(n, k, max int, seed uint64) (splits []split, exhaustive bool) {
+	if k == 0 {
+		return nil, true
+	}
+	if distinctSplits(n, k) <= float64(max) {
+		for _, a := range subsets(seq(n), k) {
+			rest := slices.DeleteFunc(seq(n), func(i int) bool { return slices.Contains(a, i) })
+			for _, b := range subsets(rest, k) {
+				if a[0] < b[0] {
+					splits = append(splits, split{a, b})
+				}
+			}
+		}
+		return splits, true
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x63616c69)) // "cali"
+	for range max {
+		p := rng.Perm(n)
+		a, b := slices.Clone(p[:k]), slices.Clone(p[k:2*k])
+		slices.Sort(a)
+		slices.Sort(b)
+		splits = append(splits, split{a, b})
+	}
+	return splits, false
+}
+
+// distinctSplits counts the unordered pairs of disjoint k-subsets of n:
+// C(n, k)·C(n−k, k)/2.
+func distinctSplits(n, k int) float64 {
+	return binomial(n, k) * binomial(n-k, k) / 2
+}
+
+func binomial(n, k int) float64 {
+	c := 1.0
+	for i := 1; i <= k; i++ {
+		c = c * float64(n-k+i) / float64(i)
+	}
+	return c
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// subsets returns the k-element subsets of set, each in set's order.
+func subsets(set []int, k int) [][]int {
+	if k == 0 {
+		return [][]int{nil}
+	}
+	var out [][]int
+	for i := 0; i+k <= len(set); i++ {
+		for _, rest := range subsets(set[i+1:], k-1) {
+			out = append(out, append([]int{set[i]}, rest...))
+		}
+	}
+	return out
+}
