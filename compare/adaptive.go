@@ -172,3 +172,19 @@ func Decide(ctx context.Context, src ABSource, opts Options, start int, selected
 	})
 	return seq.Last(), runErr
 }
+
+// AsSide returns copies of results labelled as side (SideA or SideB), with
+// the side as their kernel label too: one side may pool results labelled
+// with several releases (a rebuilt tree, boots of one image from several
+// runs), and Build needs one kernel label per side. Boots keep their
+// numbers.
+func AsSide(results []*benchfmt.Result, side string) []*benchfmt.Result {
+	out := make([]*benchfmt.Result, len(results))
+	for i, r := range results {
+		c := r.Clone()
+		c.SetConfig(KeySide, side)
+		c.SetConfig(KeyKernel, side)
+		out[i] = c
+	}
+	return out
+}

@@ -6,20 +6,22 @@ import (
 	"math"
 	"slices"
 
+	"github.com/lpmbisect/lpmbisect/wire"
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
 )
 
-// Configuration keys that Build reads from each result. The host writes them
-// as benchfmt configuration lines before the results of a boot.
+// Configuration keys that Build reads from each result: the host writes
+// them as benchfmt configuration lines (package wire holds every key).
 const (
-	KeySide   = "side"   // "A" or "B"
-	KeyKernel = "kernel" // kernel release of that side, used as its label
-	KeyBoot   = "boot"   // boot number within the run, unique per side
-	// KeyPair marks a paired run (see "Pairs" above): boots of A and B with
-	// the same pair value ran at the same time and are compared with each
-	// other. Either every result of a comparison has it or none has.
-	KeyPair = "pair"
+	KeySide   = wire.KeySide   // "A" or "B"
+	KeyKernel = wire.KeyKernel // kernel release of that side, used as its label
+	KeyBoot   = wire.KeyBoot   // boot number within the run, unique per side
+	// KeyPair marks a paired run (see "Pairs" in the package
+	// documentation): boots of A and B with the same pair value ran at the
+	// same time and are compared with each other. Either every result of a
+	// comparison has it or none has.
+	KeyPair = wire.KeyPair
 )
 
 // Side names, the values of KeySide.
@@ -54,6 +56,24 @@ type Options struct {
 	// Previous is the Look of the previous comparison of the same run
 	// (Report.Look), nil at the first look. It carries what was spent.
 	Previous *Look
+	// MinEffects overrides MinEffect per benchmark (by Row.Benchmark), as
+	// lpmbisect calibrate measured what a host can rule out for each.
+	MinEffects map[string]float64
+	// Bounds are the jitter bounds of benchmarks that a deterministic
+	// instrument (icount) measures, as relative differences between boots
+	// of one image (from lpmbisect calibrate): such a row is decided by the
+	// deterministic rule (see "Deterministic rows" in the package
+	// documentation) instead of the statistical one. Ignored in a paired
+	// report.
+	Bounds map[string]float64
+}
+
+// effectFor is the minimum effect of a benchmark's row.
+func (o Options) effectFor(bench string) float64 {
+	if e, ok := o.MinEffects[bench]; ok && e > 0 {
+		return e
+	}
+	return o.MinEffect
 }
 
 const (
@@ -83,6 +103,16 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if !(o.MinEffect > 0 && o.MinEffect < 1) {
 		return o, fmt.Errorf("minimum effect %v is not a fraction between 0 and 1 (0.01 is 1%%)", o.MinEffect)
+	}
+	for bench, e := range o.MinEffects {
+		if !(e > 0 && e < 1) {
+			return o, fmt.Errorf("minimum effect %v of %s is not a fraction between 0 and 1", e, bench)
+		}
+	}
+	for bench, b := range o.Bounds {
+		if !(b > 0 && b < 1) {
+			return o, fmt.Errorf("jitter bound %v of %s is not a fraction between 0 and 1", b, bench)
+		}
 	}
 	if o.MaxBoots < 0 {
 		return o, fmt.Errorf("max boots %d is negative", o.MaxBoots)
@@ -206,7 +236,31 @@ type Row struct {
 	// and so at how many boots per side (pairs in a paired row), the
 	// verdict was reached; 0 for UNKNOWN.
 	DecidedLook, DecidedBoots int
+
+	// MinEffect is the row's minimum effect, as a fraction: Options.MinEffect
+	// or the benchmark's own (Options.MinEffects).
+	MinEffect float64
+	// Rule says which rule decided the row: RuleStatistical, or
+	// RuleDeterministic with the jitter bound Bound (Options.Bounds).
+	Rule  Rule
+	Bound float64
+	// Final marks an UNKNOWN that more boots cannot decide: under the
+	// deterministic rule, a change within the bound of the minimum effect.
+	Final bool
 }
+
+// Rule is how a row's verdict is decided.
+type Rule string
+
+const (
+	// RuleStatistical: the tests on per-boot medians (U test, or signed
+	// ranks over pairs), with α spent over rows and looks.
+	RuleStatistical Rule = "statistical"
+	// RuleDeterministic: an instrument whose boots of one image agree
+	// within a calibrated bound; the change is compared with the minimum
+	// effect and the bound, and no α is spent.
+	RuleDeterministic Rule = "deterministic"
+)
 
 // ClaimP returns the p-value behind the row's verdict: PAdj for DIFFERENT,
 // PSame for SAME (for a row decided at an earlier look, the p-value it was
@@ -274,6 +328,48 @@ func (s Summary) CIPct() float64 {
 	return 100 * math.Max(s.Hi/s.Center-1, 1-s.Lo/s.Center)
 }
 
+// ErrIncomparable is wrapped when the sides' instruction counts come from
+// different instruments: icount counts depend on the emulated CPU model and
+// the QEMU version (the kernel patches itself for the CPU's features, and
+// each QEMU emulates its own), so counts measured with two of them are
+// never compared.
+var ErrIncomparable = errors.New("instruction counts from different instruments")
+
+// instrument is what measured one side's instruction counts: the CPU
+// model and QEMU version its results record.
+type instrument struct {
+	icount         bool
+	qemu, cpuModel string
+	first          *benchfmt.Result
+}
+
+func (in *instrument) add(res *benchfmt.Result) error {
+	if !wire.Accel(res.GetConfig(wire.KeyAccel)).CountsInstructions() {
+		return nil
+	}
+	q, c := res.GetConfig(wire.KeyQEMU), res.GetConfig(wire.KeyCPUModel)
+	if !in.icount {
+		in.icount, in.qemu, in.cpuModel, in.first = true, q, c, res
+		return nil
+	}
+	if q != in.qemu || c != in.cpuModel {
+		return fmt.Errorf("compare: %w: %s ran QEMU %q with CPU %q, %s QEMU %q with CPU %q (measure every boot of a comparison with one QEMU and CPU model)",
+			ErrIncomparable, pos(in.first), in.qemu, in.cpuModel, pos(res), q, c)
+	}
+	return nil
+}
+
+func (in instrument) comparable(other instrument) error {
+	switch {
+	case !in.icount || !other.icount:
+		return nil
+	case in.qemu != other.qemu || in.cpuModel != other.cpuModel:
+		return fmt.Errorf("compare: %w: side A ran QEMU %q with CPU %q, side B QEMU %q with CPU %q (measure both sides with one QEMU and CPU model)",
+			ErrIncomparable, in.qemu, in.cpuModel, other.qemu, other.cpuModel)
+	}
+	return nil
+}
+
 // key identifies a row.
 type key struct{ bench, unit string }
 
@@ -331,9 +427,13 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 	groups := map[key]*[2]group{}
 	var seen [2]bool
 	var pb pairBook
+	var inst [2]instrument
 	for _, res := range results {
 		side, err := sideOf(res)
 		if err != nil {
+			return nil, err
+		}
+		if err := inst[side].add(res); err != nil {
 			return nil, err
 		}
 		info := &rep.A
@@ -371,6 +471,9 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 	if err := pb.check(len(results)); err != nil {
 		return nil, err
 	}
+	if err := inst[0].comparable(inst[1]); err != nil {
+		return nil, err
+	}
 	rep.Paired = pb.paired > 0
 	if p := opts.Previous; p != nil && p.Paired != rep.Paired {
 		return nil, fmt.Errorf("compare: the previous look was %s, these results are %s (a run is paired or not from its first look)",
@@ -387,6 +490,38 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 	}
 	decide(rep, opts)
 	return rep, nil
+}
+
+// Summarize summarises one kernel's results, whatever their side labels,
+// per benchmark and unit as Build summarises each side: every boot reduced
+// to the median of its samples, and the centre and interval of those
+// medians (at the default confidence). Results need a boot key.
+func Summarize(results []*benchfmt.Result) ([]Row, error) {
+	var order []key
+	groups := map[key]*group{}
+	thr := benchmath.DefaultThresholds
+	for _, res := range results {
+		boot := res.GetConfig(KeyBoot)
+		if boot == "" {
+			return nil, fmt.Errorf("compare: %s: result has no %q key (samples must be grouped by boot)", pos(res), KeyBoot)
+		}
+		for _, v := range res.Values {
+			k := key{res.Name.String(), v.Unit}
+			g, ok := groups[k]
+			if !ok {
+				g = new(group)
+				groups[k] = g
+				order = append(order, k)
+			}
+			g.add(boot, "", v.Value)
+		}
+	}
+	rows := make([]Row, 0, len(order))
+	for _, k := range order {
+		sum, _ := summarise(groups[k], &thr, defaultConfidence)
+		rows = append(rows, Row{Benchmark: k.bench, Unit: k.unit, A: sum})
+	}
+	return rows, nil
 }
 
 func sideOf(res *benchfmt.Result) (int, error) {
@@ -517,18 +652,6 @@ func canBeSignificant(n1, n2 int, alpha float64) bool {
 	thr := benchmath.Thresholds{CompareAlpha: alpha}
 	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(lo, &thr), benchmath.NewSample(hi, &thr))
 	return cmp.P <= alpha
-}
-
-// MinBootsForSignificance returns the smallest number of boots per side with
-// which the U test can report a difference at level alpha (4 for 0.05, 5 for
-// 0.01), or 0 if more than 50 are needed.
-func MinBootsForSignificance(alpha float64) int {
-	for n := 1; n <= maxBoots; n++ {
-		if canBeSignificant(n, n, alpha) {
-			return n
-		}
-	}
-	return 0
 }
 
 // MinBootsForInterval returns the smallest number of boots for which the

@@ -368,8 +368,11 @@ func TestMinBoots(t *testing.T) {
 		alpha float64
 		want  int
 	}{{0.05, 4}, {0.01, 5}, {0.11, 3}} {
-		if got := MinBootsForSignificance(tc.alpha); got != tc.want {
-			t.Errorf("MinBootsForSignificance(%v) = %d; want %d", tc.alpha, got, tc.want)
+		if got := minBoots(tc.alpha, true); got != tc.want {
+			t.Errorf("minBoots(%v, two-sided) = %d; want %d", tc.alpha, got, tc.want)
+		}
+		if n := tc.want; !canBeSignificant(n, n, tc.alpha) || canBeSignificant(n-1, n-1, tc.alpha) {
+			t.Errorf("canBeSignificant at α=%v: want first true at %d+%d boots", tc.alpha, n, n)
 		}
 	}
 	if got, want := MinBootsForInterval(0.95), 6; got != want {

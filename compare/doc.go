@@ -127,6 +127,32 @@
 // cancel is state each VM draws for itself, such as where the kernel put
 // a benchmark's JIT code or trie nodes (see the README's "TCG wall time").
 //
+// # Deterministic rows
+//
+// Under icount the counts are deterministic: two boots of one image agree
+// within a few hundredths of a percent, so a statistical test would call
+// any wobble significant and need 6+6 boots to say what two boots show.
+// A benchmark that calibration found deterministic (lpmbisect calibrate:
+// boots of one image never differed by more than a bound b, and never in
+// two modes) has its bound in Options.Bounds, and its row is decided by the
+// deterministic rule from two boots per side: DIFFERENT when the change
+// exceeds the row's minimum effect by more than b and the sides' boots do
+// not overlap, SAME when the change plus b stays inside the minimum effect,
+// and UNKNOWN at once and for good (Row.Final) when the change lies within b
+// of the minimum effect, since more boots would only repeat the values.
+// The rule makes no probabilistic claim: it spends no α, its rows are
+// outside the Holm family of the statistical rows, and its claims' p-values
+// are 0. If a side's own boots disagree by more than b, the calibration did
+// not see this (a second mode, another kernel's behaviour) and the row falls
+// back to the statistical rule, with the look's level as any other row. A
+// kernel compared with itself differs by its jitter, at most b < e + b, so
+// the rule never calls it DIFFERENT. Row.Rule says which rule decided each
+// row, and the report says it too.
+//
+// Instruction counts depend on the emulated CPU model and the QEMU version:
+// Build refuses to compare icount results whose sides (or whose boots on one
+// side) record different ones (ErrIncomparable).
+//
 // # Adaptive runs
 //
 // An adaptive run adds boots while rows are undecided and compares all the

@@ -136,7 +136,7 @@ func (r *Report) Undecided(selected func(bench string) bool) []Row {
 // Undecided reports whether more boots could decide the row: it was tested
 // (both sides compared, A's centre positive) and is UNKNOWN. Such a row has
 // NeedFor and BootsNeeded.
-func (r Row) Undecided() bool { return r.Verdict == Unknown && r.tested() }
+func (r Row) Undecided() bool { return r.Verdict == Unknown && r.tested() && !r.Final }
 
 // tested reports whether the row enters the tests: a relative change needs
 // both sides and a positive centre of A.

@@ -95,8 +95,13 @@ type Decision struct {
 	Look            int // the Look.Number that decided
 	Boots           int // boots per side (pairs, when paired) at that look
 	// P is the p-value of the claim that decided the row: Row.PAdj for
-	// DIFFERENT, Row.PSame for SAME. Later looks report it for the row.
+	// DIFFERENT, Row.PSame for SAME (0 under the deterministic rule, which
+	// makes no probabilistic claim). Later looks report it for the row.
 	P float64
+	// Rule is the rule that decided, Bound its jitter bound when
+	// deterministic.
+	Rule  Rule
+	Bound float64
 }
 
 // spentBy returns how much of alpha a run may have spent once n of max boots
@@ -220,12 +225,33 @@ func decide(rep *Report, opts Options) {
 	}
 	look.History = append(look.History, look.Boots)
 
+	// Rows of a deterministic instrument are decided by the deterministic
+	// rule, outside the statistical family: they spend no α and do not
+	// count in its Holm correction. Rows decided at an earlier look keep
+	// their verdict whatever rule made it.
+	var stat []*Row
+	for _, row := range tested {
+		k := key{row.Benchmark, row.Unit}
+		row.MinEffect, row.Rule = opts.effectFor(row.Benchmark), RuleStatistical
+		if _, was := decided[k]; !was && !paired {
+			if b, ok := opts.Bounds[row.Benchmark]; ok && decideDeterministic(row, b) {
+				if row.Verdict != Unknown {
+					row.DecidedLook, row.DecidedBoots = look.Number, look.Boots
+					decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: look.Number,
+						Boots: look.Boots, P: row.ClaimP(), Rule: RuleDeterministic, Bound: b}
+				}
+				continue
+			}
+		}
+		stat = append(stat, row)
+	}
+
 	allowed := spentBy(rep.Alpha, look.Boots, opts.MaxBoots)
 	look.DifferentLevel = math.Max(0, allowed-prevD)
 	look.SameLevel = math.Max(0, allowed-prevS)
-	m := float64(len(tested))
+	m := float64(len(stat))
 	reachD, reachS := false, false
-	for _, row := range tested {
+	for _, row := range stat {
 		reachD = reachD || atMost(row.minP(true), look.DifferentLevel/m)
 		reachS = reachS || atMost(row.minP(false), look.SameLevel)
 	}
@@ -238,19 +264,22 @@ func decide(rep *Report, opts Options) {
 	}
 	rep.Look = look
 
-	for _, row := range tested {
+	for _, row := range stat {
 		if paired {
 			d, _ := pairChanges(row.A, row.B)
-			row.PEffect = pairedEffectP(d, row.DeltaPct, opts.MinEffect)
+			row.PEffect = pairedEffectP(d, row.DeltaPct, row.MinEffect)
 		} else {
-			row.PEffect = effectP(row.A.medians(), row.B.medians(), row.DeltaPct, opts.MinEffect)
+			row.PEffect = effectP(row.A.medians(), row.B.medians(), row.DeltaPct, row.MinEffect)
 		}
 	}
-	holm(tested)
-	for _, row := range tested {
+	holm(stat)
+	for _, row := range stat {
 		k := key{row.Benchmark, row.Unit}
 		if d, ok := decided[k]; ok {
 			row.Verdict, row.DecidedLook, row.DecidedBoots = d.Verdict, d.Look, d.Boots
+			if d.Rule == RuleDeterministic {
+				row.Rule, row.Bound = d.Rule, d.Bound
+			}
 			if d.Verdict == Same {
 				row.PSame = d.P
 			} else {
@@ -259,10 +288,10 @@ func decide(rep *Report, opts Options) {
 			row.addNote(fmt.Sprintf("%v since look %d at %d %s (verdicts are final)", d.Verdict, d.Look, d.Boots, perSide(paired)))
 			continue
 		}
-		decideRow(row, rep, opts, len(tested), reachD, reachS)
+		decideRow(row, rep, opts, len(stat), reachD, reachS)
 		if row.Verdict != Unknown {
 			row.DecidedLook, row.DecidedBoots = look.Number, look.Boots
-			decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: look.Number, Boots: look.Boots, P: row.ClaimP()}
+			decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: look.Number, Boots: look.Boots, P: row.ClaimP(), Rule: RuleStatistical}
 		}
 	}
 	// Keep earlier decisions in their order, then this look's, for a
@@ -323,13 +352,13 @@ func checkDrift(rep *Report) {
 		case smallest == nil:
 			c.Drift = true
 			c.addNote("control moved and no benchmark in its unit to weigh it against: environment drift")
-		case move >= rep.MinEffect*math.Abs(smallest.A.Center):
+		case move >= smallest.MinEffect*math.Abs(smallest.A.Center):
 			c.Drift = true
 			c.addNote(fmt.Sprintf("control moved by %s %s, at least %.4g%% of %s: environment drift",
-				benchunit.Scale(move, benchunit.ClassOf(c.Unit)), c.Unit, 100*rep.MinEffect, smallest.Benchmark))
+				benchunit.Scale(move, benchunit.ClassOf(c.Unit)), c.Unit, 100*smallest.MinEffect, smallest.Benchmark))
 		default:
 			c.addNote(fmt.Sprintf("control moved by %s %s, under %.4g%% of every benchmark: the harness cost changed, too little to explain a verdict",
-				benchunit.Scale(move, benchunit.ClassOf(c.Unit)), c.Unit, 100*rep.MinEffect))
+				benchunit.Scale(move, benchunit.ClassOf(c.Unit)), c.Unit, 100*smallest.MinEffect))
 		}
 		if c.Drift {
 			rep.EnvironmentDrift = true
@@ -392,29 +421,29 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 	delta := row.DeltaPct / 100
 	// A look that spent nothing for a claim must not make it, even if
 	// rounding in the p-values says otherwise.
-	if reachD && atMost(row.PAdj, look.DifferentLevel) && math.Abs(delta) > opts.MinEffect {
+	if reachD && atMost(row.PAdj, look.DifferentLevel) && math.Abs(delta) > row.MinEffect {
 		row.Verdict = Different
 		return
 	}
 
 	if row.Paired {
 		d, _ := pairChanges(row.A, row.B)
-		row.PSame = pairedEquivalenceP(d, opts.MinEffect)
+		row.PSame = pairedEquivalenceP(d, row.MinEffect)
 	} else {
-		row.PSame = equivalenceP(row.A.medians(), row.B.medians(), opts.MinEffect)
+		row.PSame = equivalenceP(row.A.medians(), row.B.medians(), row.MinEffect)
 	}
 	if reachS && atMost(row.PSame, look.SameLevel) {
 		row.Verdict = Same
 		if row.Significant {
-			row.addNote(fmt.Sprintf("significant (p=%.3f) but within the minimum effect %.4g%%", row.P, 100*opts.MinEffect))
+			row.addNote(fmt.Sprintf("significant (p=%.3f) but within the minimum effect %.4g%%", row.P, 100*row.MinEffect))
 		}
 		return
 	}
 
 	row.Verdict = Unknown
 	switch {
-	case row.Significant && math.Abs(delta) <= opts.MinEffect:
-		row.addNote(fmt.Sprintf("significant (p=%.3f) but below the minimum effect %.4g%%; not yet shown to be within it", row.P, 100*opts.MinEffect))
+	case row.Significant && math.Abs(delta) <= row.MinEffect:
+		row.addNote(fmt.Sprintf("significant (p=%.3f) but below the minimum effect %.4g%%; not yet shown to be within it", row.P, 100*row.MinEffect))
 	case row.Significant:
 		row.addNote(fmt.Sprintf("p=%.3f is not significant once corrected for %s and %s (Holm-adjusted p=%.3g > level %.3g)",
 			row.P, plural(m, "row"), plural(look.Number, "look"), row.PAdj, look.DifferentLevel))
@@ -428,7 +457,7 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 			at, minP, look.DifferentLevel/float64(m), rep.Alpha, plural(m, "row")))
 	}
 	// What more boots would decide is data; package report phrases it.
-	row.NeedFor, row.BootsNeeded = bootsNeeded(row, rep.Alpha, opts.MinEffect, m)
+	row.NeedFor, row.BootsNeeded = bootsNeeded(row, rep.Alpha, row.MinEffect, m)
 }
 
 // perSide names the units of a count: boots per side, or pairs.

@@ -103,7 +103,7 @@ func WriteBisectionText(w io.Writer, r Bisection) error {
 	}
 	fmt.Fprintf(&b, "confidence: ≥ %.3f that no step's verdict was wrong (1 − Σ p over %d steps' claims)", r.Confidence, len(r.Steps))
 	if r.RecheckP >= 0 {
-		fmt.Fprintf(&b, "; culprit against its parent p%s", formatPRelation(r.RecheckP))
+		fmt.Fprintf(&b, "; culprit against its parent p%s", FormatPRelation(r.RecheckP))
 	}
 	b.WriteString("\n")
 	skipped := 0
@@ -116,16 +116,17 @@ func WriteBisectionText(w io.Writer, r Bisection) error {
 	}
 	fmt.Fprintf(&b, "%d steps (%d skipped), %d kernels measured (distinct images, endpoints included)\n", len(r.Steps), skipped, r.Measured)
 	if r.Instructions {
-		fmt.Fprintf(&b, "note: %s\n", compare.InstructionsExplanation)
+		fmt.Fprintf(&b, "note: %s\n", InstructionsExplanation)
 	}
 	fmt.Fprintf(&b, "state: %s, step log: %s\n", r.StatePath, r.LogPath)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// formatPRelation formats a p-value with its relation: "=0.029" or "<0.001".
-func formatPRelation(p float64) string {
-	s := compare.FormatP(p)
+// FormatPRelation formats a p-value with its relation: "=0.029" or
+// "<0.001".
+func FormatPRelation(p float64) string {
+	s := FormatP(p)
 	if strings.HasPrefix(s, "<") {
 		return s
 	}
@@ -134,8 +135,8 @@ func formatPRelation(p float64) string {
 
 var bisectionHTML = template.Must(template.New("bisection").Funcs(template.FuncMap{
 	"value": FormatValue,
-	"delta": compare.FormatDelta,
-	"p":     compare.FormatP,
+	"delta": FormatDelta,
+	"p":     FormatP,
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>lpmbisect: {{.Culprit}}</title>

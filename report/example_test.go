@@ -58,7 +58,7 @@ func ExampleWriteTable() {
 	//
 	// boots are the unit: each boot counts once, as the median of its samples
 	// centre = median over boots ± 95% confidence interval; in-boot = median over boots of (max-min)/median; α=0.05
-	// verdict (look 1): DIFFERENT = significant at α=0.05 over all rows and looks, and shown beyond ±1%; SAME = shown within ±1%; else UNKNOWN
+	// verdict (look 1): DIFFERENT = significant at α=0.05 over all rows and looks, and shown beyond ±1%; SAME = shown within ±1%; else UNKNOWN; every row by the statistical rule (no calibrated jitter bounds: see lpmbisect calibrate)
 	//
 	//                   │ A: 6.1.0-57-cloud-amd64 │ B: 6.12.117+deb12-cloud-amd64                             │
 	//                   │ insn/op         in-boot │ insn/op        in-boot      vs A                verdict   │

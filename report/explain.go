@@ -64,18 +64,58 @@ func VerdictRule(rep *compare.Report) string {
 	if rep.Look.MaxBoots > 0 {
 		look += fmt.Sprintf(" of ≤%d %s", rep.Look.MaxBoots, units(rep.Paired))
 	}
-	return fmt.Sprintf("verdict (%s): DIFFERENT = significant at α=%v over all rows and looks, and shown beyond ±%s; SAME = shown within ±%s; else UNKNOWN",
-		look, rep.Alpha, pct(rep.MinEffect), pct(rep.MinEffect))
+	return fmt.Sprintf("verdict (%s): DIFFERENT = significant at α=%v over all rows and looks, and shown beyond ±%s; SAME = shown within ±%s; else UNKNOWN%s",
+		look, rep.Alpha, pct(rep.MinEffect), pct(rep.MinEffect), rulesLine(rep))
 }
 
 // rowNotes returns the notes every format prints for a row: compare's
 // (compare.Row.Notes), then, for a row more boots could decide, what they
 // would decide and at how many (needNote).
 func rowNotes(rep *compare.Report, r compare.Row) []string {
-	if !r.Undecided() {
-		return r.Notes
+	notes := slices.Clip(r.Notes)
+	if n := ruleNote(rep, r); n != "" {
+		notes = append([]string{n}, notes...)
 	}
-	return append(slices.Clip(r.Notes), needNote(rep, r))
+	if !r.Undecided() {
+		return notes
+	}
+	return append(notes, needNote(rep, r))
+}
+
+// ruleNote says which rule decided a row, in an instruction-count report
+// (where both rules may meet) or when the row has its own minimum effect.
+func ruleNote(rep *compare.Report, r compare.Row) string {
+	own := ""
+	if r.MinEffect != 0 && r.MinEffect != rep.MinEffect {
+		own = fmt.Sprintf(", minimum effect ±%s (calibrated for this benchmark)", pct(r.MinEffect))
+	}
+	switch {
+	case !r.Compared():
+		return ""
+	case r.Rule == compare.RuleDeterministic:
+		return fmt.Sprintf("deterministic rule: calibrated jitter bound ±%s%s", pct(r.Bound), own)
+	case own != "":
+		return "statistical rule" + own
+	}
+	return ""
+}
+
+// rulesLine says, in an instruction-count report, which rule decided the
+// rows: rows of the deterministic rule carry a note saying so.
+func rulesLine(rep *compare.Report) string {
+	counted := false
+	for _, r := range rep.Rows {
+		counted = counted || (r.Compared() && r.Unit == compare.UnitInstructions)
+	}
+	if !counted || rep.Paired { // icount runs are never paired
+		return ""
+	}
+	for _, r := range rep.Rows {
+		if r.Rule == compare.RuleDeterministic {
+			return "; rows noted \"deterministic rule\" are decided from a calibrated jitter bound (no α), the others statistically"
+		}
+	}
+	return "; every row by the statistical rule (no calibrated jitter bounds: see lpmbisect calibrate)"
 }
 
 // needNote phrases compare's estimate for an undecided row

@@ -95,6 +95,13 @@ type Row struct {
 	// side, or pairs).
 	DecidedLook  int `json:"decided_look,omitempty"`
 	DecidedBoots int `json:"decided_boots,omitempty"`
+	// Rule is how the verdict was decided: "statistical" or
+	// "deterministic" (with Bound, the calibrated jitter bound, and Final
+	// set on an UNKNOWN that more boots cannot decide).
+	Rule      compare.Rule `json:"rule,omitempty"`
+	Bound     float64      `json:"bound,omitempty"`
+	Final     bool         `json:"final,omitempty"`
+	MinEffect float64      `json:"min_effect,omitempty"`
 	// NeedFor and BootsNeeded: for UNKNOWN rows, the verdict the data lean
 	// to and about how many boots per side (or pairs) it would need.
 	NeedFor     *compare.Verdict `json:"need_for,omitempty"`
@@ -171,7 +178,7 @@ func NewDocument(rep *compare.Report, meta Meta) Document {
 			Benchmark: r.Benchmark, Unit: r.Unit, Control: r.Control, Verdict: r.Verdict, Worse: r.Worse(),
 			P: r.P, PEffect: r.PEffect, PAdj: r.PAdj, PSame: r.PSame,
 			Pairs:       r.Pairs,
-			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots,
+			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots, Rule: r.Rule, Bound: r.Bound, Final: r.Final, MinEffect: r.MinEffect,
 			BootsNeeded: r.BootsNeeded,
 			A:           side(r.A), B: side(r.B),
 			Notes:    nonNil(rowNotes(rep, r)),

@@ -1,0 +1,118 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// DeterministicBoots is the fewest boots per side with which the
+// deterministic rule decides: two, so that each side shows its own boots
+// agree.
+const DeterministicBoots = 2
+
+// decideDeterministic decides a row measured by a deterministic instrument
+// (a calibrated jitter bound b: boots of one image differ by at most b) and
+// reports whether it did; false means the row falls back to the statistical
+// rule because a side's own boots disagree by more than the bound (a second
+// mode the calibration did not see), which the row's notes say.
+//
+// With d the relative change of B's centre against A's and e the row's
+// minimum effect:
+//
+//   - DIFFERENT when d exceeds e by more than b and the sides' boots do not
+//     overlap: a jitter of b cannot turn a change of at most e into d;
+//   - SAME when d + b stays below e: a jitter of b cannot hide a change of e;
+//   - UNKNOWN otherwise, at once and for good (Final): d lies within b of e,
+//     and more boots of a deterministic instrument only repeat the values.
+//
+// The rule makes no probabilistic claim and spends no α: its error is that
+// of the calibration (a bound exceeded by a boot it did not see), which the
+// fallback guards against. A kernel compared with itself differs by its
+// jitter, at most b < e + b, so it is never DIFFERENT.
+func decideDeterministic(row *Row, bound float64) bool {
+	row.Rule, row.Bound = RuleDeterministic, bound
+	if row.A.Boots < DeterministicBoots || row.B.Boots < DeterministicBoots {
+		row.addNote(fmt.Sprintf("the deterministic rule needs %d boots per side", DeterministicBoots))
+		row.Verdict = Unknown
+		return true
+	}
+	for _, side := range []struct {
+		name string
+		s    Summary
+	}{{"A", row.A}, {"B", row.B}} {
+		if spread := bootRange(side.s); spread > bound {
+			row.Rule, row.Bound = RuleStatistical, 0
+			row.addNote(fmt.Sprintf("boots of %s disagree by %.3g%%, more than the calibrated bound ±%.3g%%: decided by the statistical rule",
+				side.name, 100*spread, 100*bound))
+			return false
+		}
+	}
+	d, e := math.Abs(row.DeltaPct/100), row.MinEffect
+	row.PAdj, row.PSame, row.PEffect = 1, 1, 1
+	switch {
+	case d > e+bound && !overlap(row.A, row.B):
+		row.Verdict, row.PAdj = Different, 0
+	case d+bound < e:
+		row.Verdict, row.PSame = Same, 0
+	default:
+		row.Verdict, row.Final = Unknown, true
+		row.addNote(fmt.Sprintf("the change %.3g%% lies within the calibrated bound ±%.3g%% of the minimum effect %.3g%%: more boots cannot decide",
+			100*d, 100*bound, 100*e))
+	}
+	return true
+}
+
+// bootRange is a side's spread of per-boot medians relative to its centre.
+func bootRange(s Summary) float64 {
+	ms := s.medians()
+	if len(ms) == 0 || s.Center == 0 {
+		return 0
+	}
+	return (slices.Max(ms) - slices.Min(ms)) / math.Abs(s.Center)
+}
+
+// overlap reports whether the sides' per-boot medians overlap.
+func overlap(a, b Summary) bool {
+	am, bm := a.medians(), b.medians()
+	return slices.Max(am) >= slices.Min(bm) && slices.Max(bm) >= slices.Min(am)
+}
+
+// FormatBounds writes per-benchmark fractions (jitter bounds, minimum
+// effects) as one configuration value: "NAME:FRACTION NAME:FRACTION …", in
+// name order, so a results file records what decided its rows.
+func FormatBounds(m map[string]float64) string {
+	var parts []string
+	for _, name := range sortedNames(m) {
+		parts = append(parts, name+":"+strconv.FormatFloat(m[name], 'g', 6, 64))
+	}
+	return strings.Join(parts, " ")
+}
+
+// ParseBounds reads what FormatBounds wrote.
+func ParseBounds(s string) (map[string]float64, error) {
+	m := map[string]float64{}
+	for _, f := range strings.Fields(s) {
+		i := strings.LastIndexByte(f, ':')
+		if i <= 0 {
+			return nil, fmt.Errorf("bounds %q: %q is not NAME:FRACTION", s, f)
+		}
+		v, err := strconv.ParseFloat(f[i+1:], 64)
+		if err != nil || !(v > 0 && v < 1) {
+			return nil, fmt.Errorf("bounds %q: %q is not a fraction between 0 and 1", s, f[i+1:])
+		}
+		m[f[:i]] = v
+	}
+	return m, nil
+}
+
+func sortedNames(m map[string]float64) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

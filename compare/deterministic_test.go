@@ -1,0 +1,141 @@
+package compare
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+// icountBoots returns n boots around v whose medians spread by about rel,
+// as instruction counts do.
+func icountBoots(n int, v, rel float64) [][]float64 {
+	out := make([][]float64, n)
+	for i := range out {
+		m := v * (1 + rel*math.Sin(float64(3*i+1)))
+		out[i] = []float64{m, m * (1 + rel/4), m * (1 - rel/4)}
+	}
+	return out
+}
+
+func TestDeterministicRule(t *testing.T) {
+	const bound = 0.0006 // 0.06 %
+	opts := Options{Bounds: map[string]float64{bench: bound}, MaxBoots: 10}
+	for _, tc := range []struct {
+		name  string
+		a, b  [][]float64
+		want  Verdict
+		final bool
+		rule  Rule
+	}{
+		{"-17 % from 2+2 boots", icountBoots(2, 1002, 0.0002), icountBoots(2, 828, 0.0002), Different, false, RuleDeterministic},
+		{"+5 % from 2+2 boots", icountBoots(2, 1000, 0.0002), icountBoots(2, 1050, 0.0002), Different, false, RuleDeterministic},
+		{"itself", icountBoots(2, 828, 0.0002), icountBoots(2, 828.1, 0.0002), Same, false, RuleDeterministic},
+		{"0.5 % below 1 %", icountBoots(2, 1000, 0.0001), icountBoots(2, 1005, 0.0001), Same, false, RuleDeterministic},
+		{"right at the minimum effect", icountBoots(2, 1000, 0.0001), icountBoots(2, 1010.2, 0.0001), Unknown, true, RuleDeterministic},
+		{"one boot per side", icountBoots(1, 1000, 0), icountBoots(1, 1200, 0), Unknown, false, RuleDeterministic},
+		// A side whose boots fall in two modes, 1.2 % apart: the bound no
+		// longer holds, so the statistical rule decides (UNKNOWN at 2+2).
+		{"second mode", [][]float64{{1000, 1000}, {1012, 1012}}, icountBoots(2, 1000, 0.0002), Unknown, false, RuleStatistical},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := oneRow(t, buildWith(t, opts, side{"A", "a", bench, "insn/op", tc.a}, side{"B", "b", bench, "insn/op", tc.b}))
+			if row.Verdict != tc.want || row.Final != tc.final || row.Rule != tc.rule {
+				t.Errorf("Build(%s) = %v final %v rule %s (Δ=%+.3f%%, notes %q); want %v final %v rule %s",
+					tc.name, row.Verdict, row.Final, row.Rule, row.DeltaPct, row.Notes, tc.want, tc.final, tc.rule)
+			}
+		})
+	}
+}
+
+// The deterministic rule never calls a kernel DIFFERENT from itself: boots
+// that differ by no more than the bound, in any arrangement, give SAME.
+func TestDeterministicSelfCompareNeverDifferent(t *testing.T) {
+	const bound = 0.0006
+	opts := Options{Bounds: map[string]float64{bench: bound}}
+	for seed := range 200 {
+		vs := jitter(uint64(seed), 4, 827.6, bound/6)
+		row := oneRow(t, buildWith(t, opts, side{"A", "a", bench, "insn/op", vs[:2]}, side{"B", "b", bench, "insn/op", vs[2:]}))
+		if row.Verdict == Different {
+			t.Fatalf("seed %d: a kernel against itself is DIFFERENT (%+.3f%%)", seed, row.DeltaPct)
+		}
+		if row.Rule == RuleDeterministic && row.Verdict != Same {
+			t.Errorf("seed %d: self-compare %v under the deterministic rule; want SAME", seed, row.Verdict)
+		}
+	}
+}
+
+// Deterministic rows are outside the Holm family: a statistical row beside
+// them is corrected for its own family only.
+func TestDeterministicRowsSpendNoAlpha(t *testing.T) {
+	other := "LPMTrie/op=update/keys=random/entries=10000"
+	opts := Options{Bounds: map[string]float64{bench: 0.0006}}
+	rep := buildWith(t, opts,
+		side{"A", "a", bench, "insn/op", icountBoots(6, 1000, 0.0001)}, side{"A", "a", other, "insn/op", jitter(1, 6, 2000, 0.02)},
+		side{"B", "b", bench, "insn/op", icountBoots(6, 1000, 0.0001)}, side{"B", "b", other, "insn/op", jitter(2, 6, 2600, 0.02)})
+	for _, row := range rep.Rows {
+		switch row.Benchmark {
+		case bench:
+			if row.Rule != RuleDeterministic || row.Verdict != Same {
+				t.Errorf("%s: %v by %s; want SAME by the deterministic rule", row.Benchmark, row.Verdict, row.Rule)
+			}
+		case other:
+			if row.Rule != RuleStatistical || row.Verdict != Different || math.Abs(row.PAdj-math.Max(row.P, row.PEffect)) > 1e-12 {
+				t.Errorf("%s: %v by %s, PAdj %v of max(P, PEffect) %v; want DIFFERENT, uncorrected (a family of one)",
+					row.Benchmark, row.Verdict, row.Rule, row.PAdj, math.Max(row.P, row.PEffect))
+			}
+		}
+	}
+}
+
+func TestMinEffectsPerBenchmark(t *testing.T) {
+	opts := Options{MinEffects: map[string]float64{bench: 0.10}}
+	a, b := jitter(1, 6, 1000, 0.01), jitter(2, 6, 1050, 0.01)
+	row := oneRow(t, buildWith(t, opts, side{"A", "a", bench, "ns/op", a}, side{"B", "b", bench, "ns/op", b}))
+	if row.MinEffect != 0.10 || row.Verdict == Different {
+		t.Errorf("+5%% with a 10%% minimum effect for the benchmark: %v, MinEffect %v; want not DIFFERENT at 0.1", row.Verdict, row.MinEffect)
+	}
+	row = oneRow(t, buildWith(t, Options{}, side{"A", "a", bench, "ns/op", a}, side{"B", "b", bench, "ns/op", b}))
+	if row.MinEffect != 0.01 || row.Verdict != Different {
+		t.Errorf("+5%% with the default minimum effect: %v, MinEffect %v; want DIFFERENT at 0.01", row.Verdict, row.MinEffect)
+	}
+}
+
+func TestBoundsRoundTrip(t *testing.T) {
+	m := map[string]float64{bench: 0.0006, "LPMTrie/op=noop": 0.001}
+	s := FormatBounds(m)
+	got, err := ParseBounds(s)
+	if err != nil || len(got) != 2 || got[bench] != 0.0006 || got["LPMTrie/op=noop"] != 0.001 {
+		t.Errorf("ParseBounds(FormatBounds(%v) = %q) = %v, %v; want the map back", m, s, got, err)
+	}
+	for _, bad := range []string{"x", "a:0", "a:1.5", "a:b"} {
+		if _, err := ParseBounds(bad); err == nil {
+			t.Errorf("ParseBounds(%q) succeeded; want an error", bad)
+		}
+	}
+}
+
+func TestIcountInstrumentsMustMatch(t *testing.T) {
+	text := func(side, qemu, cpu string) string {
+		return "accel: icount\nqemu: " + qemu + "\ncpu-model: " + cpu + "\nside: " + side + "\nboot: 1\nBenchmarkX 1 100 insn/op\nboot: 2\nBenchmarkX 1 100 insn/op\n"
+	}
+	if _, err := Build(parse(t, text("A", "7.2.22", "Westmere-v1")+text("B", "7.2.22", "Westmere-v1")), Options{}); err != nil {
+		t.Errorf("Build(same instrument) = %v; want no error", err)
+	}
+	for _, tc := range []struct{ name, text string }{
+		{"CPU model", text("A", "7.2.22", "Westmere-v1") + text("B", "7.2.22", "max")},
+		{"QEMU version", text("A", "7.2.22", "Westmere-v1") + text("B", "8.2.0", "Westmere-v1")},
+		{"within a side", text("A", "7.2.22", "Westmere-v1") + strings.Replace(text("A", "8.2.0", "Westmere-v1"), "boot: 1", "boot: 3", 1) + text("B", "7.2.22", "Westmere-v1")},
+	} {
+		if _, err := Build(parse(t, tc.text), Options{}); !errors.Is(err, ErrIncomparable) || !strings.Contains(err.Error(), "QEMU") {
+			t.Errorf("Build(different %s) = %v; want ErrIncomparable naming the instruments", tc.name, err)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	rows, err := Summarize(results(t, side{"A", "a", bench, "insn/op", repeat(3, 10, 11, 12)}))
+	if err != nil || len(rows) != 1 || rows[0].A.Boots != 3 || rows[0].A.Center != 11 {
+		t.Errorf("Summarize(3 boots of 10, 11, 12) = %+v, %v; want one row, 3 boots, centre 11", rows, err)
+	}
+}
