@@ -537,15 +537,14 @@ func (b *Bench) CompareStored(a, bk Candidate) (*compare.Report, *kernel.Kernel,
 		return nil, nil, nil, err
 	}
 	var results []*benchfmt.Result
-	for _, r := range ma.results {
-		c := relabel(r, compare.SideA)
-		c.SetConfig(compare.KeyKernel, ma.Label)
-		results = append(results, c)
-	}
-	for _, r := range mb.results {
-		c := relabel(r, compare.SideB)
-		c.SetConfig(compare.KeyKernel, mb.Label)
-		results = append(results, c)
+	for _, side := range []struct {
+		m    *measured
+		name string
+	}{{ma, compare.SideA}, {mb, compare.SideB}} {
+		for _, r := range compare.AsSide(side.m.results, side.name) {
+			r.SetConfig(compare.KeyKernel, side.m.Label)
+			results = append(results, r)
+		}
 	}
 	rep, err := compare.Build(results, b.Judge.options(0))
 	return rep, ma.k, mb.k, err

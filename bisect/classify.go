@@ -84,7 +84,7 @@ func (c Comparison) String() string {
 	if c.Verdict == compare.Same {
 		p = "p(same)"
 	}
-	return fmt.Sprintf("%s (%s, %s%s)", c.Verdict, report.FormatDelta(c.DeltaPct), p, formatP(c.PValue()))
+	return fmt.Sprintf("%s (%s, %s%s)", c.Verdict, report.FormatDelta(c.DeltaPct), p, report.FormatPRelation(c.PValue()))
 }
 
 // RowVerdict compares a candidate with both endpoints on one benchmark.
@@ -125,14 +125,7 @@ func (j Judge) sequence(maxBoots int) (*compare.Sequence, error) {
 // This is the single place where a bisection turns measurements into
 // verdicts.
 func (j Judge) look(seq *compare.Sequence, a, b []*benchfmt.Result) (map[RowKey]CompareRow, error) {
-	results := make([]*benchfmt.Result, 0, len(a)+len(b))
-	for _, r := range a {
-		results = append(results, relabel(r, compare.SideA))
-	}
-	for _, r := range b {
-		results = append(results, relabel(r, compare.SideB))
-	}
-	rep, err := seq.Look(results)
+	rep, err := seq.Look(append(compare.AsSide(a, compare.SideA), compare.AsSide(b, compare.SideB)...))
 	if err != nil {
 		return nil, err
 	}
@@ -182,16 +175,6 @@ type CompareRow struct {
 	Control bool    `json:"control"` // a benchmark that measures the harness
 }
 
-// relabel returns a copy of r on the given side; boots keep their numbers.
-func relabel(r *benchfmt.Result, side string) *benchfmt.Result {
-	c := r.Clone()
-	c.SetConfig(compare.KeySide, side)
-	// One side may pool results labelled with several releases (a rebuilt
-	// tree): the label is the side.
-	c.SetConfig(compare.KeyKernel, side)
-	return c
-}
-
 // Classify decides a candidate from its comparisons with the endpoints on
 // the signal rows (those where the endpoints differ):
 //
@@ -220,13 +203,4 @@ func classifyRows(rows []RowVerdict) (class Class, ok bool, reason string) {
 		return Bad, true, detail
 	}
 	return Skip, false, detail
-}
-
-// formatP formats a p-value with its relation: "=0.029" or "<0.001".
-func formatP(p float64) string {
-	s := report.FormatP(p)
-	if strings.HasPrefix(s, "<") {
-		return s
-	}
-	return "=" + s
 }

@@ -132,12 +132,27 @@ func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, 
 			return b, nil
 		}
 	}
+	b, err := BuildKernel(ctx, builder, src, buildDir, commit, s.Dir(), resolve, log)
+	if err != nil {
+		return nil, err
+	}
+	s.Kernels[commit] = b
+	return b, s.Save()
+}
+
+// BuildKernel builds the tree src (checked out at commit) in buildDir and
+// keeps the kernel it made under <keep>/kernels/<image sha256>, where the
+// next build cannot overwrite it, with its compiler and configuration hash.
+// A tree that does not build (or builds no kernel) gives a Built with
+// Failed set, its log kept as <keep>/logs/<commit>.log; an error means the
+// host failed.
+func BuildKernel(ctx context.Context, builder Builder, src, buildDir, commit, keep string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*Built, error) {
 	if log != nil {
 		log.Printf("building %s in %s", short(commit), buildDir)
 	}
 	out, err := builder.Build(ctx, src, buildDir)
 	if errors.Is(err, build.ErrBuildFailed) && ctx.Err() == nil {
-		kept := filepath.Join(s.Dir(), "logs", commit+".log")
+		kept := filepath.Join(keep, "logs", commit+".log")
 		msg := err.Error()
 		orig := filepath.Join(buildDir, "lpmbisect-build.log")
 		if data, rerr := os.ReadFile(orig); rerr == nil {
@@ -145,19 +160,15 @@ func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, 
 				msg = strings.ReplaceAll(msg, orig, kept)
 			}
 		}
-		b := &Built{Failed: msg, BuildLog: kept}
-		s.Kernels[commit] = b
-		return b, s.Save()
+		return &Built{Failed: msg, BuildLog: kept}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	kept, k, err := keepKernel(out.Kernel, filepath.Join(s.Dir(), "kernels"), resolve)
+	kept, k, err := keepKernel(out.Kernel, filepath.Join(keep, "kernels"), resolve)
 	if err != nil {
 		if kernel.IsBadInput(err) {
-			b := &Built{Failed: fmt.Sprintf("the build produced no kernel: %v (log: %s)", err, out.Log), BuildLog: out.Log}
-			s.Kernels[commit] = b
-			return b, s.Save()
+			return &Built{Failed: fmt.Sprintf("the build produced no kernel: %v (log: %s)", err, out.Log), BuildLog: out.Log}, nil
 		}
 		return nil, err
 	}
@@ -171,12 +182,11 @@ func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, 
 			b.Compiler, b.Kconfig = info.Compiler, info.ShortHash()
 		}
 	}
-	s.Kernels[commit] = b
 	if log != nil {
 		log.Printf("built %s in %s: %s, image %s, compiler %q, config %s",
 			short(commit), out.Duration.Round(100*time.Millisecond), b.Release, short(b.Image), b.Compiler, b.Kconfig)
 	}
-	return b, s.Save()
+	return b, nil
 }
 
 // formatValue renders a centre in its unit, as compare's tables do.

@@ -2,8 +2,10 @@ package bisect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"os"
 	"path/filepath"
 
 	"github.com/lpmbisect/lpmbisect/build"
@@ -18,6 +20,8 @@ import (
 // change point.
 type Setup struct {
 	Bench *Bench
+	// Measure is how Bench boots kernels.
+	Measure *measure.Setup
 	// BuildCommand, when set, builds each commit with this shell command
 	// (see CommandBuilder); otherwise Build is used (lpmbisect build).
 	BuildCommand string
@@ -82,11 +86,23 @@ func (s *Setup) Builder() Builder {
 
 func (s *Setup) resolve(in string) (*kernel.Kernel, error) { return s.Bench.Resolve(in) }
 
-// Git bisects good..bad of the repository at repo (full commit ids), with
-// its state in stateDir (a resumed run goes on from it) and builds in
-// buildDir ("": BuildDirFor).
-func (s *Setup) Git(ctx context.Context, repo *git.Repo, good, bad, stateDir, buildDir string) (*Result, *State, error) {
-	st, err := s.Bench.OpenState(stateDir, State{Kind: KindGit, Repo: repo.Dir, Good: good, Bad: bad})
+// Git bisects good..bad (revisions) of the repository that holds dir,
+// with its state in stateDir ("": <git-dir>/lpmbisect; a resumed run goes
+// on from it) and builds in buildDir ("": BuildDirFor).
+func (s *Setup) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buildDir string) (*Result, *State, error) {
+	repo, gitDir, err := git.Open(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	good, err := repo.Commit(ctx, goodRev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("good: %w", err)
+	}
+	bad, err := repo.Commit(ctx, badRev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bad: %w", err)
+	}
+	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(gitDir, "lpmbisect")), State{Kind: KindGit, Repo: repo.Dir, Good: good, Bad: bad})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -101,13 +117,24 @@ func (s *Setup) Git(ctx context.Context, repo *git.Repo, good, bad, stateDir, bu
 	return res, st, err
 }
 
-// Images searches the ordered list of prebuilt kernels (see ExpandImages),
-// the first good, the last bad, with its state in stateDir.
-func (s *Setup) Images(ctx context.Context, images []string, stateDir string) (*Result, *State, error) {
-	if len(images) < 2 {
-		return nil, nil, fmt.Errorf("%d kernel given; a bisection needs at least two (the first good, the last bad)", len(images))
+// Images searches the ordered list of prebuilt kernels that args give (see
+// ExpandImages), the first good, the last bad, with its state in stateDir
+// ("": <cache>/bisect).
+func (s *Setup) Images(ctx context.Context, args []string, stateDir string) (*Result, *State, error) {
+	images, err := ExpandImages(args)
+	if err != nil {
+		return nil, nil, err
 	}
-	st, err := s.Bench.OpenState(stateDir, State{Kind: KindImages, Images: images, Good: images[0], Bad: images[len(images)-1]})
+	for i, p := range images {
+		if images[i], err = filepath.Abs(p); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(images) < 2 {
+		return nil, nil, fmt.Errorf("%w: %d kernel given; a bisection needs at least two (the first good, the last bad)", ErrTooFewImages, len(images))
+	}
+	cache := s.Bench.Measurer.(*VMMeasurer).CacheDir
+	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(cache, "bisect")), State{Kind: KindImages, Images: images, Good: images[0], Bad: images[len(images)-1]})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,10 +146,28 @@ func (s *Setup) Images(ctx context.Context, images []string, stateDir string) (*
 	return res, st, err
 }
 
-// Step classifies the commit checked out in repo for git bisect run,
-// against the endpoints good and bad, with its state in stateDir.
-func (s *Setup) Step(ctx context.Context, repo *git.Repo, good, bad Endpoint, stateDir, buildDir string) (Verdict, error) {
-	st, err := s.Bench.OpenState(stateDir, State{Kind: KindRun, Repo: repo.Dir, Good: good.Kernel + good.Commit, Bad: bad.Kernel + bad.Commit})
+// Step classifies the commit checked out in the work tree that holds dir,
+// for git bisect run, against the endpoints good and bad (kernels or
+// revisions; "" for the commits git bisect was started with), with its
+// state in stateDir ("": <git-dir>/lpmbisect).
+func (s *Setup) Step(ctx context.Context, dir, goodArg, badArg, stateDir, buildDir string) (Verdict, error) {
+	repo, gitDir, err := git.Open(ctx, dir)
+	if err != nil {
+		return Verdict{}, err
+	}
+	startBad, startGood, err := repo.BisectEndpoints(ctx)
+	if err != nil {
+		return Verdict{}, err
+	}
+	good, err := endpoint(ctx, repo, "good", goodArg, startGood)
+	if err != nil {
+		return Verdict{}, err
+	}
+	bad, err := endpoint(ctx, repo, "bad", badArg, startBad)
+	if err != nil {
+		return Verdict{}, err
+	}
+	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(gitDir, "lpmbisect")), State{Kind: KindRun, Repo: repo.Dir, Good: good.Kernel + good.Commit, Bad: bad.Kernel + bad.Commit})
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -132,4 +177,40 @@ func (s *Setup) Step(ctx context.Context, repo *git.Repo, good, bad Endpoint, st
 		Builder: s.Builder(), BuildDir: BuildDirFor(repo.Dir, buildDir), Resolve: s.resolve,
 	}
 	return step.Run(ctx)
+}
+
+// ErrTooFewImages is wrapped when a bisection over kernels gets fewer than
+// two.
+var ErrTooFewImages = errors.New("too few kernels")
+
+// ErrNoEndpoint is wrapped when a git bisect run step has no good or bad
+// endpoint: none given, and none in git bisect's log.
+var ErrNoEndpoint = errors.New("no endpoint")
+
+// endpoint reads a step's good or bad endpoint: a kernel on disk, a
+// revision, or, when value is "", the commit git bisect was started with
+// (fromLog).
+func endpoint(ctx context.Context, repo *git.Repo, name, value, fromLog string) (Endpoint, error) {
+	if value == "" {
+		if fromLog == "" {
+			return Endpoint{}, fmt.Errorf("%w: no %s endpoint given, and git bisect was started without a %s commit", ErrNoEndpoint, name, name)
+		}
+		return Endpoint{Commit: fromLog}, nil
+	}
+	if _, err := os.Stat(value); err == nil {
+		abs, err := filepath.Abs(value)
+		return Endpoint{Kernel: abs}, err
+	}
+	commit, err := repo.Commit(ctx, value)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("%w: %s endpoint %s is neither a kernel file nor a commit: %v", ErrNoEndpoint, name, value, err)
+	}
+	return Endpoint{Commit: commit}, nil
+}
+
+func orDefault(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
 }

@@ -315,3 +315,30 @@ func Keys() []string {
 	}
 	return keys
 }
+
+// ForSeries returns the configuration a series is measured with: this one
+// with the series' own keys laid over [measure], [bench] and [stats], and
+// nightly's boots per night as the boots of every look.
+func (f *File) ForSeries(s Series) File {
+	c := *f
+	if s.Bench != "" {
+		c.Bench.Select = s.Bench
+	}
+	if s.Accel != "" {
+		c.Measure.Accel = s.Accel
+	}
+	if s.Samples != 0 {
+		c.Bench.Samples = s.Samples
+	}
+	if s.MinEffect != 0 {
+		c.Stats.MinEffect = s.MinEffect
+	}
+	c.Measure.Boots = f.Nightly.Boots
+	if s.Boots != 0 {
+		c.Measure.Boots = s.Boots
+	}
+	if s.BuildCommand != "" {
+		c.Build.Command = s.BuildCommand
+	}
+	return c
+}

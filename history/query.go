@@ -49,14 +49,14 @@ func (db *DB) SeriesNamed(ctx context.Context, name string) (Series, error) {
 }
 
 const nightColumns = `n.id, n.series_id, n.night, n.status, n.reason, n.note,
-	n.tip_commit, n.tip_subject, n.tip_image_sha256, n.tip_release, n.tip_compiler, n.tip_config_hash,
-	n.ref_commit, n.ref_subject, n.ref_image_sha256, n.ref_release, n.ref_compiler, n.ref_config_hash,
+	n.tip_commit, n.tip_subject, n.tip_image_sha256, n.tip_release, n.tip_compiler, n.tip_config_hash, n.tip_input,
+	n.ref_commit, n.ref_subject, n.ref_image_sha256, n.ref_release, n.ref_compiler, n.ref_config_hash, n.ref_input,
 	n.accel, n.qemu_version, n.cpu_model, n.host, n.lpmbisect_version, n.started_at, n.finished_at`
 
 func nightFields(n *Night, status *string) []any {
 	return []any{&n.ID, &n.SeriesID, &n.Date, status, &n.Reason, &n.Note,
-		&n.Tip.Commit, &n.Tip.Subject, &n.Tip.ImageSHA256, &n.Tip.Release, &n.Tip.Compiler, &n.Tip.ConfigHash,
-		&n.Reference.Commit, &n.Reference.Subject, &n.Reference.ImageSHA256, &n.Reference.Release, &n.Reference.Compiler, &n.Reference.ConfigHash,
+		&n.Tip.Commit, &n.Tip.Subject, &n.Tip.ImageSHA256, &n.Tip.Release, &n.Tip.Compiler, &n.Tip.ConfigHash, &n.Tip.Input,
+		&n.Reference.Commit, &n.Reference.Subject, &n.Reference.ImageSHA256, &n.Reference.Release, &n.Reference.Compiler, &n.Reference.ConfigHash, &n.Reference.Input,
 		&n.Accel, &n.QEMUVersion, &n.CPUModel, &n.Host, &n.ToolVersion, timeOf(&n.Started), timeOf(&n.Finished)}
 }
 

@@ -60,6 +60,9 @@ type Kernel struct {
 	Release         string // as uname -r prints it
 	Compiler        string
 	ConfigHash      string
+	// Input is what can boot it again: a kept bzImage, a .deb, a build
+	// directory (kept for the nights nightly's pruning keeps).
+	Input string
 }
 
 // Night is one series' work on one date: what was measured and how.

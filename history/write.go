@@ -99,24 +99,24 @@ func (tx *Tx) PutNight(ctx context.Context, n Night) (int64, error) {
 	var id int64
 	err := tx.c.queryRow(ctx, `INSERT INTO lpmbisect_nights
 		(series_id, night, status, reason, note,
-		 tip_commit, tip_subject, tip_image_sha256, tip_release, tip_compiler, tip_config_hash,
-		 ref_commit, ref_subject, ref_image_sha256, ref_release, ref_compiler, ref_config_hash,
+		 tip_commit, tip_subject, tip_image_sha256, tip_release, tip_compiler, tip_config_hash, tip_input,
+		 ref_commit, ref_subject, ref_image_sha256, ref_release, ref_compiler, ref_config_hash, ref_input,
 		 accel, qemu_version, cpu_model, host, lpmbisect_version, started_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (series_id, night) DO UPDATE SET status = excluded.status, reason = excluded.reason,
 			note = excluded.note, tip_commit = excluded.tip_commit, tip_subject = excluded.tip_subject,
 			tip_image_sha256 = excluded.tip_image_sha256, tip_release = excluded.tip_release,
-			tip_compiler = excluded.tip_compiler, tip_config_hash = excluded.tip_config_hash,
+			tip_compiler = excluded.tip_compiler, tip_config_hash = excluded.tip_config_hash, tip_input = excluded.tip_input,
 			ref_commit = excluded.ref_commit, ref_subject = excluded.ref_subject,
 			ref_image_sha256 = excluded.ref_image_sha256, ref_release = excluded.ref_release,
-			ref_compiler = excluded.ref_compiler, ref_config_hash = excluded.ref_config_hash,
+			ref_compiler = excluded.ref_compiler, ref_config_hash = excluded.ref_config_hash, ref_input = excluded.ref_input,
 			accel = excluded.accel, qemu_version = excluded.qemu_version, cpu_model = excluded.cpu_model,
 			host = excluded.host, lpmbisect_version = excluded.lpmbisect_version,
 			started_at = excluded.started_at, finished_at = excluded.finished_at
 		RETURNING id`,
 		n.SeriesID, n.Date, string(n.Status), n.Reason, n.Note,
-		n.Tip.Commit, n.Tip.Subject, n.Tip.ImageSHA256, n.Tip.Release, n.Tip.Compiler, n.Tip.ConfigHash,
-		n.Reference.Commit, n.Reference.Subject, n.Reference.ImageSHA256, n.Reference.Release, n.Reference.Compiler, n.Reference.ConfigHash,
+		n.Tip.Commit, n.Tip.Subject, n.Tip.ImageSHA256, n.Tip.Release, n.Tip.Compiler, n.Tip.ConfigHash, n.Tip.Input,
+		n.Reference.Commit, n.Reference.Subject, n.Reference.ImageSHA256, n.Reference.Release, n.Reference.Compiler, n.Reference.ConfigHash, n.Reference.Input,
 		n.Accel, n.QEMUVersion, n.CPUModel, n.Host, n.ToolVersion, dbTime(n.Started), dbTime(n.Finished)).Scan(&id)
 	if err != nil {
 		return 0, tx.db.errorf(err, "store night %s of series %d", n.Date, n.SeriesID)

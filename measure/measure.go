@@ -15,8 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -39,6 +41,9 @@ type Side struct {
 	// Channel notes how results will travel, for the user: empty when
 	// virtio is expected to work.
 	ChannelNote string
+	// Labels are configuration lines added to every result of this side
+	// (commit, compiler, date, …), besides those the host always writes.
+	Labels map[string]string
 }
 
 // Prepare resolves kernel inputs and packs the initramfs of each. Errors are
@@ -91,6 +96,8 @@ type BootReport struct {
 	Total   int
 	Result  *vmrunner.Result
 	Written int // results written
+	// Results are the boot's labelled results (none unless it completed).
+	Results []*benchfmt.Result
 }
 
 // Summary is what a Runner did.
@@ -146,6 +153,11 @@ func labelResults(s *Side, boot, pair int, seed uint64, r *vmrunner.Result) []*b
 		res.SetConfig(wire.KeyImage, s.Kernel.SHA256[:12])
 		res.SetConfig(wire.KeyOrderSeed, strconv.FormatUint(seed, 10))
 		res.SetConfig(wire.KeyVersion, version.String())
+		for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+			if v := s.Labels[k]; v != "" {
+				res.SetConfig(k, v)
+			}
+		}
 		if r.QEMUVersion != "" {
 			res.SetConfig(wire.KeyQEMU, r.QEMUVersion)
 		}

@@ -193,7 +193,7 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 				return err
 			}
 		}
-		rep.Written = len(labelled)
+		rep.Written, rep.Results = len(labelled), labelled
 		r.results = append(r.results, labelled...)
 		r.boots[s.Name] = append(r.boots[s.Name], labelled)
 		sum.OK[s.Name]++
@@ -238,6 +238,27 @@ func (r *Runner) report(rep BootReport) {
 	rep.Done = r.done
 	if r.OnBoot != nil {
 		r.OnBoot(rep)
+	}
+}
+
+// Resume counts boots that completed in an earlier run of the same
+// measurement (a night killed half way and run again) as completed boots of
+// the side named side, so Measure boots only what is still missing. Their
+// results are taken as they are; new boots are numbered after them. Call
+// it before the first Measure.
+func (r *Runner) Resume(side string, boots [][]*benchfmt.Result) {
+	r.init()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range boots {
+		if len(b) == 0 {
+			continue
+		}
+		r.boots[side] = append(r.boots[side], b)
+		r.results = append(r.results, b...)
+		r.sum.OK[side]++
+		r.started[side]++
+		r.done++
 	}
 }
 

@@ -106,11 +106,9 @@ func NewSetup(o Options) (*Setup, error) {
 		return nil, &OptionError{"parallel", err}
 	}
 	if o.CacheDir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return nil, &OptionError{"cache directory", fmt.Errorf("%w (name one)", err)}
+		if o.CacheDir, err = DefaultCacheDir(); err != nil {
+			return nil, &OptionError{"cache directory", err}
 		}
-		o.CacheDir = filepath.Join(base, "lpmbisect")
 	}
 	if o.Guest == "" {
 		if o.Guest, err = initramfs.FindGuest(); err != nil {
@@ -190,4 +188,15 @@ func (s *Setup) Finish(r *Runner) {
 	for _, n := range sum.Notes {
 		s.Log.Printf("%s: %s", n.Key, n.Text)
 	}
+}
+
+// DefaultCacheDir is where lpmbisect caches unpacked kernels, initramfs
+// images, run logs, calibrations and (by default) nightly's history: the
+// user cache directory's lpmbisect.
+func DefaultCacheDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("%w (name a cache directory)", err)
+	}
+	return filepath.Join(base, "lpmbisect"), nil
 }

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -60,22 +59,7 @@ func (r *run) bisectSetup() (*bisect.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bisect.Setup{Bench: bench, BuildCommand: r.Build.Command, Build: o, RecheckBoots: r.Bisect.RecheckBoots, Log: r.log}, nil
-}
-
-// openRepo finds the work tree containing dir, and its git directory.
-func openRepo(ctx context.Context, dir string) (*git.Repo, string, error) {
-	repo := &git.Repo{Dir: dir}
-	top, err := repo.TopLevel(ctx)
-	if err != nil {
-		return nil, "", usageError("%s is not in a git work tree (%v)", dir, err)
-	}
-	repo.Dir = top
-	gitDir, err := repo.GitDir(ctx)
-	if err != nil {
-		return nil, "", usageError("%v", err)
-	}
-	return repo, gitDir, nil
+	return &bisect.Setup{Bench: bench, Measure: s, BuildCommand: r.Build.Command, Build: o, RecheckBoots: r.Bisect.RecheckBoots, Log: r.log}, nil
 }
 
 func bisectRunCommand(r *run) *cli.Command {
@@ -125,51 +109,8 @@ func bisectRunStep(c *cli.Context, r *run) (bisect.Verdict, error) {
 	if err != nil {
 		return bisect.Verdict{}, err
 	}
-	repo, gitDir, err := openRepo(c.Context, r.src)
-	if err != nil {
-		return bisect.Verdict{}, err
-	}
-	startBad, startGood, err := repo.BisectEndpoints(c.Context)
-	if err != nil {
-		return bisect.Verdict{}, err
-	}
-	good, err := endpointArg(c.Context, repo, "good", r.Bisect.Good, startGood)
-	if err != nil {
-		return bisect.Verdict{}, err
-	}
-	bad, err := endpointArg(c.Context, repo, "bad", r.Bisect.Bad, startBad)
-	if err != nil {
-		return bisect.Verdict{}, err
-	}
-	v, err := setup.Step(c.Context, repo, good, bad, stateDir(r.Bisect.State, gitDir, "lpmbisect"), r.Build.BuildDir)
-	return v, bisectError(err, r.Bisect.Reverse)
-}
-
-// endpointArg reads --good or --bad: a kernel on disk, a revision, or, when
-// empty, the commit git bisect was started with (fromLog).
-func endpointArg(ctx context.Context, repo *git.Repo, name, value, fromLog string) (bisect.Endpoint, error) {
-	if value == "" {
-		if fromLog == "" {
-			return bisect.Endpoint{}, usageError("no %s endpoint: give --%s, or start git bisect with a %s commit", name, name, name)
-		}
-		return bisect.Endpoint{Commit: fromLog}, nil
-	}
-	if _, err := os.Stat(value); err == nil {
-		abs, err := filepath.Abs(value)
-		return bisect.Endpoint{Kernel: abs}, err
-	}
-	commit, err := repo.Commit(ctx, value)
-	if err != nil {
-		return bisect.Endpoint{}, usageError("--%s %s: neither a kernel file nor a commit: %v", name, value, err)
-	}
-	return bisect.Endpoint{Commit: commit}, nil
-}
-
-func stateDir(flag, base, name string) string {
-	if flag != "" {
-		return flag
-	}
-	return filepath.Join(base, name)
+	v, err := setup.Step(c.Context, r.src, r.Bisect.Good, r.Bisect.Bad, r.Bisect.State, r.Build.BuildDir)
+	return v, bisectError(err, r)
 }
 
 func bisectCommand(r *run) *cli.Command {
@@ -210,57 +151,24 @@ func bisectCommand(r *run) *cli.Command {
 		}
 		var res *bisect.Result
 		var st *bisect.State
-		if len(images) > 0 {
-			res, st, err = bisectImages(c, r, setup, images)
-		} else {
-			res, st, err = bisectRepo(c, r, setup)
+		switch {
+		case len(images) > 0:
+			res, st, err = setup.Images(c.Context, images, b.State)
+		case b.Good == "" || b.Bad == "":
+			return usageError("--repo needs --good REV and --bad REV")
+		default:
+			res, st, err = setup.Git(c.Context, b.Repo, b.Good, b.Bad, b.State, r.Build.BuildDir)
 		}
 		if err != nil {
-			return bisectError(err, b.Reverse)
+			return bisectError(err, r)
 		}
 		return bisectReport(c, r, setup, st, res)
 	})
 }
 
-func bisectImages(c *cli.Context, r *run, setup *bisect.Setup, args []string) (*bisect.Result, *bisect.State, error) {
-	list, err := bisect.ExpandImages(args)
-	if err != nil {
-		return nil, nil, usageError("--images: %v", err)
-	}
-	for i, p := range list {
-		if list[i], err = filepath.Abs(p); err != nil {
-			return nil, nil, err
-		}
-	}
-	if len(list) < 2 {
-		return nil, nil, usageError("--images gives %d kernel; a bisection needs at least two (the first good, the last bad)", len(list))
-	}
-	return setup.Images(c.Context, list, stateDir(r.Bisect.State, setup.Bench.Measurer.(*bisect.VMMeasurer).CacheDir, "bisect"))
-}
-
-func bisectRepo(c *cli.Context, r *run, setup *bisect.Setup) (*bisect.Result, *bisect.State, error) {
-	b := r.Bisect
-	if b.Good == "" || b.Bad == "" {
-		return nil, nil, usageError("--repo needs --good REV and --bad REV")
-	}
-	repo, gitDir, err := openRepo(c.Context, b.Repo)
-	if err != nil {
-		return nil, nil, err
-	}
-	good, err := repo.Commit(c.Context, b.Good)
-	if err != nil {
-		return nil, nil, usageError("--good: %v", err)
-	}
-	bad, err := repo.Commit(c.Context, b.Bad)
-	if err != nil {
-		return nil, nil, usageError("--bad: %v", err)
-	}
-	return setup.Git(c.Context, repo, good, bad, stateDir(b.State, gitDir, "lpmbisect"), r.Build.BuildDir)
-}
-
 // bisectError maps a failed bisection to an exit code, with the flag that
 // would fix it.
-func bisectError(err error, reverse bool) error {
+func bisectError(err error, r *run) error {
 	var ee *exitError
 	var se *signalError
 	switch {
@@ -268,11 +176,15 @@ func bisectError(err error, reverse bool) error {
 		return err
 	case errors.Is(err, bisect.ErrEndpointsNotDifferent):
 		return &exitError{code: exitInconclusive, err: fmt.Errorf("%w (raise --max-boots or lower --min-effect)", err)}
-	case errors.Is(err, bisect.ErrWrongDirection) && reverse:
+	case errors.Is(err, bisect.ErrWrongDirection) && r.Bisect.Reverse:
 		return usageError("%v (drop --reverse)", err)
 	case errors.Is(err, bisect.ErrWrongDirection):
 		return usageError("%v (add --reverse)", err)
-	case errors.Is(err, bisect.ErrOtherBisection), errors.Is(err, git.ErrGit), errors.Is(err, bisect.ErrEndpointBroken):
+	case errors.Is(err, bisect.ErrNoEndpoint):
+		return usageError("%v (give --good and --bad, or start git bisect with both)", err)
+	case errors.Is(err, bisect.ErrTooFewImages), errors.Is(err, fs.ErrNotExist) && len(r.Bisect.Images) > 0:
+		return usageError("--images: %v", err)
+	case errors.Is(err, bisect.ErrOtherBisection), errors.Is(err, git.ErrGit), errors.Is(err, bisect.ErrEndpointBroken), errors.Is(err, git.ErrNotRepo):
 		return usageError("%v", err)
 	}
 	return err

@@ -1,14 +1,15 @@
 package main
 
 import (
+	"errors"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/lpmbisect/lpmbisect/ab"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
@@ -67,48 +68,25 @@ func runCompare(c *cli.Context, r *run) error {
 	if !c.IsSet("seed") {
 		r.seed = uint64(time.Now().UnixNano())
 	}
-	sides, err := s.Prepare(kernels)
-	if err != nil {
-		return err
+	prog := report.NewProgress(r.log.Writer())
+	res, err := ab.Run(c.Context, ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Start: boots, Selected: selected,
+		Seed: r.seed, Results: r.out, Hooks: prog.Attach, Command: strings.Join(os.Args, " ")})
+	prog.Done()
+	if errors.Is(err, ab.ErrResultsFile) {
+		return usageError("%v (choose a writable --out or --run-dir)", err)
 	}
-	outPath := r.out
-	if outPath == "" {
-		if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
-			return usageError("run directory: %v (choose a writable --run-dir)", err)
+	if err != nil {
+		if res != nil {
+			r.log.Printf("finished boots kept in %s", res.Results)
 		}
-		outPath = filepath.Join(s.RunDir, "results.txt")
-	}
-	out, err := measure.CreateResultsFile(outPath)
-	if err != nil {
-		return usageError("--out: %v", err)
-	}
-	// Each round that completes is a look at the data: decide, then add a
-	// round only while a selected benchmark is UNKNOWN.
-	start := time.Now()
-	var rep *compare.Report
-	sum, runErr := r.boot(s, sides, r.seed, out, func(runner *measure.Runner) error {
-		var err error
-		rep, err = compare.Decide(c.Context, runner, opts, boots, selected.MatchString)
-		return err
-	})
-	r.out = outPath
-	if err := closeResults(r, out, runErr); err != nil {
 		return err
 	}
-	seed := int64(r.seed)
-	meta := report.Meta{Seed: &seed, Samples: s.Plan.Samples, FailOn: failOn, Date: start, Command: strings.Join(os.Args, " "),
-		ResultsFile: outPath, FailedBoots: len(sum.Failed)}
-	for i, side := range sides {
-		*[]*report.KernelInfo{&meta.A, &meta.B}[i] = report.KernelInfo{Input: side.Kernel.Input, Release: side.Label, SHA256: side.Kernel.SHA256}
-	}
-	if len(sum.Accels) > 0 {
-		meta.Accel = sum.Accels[0]
-	}
-	if err := r.writeReports(c, format, rep, meta); err != nil {
+	res.Meta.FailOn = failOn
+	if err := r.writeReports(c, format, res.Report, res.Meta); err != nil {
 		return err
 	}
 	if format != report.FormatText { // the text report names it itself
-		r.log.Printf("raw results in %s (benchstat -col kernel -ignore side,boot,image,pair %s)", outPath, outPath)
+		r.log.Printf("raw results in %s (benchstat -col kernel -ignore side,boot,image,pair %s)", res.Results, res.Results)
 	}
-	return outcomeError(rep, failOn)
+	return outcomeError(res.Report, failOn)
 }

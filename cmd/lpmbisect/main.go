@@ -143,19 +143,6 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 	return s, nil
 }
 
-// boot runs measureAll over a runner of sides, with a progress bar on a
-// terminal (a line per boot otherwise), then says what the boots noted.
-func (r *run) boot(s *measure.Setup, sides []*measure.Side, seed uint64, out *measure.ResultsFile, measureAll func(*measure.Runner) error) (*measure.Summary, error) {
-	prog := newProgress(r.log.Writer())
-	defer prog.done()
-	runner := s.Runner(sides, seed, out)
-	runner.OnBootStart, runner.OnBoot = prog.bootStarts, prog.bootEnded
-	err := measureAll(runner)
-	prog.done()
-	s.Finish(runner)
-	return runner.Summary(), err
-}
-
 // kernels returns a command's kernels: its arguments, or, when it has none,
 // the configuration's [[kernel]] entries (a src entry is built first).
 func (r *run) kernels(c *cli.Context, cmd, want string, n int) ([]string, error) {

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/report"
 )
 
 func runCommand(r *run) *cli.Command {
@@ -38,24 +39,22 @@ func runCommand(r *run) *cli.Command {
 				return usageError("--out: %v", err)
 			}
 		}
-		_, runErr := r.boot(s, sides, 0, out, func(runner *measure.Runner) error { return runner.Measure(c.Context, boots) })
-		return closeResults(r, out, runErr)
-	})
-}
-
-// closeResults ends a results file, renamed to its final name only when
-// the run succeeded, and says where the boots are.
-func closeResults(r *run, out *measure.ResultsFile, runErr error) error {
-	path, closeErr := out.Close(runErr == nil)
-	if out.Path() != "" {
-		if runErr != nil {
+		runner := s.Runner(sides, 0, out)
+		prog := report.NewProgress(r.log.Writer())
+		prog.Attach(runner)
+		runErr := runner.Measure(c.Context, boots)
+		prog.Done()
+		s.Finish(runner)
+		path, closeErr := out.Close(runErr == nil)
+		switch {
+		case runErr != nil && out.Path() != "":
 			r.log.Printf("finished boots kept in %s", path)
-		} else if r.out != "" {
+		case r.out != "":
 			r.log.Printf("results in %s", path)
 		}
-	}
-	if runErr != nil {
-		return runErr
-	}
-	return closeErr
+		if runErr != nil {
+			return runErr
+		}
+		return closeErr
+	})
 }

@@ -30,6 +30,10 @@ type Repo struct {
 // ErrGit is wrapped by errors of git commands that failed.
 var ErrGit = errors.New("git failed")
 
+// ErrNotRepo is wrapped when a directory is not in a git work tree, or a
+// revision is not a commit in it.
+var ErrNotRepo = errors.New("not in a git repository")
+
 // git runs a command that only reads the repository: canceling ctx kills it.
 func (r *Repo) git(ctx context.Context, args ...string) (string, error) {
 	return r.run(ctx, ctx, args...)
@@ -67,11 +71,27 @@ func (r *Repo) run(ctx, caller context.Context, args ...string) (string, error) 
 	return out, nil
 }
 
+// Open finds the work tree that contains dir and returns it with its git
+// directory.
+func Open(ctx context.Context, dir string) (*Repo, string, error) {
+	r := &Repo{Dir: dir}
+	top, err := r.TopLevel(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %s is not in a git work tree (%v)", ErrNotRepo, dir, err)
+	}
+	r.Dir = top
+	gitDir, err := r.GitDir(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	return r, gitDir, nil
+}
+
 // Commit resolves a revision to a full commit id.
 func (r *Repo) Commit(ctx context.Context, rev string) (string, error) {
 	out, err := r.git(ctx, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
 	if err != nil || out == "" {
-		return "", fmt.Errorf("%q is not a commit in %s", rev, r.Dir)
+		return "", fmt.Errorf("%w: %q is not a commit in %s", ErrNotRepo, rev, r.Dir)
 	}
 	return out, nil
 }
@@ -245,4 +265,54 @@ func (r *Repo) AddWorktree(ctx context.Context, dir, commit string) error {
 func (r *Repo) RemoveWorktree(ctx context.Context, dir string) error {
 	_, err := r.change(ctx, "worktree", "remove", "--force", dir)
 	return err
+}
+
+// Remotes lists the repository's remotes.
+func (r *Repo) Remotes(ctx context.Context) ([]string, error) {
+	out, err := r.git(ctx, "remote")
+	if err != nil || out == "" {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// Fetch fetches a remote's branches.
+func (r *Repo) Fetch(ctx context.Context, remote string) error {
+	_, err := r.change(ctx, "fetch", "--quiet", "--prune", remote)
+	return err
+}
+
+// Tip returns the commit a nightly follows for branch: the branch's
+// upstream after fetching it (or origin/branch when the branch has no
+// upstream but origin has it), else the local branch. fetched names the
+// remote fetched ("" for none).
+func (r *Repo) Tip(ctx context.Context, branch string) (commit, ref, fetched string, err error) {
+	ref = branch
+	up, uerr := r.git(ctx, "rev-parse", "--abbrev-ref", "--symbolic-full-name", branch+"@{upstream}")
+	remote := ""
+	switch {
+	case uerr == nil && up != "":
+		remote, _, _ = strings.Cut(up, "/")
+		ref = up
+	default:
+		remotes, err := r.Remotes(ctx)
+		if err != nil {
+			return "", "", "", err
+		}
+		for _, rm := range remotes {
+			if rm == "origin" {
+				remote, ref = "origin", "origin/"+branch
+			}
+		}
+	}
+	if remote != "" {
+		if err := r.Fetch(ctx, remote); err != nil {
+			return "", "", "", err
+		}
+		if _, err := r.Commit(ctx, ref); err != nil {
+			ref, remote = branch, remote // the remote lacks the branch: follow the local one
+		}
+	}
+	commit, err = r.Commit(ctx, ref)
+	return commit, ref, remote, err
 }

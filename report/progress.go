@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -13,18 +13,19 @@ import (
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
 
-// progress reports boots as they go: a progress bar (boots done / planned,
-// current kernel, elapsed) when standard error is a terminal, one line per
-// boot otherwise, so logs and CI output stay plain.
-type progress struct {
+// Progress reports boots as they go: a progress bar (boots done / planned,
+// current kernel, elapsed) when its writer is a terminal, one line per boot
+// otherwise, so logs and CI output stay plain.
+type Progress struct {
 	w     io.Writer
 	bar   *progressbar.ProgressBar
 	start time.Time
 	stop  chan struct{}
 }
 
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, start: time.Now()}
+// NewProgress reports boots to w.
+func NewProgress(w io.Writer) *Progress {
+	p := &Progress{w: w, start: time.Now()}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.bar = progressbar.NewOptions(1,
 			progressbar.OptionSetWriter(w),
@@ -53,8 +54,8 @@ func newProgress(w io.Writer) *progress {
 	return p
 }
 
-// bootStarts is called before each boot.
-func (p *progress) bootStarts(side *measure.Side, boot, done, total int) {
+// BootStarts is called before each boot (measure.Runner.OnBootStart).
+func (p *Progress) BootStarts(side *measure.Side, boot, done, total int) {
 	if p.bar == nil {
 		return
 	}
@@ -63,8 +64,9 @@ func (p *progress) bootStarts(side *measure.Side, boot, done, total int) {
 	p.bar.Set(done)
 }
 
-// bootEnded is called after each boot with what happened.
-func (p *progress) bootEnded(r measure.BootReport) {
+// BootEnded is called after each boot with what happened
+// (measure.Runner.OnBoot).
+func (p *Progress) BootEnded(r measure.BootReport) {
 	status := string(r.Result.Outcome)
 	if r.Result.Outcome != vmrunner.OK {
 		status += ": " + r.Result.Detail + " (console: " + r.Result.ConsoleLog + ")"
@@ -87,12 +89,17 @@ func (p *progress) bootEnded(r measure.BootReport) {
 	}
 }
 
-// done removes the bar.
-func (p *progress) done() {
+// Done removes the bar.
+func (p *Progress) Done() {
 	if p.bar != nil {
 		close(p.stop)
 		p.bar.Finish()
 		p.bar.Clear()
 		p.bar = nil
 	}
+}
+
+// Attach makes p report the boots of r.
+func (p *Progress) Attach(r *measure.Runner) {
+	r.OnBootStart, r.OnBoot = p.BootStarts, p.BootEnded
 }
