@@ -310,7 +310,7 @@ func (r *Repo) Tip(ctx context.Context, branch string) (commit, ref, fetched str
 			return "", "", "", err
 		}
 		if _, err := r.Commit(ctx, ref); err != nil {
-			ref, remote = branch, remote // the remote lacks the branch: follow the local one
+			ref = branch // the remote lacks the branch: follow the local one
 		}
 	}
 	commit, err = r.Commit(ctx, ref)
