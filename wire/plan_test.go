@@ -43,6 +43,58 @@ func TestDecodePlanDefaults(t *testing.T) {
 	}
 }
 
+func TestDefaultRounds(t *testing.T) {
+	for _, tt := range []struct {
+		accel Accel
+		want  int
+	}{
+		{AccelIcount, DefaultIcountRounds},
+		{AccelTCG, DefaultWallClockRounds},
+		{AccelKVM, DefaultWallClockRounds},
+		{"", DefaultWallClockRounds},
+		{"auto", DefaultWallClockRounds},
+	} {
+		if got := DefaultRounds(tt.accel); got != tt.want {
+			t.Errorf("DefaultRounds(%q) = %d; want %d", tt.accel, got, tt.want)
+		}
+	}
+	if DefaultIcountRounds >= DefaultWallClockRounds {
+		t.Errorf("DefaultIcountRounds = %d; want fewer than DefaultWallClockRounds (%d)", DefaultIcountRounds, DefaultWallClockRounds)
+	}
+}
+
+// A command line that names the accelerator but not the rounds gets the
+// accelerator's default, wherever the accelerator appears; explicit rounds
+// always win.
+func TestDecodePlanRoundsByAccel(t *testing.T) {
+	for _, tt := range []struct {
+		cmdline string
+		want    int
+	}{
+		{"lpmbisect.accel=icount", DefaultIcountRounds},
+		{"lpmbisect.accel=tcg", DefaultWallClockRounds},
+		{"lpmbisect.samples=3", DefaultWallClockRounds},
+		{"lpmbisect.rounds=20 lpmbisect.accel=icount", 20},
+		{"lpmbisect.accel=icount lpmbisect.rounds=1", 1},
+		{"lpmbisect.accel=icount lpmbisect.accel=kvm", DefaultWallClockRounds},
+	} {
+		p, err := DecodePlan(tt.cmdline)
+		if err != nil || p.Rounds != tt.want {
+			t.Errorf("DecodePlan(%q) = rounds %d, %v; want %d", tt.cmdline, p.Rounds, err, tt.want)
+		}
+	}
+	// What the host sends always names the rounds, so the guest runs the
+	// plan's rounds whatever its own defaults.
+	for _, a := range Accels {
+		p := DefaultPlan()
+		p.Accel, p.Rounds = a, DefaultRounds(a)
+		got, err := DecodePlan(strings.Join(p.KernelArgs(), " "))
+		if err != nil || got != p {
+			t.Errorf("DecodePlan(KernelArgs(%+v)) = %+v, %v; want the plan", p, got, err)
+		}
+	}
+}
+
 func TestDecodePlan(t *testing.T) {
 	p, err := DecodePlan("console=ttyS0 lpmbisect.bench=keys=random$ lpmbisect.samples=3 lpmbisect.entries=100000 " +
 		"lpmbisect.rounds=7 lpmbisect.accel=icount lpmbisect.port=other lpmbisect.fault=flood lpmbisect.samples=4 " +

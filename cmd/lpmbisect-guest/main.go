@@ -13,7 +13,8 @@
 //	lpmbisect.samples=N      samples per benchmark [5]
 //	lpmbisect.entries=N      trie size: dense keys [0,N) at /32 [10000]
 //	lpmbisect.rounds=N       XDP test runs per sample, one bpf_loop of
-//	                         10000 lookups each [20]
+//	                         10000 lookups each [20; 5 under icount:
+//	                         wire.DefaultRounds]
 //	lpmbisect.prefix_len=N   LPM key prefix length, 2^N ≥ entries [32]
 //	lpmbisect.batch_entries=N  elements of the MapBatch maps [100000]
 //	lpmbisect.accel=A        kvm, tcg or icount: the accel config line;
