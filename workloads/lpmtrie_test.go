@@ -217,4 +217,22 @@ func TestPlaceOnOnePage(t *testing.T) {
 	if loads != maxPlacements || !strings.Contains(note, "still split") {
 		t.Errorf("placeOnOnePage(64) took %d loads, note %q; want %d loads and a still-split note", loads, note, maxPlacements)
 	}
+
+	// Under an instruction clock placement is not controlled: one load,
+	// however the code lies. Under a wall clock placeFor places.
+	for _, tt := range []struct {
+		name  string
+		clock Clock
+		loads int
+	}{{"InstructionClock", InstructionClock, 1}, {"WallClock", WallClock, maxPlacements}} {
+		loads = 0
+		coll, note, err = placeFor(tt.clock, load, 64)
+		if err != nil {
+			t.Fatalf("placeFor(%s, 64) = %v", tt.name, err)
+		}
+		coll.Close()
+		if loads != tt.loads {
+			t.Errorf("placeFor(%s, 64) took %d loads (note %q); want %d", tt.name, loads, note, tt.loads)
+		}
+	}
 }
