@@ -10,8 +10,9 @@ import (
 
 // Null series at the noise levels of the package documentation: the final
 // pass over 1000 series-years, and the nightly replay (one pass per night,
-// slower) over fewer. The bounds are far below what P = 0.001 gives (0.19
-// and 0.44 per series-year at 2 % noise), so a weaker default fails them.
+// slower) over fewer. The bounds are far below what Otava's P = 0.001 gives
+// (0.16 and 0.40 per series-year at 2 % noise), so a weaker default fails
+// them.
 func TestNullFalseAlarms(t *testing.T) {
 	cases := []struct {
 		name         string
