@@ -19,22 +19,37 @@
 //
 //	bound = max(BoundFloor, SafetyFactor × Quantile(pairwise, Q))
 //
-// with Q = 0.95, SafetyFactor = 3 and BoundFloor = 0.0002 (0.02 %) by
+// with Q = 0.95, SafetyFactor = 3 and BoundFloor = 0.0003 (0.03 %) by
 // default. A high quantile rather than the largest difference keeps one odd
 // pair among many from setting the bound alone, and the safety factor
 // covers what a handful of boots has not yet shown: with 8 boots there are
 // 28 pairs, but only 8 independent boots, so the quantile is itself an
-// estimate from a small sample. The floor is the instrument's resolution:
-// the guest rounds per-op values to two decimals (0.01 insn of ~20 to
-// ~1000), and a bound below that would claim more than was measured.
+// estimate from a small sample. Measured here (Debian 6.12, icount, 5
+// samples × 20 rounds): the random-key lookups' boot medians of one 8-boot
+// calibration spanned 0.018 % (0.95 quantile 0.017 %, bound 0.052 %), and
+// all 16 boots of two calibrations 0.024 %, inside either calibration's
+// bound (0.052 % and 0.043 %). Sequential lookups, noop and baseline gave
+// the same median in every boot. The floor is for such rows, which showed
+// no jitter but share the loop that timer interrupts land in: it is just
+// above the largest difference of any lookup or control row in those 16
+// boots, so that a row that happened to show none, or a calibration from
+// few boots (3 boots spanned 0.005 %), still gets a bound no boot has
+// exceeded. A row's floor is also at least two steps of the values'
+// rounding (Quantum, 0.01: the guest writes two decimals) relative to its
+// centre, since two medians one step apart may be one value rounded two
+// ways (0.11 % for the noop control at 18 insn/op). For the deterministic
+// rule a generous bound is cheap: it only narrows what can be called SAME
+// or DIFFERENT by the bound, next to minimum effects of 1 % and more; a
+// bound too small makes rows fall back to the statistical rule, which
+// costs boots.
 //
 // A benchmark is Deterministic only when its largest pairwise difference
 // stays below MaxJitter (0.5 %), it ran in every boot, and its boot medians
 // show no second mode. The mode test sorts the medians, splits them at
 // their largest gap into a lower and an upper group, and reports two modes
 // when both groups hold at least 2 boots and the gap is larger than
-// ModeGap (3) times the larger group's own range and larger than
-// BoundFloor relative to the centre (a gap below the resolution is not a
+// ModeGap (3) times the larger group's own range and larger than the
+// row's floor relative to the centre (a gap below the resolution is not a
 // mode). A single outlying boot is no mode by this test, but its pairs
 // enter the quantile and widen the bound. Two agreeing boots do not prove
 // that there is no second mode: a second mode may be rare. So a benchmark

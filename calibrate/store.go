@@ -89,8 +89,9 @@ func read(path string, key Key) (*Calibration, error) {
 
 // Store writes c as the calibration of its key, atomically, after merging
 // into c what the stored calibration of the key knew (see Merge): c's
-// bounds replace the stored ones, and every benchmark ever seen with two
-// modes stays non-deterministic. A stored file that cannot be read is an
+// rows replace all stored rows (a calibration covers the benchmarks it
+// ran, with one date), and every benchmark ever seen with two modes stays
+// non-deterministic. A stored file that cannot be read is an
 // error rather than lost knowledge.
 func Store(cacheDir string, c *Calibration) error {
 	path := Path(cacheDir, c.Key)
