@@ -201,8 +201,8 @@ func decide(rep *Report, opts Options) {
 	pairs := -1
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
-		row.Control = isControl(row.Benchmark, opts.Controls)
-		row.Better = betterOf(row.Unit)
+		row.Control = IsControl(row.Benchmark, opts.Controls)
+		row.Better = BetterOf(row.Unit)
 		if row.Control {
 			row.addNote("control: measures the harness, not the kernel")
 		}
@@ -580,7 +580,12 @@ func (s Summary) medians() []float64 {
 	return out
 }
 
-func isControl(bench string, controls []string) bool {
+// IsControl reports whether bench is one of controls (DefaultControls
+// when controls is nil): equal to one, or continuing one with "/".
+func IsControl(bench string, controls []string) bool {
+	if controls == nil {
+		controls = DefaultControls
+	}
 	for _, c := range controls {
 		if bench == c || strings.HasPrefix(bench, c+"/") {
 			return true
@@ -592,7 +597,7 @@ func isControl(bench string, controls []string) bool {
 // betterOf returns +1 if higher values of unit are better, -1 if lower ones
 // are, 0 if unknown. Costs per operation (sec/op, insn/op, B/op) are lower
 // is better; rates (…/s) higher.
-func betterOf(unit string) int {
+func BetterOf(unit string) int {
 	switch {
 	case strings.HasSuffix(unit, "/op"):
 		return -1

@@ -314,24 +314,11 @@ func unitName(unit string) string {
 	return unit
 }
 
-// unitBetter says, as package compare decides for compare.Row.Better,
-// whether higher values of unit are better (+1), lower ones (-1: costs per
-// operation) or neither is known (0).
-func unitBetter(unit string) int {
-	switch {
-	case strings.HasSuffix(unit, "/op"):
-		return -1
-	case strings.HasSuffix(unit, "/s"):
-		return 1
-	}
-	return 0
-}
-
 // direction says which way a change of deltaPct in unit goes: "worse",
 // "better", or "changed" when the unit has no known direction. A move of
 // the kernel line (the tip over the reference) goes the tip's way.
 func direction(unit string, deltaPct float64) string {
-	switch b := unitBetter(unit); {
+	switch b := compare.BetterOf(unit); {
 	case b == 0 || deltaPct == 0 || math.IsNaN(deltaPct):
 		return "changed"
 	case (b < 0) == (deltaPct > 0):
@@ -340,21 +327,10 @@ func direction(unit string, deltaPct float64) string {
 	return "better"
 }
 
-// isControl reports whether a benchmark is one of compare.DefaultControls,
-// by compare's rule: the name is the control's or continues it with "/".
-func isControl(bench string) bool {
-	for _, c := range compare.DefaultControls {
-		if bench == c || strings.HasPrefix(bench, c+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // changeDirection is a change point's direction in its headline: "(worse)",
 // "(better)" or "(control moved)".
 func changeDirection(cp history.ChangePoint) string {
-	if isControl(cp.Benchmark) {
+	if compare.IsControl(cp.Benchmark, nil) {
 		return "control moved"
 	}
 	return direction(cp.Unit, cp.DeltaPct)
@@ -467,7 +443,7 @@ func formatVerdict(c *history.Comparison, bench, unit string) string {
 	}
 	s := FormatDelta(c.DeltaPct) + " " + c.Verdict.String()
 	if c.Verdict == compare.Different {
-		if isControl(bench) {
+		if compare.IsControl(bench, nil) {
 			s += " (control moved)"
 		} else {
 			s += " (" + direction(unit, c.DeltaPct) + ")"
@@ -508,7 +484,7 @@ func verdictsSummary(rows []history.NightRow) string {
 			same++
 		case c.Verdict == compare.Unknown:
 			unknown++
-		case isControl(r.Benchmark):
+		case compare.IsControl(r.Benchmark, nil):
 			moved++
 		case direction(r.Unit, c.DeltaPct) == "better":
 			better++
@@ -913,7 +889,7 @@ func NewHistoryDocument(h History) HistoryDocument {
 				Accel: n.Accel, QEMUVersion: n.QEMUVersion, CPUModel: n.CPUModel, Host: n.Host, ToolVersion: n.ToolVersion,
 				Started: n.Started, Finished: n.Finished, Rows: []NightRowDoc{}}
 			for _, r := range v.rows[n.Date] {
-				nd.Rows = append(nd.Rows, NightRowDoc{Benchmark: r.Benchmark, Unit: r.Unit, Control: isControl(r.Benchmark),
+				nd.Rows = append(nd.Rows, NightRowDoc{Benchmark: r.Benchmark, Unit: r.Unit, Control: compare.IsControl(r.Benchmark, nil),
 					Tip: estimateDoc(r.Tip), Reference: estimateDoc(r.Reference), Ratio: finite(r.Ratio),
 					VsPrevious: comparisonDoc(r.VsPrevious, r.Unit), VsReference: comparisonDoc(r.VsReference, r.Unit)})
 			}
@@ -921,7 +897,7 @@ func NewHistoryDocument(h History) HistoryDocument {
 		}
 		for _, cp := range v.changes {
 			sd.ChangePoints = append(sd.ChangePoints, ChangePointDoc{
-				ID: cp.ID, Benchmark: cp.Benchmark, Unit: cp.Unit, Control: isControl(cp.Benchmark), Line: string(cp.Line),
+				ID: cp.ID, Benchmark: cp.Benchmark, Unit: cp.Unit, Control: compare.IsControl(cp.Benchmark, nil), Line: string(cp.Line),
 				Night: cp.Night, BeforeNight: cp.BeforeNight, BeforeCommit: cp.BeforeCommit, AfterCommit: cp.AfterCommit,
 				DeltaPct: finite(cp.DeltaPct), P: finite(cp.P), Direction: direction(cp.Unit, cp.DeltaPct),
 				Provisional: cp.Provisional, Status: string(cp.Status),
@@ -1009,7 +985,7 @@ func verdictClass(r history.NightRow) string {
 	switch {
 	case c == nil:
 		return ""
-	case c.Verdict == compare.Different && isControl(r.Benchmark):
+	case c.Verdict == compare.Different && compare.IsControl(r.Benchmark, nil):
 		return "unknown"
 	case c.Verdict == compare.Different && direction(r.Unit, c.DeltaPct) == "better":
 		return "same"

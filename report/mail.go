@@ -11,6 +11,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/shellquote"
 )
 
 // Mail is what a change-point mail says (WriteChangePointMail): the new
@@ -58,37 +59,19 @@ type Reproduction struct {
 
 // Command is the command line, quoted for a POSIX shell.
 func (r Reproduction) Command() string {
-	return shellJoin(append(append([]string{"lpmbisect", "compare"}, r.Flags...), r.Before, r.After))
+	return shellquote.Join(append(append([]string{"lpmbisect", "compare"}, r.Flags...), r.Before, r.After))
 }
 
 // AckCommand and MuteCommand are the command lines that acknowledge a
 // change point (seen; it stays in the history as such) or mute it (it
 // mails no more), for the configuration file config.
 func AckCommand(config string, id int64) string {
-	return shellJoin([]string{"lpmbisect", "history", "ack", "--config", config, fmt.Sprint(id)})
+	return shellquote.Join([]string{"lpmbisect", "history", "ack", "--config", config, fmt.Sprint(id)})
 }
 
 // MuteCommand: see AckCommand.
 func MuteCommand(config string, id int64) string {
-	return shellJoin([]string{"lpmbisect", "history", "ack", "--mute", "--config", config, fmt.Sprint(id)})
-}
-
-// shellJoin quotes args for a POSIX shell where they need it.
-func shellJoin(args []string) string {
-	var b strings.Builder
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-		}) < 0 {
-			b.WriteString(a)
-			continue
-		}
-		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
-	}
-	return b.String()
+	return shellquote.Join([]string{"lpmbisect", "history", "ack", "--mute", "--config", config, fmt.Sprint(id)})
 }
 
 // lead returns the change point that leads the mail: the first of the
@@ -101,7 +84,7 @@ func (m Mail) lead() history.ChangePoint {
 		}
 	}
 	for _, cp := range m.Changes {
-		if !isControl(cp.Benchmark) {
+		if !compare.IsControl(cp.Benchmark, nil) {
 			return cp
 		}
 	}
@@ -381,7 +364,7 @@ func writeMailTable(w io.Writer, m Mail) {
 			verdict = a.VsPrevious.Verdict.String()
 			if a.VsPrevious.Verdict == compare.Different {
 				verdict = "**" + verdict + "**"
-				if isControl(met.Benchmark) {
+				if compare.IsControl(met.Benchmark, nil) {
 					verdict += " (control moved)"
 				} else {
 					verdict += " (" + direction(met.Unit, a.VsPrevious.DeltaPct) + ")"
@@ -397,7 +380,7 @@ func writeMailTable(w io.Writer, m Mail) {
 				FormatDelta(100*(a.Reference.Center/b.Reference.Center-1)))
 		}
 		name := "`" + mdCode(met.Benchmark) + "`"
-		if isControl(met.Benchmark) {
+		if compare.IsControl(met.Benchmark, nil) {
 			name += " (control)"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", name, mdEscape(value(b, okB)), mdEscape(value(a, okA)), change, verdict, mdEscape(ref))

@@ -151,22 +151,6 @@ func TestMailSubjectWithoutCulprit(t *testing.T) {
 	}
 }
 
-func TestShellJoin(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"lpmbisect", "compare", "a.deb"}, "lpmbisect compare a.deb"},
-		{[]string{"x", "it's here", ""}, `x 'it'\''s here' ''`},
-		{[]string{"--bench", "lookup,controls", "/boot/vmlinuz-6.12.117+deb12"}, "--bench lookup,controls /boot/vmlinuz-6.12.117+deb12"},
-		{[]string{"$HOME/k", "a;b"}, `'$HOME/k' 'a;b'`},
-	} {
-		if got := shellJoin(tc.args); got != tc.want {
-			t.Errorf("shellJoin(%q) = %s; want %s", tc.args, got, tc.want)
-		}
-	}
-}
-
 func ExampleReproduction_Command() {
 	r := Reproduction{Flags: []string{"--accel", "icount", "--bench", "lookup"},
 		Before: "bpf-next-2026-11-07/bzImage", After: "bpf-next 2026-11-08/bzImage"}

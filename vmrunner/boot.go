@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lpmbisect/lpmbisect/internal/shellquote"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -164,7 +165,7 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	// script): the result then says "" rather than failing the boot.
 	res.QEMUVersion, _ = QEMUVersion(cfg.QEMU)
 	if cfg.Log != nil {
-		cfg.Log.Print(shellQuote(res.Command))
+		cfg.Log.Print(shellquote.Join(res.Command))
 	}
 
 	logFile, err := os.Create(res.ConsoleLog)

@@ -87,23 +87,6 @@ func (c Config) CommandLine() []string {
 	return append([]string{c.QEMU}, c.qemuArgs(fileChardev(func(f string) string { return filepath.Join(c.RunDir, f) }), false)...)
 }
 
-func shellQuote(args []string) string {
-	var b strings.Builder
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-		}) < 0 {
-			b.WriteString(a)
-			continue
-		}
-		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
-	}
-	return b.String()
-}
-
 // QEMUVersion returns the version of the QEMU binary qemu (a path, or a
 // name looked up in PATH) as its --version prints it, e.g. "7.2.22" for
 // "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)". The

@@ -43,14 +43,6 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
-func TestShellQuote(t *testing.T) {
-	got := shellQuote([]string{"qemu", "-append", "console=ttyS0 panic=-1", "it's"})
-	want := `qemu -append 'console=ttyS0 panic=-1' 'it'\''s'`
-	if got != want {
-		t.Errorf("shellQuote = %s; want %s", got, want)
-	}
-}
-
 func TestParseQEMUVersion(t *testing.T) {
 	for out, want := range map[string]string{
 		"QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)\nCopyright (c) 2003-2022 Fabrice Bellard and the QEMU Project developers\n": "7.2.22",
