@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/internal/shellquote"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -500,7 +501,7 @@ func TestBootLogsCommandLine(t *testing.T) {
 	cfg := fakeConfig(t, "ok")
 	cfg.Log = log.New(&buf, "P: ", 0)
 	r := bootFake(t, context.Background(), cfg)
-	if want := "P: " + shellQuote(r.Command) + "\n"; buf.String() != want {
+	if want := "P: " + shellquote.Join(r.Command) + "\n"; buf.String() != want {
 		t.Errorf("Boot logged %q; want %q (the command line, once, with only the logger's prefix)", buf.String(), want)
 	}
 }
