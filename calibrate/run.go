@@ -12,8 +12,9 @@ import (
 // setup allows (several under icount, one under wall time), and computes
 // the calibration from the completed boots. Whether the comparisons served
 // run in pairs is taken from the setup (o.Paired is ignored). o.OnRunner,
-// when set, gets the runner before the first boot. The caller stores the
-// result (Store).
+// when set, gets the runner before the first boot: to attach progress, a
+// results file (Runner.Sink) or, once Run returns, setup.Finish. The
+// caller stores the result (Store).
 func Run(ctx context.Context, setup *measure.Setup, kernel string, boots int, o Options) (*Calibration, error) {
 	if boots < 2 {
 		return nil, fmt.Errorf("calibrate: %d boots: %w", boots, ErrTooFewBoots)
