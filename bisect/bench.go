@@ -546,7 +546,7 @@ func (b *Bench) CompareStored(a, bk Candidate) (*compare.Report, *kernel.Kernel,
 			results = append(results, r)
 		}
 	}
-	rep, err := compare.Build(results, b.Judge.options(0))
+	rep, err := compare.Build(results, b.Judge.Options(0))
 	return rep, ma.k, mb.k, err
 }
 

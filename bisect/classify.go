@@ -104,16 +104,22 @@ type Judge struct {
 	// difference (default 1). Instruction counts move by a few
 	// instructions between unrelated builds: that is the same.
 	MinEffectPct float64
+	// Bounds and MinEffects are compare's per-benchmark calibration: the
+	// jitter bounds of deterministic benchmarks (decided from two boots)
+	// and their own minimum effects (see compare.Options).
+	Bounds, MinEffects map[string]float64
 }
 
-func (j Judge) options(maxBoots int) compare.Options {
-	return compare.Options{Alpha: j.Alpha, MinEffect: j.MinEffectPct / 100, MaxBoots: maxBoots}
+// Options are the statistics of the judge's comparisons in an adaptive run
+// capped at maxBoots (0: a single look with all of α).
+func (j Judge) Options(maxBoots int) compare.Options {
+	return compare.Options{Alpha: j.Alpha, MinEffect: j.MinEffectPct / 100, MaxBoots: maxBoots, Bounds: j.Bounds, MinEffects: j.MinEffects}
 }
 
 // sequence starts a comparison of two kernels over the looks of an
 // adaptive run capped at maxBoots (0: a single look with all of α).
 func (j Judge) sequence(maxBoots int) (*compare.Sequence, error) {
-	return compare.NewSequence(j.options(maxBoots))
+	return compare.NewSequence(j.Options(maxBoots))
 }
 
 // look compares kernel b's boots with kernel a's, row by row, as the next
@@ -153,7 +159,7 @@ func (j Judge) once(a, b []*benchfmt.Result) (map[RowKey]CompareRow, error) {
 // BootsToDecide is the fewest boots per kernel with which a first look can
 // reach both SAME and DIFFERENT on rows rows, given the cap maxBoots.
 func (j Judge) BootsToDecide(maxBoots, rows int) (int, error) {
-	return compare.StartBoots(j.options(maxBoots), rows, false, true)
+	return compare.StartBoots(j.Options(maxBoots), rows, false, true)
 }
 
 // RowKey names a row: a benchmark in a unit.

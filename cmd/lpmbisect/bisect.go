@@ -42,9 +42,10 @@ func bisectOpts(r *run) []opt {
 	)
 }
 
-// bisectSetup makes the bisection's setup from the flags.
-func (r *run) bisectSetup() (*bisect.Setup, error) {
-	s, err := r.setup(false, false)
+// bisectSetup makes the bisection's setup from the flags (controls: with
+// the harness controls in the plan).
+func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
+	s, err := r.setup(false, controls)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func bisectRunStep(c *cli.Context, r *run) (bisect.Verdict, error) {
 	if c.NArg() > 0 {
 		return bisect.Verdict{}, usageError("bisect-run takes no arguments, got %q", c.Args().Slice())
 	}
-	setup, err := r.bisectSetup()
+	setup, err := r.bisectSetup(false)
 	if err != nil {
 		return bisect.Verdict{}, err
 	}
@@ -145,7 +146,7 @@ func bisectCommand(r *run) *cli.Command {
 				return usageError("--html: %v", err)
 			}
 		}
-		setup, err := r.bisectSetup()
+		setup, err := r.bisectSetup(false)
 		if err != nil {
 			return err
 		}

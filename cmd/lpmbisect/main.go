@@ -48,7 +48,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		if i := commandIndex(args); i > 0 && app.Command(args[i]) == nil {
 			hint := ""
 			if s := cli.SuggestCommand(app.Commands, args[i]); s != "" {
-				hint = fmt.Sprintf(" (did you mean %s?)", s)
+				hint = " (" + strings.ToLower(s[:1]) + s[1:] + ")"
 			}
 			return usageError("no command %q%s: see lpmbisect --help", args[i], hint)
 		}
@@ -98,7 +98,7 @@ func newApp(r *run, stdout, stderr io.Writer) *cli.App {
 		OnUsageError:              onUsageError,
 		ExitErrHandler:            func(*cli.Context, error) {}, // exit codes are ours
 		Commands: []*cli.Command{runCommand(r), compareCommand(r), statCommand(r), listCommand(r), buildCommand(r),
-			bisectRunCommand(r), bisectCommand(r)},
+			bisectRunCommand(r), bisectCommand(r), nightlyCommand(r), historyCommand(r)},
 	}
 }
 

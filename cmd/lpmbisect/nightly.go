@@ -1,0 +1,195 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lpmbisect/lpmbisect/bisect"
+	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/nightly"
+	"github.com/lpmbisect/lpmbisect/report"
+)
+
+func nightlyCommand(r *run) *cli.Command {
+	var date string
+	var only []string
+	var wait time.Duration
+	opts := []opt{configOpt(r),
+		{name: "date", ptr: &date, usage: "the night, YYYY-MM-DD (default: today)"},
+		{name: "series", ptr: &only, usage: "run only this series (repeatable; default: every [[series]])"},
+		{name: "wait", ptr: &wait, usage: "wait up to this long for another nightly that holds the history (default: refuse at once)"},
+		{name: "format", ptr: &r.format, usage: "morning report on stdout: text, markdown, json"},
+		{name: "verbose", alias: "v", ptr: &r.verbose, usage: "print QEMU command lines and decisions"},
+	}
+	return command("nightly", "one night's work for every series: build or take the tip, measure it beside the reference, find and bisect change points", "", opts, func(c *cli.Context) error {
+		format, err := r.format2()
+		if err != nil {
+			return err
+		}
+		if r.Path == "" {
+			return usageError("nightly needs --config FILE with [[series]] (see kernels.example.toml)")
+		}
+		nights, err := nightly.Run(c.Context, nightly.Options{Config: r.File, Date: date, Only: only, Wait: wait, Log: r.log,
+			SetupFor: func(cfg *config.File, runDir string) (*bisect.Setup, error) {
+				rr := *r
+				rr.File, rr.runDir = cfg, runDir
+				return rr.bisectSetup(true)
+			}})
+		var sums []report.NightSummary
+		for _, n := range nights {
+			sums = append(sums, n.Summary())
+		}
+		if len(sums) > 0 {
+			if werr := report.WriteMorning(c.App.Writer, format, sums); werr != nil && err == nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			return historyError(err, r)
+		}
+		switch nightly.Worst(nights) {
+		case nightly.Failure:
+			return &exitError{code: exitInfra, err: errors.New("a night failed (see the report)")}
+		case nightly.Regression:
+			return &exitError{code: exitRegression, err: errors.New("a new regression (see the report)")}
+		case nightly.Inconclusive:
+			return &exitError{code: exitInconclusive, err: errors.New("inconclusive (see the report)")}
+		}
+		return nil
+	})
+}
+
+// format2 reads --format for commands whose reports have no HTML on stdout.
+func (r *run) format2() (report.Format, error) {
+	f, err := report.ParseFormat(r.format)
+	if err != nil || f == report.FormatHTML {
+		return f, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)
+	}
+	return f, nil
+}
+
+// historyError adds the command that fixes a history database problem.
+func historyError(err error, r *run) error {
+	switch {
+	case errors.Is(err, history.ErrNeedsMigration):
+		return usageError("%v (lpmbisect history migrate --config %s)", err, r.Path)
+	case errors.Is(err, history.ErrLocked):
+		return &exitError{code: exitInfra, err: fmt.Errorf("%w (wait for it, or give --wait)", err)}
+	case errors.Is(err, history.ErrNewerSchema), errors.Is(err, history.ErrForeignDatabase), errors.Is(err, nightly.ErrNoSeries),
+		errors.Is(err, nightly.ErrImport), errors.Is(err, history.ErrNotFound):
+		return usageError("%v", err)
+	}
+	return err
+}
+
+func historyCommand(r *run) *cli.Command {
+	var series string
+	var mute bool
+	opts := []opt{configOpt(r),
+		{name: "series", ptr: &series, usage: "only this series"},
+		{name: "format", ptr: &r.format, usage: "on stdout: text, markdown, json"},
+		{name: "html", ptr: &r.html, usage: "also write an HTML page with a trend plot per benchmark to this file"},
+	}
+	open := func(c *cli.Context) (*history.DB, error) {
+		if r.Path == "" {
+			return nil, usageError("history needs --config FILE (its [nightly] db names the database)")
+		}
+		db, err := nightly.OpenHistory(c.Context, r.File)
+		return db, historyError(err, r)
+	}
+	cmd := command("history", "the series nightly follows: their nights and change points (text, markdown, json, HTML with trend plots)", "", opts, func(c *cli.Context) error {
+		format, err := r.format2()
+		if err != nil {
+			return err
+		}
+		db, err := open(c)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		h, err := nightly.LoadHistory(c.Context, db, series)
+		if err != nil {
+			return historyError(err, r)
+		}
+		if err := report.WriteHistory(c.App.Writer, format, h); err != nil {
+			return err
+		}
+		if r.html != "" {
+			if err := cachefile.WriteAtomic(r.html, func(w io.Writer) error { return report.WriteHistoryHTML(w, h) }); err != nil {
+				return usageError("--html: %v", err)
+			}
+			r.log.Printf("HTML history in %s", r.html)
+		}
+		return nil
+	})
+	cmd.Subcommands = []*cli.Command{
+		command("ack", "acknowledge change points (seen; --mute: mail them no more)", "ID...", []opt{configOpt(r),
+			{name: "mute", ptr: &mute, usage: "mute instead: no more mail"}}, func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return usageError("history ack takes change point IDs (lpmbisect history shows them)")
+			}
+			db, err := open(c)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			status := history.ChangeAcknowledged
+			if mute {
+				status = history.ChangeMuted
+			}
+			for _, a := range c.Args().Slice() {
+				id, err := strconv.ParseInt(a, 10, 64)
+				if err != nil {
+					return usageError("history ack: %q is not a change point ID", a)
+				}
+				if err := nightly.SetStatus(c.Context, db, id, status); err != nil {
+					return historyError(err, r)
+				}
+				r.log.Printf("change point %d %s", id, status)
+			}
+			return nil
+		}),
+		command("import", "import results files whose lines carry commit: and date: into a series' history", "RESULTS...", []opt{configOpt(r),
+			{name: "series", ptr: &series, usage: "the series to import into"}}, func(c *cli.Context) error {
+			if series == "" || c.NArg() == 0 {
+				return usageError("history import needs --series NAME and results files")
+			}
+			db, err := open(c)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			s := nightly.SeriesFor(r.File, series)
+			imp, err := nightly.Import(c.Context, db, s, r.File.ForSeries(config.Series{Name: series}).Stats.MinEffect, c.Args().Slice())
+			if err != nil {
+				return historyError(err, r)
+			}
+			fmt.Fprintf(c.App.Writer, "imported %d nights (%d new boots) into %s; %d change points new, moved or withdrawn\n",
+				imp.Nights, imp.Boots, series, len(imp.Changes))
+			return nil
+		}),
+		command("migrate", "create or upgrade the history database's tables (never done behind your back on a shared database)", "", []opt{configOpt(r)}, func(c *cli.Context) error {
+			if r.Path == "" {
+				return usageError("history migrate needs --config FILE")
+			}
+			loc, err := nightly.HistoryLocation(r.File)
+			if err != nil {
+				return err
+			}
+			from, to, err := history.Migrate(c.Context, loc)
+			if err != nil {
+				return historyError(err, r)
+			}
+			r.log.Printf("history %s: schema version %d → %d", history.Redact(loc), from, to)
+			return nil
+		}),
+	}
+	return cmd
+}

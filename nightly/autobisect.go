@@ -1,0 +1,174 @@
+package nightly
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/bisect"
+	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/report"
+)
+
+// notifyAndBisect bisects the night's confirmed (no longer provisional)
+// change points on the kernel line, records what became of them, and mails
+// them, one mail per night, to whoever the configuration names.
+func (r *seriesRun) notifyAndBisect(ctx context.Context) {
+	var tell []history.ChangePoint
+	for i := range r.n.Changes {
+		c := &r.n.Changes[i]
+		cp := &c.Point
+		if cp.Line != history.LineKernel || cp.Status == history.ChangeWithdrawn || cp.Provisional {
+			continue
+		}
+		if worse(*cp) && (c.What == "new" || c.What == "confirmed") && !compare.IsControl(cp.Benchmark, nil) {
+			r.n.Outcome = max(r.n.Outcome, Regression)
+		}
+		if cp.Bisect.State == history.BisectNone && r.cfg.Nightly.Bisect {
+			cp.Bisect = r.autoBisect(ctx, *cp)
+			if ctx.Err() != nil {
+				return // interrupted: the bisection resumes with the next run
+			}
+			if err := r.store(ctx, func(tx *history.Tx) error { _, err := tx.PutChangePoint(ctx, *cp); return err }); err != nil {
+				r.logf("warning: cannot record the bisection of change point %d: %v", cp.ID, err)
+			}
+		}
+		if cp.Mailed.IsZero() && cp.Status == history.ChangeOpen {
+			tell = append(tell, *cp)
+		}
+	}
+	if len(tell) == 0 {
+		return
+	}
+	if err := r.mail(ctx, tell); err != nil {
+		r.logf("warning: the change points were not mailed: %v", err)
+	}
+}
+
+// mail writes the mail body of change points into the series' state
+// directory (mail/<night>.md), pipes it to the configured notify command
+// (with its subject in $LPMBISECT_SUBJECT), and records them as mailed.
+func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
+	m := report.Mail{Series: r.n.Series, Changes: cps, Config: r.cfg.Path}
+	var err error
+	if m.Before, err = r.db.Night(ctx, r.n.Series.ID, cps[0].BeforeNight); err != nil {
+		return err
+	}
+	if m.After, err = r.db.Night(ctx, r.n.Series.ID, cps[0].Night); err != nil {
+		return err
+	}
+	if m.BeforeRows, err = r.db.NightRows(ctx, m.Before.ID); err != nil {
+		return err
+	}
+	if m.AfterRows, err = r.db.NightRows(ctx, m.After.ID); err != nil {
+		return err
+	}
+	m.Reproduce = report.Reproduction{Flags: []string{"--accel", r.cfg.Measure.Accel, "--bench", r.cfg.Bench.Select},
+		Before: m.Before.Tip.Input, After: m.After.Tip.Input}
+	var body bytes.Buffer
+	if err := report.WriteChangePointMail(&body, m); err != nil {
+		return err
+	}
+	path := filepath.Join(r.dir, "mail", r.o.Date+".md")
+	if err := cachefile.WriteBytes(path, body.Bytes()); err != nil {
+		return fmt.Errorf("mail body: %w", err)
+	}
+	r.n.Mail = path
+	if cmd := r.cfg.Nightly.Notify; cmd != "" {
+		c := exec.CommandContext(ctx, "sh", "-c", cmd)
+		c.Stdin = &body
+		c.Env = append(os.Environ(), "LPMBISECT_SUBJECT="+report.MailSubject(m), "LPMBISECT_MAIL="+path)
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("notify command %q: %v: %s (the mail body is in %s)", cmd, err, bytes.TrimSpace(out), path)
+		}
+	}
+	now := time.Now()
+	return r.store(ctx, func(tx *history.Tx) error {
+		for _, cp := range cps {
+			cp.Mailed = now
+			if _, err := tx.PutChangePoint(ctx, cp); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// worse reports whether a kernel-line change point is a regression: the
+// benchmarks count cost per operation, so a rise is worse.
+func worse(cp history.ChangePoint) bool { return cp.DeltaPct > 0 }
+
+// autoBisect bisects a change point between the nights around it, widened
+// by one night on each side: a git series with the bisect driver, an images
+// series over the kernels CI dropped in between.
+func (r *seriesRun) autoBisect(ctx context.Context, cp history.ChangePoint) history.Bisection {
+	if floor := r.resolvable(cp.Metric); math.Abs(cp.DeltaPct) < floor {
+		return history.Bisection{State: history.BisectSkipped,
+			Reason: fmt.Sprintf("not bisected: below what this host resolves (%+.2f%% against ±%.2g%%)", cp.DeltaPct, floor)}
+	}
+	points, err := r.db.Trend(ctx, r.n.Series.ID, cp.Metric)
+	if err != nil {
+		return failed(err)
+	}
+	if i := slices.IndexFunc(points, func(p history.TrendPoint) bool { return p.Night.Date == r.n.Night.Date }); i < 0 {
+		points = append(points, history.TrendPoint{Night: r.n.Night})
+	}
+	before, after := cp.NightIndex-2, cp.NightIndex+1 // widened by one night each side
+	before, after = max(before, 0), min(after, len(points)-1)
+	good, bad := points[before].Night.Tip, points[after].Night.Tip
+	setup := *r.setup
+	bench := *setup.Bench
+	bench.Reverse = !worse(cp) // an improvement: the bad (newer) end is the faster
+	setup.Bench = &bench
+	state := filepath.Join(r.dir, "bisect", fmt.Sprintf("%d", cp.ID))
+	r.logf("bisecting change point %d (%s %+.2f%%) between %s (%s) and %s (%s)", cp.ID, cp.Benchmark, cp.DeltaPct,
+		points[before].Night.Date, describe(good), points[after].Night.Date, describe(bad))
+	var res *bisect.Result
+	if r.conf.Repo != "" {
+		res, _, err = setup.Git(ctx, filepath.Join(r.dir, "worktree"), good.Commit, bad.Commit, state, filepath.Join(r.dir, "build"))
+	} else {
+		var images []string
+		if images, err = r.imagesBetween(good.Input, bad.Input); err == nil {
+			res, _, err = setup.Images(ctx, images, state)
+		}
+	}
+	switch {
+	case err != nil:
+		return failed(err)
+	case res.Found():
+		return history.Bisection{State: history.BisectFound, Culprit: res.FirstBad, Subject: res.Subject}
+	}
+	return history.Bisection{State: history.BisectFailed, Reason: (bisect.Report{State: &bisect.State{}, Result: res}).Culprit()}
+}
+
+func failed(err error) history.Bisection {
+	return history.Bisection{State: history.BisectFailed, Reason: err.Error()}
+}
+
+// resolvable is the smallest change of a metric this host tells apart: the
+// series' minimum effect (a bisection calls a candidate good or bad only
+// beyond it).
+func (r *seriesRun) resolvable(m history.Metric) float64 {
+	return r.cfg.Stats.MinEffect
+}
+
+// imagesBetween lists the kernels of an images series from good to bad.
+func (r *seriesRun) imagesBetween(good, bad string) ([]string, error) {
+	list, err := Candidates(r.conf.Images)
+	if err != nil {
+		return nil, err
+	}
+	i, j := slices.Index(list, good), slices.Index(list, bad)
+	if i < 0 || j < 0 || j <= i {
+		return nil, fmt.Errorf("the kernels around the change (%s, %s) are no longer in %s in that order", filepath.Base(good), filepath.Base(bad), r.conf.Images)
+	}
+	return list[i : j+1], nil
+}
