@@ -219,10 +219,3 @@ func exists(path string) bool {
 
 // ErrEndpointBroken is wrapped when an endpoint does not build.
 var ErrEndpointBroken = errors.New("broken endpoint")
-
-// IsSetupError reports errors that come from how a bisection was set up
-// (endpoints that do not differ or differ the wrong way, a repository in the
-// wrong state) rather than from the host.
-func IsSetupError(err error) bool {
-	return errors.Is(err, ErrEndpointsNotDifferent) || errors.Is(err, ErrWrongDirection) || errors.Is(err, ErrOtherBisection) || errors.Is(err, ErrEndpointBroken)
-}

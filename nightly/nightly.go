@@ -118,6 +118,9 @@ func Run(ctx context.Context, o Options) ([]*Night, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	if o.Log != nil {
+		o.Log.Printf("night %s of %d series, history in %s", o.Date, len(series), db.Location())
+	}
 	state, err := StateDir(cfg)
 	if err != nil {
 		return nil, err

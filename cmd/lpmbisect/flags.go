@@ -54,9 +54,6 @@ func (o opt) flag() cli.Flag {
 	panic(fmt.Sprintf("flag --%s: no flag for %T", o.name, o.ptr))
 }
 
-// isBool tells the flags that take no value, for reordering arguments.
-func (o opt) isBool() bool { _, ok := o.ptr.(*bool); return ok }
-
 // command is a CLI command: its flags are bound to fields, its long help is
 // help/<name>.txt.
 func command(name, usage, args string, opts []opt, action func(*cli.Context) error) *cli.Command {
