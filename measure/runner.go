@@ -159,7 +159,7 @@ func (r *Runner) job(s *Side, pair int) Job {
 	boot := r.started[s.Name]
 	cfg := r.VM
 	cfg.Kernel, cfg.Initramfs = s.Kernel.Image, s.Image.Path
-	cfg.KernelArgs = append(slices.Clone(r.GuestArgs), "lpmbisect.accel="+string(accelFor(r.Selector)))
+	cfg.KernelArgs = append(slices.Clone(r.GuestArgs), wire.ParamAccel.Arg(string(accelFor(r.Selector))))
 	cfg.RunDir = filepath.Join(r.RunDir, fmt.Sprintf("%s-%02d", s.Name, boot))
 	j := Job{Side: s, Boot: boot, Pair: pair, Config: cfg}
 	j.starting = func() {

@@ -88,7 +88,7 @@ func NewSetup(o Options) (*Setup, error) {
 		o.CPUs = 1
 	}
 	if o.Plan.Rounds == 0 {
-		o.Plan.Rounds = wire.DefaultPlan().Rounds
+		o.Plan.Rounds = wire.DefaultRounds(wire.Accel(o.Accel))
 	}
 	if err := o.Plan.Validate(); err != nil {
 		return nil, err
