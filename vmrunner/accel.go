@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Accel is how QEMU executes the guest.
@@ -15,14 +17,14 @@ const (
 	// Auto uses KVM when the guest makes progress under it, else TCG.
 	Auto Accel = "auto"
 	// KVM runs the guest on the host CPU (needs a working /dev/kvm).
-	KVM Accel = "kvm"
+	KVM Accel = Accel(wire.AccelKVM)
 	// TCG is QEMU's software emulation: slower, wall-clock times.
-	TCG Accel = "tcg"
+	TCG Accel = Accel(wire.AccelTCG)
 	// Icount is TCG with -icount shift=0,align=off,sleep=off: the guest
 	// clock advances one nanosecond per guest instruction, so in-guest
 	// timings are deterministic instruction counts (reported as insn/op).
 	// They say nothing about cycles, cache misses or memory latency.
-	Icount Accel = "icount"
+	Icount Accel = Accel(wire.AccelIcount)
 )
 
 // ParseAccel parses an accelerator name (auto, kvm, tcg or icount, in any case).
@@ -35,12 +37,7 @@ func ParseAccel(s string) (Accel, error) {
 }
 
 // Unit is the benchmark unit results carry under this accelerator.
-func (a Accel) Unit() string {
-	if a == Icount {
-		return "insn/op"
-	}
-	return "ns/op"
-}
+func (a Accel) Unit() string { return wire.Accel(a).Unit() }
 
 // kvmUsable reports whether /dev/kvm can be opened for reading and writing,
 // and if not, why. Usable is not the same as working: nested or broken

@@ -258,9 +258,9 @@ loop:
 	wg.Wait()
 	res.Duration = time.Since(start)
 
-	data, channel := mon.virtio.Bytes(), "virtio"
+	data, channel := mon.virtio.Bytes(), wire.ChannelVirtio
 	if len(data) == 0 && mon.serial.Len() > 0 {
-		data, channel = mon.serial.Bytes(), "serial"
+		data, channel = mon.serial.Bytes(), wire.ChannelSerial
 	}
 	res.Stream, res.Channel = wire.Decode(data), channel
 	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr.String())

@@ -490,7 +490,7 @@ func TestBootPaced(t *testing.T) {
 	if want := []string{"Fake/step=1", "Fake/step=2"}; !slices.Equal(names, want) {
 		t.Errorf("Boot(paced) results %q; want %q", names, want)
 	}
-	if slices.Contains(strings.Fields(strings.Join(r.Command, " ")), pacedArg) {
+	if slices.Contains(strings.Fields(strings.Join(r.Command, " ")), wire.PacedArg) {
 		t.Errorf("Result.Command %q is paced; want the unpaced command a person can run", r.Command)
 	}
 }

@@ -46,10 +46,6 @@ func (c *Config) KernelCommandLine() string {
 	return strings.Join(append(args, c.KernelArgs...), " ")
 }
 
-// pacedArg is the kernel parameter that makes the guest wait for the host
-// before each step.
-const pacedArg = "lpmbisect.paced=1"
-
 // qemuArgs builds QEMU's arguments; chardev gives the -chardev value (the
 // backend) with the given id for each of the three guest-to-host channels
 // (console, results, fallback).
@@ -60,7 +56,7 @@ func (c *Config) qemuArgs(chardev func(id, file string) string, paced bool) []st
 	args = append(args, c.Accel.args()...)
 	cmdline := c.KernelCommandLine()
 	if paced {
-		cmdline += " " + pacedArg
+		cmdline += " " + wire.PacedArg
 	}
 	args = append(args,
 		"-m", strconv.Itoa(c.MemoryMB), "-smp", strconv.Itoa(c.CPUs),
