@@ -32,7 +32,8 @@ type Options struct {
 	// |After−Before|/|Before|, that a change point may have (default
 	// DefaultMinMagnitude, 1 %). Tie it to the minimum effect of the
 	// verdicts, so that the history does not flag what a comparison would
-	// call SAME.
+	// call SAME. Zero means the default; a caller that wants the p-values
+	// alone to decide gives a tiny positive value.
 	MinMagnitude float64
 	// Window is the number of nights the split step analyses at once
 	// (default DefaultWindow). Windows overlap by half.

@@ -56,8 +56,10 @@ type Reported struct {
 // series.
 type Replay struct {
 	Reported []Reported
-	// Final is the pass over the whole series.
-	Final []changepoint.ChangePoint
+	// Last is what the nightly run held after the newest night; Fresh is
+	// Detect over the whole series, a retrospective analysis without the
+	// run's memory.
+	Last, Fresh []changepoint.ChangePoint
 }
 
 // RunReplay runs the pass on values[:n] for every n from first to
@@ -91,11 +93,11 @@ func RunReplay(values []float64, o changepoint.Options, first, maxDistance int) 
 			})
 		}
 		live, ids = cps, next
-		if n == len(values) {
-			r.Final = cps
-		}
+		r.Last = cps
 	}
-	return r, nil
+	fresh, err := changepoint.Detect(values, o)
+	r.Fresh = fresh
+	return r, err
 }
 
 // NullCase is a family of series without a change.
@@ -109,10 +111,12 @@ type NullCase struct {
 type NullResult struct {
 	Series int
 	Nights int
-	// Final is the number of change points of the pass over each whole
-	// series; Nightly the number of distinct change points a nightly run
-	// reported over the series' nights, withdrawn ones included.
-	Final, Nightly int
+	// Final is the number of change points of a fresh pass (Detect) over
+	// each whole series; Nightly the number of distinct change points a
+	// nightly run reported over the series' nights, withdrawn ones
+	// included; Last the number the nightly run still held after the
+	// newest night.
+	Final, Nightly, Last int
 	// SeriesWithNightly is the number of series with at least one.
 	SeriesWithNightly int
 }
@@ -132,13 +136,13 @@ func Null(c NullCase, series, nights int, seed uint64, nightly bool) (NullResult
 	err := forEach(series, func(i int) error {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		v := Series(rng, nights, c.SD, nil)
-		var final, nightlyN int
+		var final, nightlyN, last int
 		if nightly {
 			r, err := RunReplay(v, c.Options, 1, changepoint.DefaultMatchDistance)
 			if err != nil {
 				return err
 			}
-			final, nightlyN = len(r.Final), len(r.Reported)
+			final, nightlyN, last = len(r.Fresh), len(r.Reported), len(r.Last)
 		} else {
 			cps, err := changepoint.Detect(v, c.Options)
 			if err != nil {
@@ -150,6 +154,7 @@ func Null(c NullCase, series, nights int, seed uint64, nightly bool) (NullResult
 		defer mu.Unlock()
 		res.Final += final
 		res.Nightly += nightlyN
+		res.Last += last
 		if nightlyN > 0 {
 			res.SeriesWithNightly++
 		}
@@ -169,9 +174,9 @@ type StepCase struct {
 // StepResult scores the change points found on StepCase series.
 type StepResult struct {
 	Series, Steps int
-	// FoundFinal and FalseFinal count, in the pass over each whole series,
-	// change points within the match distance of a true step in its
-	// direction (one per step) and the others.
+	// FoundFinal and FalseFinal count, in a fresh pass over each whole
+	// series (Detect), change points within the match distance of a true
+	// step in its direction (one per step) and the others.
 	FoundFinal, FalseFinal int
 	// FoundNightly counts true steps a nightly run reported at some night;
 	// FalseNightly the reported change points that were not the first
@@ -239,22 +244,23 @@ func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 			d := index - s.Night
 			return d >= -tol && d <= tol && up == (s.Factor > 1)
 		}
-		// Final pass: each step takes the closest unused change point.
-		used := make([]bool, len(r.Final))
+		// Fresh pass: each step takes the closest unused change point.
+		final := r.Fresh
+		used := make([]bool, len(final))
 		for _, s := range steps {
 			best := -1
-			for j, cp := range r.Final {
+			for j, cp := range final {
 				if used[j] || !near(cp.Index, cp.After > cp.Before, s) {
 					continue
 				}
-				if best < 0 || abs(cp.Index-s.Night) < abs(r.Final[best].Index-s.Night) {
+				if best < 0 || abs(cp.Index-s.Night) < abs(final[best].Index-s.Night) {
 					best = j
 				}
 			}
 			if best >= 0 {
 				used[best] = true
 				one.FoundFinal++
-				one.IndexErrors = append(one.IndexErrors, abs(r.Final[best].Index-s.Night))
+				one.IndexErrors = append(one.IndexErrors, abs(final[best].Index-s.Night))
 			}
 		}
 		for _, u := range used {
