@@ -48,15 +48,10 @@ type KbuildBuilder struct {
 // Build implements Builder.
 func (b *KbuildBuilder) Build(ctx context.Context, src, buildDir string) (*BuildOutput, error) {
 	o := b.Options
-	o.Src, o.Dir = src, buildDir
+	o.Src, o.Dir, o.Notes = src, buildDir, b.Log
 	r, err := build.Build(ctx, o)
 	if err != nil {
 		return nil, err
-	}
-	if b.Log != nil {
-		for _, d := range r.Dropped {
-			b.Log.Printf("warning: config fragment option not kept: %s", d)
-		}
 	}
 	return &BuildOutput{Kernel: r.Dir, Log: r.Log, Duration: r.Duration, Config: r.Config}, nil
 }

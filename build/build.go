@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +106,9 @@ type Options struct {
 	// Log is the build log file; empty means <Dir>/lpmbisect-build.log.
 	// It is rewritten by each build.
 	Log string
+	// Notes, when set, gets a warning per fragment option the final
+	// configuration did not keep.
+	Notes *log.Logger
 }
 
 // Result is a finished build.
@@ -178,6 +182,11 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	r := &Result{Image: image, Dir: o.Dir, Config: config, ConfigInfo: info, Dropped: dropped, Log: o.Log, Duration: time.Since(start)}
+	if o.Notes != nil {
+		for _, d := range dropped {
+			o.Notes.Printf("warning: config fragment option not kept: %s (a missing dependency, or a symbol this kernel does not have)", d)
+		}
+	}
 	fmt.Fprintf(logf, "# lpmbisect: built %s in %s (compiler %q, config %s)\n", image, r.Duration.Round(time.Second), info.Compiler, info.Hash)
 	return r, nil
 }

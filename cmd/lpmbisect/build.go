@@ -52,7 +52,7 @@ func (r *run) buildTree(c *cli.Context, src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	o.Src, o.Dir = src, bisect.BuildDirFor(src, r.Build.BuildDir)
+	o.Src, o.Dir, o.Notes = src, bisect.BuildDirFor(src, r.Build.BuildDir), r.log
 	r.log.Printf("building %s in %s (log: %s)", src, o.Dir, filepath.Join(o.Dir, "lpmbisect-build.log"))
 	res, err := build.Build(c.Context, o)
 	switch {
@@ -62,9 +62,6 @@ func (r *run) buildTree(c *cli.Context, src string) (string, error) {
 		return "", err
 	case err != nil:
 		return "", usageError("%v", err)
-	}
-	for _, d := range res.Dropped {
-		r.log.Printf("warning: config fragment option not kept: %s (a missing dependency, or a symbol this kernel does not have)", d)
 	}
 	r.log.Printf("built %s in %s: compiler %q, config %s", res.Image, res.Duration.Round(100*time.Millisecond), res.Compiler, res.ShortHash())
 	if r.out != "" {
