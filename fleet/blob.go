@@ -1,0 +1,224 @@
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Blob store bounds.
+const (
+	// BlobChunk is the size of the pieces a blob is stored in: a bytea
+	// value is read whole, and 1 MiB pieces keep an upload or a fetch at
+	// a few MiB of memory whatever the blob's size.
+	BlobChunk = 1 << 20
+	// MaxBlobSize bounds a blob: kernel images are around 10 MiB and
+	// initramfs archives a few, debug kernels a few hundred.
+	MaxBlobSize = 1 << 30
+)
+
+// Errors of blob transfers, wrapped with the blob's hash.
+var (
+	// ErrBlobNotFound: no complete blob with this hash in the database.
+	ErrBlobNotFound = errors.New("blob not in the fleet database")
+	// ErrBlobCorrupt: what was fetched does not hash to the name it was
+	// fetched by.
+	ErrBlobCorrupt = errors.New("blob content does not match its SHA-256")
+)
+
+// HashFile returns the SHA-256 of a file in lower-case hex.
+func HashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// putBlob stores the file at path under its SHA-256, which it returns. A
+// blob already stored is not sent again. The blob row and its chunks are
+// written in one transaction, so a blob is either complete or absent; the
+// file is hashed again as it is sent, and a file that changed meanwhile is
+// not stored.
+func (db *database) putBlob(ctx context.Context, path string) (string, bool, error) {
+	sum, err := HashFile(path)
+	if err != nil {
+		return "", false, err
+	}
+	var present bool
+	if err := db.pool.QueryRow(ctx, "UPDATE lpmbisect_fleet_blobs SET used_at = now() WHERE sha256 = $1 RETURNING true", sum).Scan(&present); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", false, db.errorf(err, "look up blob %s", sum[:12])
+	}
+	if present {
+		return sum, false, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, fmt.Errorf("upload %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", false, fmt.Errorf("upload %s: %w", path, err)
+	}
+	if st.Size() > MaxBlobSize {
+		return "", false, fmt.Errorf("upload %s: %d bytes, more than the %d a blob may hold", path, st.Size(), MaxBlobSize)
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return "", false, db.errorf(err, "upload blob %s", sum[:12])
+	}
+	defer tx.Rollback(ctx)
+	chunks := int((st.Size() + BlobChunk - 1) / BlobChunk)
+	tag, err := tx.Exec(ctx, "INSERT INTO lpmbisect_fleet_blobs (sha256, size, chunks) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING", sum, st.Size(), chunks)
+	if err != nil {
+		return "", false, db.errorf(err, "upload blob %s", sum[:12])
+	}
+	if tag.RowsAffected() == 0 {
+		return sum, false, nil // another client stored it meanwhile
+	}
+	h := sha256.New()
+	buf := make([]byte, BlobChunk)
+	var size int64
+	for n := 0; ; n++ {
+		k, err := io.ReadFull(f, buf)
+		if k > 0 {
+			h.Write(buf[:k])
+			size += int64(k)
+			if _, err := tx.Exec(ctx, "INSERT INTO lpmbisect_fleet_blob_chunks (sha256, n, data) VALUES ($1, $2, $3)", sum, n, buf[:k]); err != nil {
+				return "", false, db.errorf(err, "upload blob %s chunk %d", sum[:12], n)
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("upload %s: %w", path, err)
+		}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sum || size != st.Size() {
+		return "", false, fmt.Errorf("upload %s: the file changed while it was sent (try again when nothing writes it)", path)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", false, db.errorf(err, "upload blob %s", sum[:12])
+	}
+	return sum, true, nil
+}
+
+// BlobError is a blob that could not be fetched as named.
+type BlobError struct {
+	SHA256 string
+	Err    error
+}
+
+func (e *BlobError) Error() string { return "blob " + e.SHA256 + ": " + e.Err.Error() }
+func (e *BlobError) Unwrap() error { return e.Err }
+
+// fetchBlob returns the path of the blob sum in dir (<dir>/<sum>),
+// fetching it when it is not there. Every byte fetched is hashed, and the
+// file appears (by rename) only when the hash is the one asked for; a
+// cached file is hashed again before it is used, and replaced when it no
+// longer matches.
+func (db *database) fetchBlob(ctx context.Context, sum, dir string) (string, error) {
+	if !sha256Hex.MatchString(sum) {
+		return "", &BlobError{SHA256: clip(sum), Err: fmt.Errorf("%w: not a SHA-256", ErrBadArgs)}
+	}
+	path := filepath.Join(dir, sum)
+	if got, err := HashFile(path); err == nil && got == sum {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("blob cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, sum+".*.partial")
+	if err != nil {
+		return "", fmt.Errorf("blob cache: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	err = db.retry(ctx, nil, "fetch blob", func(ctx context.Context) error {
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		if err := tmp.Truncate(0); err != nil {
+			return err
+		}
+		return db.readBlob(ctx, sum, tmp)
+	})
+	if err != nil {
+		var be *BlobError
+		if errors.As(err, &be) {
+			return "", err
+		}
+		return "", db.errorf(err, "fetch blob %s", sum[:12])
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", fmt.Errorf("blob cache: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("blob cache: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("blob cache: %w", err)
+	}
+	return path, nil
+}
+
+// readBlob copies the blob sum to w, checking its chunks, size and hash.
+func (db *database) readBlob(ctx context.Context, sum string, w io.Writer) error {
+	var size int64
+	var chunks int
+	err := db.pool.QueryRow(ctx, "UPDATE lpmbisect_fleet_blobs SET used_at = now() WHERE sha256 = $1 RETURNING size, chunks", sum).Scan(&size, &chunks)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return &BlobError{SHA256: sum, Err: ErrBlobNotFound}
+	}
+	if err != nil {
+		return err
+	}
+	rows, err := db.pool.Query(ctx, "SELECT n, data FROM lpmbisect_fleet_blob_chunks WHERE sha256 = $1 ORDER BY n", sum)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	h := sha256.New()
+	var got int64
+	next := 0
+	for rows.Next() {
+		var n int
+		var data []byte
+		if err := rows.Scan(&n, &data); err != nil {
+			return err
+		}
+		if n != next || len(data) > BlobChunk || got+int64(len(data)) > size {
+			return &BlobError{SHA256: sum, Err: fmt.Errorf("%w: chunk %d is out of order or too large", ErrBlobCorrupt, n)}
+		}
+		next++
+		got += int64(len(data))
+		h.Write(data)
+		if _, err := w.Write(data); err != nil {
+			return fmt.Errorf("blob cache: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if next != chunks || got != size {
+		return &BlobError{SHA256: sum, Err: fmt.Errorf("%w: %d bytes in %d chunks, the blob row says %d in %d", ErrBlobCorrupt, got, next, size, chunks)}
+	}
+	if hex.EncodeToString(h.Sum(nil)) != sum {
+		return &BlobError{SHA256: sum, Err: fmt.Errorf("%w: the content hashes to %s", ErrBlobCorrupt, hex.EncodeToString(h.Sum(nil)))}
+	}
+	return nil
+}

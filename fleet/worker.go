@@ -1,0 +1,438 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/lpmbisect/lpmbisect/internal/version"
+	"github.com/lpmbisect/lpmbisect/vmrunner"
+)
+
+// Worker works the jobs of some queues on this host: boots under the
+// accelerator its queues name, builds for build queues.
+type Worker struct {
+	// URL is the fleet database (postgres://…); its password never
+	// appears in logs or errors.
+	URL string
+	// Name identifies the worker in the workers table, in River (its
+	// client ID) and in the clients' progress; default: the host name.
+	// Two workers on one host need two names.
+	Name string
+	// Queues to work (see ParseQueue). Queues whose accelerator does not
+	// work here are dropped at start, with the reason in the log.
+	Queues []string
+	// CacheDir holds fetched blobs, boot run directories and build trees.
+	CacheDir string
+	// Guest is this lpmbisect's guest binary. Its SHA-256 must be the one
+	// a job names: a worker with another guest refuses the job.
+	Guest string
+	// QEMU is the QEMU binary (default qemu-system-x86_64).
+	QEMU string
+	// Slots is how many icount boots run at once (0: one per CPU).
+	// Wall-clock queues and build queues run one job at a time.
+	Slots int
+	// KVMProbeKernel is a bzImage to probe KVM with at start; without
+	// one, kvm queues are dropped.
+	KVMProbeKernel string
+	// Trees are the source trees build jobs name, Builds the build
+	// configurations they name.
+	Trees  map[string]Tree
+	Builds map[string]BuildConfig
+	// Heartbeat is how often the workers table hears from this worker
+	// (default 10 s); a worker not heard from in three beats is dead.
+	Heartbeat time.Duration
+	// Log gets one line per event (start, each job, database trouble).
+	Log *log.Logger
+	// Ready, when set, is called once the worker works its queues.
+	Ready func(WorkerHost)
+}
+
+// WorkerHost is what a worker records about its host.
+type WorkerHost struct {
+	Name        string
+	Host        string
+	PID         int
+	CPUModel    string // the host CPU's model name
+	Cores       int
+	QEMUVersion string
+	IcountCPU   string // the CPU model icount boots emulate here
+	Version     string // lpmbisect
+	GuestSHA256 string
+	Accels      []string // accelerators that work here
+	Queues      []string // queues worked
+	Dropped     []string // "queue: why" for queues not worked
+}
+
+// Class is the host class of the worker's icount boots.
+func (h WorkerHost) Class() HostClass {
+	return HostClass{QEMUVersion: h.QEMUVersion, CPUModel: h.IcountCPU}
+}
+
+// Errors of Worker.Run.
+var (
+	// ErrNoQueues: none of the worker's queues can be worked here.
+	ErrNoQueues = errors.New("no queue left to work")
+	// ErrWorkerNameTaken: a live worker already has this name.
+	ErrWorkerNameTaken = errors.New("a live worker has this name")
+)
+
+// The notification channel of job events: "start <id>" and "done <id>".
+const notifyChannel = "lpmbisect_fleet"
+
+// A worker not heard from for three heartbeats is taken for dead (the
+// SQL of register and workers says so).
+const defaultHeartbeat = 10 * time.Second
+
+// snoozeOtherClass is how long a boot for another host class is put back
+// before any worker may fetch it again.
+const snoozeOtherClass = 2 * time.Second
+
+// storeGrace is how long a stopping worker keeps trying to store results
+// of boots that ended.
+const storeGrace = 30 * time.Second
+
+// runningWorker is a Worker at work.
+type runningWorker struct {
+	*Worker
+	db       *database
+	host     WorkerHost
+	queues   map[string]Queue
+	blobDir  string
+	stopping atomic.Bool
+	// storeCtx outlives the jobs' contexts: results of a boot that ended
+	// are stored even while the worker stops (for storeGrace).
+	storeCtx context.Context
+}
+
+// Run works the queues until ctx ends, then stops: running boots are
+// killed and their jobs handed back to the queue at once (River's
+// JobSnooze(0)), so another worker takes them.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.Log == nil {
+		w.Log = log.New(io.Discard, "", 0)
+	}
+	if w.Heartbeat <= 0 {
+		w.Heartbeat = defaultHeartbeat
+	}
+	if w.QEMU == "" {
+		w.QEMU = "qemu-system-x86_64"
+	}
+	if w.CacheDir == "" {
+		return errors.New("worker: no cache directory")
+	}
+	if err := os.MkdirAll(w.CacheDir, 0o755); err != nil {
+		return fmt.Errorf("worker: cache directory: %w", err)
+	}
+	if w.Guest == "" {
+		return errors.New("worker: no guest binary (its hash identifies the lpmbisect version jobs need)")
+	}
+	guestSHA, err := HashFile(w.Guest)
+	if err != nil {
+		return fmt.Errorf("worker: guest: %w", err)
+	}
+	hostname, _ := os.Hostname()
+	if w.Name == "" {
+		w.Name = hostname
+	}
+	if !shortName.MatchString(w.Name) {
+		return fmt.Errorf("worker: name %q: letters, digits, '.', '_' or '-', at most 64", w.Name)
+	}
+	rw := &runningWorker{Worker: w, queues: map[string]Queue{}, blobDir: filepath.Join(w.CacheDir, "blobs")}
+	qemuVersion, _ := vmrunner.QEMUVersion(w.QEMU)
+	rw.host = WorkerHost{Name: w.Name, Host: hostname, PID: os.Getpid(), CPUModel: hostCPUModel(), Cores: runtime.NumCPU(),
+		QEMUVersion: qemuVersion, IcountCPU: vmrunner.IcountCPUModel, Version: version.String(), GuestSHA256: guestSHA}
+	if err := rw.pickQueues(ctx); err != nil {
+		return err
+	}
+
+	db, err := open(ctx, w.URL)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	rw.db = db
+	if err := db.checkSchema(ctx); err != nil {
+		return err
+	}
+	if err := rw.register(ctx); err != nil {
+		return err
+	}
+	logEvent(w.Log, "worker start", "name", w.Name, "db", db.loc, "queues", rw.host.Queues, "accels", rw.host.Accels,
+		"qemu", qemuVersion, "cpu", rw.host.CPUModel, "cores", rw.host.Cores, "version", rw.host.Version, "guest", guestSHA[:12])
+
+	client, err := rw.riverClient()
+	if err != nil {
+		return db.errorf(err, "start River")
+	}
+	storeCtx, cancelStore := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelStore()
+	rw.storeCtx = storeCtx
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		return db.errorf(err, "start River")
+	}
+	if w.Ready != nil {
+		w.Ready(rw.host)
+	}
+	rw.heartbeat(ctx)
+
+	// Stopping: the jobs' contexts end now; results of boots that ended
+	// get storeGrace to reach the database.
+	rw.stopping.Store(true)
+	logEvent(w.Log, "worker stopping", "name", w.Name, "why", context.Cause(ctx))
+	stopped := make(chan error, 1)
+	go func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), storeGrace+10*time.Second)
+		defer cancel()
+		stopped <- client.StopAndCancel(stopCtx)
+	}()
+	timer := time.AfterFunc(storeGrace, cancelStore)
+	defer timer.Stop()
+	stopErr := <-stopped
+	endCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := db.pool.Exec(endCtx, "UPDATE lpmbisect_fleet_workers SET stopped_at = now(), last_seen = now() WHERE name = $1 AND pid = $2 AND host = $3",
+		w.Name, rw.host.PID, rw.host.Host); err != nil {
+		logEvent(w.Log, "worker stop not recorded", "error", db.scrub(err))
+	}
+	logEvent(w.Log, "worker stopped", "name", w.Name)
+	if stopErr != nil {
+		return db.errorf(stopErr, "stop River")
+	}
+	return nil
+}
+
+// pickQueues parses the queues and keeps those that can be worked here.
+func (rw *runningWorker) pickQueues(ctx context.Context) error {
+	want := map[vmrunner.Accel]bool{}
+	var parsed []Queue
+	for _, name := range rw.Queues {
+		q, err := ParseQueue(name)
+		if err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		if _, dup := rw.queues[q.Name]; dup || slices.Contains(parsed, q) {
+			continue
+		}
+		parsed = append(parsed, q)
+		if !q.Build() {
+			want[q.Accel] = true
+		}
+	}
+	if len(parsed) == 0 {
+		return fmt.Errorf("worker: %w: none given", ErrNoQueues)
+	}
+	works := probe{qemu: rw.QEMU, kvmKernel: rw.KVMProbeKernel, guest: rw.Guest, cacheDir: rw.CacheDir}.run(ctx, want)
+	for _, a := range slices.Sorted(maps.Keys(works)) {
+		if works[a] == nil {
+			rw.host.Accels = append(rw.host.Accels, string(a))
+		}
+	}
+	wallClock, icount := []string{}, false
+	for _, q := range parsed {
+		var why string
+		switch {
+		case q.Build() && len(rw.Builds) == 0:
+			why = "no build configurations"
+		case q.Build() && len(rw.Trees) == 0:
+			why = "no source trees"
+		case !q.Build() && works[q.Accel] != nil:
+			why = fmt.Sprintf("%s does not work here: %v", q.Accel, works[q.Accel])
+		}
+		if why != "" {
+			rw.host.Dropped = append(rw.host.Dropped, q.Name+": "+why)
+			logEvent(rw.Log, "queue dropped", "queue", q.Name, "why", why)
+			continue
+		}
+		rw.queues[q.Name] = q
+		rw.host.Queues = append(rw.host.Queues, q.Name)
+		if q.WallClock() {
+			wallClock = append(wallClock, q.Name)
+		}
+		icount = icount || q.Accel == vmrunner.Icount
+	}
+	if len(rw.queues) == 0 {
+		return fmt.Errorf("worker: %w: %s", ErrNoQueues, strings.Join(rw.host.Dropped, "; "))
+	}
+	if len(wallClock) > 0 && (len(rw.queues) > 1) {
+		logEvent(rw.Log, "warning: wall-clock queues share this host with other queues; their boots may overlap other jobs and measure the overlap",
+			"wall_clock", wallClock, "queues", rw.host.Queues)
+	}
+	return nil
+}
+
+// register records the worker's host in the workers table; a live worker
+// of the same name is an error.
+func (rw *runningWorker) register(ctx context.Context) error {
+	h := rw.host
+	var name string
+	err := rw.db.pool.QueryRow(ctx, `
+INSERT INTO lpmbisect_fleet_workers AS w (name, host, pid, cpu_model, cores, qemu_version, icount_cpu, version, guest_sha256,
+	accels, queues, dropped, heartbeat_ms, started_at, last_seen)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now(), now())
+ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, cpu_model = EXCLUDED.cpu_model,
+	cores = EXCLUDED.cores, qemu_version = EXCLUDED.qemu_version, icount_cpu = EXCLUDED.icount_cpu,
+	version = EXCLUDED.version, guest_sha256 = EXCLUDED.guest_sha256, accels = EXCLUDED.accels,
+	queues = EXCLUDED.queues, dropped = EXCLUDED.dropped, heartbeat_ms = EXCLUDED.heartbeat_ms, started_at = now(), last_seen = now(), stopped_at = NULL
+WHERE w.stopped_at IS NOT NULL OR w.last_seen < now() - 3 * w.heartbeat_ms * interval '1 millisecond'
+RETURNING name`,
+		h.Name, h.Host, h.PID, h.CPUModel, h.Cores, h.QEMUVersion, h.IcountCPU, h.Version, h.GuestSHA256,
+		nonNil(h.Accels), nonNil(h.Queues), nonNil(h.Dropped), rw.Heartbeat.Milliseconds()).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("worker %s: %w (give this one another name, or stop the other)", h.Name, ErrWorkerNameTaken)
+	}
+	return rw.db.errorf(err, "register worker %s", h.Name)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// heartbeat updates last_seen until ctx ends, retrying a database that
+// went away with backoff and saying so.
+func (rw *runningWorker) heartbeat(ctx context.Context) {
+	tick := time.NewTicker(rw.Heartbeat)
+	defer tick.Stop()
+	failing := false
+	wait := retryFirst
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		beatCtx, cancel := context.WithTimeout(ctx, rw.Heartbeat)
+		_, err := rw.db.pool.Exec(beatCtx, "UPDATE lpmbisect_fleet_workers SET last_seen = now(), stopped_at = NULL WHERE name = $1 AND pid = $2 AND host = $3",
+			rw.Name, rw.host.PID, rw.host.Host)
+		cancel()
+		switch {
+		case err == nil && failing:
+			failing, wait = false, retryFirst
+			logEvent(rw.Log, "database back", "op", "heartbeat")
+		case err != nil && ctx.Err() == nil:
+			failing = true
+			logEvent(rw.Log, "database unreachable", "op", "heartbeat", "retry_in", min(wait, rw.Heartbeat), "error", scrubText(err.Error(), rw.db.secret))
+			wait = min(2*wait, retryMax)
+		}
+	}
+}
+
+// riverClient is the worker's River client: its queues, one job at a time
+// on wall-clock and build queues, Slots icount boots at once.
+func (rw *runningWorker) riverClient() (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &bootWorker{rw: rw})
+	river.AddWorker(workers, &roundWorker{rw: rw})
+	river.AddWorker(workers, &buildWorker{rw: rw})
+	queues := map[string]river.QueueConfig{}
+	for name, q := range rw.queues {
+		n := 1
+		if q.Accel == vmrunner.Icount {
+			n = rw.Slots
+			if n <= 0 {
+				n = runtime.NumCPU()
+			}
+		}
+		queues[name] = river.QueueConfig{MaxWorkers: n}
+	}
+	return river.NewClient(riverpgxv5.New(rw.db.pool), &river.Config{
+		ID:      rw.Name,
+		Queues:  queues,
+		Workers: workers,
+		// Every kind's stuck time is its job's own (Timeout of the
+		// kind's worker, from the job's stuck_after_ms): River's
+		// rescuer takes a running job for stuck after the larger of
+		// RescueStuckJobsAfter and that, so the floor is the smallest
+		// stuck time a job may ask for.
+		JobTimeout:           -1,
+		RescueStuckJobsAfter: MinStuckAfter,
+		ErrorHandler:         &errorHandler{rw: rw},
+		Logger:               slogTo(rw.Log, rw.db.secret),
+		FetchCooldown:        50 * time.Millisecond,
+	})
+}
+
+// errorHandler logs every failed attempt and makes permanent what retrying
+// cannot fix: a kind this lpmbisect does not know, arguments that do not
+// decode.
+type errorHandler struct{ rw *runningWorker }
+
+func (h *errorHandler) HandleError(ctx context.Context, job *rivertype.JobRow, err error) *river.ErrorHandlerResult {
+	var unknown *rivertype.UnknownJobKindError
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	permanent := errors.As(err, &unknown) || errors.As(err, &syntax) || errors.As(err, &typeErr)
+	event := "job failed"
+	if permanent {
+		event = "job refused"
+	}
+	logEvent(h.rw.Log, event, "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "error", scrubText(err.Error(), h.rw.db.secret))
+	return &river.ErrorHandlerResult{SetCancelled: permanent}
+}
+
+func (h *errorHandler) HandlePanic(ctx context.Context, job *rivertype.JobRow, panicVal any, trace string) *river.ErrorHandlerResult {
+	logEvent(h.rw.Log, "job panicked", "job", job.ID, "kind", job.Kind, "attempt", job.Attempt, "panic", fmt.Sprint(panicVal))
+	return nil
+}
+
+// refuse logs and returns the permanent failure of a job with a message
+// (River's JobCancel): bad arguments, a blob that is missing or corrupt.
+func (rw *runningWorker) refuse(job *rivertype.JobRow, err error) error {
+	logEvent(rw.Log, "job refused", "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "error", scrubText(err.Error(), rw.db.secret))
+	return river.JobCancel(err)
+}
+
+// notify sends a job event to the clients waiting for it (best effort:
+// clients also poll).
+func (rw *runningWorker) notify(ctx context.Context, event string, id int64) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	rw.db.pool.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, fmt.Sprintf("%s %d", event, id))
+}
+
+// storing returns the context results of job ctx are stored under: it
+// ends with the worker's storeCtx, not with the job (whose boots have
+// ended), and carries the job's values (River finds its client there to
+// complete the job).
+func (rw *runningWorker) storing(job context.Context) context.Context {
+	return valuesOf{Context: rw.storeCtx, values: job}
+}
+
+// valuesOf is a context whose deadline and cancellation are one context's
+// and whose values are another's.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesOf) Value(key any) any { return c.values.Value(key) }
+
+// interrupted is what Work returns for a job whose context ended before its
+// work did: while the worker stops, the job goes back to the queue at once
+// without costing an attempt; otherwise (canceled by its client, or over
+// its stuck time) the attempt fails.
+func (rw *runningWorker) interrupted(ctx context.Context, what string) error {
+	if rw.stopping.Load() {
+		return river.JobSnooze(0)
+	}
+	return fmt.Errorf("%s interrupted: %w", what, context.Cause(ctx))
+}
