@@ -29,9 +29,9 @@ const (
 // DefaultBoots is the number of boots a calibration should take: 8 give
 // 28 pairs for the quantile and 35 splits of 4 boots per side (a
 // self-compare can say SAME at α 0.05 from 3 per side, so 6 boots are the
-// fewest that give any wall-time floor). Fewer boots make the
-// quantile an estimate from a handful of pairs (3 boots of Debian 6.12
-// spanned 0.005 % where 16 spanned 0.024 %).
+// fewest that give any wall-time floor). With fewer boots the bound more
+// often falls short of what further boots show (see the package
+// documentation: for 3 of 16 boots of Debian 6.12, 31 % of the time).
 const DefaultBoots = 8
 
 // DefaultGrid are the minimum effects, as fractions, at which the

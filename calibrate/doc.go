@@ -25,19 +25,21 @@
 // covers what a handful of boots has not yet shown: with 8 boots there are
 // 28 pairs, but only 8 independent boots, so the quantile is itself an
 // estimate from a small sample. Measured here (Debian 6.12, icount, 5
-// samples × 20 rounds): the random-key lookups' boot medians of one 8-boot
-// calibration spanned 0.018 % (0.95 quantile 0.017 %, bound 0.052 %), and
-// all 16 boots of two calibrations 0.024 %, inside either calibration's
-// bound (0.052 % and 0.043 %). Sequential lookups, noop and baseline gave
-// the same median in every boot. The floor is for such rows, which showed
-// no jitter but share the loop that timer interrupts land in: it is just
-// above the largest difference of any lookup or control row in those 16
-// boots, so that a row that happened to show none, or a calibration from
-// few boots (3 boots spanned 0.005 %), still gets a bound no boot has
-// exceeded. A row's floor is also at least two steps of the values'
-// rounding (Quantum, 0.01: the guest writes two decimals) relative to its
-// centre, since two medians one step apart may be one value rounded two
-// ways (0.11 % for the noop control at 18 insn/op). For the deterministic
+// samples × 5 rounds, QEMU 7.2 on Westmere-v1): the random-key lookups'
+// boot medians spanned 0.037 % and 0.035 % in two calibrations of 8 boots
+// (bounds 0.091 % and 0.082 %), and 0.039 % over all 16 boots. Of all
+// subsets of those 16 boots, the bound of a subset fell below the span of
+// the 16 for 0.4 % of the subsets of 8 boots (11 % with a safety factor of
+// 2), 3.8 % of 6, 15 % of 4 and 31 % of 3: hence DefaultBoots and the
+// factor 3. Sequential lookups, noop and baseline gave the same median,
+// to the last digit or one step of it, in every boot of 6.1 and 6.12 at 5
+// and at 20 rounds. The floor is for such rows, which gave no pairs to
+// scale: it allows 3 in 10000 instructions, a little more than the random
+// lookups spanned over 16 boots at 20 rounds (0.024 %). A row's floor is
+// also at least two steps of the values' rounding (Quantum, 0.01: the
+// guest writes two decimals) relative to its centre, since two medians one
+// step apart may be one value rounded two ways (0.11 % for the noop
+// control at 18 insn/op). For the deterministic
 // rule a generous bound is cheap: it only narrows what can be called SAME
 // or DIFFERENT by the bound, next to minimum effects of 1 % and more; a
 // bound too small makes rows fall back to the statistical rule, which
