@@ -90,11 +90,20 @@ func (g GuestPlan) WithControls() GuestPlan {
 
 // Benchmarks counts the benchmarks the plan selects (whatever the guest's
 // vCPUs: benchmarks that need more vCPUs than a guest has count too).
-func (g GuestPlan) Benchmarks() int {
+func (g GuestPlan) Benchmarks() int { return len(g.Names()) }
+
+// Names are the full result names (without "Benchmark") of the benchmarks
+// the plan selects, as results will carry them.
+func (g GuestPlan) Names() []string {
 	p := g.Wire()
 	re, err := regexp.Compile(p.Bench)
 	if err != nil {
-		return 0
+		return nil
 	}
-	return len(workloads.Select(workloads.Registry(), re, workloads.PlanParams(p)))
+	params := workloads.PlanParams(p)
+	var names []string
+	for _, b := range workloads.Select(workloads.Registry(), re, params) {
+		names = append(names, b.FullName(params))
+	}
+	return names
 }

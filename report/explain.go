@@ -45,6 +45,9 @@ func Headline(r compare.Row) string {
 	case r.Verdict == compare.Different:
 		dir = " (better)"
 	}
+	if r.Rule == compare.RuleDeterministic {
+		return fmt.Sprintf("%s: %s %s%s, %v (deterministic rule, jitter bound ±%s), %s", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, pct(r.Bound), BootsLabel(r))
+	}
 	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %s", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, FormatP(r.P), BootsLabel(r))
 }
 

@@ -79,6 +79,12 @@ const (
 	KeyCompiler = "compiler"
 	// KeyKconfig is the first 12 hex digits of the hash of its .config.
 	KeyKconfig = "kconfig"
+	// KeyJitterBounds and KeyMinEffects record the calibrated statistics a
+	// comparison was decided with: per benchmark, "NAME:FRACTION …" (see
+	// compare.FormatBounds), so a results file is decided again the same
+	// way.
+	KeyJitterBounds = "jitter-bounds"
+	KeyMinEffects   = "min-effects"
 )
 
 // Units of the per-operation values. The guest writes the unit its clock

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/bisect"
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
@@ -34,7 +35,7 @@ func bisectOpts(r *run) []opt {
 	return append(append(vmOpts(r), buildOpts(r)...),
 		opt{name: "build-command", ptr: &r.Build.Command, usage: "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"},
 		opt{name: "alpha", ptr: &s.Alpha, usage: "error rate of each comparison's SAME and DIFFERENT claims"},
-		opt{name: "min-effect", ptr: &s.MinEffect, usage: "smallest change that counts, in percent (above the boot-to-boot noise, below the endpoints' difference)"},
+		minEffectOpt(r),
 		opt{name: "boots", ptr: &m.Boots, usage: "boots per look at a kernel (0: the fewest with which one look can decide, given --alpha and --max-boots)"},
 		opt{name: "max-boots", ptr: &m.MaxBoots, usage: "boots per kernel at most while its verdict is UNKNOWN; a candidate still UNKNOWN is skipped"},
 		opt{name: "reverse", ptr: &b.Reverse, usage: "find an improvement: the bad (newer) endpoint is the faster one"},
@@ -49,10 +50,21 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a, e := r.Stats.Alpha, r.Stats.MinEffect; !(a > 0 && a < 1) || !(e > 0 && e < 100) {
-		return nil, usageError("--alpha %v must be between 0 and 1 and --min-effect %v a percentage between 0 and 100", a, e)
+	auto, err := r.parseMinEffect()
+	if err != nil {
+		return nil, err
 	}
-	bench, err := bisect.NewBench(s, bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect}, r.Measure.Boots, r.Measure.MaxBoots, r.Bisect.Reverse)
+	if a := r.Stats.Alpha; !(a > 0 && a < 1) {
+		return nil, usageError("--alpha %v must be between 0 and 1", a)
+	}
+	judge := bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect}
+	opts := judge.Options(0)
+	boots := r.Measure.Boots
+	if r.calibrated(s, &opts, auto) && boots == 0 {
+		boots = compare.DeterministicBoots
+	}
+	judge.Bounds, judge.MinEffects = opts.Bounds, opts.MinEffects
+	bench, err := bisect.NewBench(s, judge, boots, r.Measure.MaxBoots, r.Bisect.Reverse)
 	if err != nil {
 		return nil, usageError("%v (check --boots, --max-boots and --alpha)", err)
 	}

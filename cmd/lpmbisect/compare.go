@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/ab"
+	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
@@ -57,6 +58,9 @@ func runCompare(c *cli.Context, r *run) error {
 	selected := regexp.MustCompile(s.Plan.Pattern()) // Validate compiled it
 	paired := s.Pairs(2)
 	boots := r.Measure.Boots
+	if r.calibrated(s, &opts, r.autoMinEffect) && boots == 0 {
+		boots = compare.DeterministicBoots
+	}
 	if boots == 0 {
 		if boots, err = compare.StartBoots(opts, s.Plan.Benchmarks(), paired, false); err != nil {
 			return usageError("%v", err)
@@ -70,7 +74,7 @@ func runCompare(c *cli.Context, r *run) error {
 	}
 	prog := report.NewProgress(r.log.Writer())
 	res, err := ab.Run(c.Context, ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Start: boots, Selected: selected,
-		Seed: r.seed, Results: r.out, Hooks: prog.Attach, Command: strings.Join(os.Args, " ")})
+		Seed: r.seed, Results: r.out, Hooks: prog.Attach, Command: strings.Join(os.Args, " "), Labels: calibrate.Labels(opts)})
 	prog.Done()
 	if errors.Is(err, ab.ErrResultsFile) {
 		return usageError("%v (choose a writable --out or --run-dir)", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,8 +90,9 @@ func help(name string) string {
 type run struct {
 	*config.File
 	runDir, out, html, format, failOn, fault, good, bad, src string
+	minEffect                                                string // --min-effect: a percentage, "auto" or "auto:PCT"
 	seed                                                     uint64
-	verbose, paired, noControls                              bool
+	verbose, paired, noControls, autoMinEffect               bool
 	log                                                      *log.Logger
 }
 
@@ -122,6 +124,32 @@ func vmOpts(r *run) []opt {
 	}
 }
 
+// minEffectOpt is --min-effect: a percentage, or auto (each benchmark's
+// calibrated floor, at least the configuration's minimum effect) or
+// auto:PCT (at least PCT).
+func minEffectOpt(r *run) opt {
+	r.minEffect = strconv.FormatFloat(r.Stats.MinEffect, 'g', -1, 64)
+	return opt{name: "min-effect", ptr: &r.minEffect, usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it); auto: each benchmark's calibrated floor, at least the default (auto:PCT: at least PCT; see lpmbisect calibrate)"}
+}
+
+// parseMinEffect reads --min-effect into the statistics; it reports whether
+// the floors are calibrated (auto).
+func (r *run) parseMinEffect() (auto bool, err error) {
+	v := r.minEffect
+	if rest, ok := strings.CutPrefix(v, "auto"); ok {
+		auto, v = true, strings.TrimPrefix(rest, ":")
+		if v == "" {
+			v = strconv.FormatFloat(r.Stats.MinEffect, 'g', -1, 64)
+		}
+	}
+	pct, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(pct > 0 && pct < 100) {
+		return false, usageError("--min-effect %q: give a percentage between 0 and 100, auto, or auto:PCT", r.minEffect)
+	}
+	r.Stats.MinEffect = pct
+	return auto, nil
+}
+
 func configOpt(r *run) opt {
 	return opt{name: "config", ptr: &r.Path, usage: "TOML configuration file; flags given on the command line win (see kernels.example.toml)"}
 }
@@ -129,7 +157,7 @@ func configOpt(r *run) opt {
 // verdictOpts shape verdicts and reports (compare and stat).
 func verdictOpts(r *run) []opt {
 	return []opt{
-		{name: "min-effect", ptr: &r.Stats.MinEffect, usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it)"},
+		minEffectOpt(r),
 		{name: "alpha", ptr: &r.Stats.Alpha, usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
 		{name: "fail-on", ptr: &r.failOn, usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
 		{name: "format", ptr: &r.format, usage: "report on stdout: text, markdown, json"},

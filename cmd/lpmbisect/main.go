@@ -19,6 +19,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/lpmbisect/lpmbisect/calibrate"
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -98,7 +100,7 @@ func newApp(r *run, stdout, stderr io.Writer) *cli.App {
 		OnUsageError:              onUsageError,
 		ExitErrHandler:            func(*cli.Context, error) {}, // exit codes are ours
 		Commands: []*cli.Command{runCommand(r), compareCommand(r), statCommand(r), listCommand(r), buildCommand(r),
-			bisectRunCommand(r), bisectCommand(r), nightlyCommand(r), historyCommand(r)},
+			bisectRunCommand(r), bisectCommand(r), nightlyCommand(r), historyCommand(r), calibrateCommand(r)},
 	}
 }
 
@@ -141,6 +143,29 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 		return nil, flagError(err)
 	}
 	return s, nil
+}
+
+// calibrated sets a comparison's calibrated statistics for setup (see
+// calibrate.For): under icount the jitter bounds, with auto the floors of
+// the minimum effects, saying where they came from. It reports whether
+// every benchmark of the plan is decided by the deterministic rule.
+func (r *run) calibrated(s *measure.Setup, opts *compare.Options, auto bool) bool {
+	if s.Accel != vmrunner.Icount && !auto {
+		return false
+	}
+	b, err := calibrate.For(s, s.CacheDir)
+	if err != nil {
+		r.log.Printf("warning: calibration not read: %v", err)
+		return false
+	}
+	b.Apply(opts, auto)
+	r.log.Printf("statistics from %s", b.Source)
+	for _, name := range s.Plan.Names() {
+		if _, ok := opts.Bounds[name]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // kernels returns a command's kernels: its arguments, or, when it has none,

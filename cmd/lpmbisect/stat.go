@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -31,6 +32,9 @@ func statCommand(r *run) *cli.Command {
 		results, err := measure.ReadResultsFile(path)
 		if err != nil {
 			return usageError("%v (give a results file written by lpmbisect compare)", err)
+		}
+		if err := calibrate.FromResults(&opts, results); err != nil {
+			return usageError("%s: %v", path, err)
 		}
 		rep, err := compare.Build(results, opts)
 		if err != nil {
@@ -74,12 +78,12 @@ func (r *run) verdicts() (compare.FailOn, report.Format, compare.Options, error)
 	if err != nil || format == report.FormatHTML {
 		return failOn, format, opts, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)
 	}
+	if r.autoMinEffect, err = r.parseMinEffect(); err != nil {
+		return failOn, format, opts, err
+	}
 	opts = compare.Options{Alpha: r.Stats.Alpha, MinEffect: r.Stats.MinEffect / 100}
 	if !(opts.Alpha > 0 && opts.Alpha < 1) {
 		return failOn, format, opts, usageError("--alpha %v must be between 0 and 1", opts.Alpha)
-	}
-	if !(opts.MinEffect > 0 && opts.MinEffect < 1) {
-		return failOn, format, opts, usageError("--min-effect %v must be a percentage between 0 and 100", r.Stats.MinEffect)
 	}
 	if r.html != "" {
 		if err := measure.CheckWritable(r.html); err != nil {

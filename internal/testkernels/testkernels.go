@@ -21,6 +21,18 @@ const (
 	Debian612 = "linux-image-6.12.117+deb12-cloud-amd64-unsigned"
 )
 
+// Fortnight lists the kernels of the nightly tests' simulated fortnight,
+// one per night: seven builds of Debian 6.1's LPM trie code, then five of
+// 6.12's, whose lookups take fewer instructions (the inlined
+// longest_prefix_match of upstream 1a4a0cb7985f).
+var Fortnight = []string{
+	"linux-image-6.1.0-47-cloud-amd64-unsigned", "linux-image-6.1.0-50-cloud-amd64-unsigned",
+	"linux-image-6.1.0-53-cloud-amd64-unsigned", "linux-image-6.1.0-54-cloud-amd64-unsigned",
+	"linux-image-6.1.0-55-cloud-amd64-unsigned", "linux-image-6.1.0-56-cloud-amd64-unsigned", Debian61,
+	"linux-image-6.12.107+deb12-cloud-amd64-unsigned", "linux-image-6.12.111+deb12-cloud-amd64-unsigned",
+	"linux-image-6.12.113+deb12-cloud-amd64-unsigned", "linux-image-6.12.115+deb12-cloud-amd64-unsigned", Debian612,
+}
+
 // Release strings of the kernels above, as uname -r prints them.
 const (
 	Release61  = "6.1.0-57-cloud-amd64"

@@ -1,0 +1,164 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
+	"golang.org/x/perf/benchfmt"
+)
+
+// MaxAge is how old a calibration may be before comparisons call it stale
+// and use the defaults instead: a host's load and firmware change, and a
+// month is about how long the README's TCG measurements held here.
+const MaxAge = 30 * 24 * time.Hour
+
+// DefaultBound is the documented jitter bound of the benchmarks that
+// DeterministicFamilies names, used under icount when this host has no
+// fresh calibration: three times the largest difference 16 boots of Debian
+// 6.12 showed on the LPM lookups (0.024 %), rounded up.
+const DefaultBound = 0.001
+
+// DeterministicFamilies are the benchmark families that boots of one image
+// count to within a few hundredths of a percent under icount on every
+// kernel calibrated here (Debian 6.1 and 6.12): the LPM trie lookups and
+// the harness controls. Other families (batch operations, updates and
+// inserts that may hit slab slow paths, ring buffers) keep the
+// statistical rule until a calibration of this host shows otherwise.
+var DeterministicFamilies = []string{"LPMTrie/op=lookup", "LPMTrie/op=noop", "LPMTrie/op=baseline", "LPMTrieUnrolled/op=lookup"}
+
+// KeyFor returns the key of the calibration that comparisons made with
+// setup need, before any boot: this host, the setup's accelerator (auto
+// as tcg, which it picks where KVM does not work), its QEMU binary's
+// version and the CPU model that accelerator emulates, the plan's samples
+// and rounds, and whether two kernels would run in pairs. It is the key
+// Run's results give, so a comparison finds the calibration of its setup.
+func KeyFor(setup *measure.Setup) (Key, error) {
+	host, err := ThisHost()
+	if err != nil {
+		return Key{}, err
+	}
+	accel := setup.Accel
+	if accel == vmrunner.Auto {
+		accel = vmrunner.TCG
+	}
+	qemu := setup.VM.QEMU
+	if qemu == "" {
+		qemu = "qemu-system-x86_64"
+	}
+	version, err := vmrunner.QEMUVersion(qemu)
+	if err != nil {
+		return Key{}, fmt.Errorf("calibrate: %w", err)
+	}
+	plan := setup.Plan.Wire()
+	return Key{Host: host, Accel: string(accel), QEMU: version, CPUModel: accel.CPUModel(),
+		Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2)}, nil
+}
+
+// Bounds are what comparisons made with a setup take from calibration:
+// the jitter bounds of deterministic benchmarks (icount only) and the
+// calibrated floors of the minimum effect, by benchmark name, with where
+// they came from in words.
+type Bounds struct {
+	Jitter, Floors map[string]float64
+	Source         string
+}
+
+// For finds the bounds of setup's comparisons in cacheDir: the stored
+// calibration of its key when fresh, else, under icount, the documented
+// defaults for the plan's benchmarks (DefaultBound for
+// DeterministicFamilies), and no floors. Source says which, and why the
+// calibration was not used.
+func For(setup *measure.Setup, cacheDir string) (Bounds, error) {
+	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
+	key, err := KeyFor(setup)
+	if err != nil {
+		b.Source = fmt.Sprintf("no calibration: %v", err)
+		return b, nil
+	}
+	c, err := Load(cacheDir, key, MaxAge)
+	switch {
+	case err == nil:
+		for _, row := range c.Benchmarks {
+			if bound, ok := c.Bound(row.Name, row.Unit); ok {
+				b.Jitter[row.Name] = bound
+			}
+			if floor, ok := c.Floor(row.Name, row.Unit); ok {
+				b.Floors[row.Name] = floor
+			}
+		}
+		b.Source = fmt.Sprintf("calibration of %s on %s", c.Kernel, c.Date.Format(time.DateOnly))
+		return b, nil
+	case errors.Is(err, ErrStale) && c != nil:
+		b.Source = fmt.Sprintf("the calibration of %s is stale (made %s, more than %d days ago: run lpmbisect calibrate again)",
+			key.Host.Name, c.Date.Format(time.DateOnly), int(MaxAge.Hours()/24))
+	case errors.Is(err, ErrNoCalibration):
+		b.Source = "no calibration of this host for " + key.String() + " (lpmbisect calibrate makes one)"
+	default:
+		return b, err
+	}
+	if wire.Accel(key.Accel).CountsInstructions() {
+		for _, name := range setup.Plan.Names() {
+			for _, f := range DeterministicFamilies {
+				if name == f || strings.HasPrefix(name, f+"/") {
+					b.Jitter[name] = DefaultBound
+				}
+			}
+		}
+		b.Source += fmt.Sprintf("; the documented defaults: ±%.2g%% jitter for %s", 100*DefaultBound, strings.Join(DeterministicFamilies, ", "))
+	}
+	return b, nil
+}
+
+// Apply sets a comparison's calibrated statistics: the jitter bounds, and
+// with auto, each benchmark's minimum effect as the larger of opts'
+// (the user's floor) and its calibrated floor.
+func (b Bounds) Apply(opts *compare.Options, auto bool) {
+	if len(b.Jitter) > 0 {
+		opts.Bounds = b.Jitter
+	}
+	if !auto {
+		return
+	}
+	opts.MinEffects = map[string]float64{}
+	for name, floor := range b.Floors {
+		opts.MinEffects[name] = math.Max(floor, opts.MinEffect)
+	}
+}
+
+// Labels record in a results file what decided its rows, so lpmbisect
+// stat decides the same way (FromResults reads them back).
+func Labels(opts compare.Options) map[string]string {
+	l := map[string]string{}
+	if len(opts.Bounds) > 0 {
+		l[wire.KeyJitterBounds] = compare.FormatBounds(opts.Bounds)
+	}
+	if len(opts.MinEffects) > 0 {
+		l[wire.KeyMinEffects] = compare.FormatBounds(opts.MinEffects)
+	}
+	return l
+}
+
+// FromResults sets opts' jitter bounds and minimum effects from what a
+// results file recorded (Labels); results without them leave opts alone.
+func FromResults(opts *compare.Options, results []*benchfmt.Result) error {
+	if len(results) == 0 {
+		return nil
+	}
+	for key, dst := range map[string]*map[string]float64{wire.KeyJitterBounds: &opts.Bounds, wire.KeyMinEffects: &opts.MinEffects} {
+		if v := results[0].GetConfig(key); v != "" {
+			m, err := compare.ParseBounds(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			*dst = m
+		}
+	}
+	return nil
+}

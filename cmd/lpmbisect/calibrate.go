@@ -1,0 +1,43 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/lpmbisect/lpmbisect/calibrate"
+	"github.com/lpmbisect/lpmbisect/report"
+)
+
+func calibrateCommand(r *run) *cli.Command {
+	boots := calibrate.DefaultBoots
+	var seed uint64
+	opts := append(vmOpts(r),
+		opt{name: "boots", ptr: &boots, usage: "boots of the kernel (at least 6 for wall-time floors; more make the bounds surer)"},
+		opt{name: "paired", ptr: &r.paired, usage: "calibrate for paired comparisons (tcg, kvm)"},
+		opt{name: "seed", ptr: &seed, usage: "seed of the splits of the boots into self-compares"},
+		opt{name: "format", ptr: &r.format, usage: "on stdout: text, markdown, json"})
+	return command("calibrate", "measure what this host's boots of one kernel agree to: icount jitter bounds, wall-time floors of the minimum effect", "KERNEL", opts, func(c *cli.Context) error {
+		kernels, err := r.kernels(c, "calibrate", "one KERNEL", 1)
+		if err != nil {
+			return err
+		}
+		format, err := r.format2()
+		if err != nil {
+			return err
+		}
+		s, err := r.setup(r.paired, true)
+		if err != nil {
+			return err
+		}
+		prog := report.NewProgress(r.log.Writer())
+		cal, err := calibrate.Run(c.Context, s, kernels[0], boots, calibrate.Options{Seed: seed, OnRunner: prog.Attach})
+		prog.Done()
+		if err != nil {
+			return err
+		}
+		if err := calibrate.Store(s.CacheDir, cal); err != nil {
+			return err
+		}
+		r.log.Printf("calibration stored in %s", calibrate.Path(s.CacheDir, cal.Key))
+		return report.WriteCalibration(c.App.Writer, format, cal)
+	})
+}
