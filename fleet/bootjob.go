@@ -116,7 +116,7 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 			case errors.As(err, &be):
 				return rw.refuse(job, err)
 			case err != nil && ctx.Err() != nil:
-				return rw.interrupted(ctx, "fetch")
+				return rw.interrupted(ctx, job, "fetch")
 			case err != nil:
 				return err
 			}
@@ -167,7 +167,7 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 	case errors.As(err, &tooLong):
 		return rw.refuse(job, &ArgsError{Kind: job.Kind, Field: "kernel_args", Err: fmt.Errorf("%w: %v", ErrBadArgs, err)})
 	case ctx.Err() != nil:
-		return rw.interrupted(ctx, "boot")
+		return rw.interrupted(ctx, job, "boot")
 	case err != nil:
 		return fmt.Errorf("boot on %s: %w", rw.Name, err)
 	}

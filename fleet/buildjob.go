@@ -100,7 +100,7 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		return fmt.Errorf("check out %s of tree %s: %w", a.Commit[:12], a.Tree, err)
 	}
 	if ctx.Err() != nil {
-		return rw.interrupted(ctx, "build")
+		return rw.interrupted(ctx, job.JobRow, "build")
 	}
 	var frags []build.Fragment
 	if cfg.Fragments != nil {
@@ -119,7 +119,7 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 	r := buildResult{Tree: a.Tree, Commit: a.Commit, Config: a.Config, Duration: time.Since(start)}
 	switch {
 	case ctx.Err() != nil:
-		return rw.interrupted(ctx, "build")
+		return rw.interrupted(ctx, job.JobRow, "build")
 	case errors.Is(err, build.ErrBuildFailed):
 		r.Detail = err.Error()
 		logTail, _ := readBounded(filepath.Join(base, "out", "lpmbisect-build.log"), MaxBuildLog, true)

@@ -75,10 +75,13 @@ type JobStats struct {
 	Kind     string
 	Worker   string // the worker that stored the result
 	Boots    int
-	Attempt  int           // the attempt whose result was read
-	Queued   time.Duration // insert until that attempt started (database clock)
-	Ran      time.Duration // start until the result was stored
-	Delivery time.Duration // stored until this client had read it (database clock)
+	Attempt  int // the attempt whose result was read
+	// Inserted, Started and Stored are when the job was inserted, its
+	// last attempt started and its result was stored (database clock).
+	Inserted, Started, Stored time.Time
+	Queued                    time.Duration // Inserted until Started
+	Ran                       time.Duration // Started until Stored
+	Delivery                  time.Duration // Stored until this client had read it (database clock)
 }
 
 // Errors of Executor.Run before any job is inserted.
@@ -520,6 +523,7 @@ ORDER BY r.boot`, p.id)
 	}
 	r := rows[0]
 	st := JobStats{ID: p.id, Kind: p.kind, Worker: r.worker, Boots: len(rows), Attempt: r.attempt,
+		Inserted: r.queued, Started: r.attempted, Stored: r.stored,
 		Queued: r.attempted.Sub(r.queued), Ran: r.stored.Sub(r.attempted), Delivery: r.delivery}
 	return out, st, nil
 }

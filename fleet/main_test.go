@@ -26,6 +26,9 @@ import (
 const workerEnv = "LPMBISECT_FLEET_TEST_WORKER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeQEMUEnv) == "1" {
+		os.Exit(fakeQEMU(os.Args[1:]))
+	}
 	if cfg := os.Getenv(workerEnv); cfg != "" {
 		os.Exit(runWorkerProcess(cfg))
 	}
@@ -34,7 +37,7 @@ func TestMain(m *testing.M) {
 
 // workerConfig is what a worker process is started with.
 type workerConfig struct {
-	URL, Name, CacheDir, Guest string
+	URL, Name, CacheDir, Guest, QEMU string
 	Queues                     []string
 	Slots                      int
 	Heartbeat                  time.Duration
@@ -43,7 +46,7 @@ type workerConfig struct {
 }
 
 func (c workerConfig) worker() Worker {
-	return Worker{URL: c.URL, Name: c.Name, Queues: c.Queues, CacheDir: c.CacheDir, Guest: c.Guest,
+	return Worker{URL: c.URL, Name: c.Name, Queues: c.Queues, CacheDir: c.CacheDir, Guest: c.Guest, QEMU: c.QEMU,
 		Slots: c.Slots, Heartbeat: c.Heartbeat, Trees: c.Trees, Builds: c.Builds}
 }
 

@@ -430,9 +430,12 @@ func (c valuesOf) Value(key any) any { return c.values.Value(key) }
 // work did: while the worker stops, the job goes back to the queue at once
 // without costing an attempt; otherwise (canceled by its client, or over
 // its stuck time) the attempt fails.
-func (rw *runningWorker) interrupted(ctx context.Context, what string) error {
+func (rw *runningWorker) interrupted(ctx context.Context, job *rivertype.JobRow, what string) error {
 	if rw.stopping.Load() {
+		logEvent(rw.Log, "job handed back", "job", job.ID, "kind", job.Kind, "attempt", job.Attempt, "why", "the worker stops")
 		return river.JobSnooze(0)
 	}
-	return fmt.Errorf("%s interrupted: %w", what, context.Cause(ctx))
+	err := fmt.Errorf("%s interrupted: %w", what, context.Cause(ctx))
+	logEvent(rw.Log, "job interrupted", "job", job.ID, "kind", job.Kind, "attempt", job.Attempt, "why", err)
+	return err
 }

@@ -1,0 +1,109 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
+)
+
+// gitTree makes a fake kernel tree (see testkbuild) into a repository of
+// three commits: image 1, image 2, then a broken one. It returns the
+// repository, the fake make and the commits.
+func gitTree(t *testing.T) (src, mk string, commits []string) {
+	t.Helper()
+	src, mk = testkbuild.Tree(t, testkbuild.Options{Compiler: "fakecc 1.0", Image: "kernel image 1\n",
+		CompileError: "kernel/bpf/lpm_trie.c:42:1: error: expected ';' before '}' token"})
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.org", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.org")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	commit := func(msg string) {
+		git("add", "-A")
+		git("commit", "-q", "-m", msg)
+		commits = append(commits, git("rev-parse", "HEAD"))
+	}
+	commit("image 1")
+	os.WriteFile(filepath.Join(src, "IMAGE"), []byte("kernel image 2\n"), 0o644)
+	commit("image 2")
+	os.WriteFile(filepath.Join(src, "BROKEN"), nil, 0o644)
+	commit("broken")
+	return src, mk, commits
+}
+
+func TestBuildJobs(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	location := migrated(t)
+	src, mk, commits := gitTree(t)
+	wlog, wlogs := testLogger(t, "builder")
+	runWorker(t, Worker{URL: location, Name: "builder", Queues: []string{"build"}, CacheDir: t.TempDir(), Guest: fakeGuest(t),
+		Trees: map[string]Tree{"linux": {Dir: src}}, Builds: map[string]BuildConfig{"tiny": {Make: mk, Fragments: []string{}}},
+		Log: wlog, Heartbeat: time.Second})
+	clog, _ := testLogger(t, "client")
+	c, err := Connect(ctx, location, clog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dir := t.TempDir()
+
+	var first *BuildResult
+	for i, want := range []string{"kernel image 1\n", "kernel image 2\n"} {
+		res, err := c.Build(ctx, BuildRequest{Tree: "linux", Commit: commits[i], Config: "tiny", Dir: dir, PollInterval: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("Build(commit %d) = %v\n%s", i+1, err, wlogs)
+		}
+		got, _ := os.ReadFile(res.Image)
+		if string(got) != want || !res.OK || res.Worker != "builder" || res.Compiler != "fakecc 1.0" || len(res.ConfigHash) != 64 {
+			t.Errorf("Build(commit %d) = image %q, %+v; want %q built by builder with fakecc 1.0", i+1, got, res, want)
+		}
+		if sum, _ := HashFile(res.Image); sum != res.ImageSHA256 {
+			t.Errorf("Build(commit %d): image hashes to %s; the result says %s", i+1, sum, res.ImageSHA256)
+		}
+		if i == 0 {
+			first = res
+		}
+	}
+	// The same build again is the same job: River's unique jobs.
+	again, err := c.Build(ctx, BuildRequest{Tree: "linux", Commit: commits[0], Config: "tiny", Dir: dir, PollInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Build(commit 1 again) = %v", err)
+	}
+	if !again.Shared || again.JobID != first.JobID {
+		t.Errorf("Build(commit 1 again) = job %d, shared %v; want job %d shared", again.JobID, again.Shared, first.JobID)
+	}
+	// A commit that does not compile is a result that says so.
+	res, err := c.Build(ctx, BuildRequest{Tree: "linux", Commit: commits[2], Config: "tiny", Dir: dir, PollInterval: 200 * time.Millisecond})
+	if !errors.Is(err, build.ErrBuildFailed) || res == nil || res.OK || !strings.Contains(string(res.LogTail), "expected ';'") {
+		t.Errorf("Build(broken commit) = %+v, %v; want a failed build with the compiler's error in its log", res, err)
+	}
+	// Names the worker does not know are refused with a message.
+	for _, tc := range []struct{ tree, config, commit, want string }{
+		{"bpf-next", "tiny", commits[0], `knows no tree "bpf-next"`},
+		{"linux", "huge", commits[0], `knows no build configuration "huge"`},
+		{"linux", "tiny", strings.Repeat("0", 40), "is not a commit of tree linux"},
+	} {
+		_, err := c.Build(ctx, BuildRequest{Tree: tc.tree, Commit: tc.commit, Config: tc.config, Dir: dir, PollInterval: 200 * time.Millisecond})
+		var je *JobError
+		if !errors.As(err, &je) || je.State != "cancelled" || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Build(%s, %s, %s) = %v; want a cancelled job saying %q", tc.tree, tc.config, tc.commit[:7], err, tc.want)
+		}
+	}
+}
