@@ -71,11 +71,11 @@ type Executor struct {
 
 // JobStats is what one job of an Executor cost.
 type JobStats struct {
-	ID       int64
-	Kind     string
-	Worker   string // the worker that stored the result
-	Boots    int
-	Attempt  int // the attempt whose result was read
+	ID      int64
+	Kind    string
+	Worker  string // the worker that stored the result
+	Boots   int
+	Attempt int // the attempt whose result was read
 	// Inserted, Started and Stored are when the job was inserted, its
 	// last attempt started and its result was stored (database clock).
 	Inserted, Started, Stored time.Time

@@ -38,11 +38,11 @@ func TestMain(m *testing.M) {
 // workerConfig is what a worker process is started with.
 type workerConfig struct {
 	URL, Name, CacheDir, Guest, QEMU string
-	Queues                     []string
-	Slots                      int
-	Heartbeat                  time.Duration
-	Trees                      map[string]Tree
-	Builds                     map[string]BuildConfig
+	Queues                           []string
+	Slots                            int
+	Heartbeat                        time.Duration
+	Trees                            map[string]Tree
+	Builds                           map[string]BuildConfig
 }
 
 func (c workerConfig) worker() Worker {
