@@ -21,6 +21,7 @@ const (
 	DefaultBoundFloor   = 0.0003 // 0.03 %
 	DefaultQuantum      = 0.01   // the guest rounds per-op values to two decimals
 	DefaultMaxJitter    = 0.005  // 0.5 %
+	DefaultMaxBound     = 0.005  // 0.5 %
 	DefaultModeGap      = 3
 	DefaultSameShare    = 0.9
 	DefaultSplits       = 200
@@ -57,6 +58,10 @@ type Options struct {
 	// MaxJitter is the largest pairwise difference of a deterministic
 	// benchmark, as a fraction (default 0.005, 0.5 %).
 	MaxJitter float64
+	// MaxBound is the largest bound of a deterministic benchmark, as a
+	// fraction (default 0.005, 0.5 %): a bound near the minimum effect
+	// leaves the deterministic rule nothing to decide.
+	MaxBound float64
 	// ModeGap is how many times the larger group's range the gap between
 	// two groups of boot medians must exceed to count as a second mode
 	// (default 3).
@@ -99,6 +104,7 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.BoundFloor, DefaultBoundFloor)
 	def(&o.Quantum, DefaultQuantum)
 	def(&o.MaxJitter, DefaultMaxJitter)
+	def(&o.MaxBound, DefaultMaxBound)
 	def(&o.ModeGap, DefaultModeGap)
 	def(&o.SameShare, DefaultSameShare)
 	if o.Grid == nil {
@@ -115,8 +121,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("quantile %v is not in (0, 1]", o.Quantile)
 	case !(o.SafetyFactor >= 1):
 		return o, fmt.Errorf("safety factor %v is less than 1", o.SafetyFactor)
-	case !(o.BoundFloor > 0 && o.BoundFloor < 1), !(o.MaxJitter > 0 && o.MaxJitter < 1):
-		return o, fmt.Errorf("bound floor %v and maximum jitter %v must be fractions between 0 and 1", o.BoundFloor, o.MaxJitter)
+	case !(o.BoundFloor > 0 && o.BoundFloor < 1), !(o.MaxJitter > 0 && o.MaxJitter < 1), !(o.MaxBound > 0 && o.MaxBound < 1):
+		return o, fmt.Errorf("bound floor %v, maximum jitter %v and maximum bound %v must be fractions between 0 and 1", o.BoundFloor, o.MaxJitter, o.MaxBound)
 	case !(o.Quantum >= 0), !(o.ModeGap > 0):
 		return o, fmt.Errorf("quantum %v must not be negative and mode gap %v must be positive", o.Quantum, o.ModeGap)
 	case !(o.SameShare > 0 && o.SameShare <= 1):
@@ -141,6 +147,7 @@ type Method struct {
 	BoundFloor   float64   `json:"bound_floor"`
 	Quantum      float64   `json:"quantum"`
 	MaxJitter    float64   `json:"max_jitter"`
+	MaxBound     float64   `json:"max_bound"`
 	ModeGap      float64   `json:"mode_gap"`
 	Grid         []float64 `json:"grid"`
 	SameShare    float64   `json:"same_share"`
@@ -314,7 +321,7 @@ func Compute(boots [][]*benchfmt.Result, o Options) (*Calibration, error) {
 	}
 	c := &Calibration{Version: FormatVersion, Key: key, Date: o.Date.UTC(), Kernel: kernel, Image: image, Boots: len(boots),
 		Method: Method{Quantile: o.Quantile, SafetyFactor: o.SafetyFactor, BoundFloor: o.BoundFloor, Quantum: o.Quantum,
-			MaxJitter: o.MaxJitter, ModeGap: o.ModeGap, Grid: slices.Clone(o.Grid), SameShare: o.SameShare, Alpha: o.Alpha, Seed: o.Seed}}
+			MaxJitter: o.MaxJitter, MaxBound: o.MaxBound, ModeGap: o.ModeGap, Grid: slices.Clone(o.Grid), SameShare: o.SameShare, Alpha: o.Alpha, Seed: o.Seed}}
 
 	// Boot medians per row; NaN where a boot did not run the benchmark.
 	var order []rowKey
@@ -375,7 +382,7 @@ func jitter(k rowKey, meds []float64, instructions bool, o Options) Benchmark {
 		b.QuantileDiff = quantile(pairs, o.Quantile)
 	}
 	b.Bound = math.Max(floor, o.SafetyFactor*b.QuantileDiff)
-	if two, gap := twoModes(ms, o.ModeGap, floor); two && instructions {
+	if two, gap := twoModes(ms, o.ModeGap, floor, o.MaxJitter); two && instructions {
 		b.TwoModes, b.EverTwoModes = true, true
 		b.Why = fmt.Sprintf("two modes: boot medians split by a gap of %.3g%%", 100*gap)
 	}
@@ -389,6 +396,8 @@ func jitter(k rowKey, meds []float64, instructions bool, o Options) Benchmark {
 		b.Why = "fewer than 2 boots"
 	case !(b.MaxDiff < o.MaxJitter):
 		b.Why = fmt.Sprintf("boots differ by up to %.3g%%, more than %.3g%%", 100*b.MaxDiff, 100*o.MaxJitter)
+	case !(b.Bound < o.MaxBound):
+		b.Why = fmt.Sprintf("bound %.3g%% is not below %.3g%%", 100*b.Bound, 100*o.MaxBound)
 	default:
 		b.Deterministic = true
 	}
@@ -410,11 +419,12 @@ func relDiff(a, b float64) float64 {
 
 // twoModes reports whether the medians show a second mode (see the package
 // documentation) and the relative size of the gap between the modes;
-// resolution is the smallest relative gap that counts.
-func twoModes(medians []float64, gapFactor, resolution float64) (bool, float64) {
+// resolution is the smallest relative gap that counts, and a single boot
+// is a mode of its own when its gap exceeds lone.
+func twoModes(medians []float64, gapFactor, resolution, lone float64) (bool, float64) {
 	s := slices.Clone(medians)
 	slices.Sort(s)
-	if len(s) < 4 {
+	if len(s) < 3 {
 		return false, 0
 	}
 	at, gap := 0, -1.0
@@ -424,15 +434,15 @@ func twoModes(medians []float64, gapFactor, resolution float64) (bool, float64) 
 		}
 	}
 	lower, upper := s[:at+1], s[at+1:]
-	if len(lower) < 2 || len(upper) < 2 {
-		return false, 0
-	}
 	spread := math.Max(lower[len(lower)-1]-lower[0], upper[len(upper)-1]-upper[0])
 	centre := math.Abs(median(s))
 	if centre == 0 {
 		return false, 0
 	}
 	rel := gap / centre
+	if len(lower) < 2 || len(upper) < 2 {
+		resolution = math.Max(resolution, lone)
+	}
 	return gap > gapFactor*spread && rel > resolution, rel
 }
 

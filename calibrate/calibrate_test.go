@@ -3,6 +3,7 @@ package calibrate
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,8 +96,12 @@ var icountRows = []synthRow{
 	{name: "Exact", median: values(500, 500, 500, 500, 500, 500, 500, 500)},
 	// One boot 0.01 % off: 7 of the 28 pairs differ by 1e-4.
 	{name: "Jitter", median: values(1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000.1), within: 0.0003},
-	// Evenly spread over 0.35 %: no gap stands out, under the 0.5 % limit.
-	{name: "Spread", median: values(1000, 1002, 1000.5, 1002.5, 1001, 1003, 1001.5, 1003.5)},
+	// Evenly spread over 0.07 %: no gap stands out.
+	{name: "Spread", median: values(1000, 1000.4, 1000.1, 1000.5, 1000.2, 1000.6, 1000.3, 1000.7)},
+	// Evenly spread over 0.35 %: under the 0.5 % limit, but its bound is not.
+	{name: "Loose", median: values(1000, 1002, 1000.5, 1002.5, 1001, 1003, 1001.5, 1003.5)},
+	// One boot 2 % off: a rare second mode.
+	{name: "Outlier", median: values(1000, 1000, 1000, 1020, 1000, 1000, 1000, 1000)},
 	// Two groups 0.3 % apart: under the 0.5 % limit, but two modes.
 	{name: "TwoModes", median: values(1000, 1003, 1000, 1003, 1003, 1000, 1000.01, 1003)},
 	// Up to 1.4 % apart.
@@ -118,7 +123,9 @@ func TestComputeIcount(t *testing.T) {
 	}{
 		{"Exact", true, 0, math.Max(DefaultBoundFloor, 2*DefaultQuantum/500), ""},
 		{"Jitter", true, 1e-4, 3e-4, ""},
-		{"Spread", true, 3.5 / 1000, 0, ""},
+		{"Spread", true, 0.7 / 1000, 0, ""},
+		{"Loose", false, 3.5 / 1000, 0, "is not below 0.5%"},
+		{"Outlier", false, 0.02, 0, "two modes"},
 		{"TwoModes", false, 3 / 1000.0, 0, "two modes"},
 		{"Wide", false, 14 / 1000.0, 0, "differ by up to 1.4%"},
 		{"Flaky", false, 0, 0, "ran in 7 of 8 boots"},
@@ -141,8 +148,14 @@ func TestComputeIcount(t *testing.T) {
 			t.Errorf("%s: Bound %g below the largest difference seen %g", tc.name, b.Bound, b.MaxDiff)
 		}
 	}
-	if len(c.TwoModes) != 1 || c.TwoModes[0].Benchmark != "TwoModes" || c.TwoModes[0].Kernel != "6.12.117" {
-		t.Errorf("TwoModes = %+v; want one record of TwoModes", c.TwoModes)
+	var modes []string
+	for _, m := range c.TwoModes {
+		if m.Kernel == "6.12.117" && m.Date.Equal(c.Date) {
+			modes = append(modes, m.Benchmark)
+		}
+	}
+	if slices.Sort(modes); !slices.Equal(modes, []string{"Outlier", "TwoModes"}) {
+		t.Errorf("TwoModes = %+v; want records of Outlier and TwoModes", c.TwoModes)
 	}
 	// Deterministic rows rule out the grid's smallest change at 4 boots
 	// per side: every one of the 35 splits says SAME at 1 %.
@@ -246,12 +259,14 @@ func TestTwoModes(t *testing.T) {
 		{[]float64{100, 100, 101, 101}, true},
 		{[]float64{100, 100.1, 101, 101.1}, true},              // gap 0.9 > 3 × 0.1
 		{[]float64{100, 100.4, 101, 101.4}, false},             // gap 0.6 < 3 × 0.4
-		{[]float64{100, 100, 100, 101}, false},                 // one outlier is no mode
-		{[]float64{100, 101, 101}, false},                      // too few boots
+		{[]float64{100, 100, 100, 100.4}, false},               // one boot 0.4 % off is no mode
+		{[]float64{100, 100, 100, 101}, true},                  // one boot 1 % off is
+		{[]float64{100, 100.4, 100.8, 101}, false},             // spread evenly
+		{[]float64{100, 100.1}, false},                         // too few boots
 		{[]float64{1000, 1000, 1000.01, 1000.01}, false},       // below the resolution
 		{[]float64{100, 100.5, 101, 101.5, 102, 102.5}, false}, // even spread
 	} {
-		if got, _ := twoModes(tc.medians, DefaultModeGap, DefaultBoundFloor); got != tc.want {
+		if got, _ := twoModes(tc.medians, DefaultModeGap, DefaultBoundFloor, DefaultMaxJitter); got != tc.want {
 			t.Errorf("twoModes(%v) = %v; want %v", tc.medians, got, tc.want)
 		}
 	}
