@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -221,4 +222,25 @@ func (db *database) readBlob(ctx context.Context, sum string, w io.Writer) error
 		return &BlobError{SHA256: sum, Err: fmt.Errorf("%w: the content hashes to %s", ErrBlobCorrupt, hex.EncodeToString(h.Sum(nil)))}
 	}
 	return nil
+}
+
+// PruneBlobs deletes the blobs that nobody stored or fetched for
+// olderThan, and returns how many it deleted and their bytes. A blob that a
+// job not yet finished names is kept, whatever its age.
+func (c *Client) PruneBlobs(ctx context.Context, olderThan time.Duration) (int, int64, error) {
+	var n int
+	var size int64
+	err := c.db.pool.QueryRow(ctx, `
+WITH gone AS (
+	DELETE FROM lpmbisect_fleet_blobs b
+	WHERE b.used_at < now() - $1 * interval '1 millisecond'
+	AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
+		AND strpos(j.args::text, b.sha256) > 0)
+	RETURNING size
+)
+SELECT count(*), COALESCE(sum(size), 0) FROM gone`, olderThan.Milliseconds()).Scan(&n, &size)
+	if err != nil {
+		return 0, 0, c.db.errorf(err, "prune blobs")
+	}
+	return n, size, nil
 }

@@ -9,7 +9,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
 )
 
 func TestBlobs(t *testing.T) {
@@ -79,5 +83,42 @@ func TestBlobs(t *testing.T) {
 	}
 	if _, err := c.FetchBlob(ctx, "../etc/passwd", fresh); !errors.Is(err, ErrBadArgs) {
 		t.Errorf("FetchBlob(path) = %v; want ErrBadArgs", err)
+	}
+
+	// Pruning keeps what was used lately and what a queued job names.
+	other := filepath.Join(t.TempDir(), "initramfs")
+	os.WriteFile(other, []byte("another blob"), 0o644)
+	kept, err := c.PutBlob(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := filepath.Join(t.TempDir(), "queued")
+	os.WriteFile(queued, []byte("a blob a queued job names"), 0o644)
+	named, _ := c.PutBlob(ctx, queued)
+	a := validBoot()
+	a.Boot.Kernel = named
+	if _, err := c.river.Insert(ctx, a, &river.InsertOpts{Queue: "icount"}); err != nil {
+		t.Fatal(err)
+	}
+	c.db.pool.Exec(ctx, "UPDATE lpmbisect_fleet_blobs SET used_at = now() - interval '2 days' WHERE sha256 IN ($1, $2)", sum, named)
+	n, size, err := c.PruneBlobs(ctx, 24*time.Hour)
+	if err != nil || n != 1 || size != int64(len(data)) {
+		t.Errorf("PruneBlobs(1 day) = %d blobs, %d bytes, %v; want the one old unnamed blob of %d bytes", n, size, err, len(data))
+	}
+	var left []string
+	rows, _ := c.db.pool.Query(ctx, "SELECT sha256 FROM lpmbisect_fleet_blobs ORDER BY sha256")
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		left = append(left, s)
+	}
+	rows.Close()
+	if len(left) != 2 || !slices.Contains(left, kept) || !slices.Contains(left, named) {
+		t.Errorf("blobs after pruning = %v; want %s (recent) and %s (named by a queued job)", left, kept[:12], named[:12])
+	}
+	var chunks2 int
+	c.db.pool.QueryRow(ctx, "SELECT count(*) FROM lpmbisect_fleet_blob_chunks WHERE sha256 = $1", sum).Scan(&chunks2)
+	if chunks2 != 0 {
+		t.Errorf("%d chunks of the pruned blob left", chunks2)
 	}
 }

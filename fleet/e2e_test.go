@@ -224,26 +224,39 @@ WHERE j.kind = $1 GROUP BY j.id, j.attempt ORDER BY j.id`, KindBoot)
 }
 
 // logStats logs the queue's overhead per job: from the moment a job could
-// start (inserted while its worker had a free slot, or its worker's
-// previous job stored) until it started, and from its result's commit
-// until the client had read it.
-func logStats(t *testing.T, e *Executor) (handoff, delivery time.Duration) {
+// start (inserted while a slot of its worker was free, or when a slot was
+// freed by the previous job's stored result) until it started,
+// and from its result's commit until the client had read it. slots is the
+// slots of each worker.
+func logStats(t *testing.T, e *Executor, slots int) (handoff, delivery time.Duration) {
 	t.Helper()
 	stats := e.Stats()
 	sort.Slice(stats, func(i, j int) bool { return stats[i].Started.Before(stats[j].Started) })
 	var waits, delivered []float64
-	free := map[string]time.Time{} // when each worker's slot became free
+	free := map[string][]time.Time{} // when each slot of each worker became free
 	for _, s := range stats {
 		delivered = append(delivered, float64(s.Delivery))
 		if s.Attempt != 1 {
 			continue
 		}
+		if free[s.Worker] == nil {
+			free[s.Worker] = make([]time.Time, slots)
+		}
+		// It could start once a slot was free: the one freed first.
+		slot := -1
+		for i, f := range free[s.Worker] {
+			if !f.After(s.Started) && (slot < 0 || f.Before(free[s.Worker][slot])) {
+				slot = i
+			}
+		}
 		from := s.Inserted
-		if f := free[s.Worker]; f.After(from) {
-			from = f
+		if slot >= 0 {
+			if f := free[s.Worker][slot]; f.After(from) {
+				from = f
+			}
+			free[s.Worker][slot] = s.Stored
 		}
 		waits = append(waits, float64(s.Started.Sub(from)))
-		free[s.Worker] = s.Stored
 	}
 	if len(waits) == 0 {
 		return 0, 0
@@ -276,7 +289,7 @@ func TestRemoteBootsMatchLocal(t *testing.T) {
 	if n := f.resultsPerJob(t); n != 2*e2eBoots {
 		t.Errorf("%d boot jobs; want %d", n, 2*e2eBoots)
 	}
-	logStats(t, ex)
+	logStats(t, ex, 1)
 	for _, want := range []string{"job start job=", "worker=w1", "worker=w2", "boot done job="} {
 		if !strings.Contains(f.logs.String(), want) {
 			t.Errorf("client log lacks %q:\n%s", want, f.logs)
