@@ -40,6 +40,9 @@ const (
 	KeyVCPUs = "vcpus"
 	// KeyBPFJIT is the state of the BPF JIT (net.core.bpf_jit_enable).
 	KeyBPFJIT = "bpf-jit"
+	// KeyHashSeed says how the hash maps of the MapBatch benchmarks are
+	// seeded: HashSeedRandom or HashSeedZero.
+	KeyHashSeed = "hash-seed"
 
 	// Written by the host on every result of a boot it keeps.
 
@@ -146,6 +149,20 @@ func (a Accel) Unit() string {
 	}
 	return UnitNsPerOp
 }
+
+// Values of KeyHashSeed.
+const (
+	// HashSeedRandom is the kernel's default: every hash map hashes its
+	// keys with its own random seed, so the bucket layout of one key set,
+	// and with it the cost of the operations, differs from map to map
+	// and from boot to boot (by up to 0.4 % for batch lookups under
+	// icount).
+	HashSeedRandom = "random"
+	// HashSeedZero is BPF_F_ZERO_SEED (Linux 5.0): seed 0, one fixed
+	// layout of a key set, so icount boots of one kernel agree. It
+	// measures one layout rather than an average over layouts.
+	HashSeedZero = "zero"
+)
 
 // Values of KeyChannel: how the results reached the host.
 const (

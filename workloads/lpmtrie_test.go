@@ -10,8 +10,10 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
+	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/bpf"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // skipWithoutBPF skips unless the running kernel can run the LPM benchmarks
@@ -234,5 +236,43 @@ func TestPlaceOnOnePage(t *testing.T) {
 		if loads != tt.loads {
 			t.Errorf("placeFor(%s, 64) took %d loads (note %q); want %d", tt.name, loads, note, tt.loads)
 		}
+	}
+}
+
+// TestBatchHashSeed checks, on the host's kernel, that MapBatch hash maps
+// are created with seed 0 under an instruction clock and with the kernel's
+// random seed under a wall clock, and that a MapBatch hash benchmark runs
+// with the fixed seed.
+func TestBatchHashSeed(t *testing.T) {
+	skipWithoutBPF(t)
+	for _, tt := range []struct {
+		name  string
+		clock Clock
+		seed  string
+		flag  uint32
+	}{
+		{"InstructionClock", InstructionClock, wire.HashSeedZero, unix.BPF_F_ZERO_SEED},
+		{"WallClock", WallClock, wire.HashSeedRandom, 0},
+	} {
+		if got := HashSeed(tt.clock); got != tt.seed {
+			t.Errorf("HashSeed(%s) = %q; want %q", tt.name, got, tt.seed)
+		}
+		m, err := ebpf.NewMap(batchHashSpec(16, tt.clock))
+		if err != nil {
+			t.Fatalf("create MapBatch hash map (%s): %v", tt.name, err)
+		}
+		info, err := m.Info()
+		m.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.Flags & unix.BPF_F_ZERO_SEED; got != tt.flag {
+			t.Errorf("MapBatch hash map (%s) has BPF_F_ZERO_SEED %#x; want %#x", tt.name, got, tt.flag)
+		}
+	}
+	p := Params{Entries: 1000, PrefixLen: 32, BatchEntries: 1000, Samples: 1, Rounds: 1, CPUs: 1, Clock: InstructionClock}
+	lines := runSelected(t, "^MapBatch/map=hash/op=lookup/batch=(none|all)/", p)
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "Benchmark") || !strings.HasPrefix(lines[1], "Benchmark") {
+		t.Errorf("MapBatch hash lookups with a fixed seed gave %q; want 2 results", lines)
 	}
 }

@@ -186,6 +186,7 @@ func run(pid1 bool) (err error) {
 			wire.KeyLoops, strconv.Itoa(bpf.LoopIterations),
 			wire.KeyVCPUs, strconv.Itoa(p.CPUs),
 			wire.KeyBPFJIT, workloads.JITState(),
+			wire.KeyHashSeed, workloads.HashSeed(p.Clock),
 		),
 		Logf: logf,
 		Info: func(text string) { infos = append(infos, text) },
