@@ -43,7 +43,8 @@ type Runner struct {
 	MaxFailed int             // failed boots tolerated per side (default 2)
 	Exec      Executor
 	// Paired runs two sides in pairs (see Paired): Measure then counts
-	// complete pairs. Exec must be a *Paired.
+	// complete pairs. Exec must boot a pair together: a *Paired, or a
+	// remote policy that puts a pair into one job.
 	Paired bool
 	// Sink, when set, receives every completed boot's results as the boot
 	// ends, synced to disk boot by boot.

@@ -46,6 +46,11 @@ type Options struct {
 	// Paired runs two kernels in pairs under wall-clock accelerators (see
 	// Paired); ignored under icount, whose counts need no pairs.
 	Paired bool
+	// Remote, when set, runs the boots instead of this host: a fleet's
+	// queue (fleet.Executor). Boots, looks and verdicts stay the same
+	// code; only where QEMU runs changes. Workers and Paired still shape
+	// the runs (a remote policy groups a paired round into one job).
+	Remote Executor
 	// Log gets progress lines and notes; Verbose, when set, every QEMU
 	// command line and the decisions behind a run.
 	Log, Verbose *log.Logger
@@ -160,7 +165,10 @@ func (s *Setup) Pairs(n int) bool { return s.Paired && n == 2 && s.Accel != vmru
 func (s *Setup) Runner(sides []*Side, seed uint64, sink *ResultsFile) *Runner {
 	paired := s.Pairs(len(sides))
 	var exec Executor = Local{Boot: s.Selector.Boot, Workers: s.Workers}
-	if paired {
+	switch {
+	case s.Remote != nil:
+		exec = s.Remote
+	case paired:
 		exec = &Paired{Boot: s.Selector.Boot, Seed: seed}
 	}
 	r := &Runner{
