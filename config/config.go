@@ -78,7 +78,18 @@ type Bench struct {
 type Stats struct {
 	Alpha     float64 `toml:"alpha"`
 	MinEffect float64 `toml:"min_effect"` // percent
+	// Rule is how rows with deterministic counts (icount) are judged:
+	// RuleAuto lets a jitter bound decide them from two boots a side
+	// (compare.Options.Bounds), RuleStatistical always runs the
+	// significance test, as under wall time.
+	Rule string `toml:"rule"`
 }
+
+// The values of Stats.Rule.
+const (
+	RuleAuto        = "auto"
+	RuleStatistical = "statistical"
+)
 
 // Build says how a kernel source tree is configured and built.
 type Build struct {
@@ -174,7 +185,7 @@ func Defaults() File {
 			BootTimeout: Duration{90 * time.Second}, ProgressTimeout: Duration{60 * time.Second}},
 		Bench: Bench{Select: plan.Bench, Samples: plan.Samples, Entries: plan.Entries, PrefixLen: plan.PrefixLen,
 			BatchEntries: plan.BatchEntries},
-		Stats:   Stats{Alpha: 0.05, MinEffect: 1},
+		Stats:   Stats{Alpha: 0.05, MinEffect: 1, Rule: RuleAuto},
 		Build:   Build{Base: "tinyconfig", Make: "make"},
 		Bisect:  Bisect{RecheckBoots: 4},
 		Nightly: Nightly{Boots: 2, KeepRuns: 14, Bisect: true},
@@ -228,6 +239,9 @@ func Parse(text, dir string) (*File, error) {
 
 // check rejects values that are wrong whatever the command.
 func (f *File) check() error {
+	if f.Stats.Rule != RuleAuto && f.Stats.Rule != RuleStatistical {
+		return fmt.Errorf("stats rule %q: give %q (a jitter bound decides deterministic rows) or %q (always the significance test)", f.Stats.Rule, RuleAuto, RuleStatistical)
+	}
 	for i, k := range f.Kernels {
 		if (k.Path == "") == (k.Src == "") {
 			return fmt.Errorf("kernel %d (%q): give exactly one of path (a prebuilt kernel) and src (a tree to build)", i+1, k.Name)

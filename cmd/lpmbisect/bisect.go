@@ -36,6 +36,7 @@ func bisectOpts(r *run) []opt {
 		opt{name: "build-command", ptr: &r.Build.Command, usage: "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"},
 		opt{name: "alpha", ptr: &s.Alpha, usage: "error rate of each comparison's SAME and DIFFERENT claims"},
 		minEffectOpt(r),
+		ruleOpt(r),
 		opt{name: "boots", ptr: &m.Boots, usage: "boots per look at a kernel (0: the fewest with which one look can decide, given --alpha and --max-boots)"},
 		opt{name: "max-boots", ptr: &m.MaxBoots, usage: "boots per kernel at most while its verdict is UNKNOWN; a candidate still UNKNOWN is skipped"},
 		opt{name: "reverse", ptr: &b.Reverse, usage: "find an improvement: the bad (newer) endpoint is the faster one"},
@@ -56,6 +57,9 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 	}
 	if a := r.Stats.Alpha; !(a > 0 && a < 1) {
 		return nil, usageError("--alpha %v must be between 0 and 1", a)
+	}
+	if err := r.checkRule(); err != nil {
+		return nil, err
 	}
 	judge := bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect}
 	opts := judge.Options(0)

@@ -150,6 +150,19 @@ func (r *run) parseMinEffect() (auto bool, err error) {
 	return auto, nil
 }
 
+// ruleOpt is --rule: how rows with deterministic counts are judged.
+func ruleOpt(r *run) opt {
+	return opt{name: "rule", ptr: &r.Stats.Rule, usage: "how deterministic (icount) rows are judged: auto (a calibrated jitter bound decides, from 2 boots a side) or statistical (always the significance test)"}
+}
+
+// checkRule rejects a --rule other than auto and statistical.
+func (r *run) checkRule() error {
+	if r.Stats.Rule != config.RuleAuto && r.Stats.Rule != config.RuleStatistical {
+		return usageError("--rule %q: use auto (a jitter bound decides deterministic rows) or statistical (always the significance test)", r.Stats.Rule)
+	}
+	return nil
+}
+
 func configOpt(r *run) opt {
 	return opt{name: "config", ptr: &r.Path, usage: "TOML configuration file; flags given on the command line win (see kernels.example.toml)"}
 }
@@ -159,6 +172,7 @@ func verdictOpts(r *run) []opt {
 	return []opt{
 		minEffectOpt(r),
 		{name: "alpha", ptr: &r.Stats.Alpha, usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
+		ruleOpt(r),
 		{name: "fail-on", ptr: &r.failOn, usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
 		{name: "format", ptr: &r.format, usage: "report on stdout: text, markdown, json"},
 		{name: "html", ptr: &r.html, usage: "also write an HTML report with SVG plots of every boot to this file"},

@@ -160,6 +160,10 @@ func (r *run) calibrated(s *measure.Setup, opts *compare.Options, auto bool) boo
 	}
 	b.Apply(opts, auto)
 	r.log.Printf("statistics from %s", b.Source)
+	if r.Stats.Rule == config.RuleStatistical {
+		opts.Bounds = nil // --rule statistical: the significance test decides every row
+		return false
+	}
 	for _, name := range s.Plan.Names() {
 		if _, ok := opts.Bounds[name]; !ok {
 			return false

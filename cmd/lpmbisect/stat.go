@@ -9,6 +9,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
@@ -35,6 +36,9 @@ func statCommand(r *run) *cli.Command {
 		}
 		if err := calibrate.FromResults(&opts, results); err != nil {
 			return usageError("%s: %v", path, err)
+		}
+		if r.Stats.Rule == config.RuleStatistical {
+			opts.Bounds = nil
 		}
 		rep, err := compare.Build(results, opts)
 		if err != nil {
@@ -79,6 +83,9 @@ func (r *run) verdicts() (compare.FailOn, report.Format, compare.Options, error)
 		return failOn, format, opts, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)
 	}
 	if r.autoMinEffect, err = r.parseMinEffect(); err != nil {
+		return failOn, format, opts, err
+	}
+	if err := r.checkRule(); err != nil {
 		return failOn, format, opts, err
 	}
 	opts = compare.Options{Alpha: r.Stats.Alpha, MinEffect: r.Stats.MinEffect / 100}
