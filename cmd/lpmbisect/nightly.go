@@ -40,6 +40,7 @@ func nightlyCommand(r *run) *cli.Command {
 			SetupFor: func(cfg *config.File, runDir string) (*bisect.Setup, error) {
 				rr := *r
 				rr.File, rr.runDir = cfg, runDir
+				rr.minEffect = strconv.FormatFloat(cfg.Stats.MinEffect, 'g', -1, 64) // the series' own
 				return rr.bisectSetup(true)
 			}})
 		var sums []report.NightSummary

@@ -20,6 +20,14 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
 )
 
+// fortnightMinEffect is the series' minimum effect. The seven 6.1 builds
+// do not count their LPM lookups alike: Debian's 6.1 stable updates moved
+// the path by about 1.3–1.6 % (6.1.0-50 → -53: 778.5 → 788.4 insn/op with
+// 1000 entries), a real change that nightly reports as a regression at the
+// default 1 %. The test asks for steps beyond 3 %, which only the 6.1 →
+// 6.12 step (−17 %) is.
+const fortnightMinEffect = 3
+
 // fortnightRepo makes the repository: night i's commit names the .deb its
 // build command prints (a .deb is a kernel lpmbisect boots).
 func fortnightRepo(t *testing.T, debs []string) (dir string, commits []string) {
@@ -78,7 +86,8 @@ branch = "master"
 build_command = "./build.sh"
 reference = %q
 bench = "lookup"
-`, sharedCache(t), testguest.Path(t), filepath.Join(dir, "history.db"), filepath.Join(dir, "state"), dir, repo, debs[len(debs)-1])), 0o644)
+min_effect = %d.0
+`, sharedCache(t), testguest.Path(t), filepath.Join(dir, "history.db"), filepath.Join(dir, "state"), dir, repo, debs[len(debs)-1], fortnightMinEffect)), 0o644)
 
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for night := 1; night <= len(debs); night++ {
