@@ -37,6 +37,14 @@ func WriteHTML(w io.Writer, rep *compare.Report, meta Meta) error {
 	if rep.Paired {
 		page.Explanation = PairedExplanation
 	}
+	if meta.Insight != nil {
+		var b strings.Builder
+		if err := WriteInsightText(&b, meta.Insight); err != nil {
+			return err
+		}
+		page.Insight = strings.TrimPrefix(b.String(), insightTitle+"\n")
+		page.InsightTitle = insightTitle
+	}
 	for _, r := range rep.Rows {
 		c := cells(r)
 		hr := htmlRow{
@@ -107,6 +115,9 @@ type htmlPage struct {
 	// PairedExplanation. BootsHead heads the boots column.
 	Paired                 bool
 	Explanation, BootsHead string
+	// Insight is the insight block as the text report has it, under
+	// InsightTitle; "" without one.
+	Insight, InsightTitle string
 }
 
 type htmlRow struct {
@@ -175,7 +186,9 @@ dl.run dd { margin: 0; overflow-wrap: anywhere; }
 {{end}}{{with .Notes}}<ol class="notes">{{range .}}
 <li>{{.}}</li>{{end}}
 </ol>{{end}}
-<h2>Per-boot values</h2>
+{{with .Insight}}<h2>{{$.InsightTitle}}</h2>
+<div class="scroll"><pre class="insight">{{.}}</pre></div>
+{{end}}<h2>Per-boot values</h2>
 <p>Each point is one boot (the median of its samples), the bar spans that boot's samples, the dashed line is the side's centre.{{if .Paired}} Boots sit in pair order, pair by pair at the same place on both sides, and a grey line joins the two boots of each pair: its slope is the pair's change.{{end}}</p>
 {{range .Rows}}<figure>
 <figcaption>{{.Benchmark}}: {{.Verdict}}, {{.Delta}}, p={{.P}}, {{.BootsLabel}}</figcaption>

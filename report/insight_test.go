@@ -168,3 +168,40 @@ func TestWriteInsightJSON(t *testing.T) {
 		t.Errorf("JSON call_lines = %q", doc.CallLines)
 	}
 }
+
+// TestInsightInEveryFormat checks that Meta.Insight puts the block into
+// the comparison report of each format, after the table, and that a nil
+// one leaves no trace.
+func TestInsightInEveryFormat(t *testing.T) {
+	rep := icountReport(t)
+	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON, FormatHTML} {
+		var with, without bytes.Buffer
+		if err := Write(&with, f, rep, Meta{Insight: insightDiff()}); err != nil {
+			t.Fatalf("Write(%s, insight) = %v", f, err)
+		}
+		if err := Write(&without, f, rep, Meta{}); err != nil {
+			t.Fatalf("Write(%s) = %v", f, err)
+		}
+		line := "trie_lookup_elem no longer calls longest_prefix_match.isra.0"
+		if f == FormatMarkdown {
+			line = mdEscape(line)
+		}
+		if !strings.Contains(with.String(), line) || (f != FormatJSON && !strings.Contains(with.String(), insightTitle)) {
+			t.Errorf("Write(%s, insight) lacks the block:\n%s", f, with.String())
+		}
+		if strings.Contains(without.String(), insightTitle) || strings.Contains(without.String(), `"insight"`) {
+			t.Errorf("Write(%s, no insight) has a %q block", f, insightTitle)
+		}
+		if f == FormatText {
+			if i, j := strings.Index(with.String(), insightTitle), strings.Index(with.String(), "\nkernels:"); i < 0 || j >= 0 && j < i {
+				t.Errorf("text report: the block is not between the table and the run lines:\n%s", with.String())
+			}
+		}
+	}
+	var doc Document
+	var b bytes.Buffer
+	WriteJSON(&b, rep, Meta{Insight: insightDiff()})
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || doc.Insight == nil || len(doc.Insight.CallLines) != 1 {
+		t.Errorf("WriteJSON(insight) = insight %+v, %v; want the block with one call line", doc.Insight, err)
+	}
+}

@@ -51,6 +51,8 @@ type Document struct {
 	B    SideLabel `json:"b"`
 	Meta Meta      `json:"meta"`
 	Rows []Row     `json:"rows"`
+	// Insight is the insight block (Meta.Insight); absent when off.
+	Insight *InsightDocument `json:"insight,omitempty"`
 }
 
 // SideLabel names a side.
@@ -172,6 +174,10 @@ func NewDocument(rep *compare.Report, meta Meta) Document {
 	}
 	if rep.Paired {
 		d.Explanation = PairedExplanation
+	}
+	if meta.Insight != nil {
+		doc := NewInsightDocument(meta.Insight)
+		d.Insight = &doc
 	}
 	for _, r := range rep.Rows {
 		row := Row{

@@ -43,6 +43,7 @@ import (
 	"golang.org/x/perf/benchunit"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/insight"
 )
 
 // Meta describes the run behind a comparison. Zero fields are left out of
@@ -72,6 +73,11 @@ type Meta struct {
 	FailedBoots int `json:"failed_boots,omitempty"`
 	// Host describes the machine (CPU model, cores), if known.
 	Host string `json:"host,omitempty"`
+	// Insight is the block that says why it changed (symbol sizes, the
+	// calls of the functions of interest, the benchmark programs, call
+	// counts), rendered after the table by every format; nil leaves it
+	// out. JSON carries it as Document.Insight.
+	Insight *insight.Diff `json:"-"`
 }
 
 // KernelInfo describes one side's kernel.

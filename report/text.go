@@ -38,6 +38,12 @@ func WriteText(w io.Writer, rep *compare.Report, meta Meta) error {
 	if err := WriteTable(bw, rep); err != nil {
 		return err
 	}
+	if meta.Insight != nil {
+		fmt.Fprintln(bw)
+		if err := WriteInsightText(bw, meta.Insight); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(bw)
 	for _, kv := range runLines(rep, meta) {
 		fmt.Fprintf(bw, "%-12s %s\n", kv[0]+":", kv[1])
@@ -129,6 +135,13 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta Meta) error {
 	} else {
 		fmt.Fprintf(bw, "\nCentre: median of per-boot medians ± %s confidence interval; in-boot: median over boots of (max−min)/median.  \n%s\n",
 			pct(rep.Confidence), mdEscape(capitalize(VerdictRule(rep))))
+	}
+
+	if meta.Insight != nil {
+		fmt.Fprintln(bw)
+		if err := WriteInsightMarkdown(bw, meta.Insight); err != nil {
+			return err
+		}
 	}
 
 	fmt.Fprintf(bw, "\n<details><summary>Run</summary>\n\n")
