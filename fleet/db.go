@@ -48,7 +48,7 @@ func open(ctx context.Context, location string) (*database, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("fleet database %s: %w (is the server up, and are the URL's user, password and database right?)", db.loc, db.scrub(err))
+		return nil, fmt.Errorf("fleet database %s: %w (is the server up, and are the URL's user, password and database right?)", db.loc, oneLine{db.scrub(err)})
 	}
 	db.pool = pool
 	return db, nil
@@ -100,6 +100,17 @@ func scrubText(s string, secrets []string) string {
 	}
 	return s
 }
+
+// oneLine is an error whose text is kept on one line: pgx lists each
+// address it tried on a line of its own, and a log line or a command's
+// message must stay one line.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string {
+	s := strings.NewReplacer(":\n", ": ", "\n", "; ").Replace(e.err.Error())
+	return strings.Join(strings.Fields(s), " ")
+}
+func (e oneLine) Unwrap() error { return e.err }
 
 func (db *database) scrub(err error) error {
 	if err == nil || len(db.secret) == 0 {

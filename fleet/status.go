@@ -10,15 +10,16 @@ import (
 )
 
 // Status is what the fleet is doing: for a listing such as lpmbisect fleet.
+// Its JSON form (lpmbisect fleet --format json) uses the tags' names.
 type Status struct {
-	Location string    // the database, password hidden
-	Now      time.Time // the database's clock when read
-	Workers  []WorkerStatus
-	Queues   []QueueStatus
-	Running  []JobStatus
-	Failed   []JobStatus // cancelled or discarded within FailedWithin, newest first
-	Blobs    int
-	BlobSize int64
+	Location string         `json:"location"` // the database, password hidden
+	Now      time.Time      `json:"now"`      // the database's clock when read
+	Workers  []WorkerStatus `json:"workers"`
+	Queues   []QueueStatus  `json:"queues"`
+	Running  []JobStatus    `json:"running"`
+	Failed   []JobStatus    `json:"failed"` // cancelled or discarded within FailedWithin, newest first
+	Blobs    int            `json:"blobs"`
+	BlobSize int64          `json:"blob_bytes"`
 }
 
 // FailedWithin is how far back Status lists failed jobs.
@@ -27,30 +28,35 @@ const FailedWithin = 24 * time.Hour
 // WorkerStatus is a worker as its row in the workers table says.
 type WorkerStatus struct {
 	WorkerHost
-	Started  time.Time
-	LastSeen time.Time
-	Stopped  bool // stopped cleanly
-	Alive    bool // heard from within three heartbeats
+	Started  time.Time `json:"started"`
+	LastSeen time.Time `json:"last_seen"`
+	Stopped  bool      `json:"stopped"` // stopped cleanly
+	Alive    bool      `json:"alive"`   // heard from within three heartbeats
+	// Boots counts the boot results this worker stored within
+	// FailedWithin: what it did lately, and how a run spread.
+	Boots int `json:"boots"`
 }
 
 // QueueStatus counts a queue's jobs by state.
 type QueueStatus struct {
-	Name                         string
-	Available, Running, Retrying int
-	Workers                      int // live workers working it
+	Name      string `json:"name"`
+	Available int    `json:"available"`
+	Running   int    `json:"running"`
+	Retrying  int    `json:"retrying"`
+	Workers   int    `json:"workers"` // live workers working it
 }
 
 // JobStatus is a running or failed job.
 type JobStatus struct {
-	ID       int64
-	Kind     string
-	Queue    string
-	State    string
-	Attempt  int
-	Worker   string // of the last attempt
-	Since    time.Time
-	LastErr  string
-	Describe string // run, side and boot of boot jobs; tree and commit of builds
+	ID       int64     `json:"id"`
+	Kind     string    `json:"kind"`
+	Queue    string    `json:"queue"`
+	State    string    `json:"state"`
+	Attempt  int       `json:"attempt"`
+	Worker   string    `json:"worker"` // of the last attempt
+	Since    time.Time `json:"since"`
+	LastErr  string    `json:"last_error"`
+	Describe string    `json:"job"` // run, side and boot of boot jobs; tree and commit of builds
 }
 
 // ReadStatus reads the fleet's state from the database at url.
@@ -141,8 +147,9 @@ func (c *Client) workers(ctx context.Context, queue string) ([]WorkerStatus, err
 	}
 	rows, err := c.db.pool.Query(ctx, `
 SELECT name, host, pid, cpu_model, cores, qemu_version, icount_cpu, version, guest_sha256, accels, queues, dropped,
-	started_at, last_seen, stopped_at IS NOT NULL, `+alive+`
-FROM lpmbisect_fleet_workers `+where+` ORDER BY name`, args...)
+	started_at, last_seen, stopped_at IS NOT NULL, `+alive+`,
+	(SELECT count(*) FROM lpmbisect_fleet_boot_results r WHERE r.worker = w.name AND r.stored_at > now() - $`+fmt.Sprint(len(args)+1)+` * interval '1 second')
+FROM lpmbisect_fleet_workers w `+where+` ORDER BY name`, append(args, int(FailedWithin.Seconds()))...)
 	if err != nil {
 		return nil, c.db.errorf(err, "read workers")
 	}
@@ -151,7 +158,7 @@ FROM lpmbisect_fleet_workers `+where+` ORDER BY name`, args...)
 	for rows.Next() {
 		var w WorkerStatus
 		if err := rows.Scan(&w.Name, &w.Host, &w.PID, &w.CPUModel, &w.Cores, &w.QEMUVersion, &w.IcountCPU, &w.Version, &w.GuestSHA256,
-			&w.Accels, &w.Queues, &w.Dropped, &w.Started, &w.LastSeen, &w.Stopped, &w.Alive); err != nil {
+			&w.Accels, &w.Queues, &w.Dropped, &w.Started, &w.LastSeen, &w.Stopped, &w.Alive, &w.Boots); err != nil {
 			return nil, c.db.errorf(err, "read workers")
 		}
 		out = append(out, w)
@@ -199,7 +206,7 @@ FROM river_job WHERE `+where+` ORDER BY `+since+` DESC NULLS LAST LIMIT 100`)
 func (s *Status) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "fleet %s at %s\n\n", s.Location, s.Now.Format(time.DateTime))
-	fmt.Fprintln(tw, "WORKER\tSTATE\tLAST SEEN\tHOST\tCPU\tCORES\tQEMU\tACCELS\tQUEUES\tVERSION")
+	fmt.Fprintln(tw, "WORKER\tSTATE\tLAST SEEN\tBOOTS 24H\tHOST\tCPU\tCORES\tQEMU\tACCELS\tQUEUES\tVERSION")
 	for _, wk := range s.Workers {
 		state := "alive"
 		switch {
@@ -208,7 +215,7 @@ func (s *Status) WriteText(w io.Writer) error {
 		case !wk.Alive:
 			state = "dead"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s ago\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", wk.Name, state, ago(s.Now, wk.LastSeen), wk.Host, wk.CPUModel, wk.Cores,
+		fmt.Fprintf(tw, "%s\t%s\t%s ago\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", wk.Name, state, ago(s.Now, wk.LastSeen), wk.Boots, wk.Host, wk.CPUModel, wk.Cores,
 			wk.QEMUVersion, strings.Join(wk.Accels, ","), strings.Join(wk.Queues, ","), wk.Version)
 		for _, d := range wk.Dropped {
 			fmt.Fprintf(tw, "\t\tdropped %s\n", d)

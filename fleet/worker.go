@@ -66,18 +66,18 @@ type Worker struct {
 
 // WorkerHost is what a worker records about its host.
 type WorkerHost struct {
-	Name        string
-	Host        string
-	PID         int
-	CPUModel    string // the host CPU's model name
-	Cores       int
-	QEMUVersion string
-	IcountCPU   string // the CPU model icount boots emulate here
-	Version     string // lpmbisect
-	GuestSHA256 string
-	Accels      []string // accelerators that work here
-	Queues      []string // queues worked
-	Dropped     []string // "queue: why" for queues not worked
+	Name        string   `json:"name"`
+	Host        string   `json:"host"`
+	PID         int      `json:"pid"`
+	CPUModel    string   `json:"cpu_model"` // the host CPU's model name
+	Cores       int      `json:"cores"`
+	QEMUVersion string   `json:"qemu"`
+	IcountCPU   string   `json:"icount_cpu"` // the CPU model icount boots emulate here
+	Version     string   `json:"version"`    // lpmbisect
+	GuestSHA256 string   `json:"guest_sha256"`
+	Accels      []string `json:"accels"`  // accelerators that work here
+	Queues      []string `json:"queues"`  // queues worked
+	Dropped     []string `json:"dropped"` // "queue: why" for queues not worked
 }
 
 // Class is the host class of the worker's icount boots.
