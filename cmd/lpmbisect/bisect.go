@@ -32,7 +32,7 @@ const (
 // bisectOpts are the flags of both bisect commands.
 func bisectOpts(r *run) []opt {
 	m, s, b := &r.Measure, &r.Stats, &r.Bisect
-	return append(append(vmOpts(r), buildOpts(r)...),
+	return append(append(append(vmOpts(r), buildOpts(r)...), fleetOpts(r)...),
 		opt{name: "build-command", ptr: &r.Build.Command, usage: "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"},
 		opt{name: "alpha", ptr: &s.Alpha, usage: "error rate of each comparison's SAME and DIFFERENT claims"},
 		minEffectOpt(r),

@@ -23,7 +23,7 @@ func compareCommand(r *run) *cli.Command {
 		opt{name: "paired", ptr: &r.paired, usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios: for small changes and SAME claims; DIFFERENT then needs 8 pairs or more (icount is never paired)"},
 		opt{name: "out", alias: "o", ptr: &r.out, usage: "raw results file (default: <run-dir>/results.txt)"},
 		opt{name: "seed", ptr: &r.seed, usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
-	), verdictOpts(r)...)
+	), append(verdictOpts(r), fleetOpts(r)...)...)
 	return command("compare", "A/B two kernels: paired or interleaved boots, per-boot statistics, significance", "KERNEL-A KERNEL-B", opts,
 		func(c *cli.Context) error { return runCompare(c, r) })
 }
@@ -48,6 +48,9 @@ func runCompare(c *cli.Context, r *run) error {
 	if opts.MaxBoots < 1 || opts.MaxBoots > 200 {
 		return usageError("--max-boots %d must be between 1 and 200", opts.MaxBoots)
 	}
+	if !c.IsSet("seed") { // before the setup: a fleet's paired rounds draw their turns from it
+		r.seed = uint64(time.Now().UnixNano())
+	}
 	s, err := r.setup(r.paired, !r.noControls)
 	if err != nil {
 		return err
@@ -68,9 +71,6 @@ func runCompare(c *cli.Context, r *run) error {
 	}
 	if boots < 1 || boots > opts.MaxBoots {
 		return usageError("--boots %d must be between 1 and --max-boots %d", boots, opts.MaxBoots)
-	}
-	if !c.IsSet("seed") {
-		r.seed = uint64(time.Now().UnixNano())
 	}
 	prog := report.NewProgress(r.log.Writer())
 	res, err := ab.Run(c.Context, ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Start: boots, Selected: selected,

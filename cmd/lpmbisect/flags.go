@@ -94,6 +94,7 @@ type run struct {
 	seed                                                     uint64
 	verbose, paired, noControls, autoMinEffect               bool
 	log                                                      *log.Logger
+	remote                                                   *remote // --db, --queue: boots on a fleet (fleet.go)
 }
 
 // vmOpts are the flags of the commands that boot kernels.

@@ -36,7 +36,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	defaults := config.Defaults()
-	r := &run{File: &defaults, failOn: "regression", format: "text", src: "."}
+	r := &run{File: &defaults, failOn: "regression", format: "text", src: ".", remote: &remote{ctx: ctx}}
+	defer r.remote.close()
 	err := func() error {
 		if path := configArg(args); path != "" {
 			f, err := config.Load(path)
@@ -86,6 +87,9 @@ func signalContext() (context.Context, func()) {
 
 func newApp(r *run, stdout, stderr io.Writer) *cli.App {
 	r.log = log.New(stderr, "lpmbisect: ", 0)
+	if r.remote == nil {
+		r.remote = &remote{}
+	}
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version"} // -v is --verbose
 	return &cli.App{
 		Name:                      "lpmbisect",
@@ -100,7 +104,8 @@ func newApp(r *run, stdout, stderr io.Writer) *cli.App {
 		OnUsageError:              onUsageError,
 		ExitErrHandler:            func(*cli.Context, error) {}, // exit codes are ours
 		Commands: []*cli.Command{runCommand(r), compareCommand(r), statCommand(r), listCommand(r), buildCommand(r),
-			bisectRunCommand(r), bisectCommand(r), nightlyCommand(r), historyCommand(r), calibrateCommand(r)},
+			bisectRunCommand(r), bisectCommand(r), nightlyCommand(r), historyCommand(r), calibrateCommand(r),
+			workerCommand(r), fleetCommand(r)},
 	}
 }
 
@@ -141,6 +146,9 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 	s, err := measure.NewSetup(o)
 	if err != nil {
 		return nil, flagError(err)
+	}
+	if err := r.useFleet(s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lpmbisect/lpmbisect/fleet"
+	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/measure"
+)
+
+// remote is where --db and --queue send a command's boots: a fleet's
+// queue instead of this host. One connection serves every setup of a
+// command (nightly makes one per series); runMain closes it.
+type remote struct {
+	ctx        context.Context // the command's: Ctrl-C cancels the outstanding jobs
+	db, queue  string
+	stuckAfter time.Duration
+
+	mu     sync.Mutex
+	client *fleet.Client
+}
+
+// dbOpt is --db: the fleet database.
+func dbOpt(r *run) opt {
+	return opt{name: "db", ptr: &r.remote.db, usage: "fleet database, postgres://USER@HOST/DB (default: the configuration's [nightly] db when it is one; the password may come from PGPASSWORD or ~/.pgpass)"}
+}
+
+// fleetOpts are --db and --queue of the commands that boot (compare,
+// bisect, bisect-run, nightly).
+func fleetOpts(r *run) []opt {
+	if r.remote.stuckAfter == 0 {
+		r.remote.stuckAfter = fleet.DefaultBootStuckAfter
+	}
+	return []opt{
+		dbOpt(r),
+		{name: "queue", ptr: &r.remote.queue, usage: "run the boots as jobs on this fleet queue (icount, tcg-CLASS, kvm-CLASS; its workers must be running, see lpmbisect worker) instead of here"},
+		{name: "stuck-after", ptr: &r.remote.stuckAfter, usage: "with --queue: how long one boot may run on a worker before it is taken for lost (a killed worker, a dead host) and run again on another"},
+	}
+}
+
+// fleetURL is the fleet database: --db, else the configuration's
+// [nightly] db when it is a PostgreSQL URL (a SQLite history is no fleet).
+func (r *run) fleetURL() string {
+	if r.remote.db != "" {
+		return r.remote.db
+	}
+	if history.IsPostgres(r.Nightly.DB) {
+		return r.Nightly.DB
+	}
+	return ""
+}
+
+// useFleet makes s boot on the fleet when --queue is given: a
+// fleet.Executor as its remote policy, so verdicts, looks, reports and exit
+// codes are the local code's. Without --queue it changes nothing.
+func (r *run) useFleet(s *measure.Setup) error {
+	if r.remote == nil || (r.remote.queue == "" && r.remote.db == "") {
+		return nil
+	}
+	url := r.fleetURL()
+	switch {
+	case r.remote.queue == "":
+		return usageError("--db names the fleet, --queue NAME sends the boots there: give both (or neither, to boot here)")
+	case url == "":
+		return usageError("--queue %s needs the fleet database: give --db postgres://… (or a postgres:// [nightly] db in --config)", r.remote.queue)
+	case !history.IsPostgres(url):
+		return usageError("--db %s: not a postgres:// URL (the fleet needs PostgreSQL)", history.Redact(url))
+	}
+	q, err := fleet.ParseQueue(r.remote.queue)
+	if err != nil {
+		return usageError("--queue: %v", err)
+	}
+	if q.Build() {
+		return usageError("--queue %s is a build queue: boots go to a boot queue (icount, tcg-CLASS, kvm-CLASS)", q.Name)
+	}
+	if r.remote.stuckAfter < fleet.MinStuckAfter {
+		return usageError("--stuck-after %v: at least %v (the queue's rescuer looks every 30 s anyway)", r.remote.stuckAfter, fleet.MinStuckAfter)
+	}
+	if s.Accel != q.Accel {
+		return usageError("--accel %s: queue %s boots under %s (give --accel %s)", s.Accel, q.Name, q.Accel, q.Accel)
+	}
+	c, err := r.remote.connect(url, r)
+	if err != nil {
+		return err
+	}
+	// Seed draws the turns of paired rounds: compare's order seed (--seed
+	// or the clock, set before its setup), as a local paired run uses it.
+	s.Remote = &fleet.Executor{Client: c, Queue: q.Name, Guest: s.Guest, Seed: r.seed, StuckAfter: r.remote.stuckAfter, Log: r.log}
+	r.log.Printf("boots go to queue %s of fleet %s", q.Name, c.Location())
+	return nil
+}
+
+// connect opens the fleet database once per command.
+func (l *remote) connect(url string, r *run) (*fleet.Client, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.client != nil {
+		return l.client, nil
+	}
+	ctx := l.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, err := fleet.Connect(ctx, url, r.log)
+	if err != nil {
+		return nil, fleetError(err)
+	}
+	l.client = c
+	return c, nil
+}
+
+// close closes the fleet connection, if a command opened one.
+func (l *remote) close() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.client != nil {
+		l.client.Close()
+		l.client = nil
+	}
+}
+
+// fleetError gives the fleet errors that an operator fixes by hand (an
+// unmigrated database, a taken worker name) the usage exit code; the rest
+// stay infrastructure failures.
+func fleetError(err error) error {
+	switch {
+	case errors.Is(err, fleet.ErrNeedsMigration), errors.Is(err, fleet.ErrNewerSchema), errors.Is(err, fleet.ErrNoDatabase), errors.Is(err, fleet.ErrQueueName),
+		errors.Is(err, fleet.ErrWorkerNameTaken):
+		return usageError("%v", err)
+	}
+	return err
+}
+
+func fleetCommand(r *run) *cli.Command {
+	opts := []opt{configOpt(r),
+		dbOpt(r),
+		{name: "format", ptr: &r.format, usage: "on stdout: text or json"},
+	}
+	cmd := command("fleet", "the fleet's workers, queues, running and failed jobs", "", opts, func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usageError("fleet takes no arguments (its subcommand is migrate), got %q", c.Args().Slice())
+		}
+		if r.format != "text" && r.format != "json" {
+			return usageError("--format %q: use text or json", r.format)
+		}
+		url, err := r.fleetDB("fleet")
+		if err != nil {
+			return err
+		}
+		st, err := fleet.ReadStatus(c.Context, url)
+		if err != nil {
+			return fleetError(err)
+		}
+		if r.format == "json" {
+			enc := json.NewEncoder(c.App.Writer)
+			enc.SetIndent("", "  ")
+			return enc.Encode(st)
+		}
+		return st.WriteText(c.App.Writer)
+	})
+	migrateOpts := []opt{configOpt(r),
+		dbOpt(r),
+	}
+	migrate := command("migrate", "create or upgrade River's tables and the fleet's (never done behind your back)", "", migrateOpts, func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usageError("fleet migrate takes no arguments, got %q", c.Args().Slice())
+		}
+		url, err := r.fleetDB("fleet migrate")
+		if err != nil {
+			return err
+		}
+		m, err := fleet.Migrate(c.Context, url)
+		if err != nil {
+			return fleetError(err)
+		}
+		fmt.Fprintf(c.App.Writer, "fleet %s: River schema version %d → %d, lpmbisect fleet schema version %d → %d\n",
+			history.Redact(url), m.RiverFrom, m.RiverTo, m.FleetFrom, m.FleetTo)
+		return nil
+	})
+	migrate.Description = help("fleet-migrate") // help/migrate.txt is history migrate's
+	cmd.Subcommands = []*cli.Command{migrate}
+	return cmd
+}
+
+// fleetDB is the database of the fleet commands, which need one.
+func (r *run) fleetDB(cmd string) (string, error) {
+	url := r.fleetURL()
+	switch {
+	case url == "":
+		return "", usageError("%s needs the fleet database: give --db postgres://USER@HOST/DB (or a postgres:// [nightly] db in --config)", cmd)
+	case !history.IsPostgres(url):
+		return "", usageError("--db %s: not a postgres:// URL (the fleet needs PostgreSQL)", history.Redact(url))
+	}
+	return url, nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lpmbisect/lpmbisect/fleet"
+	"github.com/lpmbisect/lpmbisect/initramfs"
+	"github.com/lpmbisect/lpmbisect/measure"
+)
+
+func workerCommand(r *run) *cli.Command {
+	var w struct {
+		queues, name, cacheDir, kvmKernel string
+		slots                             int
+		trees                             []string
+	}
+	opts := []opt{configOpt(r),
+		dbOpt(r),
+		{name: "queues", ptr: &w.queues, usage: "queues to work, comma-separated: icount, tcg-CLASS, kvm-CLASS (boots), build, build-CLASS (kernel builds); those whose accelerator does not work here are dropped, saying why"},
+		{name: "name", ptr: &w.name, usage: "the worker's name in the fleet (default: the host name; two workers on one host need two)"},
+		{name: "slots", ptr: &w.slots, usage: "icount boots at once (0: one per CPU); wall-clock and build queues run one job at a time"},
+		{name: "cache-dir", ptr: &w.cacheDir, usage: "fetched kernels and initramfs images, boot logs, build trees (default: <user cache dir>/lpmbisect/worker-NAME)"},
+		{name: "guest", ptr: &r.Measure.Guest, env: "LPMBISECT_GUEST", usage: "guest binary; clients must pack the same one (default: lpmbisect-guest beside this executable)"},
+		{name: "qemu", ptr: &r.Measure.QEMU, usage: "QEMU binary"},
+		{name: "kvm-probe-kernel", ptr: &w.kvmKernel, usage: "a bzImage to boot once at start to see whether KVM runs guests here (without one, kvm queues are dropped)"},
+		{name: "tree", ptr: &w.trees, usage: "NAME=DIR: a kernel git tree build jobs may name (repeatable; its origin is fetched for commits it lacks); builds use the [build] section of --config as configuration \"default\""},
+	}
+	return command("worker", "work a fleet's boot and build jobs on this host until SIGINT or SIGTERM (one log line per event on stderr)", "", opts, func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usageError("worker takes no arguments, got %q", c.Args().Slice())
+		}
+		url, err := r.fleetDB("worker")
+		if err != nil {
+			return err
+		}
+		var queues []string
+		build := false
+		for _, q := range strings.Split(w.queues, ",") {
+			if q = strings.TrimSpace(q); q == "" {
+				continue
+			}
+			parsed, err := fleet.ParseQueue(q)
+			if err != nil {
+				return usageError("--queues: %v", err)
+			}
+			build = build || parsed.Build()
+			queues = append(queues, q)
+		}
+		if len(queues) == 0 {
+			return usageError("worker needs --queues, e.g. --queues icount or --queues icount,build")
+		}
+		trees := map[string]fleet.Tree{}
+		for _, t := range w.trees {
+			name, dir, ok := strings.Cut(t, "=")
+			if !ok || name == "" || dir == "" {
+				return usageError("--tree %q: give NAME=DIR", t)
+			}
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return usageError("--tree %s: %v", name, err)
+			}
+			trees[name] = fleet.Tree{Dir: abs, Remote: "origin"}
+		}
+		if build && len(trees) == 0 {
+			return usageError("a build queue needs the trees its jobs may name: give --tree NAME=DIR")
+		}
+		if w.slots < 0 {
+			return usageError("--slots %d must not be negative", w.slots)
+		}
+		guest := r.Measure.Guest
+		if guest == "" {
+			if guest, err = initramfs.FindGuest(); err != nil {
+				return usageError("--guest: %v", err)
+			}
+		}
+		if w.cacheDir == "" {
+			base, err := measure.DefaultCacheDir()
+			if err != nil {
+				return usageError("--cache-dir: %v", err)
+			}
+			name := w.name
+			if name == "" {
+				name, _ = os.Hostname()
+			}
+			w.cacheDir = filepath.Join(base, "worker-"+name)
+		}
+		b := r.Build
+		worker := &fleet.Worker{URL: url, Name: w.name, Queues: queues, CacheDir: w.cacheDir, Guest: guest, QEMU: r.Measure.QEMU,
+			Slots: w.slots, KVMProbeKernel: w.kvmKernel, Trees: trees,
+			Builds: map[string]fleet.BuildConfig{"default": {Base: b.Base, Fragments: b.Fragments, Make: b.Make, MakeFlags: b.MakeFlags, Jobs: b.Jobs}},
+			Log:    workerLog(c.App.ErrWriter)}
+		err = worker.Run(c.Context)
+		if c.Context.Err() != nil {
+			if err != nil {
+				worker.Log.Printf("worker stop: %v", err)
+			}
+			return context.Cause(c.Context) // 130 or 143, as any command stopped by a signal
+		}
+		return fleetError(err) // ErrNoQueues stays exit 4: nothing this host can work
+	})
+}
+
+// workerLog is the worker's log: one line per event, no colours. Under
+// systemd (JOURNAL_STREAM set) the journal stamps each line itself;
+// elsewhere the line carries the time.
+func workerLog(w io.Writer) *log.Logger {
+	if os.Getenv("JOURNAL_STREAM") != "" {
+		return log.New(w, "", 0)
+	}
+	return log.New(w, "", log.LstdFlags)
+}
