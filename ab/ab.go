@@ -24,8 +24,10 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // ErrResultsFile is wrapped when the results file (or the run directory
@@ -56,6 +58,28 @@ type Options struct {
 	Hooks func(*measure.Runner)
 	// Command is the command line recorded in the report.
 	Command string
+	// Insight asks for the insight block beside the verdicts
+	// (Result.Meta.Insight); nil leaves it out.
+	Insight *Insight
+}
+
+// Insight says how to explain a comparison from the kernels themselves
+// (package insight). Each side's symbols come from the best source
+// available: the vmlinux or debug package given for it, a build
+// directory's vmlinux, else the kallsyms the guest read. A side without a
+// source says so in one line; it never fails the comparison.
+type Insight struct {
+	// Given are the sources given per side (Vmlinux, DebugPackage);
+	// Image and the guest's findings are filled in by Run.
+	Given [2]insight.Input
+	// Options select the symbols of the size diff and the functions whose
+	// calls are listed.
+	Options insight.Options
+	// Guest arms the guest's insight pass in the first boot of each side,
+	// after its timed samples: /proc/kallsyms, the benchmark programs'
+	// sizes and JITed code, and calls counted per operation (of
+	// insight.CountTargets).
+	Guest bool
 }
 
 // Result is a finished (or interrupted) comparison.
@@ -94,6 +118,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		side.Labels = o.Labels
 	}
 	runner := s.Runner(sides, o.Seed, out)
+	var static [2]*insight.Side
+	if o.Insight != nil {
+		static = o.Insight.static(sides)
+		if o.Insight.Guest {
+			args, err := wire.InsightArgs(insight.CountTargets(o.Insight.Options, static[:]...))
+			if err != nil {
+				return nil, fmt.Errorf("insight: %w", err)
+			}
+			runner.GuestArgs = append(runner.GuestArgs, args...)
+		}
+	}
 	if o.Hooks != nil {
 		o.Hooks(runner)
 	}
@@ -120,5 +155,72 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(res.Summary.Accels) > 0 {
 		res.Meta.Accel = res.Summary.Accels[0]
 	}
+	if o.Insight != nil {
+		res.Meta.Insight = o.Insight.diff(sides, static)
+	}
 	return res, nil
+}
+
+// input is what is known of side i before any boot.
+func (in *Insight) input(i int, side *measure.Side) insight.Input {
+	given := in.Given[i]
+	given.Image = side.Kernel.Image
+	if given.Vmlinux == "" && given.DebugPackage == "" {
+		given.Vmlinux = insight.BuildVmlinux(side.Kernel.Image)
+	}
+	return given
+}
+
+// static loads the sides that have a static symbol source, before the
+// boots: their callees join the functions the guest counts. A side
+// without one is nil.
+func (in *Insight) static(sides []*measure.Side) [2]*insight.Side {
+	var out [2]*insight.Side
+	for i, side := range sides[:min(len(sides), 2)] {
+		if given := in.input(i, side); given.Vmlinux != "" || given.DebugPackage != "" {
+			if s := insight.Load(given, in.Options); s.Symbols != nil {
+				out[i] = s
+			}
+		}
+	}
+	return out
+}
+
+// diff builds the insight block once the boots are done, adding what
+// each side's guest reported; a side's static load is reused.
+func (in *Insight) diff(sides []*measure.Side, static [2]*insight.Side) *insight.Diff {
+	var loaded [2]*insight.Side
+	for i, side := range sides[:min(len(sides), 2)] {
+		given := in.input(i, side)
+		var problem string
+		if side.Insight != nil {
+			doc, err := wire.DecodeInsight(side.Insight)
+			if err != nil {
+				problem = "guest insight: " + err.Error()
+			} else {
+				given.Programs, given.Counts = doc.Programs, doc.Counts
+				if static[i] == nil && doc.Kallsyms != "" {
+					given.Kallsyms = []byte(doc.Kallsyms)
+				}
+				if doc.KallsymsProblem != "" {
+					problem = "guest kallsyms: " + doc.KallsymsProblem
+				}
+			}
+		} else if side.InsightProblem != "" {
+			problem = "guest insight: " + side.InsightProblem
+		}
+		if s := static[i]; s != nil {
+			s.Programs, s.Counts = given.Programs, given.Counts
+			loaded[i] = s
+		} else {
+			loaded[i] = insight.Load(given, in.Options)
+		}
+		if problem != "" {
+			loaded[i].Problems = append(loaded[i].Problems, problem)
+		}
+	}
+	if loaded[0] == nil || loaded[1] == nil {
+		return nil
+	}
+	return insight.Compare(loaded[0], loaded[1], in.Options)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Input is what is known of one kernel of a comparison. Every field is
@@ -23,6 +25,11 @@ type Input struct {
 	// Kallsyms is /proc/kallsyms as read by root in a guest booted with
 	// Image (or a System.map of the build).
 	Kallsyms []byte
+	// Programs and Counts are what the guest's insight pass reported
+	// (wire.InsightDoc): the benchmark programs as this kernel loaded
+	// them, and calls counted per benchmark operation.
+	Programs []wire.ProgramInfo
+	Counts   []wire.CallCount
 }
 
 // Options tune Load and Compare.
@@ -63,6 +70,9 @@ type Side struct {
 	// Calls are the callees of each function of interest, in the order
 	// of Options.Functions.
 	Calls []FunctionCalls `json:"calls"`
+	// Programs and Counts are Input's, as the guest reported them.
+	Programs []wire.ProgramInfo `json:"programs,omitempty"`
+	Counts   []wire.CallCount   `json:"counts,omitempty"`
 
 	// Err is the error behind Status, for errors.Is (ErrNoSymbols,
 	// ErrBuildIDMismatch, ErrAddressesHidden, …); nil when Status is "".
@@ -74,7 +84,7 @@ type Side struct {
 // Status and Problems, so that a comparison degrades to what each side
 // has.
 func Load(in Input, opts Options) *Side {
-	side := &Side{}
+	side := &Side{Programs: in.Programs, Counts: in.Counts}
 	var im *Image
 	code := in.Image
 	if code == "" {
@@ -226,6 +236,11 @@ type Diff struct {
 	// interest, function by function; empty when none changed or a side
 	// could not be disassembled.
 	CallChanges []CallChange `json:"call_changes"`
+	// Programs compare the benchmark programs as A and B loaded them,
+	// and Counts the calls per operation the guests counted; empty
+	// without a guest insight pass.
+	Programs []ProgramChange `json:"programs,omitempty"`
+	Counts   []CountRow      `json:"counts,omitempty"`
 	// Notes qualify the numbers ("sizes of A are approximate: …").
 	Notes []string `json:"notes,omitempty"`
 }
@@ -233,6 +248,8 @@ type Diff struct {
 // Compare builds the insight block from two loaded sides.
 func Compare(a, b *Side, opts Options) *Diff {
 	d := &Diff{A: a, B: b, CallChanges: []CallChange{}}
+	d.Programs = comparePrograms(a.Programs, b.Programs)
+	d.Counts = compareCounts(a.Counts, b.Counts)
 	if a.Symbols == nil || b.Symbols == nil {
 		return d
 	}

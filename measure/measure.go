@@ -44,6 +44,12 @@ type Side struct {
 	// Labels are configuration lines added to every result of this side
 	// (commit, compiler, date, …), besides those the host always writes.
 	Labels map[string]string
+	// Insight is the compressed insight document (wire.DecodeInsight) of
+	// the side's first boot, when the run's guest arguments armed the
+	// pass (wire.InsightArgs); InsightProblem says why a boot's document
+	// was dropped.
+	Insight        []byte
+	InsightProblem string
 }
 
 // Prepare resolves kernel inputs and packs the initramfs of each. Errors are

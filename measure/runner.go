@@ -161,6 +161,9 @@ func (r *Runner) job(s *Side, pair int) Job {
 	cfg := r.VM
 	cfg.Kernel, cfg.Initramfs = s.Kernel.Image, s.Image.Path
 	cfg.KernelArgs = append(slices.Clone(r.GuestArgs), wire.ParamAccel.Arg(string(accelFor(r.Selector))))
+	if boot == 1 { // an armed insight pass runs in the first boot of each side
+		cfg.KernelArgs = wire.ArmInsight(cfg.KernelArgs)
+	}
 	cfg.RunDir = filepath.Join(r.RunDir, fmt.Sprintf("%s-%02d", s.Name, boot))
 	j := Job{Side: s, Boot: boot, Pair: pair, Config: cfg}
 	j.starting = func() {
@@ -195,6 +198,9 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 			}
 		}
 		rep.Written, rep.Results = len(labelled), labelled
+		if s.Insight == nil {
+			s.Insight, s.InsightProblem = res.Stream.Insight, res.Stream.InsightProblem
+		}
 		r.results = append(r.results, labelled...)
 		r.boots[s.Name] = append(r.boots[s.Name], labelled)
 		sum.OK[s.Name]++

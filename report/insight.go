@@ -39,7 +39,40 @@ func WriteInsightText(w io.Writer, d *insight.Diff) error {
 			fmt.Fprintln(bw, l)
 		}
 	}
+	for _, sec := range guestSections(d) {
+		fmt.Fprintf(bw, "\n%s:\n", sec.title)
+		for _, l := range sec.lines {
+			fmt.Fprintln(bw, "  "+l)
+		}
+	}
 	return bw.Flush()
+}
+
+// insightSection is a titled list of lines of the insight block.
+type insightSection struct {
+	title string
+	lines []string
+}
+
+// guestSections are what the guests' insight passes reported: the
+// benchmark programs and the calls counted per operation.
+func guestSections(d *insight.Diff) []insightSection {
+	var out []insightSection
+	if len(d.Programs) > 0 {
+		sec := insightSection{title: "BPF programs (A → B)"}
+		for _, p := range d.Programs {
+			sec.lines = append(sec.lines, p.Line)
+		}
+		out = append(out, sec)
+	}
+	if len(d.Counts) > 0 {
+		sec := insightSection{title: "Calls per operation, counted in a pass after the timed samples (A → B)"}
+		for _, c := range d.Counts {
+			sec.lines = append(sec.lines, c.Line)
+		}
+		out = append(out, sec)
+	}
+	return out
 }
 
 // sideLine says where a side's symbols come from, and what is missing.
@@ -120,6 +153,12 @@ func WriteInsightMarkdown(w io.Writer, d *insight.Diff) error {
 			fmt.Fprintf(bw, "- %s\n", mdEscape(l))
 		}
 	}
+	for _, sec := range guestSections(d) {
+		fmt.Fprintf(bw, "\n%s:\n\n", mdEscape(sec.title))
+		for _, l := range sec.lines {
+			fmt.Fprintf(bw, "- %s\n", mdEscape(l))
+		}
+	}
 	if d.A.Symbols != nil && d.B.Symbols != nil && len(d.A.Calls) > 0 {
 		fmt.Fprintf(bw, "\n<details><summary>Callees</summary>\n\n| function | A | B |\n|---|---|---|\n")
 		for _, fa := range d.A.Calls {
@@ -185,7 +224,13 @@ type InsightDocument struct {
 	// report prints for them.
 	CallChanges []insight.CallChange `json:"call_changes"`
 	CallLines   []string             `json:"call_lines"`
-	Notes       []string             `json:"notes"`
+	// Programs and Counts are what the guests' insight passes reported,
+	// compared (empty without them), with their text lines.
+	Programs     []insight.ProgramChange `json:"programs"`
+	ProgramLines []string                `json:"program_lines"`
+	Counts       []insight.CountRow      `json:"counts"`
+	CountLines   []string                `json:"count_lines"`
+	Notes        []string                `json:"notes"`
 }
 
 // InsightSide is one side of an InsightDocument.
@@ -209,7 +254,16 @@ func NewInsightDocument(d *insight.Diff) InsightDocument {
 		Sizes:       d.Sizes,
 		CallChanges: nonNil(d.CallChanges),
 		CallLines:   nonNil(callLines(d)),
+		Programs:    nonNil(d.Programs),
+		Counts:      nonNil(d.Counts),
 		Notes:       nonNil(d.Notes),
+	}
+	doc.ProgramLines, doc.CountLines = []string{}, []string{}
+	for _, p := range d.Programs {
+		doc.ProgramLines = append(doc.ProgramLines, p.Line)
+	}
+	for _, c := range d.Counts {
+		doc.CountLines = append(doc.CountLines, c.Line)
 	}
 	if d.Sizes != nil && d.Sizes.Before != 0 {
 		pct := d.Sizes.ChangePercent()

@@ -48,6 +48,15 @@ type Plan struct {
 	// KeyReady note and wait for the host's Go line, so that the host can
 	// let two VMs take turns.
 	Paced bool
+	// Insight says whether the guest runs the insight pass after its
+	// samples (see ParamInsight): InsightOff (the default), InsightArmed
+	// (not in this boot, but the parameter is written, so every boot of a
+	// run has a command line of one length) or InsightOn.
+	Insight InsightMode
+	// Count lists the functions the insight pass counts calls of, base
+	// names (SymbolMatches) joined by commas (a string, so that a Plan
+	// stays comparable); at most MaxCount in MaxCountLen bytes.
+	Count string
 	// Fault, TEST-ONLY, makes the guest misbehave (one of Faults), so the
 	// host's handling of broken guests can be tested with a real guest.
 	// "" for a normal boot.
@@ -163,9 +172,20 @@ const (
 	ParamFault        Param = "lpmbisect.fault"         // Plan.Fault, omitted when ""
 )
 
+// InsightMode is Plan.Insight.
+type InsightMode string
+
+// Values of Plan.Insight; InsightArmed and InsightOn are the values of
+// ParamInsight.
+const (
+	InsightOff   InsightMode = ""
+	InsightArmed InsightMode = "0"
+	InsightOn    InsightMode = "1"
+)
+
 // Params lists every parameter, in the order KernelArgs writes them.
 var Params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
-	ParamAccel, ParamPort, ParamPaced, ParamFault}
+	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamFault}
 
 // ParamPrefix starts every run plan parameter. DecodePlan ignores the
 // parameters without it (they are the kernel's) and rejects unknown ones
@@ -294,6 +314,14 @@ func (p Plan) Validate() error {
 	if err := checkArgValue(p.Port); err != nil || strings.ContainsRune(p.Port, '/') {
 		return &ParamError{ParamPort, p.Port, fmt.Errorf("%w: not a port name (want a non-empty name without '/', spaces or quotes)", ErrMalformed)}
 	}
+	switch p.Insight {
+	case InsightOff, InsightArmed, InsightOn:
+	default:
+		return &ParamError{ParamInsight, string(p.Insight), fmt.Errorf("%w: want 0 or 1", ErrMalformed)}
+	}
+	if err := checkCount(p.Count); err != nil {
+		return err
+	}
 	if p.Fault != "" && !slices.Contains(Faults, p.Fault) {
 		return &ParamError{ParamFault, p.Fault, fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))}
 	}
@@ -333,7 +361,7 @@ func checkArgValue(v string) error {
 // arguments joined by spaces returns the plan. The numeric parameters and
 // Bench are always written, so a command line says what a boot ran whatever
 // the guest's defaults; Accel, Port, Paced and Fault only when they differ
-// from DefaultPlan. Validate the plan first: an invalid plan encodes to
+// from DefaultPlan, and so Insight and Count. Validate the plan first: an invalid plan encodes to
 // arguments that DecodePlan rejects.
 func (p Plan) KernelArgs() []string {
 	args := []string{
@@ -353,6 +381,7 @@ func (p Plan) KernelArgs() []string {
 	if p.Paced {
 		args = append(args, PacedArg)
 	}
+	args = append(args, p.insightArgs()...)
 	if p.Fault != "" {
 		args = append(args, ParamFault.Arg(p.Fault))
 	}
@@ -405,6 +434,15 @@ func DecodePlan(cmdline string) (Plan, error) {
 			default:
 				err = fmt.Errorf("%w: want 0 or 1", ErrMalformed)
 			}
+		case ParamInsight:
+			switch InsightMode(val) {
+			case InsightArmed, InsightOn:
+				p.Insight = InsightMode(val)
+			default:
+				err = fmt.Errorf("%w: want 0 or 1", ErrMalformed)
+			}
+		case ParamCount:
+			p.Count = val
 		case ParamFault:
 			if val == "" {
 				err = fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))

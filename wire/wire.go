@@ -161,6 +161,11 @@ type Stream struct {
 	// SyntaxErrors counts lines that are neither results, configuration,
 	// notes nor blank: garbage on the channel.
 	SyntaxErrors int
+	// Insight is the compressed insight document (KeyInsight lines,
+	// joined; DecodeInsight reads it), nil when none came or it was
+	// malformed, and InsightProblem says why in the latter case.
+	Insight        []byte
+	InsightProblem string
 }
 
 // Decode parses a stream. It never fails on malformed input: what is wrong is
@@ -172,6 +177,7 @@ func Decode(data []byte) *Stream {
 	var body bytes.Buffer // lines for benchfmt: everything but notes
 	var records int
 	trailer := ""
+	var insight insightLines
 	rest := data
 	for len(rest) > 0 {
 		var line []byte
@@ -188,6 +194,10 @@ func Decode(data []byte) *Stream {
 		sum.Write(bytes.ReplaceAll(line, []byte("\r"), nil))
 		if bytes.HasPrefix(clean, []byte(notePrefix)) {
 			if k, v, ok := strings.Cut(string(clean), ":"); ok {
+				if k == KeyInsight {
+					insight.add(v)
+					continue
+				}
 				if k != KeyReady { // pacing, not information
 					s.Notes = append(s.Notes, Note{Key: k, Text: strings.TrimSpace(v)})
 				}
@@ -217,6 +227,7 @@ func Decode(data []byte) *Stream {
 			s.SyntaxErrors++
 		}
 	}
+	s.Insight, s.InsightProblem = insight.data, insight.problem
 	switch {
 	case trailer == "":
 		s.Problem = "no trailer (the guest stopped before it finished)"

@@ -24,6 +24,7 @@ func compareCommand(r *run) *cli.Command {
 		opt{name: "out", alias: "o", ptr: &r.out, usage: "raw results file (default: <run-dir>/results.txt)"},
 		opt{name: "seed", ptr: &r.seed, usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
 	), append(verdictOpts(r), fleetOpts(r)...)...)
+	opts = append(opts, insightOpts(r)...)
 	return command("compare", "A/B two kernels: paired or interleaved boots, per-boot statistics, significance", "KERNEL-A KERNEL-B", opts,
 		func(c *cli.Context) error { return runCompare(c, r) })
 }
@@ -72,9 +73,13 @@ func runCompare(c *cli.Context, r *run) error {
 	if boots < 1 || boots > opts.MaxBoots {
 		return usageError("--boots %d must be between 1 and --max-boots %d", boots, opts.MaxBoots)
 	}
+	ins, err := r.compareInsight(s.CacheDir)
+	if err != nil {
+		return err
+	}
 	prog := report.NewProgress(r.log.Writer())
 	res, err := ab.Run(c.Context, ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Start: boots, Selected: selected,
-		Seed: r.seed, Results: r.out, Hooks: prog.Attach, Command: strings.Join(os.Args, " "), Labels: calibrate.Labels(opts)})
+		Seed: r.seed, Results: r.out, Hooks: prog.Attach, Command: strings.Join(os.Args, " "), Labels: calibrate.Labels(opts), Insight: ins})
 	prog.Done()
 	if errors.Is(err, ab.ErrResultsFile) {
 		return usageError("%v (choose a writable --out or --run-dir)", err)
@@ -86,6 +91,7 @@ func runCompare(c *cli.Context, r *run) error {
 		return err
 	}
 	res.Meta.FailOn = failOn
+	r.writeInsightFile(res.Results, res.Meta.Insight)
 	if err := r.writeReports(c, format, res.Report, res.Meta); err != nil {
 		return err
 	}

@@ -95,6 +95,8 @@ type run struct {
 	verbose, paired, noControls, autoMinEffect               bool
 	log                                                      *log.Logger
 	remote                                                   *remote // --db, --queue: boots on a fleet (fleet.go)
+
+	insight insightFlags // --no-insight, --symbols, --debug-a, --debug-b (insight.go)
 }
 
 // vmOpts are the flags of the commands that boot kernels.

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+
+	"github.com/lpmbisect/lpmbisect/ab"
+	"github.com/lpmbisect/lpmbisect/insight"
+)
+
+// insightFlags are the flags of the insight block ("Why it changed").
+type insightFlags struct {
+	off            bool
+	symbols        string
+	debugA, debugB string
+}
+
+// insightOpts are the flags of the commands that show the insight block.
+func insightOpts(r *run) []opt {
+	f := &r.insight
+	return []opt{
+		noInsightOpt(r),
+		{name: "symbols", ptr: &f.symbols, usage: "regexp over symbol names for the size diff (default: the LPM trie and the BPF map core)"},
+		{name: "debug-a", ptr: &f.debugA, usage: "symbols of kernel A: an unstripped vmlinux or its linux-image-<release>-dbg .deb (build IDs checked; default: a build directory's vmlinux, else the guest's kallsyms)"},
+		{name: "debug-b", ptr: &f.debugB, usage: "symbols of kernel B, as --debug-a"},
+	}
+}
+
+// noInsightOpt is --no-insight, also stat's.
+func noInsightOpt(r *run) opt {
+	return opt{name: "no-insight", ptr: &r.insight.off, usage: "leave out the block that says why it changed (symbol sizes, calls of the functions under test, BPF programs, call counts) and the guest's pass that feeds it"}
+}
+
+// insightOptions reads --symbols.
+func (r *run) insightOptions(cacheDir string) (insight.Options, error) {
+	o := insight.Options{CacheDir: cacheDir}
+	if r.insight.symbols != "" {
+		re, err := regexp.Compile(r.insight.symbols)
+		if err != nil {
+			return o, usageError("--symbols %q: %v (give a regexp over symbol names)", r.insight.symbols, err)
+		}
+		o.Symbols = re
+	}
+	return o, nil
+}
+
+// compareInsight is what ab.Run needs for the insight block of a
+// comparison, nil with --no-insight.
+func (r *run) compareInsight(cacheDir string) (*ab.Insight, error) {
+	if r.insight.off {
+		return nil, nil
+	}
+	opts, err := r.insightOptions(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	in := &ab.Insight{Options: opts, Guest: true}
+	for i, f := range []struct{ name, path string }{{"debug-a", r.insight.debugA}, {"debug-b", r.insight.debugB}} {
+		if f.path == "" {
+			continue
+		}
+		given, err := symbolFile(f.path)
+		if err != nil {
+			return nil, usageError("--%s: %v", f.name, err)
+		}
+		in.Given[i] = given
+	}
+	return in, nil
+}
+
+// symbolFile tells a vmlinux from a Debian package by its first bytes.
+func symbolFile(path string) (insight.Input, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return insight.Input{}, fmt.Errorf("%w (give an unstripped vmlinux or a linux-image-<release>-dbg .deb)", err)
+	}
+	defer f.Close()
+	magic := make([]byte, 8)
+	if _, err := io.ReadFull(f, magic); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return insight.Input{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	switch {
+	case bytes.HasPrefix(magic, []byte("\x7fELF")):
+		return insight.Input{Vmlinux: path}, nil
+	case bytes.HasPrefix(magic, []byte("!<arch>\n")):
+		return insight.Input{DebugPackage: path}, nil
+	}
+	return insight.Input{}, fmt.Errorf("%s is neither an ELF vmlinux nor a Debian package", path)
+}
+
+// writeInsightFile keeps the insight block beside the results, where stat
+// finds it.
+func (r *run) writeInsightFile(results string, d *insight.Diff) {
+	if d == nil {
+		return
+	}
+	if err := insight.WriteDiffFile(insight.DiffFile(results), d); err != nil {
+		r.log.Printf("warning: insight block not kept beside the results: %v", err)
+	}
+}
+
+// statInsight reads the insight block saved beside a results file: nil
+// with --no-insight or when there is none.
+func (r *run) statInsight(results string) *insight.Diff {
+	if r.insight.off {
+		return nil
+	}
+	d, err := insight.ReadDiffFile(insight.DiffFile(results))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		r.log.Printf("warning: %v", err)
+		return nil
+	}
+	return d
+}

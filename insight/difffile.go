@@ -1,0 +1,55 @@
+package insight
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+)
+
+// MaxDiffFileBytes bounds a saved insight block (ReadDiffFile): the
+// callees, size rows and counts of a comparison take tens of KiB.
+const MaxDiffFileBytes = 16 << 20
+
+// DiffFile is where the insight block of a results file is kept:
+// RESULTS.insight.json beside it.
+func DiffFile(results string) string { return results + ".insight.json" }
+
+// WriteDiffFile saves d as JSON, atomically. What it keeps is what the
+// reports render; the symbol tables themselves are not kept, so a saved
+// block is rendered again as it was, not recomputed.
+func WriteDiffFile(path string, d *Diff) error {
+	err := cachefile.WriteAtomic(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", " ")
+		return enc.Encode(d)
+	})
+	if err != nil {
+		return fmt.Errorf("write insight block: %w", err)
+	}
+	return nil
+}
+
+// ReadDiffFile reads a block saved by WriteDiffFile, within
+// MaxDiffFileBytes (ErrTooLarge). A missing file is os.ErrNotExist.
+func ReadDiffFile(path string) (*Diff, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read insight block: %w", err)
+	}
+	defer f.Close()
+	lr := &io.LimitedReader{R: f, N: MaxDiffFileBytes + 1}
+	var d Diff
+	if err := json.NewDecoder(lr).Decode(&d); err != nil {
+		if lr.N <= 0 {
+			return nil, fmt.Errorf("read insight block %s: %w: more than %d bytes", path, ErrTooLarge, MaxDiffFileBytes)
+		}
+		return nil, fmt.Errorf("read insight block %s: %w (not written by lpmbisect compare?)", path, err)
+	}
+	if d.A == nil || d.B == nil {
+		return nil, fmt.Errorf("read insight block %s: no sides (not written by lpmbisect compare?)", path)
+	}
+	return &d, nil
+}

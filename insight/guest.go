@@ -1,0 +1,226 @@
+package insight
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// DefaultCounted are functions the guest's insight pass counts besides the
+// functions of interest and the callees a static source shows before the
+// boots: the out-of-line helper of the LPM trie, whose calls per lookup
+// are the trie's depth where the lookup does not inline it (1a4a0cb7985f,
+// Linux 6.10). With only kallsyms, the callees are known only after the
+// boot that reads them, too late for that boot's counting pass.
+var DefaultCounted = []string{"longest_prefix_match"}
+
+// CountTargets returns the functions for the guest to count
+// (wire.Plan.Count): the functions of interest, DefaultCounted and the
+// direct callees the sides' static sources show, by base name
+// ("longest_prefix_match.isra.0" counts as longest_prefix_match), at most
+// wire.MaxCount of them in wire.MaxCountLen bytes.
+func CountTargets(opts Options, sides ...*Side) []string {
+	var out []string
+	n := 0
+	add := func(name string) {
+		base, _, _ := strings.Cut(name, ".")
+		if base == "" || slices.Contains(out, base) || len(out) == wire.MaxCount || n+len(base)+1 > wire.MaxCountLen+1 || IsPlumbing(base) {
+			return
+		}
+		out = append(out, base)
+		n += len(base) + 1
+	}
+	for _, f := range opts.functions() {
+		add(f)
+	}
+	for _, f := range DefaultCounted {
+		add(f)
+	}
+	for _, s := range sides {
+		if s == nil {
+			continue
+		}
+		for _, fc := range s.Calls {
+			for _, c := range fc.Calls {
+				add(c.Callee)
+			}
+		}
+	}
+	return out
+}
+
+// BuildVmlinux returns the vmlinux of the build directory that image is
+// the arch/x86/boot/bzImage of, or "" when image is not in a build
+// directory or the directory has no vmlinux.
+func BuildVmlinux(image string) string {
+	dir := filepath.Dir(image)
+	for range 3 { // arch/x86/boot
+		dir = filepath.Dir(dir)
+	}
+	if filepath.Join(dir, "arch", "x86", "boot", "bzImage") != filepath.Clean(image) {
+		return ""
+	}
+	v := filepath.Join(dir, "vmlinux")
+	if fi, err := os.Stat(v); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return v
+}
+
+// ProgramChange compares one benchmark program in A and B.
+type ProgramChange struct {
+	Benchmark string `json:"benchmark"`
+	Program   string `json:"program"`
+	// A and B are the programs as each kernel loaded them; nil when a
+	// side did not report it.
+	A *wire.ProgramInfo `json:"a"`
+	B *wire.ProgramInfo `json:"b"`
+	// SameJIT is set when both JITed codes have one hash.
+	SameJIT bool `json:"same_jit"`
+	// Line says it in one sentence.
+	Line string `json:"line"`
+}
+
+// CountRow is the calls per operation of one function in one benchmark,
+// in A and B.
+type CountRow struct {
+	Benchmark string `json:"benchmark"`
+	Function  string `json:"function"`
+	// A and B are the counts of each symbol matching Function; empty on a
+	// side that did not count it.
+	A []wire.CallCount `json:"a"`
+	B []wire.CallCount `json:"b"`
+	// Line says it in one sentence: "longest_prefix_match calls per
+	// lookup: 10.00 → 0 (kprobe)".
+	Line string `json:"line"`
+}
+
+// comparePrograms pairs the programs of a and b by benchmark and name.
+func comparePrograms(a, b []wire.ProgramInfo) []ProgramChange {
+	type key struct{ bench, prog string }
+	var keys []key
+	byKey := map[key]*ProgramChange{}
+	at := func(p wire.ProgramInfo) *ProgramChange {
+		k := key{p.Benchmark, p.Program}
+		if c, ok := byKey[k]; ok {
+			return c
+		}
+		c := &ProgramChange{Benchmark: p.Benchmark, Program: p.Program}
+		byKey[k] = c
+		keys = append(keys, k)
+		return c
+	}
+	for i := range a {
+		at(a[i]).A = &a[i]
+	}
+	for i := range b {
+		at(b[i]).B = &b[i]
+	}
+	var out []ProgramChange
+	for _, k := range keys {
+		c := byKey[k]
+		c.SameJIT = c.A != nil && c.B != nil && c.A.JitedSHA256 != "" && c.A.JitedSHA256 == c.B.JitedSHA256
+		c.Line = programLine(c)
+		out = append(out, *c)
+	}
+	return out
+}
+
+func programLine(c *ProgramChange) string {
+	side := func(p *wire.ProgramInfo) string {
+		if p == nil {
+			return "-"
+		}
+		if p.Problem != "" && p.TranslatedBytes == 0 {
+			return "unknown (" + p.Problem + ")"
+		}
+		s := fmt.Sprintf("%d xlated, %d JITed bytes", p.TranslatedBytes, p.JitedBytes)
+		if p.VerifiedInsns > 0 {
+			s += fmt.Sprintf(", %d verified insns", p.VerifiedInsns)
+		}
+		return s
+	}
+	jit := ""
+	switch {
+	case c.SameJIT:
+		jit = "; same JITed code"
+	case c.A != nil && c.B != nil && c.A.JitedSHA256 != "" && c.B.JitedSHA256 != "":
+		jit = "; JITed code differs"
+	}
+	return fmt.Sprintf("%s %s: %s → %s%s", c.Benchmark, c.Program, side(c.A), side(c.B), jit)
+}
+
+// compareCounts pairs the counts of a and b by benchmark and function.
+func compareCounts(a, b []wire.CallCount) []CountRow {
+	type key struct{ bench, fn string }
+	var keys []key
+	byKey := map[key]*CountRow{}
+	at := func(c wire.CallCount) *CountRow {
+		k := key{c.Benchmark, c.Function}
+		if r, ok := byKey[k]; ok {
+			return r
+		}
+		r := &CountRow{Benchmark: c.Benchmark, Function: c.Function}
+		byKey[k] = r
+		keys = append(keys, k)
+		return r
+	}
+	for _, c := range a {
+		r := at(c)
+		r.A = append(r.A, c)
+	}
+	for _, c := range b {
+		r := at(c)
+		r.B = append(r.B, c)
+	}
+	var out []CountRow
+	for _, k := range keys {
+		r := byKey[k]
+		r.Line = countLine(r)
+		out = append(out, *r)
+	}
+	return out
+}
+
+// countSide says the calls per operation of one side: the sum over the
+// symbols counted, with their mechanisms, or why nothing was counted.
+func countSide(cs []wire.CallCount) string {
+	if len(cs) == 0 {
+		return "not counted"
+	}
+	var calls, ops uint64
+	var mechs, whys []string
+	counted := false
+	for _, c := range cs {
+		if c.Mechanism == "" {
+			if !slices.Contains(whys, c.Why) {
+				whys = append(whys, c.Why)
+			}
+			continue
+		}
+		counted = true
+		calls += c.Calls
+		ops = max(ops, c.Ops)
+		m := c.Mechanism
+		if c.Symbol != c.Function {
+			m += " " + c.Symbol
+		}
+		mechs = append(mechs, m)
+	}
+	if !counted {
+		return "not counted: " + strings.Join(whys, "; ")
+	}
+	per := "0"
+	if ops > 0 && calls > 0 {
+		per = fmt.Sprintf("%.2f", float64(calls)/float64(ops))
+	}
+	return fmt.Sprintf("%s (%s)", per, strings.Join(mechs, ", "))
+}
+
+func countLine(r *CountRow) string {
+	return fmt.Sprintf("%s: %s calls per op: %s → %s", r.Benchmark, r.Function, countSide(r.A), countSide(r.B))
+}

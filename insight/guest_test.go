@@ -1,0 +1,103 @@
+package insight
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+func TestCountTargets(t *testing.T) {
+	a := &Side{Calls: []FunctionCalls{{Function: "trie_lookup_elem", Calls: []Call{{Callee: "longest_prefix_match.isra.0"}, {Callee: "__x86_return_thunk"}}},
+		{Function: "trie_update_elem", Calls: []Call{{Callee: "kfree"}, {Callee: "lpm_trie_node_alloc.constprop.0"}}}}}
+	got := CountTargets(Options{}, a, nil)
+	want := []string{"trie_lookup_elem", "trie_update_elem", "trie_delete_elem", "longest_prefix_match", "kfree", "lpm_trie_node_alloc"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("CountTargets = %q; want %q", got, want)
+	}
+	if _, err := wire.InsightArgs(got); err != nil {
+		t.Errorf("wire.InsightArgs(CountTargets) = %v", err)
+	}
+	many := &Side{Calls: []FunctionCalls{{Function: "f"}}}
+	for i := range 100 {
+		many.Calls[0].Calls = append(many.Calls[0].Calls, Call{Callee: strings.Repeat("x", 20) + string(rune('a'+i%26)) + strings.Repeat("y", i/26)})
+	}
+	if _, err := wire.InsightArgs(CountTargets(Options{}, many)); err != nil {
+		t.Errorf("wire.InsightArgs(CountTargets of 100 callees) = %v; want them cut to the limits", err)
+	}
+}
+
+func TestBuildVmlinux(t *testing.T) {
+	dir := t.TempDir()
+	image := filepath.Join(dir, "arch", "x86", "boot", "bzImage")
+	os.MkdirAll(filepath.Dir(image), 0o755)
+	os.WriteFile(image, nil, 0o644)
+	if got := BuildVmlinux(image); got != "" {
+		t.Errorf("BuildVmlinux(%s) without a vmlinux = %q; want \"\"", image, got)
+	}
+	os.WriteFile(filepath.Join(dir, "vmlinux"), nil, 0o644)
+	if got, want := BuildVmlinux(image), filepath.Join(dir, "vmlinux"); got != want {
+		t.Errorf("BuildVmlinux(%s) = %q; want %q", image, got, want)
+	}
+	if got := BuildVmlinux(filepath.Join(dir, "vmlinuz")); got != "" {
+		t.Errorf("BuildVmlinux(a vmlinuz outside a build directory) = %q; want \"\"", got)
+	}
+}
+
+func TestCompareGuestFindings(t *testing.T) {
+	const bench = "LPMTrie/op=lookup/keys=random/entries=1000"
+	a := &Side{
+		Programs: []wire.ProgramInfo{{Benchmark: bench, Program: "lpm_lookup", TranslatedBytes: 1000, JitedBytes: 600, VerifiedInsns: 70, JitedSHA256: "aa"}},
+		Counts: []wire.CallCount{
+			{Benchmark: bench, Function: "longest_prefix_match", Symbol: "longest_prefix_match.isra.0", Mechanism: wire.MechanismKprobe, Calls: 103000, Ops: 10000},
+			{Benchmark: bench, Function: "trie_lookup_elem", Symbol: "trie_lookup_elem", Mechanism: wire.MechanismKprobe, Calls: 10000, Ops: 10000},
+		},
+	}
+	b := &Side{
+		Programs: []wire.ProgramInfo{{Benchmark: bench, Program: "lpm_lookup", TranslatedBytes: 1000, JitedBytes: 600, VerifiedInsns: 70, JitedSHA256: "aa"}},
+		Counts: []wire.CallCount{
+			{Benchmark: bench, Function: "longest_prefix_match", Symbol: "longest_prefix_match.isra.0", Mechanism: wire.MechanismKprobe, Calls: 0, Ops: 10000},
+			{Benchmark: bench, Function: "trie_lookup_elem", Why: "not traceable: fentry and kprobe attach failed"},
+		},
+	}
+	d := Compare(a, b, Options{})
+	var lines []string
+	for _, p := range d.Programs {
+		lines = append(lines, p.Line)
+	}
+	for _, c := range d.Counts {
+		lines = append(lines, c.Line)
+	}
+	want := []string{
+		bench + " lpm_lookup: 1000 xlated, 600 JITed bytes, 70 verified insns → 1000 xlated, 600 JITed bytes, 70 verified insns; same JITed code",
+		bench + ": longest_prefix_match calls per op: 10.30 (kprobe longest_prefix_match.isra.0) → 0 (kprobe longest_prefix_match.isra.0)",
+		bench + ": trie_lookup_elem calls per op: 1.00 (kprobe) → not counted: not traceable: fentry and kprobe attach failed",
+	}
+	if !reflect.DeepEqual(lines, want) {
+		t.Errorf("Compare(guest findings) lines =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestDiffFileRoundTrip(t *testing.T) {
+	path := DiffFile(filepath.Join(t.TempDir(), "results.txt"))
+	d := &Diff{A: &Side{Source: "kallsyms (approximate sizes)"}, B: &Side{Status: "no symbols: none"}, CallChanges: []CallChange{{Line: "x"}}}
+	if err := WriteDiffFile(path, d); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadDiffFile(path)
+	if err != nil || got.A.Source != d.A.Source || got.B.Status != d.B.Status || len(got.CallChanges) != 1 {
+		t.Errorf("ReadDiffFile(WriteDiffFile(d)) = %+v, %v; want d", got, err)
+	}
+	if _, err := ReadDiffFile(path + ".none"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadDiffFile(missing) = %v; want os.ErrNotExist", err)
+	}
+	big := filepath.Join(t.TempDir(), "big.json")
+	os.WriteFile(big, []byte(`{"a":"`+strings.Repeat("x", MaxDiffFileBytes)+`"}`), 0o644)
+	if _, err := ReadDiffFile(big); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadDiffFile(%d bytes) = %v; want ErrTooLarge", MaxDiffFileBytes, err)
+	}
+}
