@@ -84,9 +84,11 @@ func sideLine(s *insight.Side) string {
 	if s.Status != "" {
 		parts = append(parts, s.Status)
 	}
-	if s.Source != "" {
-		for _, p := range s.Problems {
+	for _, p := range s.Problems {
+		if s.Source != "" {
 			parts = append(parts, "not used: "+p)
+		} else if !strings.Contains(s.Status, p) {
+			parts = append(parts, p)
 		}
 	}
 	if len(parts) == 0 {

@@ -99,6 +99,7 @@ func lpmTrieBenchmarks() []*Benchmark {
 			Params:   []string{"entries", "prefix_len"},
 			Requires: []Requirement{ReqBPFLoop},
 			Run:      lpmRun(op, keys),
+			Instance: lpmInstance(op, keys),
 		}
 		if op.UsesTrie() {
 			b.Requires = []Requirement{ReqLPMTrie, ReqBPFLoop}
@@ -254,40 +255,52 @@ func jitOnOnePage(coll *ebpf.Collection, pageSize uint64) (onePage, known bool) 
 // Params.Rounds program runs each.
 func lpmRun(op bpf.LPMOp, keys bpf.KeyOrder) func(*Run) error {
 	return func(r *Run) error {
-		p := r.Params
-		l := bpf.LPMBench{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen}
-		spec, err := l.Spec()
+		b, closeAll, err := lpmPrepare(r, op, keys)
 		if err != nil {
 			return err
 		}
-		coll, err := loadCollection(r, "LPM "+op.String()+" program", spec)
-		if err != nil {
-			return err
-		}
-		defer coll.Close()
-		b := &progBench{prog: coll.Programs[l.ProgName()], stats: coll.Maps[bpf.StatsMapName]}
-		if op.UsesTrie() {
-			b.trie = &trie{m: coll.Maps[bpf.TrieMapName], entries: p.Entries, prefixLen: p.PrefixLen}
-			if op.StartsFull() {
-				start := time.Now()
-				how, err := b.trie.fill()
-				if err != nil {
-					return err
-				}
-				r.Info(fmt.Sprintf("filled %d entries with %s in %v", p.Entries, how, time.Since(start).Round(time.Millisecond)))
-			}
-		}
-		switch op {
-		case bpf.OpInsert:
-			b.resetTrie = b.trie.empty
-		case bpf.OpDelete:
-			b.resetTrie = func() error { _, err := b.trie.fill(); return err }
-		}
-		if _, err := b.sample(p.Rounds); err != nil {
+		defer closeAll()
+		if _, err := b.sample(r.Params.Rounds); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
-		return reportSamples(r, func() (Sample, error) { return b.sample(p.Rounds) })
+		return reportSamples(r, func() (Sample, error) { return b.sample(r.Params.Rounds) })
 	}
+}
+
+// lpmPrepare loads an LPM trie benchmark's program and maps and fills the
+// trie if the operation needs it full: what its samples and the insight
+// pass (lpmInstance) start from. closeAll releases the collection.
+func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll func(), err error) {
+	p := r.Params
+	l := bpf.LPMBench{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen}
+	spec, err := l.Spec()
+	if err != nil {
+		return nil, nil, err
+	}
+	coll, err := loadCollection(r, "LPM "+op.String()+" program", spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	b = &progBench{prog: coll.Programs[l.ProgName()], stats: coll.Maps[bpf.StatsMapName]}
+	if op.UsesTrie() {
+		b.trie = &trie{m: coll.Maps[bpf.TrieMapName], entries: p.Entries, prefixLen: p.PrefixLen}
+		if op.StartsFull() {
+			start := time.Now()
+			how, err := b.trie.fill()
+			if err != nil {
+				coll.Close()
+				return nil, nil, err
+			}
+			r.Info(fmt.Sprintf("filled %d entries with %s in %v", p.Entries, how, time.Since(start).Round(time.Millisecond)))
+		}
+	}
+	switch op {
+	case bpf.OpInsert:
+		b.resetTrie = b.trie.empty
+	case bpf.OpDelete:
+		b.resetTrie = func() error { _, err := b.trie.fill(); return err }
+	}
+	return b, coll.Close, nil
 }
 
 // reportSamples takes Params.Samples samples and reports them.

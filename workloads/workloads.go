@@ -200,6 +200,9 @@ type Benchmark struct {
 	MinCPUs int
 	// Run runs the benchmark and reports Params.Samples samples.
 	Run func(r *Run) error
+	// Instance, if set, loads the benchmark's programs for the insight
+	// pass (Insight), after the timed samples.
+	Instance func(p Params, logf func(string, ...any)) (*Instance, error)
 }
 
 // ParamInfo describes a parameter that can appear in benchmark names.

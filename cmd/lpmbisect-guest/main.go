@@ -25,6 +25,11 @@
 //	                         write an lpmbisect-ready note and wait for the
 //	                         host's "go" line on the results channel, so the
 //	                         host can let two VMs take turns [0]
+//	lpmbisect.insight=0|1    1: after the samples, the insight pass: send
+//	                         /proc/kallsyms, the benchmark programs' info
+//	                         and calls counted per operation (see
+//	                         insight.go); 0: not in this boot [off]
+//	lpmbisect.count=F,G      functions the insight pass counts calls of
 //	lpmbisect.fault=KIND     TEST-ONLY: after the first result, hang, flood,
 //	                         longline, garbage, panic or exit; nobpf at once
 //	                         (see fault.go)
@@ -214,6 +219,11 @@ func run(pid1 bool) (err error) {
 	}
 	if err := rep.End(); err != nil {
 		return fmt.Errorf("results channel broke: %w", err)
+	}
+	if plan.Insight == wire.InsightOn {
+		if err := insightPass(w, benches, p, plan.CountList(), func(text string) { infos = append(infos, text) }); err != nil {
+			return fmt.Errorf("results channel broke: %w", err)
+		}
 	}
 	// Info notes come last so that the configuration lines open the stream.
 	for _, text := range infos {
