@@ -97,6 +97,31 @@ func (r *run) useFleet(s *measure.Setup) error {
 	return nil
 }
 
+// errBisectNotOnFleet: bisections measure their kernels with
+// bisect.VMMeasurer, whose runner boots here whatever the setup's Remote
+// says. Refused rather than ignored: a user who asked for the fleet must
+// not get local boots without knowing.
+var errBisectNotOnFleet = errors.New("bisections do not boot on a fleet yet: their measurer (package bisect) boots here")
+
+// bisectOnFleet refuses --queue for bisect and bisect-run until package
+// bisect runs its boots through measure.Options.Remote (then this goes,
+// and LPMBISECT_FLEET_BISECT=1 go test -run TestFleetBisect shows it).
+func (r *run) bisectOnFleet() error {
+	if r.remote != nil && r.remote.queue != "" {
+		return usageError("--queue %s: %v (drop --queue to bisect here)", r.remote.queue, errBisectNotOnFleet)
+	}
+	return nil
+}
+
+// warnFleetBisect says, for nightly with --queue, what stays here: the
+// nights' boots go to the fleet, automatic bisections boot here (see
+// errBisectNotOnFleet).
+func (r *run) warnFleetBisect() {
+	if r.remote != nil && r.remote.queue != "" {
+		r.log.Printf("warning: --queue %s: the nights boot on the fleet, but automatic bisections of change points boot here (%v)", r.remote.queue, errBisectNotOnFleet)
+	}
+}
+
 // connect opens the fleet database once per command.
 func (l *remote) connect(url string, r *run) (*fleet.Client, error) {
 	l.mu.Lock()
@@ -168,12 +193,18 @@ func fleetCommand(r *run) *cli.Command {
 		}
 		return st.WriteText(c.App.Writer)
 	})
-	migrateOpts := []opt{configOpt(r),
-		dbOpt(r),
-	}
+	// Its own --db: a flag of the subcommand would reset the field the
+	// parent's --db set (the line's flags move to the parent, see
+	// reorderArgs).
+	var migrateDB string
+	migrateOpts := []opt{configOpt(r), dbOpt(r)}
+	migrateOpts[1].ptr = &migrateDB
 	migrate := command("migrate", "create or upgrade River's tables and the fleet's (never done behind your back)", "", migrateOpts, func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usageError("fleet migrate takes no arguments, got %q", c.Args().Slice())
+		}
+		if migrateDB != "" {
+			r.remote.db = migrateDB
 		}
 		url, err := r.fleetDB("fleet migrate")
 		if err != nil {
