@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // vmArgs are the flags every end-to-end run needs: TCG (our /dev/kvm does
@@ -236,7 +238,8 @@ func TestCompareDebianKernels(t *testing.T) {
 	// depend on how busy the machine is (wall time under TCG does; the
 	// README's demo shows it on a quiet machine). The controls run too. The
 	// documented jitter bounds decide from two boots a side.
-	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--samples", "3", "--rounds", "5",
+	// The first boot of each side also runs the guest's insight pass.
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--samples", "3", "--rounds", "5", "--entries", "1000",
 		"--bench", "LPMTrie/op=lookup/keys=random", "--format", "json", "--html", html, "--out", out}, args...),
 		testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612))...)
 	if code != exitOK {
@@ -255,7 +258,7 @@ func TestCompareDebianKernels(t *testing.T) {
 		if r.Control {
 			controls++
 		}
-		if r.Benchmark == "LPMTrie/op=lookup/keys=random/entries=10000" {
+		if r.Benchmark == "LPMTrie/op=lookup/keys=random/entries=1000" {
 			lookup = &doc.Rows[i]
 		}
 	}
@@ -270,12 +273,19 @@ func TestCompareDebianKernels(t *testing.T) {
 	}
 	t.Logf("6.1 → 6.12 random lookup: %.1f → %.1f %s (%+.1f%%, p=%.4f), %s after %d+%d boots",
 		lookup.A.Center, lookup.B.Center, lookup.Unit, *lookup.DeltaPct, lookup.P, lookup.Verdict, lookup.A.Boots, lookup.B.Boots)
-	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<svg") {
-		t.Errorf("--html %s: %v; want a report with SVG plots", html, err)
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "Why it changed") {
+		t.Errorf("--html %s: %v; want a report with SVG plots and the insight block", html, err)
+	}
+	checkInsight(t, doc.Insight)
+	// stat renders the block kept beside the results.
+	if code, stdout, stderr := runCLI(t, "stat", out); code != exitOK || !strings.Contains(stdout, "trie_lookup_elem no longer calls longest_prefix_match.isra.0") {
+		t.Errorf("lpmbisect stat %s: exit %d; want %d and the insight block\n%s\n%s", out, code, exitOK, stdout, stderr)
 	}
 
-	// The raw file holds both sides, one boot of each per round, in a
-	// randomized order, readable by benchfmt.
+	// The raw file holds both sides, one boot of each per round, readable
+	// by benchfmt. Boots are written as they end, and the first boot of
+	// each side, with the insight pass, ends later: so compare the boots
+	// in the order of their numbers.
 	results := readResultsFile(t, out)
 	var order []string
 	for _, r := range results {
@@ -283,6 +293,7 @@ func TestCompareDebianKernels(t *testing.T) {
 			order = append(order, s)
 		}
 	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i][1:] < order[j][1:] })
 	if len(order)%2 != 0 || len(order) < 2*compare.DeterministicBoots {
 		t.Fatalf("boot order %v; want rounds of one boot per side, at least %d", order, compare.DeterministicBoots)
 	}
@@ -292,6 +303,109 @@ func TestCompareDebianKernels(t *testing.T) {
 			t.Errorf("boot order %v: round %s is not one boot of each side", order, n)
 		}
 	}
+	assertNoQEMULeft(t)
+}
+
+// checkInsight checks the insight block of Debian 6.1 → 6.12 from the
+// guests' kallsyms: 6.12's trie_lookup_elem no longer calls
+// longest_prefix_match.isra.0, which 6.1's calls once per trie node on the
+// path of each XDP lookup (kprobe), and 6.12's never.
+func checkInsight(t *testing.T, in *report.InsightDocument) {
+	t.Helper()
+	if in == nil {
+		t.Fatal("compare --format json: no insight block")
+	}
+	for _, s := range []report.InsightSide{in.A, in.B} {
+		if s.Symbols == nil || s.Symbols.Kind != "kallsyms" || s.Symbols.KASLROffset == 0 {
+			t.Errorf("insight side %+v; want symbols from the guest's kallsyms, KASLR offset taken out", s)
+		}
+	}
+	removed := false
+	for _, c := range in.CallChanges {
+		removed = removed || c.Function == "trie_lookup_elem" && c.Callee == "longest_prefix_match.isra.0" && c.Kind == "removed"
+	}
+	if !removed {
+		t.Errorf("insight call changes %+v; want trie_lookup_elem no longer calling longest_prefix_match.isra.0", in.CallLines)
+	}
+	perOp := func(cs []wire.CallCount) (float64, bool) {
+		var calls, ops uint64
+		for _, c := range cs {
+			if c.Mechanism != wire.MechanismKprobe {
+				return 0, false
+			}
+			calls, ops = calls+c.Calls, c.Ops
+		}
+		return float64(calls) / float64(ops), ops > 0
+	}
+	found := false
+	for _, row := range in.Counts {
+		if row.Function != "longest_prefix_match" || !strings.HasPrefix(row.Benchmark, "LPMTrie/op=lookup/") {
+			continue
+		}
+		found = true
+		a, okA := perOp(row.A)
+		b, okB := perOp(row.B)
+		// 1000 dense /32 keys: a random key's leaf lies 9 to 11 nodes
+		// deep, 10.984 on average, one call per node.
+		if !okA || !okB || a < 9 || a > 11 || b != 0 {
+			t.Errorf("%s: longest_prefix_match calls per lookup %v (%v) → %v (%v); want 9–11 by kprobe on 6.1, 0 on 6.12", row.Benchmark, a, okA, b, okB)
+		}
+		t.Logf("%s", row.Line)
+	}
+	if !found {
+		t.Errorf("insight counts %v; want longest_prefix_match per lookup", in.CountLines)
+	}
+	if len(in.Programs) == 0 || in.Programs[0].A == nil || in.Programs[0].A.TranslatedBytes == 0 {
+		t.Errorf("insight programs %v; want the benchmark programs' sizes", in.ProgramLines)
+	}
+}
+
+// TestInsightPassKeepsTimedNumbers compares Debian 6.12 with itself under
+// icount: the first boot of each side runs the insight pass after its
+// samples, the second does not. Every row must be SAME, and the controls,
+// whose instruction counts repeat to the last digit from boot to boot,
+// must be the same to the last digit with and without the pass. (Lookups
+// differ by ~0.01 % between any two boots, pass or not: 600.50 and 600.56
+// insn/op in two boots without it.)
+func TestInsightPassKeepsTimedNumbers(t *testing.T) {
+	args := vmArgs(t)
+	deb := testkernels.Deb(t, testkernels.Debian612)
+	out := filepath.Join(t.TempDir(), "self.txt")
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--samples", "2", "--rounds", "5", "--entries", "1000",
+		"--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json", "--out", out}, args...), deb, deb)...)
+	if code != exitOK {
+		t.Fatalf("compare 6.12 6.12: exit %d; want %d\n%s\n%s", code, exitOK, stdout, stderr)
+	}
+	var doc report.Document
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("compare --format json: %v\n%s", err, stdout)
+	}
+	for _, r := range doc.Rows {
+		if r.Verdict != compare.Same {
+			t.Errorf("self-compare %s: %v; want SAME", r.Benchmark, r.Verdict)
+		}
+	}
+	if len(doc.Rows) < 2 {
+		t.Errorf("self-compare rows %+v; want the lookup and the controls", doc.Rows)
+	}
+	if doc.Insight == nil || len(doc.Insight.Counts) == 0 {
+		t.Errorf("self-compare: insight %+v; want the guest pass's counts", doc.Insight)
+	}
+	values := map[string][]string{} // side+boot → the controls' values in order
+	for _, r := range readResultsFile(t, out) {
+		if strings.Contains(string(r.Name), "op=lookup") {
+			continue
+		}
+		k := r.GetConfig("side") + r.GetConfig("boot")
+		values[k] = append(values[k], fmt.Sprint(r.Values[0].Value))
+	}
+	for _, side := range []string{"A", "B"} {
+		with, without := values[side+"1"], values[side+"2"]
+		if len(with) == 0 || strings.Join(with, " ") != strings.Join(without, " ") {
+			t.Errorf("side %s: control samples of the boot with the insight pass %v, without %v; want the same", side, with, without)
+		}
+	}
+	t.Logf("6.12 controls, boot with the pass %v, without %v", values["A1"], values["A2"])
 	assertNoQEMULeft(t)
 }
 
