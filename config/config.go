@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xrash/smetrics"
+
 	"github.com/BurntSushi/toml"
 
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -227,6 +229,9 @@ func Parse(text, dir string) (*File, error) {
 		keys := make([]string, len(und))
 		for i, k := range und {
 			keys[i] = k.String()
+			if near := nearestKey(keys[i]); near != "" {
+				keys[i] += " (did you mean " + near + "?)"
+			}
 		}
 		return nil, fmt.Errorf("%w: %s (kernels.example.toml lists every key)", ErrUnknownKeys, strings.Join(keys, ", "))
 	}
@@ -328,6 +333,24 @@ func Keys() []string {
 		}
 	}
 	return keys
+}
+
+// nearestKey is the known key a misspelt one most likely meant: the most
+// similar of its section (Jaro-Winkler, as urfave/cli suggests flags),
+// "" when none is close.
+func nearestKey(key string) string {
+	sec, _, _ := strings.Cut(key, ".")
+	sec = strings.TrimSuffix(sec, "]")
+	best, score := "", 0.85
+	for _, k := range Keys() {
+		if s, _, _ := strings.Cut(k, "."); s != sec {
+			continue
+		}
+		if d := smetrics.JaroWinkler(key, k, 0.7, 4); d > score {
+			best, score = k, d
+		}
+	}
+	return best
 }
 
 // ForSeries returns the configuration a series is measured with: this one

@@ -57,7 +57,7 @@ func TestUnknownKeysAreReported(t *testing.T) {
 	if !errors.Is(err, ErrUnknownKeys) {
 		t.Fatalf("Parse with misspelt keys: error %v; want ErrUnknownKeys", err)
 	}
-	for _, want := range []string{"measure.acel", "stats.min_efect", "wat"} {
+	for _, want := range []string{"measure.acel (did you mean measure.accel?)", "stats.min_efect (did you mean stats.min_effect?)", "wat"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse error %q does not name %s", err, want)
 		}
