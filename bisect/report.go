@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
@@ -138,7 +140,9 @@ func (r Report) WriteReports(w io.Writer, b *Bench, run report.Meta, extraHTML .
 	recheck, meta, err := b.recheckComparison(r.State, r.Result, run)
 	out.RecheckErr = err
 	var text bytes.Buffer
-	if err := report.WriteBisectionText(&text, r.View("")); err != nil {
+	view := r.View("")
+	view.Insight = meta.Insight
+	if err := report.WriteBisectionText(&text, view); err != nil {
 		return out, err
 	}
 	if _, err := w.Write(text.Bytes()); err != nil {
@@ -156,6 +160,7 @@ func (r Report) WriteReports(w io.Writer, b *Bench, run report.Meta, extraHTML .
 			}
 		}
 		view := r.View(name)
+		view.Insight = meta.Insight
 		if err := cachefile.WriteAtomic(page, func(w io.Writer) error { return report.WriteBisectionHTML(w, view) }); err != nil {
 			return out, fmt.Errorf("bisection report: %w", err)
 		}
@@ -185,5 +190,17 @@ func (b *Bench) recheckComparison(st *State, res *Result, run report.Meta) (*com
 	}
 	run.A = report.KernelInfo{Input: parent.Input, Release: parent.Label, SHA256: pk.SHA256}
 	run.B = report.KernelInfo{Input: culprit.Input, Release: culprit.Label, SHA256: ck.SHA256}
+	run.Insight = recheckInsight(pk, ck)
 	return rep, run, nil
+}
+
+// recheckInsight is the insight block of the parent against the culprit
+// from their images and, where the build's vmlinux is there
+// (insight.BuildVmlinux), exact sizes.
+func recheckInsight(parent, culprit *kernel.Kernel) *insight.Diff {
+	var opts insight.Options
+	load := func(k *kernel.Kernel) *insight.Side {
+		return insight.Load(insight.Input{Image: k.Image, Vmlinux: insight.BuildVmlinux(k.Image)}, opts)
+	}
+	return insight.Compare(load(parent), load(culprit), opts)
 }

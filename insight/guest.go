@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -53,22 +54,29 @@ func CountTargets(opts Options, sides ...*Side) []string {
 	return out
 }
 
-// BuildVmlinux returns the vmlinux of the build directory that image is
-// the arch/x86/boot/bzImage of, or "" when image is not in a build
-// directory or the directory has no vmlinux.
+// BuildVmlinux returns the unstripped vmlinux that belongs to image: that
+// of the build directory whose arch/x86/boot/bzImage it is, or, for an
+// image kept as boot/vmlinuz-<release>, a boot/vmlinux-<release> beside
+// it. "" when there is none (Load checks the build ID of what it reads).
 func BuildVmlinux(image string) string {
 	dir := filepath.Dir(image)
 	for range 3 { // arch/x86/boot
 		dir = filepath.Dir(dir)
 	}
-	if filepath.Join(dir, "arch", "x86", "boot", "bzImage") != filepath.Clean(image) {
+	if filepath.Join(dir, "arch", "x86", "boot", "bzImage") == filepath.Clean(image) {
+		return regularFile(filepath.Join(dir, "vmlinux"))
+	}
+	if rel, ok := strings.CutPrefix(filepath.Base(image), "vmlinuz-"); ok && rel != "" {
+		return regularFile(filepath.Join(filepath.Dir(image), "vmlinux-"+rel))
+	}
+	return ""
+}
+
+func regularFile(path string) string {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
-	v := filepath.Join(dir, "vmlinux")
-	if fi, err := os.Stat(v); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	return v
+	return path
 }
 
 // ProgramChange compares one benchmark program in A and B.
@@ -223,4 +231,16 @@ func countSide(cs []wire.CallCount) string {
 
 func countLine(r *CountRow) string {
 	return fmt.Sprintf("%s: %s calls per op: %s → %s", r.Benchmark, r.Function, countSide(r.A), countSide(r.B))
+}
+
+// LoadKernel is Load of a kernel input (anything kernel.Resolve takes:
+// an image, a .deb, a build directory) with the static source it brings,
+// its build's vmlinux (BuildVmlinux). An input that does not resolve gives
+// a side that says so.
+func LoadKernel(input, cacheDir string, opts Options) *Side {
+	k, err := kernel.Resolve(input, cacheDir)
+	if err != nil {
+		return &Side{Err: err, Status: "no symbols: " + oneLine(err)}
+	}
+	return Load(Input{Image: k.Image, Vmlinux: BuildVmlinux(k.Image)}, opts)
 }

@@ -46,6 +46,15 @@ func TestBuildVmlinux(t *testing.T) {
 	if got := BuildVmlinux(filepath.Join(dir, "vmlinuz")); got != "" {
 		t.Errorf("BuildVmlinux(a vmlinuz outside a build directory) = %q; want \"\"", got)
 	}
+	kept := filepath.Join(dir, "boot", "vmlinuz-6.12.0")
+	os.MkdirAll(filepath.Dir(kept), 0o755)
+	if got := BuildVmlinux(kept); got != "" {
+		t.Errorf("BuildVmlinux(%s) without vmlinux-6.12.0 = %q; want \"\"", kept, got)
+	}
+	os.WriteFile(filepath.Join(dir, "boot", "vmlinux-6.12.0"), nil, 0o644)
+	if got, want := BuildVmlinux(kept), filepath.Join(dir, "boot", "vmlinux-6.12.0"); got != want {
+		t.Errorf("BuildVmlinux(%s) = %q; want %q", kept, got, want)
+	}
 }
 
 func TestCompareGuestFindings(t *testing.T) {

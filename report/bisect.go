@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/insight"
 )
 
 // Bisection is a finished bisection as this package renders it: package
@@ -42,6 +43,9 @@ type Bisection struct {
 	// RecheckHTML, when set, names the page with compare's report of the
 	// parent against the culprit, which the HTML links.
 	RecheckHTML string
+	// Insight, when set, is the insight block of the parent against the
+	// culprit (a build directory's vmlinux gives exact sizes).
+	Insight *insight.Diff
 }
 
 // BisectionRow compares two kernels on one benchmark.
@@ -101,6 +105,12 @@ func WriteBisectionText(w io.Writer, r Bisection) error {
 			fmt.Fprintf(&b, "  %s\n", bisectionRowLine(row))
 		}
 	}
+	if r.Insight != nil {
+		fmt.Fprintf(&b, "parent → culprit: ")
+		if err := WriteInsightText(&b, r.Insight); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(&b, "confidence: ≥ %.3f that no step's verdict was wrong (1 − Σ p over %d steps' claims)", r.Confidence, len(r.Steps))
 	if r.RecheckP >= 0 {
 		fmt.Fprintf(&b, "; culprit against its parent p%s", FormatPRelation(r.RecheckP))
@@ -158,6 +168,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 <table><tr><th>benchmark</th><th>parent</th><th>culprit</th><th>change</th><th>verdict</th><th>p</th><th>boots</th></tr>
 {{range .}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .P}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}
 </table>{{end}}
+{{with .InsightText}}<h2>Why it changed, parent → culprit</h2>
+<pre>{{.}}</pre>{{end}}
 {{with .RecheckHTML}}<p>The re-check as a comparison report, with plots: <a href="{{.}}">{{.}}</a>.</p>{{end}}
 <p>Confidence: ≥ {{printf "%.3f" .Confidence}} that no step's verdict was wrong (1 − Σ p over the steps' claims).
 {{len .Steps}} steps, {{.Measured}} kernels measured.</p>
@@ -172,5 +184,16 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 // WriteBisectionHTML writes a bisection report as a self-contained HTML
 // page.
 func WriteBisectionHTML(w io.Writer, r Bisection) error {
-	return bisectionHTML.Execute(w, r)
+	page := struct {
+		Bisection
+		InsightText string
+	}{Bisection: r}
+	if r.Insight != nil {
+		var b strings.Builder
+		if err := WriteInsightText(&b, r.Insight); err != nil {
+			return err
+		}
+		page.InsightText = strings.TrimPrefix(b.String(), insightTitle+"\n")
+	}
+	return bisectionHTML.Execute(w, page)
 }

@@ -205,3 +205,30 @@ func TestInsightInEveryFormat(t *testing.T) {
 		t.Errorf("WriteJSON(insight) = insight %+v, %v; want the block with one call line", doc.Insight, err)
 	}
 }
+
+// TestInsightInBisectionAndMail checks the block in a bisection's re-check
+// and in the nightly mail.
+func TestInsightInBisectionAndMail(t *testing.T) {
+	const line = "trie_lookup_elem no longer calls longest_prefix_match.isra.0"
+	var text, page bytes.Buffer
+	b := Bisection{Culprit: "first bad commit: 1a4a0cb7985f", Verdict: "confirmed by the re-check", RecheckP: -1, Insight: insightDiff()}
+	if err := WriteBisectionText(&text, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBisectionHTML(&page, b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "parent → culprit: "+insightTitle) || !strings.Contains(text.String(), line) || !strings.Contains(page.String(), line) {
+		t.Errorf("bisection report with insight lacks the block:\n%s\n%s", text.String(), page.String())
+	}
+	m := testMail(t, 7)
+	m.Insight = insightDiff()
+	if got := writeMail(t, m); !strings.Contains(got, mdEscape(line)) {
+		t.Errorf("WriteChangePointMail(insight) lacks the block:\n%s", got)
+	}
+	var none bytes.Buffer
+	WriteBisectionText(&none, Bisection{RecheckP: -1})
+	if strings.Contains(none.String(), insightTitle) {
+		t.Errorf("bisection report without insight has the block:\n%s", none.String())
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/shellquote"
 )
 
@@ -44,6 +45,9 @@ type Mail struct {
 	// Config is the configuration file that the commands acknowledging or
 	// muting the change points name.
 	Config string
+	// Insight, when set, is the insight block of the two tips (before →
+	// after), written after the setup as in compare's Markdown report.
+	Insight *insight.Diff
 }
 
 // Reproduction is the compare command that shows a step again: the two
@@ -192,6 +196,12 @@ func WriteChangePointMail(w io.Writer, m Mail) error {
 	writeMailOutcome(bw, m)
 	writeMailTable(bw, m)
 	writeMailSetup(bw, m)
+	if m.Insight != nil {
+		fmt.Fprintln(bw)
+		if err := WriteInsightMarkdown(bw, m.Insight); err != nil {
+			return err
+		}
+	}
 
 	if r := m.Reproduce; r.Before != "" && r.After != "" {
 		fmt.Fprintf(bw, "\n### Reproduce\n\n```\n%s\n```\n", r.Command())
