@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -20,10 +21,16 @@ import (
 var DefaultCounted = []string{"longest_prefix_match"}
 
 // CountTargets returns the functions for the guest to count
-// (wire.Plan.Count): the functions of interest, DefaultCounted and the
-// direct callees the sides' static sources show, by base name
-// ("longest_prefix_match.isra.0" counts as longest_prefix_match), at most
-// wire.MaxCount of them in wire.MaxCountLen bytes.
+// (wire.Plan.Count): the functions of interest, DefaultCounted and those
+// direct callees the sides' static sources show that are code under test
+// (DefaultSymbols), by base name ("longest_prefix_match.isra.0" counts as
+// longest_prefix_match), at most wire.MaxCount of them in
+// wire.MaxCountLen bytes.
+//
+// Callees outside the code under test are not counted, whatever
+// Options.Symbols says: a kprobe on what the kernel's own printing and
+// probing use (_raw_spin_lock_irqsave, __memcpy) livelocked Debian 6.1
+// under icount.
 func CountTargets(opts Options, sides ...*Side) []string {
 	var out []string
 	n := 0
@@ -47,12 +54,16 @@ func CountTargets(opts Options, sides ...*Side) []string {
 		}
 		for _, fc := range s.Calls {
 			for _, c := range fc.Calls {
-				add(c.Callee)
+				if codeUnderTest.MatchString(NormalizeName(c.Callee)) {
+					add(c.Callee)
+				}
 			}
 		}
 	}
 	return out
 }
+
+var codeUnderTest = regexp.MustCompile(DefaultSymbols)
 
 // BuildVmlinux returns the unstripped vmlinux that belongs to image: that
 // of the build directory whose arch/x86/boot/bzImage it is, or, for an
