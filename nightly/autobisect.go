@@ -22,9 +22,30 @@ import (
 // notifyAndBisect bisects the night's confirmed (no longer provisional)
 // change points on the kernel line, records what became of them, and mails
 // them, one mail per night, to whoever the configuration names.
+//
+// One bisection serves every change point of the same nights: it measures
+// the whole plan, so the commit that moved one benchmark is found once, and
+// a control that stepped on those nights (the kernel's own loop overhead)
+// gets the culprit of the benchmarks beside it instead of a bisection of
+// its own. Non-control change points go first for that.
 func (r *seriesRun) notifyAndBisect(ctx context.Context) {
 	var tell []history.ChangePoint
-	for i := range r.n.Changes {
+	order := make([]int, len(r.n.Changes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		ci, cj := compare.IsControl(r.n.Changes[i].Point.Benchmark, nil), compare.IsControl(r.n.Changes[j].Point.Benchmark, nil)
+		switch {
+		case ci == cj:
+			return 0
+		case cj:
+			return -1
+		}
+		return 1
+	})
+	done := map[bisectRange]history.Bisection{}
+	for _, i := range order {
 		c := &r.n.Changes[i]
 		cp := &c.Point
 		if cp.Line != history.LineKernel || cp.Status == history.ChangeWithdrawn || cp.Provisional {
@@ -34,7 +55,7 @@ func (r *seriesRun) notifyAndBisect(ctx context.Context) {
 			r.n.Outcome = max(r.n.Outcome, Regression)
 		}
 		if cp.Bisect.State == history.BisectNone && r.cfg.Nightly.Bisect {
-			cp.Bisect = r.autoBisect(ctx, *cp)
+			cp.Bisect = r.autoBisect(ctx, *cp, done)
 			if ctx.Err() != nil {
 				return // interrupted: the bisection resumes with the next run
 			}
@@ -112,10 +133,18 @@ func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
 // benchmarks count cost per operation, so a rise is worse.
 func worse(cp history.ChangePoint) bool { return cp.DeltaPct > 0 }
 
+// bisectRange is what one bisection searches: the nights around a change
+// and its direction.
+type bisectRange struct {
+	before, after string // night dates
+	reverse       bool
+}
+
 // autoBisect bisects a change point between the nights around it, widened
 // by one night on each side: a git series with the bisect driver, an images
-// series over the kernels CI dropped in between.
-func (r *seriesRun) autoBisect(ctx context.Context, cp history.ChangePoint) history.Bisection {
+// series over the kernels CI dropped in between. done holds the
+// bisections of this run, which a change point of the same nights shares.
+func (r *seriesRun) autoBisect(ctx context.Context, cp history.ChangePoint, done map[bisectRange]history.Bisection) history.Bisection {
 	if floor := r.resolvable(cp.Metric); math.Abs(cp.DeltaPct) < floor {
 		return history.Bisection{State: history.BisectSkipped,
 			Reason: fmt.Sprintf("not bisected: below what this host resolves (%+.2f%% against ±%.2g%%)", cp.DeltaPct, floor)}
@@ -130,11 +159,26 @@ func (r *seriesRun) autoBisect(ctx context.Context, cp history.ChangePoint) hist
 	before, after := cp.NightIndex-2, cp.NightIndex+1 // widened by one night each side
 	before, after = max(before, 0), min(after, len(points)-1)
 	good, bad := points[before].Night.Tip, points[after].Night.Tip
+	key := bisectRange{points[before].Night.Date, points[after].Night.Date, !worse(cp)}
+	if b, ok := done[key]; ok {
+		return b
+	}
+	if compare.IsControl(cp.Benchmark, nil) {
+		for k, b := range done {
+			if k.before == key.before && k.after == key.after {
+				return b // the control moved with the benchmarks beside it
+			}
+		}
+	}
 	setup := *r.setup
 	bench := *setup.Bench
-	bench.Reverse = !worse(cp) // an improvement: the bad (newer) end is the faster
+	bench.Reverse = key.reverse // an improvement: the bad (newer) end is the faster
 	setup.Bench = &bench
-	state := filepath.Join(r.dir, "bisect", fmt.Sprintf("%d", cp.ID))
+	dir := "worse"
+	if key.reverse {
+		dir = "better"
+	}
+	state := filepath.Join(r.dir, "bisect", key.before+"_"+key.after+"_"+dir)
 	r.logf("bisecting change point %d (%s %+.2f%%) between %s (%s) and %s (%s)", cp.ID, cp.Benchmark, cp.DeltaPct,
 		points[before].Night.Date, describe(good), points[after].Night.Date, describe(bad))
 	var res *bisect.Result
@@ -146,13 +190,17 @@ func (r *seriesRun) autoBisect(ctx context.Context, cp history.ChangePoint) hist
 			res, _, err = setup.Images(ctx, images, state)
 		}
 	}
+	var b history.Bisection
 	switch {
 	case err != nil:
-		return failed(err)
+		return failed(err) // not shared: an interruption or a failure is tried again
 	case res.Found():
-		return history.Bisection{State: history.BisectFound, Culprit: res.FirstBad, Subject: res.Subject}
+		b = history.Bisection{State: history.BisectFound, Culprit: res.FirstBad, Subject: res.Subject}
+	default:
+		b = history.Bisection{State: history.BisectFailed, Reason: (bisect.Report{State: &bisect.State{}, Result: res}).Culprit()}
 	}
-	return history.Bisection{State: history.BisectFailed, Reason: (bisect.Report{State: &bisect.State{}, Result: res}).Culprit()}
+	done[key] = b
+	return b
 }
 
 func failed(err error) history.Bisection {

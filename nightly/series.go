@@ -307,6 +307,12 @@ func (r *seriesRun) rebuildPrevious(ctx context.Context, prev history.Night) str
 	r.note("toolchain changed since %s: compiler %q → %q, config %s → %s%s", prev.Date, prev.Tip.Compiler, tip.Compiler,
 		prev.Tip.ConfigHash, tip.ConfigHash, configDiff(prev.Tip.Input, tip.Input))
 	built, err := r.build(ctx, &git.Repo{Dir: r.conf.Repo}, prev.Tip.Commit)
+	if err == nil && built.Failed == "" && built.Image == prev.Tip.ImageSHA256 {
+		// The toolchain change left the image as it was: its stored boots
+		// stand, and booting it again would only repeat them.
+		r.note("last tip %s rebuilt with tonight's toolchain to the same image %.12s: its stored boots stand", prev.Tip.Commit[:12], built.Image)
+		return ""
+	}
 	if err == nil && built.Failed == "" {
 		r.note("last tip %s rebuilt with tonight's toolchain, measured as rebuilt-previous", prev.Tip.Commit[:12])
 		return built.Kernel

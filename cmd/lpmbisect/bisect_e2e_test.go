@@ -25,8 +25,9 @@ import (
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
-// bisectArgs keep bisection tests short: one benchmark (one row, so 4 boots
-// per look can decide with --max-boots 8), small tries, instruction counts.
+// bisectArgs keep bisection tests short: one benchmark, small tries,
+// instruction counts (the deterministic rule decides from 2 boots a side;
+// --max-boots 8 leaves the statistical fallback room).
 var bisectArgs = []string{"--accel", "icount", "--bench", "LPMTrie/op=lookup/keys=random", "--samples", "3", "--entries", "1000", "--rounds", "5", "--max-boots", "8", "--boot-timeout", "60s"}
 
 // fakeBuild is the build command of the test repository: kernel.conf says
@@ -187,7 +188,7 @@ func TestBisectRepoOnRealKernelsResumes(t *testing.T) {
 	dir, commits := culpritRepo(t)
 	state := t.TempDir()
 	cmd := append(append([]string{"bisect", "--repo", dir, "--good", commits[0], "--bad", commits[8], "--reverse",
-		"--build-command", "./build.sh", "--state", state}, bisectArgs...), args...)
+		"--build-command", "./build.sh", "--state", state, "--recheck-boots", "2"}, bisectArgs...), args...)
 
 	// Interrupt the first run with SIGINT once it has decided two steps.
 	done := make(chan struct{})
@@ -259,7 +260,7 @@ func TestBisectImagesOnDebianKernels(t *testing.T) {
 	list := filepath.Join(t.TempDir(), "kernels.txt")
 	os.WriteFile(list, []byte(strings.Join([]string{"# 6.1 then 6.12", deb61, deb61, deb61, deb612, deb612, deb612}, "\n")+"\n"), 0o644)
 	html := filepath.Join(t.TempDir(), "report.html")
-	code, stdout, stderr := runCLI(t, append(append([]string{"bisect", "--images", list, "--reverse", "--state", t.TempDir(), "--html", html}, bisectArgs...), args...)...)
+	code, stdout, stderr := runCLI(t, append(append([]string{"bisect", "--images", list, "--reverse", "--state", t.TempDir(), "--html", html, "--recheck-boots", "2"}, bisectArgs...), args...)...)
 	t.Logf("%s\n%s", stdout, stderr)
 	if code != 0 {
 		t.Fatalf("lpmbisect bisect --images: exit %d; want 0", code)
