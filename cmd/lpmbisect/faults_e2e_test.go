@@ -97,8 +97,9 @@ func TestFaultGuestMisbehaves(t *testing.T) {
 		{"garbage", []string{"--fault", "garbage"}, []string{"corrupt"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // one boot each, under icount: they may share the host
 			runDir := t.TempDir()
-			code, stdout, stderr := runCLI(t, append(append(append([]string{"run", "--accel", "tcg", "--samples", "2"}, c.flags...), append(args, "--run-dir", runDir)...), deb)...)
+			code, stdout, stderr := runCLI(t, append(append(append([]string{"run", "--accel", "icount", "--samples", "2"}, c.flags...), append(args, "--run-dir", runDir)...), deb)...)
 			logCase(t, c.name, stderr, code)
 			if code != exitInfra {
 				t.Errorf("exit %d; want %d\n%s", code, exitInfra, stderr)
