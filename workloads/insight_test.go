@@ -1,0 +1,57 @@
+package workloads
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const kallsymsSample = `0000000000000000 A fixed_percpu_data
+ffffffff81000000 T _text
+ffffffff81000000 T startup_64
+ffffffff812f8a40 t __pfx_longest_prefix_match.isra.0
+ffffffff812f8a50 t longest_prefix_match.isra.0
+ffffffff812f8b90 t trie_lookup_elem
+ffffffff812f8c50 t longest_prefix_match.isra.0.cold
+ffffffff82000000 D init_task
+ffffffff82a00000 b some_bss
+ffffffffc0001000 t virtio_dev_probe	[virtio]
+`
+
+func TestReadKallsyms(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kallsyms")
+	os.WriteFile(path, []byte(kallsymsSample), 0o644)
+	b, err := readKallsyms(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `ffffffff81000000 T _text
+ffffffff81000000 T startup_64
+ffffffff812f8a40 t __pfx_longest_prefix_match.isra.0
+ffffffff812f8a50 t longest_prefix_match.isra.0
+ffffffff812f8b90 t trie_lookup_elem
+ffffffff812f8c50 t longest_prefix_match.isra.0.cold
+`
+	if string(b) != want {
+		t.Errorf("readKallsyms = %q; want the code symbols %q", b, want)
+	}
+	got := matchTargets(b, []string{"longest_prefix_match", "trie_lookup_elem", "trie_update_elem"})
+	wantT := map[string][]string{"longest_prefix_match": {"longest_prefix_match.isra.0"}, "trie_lookup_elem": {"trie_lookup_elem"}}
+	if !reflect.DeepEqual(got, wantT) {
+		t.Errorf("matchTargets = %v; want %v", got, wantT)
+	}
+
+	hidden := filepath.Join(t.TempDir(), "hidden")
+	os.WriteFile(hidden, regexp.MustCompile(`(?m)^[0-9a-f]{16}`).ReplaceAll([]byte(kallsymsSample), []byte("0000000000000000")), 0o644)
+	if _, err := readKallsyms(hidden); err == nil || !strings.Contains(err.Error(), "hidden") {
+		t.Errorf("readKallsyms(zero addresses) = %v; want the addresses hidden", err)
+	}
+	big := filepath.Join(t.TempDir(), "big")
+	os.WriteFile(big, make([]byte, maxKallsymsBytes+1), 0o644)
+	if _, err := readKallsyms(big); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("readKallsyms(%d bytes) = %v; want it refused", maxKallsymsBytes+1, err)
+	}
+}
