@@ -29,8 +29,9 @@ import (
 // icount a longer command line is more instructions before the samples.
 //
 // The guest sends one document (InsightDoc), gzip-compressed JSON, as
-// KeyInsight lines of base64 before the trailer, whose checksum covers
-// them. A guest's output is untrusted: the host bounds the compressed
+// KeyInsight lines of base64 after the trailer: a document lost or cut
+// short in transit costs only itself (gzip's checksum tells), never the
+// boot's results. A guest's output is untrusted: the host bounds the compressed
 // bytes (MaxInsightBytes), the decompressed JSON (MaxInsightJSONBytes) and
 // every list in it (InsightDoc.Check).
 
@@ -205,15 +206,21 @@ func DecodeInsight(gz []byte) (*InsightDoc, error) {
 }
 
 // Insight writes a compressed document (EncodeInsight) as KeyInsight
-// lines. Call it once, before End.
+// lines, once, after End. The document follows the trailer so that one
+// cut short in transit (a guest that powers off while the virtio queue
+// still holds data the host was slow to read) costs only itself: the
+// trailer proves the results, gzip's checksum the document.
 func (w *Writer) Insight(gz []byte) error {
+	if !w.ended {
+		return errors.New("write insight: before the trailer (End first: the trailer proves the results, gzip's checksum the document)")
+	}
 	if len(gz) > MaxInsightBytes {
 		return fmt.Errorf("write insight: %w", ErrInsightTooLarge)
 	}
 	for len(gz) > 0 {
 		n := min(len(gz), insightChunk)
 		line := KeyInsight + ": " + base64.StdEncoding.EncodeToString(gz[:n]) + "\n"
-		if _, err := io.MultiWriter(w.out, w.sum).Write([]byte(line)); err != nil {
+		if _, err := io.WriteString(w.out, line); err != nil {
 			return fmt.Errorf("write insight: %w", err)
 		}
 		gz = gz[n:]

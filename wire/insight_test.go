@@ -33,10 +33,13 @@ func TestInsightStreamRoundTrip(t *testing.T) {
 	if err := w.Result(&r); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Insight(gz); err != nil {
-		t.Fatal(err)
+	if err := w.Insight(gz); err == nil {
+		t.Fatal("Writer.Insight before End succeeded; want an error (the document follows the trailer)")
 	}
 	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Insight(gz); err != nil {
 		t.Fatal(err)
 	}
 	s := Decode(b.Bytes())
@@ -54,10 +57,20 @@ func TestInsightStreamRoundTrip(t *testing.T) {
 		t.Errorf("PerOp() = %v; want 10", pc)
 	}
 
-	// A changed byte in an insight line breaks the checksum.
-	bad := bytes.Replace(b.Bytes(), []byte(KeyInsight+": H4sI"), []byte(KeyInsight+": H4sJ"), 1)
-	if s := Decode(bad); s.Complete {
-		t.Errorf("Decode(stream with a changed insight line).Complete = true; want false")
+	// A document cut short in transit costs only itself: the results
+	// stand, and gzip's checksum tells the document is incomplete.
+	cut := b.Bytes()[:b.Len()-insightChunk/2]
+	s = Decode(cut)
+	if !s.Complete || len(s.Results) != 1 {
+		t.Errorf("Decode(stream with its insight cut short) = complete %v (%s), %d results; want the complete results", s.Complete, s.Problem, len(s.Results))
+	}
+	if _, err := DecodeInsight(s.Insight); err == nil && s.InsightProblem == "" {
+		t.Errorf("Decode(stream with its insight cut short): the document decoded; want an error")
+	}
+	// Insight lines before the trailer are not the document.
+	stray := append([]byte(KeyInsight+": H4sI\n"), b.Bytes()[:bytes.Index(b.Bytes(), []byte(KeyEnd))]...)
+	if s := Decode(stray); s.Insight != nil {
+		t.Errorf("Decode(insight line before the trailer).Insight = %d bytes; want none", len(s.Insight))
 	}
 }
 
@@ -76,7 +89,7 @@ func kallsymsText(n int) string {
 }
 
 func TestInsightBounds(t *testing.T) {
-	s := Decode([]byte(KeyInsight + ": not base64!\n"))
+	s := Decode([]byte(KeyEnd + ": records=0 sha256=x\n" + KeyInsight + ": not base64!\n"))
 	if s.Insight != nil || s.InsightProblem == "" {
 		t.Errorf("Decode(bad insight line) = %d bytes, problem %q; want none and a problem", len(s.Insight), s.InsightProblem)
 	}

@@ -189,14 +189,19 @@ func Decode(data []byte) *Stream {
 		clean := bytes.TrimRight(bytes.ReplaceAll(line, []byte("\r"), nil), "\n")
 		if trailer == "" && bytes.HasPrefix(clean, []byte(KeyEnd+":")) {
 			trailer = string(clean)
-			break
+			continue
+		}
+		if trailer != "" { // after the trailer only the insight document (Writer.Insight)
+			if v, ok := bytes.CutPrefix(clean, []byte(KeyInsight+":")); ok {
+				insight.add(string(v))
+			}
+			continue
 		}
 		sum.Write(bytes.ReplaceAll(line, []byte("\r"), nil))
 		if bytes.HasPrefix(clean, []byte(notePrefix)) {
 			if k, v, ok := strings.Cut(string(clean), ":"); ok {
 				if k == KeyInsight {
-					insight.add(v)
-					continue
+					continue // only after the trailer; a stray line proves nothing
 				}
 				if k != KeyReady { // pacing, not information
 					s.Notes = append(s.Notes, Note{Key: k, Text: strings.TrimSpace(v)})

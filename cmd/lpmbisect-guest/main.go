@@ -220,10 +220,9 @@ func run(pid1 bool) (err error) {
 	if err := rep.End(); err != nil {
 		return fmt.Errorf("results channel broke: %w", err)
 	}
+	var insightDoc []byte
 	if plan.Insight == wire.InsightOn {
-		if err := insightPass(w, benches, p, plan.CountList(), func(text string) { infos = append(infos, text) }); err != nil {
-			return fmt.Errorf("results channel broke: %w", err)
-		}
+		insightDoc = insightPass(benches, p, plan.CountList(), func(text string) { infos = append(infos, text) })
 	}
 	// Info notes come last so that the configuration lines open the stream.
 	for _, text := range infos {
@@ -236,6 +235,11 @@ func run(pid1 bool) (err error) {
 		return err
 	}
 	logf("wrote %d results and the trailer", w.Records())
+	if insightDoc != nil {
+		if err := w.Insight(insightDoc); err != nil {
+			logf("insight document: %v", err) // the results are complete: the boot counts
+		}
+	}
 	return nil
 }
 
