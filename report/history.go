@@ -240,8 +240,8 @@ func (v *seriesView) changesSummary() string {
 
 // countOf counts what: "1 night", "14 nights".
 func countOf(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
+	if n == 1 || strings.HasSuffix(what, "s") { // "series" is its own plural
+		return fmt.Sprintf("%d %s", n, what)
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -20,12 +20,21 @@ func reorderArgs(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
-	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
-			takesValue[n] = !isBool
+	takesValue := valueFlags(cmd)
+	// A subcommand (history import) owns the flags after it; the parent's
+	// flags before it stay where they are.
+	for j := i + 1; j < len(args) && args[j] != "--"; j++ {
+		if a := args[j]; strings.HasPrefix(a, "-") {
+			if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && takesValue[name] {
+				j++
+			}
+			continue
 		}
+		sub := cmd.Command(args[j])
+		if sub == nil {
+			break
+		}
+		i, cmd, takesValue = j, sub, valueFlags(sub)
 	}
 	flags, rest := []string{}, []string{}
 	tail := args[i+1:]
@@ -47,6 +56,19 @@ func reorderArgs(app *cli.App, args []string) []string {
 		}
 	}
 	return slices.Concat(args[:i+1], flags, rest)
+}
+
+// valueFlags tells, by each name of cmd's flags, whether the flag takes a
+// value (every flag but the booleans).
+func valueFlags(cmd *cli.Command) map[string]bool {
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	return takesValue
 }
 
 // commandIndex returns the index of the command in args (args[0] is the

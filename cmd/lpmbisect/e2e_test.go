@@ -416,7 +416,7 @@ func TestCompareFixedSizeIsInconclusive(t *testing.T) {
 	// significance test (--rule statistical: the deterministic rule would
 	// decide SAME), so the outcome is inconclusive (exit 3), decided after
 	// the last boot.
-	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--rule", "statistical", "--boots", "2", "--max-boots", "2", "--samples", "2", "--rounds", "2",
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--no-insight", "--accel", "icount", "--rule", "statistical", "--boots", "2", "--max-boots", "2", "--samples", "2", "--rounds", "2",
 		"--no-controls", "--bench", "LPMTrie/op=lookup/keys=random", "--format", "markdown"}, args...), deb, deb)...)
 	if code != exitInconclusive {
 		t.Fatalf("compare with 2 boots per side: exit %d; want %d (inconclusive)\n%s\n%s", code, exitInconclusive, stdout, stderr)
@@ -433,7 +433,7 @@ func TestCompareFixedSizeIsInconclusive(t *testing.T) {
 func TestComparePairedAuto(t *testing.T) {
 	args := vmArgs(t)
 	out := filepath.Join(t.TempDir(), "ab.txt")
-	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--paired", "--accel", "auto", "--boots", "2", "--max-boots", "2", "--samples", "2", "--rounds", "2",
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--no-insight", "--paired", "--accel", "auto", "--boots", "2", "--max-boots", "2", "--samples", "2", "--rounds", "2",
 		"--no-controls", "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json", "--verbose", "--out", out}, args...),
 		testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612))...)
 	assertNoQEMULeft(t)
