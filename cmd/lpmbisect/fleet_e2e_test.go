@@ -273,8 +273,16 @@ func TestFleetCompare(t *testing.T) {
 	}
 
 	// Again, with w1 killed two seconds into a boot of its own: the
-	// rescuer gives the job to w2 after --stuck-after.
-	const stuck = 30 * time.Second
+	// rescuer gives the job to w2 after --stuck-after, which must also be
+	// longer than any boot on a busy machine (a boot past it is killed
+	// and tried again): 30 s, or three times the longest boot so far.
+	stuck := 30 * time.Second
+	for _, m := range regexp.MustCompile(`boot done .* took=(\S+)`).FindAllStringSubmatch(stderr, -1) {
+		if d, err := time.ParseDuration(m[1]); err == nil && 3*d > stuck {
+			stuck = (3 * d).Round(time.Second)
+		}
+	}
+	t.Logf("second compare with --stuck-after %s", stuck)
 	conn, err := pgx.Connect(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
@@ -359,6 +367,41 @@ WHERE j.id > $1 AND j.kind = $2 GROUP BY j.id, j.attempt ORDER BY j.id`, maxJob,
 		t.Errorf("%d boot jobs in the second compare; want %d", jobs, want)
 	}
 	t.Logf("compare with w1 killed: %s; boots per worker so far %v", time.Since(start).Round(100*time.Millisecond), bootsPerWorker(fleetStatus(t, db, password)))
+
+	// Ctrl-C of a client cancels its outstanding jobs: the running boot on
+	// w2 ends, the queued ones never start.
+	conn.QueryRow(context.Background(), "SELECT COALESCE(max(id), 0) FROM river_job").Scan(&maxJob)
+	line = compareArgs(t, "--db", db, "--queue", "icount")
+	go func() {
+		code, stdout, stderr := runCLI(t, line...)
+		finished <- outcome{code, stdout, stderr}
+	}()
+	running := 0
+	for deadline := time.Now().Add(time.Minute); running == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		conn.QueryRow(context.Background(), "SELECT count(*) FROM river_job WHERE id > $1 AND state = 'running'", maxJob).Scan(&running)
+	}
+	if running == 0 {
+		t.Fatal("no job of the third compare ran within a minute")
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case res = <-finished:
+	case <-time.After(time.Minute):
+		t.Fatal("compare did not end within a minute of SIGINT")
+	}
+	if res.code != exitSIGINT {
+		t.Errorf("compare interrupted by SIGINT: exit %d; want %d\n%s", res.code, exitSIGINT, res.stderr)
+	}
+	var open int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		conn.QueryRow(context.Background(), "SELECT count(*) FROM river_job WHERE id > $1 AND state NOT IN ('cancelled', 'completed', 'discarded')", maxJob).Scan(&open)
+		if open == 0 && w2.qemus() == "" {
+			break
+		}
+	}
+	if open != 0 || w2.qemus() != "" {
+		t.Errorf("after SIGINT of the client: %d of its jobs not ended, QEMU of w2: %q; want every job canceled and no boot left", open, w2.qemus())
+	}
 	w2.stop(t)
 	assertNoQEMULeft(t)
 }
