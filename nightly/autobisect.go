@@ -169,6 +169,14 @@ func (r *seriesRun) autoBisect(ctx context.Context, cp history.ChangePoint, done
 				return b // the control moved with the benchmarks beside it
 			}
 		}
+		// Or with benchmarks whose change point an earlier night bisected.
+		if cps, err := r.db.ChangePoints(ctx, r.n.Series.ID); err == nil {
+			for _, other := range cps {
+				if other.Night == cp.Night && other.Line == cp.Line && other.Bisect.State == history.BisectFound && !compare.IsControl(other.Benchmark, nil) {
+					return other.Bisect
+				}
+			}
+		}
 	}
 	setup := *r.setup
 	bench := *setup.Bench
@@ -198,6 +206,9 @@ func (r *seriesRun) autoBisect(ctx context.Context, cp history.ChangePoint, done
 		b = history.Bisection{State: history.BisectFound, Culprit: res.FirstBad, Subject: res.Subject}
 	default:
 		b = history.Bisection{State: history.BisectFailed, Reason: (bisect.Report{State: &bisect.State{}, Result: res}).Culprit()}
+		if b.Reason == "" {
+			b.Reason = "the bisection named no culprit (see " + state + ")"
+		}
 	}
 	done[key] = b
 	return b
