@@ -215,10 +215,20 @@ const (
 	// FaultNoBPF acts at once: bpf() fails with ENOSYS, as on a kernel built
 	// without CONFIG_BPF_SYSCALL.
 	FaultNoBPF = "nobpf"
+	// FaultBimodal acts at once: in about half the boots (the parity of
+	// the second the guest boots at, from the host's clock through the
+	// RTC) every value is BimodalShift higher, a second mode that a
+	// deterministic instrument must not hide.
+	FaultBimodal = "bimodal"
 )
 
+// BimodalShift is how far FaultBimodal's second mode lies above the first:
+// beyond the jitter bounds (0.1 % by default), inside the default minimum
+// effect (1 %), so a kernel compared with itself must stay SAME or UNKNOWN.
+const BimodalShift = 0.005
+
 // Faults lists the TEST-ONLY faults.
-var Faults = []string{FaultHang, FaultFlood, FaultLongline, FaultGarbage, FaultPanic, FaultExit, FaultNoBPF}
+var Faults = []string{FaultHang, FaultFlood, FaultLongline, FaultGarbage, FaultPanic, FaultExit, FaultNoBPF, FaultBimodal}
 
 // Reasons a parameter is rejected; a *ParamError wraps one of them.
 var (
