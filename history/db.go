@@ -81,9 +81,6 @@ func migrateWith(ctx context.Context, location string, migrations []migration) (
 // messages may show.
 func (db *DB) Location() string { return db.loc }
 
-// Backend is "sqlite" or "postgres".
-func (db *DB) Backend() string { return db.d.name }
-
 // Close closes the database. Locks taken with Lock must be released first.
 func (db *DB) Close() error { return db.sql.Close() }
 

@@ -35,19 +35,6 @@ func (db *DB) AllSeries(ctx context.Context) ([]Series, error) {
 	return collect(db, rows, scanSeries, "list series")
 }
 
-// SeriesNamed returns the series called name, or ErrNotFound.
-func (db *DB) SeriesNamed(ctx context.Context, name string) (Series, error) {
-	c := conn{q: db.sql, db: db}
-	s, err := scanSeries(c.queryRow(ctx, `SELECT `+seriesColumns+` FROM lpmbisect_series WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Series{}, fmt.Errorf("series %s: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return Series{}, db.errorf(err, "read series %s", name)
-	}
-	return s, nil
-}
-
 const nightColumns = `n.id, n.series_id, n.night, n.status, n.reason, n.note,
 	n.tip_commit, n.tip_subject, n.tip_image_sha256, n.tip_release, n.tip_compiler, n.tip_config_hash, n.tip_input,
 	n.ref_commit, n.ref_subject, n.ref_image_sha256, n.ref_release, n.ref_compiler, n.ref_config_hash, n.ref_input,

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -396,3 +397,19 @@ func TestManyRowsAndReplace(t *testing.T) {
 		}
 	})
 }
+
+// SeriesNamed returns the series called name, or ErrNotFound.
+func (db *DB) SeriesNamed(ctx context.Context, name string) (Series, error) {
+	c := conn{q: db.sql, db: db}
+	s, err := scanSeries(c.queryRow(ctx, `SELECT `+seriesColumns+` FROM lpmbisect_series WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Series{}, fmt.Errorf("series %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Series{}, db.errorf(err, "read series %s", name)
+	}
+	return s, nil
+}
+
+// Backend is "sqlite" or "postgres".
+func (db *DB) Backend() string { return db.d.name }

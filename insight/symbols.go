@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -467,21 +466,6 @@ func (s *Symbols) setDistanceSizes(sectionEnd func(uint64) uint64) {
 			}
 		}
 	}
-}
-
-// ReadKallsyms is ParseKallsyms of a file.
-func ReadKallsyms(path string, opts KallsymsOptions) (*Symbols, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read kallsyms: %w", err)
-	}
-	defer f.Close()
-	s, err := ParseKallsyms(f, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	s.Path = path
-	return s, nil
 }
 
 // ReadDebugPackage reads the symbols of the vmlinux in a Debian

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -269,4 +270,19 @@ func TestReadVmlinuxSynthetic(t *testing.T) {
 	if _, err := ReadVmlinux(filepath.Join(dir, "missing")); err == nil {
 		t.Errorf("ReadVmlinux(missing file) = nil error")
 	}
+}
+
+// ReadKallsyms is ParseKallsyms of a file.
+func ReadKallsyms(path string, opts KallsymsOptions) (*Symbols, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read kallsyms: %w", err)
+	}
+	defer f.Close()
+	s, err := ParseKallsyms(f, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s.Path = path
+	return s, nil
 }

@@ -20,31 +20,22 @@ const (
 	setupHeaderMinSize  = 0x210 // bytes needed to read all of the above
 	kernelVersionBase   = 0x200
 	maxKernelVersionLen = 256
-	// releaseHeadSize bounds how much of a file ReadRelease reads: the
+	// releaseHeadSize bounds how much of a file readRelease reads: the
 	// kernel_version pointer is a u16, so the string starts before 0x10200.
 	releaseHeadSize = kernelVersionBase + 0xFFFF + maxKernelVersionLen
 	// maxReleaseLen is the size of utsname.release in the kernel minus its NUL.
 	maxReleaseLen = 64
 )
 
-// ReadRelease returns the kernel release (what uname -r prints, e.g.
+// readRelease returns the kernel release (what uname -r prints, e.g.
 // "6.1.0-57-cloud-amd64") recorded in the setup header of the x86 bzImage
-// file image: the first word of the string that the header's kernel_version
-// field points to. It reads at most the first 66 KiB of the file.
-//
-// A file that is not a bzImage gives an error wrapping ErrNotKernel that says
-// what the file looks like instead; a missing file gives ErrNotFound. A
-// bzImage truncated after its header is not detected here: it fails at boot.
-func ReadRelease(image string) (string, error) {
-	rel, err := readRelease(image)
-	if err != nil {
-		return "", fmt.Errorf("%q: %w", image, err)
-	}
-	return rel, nil
-}
-
-// readRelease is ReadRelease without the path in its errors, so that callers
-// can name the input the user gave instead.
+// at path: the first word of the string that the header's kernel_version
+// field points to. It reads at most the first 66 KiB of the file, and
+// leaves the path out of its errors so that callers can name the input the
+// user gave. A file that is not a bzImage gives an error wrapping
+// ErrNotKernel that says what the file looks like instead; a missing file
+// gives ErrNotFound. A bzImage truncated after its header is not detected
+// here: it fails at boot.
 func readRelease(path string) (string, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {

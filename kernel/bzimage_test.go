@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -89,4 +90,20 @@ func TestReadReleaseBoundsItsRead(t *testing.T) {
 	if got, err := ReadRelease(p); err != nil || got != fakeRelease {
 		t.Errorf("ReadRelease(1 TiB sparse bzImage) = %q, %v; want %q, nil", got, err, fakeRelease)
 	}
+}
+
+// ReadRelease returns the kernel release (what uname -r prints, e.g.
+// "6.1.0-57-cloud-amd64") recorded in the setup header of the x86 bzImage
+// file image: the first word of the string that the header's kernel_version
+// field points to. It reads at most the first 66 KiB of the file.
+//
+// A file that is not a bzImage gives an error wrapping ErrNotKernel that says
+// what the file looks like instead; a missing file gives ErrNotFound. A
+// bzImage truncated after its header is not detected here: it fails at boot.
+func ReadRelease(image string) (string, error) {
+	rel, err := readRelease(image)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", image, err)
+	}
+	return rel, nil
 }

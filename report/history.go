@@ -926,7 +926,7 @@ func WriteHistoryJSON(w io.Writer, h History) error {
 // WriteHistoryHTML writes the history as one self-contained HTML page (no
 // scripts, styles or fonts from elsewhere, plots inlined as SVG): per
 // series its change points with their culprits, one trend plot per
-// benchmark (TrendSVG) and the table of its nights.
+// benchmark (trendSVG) and the table of its nights.
 func WriteHistoryHTML(w io.Writer, h History) error {
 	page := historyPage{Title: "lpmbisect history"}
 	for _, hs := range h.Series {
@@ -1134,30 +1134,6 @@ var (
 	colorHostChange   = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
 	colorFailedNight  = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
 )
-
-// TrendSVG renders the trend of metric m of a series as an SVG document of
-// the given size: one point per night, the tip relative to that night's
-// reference in percent (Ratio − 1) with a bar over the tip's confidence
-// interval divided by the reference's centre; a shaded band, the reference
-// against its own first measured night (its centre and interval), which
-// moves when the host or the harness does; a vertical line between the two
-// nights of every live change point of the metric, labelled with its change
-// and the culprit's subject, or why it has none; and a × under every night
-// without results (build or boot failed, inconclusive, not finished), where
-// the lines break. Nights sit at their dates, so a night that did not run
-// is a wider gap. The legend is below the plot.
-//
-// The output is deterministic: the same history gives the same bytes, as
-// the golden test checks (the fonts are named, not embedded).
-func TrendSVG(hs HistorySeries, m history.Metric, w, h vg.Length) ([]byte, error) {
-	v := newSeriesView(hs)
-	for _, t := range v.trends {
-		if t.Metric == m {
-			return v.trendSVG(t, w, h)
-		}
-	}
-	return nil, fmt.Errorf("report: plot the trend of %s: series %s has no such metric", m, hs.Series.Name)
-}
 
 func (v *seriesView) trendSVG(t MetricTrend, w, h vg.Length) ([]byte, error) {
 	tp, err := v.trendPlot(t, w, h)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
+	"gonum.org/v1/plot/vg"
 )
 
 // The synthetic fortnight of the history tests: bpf-next measured under
@@ -551,4 +552,28 @@ func ExampleChangePointHeadline() {
 	// Output:
 	// LPMTrie/op=lookup/keys=random/entries=10000: +7.20% insn/op (worse), night 2026-11-08, bpf-next
 	// LPMTrie/op=lookup/keys=random/entries=10000: +7.20% insn/op (worse) on the reference: host or harness changed, night 2026-11-08, bpf-next, provisional
+}
+
+// TrendSVG renders the trend of metric m of a series as an SVG document of
+// the given size: one point per night, the tip relative to that night's
+// reference in percent (Ratio − 1) with a bar over the tip's confidence
+// interval divided by the reference's centre; a shaded band, the reference
+// against its own first measured night (its centre and interval), which
+// moves when the host or the harness does; a vertical line between the two
+// nights of every live change point of the metric, labelled with its change
+// and the culprit's subject, or why it has none; and a × under every night
+// without results (build or boot failed, inconclusive, not finished), where
+// the lines break. Nights sit at their dates, so a night that did not run
+// is a wider gap. The legend is below the plot.
+//
+// The output is deterministic: the same history gives the same bytes, as
+// the golden test checks (the fonts are named, not embedded).
+func TrendSVG(hs HistorySeries, m history.Metric, w, h vg.Length) ([]byte, error) {
+	v := newSeriesView(hs)
+	for _, t := range v.trends {
+		if t.Metric == m {
+			return v.trendSVG(t, w, h)
+		}
+	}
+	return nil, fmt.Errorf("report: plot the trend of %s: series %s has no such metric", m, hs.Series.Name)
 }

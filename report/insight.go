@@ -2,7 +2,6 @@ package report
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -284,11 +283,4 @@ func insightSide(s *insight.Side) InsightSide {
 		Source: s.Source, Status: s.Status, Problems: s.Problems,
 		Image: s.Image, Symbols: s.Symbols, Calls: nonNil(s.Calls),
 	}
-}
-
-// WriteInsightJSON writes NewInsightDocument(d), indented.
-func WriteInsightJSON(w io.Writer, d *insight.Diff) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(NewInsightDocument(d))
 }

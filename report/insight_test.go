@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -231,4 +232,11 @@ func TestInsightInBisectionAndMail(t *testing.T) {
 	if strings.Contains(none.String(), insightTitle) {
 		t.Errorf("bisection report without insight has the block:\n%s", none.String())
 	}
+}
+
+// WriteInsightJSON writes NewInsightDocument(d), indented.
+func WriteInsightJSON(w io.Writer, d *insight.Diff) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(NewInsightDocument(d))
 }

@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -56,14 +55,4 @@ func presetPattern(name string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// compilePresets checks the preset patterns (used by tests).
-func compilePresets() error {
-	for _, p := range Presets {
-		if _, err := regexp.Compile(p.Pattern); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -336,3 +336,13 @@ func TestEndTakesTheLastStep(t *testing.T) {
 		t.Errorf("End() after one benchmark of 2 samples: %v, %d steps in all; want 3 (2 for the benchmark, 1 at the end)", err, gates)
 	}
 }
+
+// compilePresets checks the preset patterns (used by tests).
+func compilePresets() error {
+	for _, p := range Presets {
+		if _, err := regexp.Compile(p.Pattern); err != nil {
+			return err
+		}
+	}
+	return nil
+}
