@@ -275,11 +275,11 @@ func TestFleetCompare(t *testing.T) {
 	// Again, with w1 killed two seconds into a boot of its own: the
 	// rescuer gives the job to w2 after --stuck-after, which must also be
 	// longer than any boot on a busy machine (a boot past it is killed
-	// and tried again): 30 s, or three times the longest boot so far.
+	// and tried again): 30 s, or twice the longest boot so far.
 	stuck := 30 * time.Second
 	for _, m := range regexp.MustCompile(`boot done .* took=(\S+)`).FindAllStringSubmatch(stderr, -1) {
-		if d, err := time.ParseDuration(m[1]); err == nil && 3*d > stuck {
-			stuck = (3 * d).Round(time.Second)
+		if d, err := time.ParseDuration(m[1]); err == nil && 2*d > stuck {
+			stuck = (2 * d).Round(time.Second)
 		}
 	}
 	t.Logf("second compare with --stuck-after %s", stuck)
