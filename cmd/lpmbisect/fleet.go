@@ -32,8 +32,8 @@ func dbOpt(r *run) opt {
 	return opt{name: "db", ptr: &r.remote.db, usage: "fleet database, postgres://USER@HOST/DB (default: the configuration's [nightly] db when it is one; the password may come from PGPASSWORD or ~/.pgpass)"}
 }
 
-// fleetOpts are --db and --queue of the commands that boot (compare,
-// bisect, bisect-run, nightly).
+// fleetOpts are --db, --queue and --stuck-after of the commands that boot
+// (compare, bisect, bisect-run, nightly).
 func fleetOpts(r *run) []opt {
 	if r.remote.stuckAfter == 0 {
 		r.remote.stuckAfter = fleet.DefaultBootStuckAfter
