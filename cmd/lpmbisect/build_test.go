@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -155,5 +156,42 @@ func TestBisectHelp(t *testing.T) {
 		if !strings.Contains(out, code) {
 			t.Errorf("bisect-run --help does not document exit code %s", code)
 		}
+	}
+}
+
+// TestConfigListKeys sets every list-valued key from a file (build
+// fragments and make_flags, bisect images) and checks that each reaches its
+// command as the list it is, not as text (they once reached the flags as
+// "sl:::[…]").
+func TestConfigListKeys(t *testing.T) {
+	src, mk := fakeKernelTree(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "extra.config"), []byte("CONFIG_LPMBISECT_LIST_TEST=y\n"), 0o644)
+	cfg := filepath.Join(dir, "k.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`[build]
+src = %q
+make = %q
+build_dir = "out"
+make_flags = ["W=1", "KCFLAGS=-O2 -g"]
+fragments = ["builtin", "extra.config"]
+[bisect]
+images = ["a.deb", "more/b.deb"]
+`, src, mk)), 0o644)
+	code, _, stderr := runCLI(t, "build", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("lpmbisect build --config: exit %d\n%s", code, stderr)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "out", "lpmbisect-build.log"))
+	for _, want := range []string{" W=1 KCFLAGS=-O2 -g tinyconfig"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("build with make_flags from the file: the build log lacks %q\n%s", want, log)
+		}
+	}
+	if config, _ := os.ReadFile(filepath.Join(dir, "out", ".config")); !strings.Contains(string(config), "CONFIG_LPMBISECT_LIST_TEST=y") {
+		t.Errorf("build with fragments = [builtin, extra.config]: .config lacks extra.config's option\n%s", config)
+	}
+	code, _, stderr = runCLI(t, "bisect", "--config", cfg, "--guest", fakeGuest(t))
+	if code != exitUsage || !strings.Contains(stderr, filepath.Join(dir, "a.deb")) || strings.Contains(stderr, "sl:::") {
+		t.Errorf("lpmbisect bisect --config with images = [a.deb, more/b.deb]: exit %d; want %d naming %s\n%s", code, exitUsage, filepath.Join(dir, "a.deb"), stderr)
 	}
 }
