@@ -122,9 +122,6 @@ func bisectRunStep(c *cli.Context, r *run) (bisect.Verdict, error) {
 	if c.NArg() > 0 {
 		return bisect.Verdict{}, usageError("bisect-run takes no arguments, got %q", c.Args().Slice())
 	}
-	if err := r.bisectOnFleet(); err != nil {
-		return bisect.Verdict{}, err
-	}
 	setup, err := r.bisectSetup(false)
 	if err != nil {
 		return bisect.Verdict{}, err
@@ -145,9 +142,6 @@ func bisectCommand(r *run) *cli.Command {
 	return command("bisect", "find the commit (or prebuilt kernel) that changed a benchmark, with statistics", "", opts, func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usageError("bisect takes no arguments (kernels go to --images), got %q", c.Args().Slice())
-		}
-		if err := r.bisectOnFleet(); err != nil {
-			return err
 		}
 		images := b.Images
 		if len(images) == 0 && b.Repo == "" {

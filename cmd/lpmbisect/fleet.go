@@ -97,31 +97,6 @@ func (r *run) useFleet(s *measure.Setup) error {
 	return nil
 }
 
-// errBisectNotOnFleet: bisections measure their kernels with
-// bisect.VMMeasurer, whose runner boots here whatever the setup's Remote
-// says. Refused rather than ignored: a user who asked for the fleet must
-// not get local boots without knowing.
-var errBisectNotOnFleet = errors.New("bisections do not boot on a fleet yet: their measurer (package bisect) boots here")
-
-// bisectOnFleet refuses --queue for bisect and bisect-run until package
-// bisect runs its boots through measure.Options.Remote (then this goes,
-// and LPMBISECT_FLEET_BISECT=1 go test -run TestFleetBisect shows it).
-func (r *run) bisectOnFleet() error {
-	if r.remote != nil && r.remote.queue != "" {
-		return usageError("--queue %s: %v (drop --queue to bisect here)", r.remote.queue, errBisectNotOnFleet)
-	}
-	return nil
-}
-
-// warnFleetBisect says, for nightly with --queue, what stays here: the
-// nights' boots go to the fleet, automatic bisections boot here (see
-// errBisectNotOnFleet).
-func (r *run) warnFleetBisect() {
-	if r.remote != nil && r.remote.queue != "" {
-		r.log.Printf("warning: --queue %s: the nights boot on the fleet, but automatic bisections of change points boot here (%v)", r.remote.queue, errBisectNotOnFleet)
-	}
-}
-
 // connect opens the fleet database once per command.
 func (l *remote) connect(url string, r *run) (*fleet.Client, error) {
 	l.mu.Lock()

@@ -37,7 +37,6 @@ func nightlyCommand(r *run) *cli.Command {
 		if r.Path == "" {
 			return usageError("nightly needs --config FILE with [[series]] (see kernels.example.toml)")
 		}
-		r.warnFleetBisect()
 		nights, err := nightly.Run(c.Context, nightly.Options{Config: r.File, Date: date, Only: only, Wait: wait, Log: r.log,
 			SetupFor: func(cfg *config.File, runDir string) (*bisect.Setup, error) {
 				rr := *r
