@@ -255,6 +255,7 @@ func TestBisectRepoOnRealKernelsResumes(t *testing.T) {
 }
 
 func TestBisectImagesOnDebianKernels(t *testing.T) {
+	bootsInParallel(t)
 	args := vmArgs(t)
 	deb61, deb612 := testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612)
 	list := filepath.Join(t.TempDir(), "kernels.txt")

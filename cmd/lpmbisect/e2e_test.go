@@ -15,6 +15,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,23 +43,42 @@ func vmArgs(t *testing.T) []string {
 // sharedCache keeps unpacked kernels across the tests of this process.
 var cacheDir string
 
+var cacheOnce sync.Once
+
 func sharedCache(t *testing.T) string {
-	if cacheDir == "" {
+	cacheOnce.Do(func() {
 		d, err := os.MkdirTemp("", "lpmbisect-e2e-cache-")
 		if err != nil {
 			t.Fatal(err)
 		}
 		cacheDir = d
-	}
+	})
 	return cacheDir
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if cacheDir != "" {
+		if left := qemuLeft(); left != "" {
+			fmt.Fprintf(os.Stderr, "QEMU processes left running after the tests: %s\n", left)
+			code = 1
+		}
 		os.RemoveAll(cacheDir)
 	}
 	os.Exit(code)
+}
+
+// parallelBoots counts the tests that boot beside others (bootsInParallel).
+var parallelBoots atomic.Int32
+
+// bootsInParallel runs a test that boots under icount beside the other such
+// tests (t.Parallel): instruction counts do not care about the load. While
+// any runs, assertNoQEMULeft cannot tell whose QEMU a process is, so the
+// check of no QEMU left waits for TestMain, after every test.
+func bootsInParallel(t *testing.T) {
+	t.Parallel()
+	parallelBoots.Add(1)
+	t.Cleanup(func() { parallelBoots.Add(-1) })
 }
 
 func readResultsFile(t *testing.T, path string) []*benchfmt.Result {
@@ -87,10 +108,19 @@ func parseResults(t *testing.T, text string) []*benchfmt.Result {
 // process's cache is still running.
 func assertNoQEMULeft(t *testing.T) {
 	t.Helper()
-	out, _ := exec.Command("pgrep", "-f", "qemu-system-x86_64 .*"+regexp.QuoteMeta(cacheDir)).Output()
-	if s := strings.TrimSpace(string(out)); s != "" {
+	if parallelBoots.Load() > 0 {
+		return // TestMain checks once every test has ended
+	}
+	if s := qemuLeft(); s != "" {
 		t.Errorf("QEMU processes left running: %s", s)
 	}
+}
+
+// qemuLeft lists the QEMU processes booting a kernel from this test
+// process's cache.
+func qemuLeft() string {
+	out, _ := exec.Command("pgrep", "-f", "qemu-system-x86_64 .*"+regexp.QuoteMeta(cacheDir)).Output()
+	return strings.TrimSpace(string(out))
 }
 
 func TestRunBothDebianKernelsOverVirtio(t *testing.T) {
@@ -232,6 +262,7 @@ func TestIcountIsDeterministic(t *testing.T) {
 }
 
 func TestCompareDebianKernels(t *testing.T) {
+	bootsInParallel(t)
 	args := vmArgs(t)
 	out := filepath.Join(t.TempDir(), "ab.txt")
 	html := filepath.Join(t.TempDir(), "ab.html")
@@ -369,6 +400,7 @@ func checkInsight(t *testing.T, in *report.InsightDocument) {
 // differ by ~0.01 % between any two boots, pass or not: 600.50 and 600.56
 // insn/op in two boots without it.)
 func TestInsightPassKeepsTimedNumbers(t *testing.T) {
+	bootsInParallel(t)
 	args := vmArgs(t)
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	out := filepath.Join(t.TempDir(), "self.txt")
@@ -477,6 +509,7 @@ func TestComparePairedAuto(t *testing.T) {
 // modes must be decided by the statistical rule, and nothing may be
 // DIFFERENT.
 func TestSecondModeFallsBack(t *testing.T) {
+	bootsInParallel(t)
 	args := vmArgs(t)
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	out := filepath.Join(t.TempDir(), "results.txt")

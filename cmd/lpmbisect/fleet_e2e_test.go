@@ -255,6 +255,7 @@ func knownLookup(t *testing.T, what string, code int, row *report.Row) {
 }
 
 func TestFleetCompare(t *testing.T) {
+	bootsInParallel(t)
 	vmArgs(t) // skips (or fails under CI) without QEMU
 	db, password := migratedFleet(t)
 	w1, w2 := startWorker(t, db, "w1"), startWorker(t, db, "w2")

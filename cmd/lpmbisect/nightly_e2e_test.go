@@ -57,6 +57,7 @@ func fortnightRepo(t *testing.T, debs []string) (dir string, commits []string) {
 }
 
 func TestNightlyFortnight(t *testing.T) {
+	bootsInParallel(t)
 	vmArgs(t)
 	var debs []string
 	for _, pkg := range testkernels.Fortnight {
@@ -70,7 +71,7 @@ cache_dir = %q
 guest = %q
 boot_timeout = "120s"
 [bench]
-samples = 3
+samples = 2
 entries = 1000
 rounds = 5
 [nightly]

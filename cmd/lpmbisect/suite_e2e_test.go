@@ -87,6 +87,7 @@ const familyPattern = `^(LPMTrie/op=(noop|baseline/keys=random/|lookup/keys=rand
 	`|RingBuf/api=reserve/mode=(consumer|producer|overwrite)/producers=1$)`
 
 func TestSuiteFamiliesOnDebianKernels(t *testing.T) {
+	bootsInParallel(t)
 	args := vmArgs(t)
 	p := workloads.Params{Entries: 1000, PrefixLen: 32, BatchEntries: 5000, Samples: 2, Rounds: 2, CPUs: 1}
 	for _, k := range []struct{ pkg, release string }{
@@ -128,6 +129,7 @@ func TestSuiteFamiliesOnDebianKernels(t *testing.T) {
 }
 
 func TestSuiteLookupGrowsWithEntries(t *testing.T) {
+	bootsInParallel(t)
 	args := vmArgs(t)
 	var costs []float64
 	sizes := []int{1, 100, 10000, 100000}
