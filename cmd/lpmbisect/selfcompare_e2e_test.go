@@ -36,7 +36,7 @@ func TestSelfCompareNeverDifferent(t *testing.T) {
 			verdicts := map[compare.Verdict]int{}
 			for i := range n {
 				accel, paired := strings.CutSuffix(mode, "-paired")
-				flags := []string{"compare", "--accel", accel, "--format", "json", "--seed", fmt.Sprint(i + 1)}
+				flags := []string{"compare", "--no-insight", "--accel", accel, "--format", "json", "--seed", fmt.Sprint(i + 1)}
 				if paired {
 					flags = append(flags, "--paired")
 				}
