@@ -155,7 +155,17 @@ func TestDatabaseGoesAway(t *testing.T) {
 		}
 	}
 	var n, jobs int
-	c.db.pool.QueryRow(ctx, "SELECT count(*), count(DISTINCT job_id) FROM lpmbisect_fleet_boot_results").Scan(&n, &jobs)
+	// The pool may still hold a connection the cut broke: ask again.
+	for try := 0; ; try++ {
+		err := c.db.pool.QueryRow(ctx, "SELECT count(*), count(DISTINCT job_id) FROM lpmbisect_fleet_boot_results").Scan(&n, &jobs)
+		if err == nil {
+			break
+		}
+		if try == 10 {
+			t.Fatalf("count the stored results: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	if n != 2 || jobs != 1 {
 		t.Errorf("%d results of %d jobs stored; want the round's 2 boots of 1 job, once", n, jobs)
 	}
