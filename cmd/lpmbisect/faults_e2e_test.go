@@ -32,8 +32,11 @@ func lastLine(stderr string) string {
 // QEMU processes left.
 func logCase(t *testing.T, name, stderr string, code int) {
 	t.Helper()
-	out, _ := exec.Command("pgrep", "-f", "qemu-system-x86_64 .*"+cacheDir).Output()
-	left := len(strings.Fields(string(out)))
+	if parallelBoots.Load() > 0 { // whose QEMU is whose: asked when the parallel cases have ended
+		t.Logf("| %s | %s | %d | – |", name, lastLine(stderr), code)
+		return
+	}
+	left := len(strings.Fields(qemuLeft()))
 	t.Logf("| %s | %s | %d | %d |", name, lastLine(stderr), code, left)
 	if left != 0 {
 		t.Errorf("%s: %d QEMU processes left running", name, left)
@@ -82,6 +85,7 @@ func TestFaultKernelWithoutBPF(t *testing.T) {
 
 func TestFaultGuestMisbehaves(t *testing.T) {
 	args := vmArgs(t)
+	t.Cleanup(func() { assertNoQEMULeft(t) }) // once every case has ended
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	for _, c := range []struct {
 		name  string
@@ -97,7 +101,7 @@ func TestFaultGuestMisbehaves(t *testing.T) {
 		{"garbage", []string{"--fault", "garbage"}, []string{"corrupt"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel() // one boot each, under icount: they may share the host
+			bootsInParallel(t) // one boot each, under icount: they may share the host
 			runDir := t.TempDir()
 			code, stdout, stderr := runCLI(t, append(append(append([]string{"run", "--accel", "icount", "--samples", "2"}, c.flags...), append(args, "--run-dir", runDir)...), deb)...)
 			logCase(t, c.name, stderr, code)
