@@ -372,10 +372,17 @@ WHERE j.id > $1 AND j.kind = $2 GROUP BY j.id, j.attempt ORDER BY j.id`, maxJob,
 	// Ctrl-C of a client cancels its outstanding jobs: the running boot on
 	// w2 ends, the queued ones never start.
 	conn.QueryRow(context.Background(), "SELECT COALESCE(max(id), 0) FROM river_job").Scan(&maxJob)
+	// A process of its own, so that its SIGINT reaches no other test.
 	line = compareArgs(t, "--db", db, "--queue", "icount")
+	client := exec.Command(builtCLI(t), line...)
+	var clientOut, clientErr bytes.Buffer
+	client.Stdout, client.Stderr = &clientOut, &clientErr
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		code, stdout, stderr := runCLI(t, line...)
-		finished <- outcome{code, stdout, stderr}
+		client.Wait()
+		finished <- outcome{client.ProcessState.ExitCode(), clientOut.String(), clientErr.String()}
 	}()
 	running := 0
 	for deadline := time.Now().Add(time.Minute); running == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -384,7 +391,7 @@ WHERE j.id > $1 AND j.kind = $2 GROUP BY j.id, j.attempt ORDER BY j.id`, maxJob,
 	if running == 0 {
 		t.Fatal("no job of the third compare ran within a minute")
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	client.Process.Signal(syscall.SIGINT)
 	select {
 	case res = <-finished:
 	case <-time.After(time.Minute):
