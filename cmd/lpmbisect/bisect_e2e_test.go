@@ -9,6 +9,7 @@ package main
 // end-to-end tests.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -32,7 +33,8 @@ var bisectArgs = []string{"--accel", "icount", "--bench", "LPMTrie/op=lookup/key
 
 // fakeBuild is the build command of the test repository: kernel.conf says
 // which real kernel a commit "builds" (KERNEL=61 or 612: the unpacked
-// package and release come from the environment, so the commits, and with
+// package and release come from test-kernels.conf in the git directory,
+// outside the history, so the commits, and with
 // fixed dates their ids and git bisect's choices, are the same on every
 // run) and whether it builds (MODE=broken) or boots (MODE=noboot: a
 // truncated image, which triple-faults at once). The commit id is appended
@@ -41,6 +43,7 @@ var bisectArgs = []string{"--accel", "icount", "--bench", "LPMTrie/op=lookup/key
 const fakeBuild = `#!/bin/sh
 set -e
 . ./kernel.conf
+. "$(git rev-parse --git-common-dir)/test-kernels.conf"
 if [ "$KERNEL" = 61 ]; then
   SRC=$LPMBISECT_TEST_SRC61 REL=$LPMBISECT_TEST_REL61
 else
@@ -83,10 +86,6 @@ func culpritRepo(t *testing.T) (dir string, commits []string) {
 	t.Helper()
 	src61, rel61 := debianTree(t, testkernels.Debian61)
 	src612, rel612 := debianTree(t, testkernels.Debian612)
-	t.Setenv("LPMBISECT_TEST_SRC61", src61)
-	t.Setenv("LPMBISECT_TEST_REL61", rel61)
-	t.Setenv("LPMBISECT_TEST_SRC612", src612)
-	t.Setenv("LPMBISECT_TEST_REL612", rel612)
 	dir = t.TempDir()
 	git := func(args ...string) string {
 		t.Helper()
@@ -101,6 +100,10 @@ func culpritRepo(t *testing.T) (dir string, commits []string) {
 		return strings.TrimSpace(string(out))
 	}
 	git("init", "-q", "-b", "main")
+	conf := fmt.Sprintf("LPMBISECT_TEST_SRC61=%q\nLPMBISECT_TEST_REL61=%q\nLPMBISECT_TEST_SRC612=%q\nLPMBISECT_TEST_REL612=%q\n", src61, rel61, src612, rel612)
+	if err := os.WriteFile(filepath.Join(dir, ".git", "test-kernels.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(filepath.Join(dir, "build.sh"), []byte(fakeBuild), 0o755)
 	for i := 0; i <= 8; i++ {
 		k, mode := "61", "ok"
@@ -144,6 +147,7 @@ func readState(t *testing.T, dir, kind string) *bisect.State {
 func logBound(n int) int { return int(math.Ceil(math.Log2(float64(n)))) + 2 }
 
 func TestGitBisectRunOnRealKernels(t *testing.T) {
+	bootsInParallel(t)
 	args := vmArgs(t)
 	dir, commits := culpritRepo(t)
 	bin := builtCLI(t)
@@ -184,13 +188,21 @@ func TestGitBisectRunOnRealKernels(t *testing.T) {
 }
 
 func TestBisectRepoOnRealKernelsResumes(t *testing.T) {
+	bootsInParallel(t)
 	args := vmArgs(t)
 	dir, commits := culpritRepo(t)
 	state := t.TempDir()
 	cmd := append(append([]string{"bisect", "--repo", dir, "--good", commits[0], "--bad", commits[8], "--reverse",
 		"--build-command", "./build.sh", "--state", state, "--recheck-boots", "2"}, bisectArgs...), args...)
 
-	// Interrupt the first run with SIGINT once it has decided two steps.
+	// Interrupt the first run with SIGINT once it has decided two steps. It
+	// is a process of its own, so that the signal reaches no other test.
+	interrupted := exec.Command(builtCLI(t), cmd...)
+	var firstErr bytes.Buffer
+	interrupted.Stderr = &firstErr
+	if err := interrupted.Start(); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -204,14 +216,15 @@ func TestBisectRepoOnRealKernelsResumes(t *testing.T) {
 				data, _ := os.ReadFile(files[0])
 				var st bisect.State
 				if json.Unmarshal(data, &st) == nil && len(st.Steps) >= 2 {
-					syscall.Kill(os.Getpid(), syscall.SIGINT)
+					interrupted.Process.Signal(syscall.SIGINT)
 					return
 				}
 			}
 		}
 	}()
-	code, _, stderr := runCLI(t, cmd...)
+	interrupted.Wait()
 	close(done)
+	code, stderr := interrupted.ProcessState.ExitCode(), firstErr.String()
 	if code != exitSIGINT {
 		t.Fatalf("interrupted lpmbisect bisect: exit %d; want %d\n%s", code, exitSIGINT, stderr)
 	}
