@@ -424,18 +424,26 @@ func TestInsightPassKeepsTimedNumbers(t *testing.T) {
 	if doc.Insight == nil || len(doc.Insight.Counts) == 0 {
 		t.Errorf("self-compare: insight %+v; want the guest pass's counts", doc.Insight)
 	}
-	values := map[string][]string{} // side+boot → the controls' values in order
+	values := map[string][]float64{} // side+boot → the controls' values in order
 	for _, r := range readResultsFile(t, out) {
 		if strings.Contains(string(r.Name), "op=lookup") {
 			continue
 		}
 		k := r.GetConfig("side") + r.GetConfig("boot")
-		values[k] = append(values[k], fmt.Sprint(r.Values[0].Value))
+		values[k] = append(values[k], r.Values[0].Value)
 	}
+	// The same to within two steps of the guest's two decimals: a timer
+	// tick that lands in a sample's loop moves the random-key baseline by
+	// one (83.06 or 83.07 insn/op), with the pass or without it.
+	const step = 0.01
 	for _, side := range []string{"A", "B"} {
 		with, without := values[side+"1"], values[side+"2"]
-		if len(with) == 0 || strings.Join(with, " ") != strings.Join(without, " ") {
-			t.Errorf("side %s: control samples of the boot with the insight pass %v, without %v; want the same", side, with, without)
+		same := len(with) > 0 && len(with) == len(without)
+		for i := 0; same && i < len(with); i++ {
+			same = math.Abs(with[i]-without[i]) <= 2*step+1e-9
+		}
+		if !same {
+			t.Errorf("side %s: control samples of the boot with the insight pass %v, without %v; want the same, to two steps of 0.01", side, with, without)
 		}
 	}
 	t.Logf("6.12 controls, boot with the pass %v, without %v", values["A1"], values["A2"])
