@@ -118,33 +118,50 @@ type CountRow struct {
 	Line string `json:"line"`
 }
 
-// comparePrograms pairs the programs of a and b by benchmark and name.
+// pairs gathers the items of a and b under their keys, the keys in the
+// order they first appear (a's, then b's new ones).
+type pairs[K comparable, T any] struct {
+	keys []K
+	a, b map[K][]T
+}
+
+func pairUp[K comparable, T any](a, b []T, key func(T) K) pairs[K, T] {
+	p := pairs[K, T]{a: map[K][]T{}, b: map[K][]T{}}
+	seen := map[K]bool{}
+	for side, items := range [][]T{a, b} {
+		for _, it := range items {
+			k := key(it)
+			if !seen[k] {
+				seen[k] = true
+				p.keys = append(p.keys, k)
+			}
+			if side == 0 {
+				p.a[k] = append(p.a[k], it)
+			} else {
+				p.b[k] = append(p.b[k], it)
+			}
+		}
+	}
+	return p
+}
+
+// comparePrograms pairs the programs of a and b by benchmark and name (the
+// last of each name on a side).
 func comparePrograms(a, b []wire.ProgramInfo) []ProgramChange {
 	type key struct{ bench, prog string }
-	var keys []key
-	byKey := map[key]*ProgramChange{}
-	at := func(p wire.ProgramInfo) *ProgramChange {
-		k := key{p.Benchmark, p.Program}
-		if c, ok := byKey[k]; ok {
-			return c
+	p := pairUp(a, b, func(pi wire.ProgramInfo) key { return key{pi.Benchmark, pi.Program} })
+	last := func(ps []wire.ProgramInfo) *wire.ProgramInfo {
+		if len(ps) == 0 {
+			return nil
 		}
-		c := &ProgramChange{Benchmark: p.Benchmark, Program: p.Program}
-		byKey[k] = c
-		keys = append(keys, k)
-		return c
-	}
-	for i := range a {
-		at(a[i]).A = &a[i]
-	}
-	for i := range b {
-		at(b[i]).B = &b[i]
+		return &ps[len(ps)-1]
 	}
 	var out []ProgramChange
-	for _, k := range keys {
-		c := byKey[k]
+	for _, k := range p.keys {
+		c := ProgramChange{Benchmark: k.bench, Program: k.prog, A: last(p.a[k]), B: last(p.b[k])}
 		c.SameJIT = c.A != nil && c.B != nil && c.A.JitedSHA256 != "" && c.A.JitedSHA256 == c.B.JitedSHA256
-		c.Line = programLine(c)
-		out = append(out, *c)
+		c.Line = programLine(&c)
+		out = append(out, c)
 	}
 	return out
 }
@@ -176,31 +193,12 @@ func programLine(c *ProgramChange) string {
 // compareCounts pairs the counts of a and b by benchmark and function.
 func compareCounts(a, b []wire.CallCount) []CountRow {
 	type key struct{ bench, fn string }
-	var keys []key
-	byKey := map[key]*CountRow{}
-	at := func(c wire.CallCount) *CountRow {
-		k := key{c.Benchmark, c.Function}
-		if r, ok := byKey[k]; ok {
-			return r
-		}
-		r := &CountRow{Benchmark: c.Benchmark, Function: c.Function}
-		byKey[k] = r
-		keys = append(keys, k)
-		return r
-	}
-	for _, c := range a {
-		r := at(c)
-		r.A = append(r.A, c)
-	}
-	for _, c := range b {
-		r := at(c)
-		r.B = append(r.B, c)
-	}
+	p := pairUp(a, b, func(c wire.CallCount) key { return key{c.Benchmark, c.Function} })
 	var out []CountRow
-	for _, k := range keys {
-		r := byKey[k]
-		r.Line = countLine(r)
-		out = append(out, *r)
+	for _, k := range p.keys {
+		r := CountRow{Benchmark: k.bench, Function: k.fn, A: p.a[k], B: p.b[k]}
+		r.Line = countLine(&r)
+		out = append(out, r)
 	}
 	return out
 }
