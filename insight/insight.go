@@ -94,6 +94,11 @@ func Load(in Input, opts Options) *Side {
 	if code != "" {
 		var err error
 		im, err = OpenImage(code)
+		if err != nil && in.Vmlinux != "" && code != in.Vmlinux {
+			// A payload this package cannot read (an xz kernel): the
+			// build's vmlinux holds the same code.
+			im, err = OpenImage(in.Vmlinux)
+		}
 		if err != nil {
 			codeErr = err
 		} else {

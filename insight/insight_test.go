@@ -136,7 +136,8 @@ func TestLoadSources(t *testing.T) {
 		{"stripped vmlinux", Input{Image: image, Vmlinux: image}, "", "no symbols: read symbols", 1, ErrNoSymbols},
 		{"nothing", Input{Image: image}, "", "no symbols: no vmlinux, debug package or kallsyms for this kernel", 0, ErrNoSymbols},
 		{"hidden kallsyms", Input{Image: image, Kallsyms: []byte("0000000000000000 T _text\n")}, "", "no symbols: parse kallsyms", 1, ErrAddressesHidden},
-		{"symbols without code", Input{Image: filepath.Join(dir, "missing"), Vmlinux: same}, "vmlinux (exact sizes)", "no code: open image", 0, nil},
+		{"an image it cannot read, the vmlinux's code", Input{Image: filepath.Join(dir, "missing"), Vmlinux: same}, "vmlinux (exact sizes)", "", 0, nil},
+		{"symbols without code", Input{Image: filepath.Join(dir, "missing"), Kallsyms: kallsyms}, "kallsyms (approximate sizes)", "no code: open image", 0, nil},
 	} {
 		s := Load(tc.in, opts)
 		if s.Source != tc.source || !strings.HasPrefix(s.Status, tc.status) || (tc.status == "" && s.Status != "") || len(s.Problems) != tc.problems {
