@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
@@ -138,6 +139,14 @@ func keepKernel(input, dir string, resolve func(string) (*kernel.Kernel, error))
 	if k.ConfigPath != "" {
 		if err := copyFile(k.ConfigPath, filepath.Join(dst, "boot", "config-"+k.Release)); err != nil {
 			return "", nil, fmt.Errorf("keep kernel config: %w", err)
+		}
+	}
+	// The build's vmlinux gives the culprit re-check's insight exact sizes
+	// and code (insight.BuildVmlinux finds it beside the kept image); the
+	// build directory's own is overwritten by the next step's build.
+	if vmlinux := insight.BuildVmlinux(k.Image); vmlinux != "" {
+		if err := copyFile(vmlinux, filepath.Join(dst, "boot", "vmlinux-"+k.Release)); err != nil {
+			return "", nil, fmt.Errorf("keep kernel vmlinux: %w", err)
 		}
 	}
 	if k.ModulesDir != "" && filepath.Base(k.ModulesDir) == k.Release {
