@@ -43,24 +43,13 @@ type VMMeasurer struct {
 	Selector *vmrunner.Selector
 	VM       vmrunner.Config // QEMU, memory, CPUs, deadlines
 	RunDir   string          // each Measure call gets a numbered subdirectory
-	// Workers is how many boots may run at once (measure.Workers: more
-	// than one only under icount).
-	Workers int
-	// Remote, when set, runs the boots elsewhere (measure.Options.Remote:
-	// a fleet's queue) instead of Workers at once here.
-	Remote measure.Executor
-	Log    *log.Logger // a line per boot; nil for none
+	// Exec runs the boots (measure.Setup.Executor: several at once here
+	// under icount, or a fleet's queue).
+	Exec measure.Executor
+	Log  *log.Logger // a line per boot; nil for none
 
 	mu   sync.Mutex
 	runs int
-}
-
-// executor is where the boots run: Remote, or Workers at once here.
-func (m *VMMeasurer) executor() measure.Executor {
-	if m.Remote != nil {
-		return m.Remote
-	}
-	return measure.Local{Boot: m.Selector.Boot, Workers: m.Workers}
 }
 
 // Measure implements Measurer.
@@ -95,7 +84,7 @@ func (m *VMMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int
 	perSide := map[string]int{}
 	r := &measure.Runner{
 		Sides: sides, GuestArgs: m.GuestArgs, Selector: m.Selector, VM: m.VM, RunDir: runDir,
-		Exec: m.executor(),
+		Exec: m.Exec,
 		OnBoot: func(r measure.BootReport) {
 			if r.Result.Outcome == vmrunner.Canceled {
 				return // a signal, or a sibling's failure, which is reported

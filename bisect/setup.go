@@ -50,7 +50,7 @@ func NewBench(m *measure.Setup, j Judge, boots, maxBoots int, reverse bool) (*Be
 		Judge: j,
 		Measurer: &VMMeasurer{
 			Guest: m.Guest, CacheDir: m.CacheDir, NoModules: m.NoModules, GuestArgs: args,
-			Selector: m.Selector, VM: m.VM, RunDir: m.RunDir, Workers: m.Workers, Remote: m.Remote, Log: m.Log,
+			Selector: m.Selector, VM: m.VM, RunDir: m.RunDir, Exec: m.Executor(false, 0), Log: m.Log,
 		},
 		Resolve: func(in string) (*kernel.Kernel, error) { return kernel.Resolve(in, m.CacheDir) },
 		Boots:   boots, MaxBoots: maxBoots, Reverse: reverse, Params: params, Log: m.Log,

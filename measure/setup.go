@@ -164,21 +164,26 @@ func (s *Setup) Pairs(n int) bool { return s.Paired && n == 2 && s.Accel != vmru
 // to sink (nil for none).
 func (s *Setup) Runner(sides []*Side, seed uint64, sink *ResultsFile) *Runner {
 	paired := s.Pairs(len(sides))
-	var exec Executor = Local{Boot: s.Selector.Boot, Workers: s.Workers}
-	switch {
-	case s.Remote != nil:
-		exec = s.Remote
-	case paired:
-		exec = &Paired{Boot: s.Selector.Boot, Seed: seed}
-	}
 	r := &Runner{
 		Sides: sides, Seed: seed, GuestArgs: append(s.Plan.KernelArgs(), s.Append...), Selector: s.Selector,
-		VM: s.VM, RunDir: s.RunDir, Exec: exec, Paired: paired, Sink: sink,
+		VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(paired, seed), Paired: paired, Sink: sink,
 	}
 	if len(sides) > 1 && s.Verbose != nil {
 		s.Verbose.Printf("boot order seed %d", seed)
 	}
 	return r
+}
+
+// Executor is where this setup's boots run: Remote when set, else pairs
+// (drawn from seed) when paired, else Workers boots at once here.
+func (s *Setup) Executor(paired bool, seed uint64) Executor {
+	switch {
+	case s.Remote != nil:
+		return s.Remote
+	case paired:
+		return &Paired{Boot: s.Selector.Boot, Seed: seed}
+	}
+	return Local{Boot: s.Selector.Boot, Workers: s.Workers}
 }
 
 // Finish says what a finished run noted: pairs and pinning of a paired run
