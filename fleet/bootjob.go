@@ -46,10 +46,7 @@ func (w *bootWorker) Work(ctx context.Context, job *river.Job[BootArgs]) error {
 		return river.JobSnooze(snoozeOtherClass)
 	}
 	return w.rw.workBoots(ctx, job.JobRow, bootJob{accel: a.Accel, guest: a.Guest, boots: []BootSpec{a.Boot}},
-		func(ctx context.Context, tx pgx.Tx) error {
-			_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-			return err
-		})
+		completeIn(job))
 }
 
 type roundWorker struct {
@@ -69,10 +66,17 @@ func (w *roundWorker) Work(ctx context.Context, job *river.Job[RoundArgs]) error
 		return w.rw.refuse(job.JobRow, err)
 	}
 	return w.rw.workBoots(ctx, job.JobRow, bootJob{accel: a.Accel, guest: a.Guest, boots: a.Boots, paired: a.Paired, seed: a.Seed},
-		func(ctx context.Context, tx pgx.Tx) error {
-			_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-			return err
-		})
+		completeIn(job))
+}
+
+// completeIn returns what completes job inside the transaction that stores
+// its results (River's JobCompleteTx): a result lands with its job's
+// completion, or not at all.
+func completeIn[T river.JobArgs](job *river.Job[T]) func(context.Context, pgx.Tx) error {
+	return func(ctx context.Context, tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	}
 }
 
 // bootJob is what boot and round jobs have in common.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/git"
@@ -160,7 +159,7 @@ ON CONFLICT (job_id, attempt) DO NOTHING`,
 			r.Compiler, r.ConfigHash, nonNil(r.Dropped), nonNilBytes(r.Log), r.Duration.Nanoseconds()); err != nil {
 			return err
 		}
-		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+		if err := completeIn(job)(ctx, tx); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, fmt.Sprintf("done %d", job.ID)); err != nil {
