@@ -209,8 +209,9 @@ type Benchmark struct {
 	MaxDiff      float64 `json:"max_diff"`
 	QuantileDiff float64 `json:"quantile_diff"`
 	// Bound is the jitter bound, as a fraction: max(floor, SafetyFactor ×
-	// QuantileDiff). It is computed for every row but means something
-	// only for deterministic ones (see Calibration.Bound).
+	// QuantileDiff). It is computed for instruction counts only (0 for
+	// wall time, whose rows have a Floor instead) and means something
+	// only for deterministic rows (see Calibration.Bound).
 	Bound float64 `json:"bound"`
 	// Deterministic reports that the instrument counts instructions and
 	// the row passed the tests of the package documentation; Why says
@@ -374,14 +375,16 @@ func jitter(k rowKey, meds []float64, instructions bool, o Options) Benchmark {
 	}
 	slices.Sort(pairs)
 	floor := o.BoundFloor
-	if b.Centre != 0 {
+	if b.Centre != 0 && instructions { // the guest's step is 0.01 insn/op
 		floor = math.Max(floor, 2*o.Quantum/math.Abs(b.Centre))
 	}
 	if len(pairs) > 0 {
 		b.MaxDiff = pairs[len(pairs)-1]
 		b.QuantileDiff = quantile(pairs, o.Quantile)
 	}
-	b.Bound = math.Max(floor, o.SafetyFactor*b.QuantileDiff)
+	if instructions { // a wall-time row has a floor of the minimum effect, not a bound
+		b.Bound = math.Max(floor, o.SafetyFactor*b.QuantileDiff)
+	}
 	if two, gap := twoModes(ms, o.ModeGap, floor, o.MaxJitter); two && instructions {
 		b.TwoModes, b.EverTwoModes = true, true
 		b.Why = fmt.Sprintf("two modes: boot medians split by a gap of %.3g%%", 100*gap)

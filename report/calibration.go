@@ -46,7 +46,11 @@ func WriteCalibration(w io.Writer, f Format, c *calibrate.Calibration) error {
 		} else if len(b.SameShare) > 0 {
 			floor = "not reached"
 		}
-		cells := []string{b.Name, b.Unit, fmt.Sprintf("%.4g", b.Centre), pctOrInf(b.MaxDiff), pctOrInf(b.QuantileDiff), pct(b.Bound), det, floor}
+		bound := "–" // wall time: no jitter bound, a floor
+		if b.Bound > 0 {
+			bound = pct(b.Bound)
+		}
+		cells := []string{b.Name, b.Unit, fmt.Sprintf("%.4g", b.Centre), pctOrInf(b.MaxDiff), pctOrInf(b.QuantileDiff), bound, det, floor}
 		line := strings.Join(cells, sep)
 		if f == FormatMarkdown {
 			fmt.Fprintf(w, "| %s |\n", mdEscape(line))
