@@ -40,11 +40,24 @@ const (
 
 // KernelCommandLine is the kernel command line for a boot: console on
 // ttyS0 (early, so even the decompressor's output shows progress), a panic
-// ends the VM at once, oopses are panics, then the run plan.
+// ends the VM at once, oopses are panics, the boot work skipped that no
+// benchmark measures (skippedBootWork), then the run plan.
 func (c *Config) KernelCommandLine() string {
 	args := []string{"console=ttyS0,115200", "earlyprintk=serial,ttyS0,115200", "panic=-1", "oops=panic"}
+	args = append(args, skippedBootWork...)
 	return strings.Join(append(args, c.KernelArgs...), " ")
 }
+
+// skippedBootWork are kernel parameters that skip boot work no benchmark
+// touches: the crypto self-tests (cryptomgr.notests), and the initcalls of
+// the jitter-entropy RNG's self-test and of the trace events' enum maps
+// (initcall_blacklist, which needs CONFIG_KALLSYMS). Measured under icount
+// on Debian 6.12 (1000 entries, 2 samples): 2.32 → 1.28 billion guest
+// instructions from power-on to power-off, 1.69 → 0.95 to /init (the enum
+// maps are also built after /init starts), lookup counts unchanged within
+// 0.03 %. A kernel that does not know a parameter ignores it (a dotted
+// one is a module's; initcall_blacklist names nothing then).
+var skippedBootWork = []string{"cryptomgr.notests", "initcall_blacklist=jent_mod_init,trace_eval_init"}
 
 // qemuArgs builds QEMU's arguments; chardev gives the -chardev value (the
 // backend) with the given id for each of the three guest-to-host channels
