@@ -85,16 +85,7 @@ func For(setup *measure.Setup, cacheDir string) (Bounds, error) {
 	c, err := Load(cacheDir, key, MaxAge)
 	switch {
 	case err == nil:
-		for _, row := range c.Benchmarks {
-			if bound, ok := c.Bound(row.Name, row.Unit); ok {
-				b.Jitter[row.Name] = bound
-			}
-			if floor, ok := c.Floor(row.Name, row.Unit); ok {
-				b.Floors[row.Name] = floor
-			}
-		}
-		b.Source = fmt.Sprintf("calibration of %s on %s", c.Kernel, c.Date.Format(time.DateOnly))
-		return b, nil
+		return c.bounds(), nil
 	case errors.Is(err, ErrStale) && c != nil:
 		b.Source = fmt.Sprintf("the calibration of %s is stale (made %s, more than %d days ago: run lpmbisect calibrate again)",
 			key.Host.Name, c.Date.Format(time.DateOnly), int(MaxAge.Hours()/24))
@@ -114,6 +105,30 @@ func For(setup *measure.Setup, cacheDir string) (Bounds, error) {
 		b.Source += fmt.Sprintf("; the documented defaults: ±%.2g%% jitter for %s", 100*DefaultBound, strings.Join(DeterministicFamilies, ", "))
 	}
 	return b, nil
+}
+
+// bounds are the calibration's jitter bounds and floors. Source names
+// it, and the benchmarks whose floor was not reached, which keep the
+// default minimum effect.
+func (c *Calibration) bounds() Bounds {
+	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
+	var unreached []string
+	for _, row := range c.Benchmarks {
+		if bound, ok := c.Bound(row.Name, row.Unit); ok {
+			b.Jitter[row.Name] = bound
+		}
+		if floor, ok := c.Floor(row.Name, row.Unit); ok {
+			b.Floors[row.Name] = floor
+		} else if len(row.SameShare) > 0 {
+			unreached = append(unreached, row.Name)
+		}
+	}
+	b.Source = fmt.Sprintf("calibration of %s on %s", c.Kernel, c.Date.Format(time.DateOnly))
+	if len(unreached) > 0 && len(c.Method.Grid) > 0 {
+		b.Source += fmt.Sprintf("; no floor up to ±%.3g%% for %s (their boots spread wider on this host): the default minimum effect applies, and SAME is likely out of reach",
+			100*c.Method.Grid[len(c.Method.Grid)-1], strings.Join(unreached, ", "))
+	}
+	return b
 }
 
 // Apply sets a comparison's calibrated statistics: the jitter bounds, and
