@@ -130,7 +130,11 @@ type CallCount struct {
 	Mechanism string `json:"mechanism,omitempty"`
 	Calls     uint64 `json:"calls"`
 	Ops       uint64 `json:"ops"`
-	Why       string `json:"why,omitempty"`
+	// Unit names one of Ops when it is not one of the benchmark's own
+	// operations ("lookup": LPMTrieSyscall counts per lookup, not per
+	// gettid()); "" when it is.
+	Unit string `json:"unit,omitempty"`
+	Why  string `json:"why,omitempty"`
 }
 
 // PerOp returns Calls/Ops, or 0 without operations.
