@@ -95,13 +95,22 @@ const maxKallsymsBytes = 32 << 20
 // does not gets the reason in its count. Requires Linux 4.13 for the
 // program sizes, 5.16 for the verified instructions; kprobe programs need
 // CONFIG_KPROBES, fentry Linux 5.5 and kernel BTF.
-func Insight(benches []*Benchmark, p Params, count []string, logf func(string, ...any)) *wire.InsightDoc {
+//
+// With sendKallsyms false (the host reads this kernel's symbols from a
+// static source, wire.Plan.SkipKallsyms) kallsyms is read only to find
+// the symbols to count, and left out of the document.
+func Insight(benches []*Benchmark, p Params, count []string, sendKallsyms bool, logf func(string, ...any)) *wire.InsightDoc {
 	doc := &wire.InsightDoc{Kernel: kernelRelease()}
 	RemoveMemlock()
-	kallsyms, err := readKallsyms("/proc/kallsyms")
-	if err != nil {
+	var kallsyms []byte
+	var err error
+	if sendKallsyms || len(count) > 0 {
+		kallsyms, err = readKallsyms("/proc/kallsyms")
+	}
+	switch {
+	case err != nil:
 		doc.KallsymsProblem = err.Error()
-	} else {
+	case sendKallsyms:
 		doc.Kallsyms = string(kallsyms)
 	}
 	targets := matchTargets(kallsyms, count)
