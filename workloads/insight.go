@@ -29,7 +29,8 @@ type Instance struct {
 	Programs map[string]*ebpf.Program
 	// Operate runs the benchmark's operation a number of times, untimed
 	// for the pass, and returns how many. Nil for a benchmark whose
-	// operation is not worth counting (the controls).
+	// operation is not worth counting (the controls, a gettid() without
+	// lookups).
 	Operate func() (ops uint64, err error)
 	// Path is how Operate's operations reach the map code: it picks the
 	// counting mechanism (see Insight).
