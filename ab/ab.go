@@ -121,12 +121,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var static [2]*insight.Side
 	if o.Insight != nil {
 		static = o.Insight.static(sides)
-		if o.Insight.Guest {
-			args, err := wire.InsightArgs(insight.CountTargets(o.Insight.Options, static[:]...))
-			if err != nil {
-				return nil, fmt.Errorf("insight: %w", err)
-			}
-			runner.GuestArgs = append(runner.GuestArgs, args...)
+		if err := o.Insight.arm(runner, static); err != nil {
+			return nil, err
 		}
 	}
 	if o.Hooks != nil {
@@ -184,6 +180,26 @@ func (in *Insight) static(sides []*measure.Side) [2]*insight.Side {
 		}
 	}
 	return out
+}
+
+// arm adds the guest's insight pass to the runner's plan, when asked for:
+// the functions to count, and for each side with a static symbol source
+// that its guest keep kallsyms, which the host would throw away (Debian's
+// packages without their -dbg package have no such source: kallsyms is
+// all there is).
+func (in *Insight) arm(runner *measure.Runner, static [2]*insight.Side) error {
+	if !in.Guest {
+		return nil
+	}
+	args, err := wire.InsightArgs(insight.CountTargets(in.Options, static[:]...))
+	if err != nil {
+		return fmt.Errorf("insight: %w", err)
+	}
+	runner.GuestArgs = append(runner.GuestArgs, args...)
+	for i, side := range runner.Sides[:min(len(runner.Sides), 2)] {
+		side.StaticSymbols = static[i] != nil
+	}
+	return nil
 }
 
 // diff builds the insight block once the boots are done, adding what

@@ -1,6 +1,10 @@
 package ab
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,5 +48,47 @@ func TestInsightDiff(t *testing.T) {
 	}
 	if got := strings.Join(d.B.Problems, "; "); !strings.Contains(got, "guest insight: decode insight") {
 		t.Errorf("side B problems %q; want the malformed document named", got)
+	}
+}
+
+// TestInsightArmKeepsKallsymsOfStaticSides checks that a side whose
+// symbols the host reads from a static source tells its guest to keep
+// kallsyms, and a side with none (a Debian package without its -dbg
+// package) does not. Any unstripped ELF stands in for the vmlinux here:
+// a Go program with its symbol table (go test strips its own binary).
+func TestInsightArmKeepsKallsymsOfStaticSides(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "unstripped")
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+	build := exec.Command("go", "build", "-o", self, "main.go")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "GO111MODULE=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build an unstripped ELF: %v\n%s", err, out)
+	}
+	sides := []*measure.Side{
+		{Name: "A", Kernel: &kernel.Kernel{Image: dir + "/vmlinuz-a"}},
+		{Name: "B", Kernel: &kernel.Kernel{Image: dir + "/vmlinuz-b"}},
+	}
+	in := &Insight{Guest: true}
+	in.Given[0] = insight.Input{Vmlinux: self}
+	static := in.static(sides)
+	if static[0] == nil || static[1] != nil {
+		t.Fatalf("static sources %v; want A's only", static)
+	}
+	runner := &measure.Runner{Sides: sides}
+	if err := in.arm(runner, static); err != nil {
+		t.Fatal(err)
+	}
+	if !sides[0].StaticSymbols || sides[1].StaticSymbols {
+		t.Errorf("StaticSymbols A %v, B %v; want A's kallsyms kept in its guest, B's sent", sides[0].StaticSymbols, sides[1].StaticSymbols)
+	}
+	if !slices.Contains(runner.GuestArgs, "lpmbisect.kallsyms=1") || !slices.Contains(runner.GuestArgs, "lpmbisect.insight=0") {
+		t.Errorf("guest arguments %q; want the pass armed, kallsyms sent unless a side says otherwise", runner.GuestArgs)
+	}
+	off := &Insight{}
+	runner = &measure.Runner{Sides: sides}
+	if err := off.arm(runner, static); err != nil || len(runner.GuestArgs) != 0 {
+		t.Errorf("arm without the guest pass: %q, %v; want no arguments", runner.GuestArgs, err)
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // MaxDiffFileBytes bounds a saved insight block (ReadDiffFile): the
-// callees, size rows and counts of a comparison take tens of KiB.
+// callees, size rows and counts of a comparison take tens of KiB, the
+// function sizes of each side (Side.FunctionSizes) 1–2 MB.
 const MaxDiffFileBytes = 16 << 20
 
 // DiffFile is where the insight block of a results file is kept:
@@ -18,8 +19,10 @@ const MaxDiffFileBytes = 16 << 20
 func DiffFile(results string) string { return results + ".insight.json" }
 
 // WriteDiffFile saves d as JSON, atomically. What it keeps is what the
-// reports render; the symbol tables themselves are not kept, so a saved
-// block is rendered again as it was, not recomputed.
+// reports render and each side's function sizes; the symbol tables
+// themselves are not kept, so a saved block is rendered again as it was,
+// except that its size table can be drawn over other functions
+// (Diff.Resize).
 func WriteDiffFile(path string, d *Diff) error {
 	err := cachefile.WriteAtomic(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)

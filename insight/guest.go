@@ -238,8 +238,16 @@ func countSide(cs []wire.CallCount) string {
 	return fmt.Sprintf("%s (%s)", per, strings.Join(mechs, ", "))
 }
 
+// countLine says a row, per the unit of its counts ("op", or what the
+// guest named, e.g. "lookup").
 func countLine(r *CountRow) string {
-	return fmt.Sprintf("%s: %s calls per op: %s → %s", r.Benchmark, r.Function, countSide(r.A), countSide(r.B))
+	unit := "op"
+	for _, c := range append(slices.Clone(r.A), r.B...) {
+		if c.Unit != "" {
+			unit = c.Unit
+		}
+	}
+	return fmt.Sprintf("%s: %s calls per %s: %s → %s", r.Benchmark, r.Function, unit, countSide(r.A), countSide(r.B))
 }
 
 // LoadKernel is Load of a kernel input (anything kernel.Resolve takes:

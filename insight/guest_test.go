@@ -60,12 +60,18 @@ func TestBuildVmlinux(t *testing.T) {
 }
 
 func TestCompareGuestFindings(t *testing.T) {
-	const bench = "LPMTrie/op=lookup/keys=random/entries=1000"
+	const (
+		bench   = "LPMTrie/op=lookup/keys=random/entries=1000"
+		syscall = "LPMTrieSyscall/lookups=8/entries=8192"
+		lpmWhy  = "longest_prefix_match.isra.0: a .isra clone has no BTF FUNC, fentry cannot attach; kprobes do not see calls from a program a kprobe runs (bpf_prog_active)"
+	)
 	a := &Side{
 		Programs: []wire.ProgramInfo{{Benchmark: bench, Program: "lpm_lookup", TranslatedBytes: 1000, JitedBytes: 600, VerifiedInsns: 70, JitedSHA256: "aa"}},
 		Counts: []wire.CallCount{
 			{Benchmark: bench, Function: "longest_prefix_match", Symbol: "longest_prefix_match.isra.0", Mechanism: wire.MechanismKprobe, Calls: 103000, Ops: 10000},
 			{Benchmark: bench, Function: "trie_lookup_elem", Symbol: "trie_lookup_elem", Mechanism: wire.MechanismKprobe, Calls: 10000, Ops: 10000},
+			{Benchmark: syscall, Function: "trie_lookup_elem", Symbol: "trie_lookup_elem", Mechanism: wire.MechanismFentry, Calls: 8000, Ops: 8000, Unit: "lookup"},
+			{Benchmark: syscall, Function: "longest_prefix_match", Symbol: "longest_prefix_match.isra.0", Unit: "lookup", Why: lpmWhy},
 		},
 	}
 	b := &Side{
@@ -87,6 +93,10 @@ func TestCompareGuestFindings(t *testing.T) {
 		bench + " lpm_lookup: 1000 xlated, 600 JITed bytes, 70 verified insns → 1000 xlated, 600 JITed bytes, 70 verified insns; same JITed code",
 		bench + ": longest_prefix_match calls per op: 10.30 (kprobe longest_prefix_match.isra.0) → 0 (kprobe longest_prefix_match.isra.0)",
 		bench + ": trie_lookup_elem calls per op: 1.00 (kprobe) → not counted: not traceable: fentry and kprobe attach failed",
+		// B did not run the syscall family: its side is "not counted",
+		// the unit is A's.
+		syscall + ": trie_lookup_elem calls per lookup: 1.00 (fentry) → not counted",
+		syscall + ": longest_prefix_match calls per lookup: not counted: " + lpmWhy + " → not counted",
 	}
 	if !reflect.DeepEqual(lines, want) {
 		t.Errorf("Compare(guest findings) lines =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

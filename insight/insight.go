@@ -73,6 +73,10 @@ type Side struct {
 	// Programs and Counts are Input's, as the guest reported them.
 	Programs []wire.ProgramInfo `json:"programs,omitempty"`
 	Counts   []wire.CallCount   `json:"counts,omitempty"`
+	// FunctionSizes are the sizes of every function of Symbols
+	// (FunctionSizes), kept in a saved block so that Diff.Resize can draw
+	// the size table over other symbols; nil without symbols.
+	FunctionSizes map[string]uint64 `json:"function_sizes,omitempty"`
 
 	// Err is the error behind Status, for errors.Is (ErrNoSymbols,
 	// ErrBuildIDMismatch, ErrAddressesHidden, …); nil when Status is "".
@@ -128,6 +132,7 @@ func Load(in Input, opts Options) *Side {
 	}
 	side.Symbols = syms
 	side.Source = syms.Describe()
+	side.FunctionSizes = FunctionSizes(syms)
 	for _, f := range opts.functions() {
 		if im == nil {
 			side.Calls = append(side.Calls, FunctionCalls{Function: f, Error: "no code to disassemble"})

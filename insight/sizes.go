@@ -2,6 +2,7 @@ package insight
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -128,12 +129,59 @@ func DiffSizes(old, new *Symbols, opts SizeOptions) *SizeDiff {
 	if types == "" {
 		types = TypesFunctions
 	}
-	o := sizesByName(old, re, types, opts.KeepPadding)
-	n := sizesByName(new, re, types, opts.KeepPadding)
 	d := &SizeDiff{
 		Symbols: re.String(), Types: types, KeepPadding: opts.KeepPadding,
 		Exact: old.ExactSizes && new.ExactSizes,
 	}
+	d.count(sizesByName(old, re, types, opts.KeepPadding), sizesByName(new, re, types, opts.KeepPadding))
+	return d
+}
+
+// FunctionSizes are the sizes of every function of s as the size diff
+// counts them (TypesFunctions, no __pfx_ padding, bloat-o-meter's skips,
+// names normalised and summed): what a saved insight block keeps so that
+// its size table can be drawn again over other symbols (Diff.Resize).
+func FunctionSizes(s *Symbols) map[string]uint64 {
+	return sizesByName(s, matchEverything, TypesFunctions, false)
+}
+
+var matchEverything = regexp.MustCompile(``)
+
+// ErrSizesNotKept is returned by Diff.Resize when a saved block lacks the
+// function sizes of a side (a side without symbols, or a block written
+// before they were kept).
+var ErrSizesNotKept = errors.New("the saved insight block keeps no function sizes")
+
+// Resize draws the size table again over the functions matching re (nil:
+// DefaultSymbols), from the function sizes each side keeps
+// (Side.FunctionSizes): a saved block can then be shown over a wider or
+// narrower set than when it was made. Without them (ErrSizesNotKept) the
+// table stays as it was.
+func (d *Diff) Resize(re *regexp.Regexp) error {
+	if d.A == nil || d.B == nil || d.A.FunctionSizes == nil || d.B.FunctionSizes == nil || d.A.Symbols == nil || d.B.Symbols == nil {
+		return ErrSizesNotKept
+	}
+	if re == nil {
+		re = defaultSymbolsRE
+	}
+	pick := func(all map[string]uint64) map[string]uint64 {
+		out := map[string]uint64{}
+		for name, size := range all {
+			if re.MatchString(name) {
+				out[name] = size
+			}
+		}
+		return out
+	}
+	sd := &SizeDiff{Symbols: re.String(), Types: TypesFunctions, Exact: d.A.Symbols.ExactSizes && d.B.Symbols.ExactSizes}
+	sd.count(pick(d.A.FunctionSizes), pick(d.B.FunctionSizes))
+	d.Sizes = sd
+	return nil
+}
+
+// count fills d from the sizes by normalised name of the old and new
+// side, with bloat-o-meter's counting and order.
+func (d *SizeDiff) count(o, n map[string]uint64) {
 	for name, size := range o {
 		d.Before += size
 		ns, common := n[name]
@@ -167,7 +215,6 @@ func DiffSizes(old, new *Symbols, opts SizeOptions) *SizeDiff {
 		}
 		return strings.Compare(b.Name, a.Name)
 	})
-	return d
 }
 
 // skippedByBloatOMeter lists the generated symbols bloat-o-meter ignores.

@@ -2,6 +2,7 @@ package insight
 
 import (
 	"debug/elf"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -240,5 +241,43 @@ func TestDiffSizesAgainstBloatOMeter(t *testing.T) {
 		if got.String() != string(out) {
 			t.Errorf("WriteBloatOMeter(%s):\n%s\nbloat-o-meter %s:\n%s", tc.types, got.String(), tc.flag, out)
 		}
+	}
+}
+
+// TestResizeSavedBlock checks that a block saved and read again draws its
+// size table over other functions exactly as DiffSizes does from the
+// symbol tables, and says so when it kept no sizes.
+func TestResizeSavedBlock(t *testing.T) {
+	old, new := syntheticTables()
+	d := &Diff{
+		A:     &Side{Symbols: old, FunctionSizes: FunctionSizes(old)},
+		B:     &Side{Symbols: new, FunctionSizes: FunctionSizes(new)},
+		Sizes: DiffSizes(old, new, SizeOptions{}),
+	}
+	path := DiffFile(filepath.Join(t.TempDir(), "results.txt"))
+	if err := WriteDiffFile(path, d); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := ReadDiffFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []*regexp.Regexp{nil, regexp.MustCompile(`.`), regexp.MustCompile(`^(helper|tie_.*)$`)} {
+		if err := saved.Resize(re); err != nil {
+			t.Fatalf("Resize(%v) = %v", re, err)
+		}
+		var got, want strings.Builder
+		WriteBloatOMeter(&got, saved.Sizes, "Function")
+		WriteBloatOMeter(&want, DiffSizes(old, new, SizeOptions{Symbols: re}), "Function")
+		if got.String() != want.String() {
+			t.Errorf("Resize(%v) of a saved block:\n%s\nwant, as from the symbols:\n%s", re, got.String(), want.String())
+		}
+		if re != nil && re.String() == "." && len(saved.Sizes.Rows) <= len(d.Sizes.Rows) {
+			t.Errorf("Resize(all functions): %d rows; want more than the default's %d", len(saved.Sizes.Rows), len(d.Sizes.Rows))
+		}
+	}
+	narrow := &Diff{A: &Side{Symbols: old}, B: &Side{Symbols: new}, Sizes: d.Sizes}
+	if err := narrow.Resize(regexp.MustCompile(`.`)); !errors.Is(err, ErrSizesNotKept) || narrow.Sizes != d.Sizes {
+		t.Errorf("Resize of a block without function sizes = %v; want ErrSizesNotKept and the table as it was", err)
 	}
 }

@@ -50,6 +50,10 @@ type Side struct {
 	// was dropped.
 	Insight        []byte
 	InsightProblem string
+	// StaticSymbols says the host reads this kernel's symbols from a
+	// static source (a vmlinux, a -dbg package): its boots tell an armed
+	// insight pass not to send kallsyms (wire.SkipKallsyms).
+	StaticSymbols bool
 }
 
 // Prepare resolves kernel inputs and packs the initramfs of each. Errors are

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -217,5 +218,52 @@ func TestRunStopsWhenCanceled(t *testing.T) {
 	}
 	if n := sum.OK["A"] + sum.OK["B"]; n != 4 {
 		t.Errorf("Run(canceled after the 4th boot) kept %d boots; want 4", n)
+	}
+}
+
+// TestInsightArgsPerSide checks the kernel arguments of an armed insight
+// pass: the pass runs in the first boot of each side, a side whose symbols
+// the host has from a static source tells its guest to keep kallsyms, and
+// every boot's command line has one length.
+func TestInsightArgsPerSide(t *testing.T) {
+	args, err := wire.InsightArgs([]string{"trie_lookup_elem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdlines := map[string]string{} // side+boot → command line
+	var mu sync.Mutex
+	boot := func(ctx context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
+		mu.Lock()
+		side := cfg.Kernel[len("/k/"):]
+		n := 1
+		for cmdlines[fmt.Sprint(side, n)] != "" {
+			n++
+		}
+		cmdlines[fmt.Sprint(side, n)] = strings.Join(cfg.KernelArgs, " ")
+		mu.Unlock()
+		var log []string
+		return fakeBoot(&log, nil)(ctx, cfg)
+	}
+	sides := testSides()
+	sides[0].StaticSymbols = true
+	r := &Runner{Sides: sides, GuestArgs: args, Exec: Local{Boot: boot}, RunDir: t.TempDir()}
+	if err := r.Measure(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string][]string{
+		"A1": {"lpmbisect.insight=1", "lpmbisect.kallsyms=0"},
+		"A2": {"lpmbisect.insight=0", "lpmbisect.kallsyms=0"},
+		"B1": {"lpmbisect.insight=1", "lpmbisect.kallsyms=1"},
+		"B2": {"lpmbisect.insight=0", "lpmbisect.kallsyms=1"},
+	} {
+		got := strings.Fields(cmdlines[key])
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("boot %s: kernel arguments %q; want %s", key, got, w)
+			}
+		}
+		if len(cmdlines[key]) != len(cmdlines["B1"]) {
+			t.Errorf("boot %s: %d bytes of kernel arguments, B1 %d; want one length", key, len(cmdlines[key]), len(cmdlines["B1"]))
+		}
 	}
 }

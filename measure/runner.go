@@ -164,6 +164,9 @@ func (r *Runner) job(s *Side, pair int) Job {
 	if boot == 1 { // an armed insight pass runs in the first boot of each side
 		cfg.KernelArgs = wire.ArmInsight(cfg.KernelArgs)
 	}
+	if s.StaticSymbols { // on every boot of the side: one command line but for the pass's byte
+		cfg.KernelArgs = wire.SkipKallsyms(cfg.KernelArgs)
+	}
 	cfg.RunDir = filepath.Join(r.RunDir, fmt.Sprintf("%s-%02d", s.Name, boot))
 	j := Job{Side: s, Boot: boot, Pair: pair, Config: cfg}
 	j.starting = func() {

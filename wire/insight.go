@@ -21,12 +21,19 @@ import (
 //	                        but not in this boot
 //	lpmbisect.count=F,G     the functions to count (base names; each
 //	                        counts every clone F.isra.0, F.constprop.1, …)
+//	lpmbisect.kallsyms=1|0  1: send /proc/kallsyms in the document; 0: the
+//	                        host has a static symbol source for this kernel
+//	                        (a vmlinux, a -dbg package), so the guest reads
+//	                        kallsyms only to find the symbols to count
 //
 // A plan that asks for the pass on one boot writes lpmbisect.insight on
-// every boot of the run, 0 or 1, with the same lpmbisect.count, so that the
-// command lines of the timed boots and of the counting boot differ in one
-// byte, not in length: the pass must not move the timed numbers, and under
-// icount a longer command line is more instructions before the samples.
+// every boot of the run, 0 or 1, with the same lpmbisect.count and
+// lpmbisect.kallsyms, so that the command lines of the timed boots and of
+// the counting boot differ in one byte, not in length: the pass must not
+// move the timed numbers, and under icount a longer command line is more
+// instructions before the samples. For the same reason lpmbisect.kallsyms
+// is written as 1 or 0, never left out: sides with and without a static
+// source have command lines of one length.
 //
 // The guest sends one document (InsightDoc), gzip-compressed JSON, as
 // KeyInsight lines of base64 after the trailer: a document lost or cut
@@ -39,6 +46,9 @@ import (
 const (
 	ParamInsight Param = "lpmbisect.insight" // Plan.Insight: 1 or 0, written when the plan is armed
 	ParamCount   Param = "lpmbisect.count"   // Plan.Count, comma-separated, written when the plan is armed
+	// ParamKallsyms is Plan.SkipKallsyms: 0 to skip, 1 to send; written
+	// when the plan is armed.
+	ParamKallsyms Param = "lpmbisect.kallsyms"
 )
 
 // KeyInsight lines carry the insight document: base64 of consecutive
@@ -130,7 +140,11 @@ type CallCount struct {
 	Mechanism string `json:"mechanism,omitempty"`
 	Calls     uint64 `json:"calls"`
 	Ops       uint64 `json:"ops"`
-	Why       string `json:"why,omitempty"`
+	// Unit names one of Ops when it is not one of the benchmark's own
+	// operations ("lookup": LPMTrieSyscall counts per lookup, not per
+	// gettid()); "" when it is.
+	Unit string `json:"unit,omitempty"`
+	Why  string `json:"why,omitempty"`
 }
 
 // PerOp returns Calls/Ops, or 0 without operations.
@@ -310,13 +324,26 @@ func (p Plan) insightArgs() []string {
 	if p.Count != "" {
 		args = append(args, ParamCount.Arg(p.Count))
 	}
+	if p.Insight != InsightOff || p.SkipKallsyms {
+		args = append(args, kallsymsArg(!p.SkipKallsyms))
+	}
 	return args
 }
 
+// kallsymsArg is lpmbisect.kallsyms=1 (send) or =0.
+func kallsymsArg(send bool) string {
+	if send {
+		return ParamKallsyms.Arg("1")
+	}
+	return ParamKallsyms.Arg("0")
+}
+
 // InsightArgs returns the kernel arguments that arm the insight pass with
-// the functions to count (lpmbisect.insight=0 lpmbisect.count=…), for a
-// host that adds the pass to a plan it encoded without: ArmInsight then
-// switches it on for one boot. The error is a *ParamError.
+// the functions to count (lpmbisect.insight=0 lpmbisect.count=…
+// lpmbisect.kallsyms=1), for a host that adds the pass to a plan it
+// encoded without: ArmInsight then switches it on for one boot, and
+// SkipKallsyms keeps a kernel's kallsyms at home. The error is a
+// *ParamError.
 func InsightArgs(count []string) ([]string, error) {
 	p := Plan{Insight: InsightArmed, Count: strings.Join(count, ",")}
 	if err := checkCount(p.Count); err != nil {
@@ -334,6 +361,22 @@ func ArmInsight(args []string) []string {
 	for i, a := range args {
 		if a == ParamInsight.Arg("0") {
 			a = ParamInsight.Arg("1")
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// SkipKallsyms returns the arguments of an armed plan for a kernel whose
+// symbols the host reads from a static source: the same arguments, same
+// length, with lpmbisect.kallsyms=0, so that its guest does not read,
+// compress and send kallsyms it would only throw away. Arguments without
+// lpmbisect.kallsyms are returned as they are.
+func SkipKallsyms(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == kallsymsArg(true) {
+			a = kallsymsArg(false)
 		}
 		out[i] = a
 	}

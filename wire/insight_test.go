@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,11 +134,31 @@ func TestInsightParams(t *testing.T) {
 	if off := ArmInsight(DefaultPlan().KernelArgs()); !reflect.DeepEqual(off, DefaultPlan().KernelArgs()) {
 		t.Errorf("ArmInsight(a plan without insight) = %q; want it unchanged", off)
 	}
+	// A side with a static symbol source: the same length again, and its
+	// guest is told to keep kallsyms at home; the armed plan sends it.
+	if got.SkipKallsyms {
+		t.Errorf("DecodePlan(%q).SkipKallsyms = true; want kallsyms sent by default", on)
+	}
+	skip := SkipKallsyms(on)
+	if len(strings.Join(skip, " ")) != len(strings.Join(on, " ")) {
+		t.Errorf("SkipKallsyms changed the command line's length: %q → %q", on, skip)
+	}
+	if got, err := DecodePlan(strings.Join(skip, " ")); err != nil || !got.SkipKallsyms || got.Insight != InsightOn || got.Count != p.Count {
+		t.Errorf("DecodePlan(SkipKallsyms(%q)) = %+v, %v; want the pass on, kallsyms skipped", on, got, err)
+	}
+	armed, err := InsightArgs([]string{"trie_lookup_elem"})
+	if err != nil || !slices.Contains(armed, "lpmbisect.kallsyms=1") || !slices.Contains(SkipKallsyms(armed), "lpmbisect.kallsyms=0") {
+		t.Errorf("InsightArgs = %q, %v; SkipKallsyms of it %q; want kallsyms=1, then 0", armed, err, SkipKallsyms(armed))
+	}
+	if none := SkipKallsyms(DefaultPlan().KernelArgs()); !reflect.DeepEqual(none, DefaultPlan().KernelArgs()) {
+		t.Errorf("SkipKallsyms(a plan without insight) = %q; want it unchanged", none)
+	}
 	for _, tc := range []struct {
 		cmdline string
 		want    error
 	}{
 		{"lpmbisect.insight=2", ErrMalformed},
+		{"lpmbisect.kallsyms=yes", ErrMalformed},
 		{"lpmbisect.count=a,b;c", ErrMalformed},
 		{"lpmbisect.count=a,,b", ErrMalformed},
 		{"lpmbisect.count=" + strings.Repeat("f,", MaxCount) + "f", ErrOutOfRange},

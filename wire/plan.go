@@ -57,6 +57,11 @@ type Plan struct {
 	// names (SymbolMatches) joined by commas (a string, so that a Plan
 	// stays comparable); at most MaxCount in MaxCountLen bytes.
 	Count string
+	// SkipKallsyms tells the insight pass not to send /proc/kallsyms:
+	// the host has a static symbol source for the kernel (see
+	// ParamKallsyms). The pass still reads it to find the symbols to
+	// count.
+	SkipKallsyms bool
 	// Fault, TEST-ONLY, makes the guest misbehave (one of Faults), so the
 	// host's handling of broken guests can be tested with a real guest.
 	// "" for a normal boot.
@@ -185,7 +190,7 @@ const (
 
 // Params lists every parameter, in the order KernelArgs writes them.
 var Params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
-	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamFault}
+	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamFault}
 
 // ParamPrefix starts every run plan parameter. DecodePlan ignores the
 // parameters without it (they are the kernel's) and rejects unknown ones
@@ -371,7 +376,7 @@ func checkArgValue(v string) error {
 // arguments joined by spaces returns the plan. The numeric parameters and
 // Bench are always written, so a command line says what a boot ran whatever
 // the guest's defaults; Accel, Port, Paced and Fault only when they differ
-// from DefaultPlan, and so Insight and Count. Validate the plan first: an invalid plan encodes to
+// from DefaultPlan, and so Insight, Count and SkipKallsyms. Validate the plan first: an invalid plan encodes to
 // arguments that DecodePlan rejects.
 func (p Plan) KernelArgs() []string {
 	args := []string{
@@ -453,6 +458,13 @@ func DecodePlan(cmdline string) (Plan, error) {
 			}
 		case ParamCount:
 			p.Count = val
+		case ParamKallsyms:
+			switch val {
+			case "0", "1":
+				p.SkipKallsyms = val == "0"
+			default:
+				err = fmt.Errorf("%w: want 0 or 1", ErrMalformed)
+			}
 		case ParamFault:
 			if val == "" {
 				err = fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))

@@ -190,7 +190,7 @@ func TestParamErrorMessages(t *testing.T) {
 	}
 	_, err := DecodePlan("lpmbisect.sampels=3")
 	if want := "lpmbisect.sampels: unknown parameter (known: lpmbisect.bench, lpmbisect.samples, lpmbisect.entries, lpmbisect.rounds, " +
-		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count or lpmbisect.fault)"; err == nil || err.Error() != want {
+		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms or lpmbisect.fault)"; err == nil || err.Error() != want {
 		t.Errorf("DecodePlan(lpmbisect.sampels=3) = %v; want %s", err, want)
 	}
 }
@@ -227,6 +227,8 @@ func plans() []Plan {
 	add(func(p *Plan) { p.Port = "a=b" })
 	add(func(p *Plan) { p.Insight, p.Count = InsightArmed, "trie_lookup_elem,longest_prefix_match" })
 	add(func(p *Plan) { p.Insight = InsightOn })
+	add(func(p *Plan) { p.Insight, p.Count, p.SkipKallsyms = InsightOn, "trie_lookup_elem", true })
+	add(func(p *Plan) { p.SkipKallsyms = true })
 	return out
 }
 

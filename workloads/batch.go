@@ -149,6 +149,9 @@ func batchBenchmarks() []*Benchmark {
 					Requires: reqs,
 					Run:      batchRun(kind, op, size),
 				})
+				if kind == "lpm_trie" {
+					out[len(out)-1].Instance = batchTrieInstance(op, size)
+				}
 			}
 		}
 	}
@@ -279,18 +282,21 @@ func (b *batchMap[K, V]) pass(op string, size int) (int, error) {
 	return done, nil
 }
 
-// sample puts the map in the state op needs (full, or empty for update),
-// then times one pass.
-func (b *batchMap[K, V]) sample(op string, size int) (Sample, error) {
+// prepare puts the map in the state op needs: full, or empty for update.
+func (b *batchMap[K, V]) prepare(op string) error {
 	wantFull := op != batchUpdate
 	if wantFull && !b.full {
-		if err := b.fill(); err != nil {
-			return Sample{}, err
-		}
+		return b.fill()
 	} else if !wantFull && b.full {
-		if err := b.empty(); err != nil {
-			return Sample{}, err
-		}
+		return b.empty()
+	}
+	return nil
+}
+
+// sample prepares the map for op, then times one pass.
+func (b *batchMap[K, V]) sample(op string, size int) (Sample, error) {
+	if err := b.prepare(op); err != nil {
+		return Sample{}, err
 	}
 	start := time.Now()
 	done, err := b.pass(op, size)
@@ -353,11 +359,7 @@ func batchRun(kind, op string, size int) func(*Run) error {
 			defer b.m.Close()
 			take = func() (Sample, error) { return b.sample(op, size) }
 		case "lpm_trie":
-			vals := make([]uint32, n)
-			for i := range n {
-				vals[i] = i
-			}
-			b, err := newBatchMap(bpf.TrieSpec(n), trieKeys(n, bpf.PrefixLen), vals)
+			b, err := newBatchTrie(n)
 			if err != nil {
 				return err
 			}
@@ -365,5 +367,38 @@ func batchRun(kind, op string, size int) func(*Run) error {
 			take = func() (Sample, error) { return b.sample(op, size) }
 		}
 		return reportSamples(r, take)
+	}
+}
+
+// newBatchTrie is the LPM trie of the MapBatch benchmarks: n /32 keys,
+// empty.
+func newBatchTrie(n uint32) (*batchMap[bpf.LPMKey, uint32], error) {
+	vals := make([]uint32, n)
+	for i := range n {
+		vals[i] = i
+	}
+	return newBatchMap(bpf.TrieSpec(n), trieKeys(n, bpf.PrefixLen), vals)
+}
+
+// batchTrieInstance sets up an LPM trie MapBatch benchmark for the insight
+// pass: the trie in the state op needs, before counting starts; Operate
+// is one pass, one sample's worth. The operations are bpf(2) map
+// commands: PathSyscall. (The hash map benchmarks have no instance: their
+// operations never reach the LPM trie.)
+func batchTrieInstance(op string, size int) func(Params, func(string, ...any)) (*Instance, error) {
+	return func(p Params, _ func(string, ...any)) (*Instance, error) {
+		b, err := newBatchTrie(p.BatchEntries)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.prepare(op); err != nil {
+			b.m.Close()
+			return nil, err
+		}
+		return &Instance{Path: PathSyscall, Close: func() { b.m.Close() },
+			Operate: func() (uint64, error) {
+				done, err := b.pass(op, size)
+				return uint64(done), err
+			}}, nil
 	}
 }

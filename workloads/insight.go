@@ -15,6 +15,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 
 	"github.com/lpmbisect/lpmbisect/bpf"
@@ -28,10 +29,50 @@ type Instance struct {
 	Programs map[string]*ebpf.Program
 	// Operate runs the benchmark's operation a number of times, untimed
 	// for the pass, and returns how many. Nil for a benchmark whose
-	// operation is not worth counting (the controls).
+	// operation is not worth counting (the controls, a gettid() without
+	// lookups).
 	Operate func() (ops uint64, err error)
+	// Path is how Operate's operations reach the map code: it picks the
+	// counting mechanism (see Insight).
+	Path Path
+	// Unit names what one of Operate's ops is when it is not one of the
+	// benchmark's own operations ("lookup" for a gettid() that makes
+	// several); "" when it is.
+	Unit string
 	// Close releases the programs and maps.
 	Close func()
+}
+
+// Path is how a benchmark's operations reach the kernel's map code, which
+// decides what can count calls there.
+type Path int
+
+const (
+	// PathTestRun: a BPF program run by BPF_PROG_TEST_RUN (the XDP
+	// benchmarks). Kprobes see it, on every symbol including .isra
+	// clones; fentry is the fallback.
+	PathTestRun Path = iota
+	// PathSyscall: the bpf(2) map commands (MapBatch). The kernel runs
+	// them under bpf_disable_instrumentation, so kprobe programs (and
+	// kprobe.multi) never run there: only fentry counts, where the symbol
+	// has a BTF FUNC.
+	PathSyscall
+	// PathKprobeProgram: map helpers called by a BPF program that a
+	// kprobe runs (LPMTrieSyscall). A counting kprobe inside it is
+	// skipped (bpf_prog_active): only fentry counts, as on PathSyscall.
+	PathKprobeProgram
+)
+
+// kprobeBlind says why a kprobe cannot count on the path; "" for
+// PathTestRun.
+func (p Path) kprobeBlind() string {
+	switch p {
+	case PathSyscall:
+		return "kprobes do not see the syscall path (bpf_disable_instrumentation)"
+	case PathKprobeProgram:
+		return "kprobes do not see calls from a program a kprobe runs (bpf_prog_active)"
+	}
+	return ""
 }
 
 // maxKallsymsBytes bounds what the pass reads of /proc/kallsyms: Linux
@@ -44,22 +85,33 @@ const maxKallsymsBytes = 32 << 20
 // sample's worth of each benchmark's operations. It never fails: what it
 // cannot do is in the document's problems, counts and programs.
 //
-// Counting uses a kprobe on each symbol, since the benchmarks run their
-// operations in XDP test runs, a path kprobes see; where the kprobe does
-// not attach, an fentry program (which needs a BTF FUNC for the symbol,
-// so never for .isra or .constprop clones). Calls made from the syscall
-// path are invisible to kprobes (bpf_disable_instrumentation), and calls
-// from BPF programs run by a kprobe too (bpf_prog_active): no benchmark
-// counted here runs on either. Requires Linux 4.13 for the program sizes,
-// 5.16 for the verified instructions; kprobe programs need
+// Counting picks its mechanism by the benchmark's Path, and every count
+// names it. On PathTestRun (the XDP benchmarks) a kprobe on each symbol,
+// and where the kprobe does not attach, an fentry program. On PathSyscall
+// and PathKprobeProgram kprobes are blind (bpf_disable_instrumentation,
+// bpf_prog_active: they would count 0), so only fentry, which needs a BTF
+// FUNC for the symbol: never for .isra or .constprop clones, and no
+// attachment where the function has no ftrace entry (lpm_trie.c from
+// Linux 6.13, c83508da5620). What attaches is found by attaching; what
+// does not gets the reason in its count. Requires Linux 4.13 for the
+// program sizes, 5.16 for the verified instructions; kprobe programs need
 // CONFIG_KPROBES, fentry Linux 5.5 and kernel BTF.
-func Insight(benches []*Benchmark, p Params, count []string, logf func(string, ...any)) *wire.InsightDoc {
+//
+// With sendKallsyms false (the host reads this kernel's symbols from a
+// static source, wire.Plan.SkipKallsyms) kallsyms is read only to find
+// the symbols to count, and left out of the document.
+func Insight(benches []*Benchmark, p Params, count []string, sendKallsyms bool, logf func(string, ...any)) *wire.InsightDoc {
 	doc := &wire.InsightDoc{Kernel: kernelRelease()}
 	RemoveMemlock()
-	kallsyms, err := readKallsyms("/proc/kallsyms")
-	if err != nil {
+	var kallsyms []byte
+	var err error
+	if sendKallsyms || len(count) > 0 {
+		kallsyms, err = readKallsyms("/proc/kallsyms")
+	}
+	switch {
+	case err != nil:
 		doc.KallsymsProblem = err.Error()
-	} else {
+	case sendKallsyms:
 		doc.Kallsyms = string(kallsyms)
 	}
 	targets := matchTargets(kallsyms, count)
@@ -75,7 +127,7 @@ func Insight(benches []*Benchmark, p Params, count []string, logf func(string, .
 		}
 		doc.Programs = append(doc.Programs, programInfos(name, in.Programs)...)
 		if in.Operate != nil && len(count) > 0 {
-			doc.Counts = append(doc.Counts, countCalls(name, in.Operate, count, targets, logf)...)
+			doc.Counts = append(doc.Counts, countCalls(name, in, count, targets, logf)...)
 		}
 		in.Close()
 	}
@@ -216,9 +268,10 @@ type counter struct {
 }
 
 // countCalls attaches a counting program to every symbol of the targets,
-// runs operate once, and returns the calls per symbol. A function without
-// a symbol, or whose symbols attach to nothing, gets one count saying why.
-func countCalls(bench string, operate func() (uint64, error), count []string, targets map[string][]string, logf func(string, ...any)) []wire.CallCount {
+// by the mechanism in.Path allows, runs in.Operate once, and returns the
+// calls per symbol. A function without a symbol, or whose symbols attach
+// to nothing, gets one count saying why.
+func countCalls(bench string, in *Instance, count []string, targets map[string][]string, logf func(string, ...any)) []wire.CallCount {
 	var out []wire.CallCount
 	n := 0
 	for _, c := range count {
@@ -227,7 +280,7 @@ func countCalls(bench string, operate func() (uint64, error), count []string, ta
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: uint32(max(n, 1))})
 	if err != nil {
 		for _, c := range count {
-			out = append(out, wire.CallCount{Benchmark: bench, Function: c, Why: fmt.Sprintf("counter map: %v", err)})
+			out = append(out, wire.CallCount{Benchmark: bench, Function: c, Unit: in.Unit, Why: fmt.Sprintf("counter map: %v", err)})
 		}
 		return out
 	}
@@ -243,17 +296,17 @@ func countCalls(bench string, operate func() (uint64, error), count []string, ta
 	for _, c := range count {
 		syms := targets[c]
 		if len(syms) == 0 {
-			out = append(out, wire.CallCount{Benchmark: bench, Function: c, Why: "no such function in kallsyms (inlined into every caller, or not built)"})
+			out = append(out, wire.CallCount{Benchmark: bench, Function: c, Unit: in.Unit, Why: "no such function in kallsyms (inlined into every caller, or not built)"})
 			continue
 		}
 		for _, sym := range syms {
-			k := &counter{cc: wire.CallCount{Benchmark: bench, Function: c, Symbol: sym}}
-			k.link, k.cc.Mechanism, k.cc.Why = attachCounter(sym, m, uint32(len(counters)))
+			k := &counter{cc: wire.CallCount{Benchmark: bench, Function: c, Symbol: sym, Unit: in.Unit}}
+			k.link, k.cc.Mechanism, k.cc.Why = attachCounter(sym, in.Path, m, uint32(len(counters)))
 			counters = append(counters, k)
 		}
 	}
 	before := readCounters(m, len(counters))
-	ops, err := operate()
+	ops, err := in.Operate()
 	after := readCounters(m, len(counters))
 	for i, k := range counters {
 		if k.cc.Mechanism != "" {
@@ -282,20 +335,23 @@ func readCounters(m *ebpf.Map, n int) []uint64 {
 }
 
 // attachCounter attaches a program that adds 1 to slot of m on every call
-// of sym: a kprobe, else fentry. It returns the mechanism that attached,
-// or why none did.
-func attachCounter(sym string, m *ebpf.Map, slot uint32) (link.Link, string, string) {
-	prog, err := counterProgram(ebpf.Kprobe, ebpf.AttachNone, "", m, slot)
+// of sym: on PathTestRun a kprobe, else fentry; on the other paths fentry
+// only, since a kprobe there attaches but never runs. It returns the
+// mechanism that attached, or why none did.
+func attachCounter(sym string, path Path, m *ebpf.Map, slot uint32) (link.Link, string, string) {
 	var kerr error
-	if err == nil {
-		l, err := link.Kprobe(sym, prog, nil)
-		prog.Close() // the link holds it
+	if path == PathTestRun {
+		prog, err := counterProgram(ebpf.Kprobe, ebpf.AttachNone, "", m, slot)
 		if err == nil {
-			return l, wire.MechanismKprobe, ""
+			l, err := link.Kprobe(sym, prog, nil)
+			prog.Close() // the link holds it
+			if err == nil {
+				return l, wire.MechanismKprobe, ""
+			}
+			kerr = err
+		} else {
+			kerr = err
 		}
-		kerr = err
-	} else {
-		kerr = err
 	}
 	fprog, ferr := counterProgram(ebpf.Tracing, ebpf.AttachTraceFEntry, sym, m, slot)
 	if ferr == nil {
@@ -306,11 +362,34 @@ func attachCounter(sym string, m *ebpf.Map, slot uint32) (link.Link, string, str
 		}
 		ferr = err
 	}
+	_, berr := btf.LoadKernelSpec() // cached by cilium/ebpf
+	return nil, "", whyNotCounted(sym, path, kerr, ferr, berr == nil)
+}
+
+// whyNotCounted says in one line why neither mechanism counts sym on the
+// path, from the errors of the attempts (kerr nil when no kprobe was
+// tried) and whether the kernel has BTF.
+func whyNotCounted(sym string, path Path, kerr, ferr error, kernelBTF bool) string {
+	fentry := "fentry: " + oneLine(ferr)
+	if errors.Is(ferr, ebpf.ErrNotSupported) {
+		// cilium/ebpf found no BTF FUNC of that name, or no kernel BTF.
+		if !kernelBTF {
+			fentry = "no kernel BTF, fentry cannot attach"
+		} else if _, suffix, clone := strings.Cut(sym, "."); clone {
+			kind, _, _ := strings.Cut(suffix, ".")
+			fentry = "a ." + kind + " clone has no BTF FUNC, fentry cannot attach"
+		} else {
+			fentry = "no BTF FUNC for it, fentry cannot attach"
+		}
+	}
+	if path != PathTestRun {
+		return fmt.Sprintf("%s: %s; %s", sym, fentry, path.kprobeBlind())
+	}
 	why := "not traceable"
 	if errors.Is(kerr, os.ErrNotExist) || errors.Is(kerr, ebpf.ErrNotSupported) {
 		why = "no kprobes in the kernel, or not traceable"
 	}
-	return nil, "", fmt.Sprintf("%s: kprobe: %v; fentry: %v", why, oneLine(kerr), oneLine(ferr))
+	return fmt.Sprintf("%s: kprobe: %v; %s", why, oneLine(kerr), fentry)
 }
 
 func oneLine(err error) string {
@@ -344,7 +423,8 @@ func counterProgram(t ebpf.ProgramType, at ebpf.AttachType, attachTo string, m *
 // lpmInstance loads an LPM trie benchmark's program as lpmRun does, with
 // the trie filled when the operation needs it full; Operate runs one
 // sample's worth of test runs (Params.Rounds × bpf.LoopIterations
-// operations).
+// operations; PathTestRun). The trie resets of insert and delete are
+// syscalls, which the kprobes that count here do not see.
 func lpmInstance(op bpf.LPMOp, keys bpf.KeyOrder) func(Params, func(string, ...any)) (*Instance, error) {
 	return func(p Params, logf func(string, ...any)) (*Instance, error) {
 		r := &Run{Params: p, Logf: logf, Info: func(string) {}}
@@ -352,7 +432,7 @@ func lpmInstance(op bpf.LPMOp, keys bpf.KeyOrder) func(Params, func(string, ...a
 		if err != nil {
 			return nil, err
 		}
-		in := &Instance{Programs: map[string]*ebpf.Program{bpf.LPMBench{Op: op}.ProgName(): b.prog}, Close: closeAll}
+		in := &Instance{Programs: map[string]*ebpf.Program{bpf.LPMBench{Op: op}.ProgName(): b.prog}, Path: PathTestRun, Close: closeAll}
 		if op.UsesTrie() {
 			in.Operate = func() (uint64, error) {
 				s, err := b.sample(p.Rounds)

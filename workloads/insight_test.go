@@ -1,12 +1,16 @@
 package workloads
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
 )
 
 const kallsymsSample = `0000000000000000 A fixed_percpu_data
@@ -53,5 +57,44 @@ ffffffff812f8c50 t longest_prefix_match.isra.0.cold
 	os.WriteFile(big, make([]byte, maxKallsymsBytes+1), 0o644)
 	if _, err := readKallsyms(big); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("readKallsyms(%d bytes) = %v; want it refused", maxKallsymsBytes+1, err)
+	}
+}
+
+func TestWhyNotCounted(t *testing.T) {
+	noFunc := fmt.Errorf("load program: %w", ebpf.ErrNotSupported)
+	notTraceable := errors.New("attach tracing: invalid argument")
+	for _, c := range []struct {
+		sym        string
+		path       Path
+		kerr, ferr error
+		btf        bool
+		want       string
+	}{
+		{"longest_prefix_match.isra.0", PathSyscall, nil, noFunc, true,
+			"longest_prefix_match.isra.0: a .isra clone has no BTF FUNC, fentry cannot attach; kprobes do not see the syscall path (bpf_disable_instrumentation)"},
+		{"trie_update_elem.constprop.0", PathKprobeProgram, nil, noFunc, true,
+			"trie_update_elem.constprop.0: a .constprop clone has no BTF FUNC, fentry cannot attach; kprobes do not see calls from a program a kprobe runs (bpf_prog_active)"},
+		{"trie_lookup_elem", PathSyscall, nil, noFunc, false,
+			"trie_lookup_elem: no kernel BTF, fentry cannot attach; kprobes do not see the syscall path (bpf_disable_instrumentation)"},
+		{"trie_lookup_elem", PathSyscall, nil, notTraceable, true,
+			"trie_lookup_elem: fentry: attach tracing: invalid argument; kprobes do not see the syscall path (bpf_disable_instrumentation)"},
+		{"trie_lookup_elem", PathTestRun, os.ErrNotExist, noFunc, true,
+			"no kprobes in the kernel, or not traceable: kprobe: file does not exist; no BTF FUNC for it, fentry cannot attach"},
+	} {
+		if got := whyNotCounted(c.sym, c.path, c.kerr, c.ferr, c.btf); got != c.want {
+			t.Errorf("whyNotCounted(%s, %v, %v, %v, btf %v) =\n%q; want\n%q", c.sym, c.path, c.kerr, c.ferr, c.btf, got, c.want)
+		}
+	}
+}
+
+// TestInstancesWhereTheTrieIsReached checks which benchmarks the insight
+// pass sets up: every family whose operations reach the LPM trie, and none
+// that never does (hash maps, ring buffers).
+func TestInstancesWhereTheTrieIsReached(t *testing.T) {
+	reaches := regexp.MustCompile(`^(LPMTrie/op=(noop|baseline|lookup|update|insert|delete)|LPMTrieUnrolled/|LPMTrieSyscall/|MapBatch/map=lpm_trie/)`)
+	for _, b := range Registry() {
+		if got, want := b.Instance != nil, reaches.MatchString(b.Name); got != want {
+			t.Errorf("%s: has an insight instance %v; want %v", b.Name, got, want)
+		}
 	}
 }

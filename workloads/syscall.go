@@ -43,6 +43,7 @@ func syscallBenchmarks() []*Benchmark {
 		Doc:      fmt.Sprintf(doc, 0, 0, syscallsPerRound, "the base cost of the syscall with the kprobe"),
 		Requires: []Requirement{ReqLPMTrie, ReqKprobe},
 		Run:      syscallRun(0, 0),
+		Instance: syscallInstance(0, 0),
 	}}
 	for _, entries := range syscallEntries {
 		for _, lookups := range syscallLookups {
@@ -51,6 +52,7 @@ func syscallBenchmarks() []*Benchmark {
 				Doc:      fmt.Sprintf(doc, lookups, entries, syscallsPerRound, "ns/lookup is (per syscall - per syscall with 0 lookups, measured alongside) / lookups"),
 				Requires: []Requirement{ReqLPMTrie, ReqKprobe},
 				Run:      syscallRun(lookups, entries),
+				Instance: syscallInstance(lookups, entries),
 			})
 		}
 	}
@@ -175,5 +177,32 @@ func syscallRun(lookups int, entries uint32) func(*Run) error {
 			}
 			return s, nil
 		})
+	}
+}
+
+// syscallInstance loads an LPMTrieSyscall benchmark's program as
+// syscallRun does, for the insight pass; Operate calls gettid() one
+// sample's worth of times (Params.Rounds × syscallsPerRound) and counts
+// the lookups the program made, the ops of its counts (Unit "lookup").
+// The lookups run inside a kprobe program: PathKprobeProgram.
+func syscallInstance(lookups int, entries uint32) func(Params, func(string, ...any)) (*Instance, error) {
+	return func(p Params, logf func(string, ...any)) (*Instance, error) {
+		r := &Run{Params: p, Logf: logf, Info: func(string) {}}
+		prog, err := loadSyscallProg(r, lookups, entries)
+		if err != nil {
+			return nil, err
+		}
+		in := &Instance{Programs: map[string]*ebpf.Program{bpf.SyscallProgName: prog.prog}, Path: PathKprobeProgram, Unit: "lookup",
+			Close: func() { prog.coll.Close() }}
+		if lookups > 0 {
+			in.Operate = func() (uint64, error) {
+				n := p.Rounds * syscallsPerRound
+				if _, err := prog.time(n); err != nil {
+					return 0, err
+				}
+				return uint64(n * lookups), nil
+			}
+		}
+		return in, nil
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/lpmbisect/lpmbisect/bpf"
 )
 
@@ -20,6 +22,7 @@ func unrolledBenchmarks() []*Benchmark {
 				Params:   []string{"entries", "prefix_len"},
 				Requires: []Requirement{ReqLPMTrie, ReqXDPTestRun},
 				Run:      unrolledRun(op, keys),
+				Instance: unrolledInstance(op, keys),
 			})
 		}
 	}
@@ -33,29 +36,57 @@ const unrolledRuns = bpf.LoopIterations / bpf.UnrolledOps
 
 func unrolledRun(op bpf.LPMOp, keys bpf.KeyOrder) func(*Run) error {
 	return func(r *Run) error {
-		p := r.Params
-		u := bpf.LPMUnrolled{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen}
-		spec, err := u.Spec()
+		b, closeAll, err := unrolledPrepare(r, op, keys)
 		if err != nil {
 			return err
 		}
-		coll, err := loadCollection(r, "unrolled LPM "+op.String()+" program", spec)
-		if err != nil {
-			return err
-		}
-		defer coll.Close()
-		t := &trie{m: coll.Maps[bpf.TrieMapName], entries: p.Entries, prefixLen: p.PrefixLen}
-		start := time.Now()
-		how, err := t.fill()
-		if err != nil {
-			return err
-		}
-		r.Info(fmt.Sprintf("filled %d entries with %s in %v", p.Entries, how, time.Since(start).Round(time.Millisecond)))
-		b := &progBench{prog: coll.Programs[u.ProgName()], stats: coll.Maps[bpf.StatsMapName], trie: t}
-		runs := p.Rounds * unrolledRuns
+		defer closeAll()
+		runs := r.Params.Rounds * unrolledRuns
 		if _, err := b.sample(runs); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 		return reportSamples(r, func() (Sample, error) { return b.sample(runs) })
+	}
+}
+
+// unrolledPrepare loads an unrolled benchmark's program and fills its
+// trie: what its samples and the insight pass (unrolledInstance) start
+// from. closeAll releases the collection.
+func unrolledPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll func(), err error) {
+	p := r.Params
+	u := bpf.LPMUnrolled{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen}
+	spec, err := u.Spec()
+	if err != nil {
+		return nil, nil, err
+	}
+	coll, err := loadCollection(r, "unrolled LPM "+op.String()+" program", spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &trie{m: coll.Maps[bpf.TrieMapName], entries: p.Entries, prefixLen: p.PrefixLen}
+	start := time.Now()
+	how, err := t.fill()
+	if err != nil {
+		coll.Close()
+		return nil, nil, err
+	}
+	r.Info(fmt.Sprintf("filled %d entries with %s in %v", p.Entries, how, time.Since(start).Round(time.Millisecond)))
+	return &progBench{prog: coll.Programs[u.ProgName()], stats: coll.Maps[bpf.StatsMapName], trie: t}, coll.Close, nil
+}
+
+// unrolledInstance is unrolledPrepare for the insight pass; Operate runs
+// one sample's worth of test runs (PathTestRun).
+func unrolledInstance(op bpf.LPMOp, keys bpf.KeyOrder) func(Params, func(string, ...any)) (*Instance, error) {
+	return func(p Params, logf func(string, ...any)) (*Instance, error) {
+		b, closeAll, err := unrolledPrepare(&Run{Params: p, Logf: logf, Info: func(string) {}}, op, keys)
+		if err != nil {
+			return nil, err
+		}
+		u := bpf.LPMUnrolled{Op: op}
+		return &Instance{Programs: map[string]*ebpf.Program{u.ProgName(): b.prog}, Path: PathTestRun, Close: closeAll,
+			Operate: func() (uint64, error) {
+				s, err := b.sample(p.Rounds * unrolledRuns)
+				return s.Ops, err
+			}}, nil
 	}
 }

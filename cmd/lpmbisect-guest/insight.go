@@ -11,11 +11,12 @@ import (
 
 // insightPass runs the insight pass (workloads.Insight) after the timed
 // samples and returns its compressed document, without the kallsyms if the
-// whole would exceed wire.MaxInsightBytes (nil, with an info note, when
-// there is none to send).
-func insightPass(benches []*workloads.Benchmark, p workloads.Params, count []string, info func(string)) []byte {
+// plan says the host needs none (wire.Plan.SkipKallsyms) or if the whole
+// would exceed wire.MaxInsightBytes (nil, with an info note, when there is
+// none to send).
+func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, info func(string)) []byte {
 	start := time.Now()
-	doc := workloads.Insight(benches, p, count, logf)
+	doc := workloads.Insight(benches, p, plan.CountList(), !plan.SkipKallsyms, logf)
 	gz, err := wire.EncodeInsight(doc)
 	if errors.Is(err, wire.ErrInsightTooLarge) && doc.Kallsyms != "" {
 		doc.Kallsyms, doc.KallsymsProblem = "", fmt.Sprintf("left out: %v", err)
@@ -25,7 +26,11 @@ func insightPass(benches []*workloads.Benchmark, p workloads.Params, count []str
 		info(fmt.Sprintf("insight pass: %v", err))
 		return nil
 	}
-	logf("insight pass: %d programs, %d counts, %d bytes of kallsyms in %d compressed bytes, %v",
-		len(doc.Programs), len(doc.Counts), len(doc.Kallsyms), len(gz), time.Since(start).Round(time.Millisecond))
+	kallsyms := fmt.Sprintf("%d bytes of kallsyms", len(doc.Kallsyms))
+	if plan.SkipKallsyms {
+		kallsyms = "kallsyms not sent (the host has a static symbol source)"
+	}
+	logf("insight pass: %d programs, %d counts, %s in %d compressed bytes, %v",
+		len(doc.Programs), len(doc.Counts), kallsyms, len(gz), time.Since(start).Round(time.Millisecond))
 	return gz
 }

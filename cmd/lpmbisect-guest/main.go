@@ -30,6 +30,8 @@
 //	                         and calls counted per operation (see
 //	                         insight.go); 0: not in this boot [off]
 //	lpmbisect.count=F,G      functions the insight pass counts calls of
+//	lpmbisect.kallsyms=1|0   0: the insight pass does not send kallsyms
+//	                         (the host has a static symbol source) [1]
 //	lpmbisect.fault=KIND     TEST-ONLY: after the first result, hang, flood,
 //	                         longline, garbage, panic or exit; nobpf at once
 //	                         (see fault.go)
@@ -222,7 +224,7 @@ func run(pid1 bool) (err error) {
 	}
 	var insightDoc []byte
 	if plan.Insight == wire.InsightOn {
-		insightDoc = insightPass(benches, p, plan.CountList(), func(text string) { infos = append(infos, text) })
+		insightDoc = insightPass(benches, p, plan, func(text string) { infos = append(infos, text) })
 	}
 	// Info notes come last so that the configuration lines open the stream.
 	for _, text := range infos {

@@ -24,7 +24,7 @@ func insightOpts(r *run) []opt {
 	f := &r.insight
 	return []opt{
 		noInsightOpt(r),
-		{name: "symbols", ptr: &f.symbols, usage: "regexp over symbol names for the size diff (default: the LPM trie and the BPF map core)"},
+		symbolsOpt(r),
 		{name: "debug-a", ptr: &f.debugA, usage: "symbols of kernel A: an unstripped vmlinux or its linux-image-<release>-dbg .deb (build IDs checked; default: a build directory's vmlinux, else the guest's kallsyms)"},
 		{name: "debug-b", ptr: &f.debugB, usage: "symbols of kernel B, as --debug-a"},
 	}
@@ -33,6 +33,11 @@ func insightOpts(r *run) []opt {
 // noInsightOpt is --no-insight, also stat's.
 func noInsightOpt(r *run) opt {
 	return opt{name: "no-insight", ptr: &r.insight.off, usage: "leave out the block that says why it changed (symbol sizes, calls of the functions under test, BPF programs, call counts) and the guest's pass that feeds it"}
+}
+
+// symbolsOpt is --symbols, also stat's.
+func symbolsOpt(r *run) opt {
+	return opt{name: "symbols", ptr: &r.insight.symbols, usage: "regexp over symbol names for the size diff (default: the LPM trie and the BPF map core)"}
 }
 
 // insightOptions reads --symbols.
@@ -110,8 +115,10 @@ func (r *run) writeInsightFile(results string, d *insight.Diff) {
 }
 
 // statInsight reads the insight block saved beside a results file: nil
-// with --no-insight or when there is none.
-func (r *run) statInsight(results string) *insight.Diff {
+// with --no-insight or when there is none. With --symbols its size table
+// is drawn again over those functions, or, when the block kept no sizes
+// to draw it from, says so in one line of the block.
+func (r *run) statInsight(results string, opts insight.Options) *insight.Diff {
 	if r.insight.off {
 		return nil
 	}
@@ -122,6 +129,11 @@ func (r *run) statInsight(results string) *insight.Diff {
 	case err != nil:
 		r.log.Printf("warning: %v", err)
 		return nil
+	}
+	if opts.Symbols != nil {
+		if err := d.Resize(opts.Symbols); err != nil {
+			d.Notes = append(d.Notes, fmt.Sprintf("--symbols %s: not applied: %v (a side had no symbols, or an older compare wrote it); the size table is the one compare drew", opts.Symbols, err))
+		}
 	}
 	return d
 }

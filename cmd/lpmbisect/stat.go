@@ -17,7 +17,7 @@ import (
 )
 
 func statCommand(r *run) *cli.Command {
-	opts := append(verdictOpts(r), configOpt(r), noInsightOpt(r))
+	opts := append(verdictOpts(r), configOpt(r), noInsightOpt(r), symbolsOpt(r))
 	return command("stat", "give verdicts on a results file again, without booting (other --min-effect, --alpha, format)", "RESULTS", opts, func(c *cli.Context) error {
 		if c.NArg() != 1 {
 			return argsError("stat", "one results file", c.Args().Slice())
@@ -28,6 +28,10 @@ func statCommand(r *run) *cli.Command {
 		}
 		if r.noControls {
 			opts.Controls = []string{}
+		}
+		insightOpts, err := r.insightOptions("")
+		if err != nil {
+			return err
 		}
 		path := c.Args().First()
 		results, err := measure.ReadResultsFile(path)
@@ -46,7 +50,7 @@ func statCommand(r *run) *cli.Command {
 		}
 		meta := report.Meta{FailOn: failOn, ResultsFile: path, Command: "lpmbisect stat " + strings.Join(c.Args().Slice(), " ")}
 		meta.A.Release, meta.B.Release = rep.A.Kernel, rep.B.Kernel
-		meta.Insight = r.statInsight(path)
+		meta.Insight = r.statInsight(path, insightOpts)
 		if len(results) > 0 {
 			meta.Accel = results[0].GetConfig(wire.KeyAccel)
 		}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
@@ -69,5 +72,50 @@ func TestStatBadInput(t *testing.T) {
 		if lines := strings.Split(strings.TrimSpace(stderr), "\n"); code != exitUsage || len(lines) != 1 || !strings.Contains(stderr, c.want) {
 			t.Errorf("lpmbisect %s: exit %d, stderr %q; want exit %d and one line naming %q", strings.Join(c.args, " "), code, stderr, exitUsage, c.want)
 		}
+	}
+}
+
+// TestStatSymbolsWidensTheSavedBlock checks that stat --symbols draws the
+// size table of the saved insight block over other functions, and says in
+// one line when the block kept no function sizes to draw it from.
+func TestStatSymbolsWidensTheSavedBlock(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results.txt")
+	b, err := os.ReadFile(testdataResults("debian61-vs-612-icount.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(results, b, 0o644)
+	side := func(sizes map[string]uint64) *insight.Side {
+		return &insight.Side{Symbols: &insight.Symbols{Kind: insight.SourceKallsyms}, Source: "kallsyms (approximate sizes)", FunctionSizes: sizes}
+	}
+	d := &insight.Diff{
+		A: side(map[string]uint64{"trie_lookup_elem": 192, "longest_prefix_match.isra": 304, "htab_map_lookup_elem": 100}),
+		B: side(map[string]uint64{"trie_lookup_elem": 544, "longest_prefix_match.isra": 320, "htab_map_lookup_elem": 140}),
+	}
+	if err := d.Resize(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := insight.WriteDiffFile(insight.DiffFile(results), d); err != nil {
+		t.Fatal(err)
+	}
+	htab := fmt.Sprintf("%-40s %7d %7d %+7d", "htab_map_lookup_elem", 100, 140, 40) // bloat-o-meter's row
+	code, stdout, stderr := runCLI(t, "stat", results)
+	if code != exitOK || !strings.Contains(stdout, "trie_lookup_elem") || strings.Contains(stdout, "htab_map_lookup_elem") {
+		t.Errorf("stat: exit %d; want the default size table, without htab_map_lookup_elem\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "stat", "--symbols", "^(htab|trie)_", results)
+	if code != exitOK || !strings.Contains(stdout, htab) || !strings.Contains(stdout, "Total: Before=292, After=684") {
+		t.Errorf("stat --symbols '^(htab|trie)_': exit %d; want htab_map_lookup_elem's row and both functions' totals\n%s\n%s", code, stdout, stderr)
+	}
+	// A block without the function sizes keeps its table and says why.
+	d.A.FunctionSizes = nil
+	insight.WriteDiffFile(insight.DiffFile(results), d)
+	code, stdout, _ = runCLI(t, "stat", "--symbols", "^htab_", results)
+	if code != exitOK || strings.Contains(stdout, htab) || !strings.Contains(stdout, "--symbols ^htab_: not applied: the saved insight block keeps no function sizes") {
+		t.Errorf("stat --symbols on a block without sizes: exit %d; want the table as compare drew it and one line saying so\n%s", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, "stat", "--symbols", "trie_((", results); code != exitUsage || !strings.Contains(stderr, "--symbols") {
+		t.Errorf("stat --symbols 'trie_((': exit %d, %q; want a usage error naming --symbols", code, stderr)
 	}
 }
