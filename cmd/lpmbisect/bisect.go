@@ -33,14 +33,14 @@ const (
 func bisectOpts(r *run) []opt {
 	m, s, b := &r.Measure, &r.Stats, &r.Bisect
 	return append(append(append(vmOpts(r), buildOpts(r)...), fleetOpts(r)...),
-		opt{name: "build-command", ptr: &r.Build.Command, usage: "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"},
-		opt{name: "alpha", ptr: &s.Alpha, usage: "error rate of each comparison's SAME and DIFFERENT claims"},
+		opt{Name: "build-command", Ptr: &r.Build.Command, Usage: "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"},
+		opt{Name: "alpha", Ptr: &s.Alpha, Usage: "error rate of each comparison's SAME and DIFFERENT claims"},
 		minEffectOpt(r),
 		ruleOpt(r),
-		opt{name: "boots", ptr: &m.Boots, usage: "boots per look at a kernel (0: the fewest with which one look can decide, given --alpha and --max-boots)"},
-		opt{name: "max-boots", ptr: &m.MaxBoots, usage: "boots per kernel at most while its verdict is UNKNOWN; a candidate still UNKNOWN is skipped"},
-		opt{name: "reverse", ptr: &b.Reverse, usage: "find an improvement: the bad (newer) endpoint is the faster one"},
-		opt{name: "state", ptr: &b.State, usage: "state directory: measurements, kept kernels, step logs (default: <git-dir>/lpmbisect, or <cache-dir>/bisect for --images)"},
+		opt{Name: "boots", Ptr: &m.Boots, Usage: "boots per look at a kernel (0: the fewest with which one look can decide, given --alpha and --max-boots)"},
+		opt{Name: "max-boots", Ptr: &m.MaxBoots, Usage: "boots per kernel at most while its verdict is UNKNOWN; a candidate still UNKNOWN is skipped"},
+		opt{Name: "reverse", Ptr: &b.Reverse, Usage: "find an improvement: the bad (newer) endpoint is the faster one"},
+		opt{Name: "state", Ptr: &b.State, Usage: "state directory: measurements, kept kernels, step logs (default: <git-dir>/lpmbisect, or <cache-dir>/bisect for --images)"},
 	)
 }
 
@@ -81,9 +81,9 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 
 func bisectRunCommand(r *run) *cli.Command {
 	opts := append(bisectOpts(r),
-		opt{name: "good", ptr: &r.Bisect.Good, usage: "good endpoint: KERNEL or revision (default: git bisect's good commit)"},
-		opt{name: "bad", ptr: &r.Bisect.Bad, usage: "bad endpoint: KERNEL or revision (default: git bisect's bad commit)"},
-		opt{name: "src", ptr: &r.src, usage: "the checked-out tree"})
+		opt{Name: "good", Ptr: &r.Bisect.Good, Usage: "good endpoint: KERNEL or revision (default: git bisect's good commit)"},
+		opt{Name: "bad", Ptr: &r.Bisect.Bad, Usage: "bad endpoint: KERNEL or revision (default: git bisect's bad commit)"},
+		opt{Name: "src", Ptr: &r.src, Usage: "the checked-out tree"})
 	cmd := command("bisect-run", "one git bisect run step: build the checked-out tree, measure it, exit 0 (good), 1 (bad) or 125 (skip)", "", opts, func(c *cli.Context) (err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -133,12 +133,12 @@ func bisectRunStep(c *cli.Context, r *run) (bisect.Verdict, error) {
 func bisectCommand(r *run) *cli.Command {
 	b := &r.Bisect
 	opts := append(bisectOpts(r),
-		opt{name: "repo", ptr: &b.Repo, usage: "kernel git repository to bisect"},
-		opt{name: "good", ptr: &b.Good, usage: "good (older) revision"},
-		opt{name: "bad", ptr: &b.Bad, usage: "bad (newer) revision"},
-		opt{name: "images", ptr: &b.Images, usage: "ordered kernels to search instead of a repository: files, a directory, or a list file (repeatable)"},
-		opt{name: "recheck-boots", ptr: &b.RecheckBoots, usage: "boots added to the culprit and its parent to re-check them (0: no re-check)"},
-		opt{name: "html", ptr: &r.html, usage: "also write the report as HTML to this file"})
+		opt{Name: "repo", Ptr: &b.Repo, Usage: "kernel git repository to bisect"},
+		opt{Name: "good", Ptr: &b.Good, Usage: "good (older) revision"},
+		opt{Name: "bad", Ptr: &b.Bad, Usage: "bad (newer) revision"},
+		opt{Name: "images", Ptr: &b.Images, Usage: "ordered kernels to search instead of a repository: files, a directory, or a list file (repeatable)"},
+		opt{Name: "recheck-boots", Ptr: &b.RecheckBoots, Usage: "boots added to the culprit and its parent to re-check them (0: no re-check)"},
+		opt{Name: "html", Ptr: &r.html, Usage: "also write the report as HTML to this file"})
 	return command("bisect", "find the commit (or prebuilt kernel) that changed a benchmark, with statistics", "", opts, func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usageError("bisect takes no arguments (kernels go to --images), got %q", c.Args().Slice())

@@ -19,12 +19,12 @@ const exitBuildFailed = 1
 func buildOpts(r *run) []opt {
 	b := &r.Build
 	return []opt{
-		{name: "build-dir", ptr: &b.BuildDir, usage: "build directory (make O=), kept for incremental builds (default: SRC/" + bisect.DefaultBuildDir + "; give SRC itself to build in the tree)"},
-		{name: "base-config", ptr: &b.Base, usage: "base configuration: a make target (tinyconfig, defconfig, …) or a config file such as /boot/config-$(uname -r)"},
-		{name: "fragment", ptr: &b.Fragments, usage: "config fragment merged over the base, repeatable; \"builtin\" is configs/lpmbisect.config (default: builtin)"},
-		{name: "make", ptr: &b.Make, usage: "make program"},
-		{name: "make-flag", ptr: &b.MakeFlags, usage: "argument passed to every make call, repeatable (CC=clang, LLVM=1, …)"},
-		{name: "jobs", alias: "j", ptr: &b.Jobs, usage: "make -j (0: number of CPUs)"},
+		{Name: "build-dir", Ptr: &b.BuildDir, Usage: "build directory (make O=), kept for incremental builds (default: SRC/" + bisect.DefaultBuildDir + "; give SRC itself to build in the tree)"},
+		{Name: "base-config", Ptr: &b.Base, Usage: "base configuration: a make target (tinyconfig, defconfig, …) or a config file such as /boot/config-$(uname -r)"},
+		{Name: "fragment", Ptr: &b.Fragments, Usage: "config fragment merged over the base, repeatable; \"builtin\" is configs/lpmbisect.config (default: builtin)"},
+		{Name: "make", Ptr: &b.Make, Usage: "make program"},
+		{Name: "make-flag", Ptr: &b.MakeFlags, Usage: "argument passed to every make call, repeatable (CC=clang, LLVM=1, …)"},
+		{Name: "jobs", Alias: "j", Ptr: &b.Jobs, Usage: "make -j (0: number of CPUs)"},
 	}
 }
 
@@ -79,8 +79,8 @@ func (r *run) buildTree(c *cli.Context, src string) (string, error) {
 
 func buildCommand(r *run) *cli.Command {
 	opts := append(buildOpts(r), configOpt(r),
-		opt{name: "src", ptr: &r.Build.Src, usage: "kernel source tree (or give it as the argument)"},
-		opt{name: "out", alias: "o", ptr: &r.out, usage: "also copy the bzImage to this file"})
+		opt{Name: "src", Ptr: &r.Build.Src, Usage: "kernel source tree (or give it as the argument)"},
+		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "also copy the bzImage to this file"})
 	return command("build", "configure and build a kernel source tree for lpmbisect (base config + fragment, olddefconfig, make bzImage)", "[SRC]", opts, func(c *cli.Context) error {
 		if c.NArg() > 1 {
 			return usageError("build takes one source tree, got %d arguments", c.NArg())

@@ -18,11 +18,11 @@ import (
 
 func compareCommand(r *run) *cli.Command {
 	opts := append(append(vmOpts(r),
-		opt{name: "boots", ptr: &r.Measure.Boots, usage: "boots per side (pairs, when paired) to start with (0: the fewest at which a verdict is possible)"},
-		opt{name: "max-boots", ptr: &r.Measure.MaxBoots, usage: "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"},
-		opt{name: "paired", ptr: &r.paired, usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios: for small changes and SAME claims; DIFFERENT then needs 8 pairs or more (icount is never paired)"},
-		opt{name: "out", alias: "o", ptr: &r.out, usage: "raw results file (default: <run-dir>/results.txt)"},
-		opt{name: "seed", ptr: &r.seed, usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
+		opt{Name: "boots", Ptr: &r.Measure.Boots, Usage: "boots per side (pairs, when paired) to start with (0: the fewest at which a verdict is possible)"},
+		opt{Name: "max-boots", Ptr: &r.Measure.MaxBoots, Usage: "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"},
+		opt{Name: "paired", Ptr: &r.paired, Usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios: for small changes and SAME claims; DIFFERENT then needs 8 pairs or more (icount is never paired)"},
+		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "raw results file (default: <run-dir>/results.txt)"},
+		opt{Name: "seed", Ptr: &r.seed, Usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
 	), append(verdictOpts(r), fleetOpts(r)...)...)
 	opts = append(opts, insightOpts(r)...)
 	return command("compare", "A/B two kernels: paired or interleaved boots, per-boot statistics, significance", "KERNEL-A KERNEL-B", opts,

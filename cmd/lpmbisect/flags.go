@@ -3,75 +3,28 @@ package main
 import (
 	"embed"
 	"errors"
-	"fmt"
 	"log"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// opt ties a flag to the field it sets: the field holds the built-in
-// default with the configuration file laid over it (config.File), the flag
-// shows that as its default, and parsing writes the command line's value
-// into the field. So a flag given wins over the file, which wins over the
-// default, and every type stays what it is.
-type opt struct {
-	name, usage string
-	ptr         any // *string, *int, *uint64, *float64, *bool, *time.Duration, *[]string
-	alias, env  string
-	hidden      bool
-}
-
-func (o opt) flag() cli.Flag {
-	var aliases, envs []string
-	if o.alias != "" {
-		aliases = []string{o.alias}
-	}
-	if o.env != "" {
-		envs = []string{o.env}
-	}
-	switch p := o.ptr.(type) {
-	case *string:
-		return &cli.StringFlag{Name: o.name, Usage: o.usage, Aliases: aliases, EnvVars: envs, Hidden: o.hidden, Value: *p, Destination: p}
-	case *int:
-		return &cli.IntFlag{Name: o.name, Usage: o.usage, Aliases: aliases, Hidden: o.hidden, Value: *p, Destination: p}
-	case *uint64:
-		return &cli.Uint64Flag{Name: o.name, Usage: o.usage, Value: *p, Destination: p}
-	case *float64:
-		return &cli.Float64Flag{Name: o.name, Usage: o.usage, Value: *p, Destination: p}
-	case *bool:
-		return &cli.BoolFlag{Name: o.name, Usage: o.usage, Aliases: aliases, Value: *p, Destination: p}
-	case *time.Duration:
-		return &cli.DurationFlag{Name: o.name, Usage: o.usage, Value: *p, Destination: p}
-	case *[]string:
-		return &cli.StringSliceFlag{Name: o.name, Usage: o.usage, Value: cli.NewStringSlice(*p...)}
-	}
-	panic(fmt.Sprintf("flag --%s: no flag for %T", o.name, o.ptr))
-}
+// opt is a flag bound to the field it sets (see cliflag).
+type opt = cliflag.Flag
 
 // command is a CLI command: its flags are bound to fields, its long help is
 // help/<name>.txt.
 func command(name, usage, args string, opts []opt, action func(*cli.Context) error) *cli.Command {
-	var flags []cli.Flag
-	for _, o := range opts {
-		flags = append(flags, o.flag())
-	}
+	flags, setLists := cliflag.Bind(opts)
 	return &cli.Command{
 		Name: name, Usage: usage, ArgsUsage: args, Description: help(name), Flags: flags, OnUsageError: onUsageError,
-		Action: func(c *cli.Context) error {
-			for _, o := range opts { // lists have no Destination in urfave/cli v2
-				if p, ok := o.ptr.(*[]string); ok && c.IsSet(o.name) {
-					*p = c.StringSlice(o.name)
-				}
-			}
-			return action(c)
-		},
+		Action: func(c *cli.Context) error { setLists(c); return action(c) },
 	}
 }
 
@@ -103,26 +56,26 @@ type run struct {
 func vmOpts(r *run) []opt {
 	m, b := &r.Measure, &r.Bench
 	return []opt{
-		{name: "accel", ptr: &m.Accel, usage: "auto, kvm, tcg or icount (TCG counting instructions: deterministic, unit insn/op)"},
-		{name: "bench", ptr: &b.Select, usage: "benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, all; comma-separated) or a regexp over result names (see lpmbisect list)"},
-		{name: "samples", ptr: &b.Samples, usage: "samples per benchmark per boot"},
-		{name: "entries", ptr: &b.Entries, usage: "LPM trie entries (dense keys [0,N))"},
-		{name: "prefix-len", ptr: &b.PrefixLen, usage: "LPM key prefix length (2^prefix-len must be at least --entries)"},
-		{name: "batch-entries", ptr: &b.BatchEntries, usage: "elements of the MapBatch maps"},
-		{name: "rounds", ptr: &b.Rounds, usage: "test-run repetitions of 10000 ops per sample (0: the accelerator's default; other families scale from it)"},
-		{name: "memory", ptr: &m.MemoryMB, usage: "guest memory in MiB"},
-		{name: "cpus", ptr: &m.CPUs, usage: "guest vCPUs"},
-		{name: "parallel", ptr: &m.Parallel, usage: "boots at once under --accel icount (0: one per host CPU); wall-time boots never overlap"},
-		{name: "boot-timeout", ptr: &m.BootTimeout.Duration, usage: "deadline for the guest's first results"},
-		{name: "progress-timeout", ptr: &m.ProgressTimeout.Duration, usage: "longest silence from a booted guest"},
-		{name: "cache-dir", ptr: &m.CacheDir, env: "LPMBISECT_CACHE", usage: "cache for unpacked kernels and initramfs images (default: user cache dir)"},
-		{name: "run-dir", ptr: &r.runDir, usage: "where console logs of each boot go (default: <cache-dir>/runs/<time>)"},
-		{name: "guest", ptr: &m.Guest, env: "LPMBISECT_GUEST", usage: "guest binary (default: lpmbisect-guest beside this executable)"},
-		{name: "qemu", ptr: &m.QEMU, usage: "QEMU binary"},
-		{name: "append", ptr: &m.Append, usage: "extra kernel parameters, e.g. \"mitigations=off\""},
-		{name: "no-modules", ptr: &m.NoModules, usage: "do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"},
-		{name: "verbose", ptr: &r.verbose, alias: "v", usage: "print QEMU command lines and decisions"},
-		{name: "fault", ptr: &r.fault, hidden: true, usage: "test-only guest misbehaviour"},
+		{Name: "accel", Ptr: &m.Accel, Usage: "auto, kvm, tcg or icount (TCG counting instructions: deterministic, unit insn/op)"},
+		{Name: "bench", Ptr: &b.Select, Usage: "benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, all; comma-separated) or a regexp over result names (see lpmbisect list)"},
+		{Name: "samples", Ptr: &b.Samples, Usage: "samples per benchmark per boot"},
+		{Name: "entries", Ptr: &b.Entries, Usage: "LPM trie entries (dense keys [0,N))"},
+		{Name: "prefix-len", Ptr: &b.PrefixLen, Usage: "LPM key prefix length (2^prefix-len must be at least --entries)"},
+		{Name: "batch-entries", Ptr: &b.BatchEntries, Usage: "elements of the MapBatch maps"},
+		{Name: "rounds", Ptr: &b.Rounds, Usage: "test-run repetitions of 10000 ops per sample (0: the accelerator's default; other families scale from it)"},
+		{Name: "memory", Ptr: &m.MemoryMB, Usage: "guest memory in MiB"},
+		{Name: "cpus", Ptr: &m.CPUs, Usage: "guest vCPUs"},
+		{Name: "parallel", Ptr: &m.Parallel, Usage: "boots at once under --accel icount (0: one per host CPU); wall-time boots never overlap"},
+		{Name: "boot-timeout", Ptr: &m.BootTimeout.Duration, Usage: "deadline for the guest's first results"},
+		{Name: "progress-timeout", Ptr: &m.ProgressTimeout.Duration, Usage: "longest silence from a booted guest"},
+		{Name: "cache-dir", Ptr: &m.CacheDir, Env: "LPMBISECT_CACHE", Usage: "cache for unpacked kernels and initramfs images (default: user cache dir)"},
+		{Name: "run-dir", Ptr: &r.runDir, Usage: "where console logs of each boot go (default: <cache-dir>/runs/<time>)"},
+		{Name: "guest", Ptr: &m.Guest, Env: "LPMBISECT_GUEST", Usage: "guest binary (default: lpmbisect-guest beside this executable)"},
+		{Name: "qemu", Ptr: &m.QEMU, Usage: "QEMU binary"},
+		{Name: "append", Ptr: &m.Append, Usage: "extra kernel parameters, e.g. \"mitigations=off\""},
+		{Name: "no-modules", Ptr: &m.NoModules, Usage: "do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"},
+		{Name: "verbose", Ptr: &r.verbose, Alias: "v", Usage: "print QEMU command lines and decisions"},
+		{Name: "fault", Ptr: &r.fault, Hidden: true, Usage: "test-only guest misbehaviour"},
 		configOpt(r),
 	}
 }
@@ -132,7 +85,7 @@ func vmOpts(r *run) []opt {
 // auto:PCT (at least PCT).
 func minEffectOpt(r *run) opt {
 	r.minEffect = strconv.FormatFloat(r.Stats.MinEffect, 'g', -1, 64)
-	return opt{name: "min-effect", ptr: &r.minEffect, usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it); auto: each benchmark's calibrated floor, at least the default (auto:PCT: at least PCT; see lpmbisect calibrate)"}
+	return opt{Name: "min-effect", Ptr: &r.minEffect, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it); auto: each benchmark's calibrated floor, at least the default (auto:PCT: at least PCT; see lpmbisect calibrate)"}
 }
 
 // parseMinEffect reads --min-effect into the statistics; it reports whether
@@ -155,7 +108,7 @@ func (r *run) parseMinEffect() (auto bool, err error) {
 
 // ruleOpt is --rule: how rows with deterministic counts are judged.
 func ruleOpt(r *run) opt {
-	return opt{name: "rule", ptr: &r.Stats.Rule, usage: "how deterministic (icount) rows are judged: auto (a calibrated jitter bound decides, from 2 boots a side) or statistical (always the significance test)"}
+	return opt{Name: "rule", Ptr: &r.Stats.Rule, Usage: "how deterministic (icount) rows are judged: auto (a calibrated jitter bound decides, from 2 boots a side) or statistical (always the significance test)"}
 }
 
 // checkRule rejects a --rule other than auto and statistical.
@@ -167,19 +120,19 @@ func (r *run) checkRule() error {
 }
 
 func configOpt(r *run) opt {
-	return opt{name: "config", ptr: &r.Path, usage: "TOML configuration file; flags given on the command line win (see kernels.example.toml)"}
+	return opt{Name: "config", Ptr: &r.Path, Usage: "TOML configuration file; flags given on the command line win (see kernels.example.toml)"}
 }
 
 // verdictOpts shape verdicts and reports (compare and stat).
 func verdictOpts(r *run) []opt {
 	return []opt{
 		minEffectOpt(r),
-		{name: "alpha", ptr: &r.Stats.Alpha, usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
+		{Name: "alpha", Ptr: &r.Stats.Alpha, Usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
 		ruleOpt(r),
-		{name: "fail-on", ptr: &r.failOn, usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
-		{name: "format", ptr: &r.format, usage: "report on stdout: text, markdown, json"},
-		{name: "html", ptr: &r.html, usage: "also write an HTML report with SVG plots of every boot to this file"},
-		{name: "no-controls", ptr: &r.noControls, usage: "do not run the noop and baseline controls alongside (stat: treat them as ordinary benchmarks)"},
+		{Name: "fail-on", Ptr: &r.failOn, Usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
+		{Name: "format", Ptr: &r.format, Usage: "report on stdout: text, markdown, json"},
+		{Name: "html", Ptr: &r.html, Usage: "also write an HTML report with SVG plots of every boot to this file"},
+		{Name: "no-controls", Ptr: &r.noControls, Usage: "do not run the noop and baseline controls alongside (stat: treat them as ordinary benchmarks)"},
 	}
 }
 
