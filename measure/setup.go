@@ -56,8 +56,9 @@ type Options struct {
 	Log, Verbose *log.Logger
 }
 
-// OptionError is an Options field that cannot be used. Option names it in
-// words ("cpus", "memory", "cache directory").
+// OptionError is an Options field that cannot be used. Option names it as
+// its configuration key does ("cpus", "memory", "cache_dir"), so that a
+// command line can name its flag.
 type OptionError struct {
 	Option string
 	Err    error
@@ -112,7 +113,7 @@ func NewSetup(o Options) (*Setup, error) {
 	}
 	if o.CacheDir == "" {
 		if o.CacheDir, err = DefaultCacheDir(); err != nil {
-			return nil, &OptionError{"cache directory", err}
+			return nil, &OptionError{"cache_dir", err}
 		}
 	}
 	if o.Guest == "" {

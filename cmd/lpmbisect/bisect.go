@@ -13,6 +13,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
@@ -31,17 +32,13 @@ const (
 
 // bisectOpts are the flags of both bisect commands.
 func bisectOpts(r *run) []opt {
-	m, s, b := &r.Measure, &r.Stats, &r.Bisect
-	return append(append(append(vmOpts(r), buildOpts(r)...), fleetOpts(r)...),
-		opt{Name: "build-command", Ptr: &r.Build.Command, Usage: "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"},
-		opt{Name: "alpha", Ptr: &s.Alpha, Usage: "error rate of each comparison's SAME and DIFFERENT claims"},
+	k := func(key, usage string) opt { return cliflag.Key(r.File, key, usage) }
+	return append(append(append(append(vmOpts(r), buildOpts(r)...), fleetOpts(r)...), cliflag.Keys(r.File, "stats", "bisect.reverse", "bisect.state")...),
+		k("build.command", "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"),
+		k("stats.alpha", "error rate of each comparison's SAME and DIFFERENT claims"),
 		minEffectOpt(r),
-		ruleOpt(r),
-		opt{Name: "boots", Ptr: &m.Boots, Usage: "boots per look at a kernel (0: the fewest with which one look can decide, given --alpha and --max-boots)"},
-		opt{Name: "max-boots", Ptr: &m.MaxBoots, Usage: "boots per kernel at most while its verdict is UNKNOWN; a candidate still UNKNOWN is skipped"},
-		opt{Name: "reverse", Ptr: &b.Reverse, Usage: "find an improvement: the bad (newer) endpoint is the faster one"},
-		opt{Name: "state", Ptr: &b.State, Usage: "state directory: measurements, kept kernels, step logs (default: <git-dir>/lpmbisect, or <cache-dir>/bisect for --images)"},
-	)
+		k("measure.boots", "boots per look at a kernel (0: the fewest with which one look can decide, given --alpha and --max-boots)"),
+		k("measure.max_boots", "boots per kernel at most while its verdict is UNKNOWN; a candidate still UNKNOWN is skipped"))
 }
 
 // bisectSetup makes the bisection's setup from the flags (controls: with
@@ -81,8 +78,8 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 
 func bisectRunCommand(r *run) *cli.Command {
 	opts := append(bisectOpts(r),
-		opt{Name: "good", Ptr: &r.Bisect.Good, Usage: "good endpoint: KERNEL or revision (default: git bisect's good commit)"},
-		opt{Name: "bad", Ptr: &r.Bisect.Bad, Usage: "bad endpoint: KERNEL or revision (default: git bisect's bad commit)"},
+		cliflag.Key(r.File, "bisect.good", "good endpoint: KERNEL or revision (default: git bisect's good commit)"),
+		cliflag.Key(r.File, "bisect.bad", "bad endpoint: KERNEL or revision (default: git bisect's bad commit)"),
 		opt{Name: "src", Ptr: &r.src, Usage: "the checked-out tree"})
 	cmd := command("bisect-run", "one git bisect run step: build the checked-out tree, measure it, exit 0 (good), 1 (bad) or 125 (skip)", "", opts, func(c *cli.Context) (err error) {
 		defer func() {
@@ -132,12 +129,9 @@ func bisectRunStep(c *cli.Context, r *run) (bisect.Verdict, error) {
 
 func bisectCommand(r *run) *cli.Command {
 	b := &r.Bisect
-	opts := append(bisectOpts(r),
-		opt{Name: "repo", Ptr: &b.Repo, Usage: "kernel git repository to bisect"},
-		opt{Name: "good", Ptr: &b.Good, Usage: "good (older) revision"},
-		opt{Name: "bad", Ptr: &b.Bad, Usage: "bad (newer) revision"},
-		opt{Name: "images", Ptr: &b.Images, Usage: "ordered kernels to search instead of a repository: files, a directory, or a list file (repeatable)"},
-		opt{Name: "recheck-boots", Ptr: &b.RecheckBoots, Usage: "boots added to the culprit and its parent to re-check them (0: no re-check)"},
+	opts := append(append(bisectOpts(r), cliflag.Keys(r.File, "bisect.repo", "bisect.images", "bisect.recheck_boots")...),
+		cliflag.Key(r.File, "bisect.good", "good (older) revision"),
+		cliflag.Key(r.File, "bisect.bad", "bad (newer) revision"),
 		opt{Name: "html", Ptr: &r.html, Usage: "also write the report as HTML to this file"})
 	return command("bisect", "find the commit (or prebuilt kernel) that changed a benchmark, with statistics", "", opts, func(c *cli.Context) error {
 		if c.NArg() > 0 {

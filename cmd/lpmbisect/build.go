@@ -10,23 +10,14 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 )
 
 // exitBuildFailed is build's exit code for a tree that does not build.
 const exitBuildFailed = 1
 
 // buildOpts say how a kernel source tree is configured and built.
-func buildOpts(r *run) []opt {
-	b := &r.Build
-	return []opt{
-		{Name: "build-dir", Ptr: &b.BuildDir, Usage: "build directory (make O=), kept for incremental builds (default: SRC/" + bisect.DefaultBuildDir + "; give SRC itself to build in the tree)"},
-		{Name: "base-config", Ptr: &b.Base, Usage: "base configuration: a make target (tinyconfig, defconfig, …) or a config file such as /boot/config-$(uname -r)"},
-		{Name: "fragment", Ptr: &b.Fragments, Usage: "config fragment merged over the base, repeatable; \"builtin\" is configs/lpmbisect.config (default: builtin)"},
-		{Name: "make", Ptr: &b.Make, Usage: "make program"},
-		{Name: "make-flag", Ptr: &b.MakeFlags, Usage: "argument passed to every make call, repeatable (CC=clang, LLVM=1, …)"},
-		{Name: "jobs", Alias: "j", Ptr: &b.Jobs, Usage: "make -j (0: number of CPUs)"},
-	}
-}
+func buildOpts(r *run) []opt { return cliflag.Keys(r.File, "build") }
 
 // buildOptions turns the build settings into build.Options (without Src/Dir).
 func (r *run) buildOptions() (build.Options, error) {
@@ -79,7 +70,7 @@ func (r *run) buildTree(c *cli.Context, src string) (string, error) {
 
 func buildCommand(r *run) *cli.Command {
 	opts := append(buildOpts(r), configOpt(r),
-		opt{Name: "src", Ptr: &r.Build.Src, Usage: "kernel source tree (or give it as the argument)"},
+		cliflag.Key(r.File, "build.src", "kernel source tree (or give it as the argument)"),
 		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "also copy the bzImage to this file"})
 	return command("build", "configure and build a kernel source tree for lpmbisect (base config + fragment, olddefconfig, make bzImage)", "[SRC]", opts, func(c *cli.Context) error {
 		if c.NArg() > 1 {

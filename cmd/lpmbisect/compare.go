@@ -12,14 +12,15 @@ import (
 	"github.com/lpmbisect/lpmbisect/ab"
 	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
 func compareCommand(r *run) *cli.Command {
 	opts := append(append(vmOpts(r),
-		opt{Name: "boots", Ptr: &r.Measure.Boots, Usage: "boots per side (pairs, when paired) to start with (0: the fewest at which a verdict is possible)"},
-		opt{Name: "max-boots", Ptr: &r.Measure.MaxBoots, Usage: "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"},
+		cliflag.Key(r.File, "measure.boots", "boots per side (pairs, when paired) to start with (0: the fewest at which a verdict is possible)"),
+		cliflag.Key(r.File, "measure.max_boots", "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"),
 		opt{Name: "paired", Ptr: &r.paired, Usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios: for small changes and SAME claims; DIFFERENT then needs 8 pairs or more (icount is never paired)"},
 		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "raw results file (default: <run-dir>/results.txt)"},
 		opt{Name: "seed", Ptr: &r.seed, Usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/lpmbisect/lpmbisect/config"
 )
 
 // Flag is a flag bound to the variable Ptr points to.
@@ -18,6 +20,23 @@ type Flag struct {
 	Ptr         any // *string, *int, *uint64, *float64, *bool, *time.Duration, *[]string
 	Alias, Env  string
 	Hidden      bool
+}
+
+// Keys returns the flags of a configuration's keys or sections (see
+// config.File.Fields), bound to f.
+func Keys(f *config.File, names ...string) []Flag {
+	var flags []Flag
+	for _, fd := range f.Fields(names...) {
+		flags = append(flags, Flag{Name: fd.Flag, Usage: fd.Usage, Ptr: fd.Ptr, Alias: fd.Alias, Env: fd.Env})
+	}
+	return flags
+}
+
+// Key is the flag of one key, with this command's usage.
+func Key(f *config.File, key, usage string) Flag {
+	fl := Keys(f, key)[0]
+	fl.Usage = usage
+	return fl
 }
 
 // CLI is the urfave/cli flag.
