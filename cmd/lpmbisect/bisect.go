@@ -12,7 +12,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/bisect"
+	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -52,16 +54,10 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a := r.Stats.Alpha; !(a > 0 && a < 1) {
-		return nil, usageError("--alpha %v must be between 0 and 1", a)
-	}
-	if err := r.checkRule(); err != nil {
-		return nil, err
-	}
 	judge := bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect}
 	opts := judge.Options(0)
 	boots := r.Measure.Boots
-	if r.calibrated(s, &opts, auto) && boots == 0 {
+	if calibrate.Use(s, &opts, auto, r.Stats.Rule == config.RuleStatistical) && boots == 0 {
 		boots = compare.DeterministicBoots
 	}
 	judge.Bounds, judge.MinEffects = opts.Bounds, opts.MinEffects

@@ -12,6 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/ab"
 	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
@@ -47,9 +48,6 @@ func runCompare(c *cli.Context, r *run) error {
 		}
 	}
 	opts.MaxBoots = r.Measure.MaxBoots
-	if opts.MaxBoots < 1 || opts.MaxBoots > 200 {
-		return usageError("--max-boots %d must be between 1 and 200", opts.MaxBoots)
-	}
 	if !c.IsSet("seed") { // before the setup: a fleet's paired rounds draw their turns from it
 		r.seed = uint64(time.Now().UnixNano())
 	}
@@ -61,18 +59,10 @@ func runCompare(c *cli.Context, r *run) error {
 		opts.Controls = []string{}
 	}
 	selected := regexp.MustCompile(s.Plan.Pattern()) // Validate compiled it
-	paired := s.Pairs(2)
-	boots := r.Measure.Boots
-	if r.calibrated(s, &opts, r.autoMinEffect) && boots == 0 {
-		boots = compare.DeterministicBoots
-	}
-	if boots == 0 {
-		if boots, err = compare.StartBoots(opts, s.Plan.Benchmarks(), paired, false); err != nil {
-			return usageError("%v", err)
-		}
-	}
-	if boots < 1 || boots > opts.MaxBoots {
-		return usageError("--boots %d must be between 1 and --max-boots %d", boots, opts.MaxBoots)
+	deterministic := calibrate.Use(s, &opts, r.autoMinEffect, r.Stats.Rule == config.RuleStatistical)
+	boots, err := compare.Start(opts, r.Measure.Boots, s.Plan.Benchmarks(), s.Pairs(2), deterministic)
+	if err != nil {
+		return usageError("%v", flagError(err))
 	}
 	ins, err := r.compareInsight(s.CacheDir)
 	if err != nil {

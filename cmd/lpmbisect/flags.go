@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -101,6 +102,7 @@ func flagError(err error) error {
 	var pe *wire.ParamError
 	var oe *measure.OptionError
 	var ve *config.ValueError
+	var be *compare.BootsError
 	switch {
 	case errors.As(err, &pe):
 		name := pe.Param.Name()
@@ -111,6 +113,12 @@ func flagError(err error) error {
 		return usageError("--%s: %v", config.FlagName(oe.Option), oe.Err)
 	case errors.As(err, &ve):
 		return usageError("--%s %s", config.FlagName(ve.Key), ve.Detail)
+	case errors.As(err, &be):
+		limit := strconv.Itoa(be.Max)
+		if be.MaxOption != "" {
+			limit = "--" + config.FlagName(be.MaxOption) + " " + limit
+		}
+		return usageError("--%s %d must be between 1 and %s", config.FlagName(be.Option), be.N, limit)
 	}
 	return err
 }

@@ -19,8 +19,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/calibrate"
-	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -151,33 +149,6 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// calibrated sets a comparison's calibrated statistics for setup (see
-// calibrate.For): under icount the jitter bounds, with auto the floors of
-// the minimum effects, saying where they came from. It reports whether
-// every benchmark of the plan is decided by the deterministic rule.
-func (r *run) calibrated(s *measure.Setup, opts *compare.Options, auto bool) bool {
-	if s.Accel != vmrunner.Icount && !auto {
-		return false
-	}
-	b, err := calibrate.For(s, s.CacheDir)
-	if err != nil {
-		r.log.Printf("warning: calibration not read: %v", err)
-		return false
-	}
-	b.Apply(opts, auto)
-	r.log.Printf("statistics from %s", b.Source)
-	if r.Stats.Rule == config.RuleStatistical {
-		opts.Bounds = nil // --rule statistical: the significance test decides every row
-		return false
-	}
-	for _, name := range s.Plan.Names() {
-		if _, ok := opts.Bounds[name]; !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // kernels returns a command's kernels: its arguments, or, when it has none,
