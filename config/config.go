@@ -470,6 +470,38 @@ func nearestKey(key string) string {
 	return best
 }
 
+// Errors of File.BisectImages: the [bisect] keys do not say one search.
+var (
+	ErrRepoAndImages   = errors.New("bisect: a repository or images, not both")
+	ErrNothingToBisect = errors.New("bisect: neither a repository nor images")
+	ErrNoRevisions     = errors.New("bisect: a repository needs the good and the bad revision")
+)
+
+// BisectImages returns the kernels a bisection searches in order, none when
+// it searches the revisions good..bad of repo: images, else the [[kernel]]
+// entries when no repo is given. It checks that the [bisect] keys say one
+// search.
+func (f *File) BisectImages() ([]string, error) {
+	b := f.Bisect
+	images := b.Images
+	if len(images) == 0 && b.Repo == "" {
+		for _, k := range f.Kernels {
+			images = append(images, k.Path)
+		}
+	}
+	switch {
+	case len(images) > 0 && b.Repo != "":
+		return nil, ErrRepoAndImages
+	case len(images) == 0 && b.Repo == "":
+		return nil, ErrNothingToBisect
+	case b.RecheckBoots < 0:
+		return nil, &ValueError{"bisect.recheck_boots", "must not be negative"}
+	case len(images) == 0 && (b.Good == "" || b.Bad == ""):
+		return nil, ErrNoRevisions
+	}
+	return images, nil
+}
+
 // ForSeries returns the configuration a series is measured with: this one
 // with the series' own keys laid over [measure], [bench] and [stats], and
 // nightly's boots per night as the boots of every look.

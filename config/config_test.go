@@ -198,3 +198,32 @@ func TestStatsCheck(t *testing.T) {
 		t.Errorf("Parse with rule vote: error %v; want one naming stats.rule", err)
 	}
 }
+
+func TestBisectImages(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		images     int
+		err        error
+	}{
+		{"images", "[bisect]\nimages = [\"a\", \"b\"]\n", 2, nil},
+		{"kernel entries", "[[kernel]]\npath = \"a\"\n[[kernel]]\npath = \"b\"\n[[kernel]]\npath = \"c\"\n", 3, nil},
+		{"repo", "[bisect]\nrepo = \"r\"\ngood = \"v1\"\nbad = \"v2\"\n[[kernel]]\npath = \"a\"\n", 0, nil},
+		{"both", "[bisect]\nrepo = \"r\"\nimages = [\"a\"]\n", 0, ErrRepoAndImages},
+		{"neither", "", 0, ErrNothingToBisect},
+		{"no revisions", "[bisect]\nrepo = \"r\"\ngood = \"v1\"\n", 0, ErrNoRevisions},
+	} {
+		f, err := Parse(c.text, "/srv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		images, err := f.BisectImages()
+		if len(images) != c.images || !errors.Is(err, c.err) {
+			t.Errorf("%s: BisectImages() = %q, %v; want %d images, %v", c.name, images, err, c.images, c.err)
+		}
+	}
+	f, _ := Parse("[bisect]\nimages = [\"a\"]\nrecheck_boots = -1\n", "/")
+	var ve *ValueError
+	if _, err := f.BisectImages(); !errors.As(err, &ve) || ve.Key != "bisect.recheck_boots" {
+		t.Errorf("BisectImages with recheck_boots -1: %v; want a ValueError of bisect.recheck_boots", err)
+	}
+}

@@ -133,19 +133,16 @@ func bisectCommand(r *run) *cli.Command {
 		if c.NArg() > 0 {
 			return usageError("bisect takes no arguments (kernels go to --images), got %q", c.Args().Slice())
 		}
-		images := b.Images
-		if len(images) == 0 && b.Repo == "" {
-			for _, k := range r.Kernels {
-				images = append(images, k.Path)
-			}
-		}
+		images, err := r.BisectImages()
 		switch {
-		case len(images) > 0 && b.Repo != "":
+		case errors.Is(err, config.ErrRepoAndImages):
 			return usageError("give --repo or --images, not both")
-		case len(images) == 0 && b.Repo == "":
+		case errors.Is(err, config.ErrNothingToBisect):
 			return usageError("bisect needs --repo DIR --good REV --bad REV, or --images LIST")
-		case b.RecheckBoots < 0:
-			return usageError("--recheck-boots must not be negative")
+		case errors.Is(err, config.ErrNoRevisions):
+			return usageError("--repo needs --good REV and --bad REV")
+		case err != nil:
+			return flagError(err)
 		}
 		if r.html != "" {
 			if err := measure.CheckWritable(r.html); err != nil {
@@ -158,12 +155,9 @@ func bisectCommand(r *run) *cli.Command {
 		}
 		var res *bisect.Result
 		var st *bisect.State
-		switch {
-		case len(images) > 0:
+		if len(images) > 0 {
 			res, st, err = setup.Images(c.Context, images, b.State)
-		case b.Good == "" || b.Bad == "":
-			return usageError("--repo needs --good REV and --bad REV")
-		default:
+		} else {
 			res, st, err = setup.Git(c.Context, b.Repo, b.Good, b.Bad, b.State, r.Build.BuildDir)
 		}
 		if err != nil {
