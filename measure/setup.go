@@ -87,6 +87,11 @@ func NewSetup(o Options) (*Setup, error) {
 	if o.Accel == "" {
 		o.Accel = vmrunner.Auto
 	}
+	accel, err := vmrunner.ParseAccel(string(o.Accel))
+	if err != nil {
+		return nil, &OptionError{"accel", err}
+	}
+	o.Accel = accel
 	if o.MemoryMB == 0 {
 		o.MemoryMB = 1024
 	}

@@ -122,12 +122,8 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // setup checks the boot options before any VM starts; controls adds the
 // harness controls to the plan, paired asks for pairs.
 func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
-	accel, err := vmrunner.ParseAccel(r.Measure.Accel)
-	if err != nil {
-		return nil, usageError("--accel: %v", err)
-	}
 	o := measure.Options{
-		Accel: accel,
+		Accel: vmrunner.Accel(r.Measure.Accel),
 		Plan: measure.GuestPlan{Bench: r.Bench.Select, Samples: r.Bench.Samples, Entries: r.Bench.Entries, PrefixLen: r.Bench.PrefixLen,
 			BatchEntries: r.Bench.BatchEntries, Rounds: r.Bench.Rounds, Fault: r.fault},
 		MemoryMB: r.Measure.MemoryMB, CPUs: r.Measure.CPUs, BootTimeout: r.Measure.BootTimeout.Duration,
@@ -159,11 +155,11 @@ func (r *run) kernels(c *cli.Context, cmd, want string, n int) ([]string, error)
 		for _, k := range r.Kernels[:n] {
 			in := k.Path
 			if k.Src != "" {
-				dir, err := r.buildTree(c, k.Src)
+				res, err := r.buildTree(c, k.Src)
 				if err != nil {
 					return nil, err
 				}
-				in = dir
+				in = res.Dir
 			}
 			args = append(args, in)
 		}
