@@ -17,7 +17,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/git"
-	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
@@ -144,10 +143,8 @@ func bisectCommand(r *run) *cli.Command {
 		case err != nil:
 			return flagError(err)
 		}
-		if r.html != "" {
-			if err := measure.CheckWritable(r.html); err != nil {
-				return usageError("--html: %v", err)
-			}
+		if err := writable("html", r.html); err != nil {
+			return err
 		}
 		setup, err := r.bisectSetup(false)
 		if err != nil {

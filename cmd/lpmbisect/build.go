@@ -36,36 +36,26 @@ func (r *run) buildOptions() (build.Options, error) {
 	return o, nil
 }
 
-// buildTree builds the tree src with the build settings and returns its
-// build directory, a KERNEL for run, compare and bisect.
-func (r *run) buildTree(c *cli.Context, src string) (string, error) {
+// buildTree builds the tree src with the build settings; its build
+// directory is a KERNEL for run, compare and bisect.
+func (r *run) buildTree(c *cli.Context, src string) (*build.Result, error) {
 	o, err := r.buildOptions()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	o.Src, o.Dir, o.Notes = src, bisect.BuildDirFor(src, r.Build.BuildDir), r.log
 	r.log.Printf("building %s in %s (log: %s)", src, o.Dir, filepath.Join(o.Dir, "lpmbisect-build.log"))
 	res, err := build.Build(c.Context, o)
 	switch {
 	case errors.Is(err, build.ErrBuildFailed):
-		return "", &exitError{code: exitBuildFailed, err: err}
+		return nil, &exitError{code: exitBuildFailed, err: err}
 	case err != nil && c.Context.Err() != nil:
-		return "", err
+		return nil, err
 	case err != nil:
-		return "", usageError("%v", err)
+		return nil, usageError("%v", err)
 	}
 	r.log.Printf("built %s in %s: compiler %q, config %s", res.Image, res.Duration.Round(100*time.Millisecond), res.Compiler, res.ShortHash())
-	if r.out != "" {
-		data, err := os.ReadFile(res.Image)
-		if err == nil {
-			err = os.WriteFile(r.out, data, 0o644)
-		}
-		if err != nil {
-			return "", usageError("--out: %v", err)
-		}
-		r.log.Printf("copied the bzImage to %s", r.out)
-	}
-	return res.Dir, nil
+	return res, nil
 }
 
 func buildCommand(r *run) *cli.Command {
@@ -83,11 +73,21 @@ func buildCommand(r *run) *cli.Command {
 		if src == "" {
 			return usageError("build needs a kernel source tree: lpmbisect build SRC")
 		}
-		dir, err := r.buildTree(c, src)
+		res, err := r.buildTree(c, src)
 		if err != nil {
 			return err
 		}
-		_, err = c.App.Writer.Write([]byte(dir + "\n"))
+		if r.out != "" { // build's own --out: compare's is its results file
+			data, err := os.ReadFile(res.Image)
+			if err == nil {
+				err = os.WriteFile(r.out, data, 0o644)
+			}
+			if err != nil {
+				return usageError("--out: %v", err)
+			}
+			r.log.Printf("copied the bzImage to %s", r.out)
+		}
+		_, err = c.App.Writer.Write([]byte(res.Dir + "\n"))
 		return err
 	})
 }

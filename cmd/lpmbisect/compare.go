@@ -14,7 +14,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
-	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
@@ -42,10 +41,8 @@ func runCompare(c *cli.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	if r.out != "" {
-		if err := measure.CheckWritable(r.out); err != nil {
-			return usageError("--out: %v", err)
-		}
+	if err := writable("out", r.out); err != nil {
+		return err
 	}
 	opts.MaxBoots = r.Measure.MaxBoots
 	if !c.IsSet("seed") { // before the setup: a fleet's paired rounds draw their turns from it

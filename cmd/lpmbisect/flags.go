@@ -122,3 +122,15 @@ func flagError(err error) error {
 	}
 	return err
 }
+
+// writable checks, before any work, that the file a flag names ("" for
+// none) can be written.
+func writable(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := measure.CheckWritable(path); err != nil {
+		return usageError("--%s: %v", flag, err)
+	}
+	return nil
+}

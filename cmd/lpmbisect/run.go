@@ -24,10 +24,8 @@ func runCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		if r.out != "" {
-			if err := measure.CheckWritable(r.out); err != nil {
-				return usageError("--out: %v", err)
-			}
+		if err := writable("out", r.out); err != nil {
+			return err
 		}
 		sides, err := s.Prepare(kernels)
 		if err != nil {
