@@ -12,8 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/bisect"
-	"github.com/lpmbisect/lpmbisect/calibrate"
-	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/git"
@@ -54,12 +52,7 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 		return nil, err
 	}
 	judge := bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect}
-	opts := judge.Options(0)
-	boots := r.Measure.Boots
-	if calibrate.Use(s, &opts, auto, r.Stats.Rule == config.RuleStatistical) && boots == 0 {
-		boots = compare.DeterministicBoots
-	}
-	judge.Bounds, judge.MinEffects = opts.Bounds, opts.MinEffects
+	boots := judge.Calibrate(s, r.Measure.Boots, auto, r.Stats.Rule == config.RuleStatistical)
 	bench, err := bisect.NewBench(s, judge, boots, r.Measure.MaxBoots, r.Bisect.Reverse)
 	if err != nil {
 		return nil, usageError("%v (check --boots, --max-boots and --alpha)", err)
