@@ -47,7 +47,7 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	auto, err := r.parseMinEffect()
+	auto, err := r.stats()
 	if err != nil {
 		return nil, err
 	}

@@ -52,9 +52,6 @@ func runCompare(c *cli.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	if r.noControls {
-		opts.Controls = []string{}
-	}
 	selected := regexp.MustCompile(s.Plan.Pattern()) // Validate compiled it
 	deterministic := calibrate.Use(s, &opts, r.autoMinEffect, r.Stats.Rule == config.RuleStatistical)
 	boots, err := compare.Start(opts, r.Measure.Boots, s.Plan.Benchmarks(), s.Pairs(2), deterministic)

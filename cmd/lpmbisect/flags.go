@@ -13,6 +13,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/report"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -69,17 +70,23 @@ func minEffectOpt(r *run) opt {
 	return opt{Name: "min-effect", Ptr: &r.minEffect, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it); auto: each benchmark's calibrated floor, at least the default (auto:PCT: at least PCT; see lpmbisect calibrate)"}
 }
 
-// parseMinEffect reads --min-effect into the statistics and checks them; it
-// reports whether the floors are calibrated (auto).
-func (r *run) parseMinEffect() (auto bool, err error) {
+// stats reads --min-effect into the statistics and checks them; it reports
+// whether the floors are calibrated (auto).
+func (r *run) stats() (auto bool, err error) {
 	if r.Stats.MinEffect, auto, err = config.ParseMinEffect(r.minEffect, r.Stats.MinEffect); err != nil {
 		return false, flagError(err)
 	}
 	return auto, flagError(r.Stats.Check())
 }
 
-// checkRule rejects a --rule other than auto and statistical.
-func (r *run) checkRule() error { return flagError(r.Stats.Check()) }
+// format2 reads --format for commands whose reports have no HTML on stdout.
+func (r *run) format2() (report.Format, error) {
+	f, err := report.ParseFormat(r.format)
+	if err != nil || f == report.FormatHTML {
+		return f, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)
+	}
+	return f, nil
+}
 
 func configOpt(r *run) opt {
 	return opt{Name: "config", Ptr: &r.Path, Usage: "TOML configuration file; flags given on the command line win (see kernels.example.toml)"}

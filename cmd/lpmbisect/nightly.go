@@ -68,15 +68,6 @@ func nightlyCommand(r *run) *cli.Command {
 	})
 }
 
-// format2 reads --format for commands whose reports have no HTML on stdout.
-func (r *run) format2() (report.Format, error) {
-	f, err := report.ParseFormat(r.format)
-	if err != nil || f == report.FormatHTML {
-		return f, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)
-	}
-	return f, nil
-}
-
 // historyError adds the command that fixes a history database problem.
 func historyError(err error, r *run) error {
 	switch {
