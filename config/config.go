@@ -5,9 +5,10 @@
 //
 // A File is also the command line's own record of its options: Defaults
 // gives the built-in values, Load lays a file over them, and the CLI binds
-// each flag to its field, so a flag given on the command line wins over the
-// file and the file over the built-in default, with the types kept all the
-// way (a list stays a list). One key stands for one flag, so the command
+// each flag to its field (Fields, with internal/cliflag), so a flag given
+// on the command line wins over the file and the file over the built-in
+// default, with the types kept all the way (a list stays a list). One key
+// stands for one flag, declared once in its field's tags, so the command
 // line and the file cannot mean different things.
 //
 // Unknown keys are errors, not warnings: a misspelt "min_efect" would
