@@ -6,7 +6,9 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
@@ -114,6 +116,20 @@ type Judge struct {
 // capped at maxBoots (0: a single look with all of α).
 func (j Judge) Options(maxBoots int) compare.Options {
 	return compare.Options{Alpha: j.Alpha, MinEffect: j.MinEffectPct / 100, MaxBoots: maxBoots, Bounds: j.Bounds, MinEffects: j.MinEffects}
+}
+
+// Calibrate sets the judge's calibrated statistics for setup (see
+// calibrate.Use) and returns the boots per look: boots, or
+// compare.DeterministicBoots when boots is 0 and the deterministic rule
+// decides every benchmark of the plan.
+func (j *Judge) Calibrate(setup *measure.Setup, boots int, auto, statistical bool) int {
+	opts := j.Options(0)
+	deterministic := calibrate.Use(setup, &opts, auto, statistical)
+	j.Bounds, j.MinEffects = opts.Bounds, opts.MinEffects
+	if boots == 0 && deterministic {
+		return compare.DeterministicBoots
+	}
+	return boots
 }
 
 // sequence starts a comparison of two kernels over the looks of an

@@ -147,6 +147,41 @@ func (b Bounds) Apply(opts *compare.Options, auto bool) {
 	}
 }
 
+// Use sets a comparison's calibrated statistics for setup and tells
+// whether the deterministic rule decides every benchmark of its plan (so
+// DeterministicBoots boots a side are enough). Under icount, or with auto
+// (each benchmark's minimum effect at least its calibrated floor), it
+// applies what For finds (Apply); under wall time without auto it reads
+// nothing. With statistical the significance test decides every row: no
+// jitter bounds. It says on setup.Log where the statistics came from.
+func Use(setup *measure.Setup, opts *compare.Options, auto, statistical bool) (deterministic bool) {
+	if setup.Accel != vmrunner.Icount && !auto {
+		return false
+	}
+	b, err := For(setup, setup.CacheDir)
+	if err != nil {
+		setup.Log.Printf("warning: calibration not read: %v", err)
+		return false
+	}
+	setup.Log.Printf("statistics from %s", b.Source)
+	return b.use(opts, setup.Plan.Names(), auto, statistical)
+}
+
+// use is Use with the bounds found, for the benchmarks names.
+func (b Bounds) use(opts *compare.Options, names []string, auto, statistical bool) bool {
+	b.Apply(opts, auto)
+	if statistical {
+		opts.Bounds = nil
+		return false
+	}
+	for _, name := range names {
+		if _, ok := opts.Bounds[name]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Labels record in a results file what decided its rows, so lpmbisect
 // stat decides the same way (FromResults reads them back).
 func Labels(opts compare.Options) map[string]string {

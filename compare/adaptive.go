@@ -105,6 +105,50 @@ func (s *Sequence) Look(results []*benchfmt.Result) (*Report, error) {
 // Last returns the report of the last look, nil before the first.
 func (s *Sequence) Last() *Report { return s.last }
 
+// MaxBootsLimit is the most boots per side (pairs) a comparison may take.
+const MaxBootsLimit = 200
+
+// BootsError is a number of boots out of its range: Option is "boots"
+// (between 1 and the max_boots of MaxOption) or "max_boots" (between 1
+// and MaxBootsLimit).
+type BootsError struct {
+	Option    string
+	N, Max    int
+	MaxOption string // "" when Max is MaxBootsLimit
+}
+
+func (e *BootsError) Error() string {
+	limit := fmt.Sprint(e.Max)
+	if e.MaxOption != "" {
+		limit = e.MaxOption + " " + limit
+	}
+	return fmt.Sprintf("%s %d must be between 1 and %s", e.Option, e.N, limit)
+}
+
+// Start returns the boots per side (pairs, when paired) at which an
+// adaptive comparison of rows rows under opts first looks: boots when
+// given (not 0), else DeterministicBoots when the deterministic rule
+// decides every row, else StartBoots. It checks opts.MaxBoots and the
+// start against their ranges (*BootsError).
+func Start(opts Options, boots, rows int, paired, deterministic bool) (int, error) {
+	if opts.MaxBoots < 1 || opts.MaxBoots > MaxBootsLimit {
+		return 0, &BootsError{Option: "max_boots", N: opts.MaxBoots, Max: MaxBootsLimit}
+	}
+	if boots == 0 && deterministic {
+		boots = DeterministicBoots
+	}
+	if boots == 0 {
+		var err error
+		if boots, err = StartBoots(opts, rows, paired, false); err != nil {
+			return 0, err
+		}
+	}
+	if boots < 1 || boots > opts.MaxBoots {
+		return 0, &BootsError{Option: "boots", N: boots, Max: opts.MaxBoots, MaxOption: "max_boots"}
+	}
+	return boots, nil
+}
+
 // StartBoots returns the boots per side (pairs, when paired) at which an
 // adaptive comparison of rows rows under opts should first look: the
 // fewest at which either verdict is possible, at least 2, at most

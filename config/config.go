@@ -5,9 +5,10 @@
 //
 // A File is also the command line's own record of its options: Defaults
 // gives the built-in values, Load lays a file over them, and the CLI binds
-// each flag to its field, so a flag given on the command line wins over the
-// file and the file over the built-in default, with the types kept all the
-// way (a list stays a list). One key stands for one flag, so the command
+// each flag to its field (Fields, with internal/cliflag), so a flag given
+// on the command line wins over the file and the file over the built-in
+// default, with the types kept all the way (a list stays a list). One key
+// stands for one flag, declared once in its field's tags, so the command
 // line and the file cannot mean different things.
 //
 // Unknown keys are errors, not warnings: a misspelt "min_efect" would
@@ -22,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,41 +52,41 @@ type File struct {
 
 // Measure says how kernels are booted and how many boots are taken.
 type Measure struct {
-	Accel           string   `toml:"accel"`
-	Boots           int      `toml:"boots"`
-	MaxBoots        int      `toml:"max_boots"`
-	Parallel        int      `toml:"parallel"`
-	MemoryMB        int      `toml:"memory"`
-	CPUs            int      `toml:"cpus"`
-	BootTimeout     Duration `toml:"boot_timeout"`
-	ProgressTimeout Duration `toml:"progress_timeout"`
-	QEMU            string   `toml:"qemu"`
-	CacheDir        string   `toml:"cache_dir"`
-	Guest           string   `toml:"guest"`
-	NoModules       bool     `toml:"no_modules"`
-	Append          string   `toml:"append"`
+	Accel           string   `toml:"accel" usage:"auto, kvm, tcg or icount (TCG counting instructions: deterministic, unit insn/op)"`
+	Boots           int      `toml:"boots"`     // each command words its flag
+	MaxBoots        int      `toml:"max_boots"` // each command words its flag
+	Parallel        int      `toml:"parallel" usage:"boots at once under --accel icount (0: one per host CPU); wall-time boots never overlap"`
+	MemoryMB        int      `toml:"memory" usage:"guest memory in MiB"`
+	CPUs            int      `toml:"cpus" usage:"guest vCPUs"`
+	BootTimeout     Duration `toml:"boot_timeout" usage:"deadline for the guest's first results"`
+	ProgressTimeout Duration `toml:"progress_timeout" usage:"longest silence from a booted guest"`
+	QEMU            string   `toml:"qemu" usage:"QEMU binary"`
+	CacheDir        string   `toml:"cache_dir" env:"LPMBISECT_CACHE" usage:"cache for unpacked kernels and initramfs images (default: user cache dir)"`
+	Guest           string   `toml:"guest" env:"LPMBISECT_GUEST" usage:"guest binary (default: lpmbisect-guest beside this executable)"`
+	NoModules       bool     `toml:"no_modules" usage:"do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"`
+	Append          string   `toml:"append" usage:"extra kernel parameters, e.g. \"mitigations=off\""`
 }
 
 // Bench selects the benchmarks the guest runs and their parameters.
 type Bench struct {
-	Select       string `toml:"select"`
-	Samples      int    `toml:"samples"`
-	Entries      int    `toml:"entries"`
-	PrefixLen    int    `toml:"prefix_len"`
-	BatchEntries int    `toml:"batch_entries"`
+	Select       string `toml:"select" flag:"bench" usage:"benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, all; comma-separated) or a regexp over result names (see lpmbisect list)"`
+	Samples      int    `toml:"samples" usage:"samples per benchmark per boot"`
+	Entries      int    `toml:"entries" usage:"LPM trie entries (dense keys [0,N))"`
+	PrefixLen    int    `toml:"prefix_len" usage:"LPM key prefix length (2^prefix-len must be at least --entries)"`
+	BatchEntries int    `toml:"batch_entries" usage:"elements of the MapBatch maps"`
 	// Rounds of 0 mean the accelerator's default (wire.DefaultRounds).
-	Rounds int `toml:"rounds"`
+	Rounds int `toml:"rounds" usage:"test-run repetitions of 10000 ops per sample (0: the accelerator's default; other families scale from it)"`
 }
 
 // Stats are the levels of the statistics.
 type Stats struct {
-	Alpha     float64 `toml:"alpha"`
-	MinEffect float64 `toml:"min_effect"` // percent
+	Alpha     float64 `toml:"alpha"`      // each command words its flag
+	MinEffect float64 `toml:"min_effect"` // percent; its flag also takes auto (ParseMinEffect)
 	// Rule is how rows with deterministic counts (icount) are judged:
 	// RuleAuto lets a jitter bound decide them from two boots a side
 	// (compare.Options.Bounds), RuleStatistical always runs the
 	// significance test, as under wall time.
-	Rule string `toml:"rule"`
+	Rule string `toml:"rule" usage:"how deterministic (icount) rows are judged: auto (a calibrated jitter bound decides, from 2 boots a side) or statistical (always the significance test)"`
 }
 
 // The values of Stats.Rule.
@@ -95,25 +97,25 @@ const (
 
 // Build says how a kernel source tree is configured and built.
 type Build struct {
-	Src       string   `toml:"src"`
-	BuildDir  string   `toml:"build_dir"`
-	Base      string   `toml:"base"`
-	Fragments []string `toml:"fragments"`
-	Make      string   `toml:"make"`
-	MakeFlags []string `toml:"make_flags"`
-	Jobs      int      `toml:"jobs"`
-	Command   string   `toml:"command"`
+	Src       string   `toml:"src"` // build's own flag
+	BuildDir  string   `toml:"build_dir" usage:"build directory (make O=), kept for incremental builds (default: SRC/.lpmbisect-build; give SRC itself to build in the tree)"`
+	Base      string   `toml:"base" flag:"base-config" usage:"base configuration: a make target (tinyconfig, defconfig, …) or a config file such as /boot/config-$(uname -r)"`
+	Fragments []string `toml:"fragments" flag:"fragment" usage:"config fragment merged over the base, repeatable; \"builtin\" is configs/lpmbisect.config (default: builtin)"`
+	Make      string   `toml:"make" usage:"make program"`
+	MakeFlags []string `toml:"make_flags" flag:"make-flag" usage:"argument passed to every make call, repeatable (CC=clang, LLVM=1, …)"`
+	Jobs      int      `toml:"jobs" alias:"j" usage:"make -j (0: number of CPUs)"`
+	Command   string   `toml:"command" flag:"build-command"` // the bisect commands' flag
 }
 
 // Bisect describes a bisection, over a git repository or prebuilt images.
 type Bisect struct {
-	Repo         string   `toml:"repo"`
-	Good         string   `toml:"good"`
-	Bad          string   `toml:"bad"`
-	Reverse      bool     `toml:"reverse"`
-	Images       []string `toml:"images"`
-	State        string   `toml:"state"`
-	RecheckBoots int      `toml:"recheck_boots"`
+	Repo         string   `toml:"repo" usage:"kernel git repository to bisect"`
+	Good         string   `toml:"good"` // each command words its flag
+	Bad          string   `toml:"bad"`  // each command words its flag
+	Reverse      bool     `toml:"reverse" usage:"find an improvement: the bad (newer) endpoint is the faster one"`
+	Images       []string `toml:"images" usage:"ordered kernels to search instead of a repository: files, a directory, or a list file (repeatable)"`
+	State        string   `toml:"state" usage:"state directory: measurements, kept kernels, step logs (default: <git-dir>/lpmbisect, or <cache-dir>/bisect for --images)"`
+	RecheckBoots int      `toml:"recheck_boots" usage:"boots added to the culprit and its parent to re-check them (0: no re-check)"`
 }
 
 // Nightly says where nightly tracking keeps its history and what it does
@@ -244,8 +246,8 @@ func Parse(text, dir string) (*File, error) {
 
 // check rejects values that are wrong whatever the command.
 func (f *File) check() error {
-	if f.Stats.Rule != RuleAuto && f.Stats.Rule != RuleStatistical {
-		return fmt.Errorf("stats rule %q: give %q (a jitter bound decides deterministic rows) or %q (always the significance test)", f.Stats.Rule, RuleAuto, RuleStatistical)
+	if err := f.Stats.checkRule(); err != nil {
+		return err
 	}
 	for i, k := range f.Kernels {
 		if (k.Path == "") == (k.Src == "") {
@@ -311,28 +313,144 @@ func (f *File) resolvePaths(dir string) {
 	}
 }
 
+// Field is a key of a File as the command line sees it. A key's tags
+// declare it once for the file, the flag and its help: toml (the key),
+// flag (the flag's name when it is not the key's with dashes, FlagName),
+// usage (its help; none for a key whose flag each command words itself),
+// alias and env.
+type Field struct {
+	Key         string // "measure.cache_dir"
+	Flag, Usage string
+	Alias, Env  string
+	Ptr         any // into the File: *string, *int, *float64, *bool, *time.Duration, *[]string
+}
+
+// fields walks the keys of the File v (a slice section's keys have no Ptr).
+func fields(v reflect.Value) []Field {
+	var out []Field
+	t := v.Type()
+	for i := range t.NumField() {
+		sec := t.Field(i).Tag.Get("toml")
+		if sec == "" || sec == "-" {
+			continue
+		}
+		st, sv := t.Field(i).Type, v.Field(i)
+		if st.Kind() == reflect.Slice {
+			st, sv = st.Elem(), reflect.Value{}
+		}
+		for j := range st.NumField() {
+			tag := st.Field(j).Tag
+			name := tag.Get("toml")
+			if name == "" || name == "-" {
+				continue
+			}
+			fd := Field{Key: sec + "." + name, Flag: tag.Get("flag"), Usage: tag.Get("usage"), Alias: tag.Get("alias"), Env: tag.Get("env")}
+			if fd.Flag == "" {
+				fd.Flag = strings.ReplaceAll(name, "_", "-")
+			}
+			if sv.IsValid() {
+				fd.Ptr = sv.Field(j).Addr().Interface()
+				if d, ok := fd.Ptr.(*Duration); ok {
+					fd.Ptr = &d.Duration
+				}
+			}
+			out = append(out, fd)
+		}
+	}
+	return out
+}
+
 // Keys lists every key a file may set, written with dots ("measure.accel",
 // "series.name"), in the order of the File's fields.
 func Keys() []string {
 	var keys []string
-	t := reflect.TypeOf(File{})
-	for i := range t.NumField() {
-		sec := t.Field(i)
-		name := sec.Tag.Get("toml")
-		if name == "" || name == "-" {
-			continue
-		}
-		st := sec.Type
-		if st.Kind() == reflect.Slice {
-			st = st.Elem()
-		}
-		for j := range st.NumField() {
-			if k := st.Field(j).Tag.Get("toml"); k != "" && k != "-" {
-				keys = append(keys, name+"."+k)
-			}
-		}
+	for _, fd := range fields(reflect.ValueOf(&File{}).Elem()) {
+		keys = append(keys, fd.Key)
 	}
 	return keys
+}
+
+// Fields returns the fields of f that names name, bound to f's values:
+// for a key ("measure.boots") that key, for a section ("bench") those of
+// its keys that have a usage. An unknown name panics: it is a mistake of
+// the caller's code, not of its input.
+func (f *File) Fields(names ...string) []Field {
+	all := fields(reflect.ValueOf(f).Elem())
+	var out []Field
+	for _, name := range names {
+		n := len(out)
+		for _, fd := range all {
+			if fd.Key == name || (strings.HasPrefix(fd.Key, name+".") && fd.Usage != "") {
+				out = append(out, fd)
+			}
+		}
+		if len(out) == n {
+			panic("config: no key or section " + name)
+		}
+	}
+	return out
+}
+
+// FlagName is the flag that sets the value named name: a key's flag
+// ("bench.select": "bench"), else, for a key or a parameter of the same
+// name (a wire parameter, a measure option), its name with dashes
+// ("prefix_len": "prefix-len").
+func FlagName(name string) string {
+	for _, fd := range fields(reflect.ValueOf(&File{}).Elem()) {
+		if fd.Key == name {
+			return fd.Flag
+		}
+	}
+	_, short, ok := strings.Cut(name, ".")
+	if !ok {
+		short = name
+	}
+	return strings.ReplaceAll(short, "_", "-")
+}
+
+// ValueError is a key's value that no command can use.
+type ValueError struct {
+	Key    string // "stats.alpha"
+	Detail string // the value and why it is wrong: "0 must be between 0 and 1"
+}
+
+func (e *ValueError) Error() string { return e.Key + " " + e.Detail }
+
+// Check rejects levels of the statistics that no comparison can use.
+func (s Stats) Check() error {
+	if err := s.checkRule(); err != nil {
+		return err
+	}
+	if !(s.Alpha > 0 && s.Alpha < 1) {
+		return &ValueError{"stats.alpha", fmt.Sprintf("%v must be between 0 and 1", s.Alpha)}
+	}
+	return nil
+}
+
+func (s Stats) checkRule() error {
+	if s.Rule != RuleAuto && s.Rule != RuleStatistical {
+		return &ValueError{"stats.rule", fmt.Sprintf("%q: use %s (a jitter bound decides deterministic rows) or %s (always the significance test)", s.Rule, RuleAuto, RuleStatistical)}
+	}
+	return nil
+}
+
+// ParseMinEffect reads a minimum effect as the command line gives it: a
+// percentage, or "auto" (each benchmark's calibrated floor, at least
+// floor percent) or "auto:PCT" (at least PCT). It reports whether the
+// floors are calibrated.
+func ParseMinEffect(v string, floor float64) (pct float64, auto bool, err error) {
+	num := v
+	if rest, ok := strings.CutPrefix(v, "auto"); ok {
+		auto, num = true, strings.TrimPrefix(rest, ":")
+		if num == "" {
+			num = strconv.FormatFloat(floor, 'g', -1, 64)
+		}
+	}
+	pct, err = strconv.ParseFloat(num, 64)
+	if err != nil || !(pct > 0 && pct < 100) {
+		return 0, false, &ValueError{"stats.min_effect", fmt.Sprintf("%q: give a percentage between 0 and 100, auto, or auto:PCT", v)}
+	}
+	return pct, auto, nil
 }
 
 // nearestKey is the known key a misspelt one most likely meant: the most
@@ -351,6 +469,38 @@ func nearestKey(key string) string {
 		}
 	}
 	return best
+}
+
+// Errors of File.BisectImages: the [bisect] keys do not say one search.
+var (
+	ErrRepoAndImages   = errors.New("bisect: a repository or images, not both")
+	ErrNothingToBisect = errors.New("bisect: neither a repository nor images")
+	ErrNoRevisions     = errors.New("bisect: a repository needs the good and the bad revision")
+)
+
+// BisectImages returns the kernels a bisection searches in order, none when
+// it searches the revisions good..bad of repo: images, else the [[kernel]]
+// entries when no repo is given. It checks that the [bisect] keys say one
+// search.
+func (f *File) BisectImages() ([]string, error) {
+	b := f.Bisect
+	images := b.Images
+	if len(images) == 0 && b.Repo == "" {
+		for _, k := range f.Kernels {
+			images = append(images, k.Path)
+		}
+	}
+	switch {
+	case len(images) > 0 && b.Repo != "":
+		return nil, ErrRepoAndImages
+	case len(images) == 0 && b.Repo == "":
+		return nil, ErrNothingToBisect
+	case b.RecheckBoots < 0:
+		return nil, &ValueError{"bisect.recheck_boots", "must not be negative"}
+	case len(images) == 0 && (b.Good == "" || b.Bad == ""):
+		return nil, ErrNoRevisions
+	}
+	return images, nil
 }
 
 // ForSeries returns the configuration a series is measured with: this one

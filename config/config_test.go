@@ -120,3 +120,110 @@ func TestSeriesChecks(t *testing.T) {
 		}
 	}
 }
+
+// Fields binds each key to its value in the File: a section gives the keys
+// that word their own flag, a key is given whatever its usage.
+func TestFields(t *testing.T) {
+	f, err := Parse("[measure]\nboot_timeout = \"2m\"\n[build]\nmake_flags = [\"W=1\"]\n", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byFlag := map[string]Field{}
+	for _, fd := range f.Fields("measure", "bench", "build", "measure.boots") {
+		byFlag[fd.Flag] = fd
+	}
+	if p, ok := byFlag["boot-timeout"].Ptr.(*time.Duration); !ok || *p != 2*time.Minute {
+		t.Errorf("Fields: boot-timeout bound to %T; want *time.Duration holding the file's 2m", byFlag["boot-timeout"].Ptr)
+	}
+	if p, ok := byFlag["make-flag"].Ptr.(*[]string); !ok || !slices.Equal(*p, []string{"W=1"}) || byFlag["make-flag"].Key != "build.make_flags" {
+		t.Errorf("Fields: make-flag = %+v; want build.make_flags bound to the file's list", byFlag["make-flag"])
+	}
+	if fd := byFlag["bench"]; fd.Key != "bench.select" || fd.Usage == "" {
+		t.Errorf("Fields: bench = %+v; want bench.select with its usage", fd)
+	}
+	if fd := byFlag["cache-dir"]; fd.Env != "LPMBISECT_CACHE" {
+		t.Errorf("Fields: cache-dir env %q; want LPMBISECT_CACHE", fd.Env)
+	}
+	if _, ok := byFlag["max-boots"]; ok {
+		t.Errorf("Fields(measure) has max-boots, whose flag each command words itself")
+	}
+	if _, ok := byFlag["boots"]; !ok {
+		t.Errorf("Fields(measure.boots) lacks boots")
+	}
+	*byFlag["accel"].Ptr.(*string) = "tcg"
+	if f.Measure.Accel != "tcg" {
+		t.Errorf("a value set through Fields' accel did not reach the File: %q", f.Measure.Accel)
+	}
+}
+
+func TestFlagName(t *testing.T) {
+	for in, want := range map[string]string{"bench.select": "bench", "build.fragments": "fragment", "measure.cache_dir": "cache-dir",
+		"prefix_len": "prefix-len", "cache_dir": "cache-dir", "stats.min_effect": "min-effect", "cpus": "cpus"} {
+		if got := FlagName(in); got != want {
+			t.Errorf("FlagName(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseMinEffect(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		pct  float64
+		auto bool
+	}{{"2.5", 2.5, false}, {"auto", 1, true}, {"auto:3", 3, true}} {
+		if pct, auto, err := ParseMinEffect(c.in, 1); err != nil || pct != c.pct || auto != c.auto {
+			t.Errorf("ParseMinEffect(%q, 1) = %v, %v, %v; want %v, %v", c.in, pct, auto, err, c.pct, c.auto)
+		}
+	}
+	for _, in := range []string{"0", "100", "auto:x", "many"} {
+		var ve *ValueError
+		if _, _, err := ParseMinEffect(in, 1); !errors.As(err, &ve) || ve.Key != "stats.min_effect" || !strings.Contains(err.Error(), "auto:PCT") {
+			t.Errorf("ParseMinEffect(%q) error = %v; want a ValueError of stats.min_effect", in, err)
+		}
+	}
+}
+
+func TestStatsCheck(t *testing.T) {
+	for _, c := range []struct {
+		s   Stats
+		key string
+	}{{Stats{Alpha: 0.05, Rule: RuleAuto}, ""}, {Stats{Alpha: 1, Rule: RuleAuto}, "stats.alpha"}, {Stats{Alpha: 0.05, Rule: "vote"}, "stats.rule"}} {
+		var ve *ValueError
+		err := c.s.Check()
+		if (c.key == "" && err != nil) || (c.key != "" && (!errors.As(err, &ve) || ve.Key != c.key)) {
+			t.Errorf("%+v.Check() = %v; want an error of %q", c.s, err, c.key)
+		}
+	}
+	if _, err := Parse("[stats]\nrule = \"vote\"\n", "/"); err == nil || !strings.Contains(err.Error(), "stats.rule \"vote\"") {
+		t.Errorf("Parse with rule vote: error %v; want one naming stats.rule", err)
+	}
+}
+
+func TestBisectImages(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		images     int
+		err        error
+	}{
+		{"images", "[bisect]\nimages = [\"a\", \"b\"]\n", 2, nil},
+		{"kernel entries", "[[kernel]]\npath = \"a\"\n[[kernel]]\npath = \"b\"\n[[kernel]]\npath = \"c\"\n", 3, nil},
+		{"repo", "[bisect]\nrepo = \"r\"\ngood = \"v1\"\nbad = \"v2\"\n[[kernel]]\npath = \"a\"\n", 0, nil},
+		{"both", "[bisect]\nrepo = \"r\"\nimages = [\"a\"]\n", 0, ErrRepoAndImages},
+		{"neither", "", 0, ErrNothingToBisect},
+		{"no revisions", "[bisect]\nrepo = \"r\"\ngood = \"v1\"\n", 0, ErrNoRevisions},
+	} {
+		f, err := Parse(c.text, "/srv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		images, err := f.BisectImages()
+		if len(images) != c.images || !errors.Is(err, c.err) {
+			t.Errorf("%s: BisectImages() = %q, %v; want %d images, %v", c.name, images, err, c.images, c.err)
+		}
+	}
+	f, _ := Parse("[bisect]\nimages = [\"a\"]\nrecheck_boots = -1\n", "/")
+	var ve *ValueError
+	if _, err := f.BisectImages(); !errors.As(err, &ve) || ve.Key != "bisect.recheck_boots" {
+		t.Errorf("BisectImages with recheck_boots -1: %v; want a ValueError of bisect.recheck_boots", err)
+	}
+}

@@ -56,8 +56,9 @@ type Options struct {
 	Log, Verbose *log.Logger
 }
 
-// OptionError is an Options field that cannot be used. Option names it in
-// words ("cpus", "memory", "cache directory").
+// OptionError is an Options field that cannot be used. Option names it as
+// its configuration key does ("cpus", "memory", "cache_dir"), so that a
+// command line can name its flag.
 type OptionError struct {
 	Option string
 	Err    error
@@ -86,6 +87,11 @@ func NewSetup(o Options) (*Setup, error) {
 	if o.Accel == "" {
 		o.Accel = vmrunner.Auto
 	}
+	accel, err := vmrunner.ParseAccel(string(o.Accel))
+	if err != nil {
+		return nil, &OptionError{"accel", err}
+	}
+	o.Accel = accel
 	if o.MemoryMB == 0 {
 		o.MemoryMB = 1024
 	}
@@ -112,7 +118,7 @@ func NewSetup(o Options) (*Setup, error) {
 	}
 	if o.CacheDir == "" {
 		if o.CacheDir, err = DefaultCacheDir(); err != nil {
-			return nil, &OptionError{"cache directory", err}
+			return nil, &OptionError{"cache_dir", err}
 		}
 	}
 	if o.Guest == "" {

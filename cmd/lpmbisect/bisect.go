@@ -12,9 +12,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/bisect"
-	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/git"
-	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
@@ -31,17 +31,13 @@ const (
 
 // bisectOpts are the flags of both bisect commands.
 func bisectOpts(r *run) []opt {
-	m, s, b := &r.Measure, &r.Stats, &r.Bisect
-	return append(append(append(vmOpts(r), buildOpts(r)...), fleetOpts(r)...),
-		opt{name: "build-command", ptr: &r.Build.Command, usage: "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"},
-		opt{name: "alpha", ptr: &s.Alpha, usage: "error rate of each comparison's SAME and DIFFERENT claims"},
+	k := func(key, usage string) opt { return cliflag.Key(r.File, key, usage) }
+	return append(append(append(append(vmOpts(r), buildOpts(r)...), fleetOpts(r)...), cliflag.Keys(r.File, "stats", "bisect.reverse", "bisect.state")...),
+		k("build.command", "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"),
+		k("stats.alpha", "error rate of each comparison's SAME and DIFFERENT claims"),
 		minEffectOpt(r),
-		ruleOpt(r),
-		opt{name: "boots", ptr: &m.Boots, usage: "boots per look at a kernel (0: the fewest with which one look can decide, given --alpha and --max-boots)"},
-		opt{name: "max-boots", ptr: &m.MaxBoots, usage: "boots per kernel at most while its verdict is UNKNOWN; a candidate still UNKNOWN is skipped"},
-		opt{name: "reverse", ptr: &b.Reverse, usage: "find an improvement: the bad (newer) endpoint is the faster one"},
-		opt{name: "state", ptr: &b.State, usage: "state directory: measurements, kept kernels, step logs (default: <git-dir>/lpmbisect, or <cache-dir>/bisect for --images)"},
-	)
+		k("measure.boots", "boots per look at a kernel (0: the fewest with which one look can decide, given --alpha and --max-boots)"),
+		k("measure.max_boots", "boots per kernel at most while its verdict is UNKNOWN; a candidate still UNKNOWN is skipped"))
 }
 
 // bisectSetup makes the bisection's setup from the flags (controls: with
@@ -51,23 +47,12 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	auto, err := r.parseMinEffect()
+	auto, err := r.stats()
 	if err != nil {
 		return nil, err
 	}
-	if a := r.Stats.Alpha; !(a > 0 && a < 1) {
-		return nil, usageError("--alpha %v must be between 0 and 1", a)
-	}
-	if err := r.checkRule(); err != nil {
-		return nil, err
-	}
 	judge := bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect}
-	opts := judge.Options(0)
-	boots := r.Measure.Boots
-	if r.calibrated(s, &opts, auto) && boots == 0 {
-		boots = compare.DeterministicBoots
-	}
-	judge.Bounds, judge.MinEffects = opts.Bounds, opts.MinEffects
+	boots := judge.Calibrate(s, r.Measure.Boots, auto, r.Stats.Rule == config.RuleStatistical)
 	bench, err := bisect.NewBench(s, judge, boots, r.Measure.MaxBoots, r.Bisect.Reverse)
 	if err != nil {
 		return nil, usageError("%v (check --boots, --max-boots and --alpha)", err)
@@ -81,9 +66,9 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 
 func bisectRunCommand(r *run) *cli.Command {
 	opts := append(bisectOpts(r),
-		opt{name: "good", ptr: &r.Bisect.Good, usage: "good endpoint: KERNEL or revision (default: git bisect's good commit)"},
-		opt{name: "bad", ptr: &r.Bisect.Bad, usage: "bad endpoint: KERNEL or revision (default: git bisect's bad commit)"},
-		opt{name: "src", ptr: &r.src, usage: "the checked-out tree"})
+		cliflag.Key(r.File, "bisect.good", "good endpoint: KERNEL or revision (default: git bisect's good commit)"),
+		cliflag.Key(r.File, "bisect.bad", "bad endpoint: KERNEL or revision (default: git bisect's bad commit)"),
+		opt{Name: "src", Ptr: &r.src, Usage: "the checked-out tree"})
 	cmd := command("bisect-run", "one git bisect run step: build the checked-out tree, measure it, exit 0 (good), 1 (bad) or 125 (skip)", "", opts, func(c *cli.Context) (err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -132,35 +117,27 @@ func bisectRunStep(c *cli.Context, r *run) (bisect.Verdict, error) {
 
 func bisectCommand(r *run) *cli.Command {
 	b := &r.Bisect
-	opts := append(bisectOpts(r),
-		opt{name: "repo", ptr: &b.Repo, usage: "kernel git repository to bisect"},
-		opt{name: "good", ptr: &b.Good, usage: "good (older) revision"},
-		opt{name: "bad", ptr: &b.Bad, usage: "bad (newer) revision"},
-		opt{name: "images", ptr: &b.Images, usage: "ordered kernels to search instead of a repository: files, a directory, or a list file (repeatable)"},
-		opt{name: "recheck-boots", ptr: &b.RecheckBoots, usage: "boots added to the culprit and its parent to re-check them (0: no re-check)"},
-		opt{name: "html", ptr: &r.html, usage: "also write the report as HTML to this file"})
+	opts := append(append(bisectOpts(r), cliflag.Keys(r.File, "bisect.repo", "bisect.images", "bisect.recheck_boots")...),
+		cliflag.Key(r.File, "bisect.good", "good (older) revision"),
+		cliflag.Key(r.File, "bisect.bad", "bad (newer) revision"),
+		opt{Name: "html", Ptr: &r.html, Usage: "also write the report as HTML to this file"})
 	return command("bisect", "find the commit (or prebuilt kernel) that changed a benchmark, with statistics", "", opts, func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usageError("bisect takes no arguments (kernels go to --images), got %q", c.Args().Slice())
 		}
-		images := b.Images
-		if len(images) == 0 && b.Repo == "" {
-			for _, k := range r.Kernels {
-				images = append(images, k.Path)
-			}
-		}
+		images, err := r.BisectImages()
 		switch {
-		case len(images) > 0 && b.Repo != "":
+		case errors.Is(err, config.ErrRepoAndImages):
 			return usageError("give --repo or --images, not both")
-		case len(images) == 0 && b.Repo == "":
+		case errors.Is(err, config.ErrNothingToBisect):
 			return usageError("bisect needs --repo DIR --good REV --bad REV, or --images LIST")
-		case b.RecheckBoots < 0:
-			return usageError("--recheck-boots must not be negative")
+		case errors.Is(err, config.ErrNoRevisions):
+			return usageError("--repo needs --good REV and --bad REV")
+		case err != nil:
+			return flagError(err)
 		}
-		if r.html != "" {
-			if err := measure.CheckWritable(r.html); err != nil {
-				return usageError("--html: %v", err)
-			}
+		if err := writable("html", r.html); err != nil {
+			return err
 		}
 		setup, err := r.bisectSetup(false)
 		if err != nil {
@@ -168,12 +145,9 @@ func bisectCommand(r *run) *cli.Command {
 		}
 		var res *bisect.Result
 		var st *bisect.State
-		switch {
-		case len(images) > 0:
+		if len(images) > 0 {
 			res, st, err = setup.Images(c.Context, images, b.State)
-		case b.Good == "" || b.Bad == "":
-			return usageError("--repo needs --good REV and --bad REV")
-		default:
+		} else {
 			res, st, err = setup.Git(c.Context, b.Repo, b.Good, b.Bad, b.State, r.Build.BuildDir)
 		}
 		if err != nil {

@@ -10,23 +10,14 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 )
 
 // exitBuildFailed is build's exit code for a tree that does not build.
 const exitBuildFailed = 1
 
 // buildOpts say how a kernel source tree is configured and built.
-func buildOpts(r *run) []opt {
-	b := &r.Build
-	return []opt{
-		{name: "build-dir", ptr: &b.BuildDir, usage: "build directory (make O=), kept for incremental builds (default: SRC/" + bisect.DefaultBuildDir + "; give SRC itself to build in the tree)"},
-		{name: "base-config", ptr: &b.Base, usage: "base configuration: a make target (tinyconfig, defconfig, …) or a config file such as /boot/config-$(uname -r)"},
-		{name: "fragment", ptr: &b.Fragments, usage: "config fragment merged over the base, repeatable; \"builtin\" is configs/lpmbisect.config (default: builtin)"},
-		{name: "make", ptr: &b.Make, usage: "make program"},
-		{name: "make-flag", ptr: &b.MakeFlags, usage: "argument passed to every make call, repeatable (CC=clang, LLVM=1, …)"},
-		{name: "jobs", alias: "j", ptr: &b.Jobs, usage: "make -j (0: number of CPUs)"},
-	}
-}
+func buildOpts(r *run) []opt { return cliflag.Keys(r.File, "build") }
 
 // buildOptions turns the build settings into build.Options (without Src/Dir).
 func (r *run) buildOptions() (build.Options, error) {
@@ -45,42 +36,32 @@ func (r *run) buildOptions() (build.Options, error) {
 	return o, nil
 }
 
-// buildTree builds the tree src with the build settings and returns its
-// build directory, a KERNEL for run, compare and bisect.
-func (r *run) buildTree(c *cli.Context, src string) (string, error) {
+// buildTree builds the tree src with the build settings; its build
+// directory is a KERNEL for run, compare and bisect.
+func (r *run) buildTree(c *cli.Context, src string) (*build.Result, error) {
 	o, err := r.buildOptions()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	o.Src, o.Dir, o.Notes = src, bisect.BuildDirFor(src, r.Build.BuildDir), r.log
 	r.log.Printf("building %s in %s (log: %s)", src, o.Dir, filepath.Join(o.Dir, "lpmbisect-build.log"))
 	res, err := build.Build(c.Context, o)
 	switch {
 	case errors.Is(err, build.ErrBuildFailed):
-		return "", &exitError{code: exitBuildFailed, err: err}
+		return nil, &exitError{code: exitBuildFailed, err: err}
 	case err != nil && c.Context.Err() != nil:
-		return "", err
+		return nil, err
 	case err != nil:
-		return "", usageError("%v", err)
+		return nil, usageError("%v", err)
 	}
 	r.log.Printf("built %s in %s: compiler %q, config %s", res.Image, res.Duration.Round(100*time.Millisecond), res.Compiler, res.ShortHash())
-	if r.out != "" {
-		data, err := os.ReadFile(res.Image)
-		if err == nil {
-			err = os.WriteFile(r.out, data, 0o644)
-		}
-		if err != nil {
-			return "", usageError("--out: %v", err)
-		}
-		r.log.Printf("copied the bzImage to %s", r.out)
-	}
-	return res.Dir, nil
+	return res, nil
 }
 
 func buildCommand(r *run) *cli.Command {
 	opts := append(buildOpts(r), configOpt(r),
-		opt{name: "src", ptr: &r.Build.Src, usage: "kernel source tree (or give it as the argument)"},
-		opt{name: "out", alias: "o", ptr: &r.out, usage: "also copy the bzImage to this file"})
+		cliflag.Key(r.File, "build.src", "kernel source tree (or give it as the argument)"),
+		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "also copy the bzImage to this file"})
 	return command("build", "configure and build a kernel source tree for lpmbisect (base config + fragment, olddefconfig, make bzImage)", "[SRC]", opts, func(c *cli.Context) error {
 		if c.NArg() > 1 {
 			return usageError("build takes one source tree, got %d arguments", c.NArg())
@@ -92,11 +73,21 @@ func buildCommand(r *run) *cli.Command {
 		if src == "" {
 			return usageError("build needs a kernel source tree: lpmbisect build SRC")
 		}
-		dir, err := r.buildTree(c, src)
+		res, err := r.buildTree(c, src)
 		if err != nil {
 			return err
 		}
-		_, err = c.App.Writer.Write([]byte(dir + "\n"))
+		if r.out != "" { // build's own --out: compare's is its results file
+			data, err := os.ReadFile(res.Image)
+			if err == nil {
+				err = os.WriteFile(r.out, data, 0o644)
+			}
+			if err != nil {
+				return usageError("--out: %v", err)
+			}
+			r.log.Printf("copied the bzImage to %s", r.out)
+		}
+		_, err = c.App.Writer.Write([]byte(res.Dir + "\n"))
 		return err
 	})
 }

@@ -11,10 +11,10 @@ func calibrateCommand(r *run) *cli.Command {
 	boots := calibrate.DefaultBoots
 	var seed uint64
 	opts := append(vmOpts(r),
-		opt{name: "boots", ptr: &boots, usage: "boots of the kernel (at least 6 for wall-time floors; more make the bounds surer)"},
-		opt{name: "paired", ptr: &r.paired, usage: "calibrate for paired comparisons (tcg, kvm)"},
-		opt{name: "seed", ptr: &seed, usage: "seed of the splits of the boots into self-compares"},
-		opt{name: "format", ptr: &r.format, usage: "on stdout: text, markdown, json"})
+		opt{Name: "boots", Ptr: &boots, Usage: "boots of the kernel (at least 6 for wall-time floors; more make the bounds surer)"},
+		opt{Name: "paired", Ptr: &r.paired, Usage: "calibrate for paired comparisons (tcg, kvm)"},
+		opt{Name: "seed", Ptr: &seed, Usage: "seed of the splits of the boots into self-compares"},
+		opt{Name: "format", Ptr: &r.format, Usage: "on stdout: text, markdown, json"})
 	return command("calibrate", "measure what this host's boots of one kernel agree to: icount jitter bounds, wall-time floors of the minimum effect", "KERNEL", opts, func(c *cli.Context) error {
 		kernels, err := r.kernels(c, "calibrate", "one KERNEL", 1)
 		if err != nil {

@@ -12,17 +12,18 @@ import (
 	"github.com/lpmbisect/lpmbisect/ab"
 	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
-	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
 func compareCommand(r *run) *cli.Command {
 	opts := append(append(vmOpts(r),
-		opt{name: "boots", ptr: &r.Measure.Boots, usage: "boots per side (pairs, when paired) to start with (0: the fewest at which a verdict is possible)"},
-		opt{name: "max-boots", ptr: &r.Measure.MaxBoots, usage: "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"},
-		opt{name: "paired", ptr: &r.paired, usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios: for small changes and SAME claims; DIFFERENT then needs 8 pairs or more (icount is never paired)"},
-		opt{name: "out", alias: "o", ptr: &r.out, usage: "raw results file (default: <run-dir>/results.txt)"},
-		opt{name: "seed", ptr: &r.seed, usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
+		cliflag.Key(r.File, "measure.boots", "boots per side (pairs, when paired) to start with (0: the fewest at which a verdict is possible)"),
+		cliflag.Key(r.File, "measure.max_boots", "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"),
+		opt{Name: "paired", Ptr: &r.paired, Usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios: for small changes and SAME claims; DIFFERENT then needs 8 pairs or more (icount is never paired)"},
+		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "raw results file (default: <run-dir>/results.txt)"},
+		opt{Name: "seed", Ptr: &r.seed, Usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
 	), append(verdictOpts(r), fleetOpts(r)...)...)
 	opts = append(opts, insightOpts(r)...)
 	return command("compare", "A/B two kernels: paired or interleaved boots, per-boot statistics, significance", "KERNEL-A KERNEL-B", opts,
@@ -40,15 +41,10 @@ func runCompare(c *cli.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	if r.out != "" {
-		if err := measure.CheckWritable(r.out); err != nil {
-			return usageError("--out: %v", err)
-		}
+	if err := writable("out", r.out); err != nil {
+		return err
 	}
 	opts.MaxBoots = r.Measure.MaxBoots
-	if opts.MaxBoots < 1 || opts.MaxBoots > 200 {
-		return usageError("--max-boots %d must be between 1 and 200", opts.MaxBoots)
-	}
 	if !c.IsSet("seed") { // before the setup: a fleet's paired rounds draw their turns from it
 		r.seed = uint64(time.Now().UnixNano())
 	}
@@ -56,22 +52,11 @@ func runCompare(c *cli.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	if r.noControls {
-		opts.Controls = []string{}
-	}
 	selected := regexp.MustCompile(s.Plan.Pattern()) // Validate compiled it
-	paired := s.Pairs(2)
-	boots := r.Measure.Boots
-	if r.calibrated(s, &opts, r.autoMinEffect) && boots == 0 {
-		boots = compare.DeterministicBoots
-	}
-	if boots == 0 {
-		if boots, err = compare.StartBoots(opts, s.Plan.Benchmarks(), paired, false); err != nil {
-			return usageError("%v", err)
-		}
-	}
-	if boots < 1 || boots > opts.MaxBoots {
-		return usageError("--boots %d must be between 1 and --max-boots %d", boots, opts.MaxBoots)
+	deterministic := calibrate.Use(s, &opts, r.autoMinEffect, r.Stats.Rule == config.RuleStatistical)
+	boots, err := compare.Start(opts, r.Measure.Boots, s.Plan.Benchmarks(), s.Pairs(2), deterministic)
+	if err != nil {
+		return usageError("%v", flagError(err))
 	}
 	ins, err := r.compareInsight(s.CacheDir)
 	if err != nil {

@@ -3,75 +3,30 @@ package main
 import (
 	"embed"
 	"errors"
-	"fmt"
 	"log"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/report"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// opt ties a flag to the field it sets: the field holds the built-in
-// default with the configuration file laid over it (config.File), the flag
-// shows that as its default, and parsing writes the command line's value
-// into the field. So a flag given wins over the file, which wins over the
-// default, and every type stays what it is.
-type opt struct {
-	name, usage string
-	ptr         any // *string, *int, *uint64, *float64, *bool, *time.Duration, *[]string
-	alias, env  string
-	hidden      bool
-}
-
-func (o opt) flag() cli.Flag {
-	var aliases, envs []string
-	if o.alias != "" {
-		aliases = []string{o.alias}
-	}
-	if o.env != "" {
-		envs = []string{o.env}
-	}
-	switch p := o.ptr.(type) {
-	case *string:
-		return &cli.StringFlag{Name: o.name, Usage: o.usage, Aliases: aliases, EnvVars: envs, Hidden: o.hidden, Value: *p, Destination: p}
-	case *int:
-		return &cli.IntFlag{Name: o.name, Usage: o.usage, Aliases: aliases, Hidden: o.hidden, Value: *p, Destination: p}
-	case *uint64:
-		return &cli.Uint64Flag{Name: o.name, Usage: o.usage, Value: *p, Destination: p}
-	case *float64:
-		return &cli.Float64Flag{Name: o.name, Usage: o.usage, Value: *p, Destination: p}
-	case *bool:
-		return &cli.BoolFlag{Name: o.name, Usage: o.usage, Aliases: aliases, Value: *p, Destination: p}
-	case *time.Duration:
-		return &cli.DurationFlag{Name: o.name, Usage: o.usage, Value: *p, Destination: p}
-	case *[]string:
-		return &cli.StringSliceFlag{Name: o.name, Usage: o.usage, Value: cli.NewStringSlice(*p...)}
-	}
-	panic(fmt.Sprintf("flag --%s: no flag for %T", o.name, o.ptr))
-}
+// opt is a flag bound to the field it sets (see cliflag).
+type opt = cliflag.Flag
 
 // command is a CLI command: its flags are bound to fields, its long help is
 // help/<name>.txt.
 func command(name, usage, args string, opts []opt, action func(*cli.Context) error) *cli.Command {
-	var flags []cli.Flag
-	for _, o := range opts {
-		flags = append(flags, o.flag())
-	}
+	flags, setLists := cliflag.Bind(opts)
 	return &cli.Command{
 		Name: name, Usage: usage, ArgsUsage: args, Description: help(name), Flags: flags, OnUsageError: onUsageError,
-		Action: func(c *cli.Context) error {
-			for _, o := range opts { // lists have no Destination in urfave/cli v2
-				if p, ok := o.ptr.(*[]string); ok && c.IsSet(o.name) {
-					*p = c.StringSlice(o.name)
-				}
-			}
-			return action(c)
-		},
+		Action: func(c *cli.Context) error { setLists(c); return action(c) },
 	}
 }
 
@@ -101,109 +56,88 @@ type run struct {
 
 // vmOpts are the flags of the commands that boot kernels.
 func vmOpts(r *run) []opt {
-	m, b := &r.Measure, &r.Bench
-	return []opt{
-		{name: "accel", ptr: &m.Accel, usage: "auto, kvm, tcg or icount (TCG counting instructions: deterministic, unit insn/op)"},
-		{name: "bench", ptr: &b.Select, usage: "benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, all; comma-separated) or a regexp over result names (see lpmbisect list)"},
-		{name: "samples", ptr: &b.Samples, usage: "samples per benchmark per boot"},
-		{name: "entries", ptr: &b.Entries, usage: "LPM trie entries (dense keys [0,N))"},
-		{name: "prefix-len", ptr: &b.PrefixLen, usage: "LPM key prefix length (2^prefix-len must be at least --entries)"},
-		{name: "batch-entries", ptr: &b.BatchEntries, usage: "elements of the MapBatch maps"},
-		{name: "rounds", ptr: &b.Rounds, usage: "test-run repetitions of 10000 ops per sample (0: the accelerator's default; other families scale from it)"},
-		{name: "memory", ptr: &m.MemoryMB, usage: "guest memory in MiB"},
-		{name: "cpus", ptr: &m.CPUs, usage: "guest vCPUs"},
-		{name: "parallel", ptr: &m.Parallel, usage: "boots at once under --accel icount (0: one per host CPU); wall-time boots never overlap"},
-		{name: "boot-timeout", ptr: &m.BootTimeout.Duration, usage: "deadline for the guest's first results"},
-		{name: "progress-timeout", ptr: &m.ProgressTimeout.Duration, usage: "longest silence from a booted guest"},
-		{name: "cache-dir", ptr: &m.CacheDir, env: "LPMBISECT_CACHE", usage: "cache for unpacked kernels and initramfs images (default: user cache dir)"},
-		{name: "run-dir", ptr: &r.runDir, usage: "where console logs of each boot go (default: <cache-dir>/runs/<time>)"},
-		{name: "guest", ptr: &m.Guest, env: "LPMBISECT_GUEST", usage: "guest binary (default: lpmbisect-guest beside this executable)"},
-		{name: "qemu", ptr: &m.QEMU, usage: "QEMU binary"},
-		{name: "append", ptr: &m.Append, usage: "extra kernel parameters, e.g. \"mitigations=off\""},
-		{name: "no-modules", ptr: &m.NoModules, usage: "do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"},
-		{name: "verbose", ptr: &r.verbose, alias: "v", usage: "print QEMU command lines and decisions"},
-		{name: "fault", ptr: &r.fault, hidden: true, usage: "test-only guest misbehaviour"},
-		configOpt(r),
-	}
+	return append(cliflag.Keys(r.File, "bench", "measure"),
+		opt{Name: "run-dir", Ptr: &r.runDir, Usage: "where console logs of each boot go (default: <cache-dir>/runs/<time>)"},
+		opt{Name: "verbose", Ptr: &r.verbose, Alias: "v", Usage: "print QEMU command lines and decisions"},
+		opt{Name: "fault", Ptr: &r.fault, Hidden: true, Usage: "test-only guest misbehaviour"},
+		configOpt(r))
 }
 
-// minEffectOpt is --min-effect: a percentage, or auto (each benchmark's
-// calibrated floor, at least the configuration's minimum effect) or
-// auto:PCT (at least PCT).
+// minEffectOpt is --min-effect: stats.min_effect, or auto (see
+// config.ParseMinEffect).
 func minEffectOpt(r *run) opt {
 	r.minEffect = strconv.FormatFloat(r.Stats.MinEffect, 'g', -1, 64)
-	return opt{name: "min-effect", ptr: &r.minEffect, usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it); auto: each benchmark's calibrated floor, at least the default (auto:PCT: at least PCT; see lpmbisect calibrate)"}
+	return opt{Name: "min-effect", Ptr: &r.minEffect, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it); auto: each benchmark's calibrated floor, at least the default (auto:PCT: at least PCT; see lpmbisect calibrate)"}
 }
 
-// parseMinEffect reads --min-effect into the statistics; it reports whether
-// the floors are calibrated (auto).
-func (r *run) parseMinEffect() (auto bool, err error) {
-	v := r.minEffect
-	if rest, ok := strings.CutPrefix(v, "auto"); ok {
-		auto, v = true, strings.TrimPrefix(rest, ":")
-		if v == "" {
-			v = strconv.FormatFloat(r.Stats.MinEffect, 'g', -1, 64)
-		}
+// stats reads --min-effect into the statistics and checks them; it reports
+// whether the floors are calibrated (auto).
+func (r *run) stats() (auto bool, err error) {
+	if r.Stats.MinEffect, auto, err = config.ParseMinEffect(r.minEffect, r.Stats.MinEffect); err != nil {
+		return false, flagError(err)
 	}
-	pct, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(pct > 0 && pct < 100) {
-		return false, usageError("--min-effect %q: give a percentage between 0 and 100, auto, or auto:PCT", r.minEffect)
-	}
-	r.Stats.MinEffect = pct
-	return auto, nil
+	return auto, flagError(r.Stats.Check())
 }
 
-// ruleOpt is --rule: how rows with deterministic counts are judged.
-func ruleOpt(r *run) opt {
-	return opt{name: "rule", ptr: &r.Stats.Rule, usage: "how deterministic (icount) rows are judged: auto (a calibrated jitter bound decides, from 2 boots a side) or statistical (always the significance test)"}
-}
-
-// checkRule rejects a --rule other than auto and statistical.
-func (r *run) checkRule() error {
-	if r.Stats.Rule != config.RuleAuto && r.Stats.Rule != config.RuleStatistical {
-		return usageError("--rule %q: use auto (a jitter bound decides deterministic rows) or statistical (always the significance test)", r.Stats.Rule)
+// format2 reads --format for commands whose reports have no HTML on stdout.
+func (r *run) format2() (report.Format, error) {
+	f, err := report.ParseFormat(r.format)
+	if err != nil || f == report.FormatHTML {
+		return f, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)
 	}
-	return nil
+	return f, nil
 }
 
 func configOpt(r *run) opt {
-	return opt{name: "config", ptr: &r.Path, usage: "TOML configuration file; flags given on the command line win (see kernels.example.toml)"}
+	return opt{Name: "config", Ptr: &r.Path, Usage: "TOML configuration file; flags given on the command line win (see kernels.example.toml)"}
 }
 
 // verdictOpts shape verdicts and reports (compare and stat).
 func verdictOpts(r *run) []opt {
-	return []opt{
-		minEffectOpt(r),
-		{name: "alpha", ptr: &r.Stats.Alpha, usage: "family-wise error rate of DIFFERENT claims (and of each SAME claim)"},
-		ruleOpt(r),
-		{name: "fail-on", ptr: &r.failOn, usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
-		{name: "format", ptr: &r.format, usage: "report on stdout: text, markdown, json"},
-		{name: "html", ptr: &r.html, usage: "also write an HTML report with SVG plots of every boot to this file"},
-		{name: "no-controls", ptr: &r.noControls, usage: "do not run the noop and baseline controls alongside (stat: treat them as ordinary benchmarks)"},
-	}
+	return append([]opt{minEffectOpt(r),
+		cliflag.Key(r.File, "stats.alpha", "family-wise error rate of DIFFERENT claims (and of each SAME claim)")},
+		append(cliflag.Keys(r.File, "stats"),
+			opt{Name: "fail-on", Ptr: &r.failOn, Usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
+			opt{Name: "format", Ptr: &r.format, Usage: "report on stdout: text, markdown, json"},
+			opt{Name: "html", Ptr: &r.html, Usage: "also write an HTML report with SVG plots of every boot to this file"},
+			opt{Name: "no-controls", Ptr: &r.noControls, Usage: "do not run the noop and baseline controls alongside (stat: treat them as ordinary benchmarks)"})...)
 }
 
-// flagOf names the flag behind a parameter of the guest's plan or an
-// option of measure.
-var flagOf = map[string]string{
-	"bench": "bench", "samples": "samples", "entries": "entries", "rounds": "rounds", "prefix_len": "prefix-len",
-	"batch_entries": "batch-entries", "fault": "fault", "accel": "accel",
-	"cpus": "cpus", "memory": "memory", "parallel": "parallel", "cache directory": "cache-dir", "guest": "guest",
-}
-
-// flagError turns a library error about an option into a usage error that
-// names its flag.
+// flagError turns a library error about a value into a usage error that
+// names its flag (config.FlagName).
 func flagError(err error) error {
 	var pe *wire.ParamError
 	var oe *measure.OptionError
+	var ve *config.ValueError
+	var be *compare.BootsError
 	switch {
 	case errors.As(err, &pe):
 		name := pe.Param.Name()
-		return usageError("--%s%s", flagOf[name], strings.TrimPrefix(pe.Error(), name))
+		return usageError("--%s%s", config.FlagName(name), strings.TrimPrefix(pe.Error(), name))
 	case errors.As(err, &oe) && errors.Is(err, measure.ErrIcountCPUs):
 		return usageError("--cpus: %v (give --cpus 1)", oe.Err)
 	case errors.As(err, &oe):
-		return usageError("--%s: %v", flagOf[oe.Option], oe.Err)
+		return usageError("--%s: %v", config.FlagName(oe.Option), oe.Err)
+	case errors.As(err, &ve):
+		return usageError("--%s %s", config.FlagName(ve.Key), ve.Detail)
+	case errors.As(err, &be):
+		limit := strconv.Itoa(be.Max)
+		if be.MaxOption != "" {
+			limit = "--" + config.FlagName(be.MaxOption) + " " + limit
+		}
+		return usageError("--%s %d must be between 1 and %s", config.FlagName(be.Option), be.N, limit)
 	}
 	return err
+}
+
+// writable checks, before any work, that the file a flag names ("" for
+// none) can be written.
+func writable(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := measure.CheckWritable(path); err != nil {
+		return usageError("--%s: %v", flag, err)
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ type remote struct {
 
 // dbOpt is --db: the fleet database.
 func dbOpt(r *run) opt {
-	return opt{name: "db", ptr: &r.remote.db, usage: "fleet database, postgres://USER@HOST/DB (default: the configuration's [nightly] db when it is one; the password may come from PGPASSWORD or ~/.pgpass)"}
+	return opt{Name: "db", Ptr: &r.remote.db, Usage: "fleet database, postgres://USER@HOST/DB (default: the configuration's [nightly] db when it is one; the password may come from PGPASSWORD or ~/.pgpass)"}
 }
 
 // fleetOpts are --db, --queue and --stuck-after of the commands that boot
@@ -40,8 +40,8 @@ func fleetOpts(r *run) []opt {
 	}
 	return []opt{
 		dbOpt(r),
-		{name: "queue", ptr: &r.remote.queue, usage: "run the boots as jobs on this fleet queue (icount, tcg-CLASS, kvm-CLASS; its workers must be running, see lpmbisect worker) instead of here"},
-		{name: "stuck-after", ptr: &r.remote.stuckAfter, usage: "with --queue: how long one boot may run on a worker before it is taken for lost (a killed worker, a dead host) and run again on another"},
+		{Name: "queue", Ptr: &r.remote.queue, Usage: "run the boots as jobs on this fleet queue (icount, tcg-CLASS, kvm-CLASS; its workers must be running, see lpmbisect worker) instead of here"},
+		{Name: "stuck-after", Ptr: &r.remote.stuckAfter, Usage: "with --queue: how long one boot may run on a worker before it is taken for lost (a killed worker, a dead host) and run again on another"},
 	}
 }
 
@@ -144,7 +144,7 @@ func fleetError(err error) error {
 func fleetCommand(r *run) *cli.Command {
 	opts := []opt{configOpt(r),
 		dbOpt(r),
-		{name: "format", ptr: &r.format, usage: "on stdout: text or json"},
+		{Name: "format", Ptr: &r.format, Usage: "on stdout: text or json"},
 	}
 	cmd := command("fleet", "the fleet's workers, queues, running and failed jobs", "", opts, func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -173,7 +173,7 @@ func fleetCommand(r *run) *cli.Command {
 	// reorderArgs).
 	var migrateDB string
 	migrateOpts := []opt{configOpt(r), dbOpt(r)}
-	migrateOpts[1].ptr = &migrateDB
+	migrateOpts[1].Ptr = &migrateDB
 	migrate := command("migrate", "create or upgrade River's tables and the fleet's (never done behind your back)", "", migrateOpts, func(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usageError("fleet migrate takes no arguments, got %q", c.Args().Slice())

@@ -25,19 +25,19 @@ func insightOpts(r *run) []opt {
 	return []opt{
 		noInsightOpt(r),
 		symbolsOpt(r),
-		{name: "debug-a", ptr: &f.debugA, usage: "symbols of kernel A: an unstripped vmlinux or its linux-image-<release>-dbg .deb (build IDs checked; default: a build directory's vmlinux, else the guest's kallsyms)"},
-		{name: "debug-b", ptr: &f.debugB, usage: "symbols of kernel B, as --debug-a"},
+		{Name: "debug-a", Ptr: &f.debugA, Usage: "symbols of kernel A: an unstripped vmlinux or its linux-image-<release>-dbg .deb (build IDs checked; default: a build directory's vmlinux, else the guest's kallsyms)"},
+		{Name: "debug-b", Ptr: &f.debugB, Usage: "symbols of kernel B, as --debug-a"},
 	}
 }
 
 // noInsightOpt is --no-insight, also stat's.
 func noInsightOpt(r *run) opt {
-	return opt{name: "no-insight", ptr: &r.insight.off, usage: "leave out the block that says why it changed (symbol sizes, calls of the functions under test, BPF programs, call counts) and the guest's pass that feeds it"}
+	return opt{Name: "no-insight", Ptr: &r.insight.off, Usage: "leave out the block that says why it changed (symbol sizes, calls of the functions under test, BPF programs, call counts) and the guest's pass that feeds it"}
 }
 
 // symbolsOpt is --symbols, also stat's.
 func symbolsOpt(r *run) opt {
-	return opt{name: "symbols", ptr: &r.insight.symbols, usage: "regexp over symbol names for the size diff (default: the LPM trie and the BPF map core)"}
+	return opt{Name: "symbols", Ptr: &r.insight.symbols, Usage: "regexp over symbol names for the size diff (default: the LPM trie and the BPF map core)"}
 }
 
 // insightOptions reads --symbols.

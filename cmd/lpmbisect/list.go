@@ -13,9 +13,9 @@ func listCommand(r *run) *cli.Command {
 	p := workloads.DefaultParams
 	entries, batch, cpus := int(p.Entries), int(p.BatchEntries), 0
 	opts := []opt{
-		{name: "entries", ptr: &entries, usage: "LPM trie entries shown in names"},
-		{name: "batch-entries", ptr: &batch, usage: "MapBatch entries shown in names"},
-		{name: "cpus", ptr: &cpus, usage: "show only ring buffer producer counts up to this many vCPUs (0: all)"},
+		{Name: "entries", Ptr: &entries, Usage: "LPM trie entries shown in names"},
+		{Name: "batch-entries", Ptr: &batch, Usage: "MapBatch entries shown in names"},
+		{Name: "cpus", Ptr: &cpus, Usage: "show only ring buffer producer counts up to this many vCPUs (0: all)"},
 	}
 	return command("list", "list the benchmarks: what each measures, its parameters and minimum kernel", "[PRESET|REGEXP]", opts, func(c *cli.Context) error {
 		if c.NArg() > 1 {

@@ -19,8 +19,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/calibrate"
-	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -124,12 +122,8 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // setup checks the boot options before any VM starts; controls adds the
 // harness controls to the plan, paired asks for pairs.
 func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
-	accel, err := vmrunner.ParseAccel(r.Measure.Accel)
-	if err != nil {
-		return nil, usageError("--accel: %v", err)
-	}
 	o := measure.Options{
-		Accel: accel,
+		Accel: vmrunner.Accel(r.Measure.Accel),
 		Plan: measure.GuestPlan{Bench: r.Bench.Select, Samples: r.Bench.Samples, Entries: r.Bench.Entries, PrefixLen: r.Bench.PrefixLen,
 			BatchEntries: r.Bench.BatchEntries, Rounds: r.Bench.Rounds, Fault: r.fault},
 		MemoryMB: r.Measure.MemoryMB, CPUs: r.Measure.CPUs, BootTimeout: r.Measure.BootTimeout.Duration,
@@ -153,33 +147,6 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 	return s, nil
 }
 
-// calibrated sets a comparison's calibrated statistics for setup (see
-// calibrate.For): under icount the jitter bounds, with auto the floors of
-// the minimum effects, saying where they came from. It reports whether
-// every benchmark of the plan is decided by the deterministic rule.
-func (r *run) calibrated(s *measure.Setup, opts *compare.Options, auto bool) bool {
-	if s.Accel != vmrunner.Icount && !auto {
-		return false
-	}
-	b, err := calibrate.For(s, s.CacheDir)
-	if err != nil {
-		r.log.Printf("warning: calibration not read: %v", err)
-		return false
-	}
-	b.Apply(opts, auto)
-	r.log.Printf("statistics from %s", b.Source)
-	if r.Stats.Rule == config.RuleStatistical {
-		opts.Bounds = nil // --rule statistical: the significance test decides every row
-		return false
-	}
-	for _, name := range s.Plan.Names() {
-		if _, ok := opts.Bounds[name]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // kernels returns a command's kernels: its arguments, or, when it has none,
 // the configuration's [[kernel]] entries (a src entry is built first).
 func (r *run) kernels(c *cli.Context, cmd, want string, n int) ([]string, error) {
@@ -188,11 +155,11 @@ func (r *run) kernels(c *cli.Context, cmd, want string, n int) ([]string, error)
 		for _, k := range r.Kernels[:n] {
 			in := k.Path
 			if k.Src != "" {
-				dir, err := r.buildTree(c, k.Src)
+				res, err := r.buildTree(c, k.Src)
 				if err != nil {
 					return nil, err
 				}
-				in = dir
+				in = res.Dir
 			}
 			args = append(args, in)
 		}

@@ -22,11 +22,11 @@ func nightlyCommand(r *run) *cli.Command {
 	var only []string
 	var wait time.Duration
 	opts := []opt{configOpt(r),
-		{name: "date", ptr: &date, usage: "the night, YYYY-MM-DD (default: today)"},
-		{name: "series", ptr: &only, usage: "run only this series (repeatable; default: every [[series]])"},
-		{name: "wait", ptr: &wait, usage: "wait up to this long for another nightly that holds the history (default: refuse at once)"},
-		{name: "format", ptr: &r.format, usage: "morning report on stdout: text, markdown, json"},
-		{name: "verbose", alias: "v", ptr: &r.verbose, usage: "print QEMU command lines and decisions"},
+		{Name: "date", Ptr: &date, Usage: "the night, YYYY-MM-DD (default: today)"},
+		{Name: "series", Ptr: &only, Usage: "run only this series (repeatable; default: every [[series]])"},
+		{Name: "wait", Ptr: &wait, Usage: "wait up to this long for another nightly that holds the history (default: refuse at once)"},
+		{Name: "format", Ptr: &r.format, Usage: "morning report on stdout: text, markdown, json"},
+		{Name: "verbose", Alias: "v", Ptr: &r.verbose, Usage: "print QEMU command lines and decisions"},
 	}
 	opts = append(opts, fleetOpts(r)...)
 	return command("nightly", "one night's work for every series: build or take the tip, measure it beside the reference, find and bisect change points", "", opts, func(c *cli.Context) error {
@@ -68,15 +68,6 @@ func nightlyCommand(r *run) *cli.Command {
 	})
 }
 
-// format2 reads --format for commands whose reports have no HTML on stdout.
-func (r *run) format2() (report.Format, error) {
-	f, err := report.ParseFormat(r.format)
-	if err != nil || f == report.FormatHTML {
-		return f, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)
-	}
-	return f, nil
-}
-
 // historyError adds the command that fixes a history database problem.
 func historyError(err error, r *run) error {
 	switch {
@@ -95,9 +86,9 @@ func historyCommand(r *run) *cli.Command {
 	var series string
 	var mute bool
 	opts := []opt{configOpt(r),
-		{name: "series", ptr: &series, usage: "only this series"},
-		{name: "format", ptr: &r.format, usage: "on stdout: text, markdown, json"},
-		{name: "html", ptr: &r.html, usage: "also write an HTML page with a trend plot per benchmark to this file"},
+		{Name: "series", Ptr: &series, Usage: "only this series"},
+		{Name: "format", Ptr: &r.format, Usage: "on stdout: text, markdown, json"},
+		{Name: "html", Ptr: &r.html, Usage: "also write an HTML page with a trend plot per benchmark to this file"},
 	}
 	open := func(c *cli.Context) (*history.DB, error) {
 		if r.Path == "" {
@@ -133,7 +124,7 @@ func historyCommand(r *run) *cli.Command {
 	})
 	cmd.Subcommands = []*cli.Command{
 		command("ack", "acknowledge change points (seen; --mute: mail them no more)", "ID...", []opt{configOpt(r),
-			{name: "mute", ptr: &mute, usage: "mute instead: no more mail"}}, func(c *cli.Context) error {
+			{Name: "mute", Ptr: &mute, Usage: "mute instead: no more mail"}}, func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return usageError("history ack takes change point IDs (lpmbisect history shows them)")
 			}
@@ -159,7 +150,7 @@ func historyCommand(r *run) *cli.Command {
 			return nil
 		}),
 		command("import", "import results files whose lines carry commit: and date: into a series' history", "RESULTS...", []opt{configOpt(r),
-			{name: "series", ptr: &series, usage: "the series to import into"}}, func(c *cli.Context) error {
+			{Name: "series", Ptr: &series, Usage: "the series to import into"}}, func(c *cli.Context) error {
 			if series == "" || c.NArg() == 0 {
 				return usageError("history import needs --series NAME and results files")
 			}

@@ -10,8 +10,8 @@ import (
 func runCommand(r *run) *cli.Command {
 	boots := 1
 	opts := append(vmOpts(r),
-		opt{name: "boots", ptr: &boots, usage: "number of boots"},
-		opt{name: "out", alias: "o", ptr: &r.out, usage: "results file (default: stdout)"})
+		opt{Name: "boots", Ptr: &boots, Usage: "number of boots"},
+		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "results file (default: stdout)"})
 	return command("run", "boot one kernel and print its benchmark results (Go benchmark format)", "KERNEL", opts, func(c *cli.Context) error {
 		kernels, err := r.kernels(c, "run", "one KERNEL", 1)
 		if err != nil {
@@ -24,10 +24,8 @@ func runCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		if r.out != "" {
-			if err := measure.CheckWritable(r.out); err != nil {
-				return usageError("--out: %v", err)
-			}
+		if err := writable("out", r.out); err != nil {
+			return err
 		}
 		sides, err := s.Prepare(kernels)
 		if err != nil {

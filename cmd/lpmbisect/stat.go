@@ -26,9 +26,6 @@ func statCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		if r.noControls {
-			opts.Controls = []string{}
-		}
 		insightOpts, err := r.insightOptions("")
 		if err != nil {
 			return err
@@ -83,24 +80,19 @@ func (r *run) verdicts() (compare.FailOn, report.Format, compare.Options, error)
 	if err != nil {
 		return failOn, "", opts, usageError("--%v", err)
 	}
-	format, err := report.ParseFormat(r.format)
-	if err != nil || format == report.FormatHTML {
-		return failOn, format, opts, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)
-	}
-	if r.autoMinEffect, err = r.parseMinEffect(); err != nil {
+	format, err := r.format2()
+	if err != nil {
 		return failOn, format, opts, err
 	}
-	if err := r.checkRule(); err != nil {
+	if r.autoMinEffect, err = r.stats(); err != nil {
 		return failOn, format, opts, err
 	}
 	opts = compare.Options{Alpha: r.Stats.Alpha, MinEffect: r.Stats.MinEffect / 100}
-	if !(opts.Alpha > 0 && opts.Alpha < 1) {
-		return failOn, format, opts, usageError("--alpha %v must be between 0 and 1", opts.Alpha)
+	if r.noControls {
+		opts.Controls = []string{}
 	}
-	if r.html != "" {
-		if err := measure.CheckWritable(r.html); err != nil {
-			return failOn, format, opts, usageError("--html: %v", err)
-		}
+	if err := writable("html", r.html); err != nil {
+		return failOn, format, opts, err
 	}
 	return failOn, format, opts, nil
 }

@@ -23,14 +23,14 @@ func workerCommand(r *run) *cli.Command {
 	}
 	opts := []opt{configOpt(r),
 		dbOpt(r),
-		{name: "queues", ptr: &w.queues, usage: "queues to work, comma-separated: icount, tcg-CLASS, kvm-CLASS (boots), build, build-CLASS (kernel builds); those whose accelerator does not work here are dropped, saying why"},
-		{name: "name", ptr: &w.name, usage: "the worker's name in the fleet (default: the host name; two workers on one host need two)"},
-		{name: "slots", ptr: &w.slots, usage: "icount boots at once (0: one per CPU); wall-clock and build queues run one job at a time"},
-		{name: "cache-dir", ptr: &w.cacheDir, usage: "fetched kernels and initramfs images, boot logs, build trees (default: <user cache dir>/lpmbisect/worker-NAME)"},
-		{name: "guest", ptr: &r.Measure.Guest, env: "LPMBISECT_GUEST", usage: "guest binary; clients must pack the same one (default: lpmbisect-guest beside this executable)"},
-		{name: "qemu", ptr: &r.Measure.QEMU, usage: "QEMU binary"},
-		{name: "kvm-probe-kernel", ptr: &w.kvmKernel, usage: "a bzImage to boot once at start to see whether KVM runs guests here (without one, kvm queues are dropped)"},
-		{name: "tree", ptr: &w.trees, usage: "NAME=DIR: a kernel git tree build jobs may name (repeatable; its origin is fetched for commits it lacks); builds use the [build] section of --config as configuration \"default\""},
+		{Name: "queues", Ptr: &w.queues, Usage: "queues to work, comma-separated: icount, tcg-CLASS, kvm-CLASS (boots), build, build-CLASS (kernel builds); those whose accelerator does not work here are dropped, saying why"},
+		{Name: "name", Ptr: &w.name, Usage: "the worker's name in the fleet (default: the host name; two workers on one host need two)"},
+		{Name: "slots", Ptr: &w.slots, Usage: "icount boots at once (0: one per CPU); wall-clock and build queues run one job at a time"},
+		{Name: "cache-dir", Ptr: &w.cacheDir, Usage: "fetched kernels and initramfs images, boot logs, build trees (default: <user cache dir>/lpmbisect/worker-NAME)"},
+		{Name: "guest", Ptr: &r.Measure.Guest, Env: "LPMBISECT_GUEST", Usage: "guest binary; clients must pack the same one (default: lpmbisect-guest beside this executable)"},
+		{Name: "qemu", Ptr: &r.Measure.QEMU, Usage: "QEMU binary"},
+		{Name: "kvm-probe-kernel", Ptr: &w.kvmKernel, Usage: "a bzImage to boot once at start to see whether KVM runs guests here (without one, kvm queues are dropped)"},
+		{Name: "tree", Ptr: &w.trees, Usage: "NAME=DIR: a kernel git tree build jobs may name (repeatable; its origin is fetched for commits it lacks); builds use the [build] section of --config as configuration \"default\""},
 	}
 	return command("worker", "work a fleet's boot and build jobs on this host until SIGINT or SIGTERM (one log line per event on stderr)", "", opts, func(c *cli.Context) error {
 		if c.NArg() > 0 {
