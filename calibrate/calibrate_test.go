@@ -221,15 +221,15 @@ func TestComputeWallTimeFloor(t *testing.T) {
 	}
 	b := row(t, c, "Noise30", "sec/op")
 	if _, ok := c.Floor("Noise30", "sec/op"); ok || b.FloorReached || !math.IsNaN(b.Floor) {
-		t.Errorf("Floor(Noise30, 30%% noise) = %g, reached %v; want NaN, not reached at 20%%", b.Floor, b.FloorReached)
+		t.Errorf("Floor(Noise30, 30%% noise) = %g, reached %v; want NaN, not reached at 50%%", b.Floor, b.FloorReached)
 	}
 	// A comparison with auto is told which benchmarks kept the default.
 	bs := c.bounds()
 	if _, ok := bs.Floors["Noise30"]; ok || bs.Floors["Quiet"] != 0.01 {
 		t.Errorf("bounds().Floors = %v; want Quiet's 1%% and no floor for Noise30", bs.Floors)
 	}
-	if !strings.Contains(bs.Source, "no floor up to ±20% for Noise30 ") || strings.Contains(bs.Source, "Noise3,") {
-		t.Errorf("bounds().Source = %q; want it to name Noise30 alone as without a floor up to ±20%%", bs.Source)
+	if !strings.Contains(bs.Source, "no floor up to ±50% for Noise30 ") || strings.Contains(bs.Source, "Noise10") {
+		t.Errorf("bounds().Source = %q; want it to name Noise30 alone as without a floor up to ±50%%", bs.Source)
 	}
 }
 

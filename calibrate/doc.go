@@ -73,7 +73,7 @@
 // into two halves of k = n/2 (one boot left out when n is odd), labels one
 // half A and the other B, and asks compare.Build, at one look (no adaptive
 // boots), for each minimum effect of a grid (1, 2, 3, 5, 7.5, 10, 15,
-// 20 %) whether each row is SAME. The floor of a row is the smallest
+// 20, 30, 50 %) whether each row is SAME. The floor of a row is the smallest
 // minimum effect at which at least SameShare (90 %) of the splits say
 // SAME; Floor is NaN (FloorReached false) when none does. When there are
 // at most Splits (200) distinct splits they are all taken (8 boots give
