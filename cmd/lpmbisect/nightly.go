@@ -28,7 +28,7 @@ func nightlyCommand(r *run) *cli.Command {
 		{name: "format", ptr: &r.format, usage: "morning report on stdout: text, markdown, json"},
 		{name: "verbose", alias: "v", ptr: &r.verbose, usage: "print QEMU command lines and decisions"},
 	}
-	opts = append(opts, fleetOpts(r)...)
+	opts = append(append(opts, fleetOpts(r)...), fleetBuildOpts(r)...)
 	return command("nightly", "one night's work for every series: build or take the tip, measure it beside the reference, find and bisect change points", "", opts, func(c *cli.Context) error {
 		format, err := r.format2()
 		if err != nil {
