@@ -132,11 +132,11 @@ func (c *Client) waitBuild(ctx context.Context, id int64, what string, req Build
 		case s.hasResult:
 			return c.readBuild(ctx, id, req)
 		case s.state == rivertype.JobStateCancelled || s.state == rivertype.JobStateDiscarded:
-			return nil, &JobError{ID: id, Kind: KindBuild, What: what, State: string(s.state), Worker: s.worker, Reason: scrubText(s.lastError, c.db.secret)}
+			return nil, &JobError{ID: id, Kind: KindBuild, What: what, State: string(s.state), Worker: s.worker, Reason: c.db.scrub.Text(s.lastError)}
 		}
 		if s.errorsCount > p.retries {
 			p.retries = s.errorsCount
-			logEvent(c.log, "job retry", "job", id, "build", what, "worker", s.worker, "attempt", s.attempt, "error", scrubText(s.lastError, c.db.secret))
+			logEvent(c.log, "job retry", "job", id, "build", what, "worker", s.worker, "attempt", s.attempt, "error", c.db.scrub.Text(s.lastError))
 		}
 		if s.state == rivertype.JobStateRunning && s.attempt > started {
 			started = s.attempt

@@ -403,7 +403,7 @@ func (e *Executor) wait(ctx context.Context, pending map[int64]*pendingJob, orde
 				}
 			case s.state == rivertype.JobStateCancelled || s.state == rivertype.JobStateDiscarded:
 				delete(pending, id)
-				return &JobError{ID: id, Kind: p.kind, What: p.what(), State: string(s.state), Worker: s.worker, Reason: scrubText(s.lastError, e.Client.db.secret)}
+				return &JobError{ID: id, Kind: p.kind, What: p.what(), State: string(s.state), Worker: s.worker, Reason: e.Client.db.scrub.Text(s.lastError)}
 			}
 		}
 		if len(pending) == 0 {
@@ -425,7 +425,7 @@ func (e *Executor) progress(p *pendingJob, s *jobState) {
 	if s.errorsCount > p.retries {
 		p.retries = s.errorsCount
 		if s.state != rivertype.JobStateCancelled && s.state != rivertype.JobStateDiscarded && !s.hasResult {
-			logEvent(e.Log, "job retry", "job", p.id, "boots", p.what(), "worker", s.worker, "attempt", s.attempt, "error", scrubText(s.lastError, e.Client.db.secret))
+			logEvent(e.Log, "job retry", "job", p.id, "boots", p.what(), "worker", s.worker, "attempt", s.attempt, "error", e.Client.db.scrub.Text(s.lastError))
 		}
 	}
 	if s.state == rivertype.JobStateRunning && s.attempt > p.attempt {
