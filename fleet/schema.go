@@ -16,8 +16,8 @@ import (
 // Errors of Connect, Worker.Run and Migrate.
 var (
 	// ErrNeedsMigration: River's tables or ours are missing or older than
-	// this lpmbisect needs. Nothing was changed.
-	ErrNeedsMigration = errors.New("fleet database needs migrating (run lpmbisect fleet migrate)")
+	// this lpmbisect needs (Migrate brings them up). Nothing was changed.
+	ErrNeedsMigration = errors.New("fleet database needs migrating")
 	// ErrNewerSchema: the database was migrated by a newer lpmbisect.
 	ErrNewerSchema = errors.New("fleet database is newer than this lpmbisect (upgrade lpmbisect)")
 )

@@ -21,8 +21,9 @@ import (
 // the (redacted) location; test them with errors.Is.
 var (
 	// ErrNeedsMigration: the database has no history tables yet, or older
-	// ones than this lpmbisect writes. Nothing was changed.
-	ErrNeedsMigration = errors.New("history database needs migrating: run lpmbisect history migrate")
+	// ones than this lpmbisect writes (Migrate brings them up). Nothing
+	// was changed.
+	ErrNeedsMigration = errors.New("history database needs migrating")
 	// ErrNewerSchema: the database was migrated by a newer lpmbisect.
 	// Nothing was changed.
 	ErrNewerSchema = errors.New("history database is newer than this lpmbisect (upgrade lpmbisect to use it)")

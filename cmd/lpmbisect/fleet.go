@@ -185,11 +185,13 @@ func (l *remote) close() {
 }
 
 // fleetError gives the fleet errors that an operator fixes by hand (an
-// unmigrated database, a taken worker name) the usage exit code; the rest
-// stay infrastructure failures.
+// unmigrated database, a taken worker name) the usage exit code, with the
+// command that migrates; the rest stay infrastructure failures.
 func fleetError(err error) error {
 	switch {
-	case errors.Is(err, fleet.ErrNeedsMigration), errors.Is(err, fleet.ErrNewerSchema), errors.Is(err, fleet.ErrNoDatabase), errors.Is(err, fleet.ErrQueueName),
+	case errors.Is(err, fleet.ErrNeedsMigration):
+		return &exitError{code: exitUsage, err: fmt.Errorf("%w (run lpmbisect fleet migrate --db URL, as the fleet's operator)", err)}
+	case errors.Is(err, fleet.ErrNewerSchema), errors.Is(err, fleet.ErrNoDatabase), errors.Is(err, fleet.ErrQueueName),
 		errors.Is(err, fleet.ErrWorkerNameTaken):
 		return usageError("%v", err)
 	}

@@ -488,3 +488,26 @@ func TestFleetUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestNeedsMigrationHint checks that the commands name the migration an
+// unmigrated database needs, once: the libraries' errors name no command.
+func TestNeedsMigrationHint(t *testing.T) {
+	db := testpg.Start(t)
+	cfg := filepath.Join(t.TempDir(), "nightly.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[nightly]\ndb = %q\n", db)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"fleet", "--db", db}, "fleet database needs migrating (run lpmbisect fleet migrate --db URL, as the fleet's operator)"},
+		{[]string{"worker", "--db", db, "--queues", "icount", "--guest", fakeGuest(t), "--cache-dir", t.TempDir()}, "(run lpmbisect fleet migrate --db URL"},
+		{[]string{"history", "--config", cfg}, "history database needs migrating (lpmbisect history migrate --config " + cfg + ")"},
+	} {
+		code, _, stderr := runCLI(t, c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.hint) || strings.Count(stderr, "migrate") != 1 {
+			t.Errorf("lpmbisect %s on an unmigrated database = exit %d, %q; want exit %d and the hint %q once", c.args[0], code, stderr, exitUsage, c.hint)
+		}
+	}
+}
