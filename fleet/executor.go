@@ -64,6 +64,7 @@ type Executor struct {
 	queue    Queue
 	guestSHA string
 	class    HostClass
+	qemus    []string // the QEMU versions of the live workers that can run the boots
 
 	mu    sync.Mutex
 	stats []JobStats
@@ -162,6 +163,9 @@ func (e *Executor) pickClass(ctx context.Context) error {
 		}
 		if !slices.Contains(classes, w.Class()) {
 			classes = append(classes, w.Class())
+		}
+		if !slices.Contains(e.qemus, w.QEMUVersion) {
+			e.qemus = append(e.qemus, w.QEMUVersion)
 		}
 	}
 	if len(classes) == 0 {

@@ -107,6 +107,15 @@ CREATE TABLE lpmbisect_fleet_build_results (
 	PRIMARY KEY (job_id, attempt)
 );
 `},
+	{"calibrations of host classes", `
+CREATE TABLE lpmbisect_fleet_calibrations (
+	key_id    text PRIMARY KEY CHECK (key_id ~ '^[0-9a-f]{16}$'),
+	key       jsonb NOT NULL,
+	data      bytea NOT NULL,
+	stored_at timestamptz NOT NULL DEFAULT now(),
+	stored_by text NOT NULL
+);
+`},
 }
 
 // MigrateResult says what Migrate did: River's schema version and ours,
