@@ -105,6 +105,10 @@ func culpritRepo(t *testing.T) (dir string, commits []string) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "build.sh"), []byte(fakeBuild), 0o755)
+	// What package build looks for in a kernel tree, for the fleet's build
+	// workers (TestFleetBisect), whose make runs build.sh.
+	os.WriteFile(filepath.Join(dir, "Makefile"), []byte("# not a kernel: build.sh builds\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "Kconfig"), []byte("# not a kernel: build.sh builds\n"), 0o644)
 	for i := 0; i <= 8; i++ {
 		k, mode := "61", "ok"
 		if i >= 6 {
