@@ -506,7 +506,8 @@ func TestFleetBisect(t *testing.T) {
 		t.Skip("set LPMBISECT_FLEET_BISECT=1 to bisect on two workers, builds on one (4 to 8 minutes)")
 	}
 	args := vmArgs(t)
-	dir, commits := culpritRepo(t)
+	// What package build looks for in a kernel tree, beside build.sh.
+	dir, commits := culpritRepoWith(t, map[string]string{"Makefile": "# not a kernel: build.sh builds\n", "Kconfig": "# not a kernel: build.sh builds\n"})
 	db, password := migratedFleet(t)
 	tools := t.TempDir()
 	mk := filepath.Join(tools, "make")
