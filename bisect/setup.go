@@ -26,6 +26,9 @@ type Setup struct {
 	// (see CommandBuilder); otherwise Build is used (lpmbisect build).
 	BuildCommand string
 	Build        build.Options
+	// RemoteBuilder, when set, builds each commit instead of BuildCommand
+	// and Build: elsewhere, on a fleet's build queue (fleet.Builder).
+	RemoteBuilder Builder
 	// RecheckBoots is how many boots the re-check adds to the culprit and
 	// its parent (0: no re-check).
 	RecheckBoots int
@@ -78,6 +81,9 @@ func BuildDirFor(src, dir string) string {
 
 // Builder returns the builder of the setup.
 func (s *Setup) Builder() Builder {
+	if s.RemoteBuilder != nil {
+		return s.RemoteBuilder
+	}
 	if s.BuildCommand != "" {
 		return &CommandBuilder{Command: s.BuildCommand}
 	}

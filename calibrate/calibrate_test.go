@@ -224,7 +224,7 @@ func TestComputeWallTimeFloor(t *testing.T) {
 		t.Errorf("Floor(Noise30, 30%% noise) = %g, reached %v; want NaN, not reached at 50%%", b.Floor, b.FloorReached)
 	}
 	// A comparison with auto is told which benchmarks kept the default.
-	bs := c.bounds()
+	bs := c.bounds("this host")
 	if _, ok := bs.Floors["Noise30"]; ok || bs.Floors["Quiet"] != 0.01 {
 		t.Errorf("bounds().Floors = %v; want Quiet's 1%% and no floor for Noise30", bs.Floors)
 	}

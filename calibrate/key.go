@@ -135,8 +135,12 @@ func (k Key) String() string {
 	if k.Paired {
 		pairs = "paired"
 	}
-	return fmt.Sprintf("%s on %s (%s, %d CPUs), QEMU %s, CPU model %s, %d samples × %d rounds, %s",
-		k.Accel, k.Host.Name, k.Host.CPU, k.Host.CPUs, orNone(k.QEMU), orNone(k.CPUModel), k.Samples, k.Rounds, pairs)
+	host := k.Host.Name
+	if k.Host.CPU != "" || k.Host.CPUs != 0 { // a host class (Remote) has neither
+		host += fmt.Sprintf(" (%s, %d CPUs)", k.Host.CPU, k.Host.CPUs)
+	}
+	return fmt.Sprintf("%s on %s, QEMU %s, CPU model %s, %d samples × %d rounds, %s",
+		k.Accel, host, orNone(k.QEMU), orNone(k.CPUModel), k.Samples, k.Rounds, pairs)
 }
 
 func orNone(s string) string {
@@ -146,19 +150,24 @@ func orNone(s string) string {
 	return s
 }
 
-// fileName is the name of the key's file under <cache>/calibration: the
-// accelerator, for people looking, and a hash of the whole key.
-func (k Key) fileName() string {
+// ID is a short hash of the whole key: what stores file it under.
+func (k Key) ID() string {
 	data, err := json.Marshal(k)
 	if err != nil {
 		panic(err) // a struct of strings, ints and a bool always encodes
 	}
 	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+// fileName is the name of the key's file under <cache>/calibration: the
+// accelerator, for people looking, and the key's ID.
+func (k Key) fileName() string {
 	accel := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '_'
 	}, k.Accel)
-	return accel + "-" + hex.EncodeToString(sum[:8]) + ".json"
+	return accel + "-" + k.ID() + ".json"
 }

@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -33,20 +34,57 @@ const DefaultBound = 0.001
 // statistical rule until a calibration of this host shows otherwise.
 var DeterministicFamilies = []string{"LPMTrie/op=lookup", "LPMTrie/op=noop", "LPMTrie/op=baseline", "LPMTrieUnrolled/op=lookup"}
 
-// KeyFor returns the key of the calibration that comparisons made with
-// setup need, before any boot: this host, the setup's accelerator (auto
-// as tcg, which it picks where KVM does not work), its QEMU binary's
-// version and the CPU model that accelerator emulates, the plan's samples
-// and rounds, and whether two kernels would run in pairs. It is the key
-// Run's results give, so a comparison finds the calibration of its setup.
-func KeyFor(setup *measure.Setup) (Key, error) {
-	host, err := ThisHost()
-	if err != nil {
-		return Key{}, err
+// Remote is implemented by a remote executor (measure.Setup.Remote) whose
+// boots run on a class of hosts rather than this one: a fleet's queue
+// (fleet.Executor). Jitter bounds and floors hold per host class, so the
+// calibrations of its boots are keyed by the class, not by this host, and
+// kept on the class's shelf, where every client finds them.
+type Remote interface {
+	// CalibrationClass returns the host class as a key's host (its Name
+	// names the class; CPU and CPUs may stay empty), with the QEMU
+	// version and the CPU model the class's boots run.
+	CalibrationClass(ctx context.Context) (host Host, qemu, cpuModel string, err error)
+	// CalibrationShelf is where the class's calibrations are kept.
+	CalibrationShelf() Shelf
+}
+
+// remoteLookup bounds how long For waits for a remote shelf and class.
+const remoteLookup = time.Minute
+
+// ShelfFor returns where the calibrations of setup's boots are kept: its
+// remote's shelf (Remote), else the cache directory.
+func ShelfFor(setup *measure.Setup, cacheDir string) Shelf {
+	if r, ok := setup.Remote.(Remote); ok {
+		return r.CalibrationShelf()
 	}
+	return Dir(cacheDir)
+}
+
+// KeyFor returns the key of the calibration that comparisons made with
+// setup need, before any boot: the host (this one, or the host class of
+// its remote, see Remote), the setup's accelerator (auto as tcg, which it
+// picks where KVM does not work), the QEMU version and the CPU model that
+// accelerator emulates (of this host's QEMU binary, or the class's), the
+// plan's samples and rounds, and whether two kernels would run in pairs.
+// It is the key Run's results give, so a comparison finds the calibration
+// of its setup.
+func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 	accel := setup.Accel
 	if accel == vmrunner.Auto {
 		accel = vmrunner.TCG
+	}
+	plan := setup.Plan.Wire()
+	k := Key{Accel: string(accel), CPUModel: accel.CPUModel(), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2)}
+	if r, ok := setup.Remote.(Remote); ok {
+		var err error
+		if k.Host, k.QEMU, k.CPUModel, err = r.CalibrationClass(ctx); err != nil {
+			return Key{}, fmt.Errorf("calibrate: %w", err)
+		}
+		return k, nil
+	}
+	host, err := ThisHost()
+	if err != nil {
+		return Key{}, err
 	}
 	qemu := setup.VM.QEMU
 	if qemu == "" {
@@ -56,9 +94,8 @@ func KeyFor(setup *measure.Setup) (Key, error) {
 	if err != nil {
 		return Key{}, fmt.Errorf("calibrate: %w", err)
 	}
-	plan := setup.Plan.Wire()
-	return Key{Host: host, Accel: string(accel), QEMU: version, CPUModel: accel.CPUModel(),
-		Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2)}, nil
+	k.Host, k.QEMU = host, version
+	return k, nil
 }
 
 // Bounds are what comparisons made with a setup take from calibration:
@@ -70,27 +107,34 @@ type Bounds struct {
 	Source         string
 }
 
-// For finds the bounds of setup's comparisons in cacheDir: the stored
-// calibration of its key when fresh, else, under icount, the documented
-// defaults for the plan's benchmarks (DefaultBound for
+// For finds the bounds of setup's comparisons on its shelf (ShelfFor:
+// cacheDir, or its remote's, waiting for that at most a minute): the
+// stored calibration of its key when fresh, else, under icount, the
+// documented defaults for the plan's benchmarks (DefaultBound for
 // DeterministicFamilies), and no floors. Source says which, and why the
 // calibration was not used.
 func For(setup *measure.Setup, cacheDir string) (Bounds, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteLookup)
+	defer cancel()
 	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
-	key, err := KeyFor(setup)
+	key, err := KeyFor(ctx, setup)
 	if err != nil {
 		b.Source = fmt.Sprintf("no calibration: %v", err)
 		return b, nil
 	}
-	c, err := Load(cacheDir, key, MaxAge)
+	hosts := "this host"
+	if _, ok := setup.Remote.(Remote); ok {
+		hosts = key.Host.Name
+	}
+	c, err := Load(ctx, ShelfFor(setup, cacheDir), key, MaxAge)
 	switch {
 	case err == nil:
-		return c.bounds(), nil
+		return c.bounds(hosts), nil
 	case errors.Is(err, ErrStale) && c != nil:
 		b.Source = fmt.Sprintf("the calibration of %s is stale (made %s, more than %d days ago: run lpmbisect calibrate again)",
 			key.Host.Name, c.Date.Format(time.DateOnly), int(MaxAge.Hours()/24))
 	case errors.Is(err, ErrNoCalibration):
-		b.Source = "no calibration of this host for " + key.String() + " (lpmbisect calibrate makes one)"
+		b.Source = "no calibration of " + hosts + " for " + key.String() + " (lpmbisect calibrate makes one)"
 	default:
 		return b, err
 	}
@@ -108,9 +152,9 @@ func For(setup *measure.Setup, cacheDir string) (Bounds, error) {
 }
 
 // bounds are the calibration's jitter bounds and floors. Source names
-// it, and the benchmarks whose floor was not reached, which keep the
+// it and the hosts it is of, and the benchmarks whose floor was not reached, which keep the
 // default minimum effect.
-func (c *Calibration) bounds() Bounds {
+func (c *Calibration) bounds(hosts string) Bounds {
 	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
 	var unreached []string
 	for _, row := range c.Benchmarks {
@@ -123,7 +167,7 @@ func (c *Calibration) bounds() Bounds {
 			unreached = append(unreached, row.Name)
 		}
 	}
-	b.Source = fmt.Sprintf("calibration of %s on %s", c.Kernel, c.Date.Format(time.DateOnly))
+	b.Source = fmt.Sprintf("calibration of %s on %s for %s", c.Kernel, c.Date.Format(time.DateOnly), hosts)
 	if len(unreached) > 0 && len(c.Method.Grid) > 0 {
 		b.Source += fmt.Sprintf("; no floor up to ±%.3g%% for %s (their boots spread wider on this host): the default minimum effect applies, and SAME is likely out of reach",
 			100*c.Method.Grid[len(c.Method.Grid)-1], strings.Join(unreached, ", "))

@@ -10,7 +10,8 @@ import (
 // Run calibrates kernel (any input measure.Setup.Prepare resolves): it boots
 // it boots times with setup's plan and accelerator, as many at once as the
 // setup allows (several under icount, one under wall time), and computes
-// the calibration from the completed boots. Whether the comparisons served
+// the calibration from the completed boots. Boots on a remote host class
+// (Remote) give the class's calibration. Whether the comparisons served
 // run in pairs is taken from the setup (o.Paired is ignored). o.OnRunner,
 // when set, gets the runner before the first boot: to attach progress, a
 // results file (Runner.Sink) or, once Run returns, setup.Finish. The
@@ -18,6 +19,13 @@ import (
 func Run(ctx context.Context, setup *measure.Setup, kernel string, boots int, o Options) (*Calibration, error) {
 	if boots < 2 {
 		return nil, fmt.Errorf("calibrate: %d boots: %w", boots, ErrTooFewBoots)
+	}
+	if r, ok := setup.Remote.(Remote); ok && o.Host == nil {
+		host, _, _, err := r.CalibrationClass(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate %s: %w", kernel, err)
+		}
+		o.Host = &host // the class's: the key of its results is the class's
 	}
 	sides, err := setup.Prepare([]string{kernel})
 	if err != nil {

@@ -61,10 +61,10 @@ func TestRunIcount(t *testing.T) {
 	if lookups != 2 {
 		t.Errorf("Run: %d lookup rows; want 2 (random and sequential keys)", lookups)
 	}
-	if err := Store(cache, c); err != nil {
+	if err := Store(context.Background(), Dir(cache), c); err != nil {
 		t.Fatalf("Store: %v", err)
 	}
-	if _, err := Load(cache, c.Key, time.Hour); err != nil {
+	if _, err := Load(context.Background(), Dir(cache), c.Key, time.Hour); err != nil {
 		t.Errorf("Load after Store: %v", err)
 	}
 	if _, err := Run(context.Background(), setup, deb, 1, Options{}); !errors.Is(err, ErrTooFewBoots) {

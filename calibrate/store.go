@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,17 +32,84 @@ var ErrNoCalibration = errors.New("no calibration")
 // was made.
 var ErrStale = errors.New("calibration is stale")
 
-// Path is the file of key's calibration in the cache directory.
-func Path(cacheDir string, key Key) string {
-	return filepath.Join(cacheDir, "calibration", key.fileName())
+// Shelf keeps calibrations by key: a cache directory (Dir) for boots on
+// this host, or a fleet's database for boots on a host class, where every
+// client of the class finds them (see Remote). Load and Store do the
+// rest: file format, key check, age and merging.
+type Shelf interface {
+	// Read returns the stored calibration of key as Store wrote it; nil
+	// when there is none.
+	Read(ctx context.Context, key Key) ([]byte, error)
+	// Update stores what merge makes of the stored calibration of key
+	// (nil when there is none), with no other Update of key in between.
+	Update(ctx context.Context, key Key, merge func(old []byte) ([]byte, error)) error
+	// Where says where key's calibration is kept, in words.
+	Where(key Key) string
 }
 
-// Load returns the stored calibration for key. Its error wraps
+// Dir is the shelf of a cache directory: one file per key under
+// <dir>/calibration.
+type Dir string
+
+// Path is the file of key's calibration.
+func (d Dir) Path(key Key) string {
+	return filepath.Join(string(d), "calibration", key.fileName())
+}
+
+// Where implements Shelf.
+func (d Dir) Where(key Key) string { return d.Path(key) }
+
+// Read implements Shelf.
+func (d Dir) Read(_ context.Context, key Key) ([]byte, error) {
+	path := d.Path(key)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read calibration: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read calibration: %w", err)
+	}
+	return data, nil
+}
+
+// Update implements Shelf: under a lock file beside the calibration's,
+// atomically.
+func (d Dir) Update(ctx context.Context, key Key, merge func(old []byte) ([]byte, error)) error {
+	path := d.Path(key)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	unlock, err := cachefile.Lock(path + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, err := d.Read(ctx, key)
+	if err != nil {
+		return err
+	}
+	data, err := merge(old)
+	if err != nil {
+		return err
+	}
+	return cachefile.WriteBytes(path, data)
+}
+
+// Load returns the calibration for key on shelf. Its error wraps
 // ErrNoCalibration when there is none (or one of another file format), and
 // ErrStale, with the calibration returned as well, when it is older than
 // maxAge (maxAge ≤ 0: never stale).
-func Load(cacheDir string, key Key, maxAge time.Duration) (*Calibration, error) {
-	c, err := read(Path(cacheDir, key), key)
+func Load(ctx context.Context, shelf Shelf, key Key, maxAge time.Duration) (*Calibration, error) {
+	data, err := shelf.Read(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	c, err := decode(data, shelf.Where(key), key)
 	if err != nil {
 		return nil, err
 	}
@@ -52,72 +120,60 @@ func Load(cacheDir string, key Key, maxAge time.Duration) (*Calibration, error) 
 	return c, nil
 }
 
-func read(path string, key Key) (*Calibration, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+// decode reads a stored calibration of key (nil: none), kept at where.
+func decode(data []byte, where string, key Key) (*Calibration, error) {
+	if data == nil {
 		return nil, fmt.Errorf("%w for %s", ErrNoCalibration, key)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read calibration: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("read calibration: %w", err)
-	}
 	if len(data) > maxFile {
-		return nil, fmt.Errorf("read calibration %s: larger than %d MiB (remove it and calibrate again)", path, maxFile>>20)
+		return nil, fmt.Errorf("read calibration %s: larger than %d MiB (remove it and calibrate again)", where, maxFile>>20)
 	}
 	var version struct {
 		Version int `json:"version"`
 	}
 	if err := json.Unmarshal(data, &version); err != nil {
-		return nil, fmt.Errorf("read calibration %s: %w (remove it and calibrate again)", path, err)
+		return nil, fmt.Errorf("read calibration %s: %w (remove it and calibrate again)", where, err)
 	}
 	if version.Version != FormatVersion {
-		return nil, fmt.Errorf("%w for %s: %s has file format %d, not %d (calibrate again)", ErrNoCalibration, key, path, version.Version, FormatVersion)
+		return nil, fmt.Errorf("%w for %s: %s has file format %d, not %d (calibrate again)", ErrNoCalibration, key, where, version.Version, FormatVersion)
 	}
 	var c Calibration
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("read calibration %s: %w (remove it and calibrate again)", path, err)
+		return nil, fmt.Errorf("read calibration %s: %w (remove it and calibrate again)", where, err)
 	}
 	if c.Key != key {
-		return nil, fmt.Errorf("%w for %s: %s holds one for %s", ErrNoCalibration, key, path, c.Key)
+		return nil, fmt.Errorf("%w for %s: %s holds one for %s", ErrNoCalibration, key, where, c.Key)
 	}
 	return &c, nil
 }
 
-// Store writes c as the calibration of its key, atomically, after merging
+// Store keeps c on shelf as the calibration of its key, after merging
 // into c what the stored calibration of the key knew (see Merge): c's
 // rows replace all stored rows (a calibration covers the benchmarks it
 // ran, with one date), and every benchmark ever seen with two modes stays
-// non-deterministic. A stored file that cannot be read is an
+// non-deterministic. A stored calibration that cannot be read is an
 // error rather than lost knowledge.
-func Store(cacheDir string, c *Calibration) error {
-	path := Path(cacheDir, c.Key)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("store calibration: %w", err)
-	}
-	unlock, err := cachefile.Lock(path + ".lock")
-	if err != nil {
-		return fmt.Errorf("store calibration: %w", err)
-	}
-	defer unlock()
-	old, err := read(path, c.Key)
-	switch {
-	case errors.Is(err, ErrNoCalibration):
-	case err != nil:
-		return fmt.Errorf("store calibration: %w", err)
-	default:
-		if err := c.Merge(old); err != nil {
-			return err
+func Store(ctx context.Context, shelf Shelf, c *Calibration) error {
+	err := shelf.Update(ctx, c.Key, func(data []byte) ([]byte, error) {
+		if data != nil {
+			old, err := decode(data, shelf.Where(c.Key), c.Key)
+			switch {
+			case errors.Is(err, ErrNoCalibration):
+			case err != nil:
+				return nil, err
+			default:
+				if err := c.Merge(old); err != nil {
+					return nil, err
+				}
+			}
 		}
-	}
-	data, err := json.MarshalIndent(c, "", "  ")
+		out, err := json.MarshalIndent(c, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(out, '\n'), nil
+	})
 	if err != nil {
-		return fmt.Errorf("store calibration: %w", err)
-	}
-	if err := cachefile.WriteBytes(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("store calibration: %w", err)
 	}
 	return nil

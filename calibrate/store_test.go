@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -22,10 +23,10 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 		t.Fatalf("Zero: MaxDiff %g, deterministic %v; want +Inf, false", b.MaxDiff, b.Deterministic)
 	}
 	c = c2
-	if err := Store(dir, c); err != nil {
+	if err := Store(context.Background(), Dir(dir), c); err != nil {
 		t.Fatalf("Store: %v", err)
 	}
-	got, err := Load(dir, c.Key, 24*time.Hour)
+	got, err := Load(context.Background(), Dir(dir), c.Key, 24*time.Hour)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -55,10 +56,10 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 func TestLoadNoCalibration(t *testing.T) {
 	dir := t.TempDir()
 	c := mustCompute(t, synthBoots(3, 3, "icount", icountRows[:2], 1), Options{})
-	if got, err := Load(dir, c.Key, 0); !errors.Is(err, ErrNoCalibration) || got != nil {
+	if got, err := Load(context.Background(), Dir(dir), c.Key, 0); !errors.Is(err, ErrNoCalibration) || got != nil {
 		t.Errorf("Load(empty cache) = %v, %v; want nil, ErrNoCalibration", got, err)
 	}
-	if err := Store(dir, c); err != nil {
+	if err := Store(context.Background(), Dir(dir), c); err != nil {
 		t.Fatal(err)
 	}
 	for name, change := range map[string]func(*Key){
@@ -69,24 +70,24 @@ func TestLoadNoCalibration(t *testing.T) {
 	} {
 		k := c.Key
 		change(&k)
-		if _, err := Load(dir, k, 0); !errors.Is(err, ErrNoCalibration) {
+		if _, err := Load(context.Background(), Dir(dir), k, 0); !errors.Is(err, ErrNoCalibration) {
 			t.Errorf("Load(key with other %s) = %v; want ErrNoCalibration", name, err)
 		}
 	}
 	// A file of another format is no calibration either.
-	path := Path(dir, c.Key)
+	path := Dir(dir).Path(c.Key)
 	data, _ := os.ReadFile(path)
 	os.WriteFile(path, bytes.Replace(data, []byte(`"version": 1`), []byte(`"version": 99`), 1), 0o644)
-	if _, err := Load(dir, c.Key, 0); !errors.Is(err, ErrNoCalibration) {
+	if _, err := Load(context.Background(), Dir(dir), c.Key, 0); !errors.Is(err, ErrNoCalibration) {
 		t.Errorf("Load(format 99) = %v; want ErrNoCalibration", err)
 	}
 	// A broken file is an error of its own, and Store does not overwrite
 	// it: it may hold knowledge of second modes.
 	os.WriteFile(path, []byte(`{"version": 1, "key": `), 0o644)
-	if _, err := Load(dir, c.Key, 0); err == nil || errors.Is(err, ErrNoCalibration) || !strings.Contains(err.Error(), "remove it") {
+	if _, err := Load(context.Background(), Dir(dir), c.Key, 0); err == nil || errors.Is(err, ErrNoCalibration) || !strings.Contains(err.Error(), "remove it") {
 		t.Errorf("Load(broken file) = %v; want an error saying to remove it", err)
 	}
-	if err := Store(dir, c); err == nil {
+	if err := Store(context.Background(), Dir(dir), c); err == nil {
 		t.Errorf("Store over a broken file = nil; want an error")
 	}
 }
@@ -95,17 +96,17 @@ func TestLoadStale(t *testing.T) {
 	dir := t.TempDir()
 	made := time.Now().Add(-48 * time.Hour)
 	c := mustCompute(t, synthBoots(3, 3, "icount", icountRows[:2], 1), Options{Date: made})
-	if err := Store(dir, c); err != nil {
+	if err := Store(context.Background(), Dir(dir), c); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Load(dir, c.Key, 24*time.Hour)
+	got, err := Load(context.Background(), Dir(dir), c.Key, 24*time.Hour)
 	if !errors.Is(err, ErrStale) || got == nil || !got.Date.Equal(made) {
 		t.Fatalf("Load(made 48h ago, max age 24h) = %v, %v; want the calibration and ErrStale", got, err)
 	}
-	if _, err := Load(dir, c.Key, 72*time.Hour); err != nil {
+	if _, err := Load(context.Background(), Dir(dir), c.Key, 72*time.Hour); err != nil {
 		t.Errorf("Load(made 48h ago, max age 72h) = %v; want no error", err)
 	}
-	if _, err := Load(dir, c.Key, 0); err != nil {
+	if _, err := Load(context.Background(), Dir(dir), c.Key, 0); err != nil {
 		t.Errorf("Load(max age 0) = %v; want no error (never stale)", err)
 	}
 }
@@ -113,7 +114,7 @@ func TestLoadStale(t *testing.T) {
 func TestStoreKeepsTwoModes(t *testing.T) {
 	dir := t.TempDir()
 	first := mustCompute(t, synthBoots(8, 5, "icount", icountRows, 1), Options{Date: time.Now().Add(-time.Hour)})
-	if err := Store(dir, first); err != nil {
+	if err := Store(context.Background(), Dir(dir), first); err != nil {
 		t.Fatal(err)
 	}
 	// A later calibration in which TwoModes happened to show one mode.
@@ -125,10 +126,10 @@ func TestStoreKeepsTwoModes(t *testing.T) {
 	if _, ok := second.Bound("TwoModes", "insn/op"); !ok {
 		t.Fatalf("second calibration alone: TwoModes not deterministic; the test needs it to be")
 	}
-	if err := Store(dir, second); err != nil {
+	if err := Store(context.Background(), Dir(dir), second); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Load(dir, second.Key, 0)
+	got, err := Load(context.Background(), Dir(dir), second.Key, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

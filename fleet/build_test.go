@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
 )
@@ -106,4 +107,120 @@ func TestBuildJobs(t *testing.T) {
 			t.Errorf("Build(%s, %s, %s) = %v; want a cancelled job saying %q", tc.tree, tc.config, tc.commit[:7], err, tc.want)
 		}
 	}
+}
+
+// TestBuilder builds the checked-out commits of a tree with the bisection's
+// Builder on a build queue: the worker's image, and for a commit that does
+// not compile a failed build that bisect.BuildKernel records as such, with
+// the compiler's error in the log it keeps.
+func TestBuilder(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	location := migrated(t)
+	src, mk, commits := gitTree(t)
+	wlog, wlogs := testLogger(t, "builder")
+	runWorker(t, Worker{URL: location, Name: "builder", Queues: []string{"build"}, CacheDir: t.TempDir(), Guest: fakeGuest(t),
+		Trees: map[string]Tree{"linux": {Dir: src}}, Builds: map[string]BuildConfig{"tiny": {Make: mk, Fragments: []string{}}},
+		Log: wlog, Heartbeat: time.Second})
+	clog, _ := testLogger(t, "client")
+	c, err := Connect(ctx, location, clog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b := &Builder{Client: c, Tree: "linux", Config: "tiny", PollInterval: 200 * time.Millisecond}
+	checkout := func(commit string) {
+		t.Helper()
+		if out, err := exec.Command("git", "-C", src, "checkout", "-q", commit).CombinedOutput(); err != nil {
+			t.Fatalf("git checkout: %v\n%s", err, out)
+		}
+	}
+	buildDir := t.TempDir()
+
+	checkout(commits[1])
+	out, err := b.Build(ctx, src, buildDir)
+	if err != nil {
+		t.Fatalf("Build(commit 2) = %v\n%s", err, wlogs)
+	}
+	if got, _ := os.ReadFile(out.Kernel); string(got) != "kernel image 2\n" || out.Log != filepath.Join(buildDir, "lpmbisect-build.log") {
+		t.Errorf("Build(commit 2) = image %q, log %s; want the worker's image 2 and the log in the build directory", got, out.Log)
+	}
+
+	checkout(commits[2])
+	keep := t.TempDir()
+	built, err := bisect.BuildKernel(ctx, b, src, buildDir, commits[2], keep, nil, nil)
+	if err != nil {
+		t.Fatalf("BuildKernel(broken commit) = %v; want a failed build, not an error", err)
+	}
+	kept, _ := os.ReadFile(built.BuildLog)
+	if built.Failed == "" || !strings.Contains(built.Failed, "worker builder") || !strings.Contains(string(kept), "expected ';'") {
+		t.Errorf("BuildKernel(broken commit) = %+v, log %q; want a failed build with the compiler's error in the kept log", built, kept)
+	}
+	if !strings.HasPrefix(built.BuildLog, keep) {
+		t.Errorf("BuildKernel(broken commit) kept its log at %s; want it under %s", built.BuildLog, keep)
+	}
+}
+
+// TestBuilderCanceled checks that a bisection interrupted during a build
+// cancels the build job it alone asked for.
+func TestBuilderCanceled(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	location := migrated(t)
+	src, _, commits := gitTree(t)
+	slow := filepath.Join(t.TempDir(), "make")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nexec sleep 120\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wlog, _ := testLogger(t, "slow-builder")
+	runWorker(t, Worker{URL: location, Name: "slow-builder", Queues: []string{"build-slow"}, CacheDir: t.TempDir(), Guest: fakeGuest(t),
+		Trees: map[string]Tree{"slow": {Dir: src}}, Builds: map[string]BuildConfig{"tiny": {Make: slow, Fragments: []string{}}},
+		Log: wlog, Heartbeat: time.Second})
+	clog, _ := testLogger(t, "client")
+	c, err := Connect(context.Background(), location, clog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if out, err := exec.Command("git", "-C", src, "checkout", "-q", commits[0]).CombinedOutput(); err != nil {
+		t.Fatalf("git checkout: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var id int64
+	go func() { // Ctrl-C once the worker builds
+		for ctx.Err() == nil {
+			c.db.pool.QueryRow(ctx, "SELECT id FROM river_job WHERE queue = 'build-slow' AND state = 'running' ORDER BY id DESC LIMIT 1").Scan(&id)
+			if id != 0 {
+				cancel()
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	b := &Builder{Client: c, Queue: "build-slow", Tree: "slow", Config: "tiny", PollInterval: 200 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Build(ctx, src, t.TempDir())
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		cancel()
+		t.Fatal("Build did not return within a minute of its start")
+	}
+	if !errors.Is(err, context.Canceled) || id == 0 {
+		t.Fatalf("Build interrupted = %v (job %d); want context.Canceled once the job runs", err, id)
+	}
+	var state string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		c.db.pool.QueryRow(context.Background(), "SELECT state::text FROM river_job WHERE id = $1", id).Scan(&state)
+		if state == "cancelled" {
+			return
+		}
+	}
+	t.Errorf("build job %d after the interrupted Build: %s; want cancelled", id, state)
 }

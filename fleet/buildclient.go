@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -132,11 +133,11 @@ func (c *Client) waitBuild(ctx context.Context, id int64, what string, req Build
 		case s.hasResult:
 			return c.readBuild(ctx, id, req)
 		case s.state == rivertype.JobStateCancelled || s.state == rivertype.JobStateDiscarded:
-			return nil, &JobError{ID: id, Kind: KindBuild, What: what, State: string(s.state), Worker: s.worker, Reason: scrubText(s.lastError, c.db.secret)}
+			return nil, &JobError{ID: id, Kind: KindBuild, What: what, State: string(s.state), Worker: s.worker, Reason: c.db.scrub.Text(s.lastError)}
 		}
 		if s.errorsCount > p.retries {
 			p.retries = s.errorsCount
-			logEvent(c.log, "job retry", "job", id, "build", what, "worker", s.worker, "attempt", s.attempt, "error", scrubText(s.lastError, c.db.secret))
+			logEvent(c.log, "job retry", "job", id, "build", what, "worker", s.worker, "attempt", s.attempt, "error", c.db.scrub.Text(s.lastError))
 		}
 		if s.state == rivertype.JobStateRunning && s.attempt > started {
 			started = s.attempt
@@ -167,7 +168,9 @@ FROM lpmbisect_fleet_build_results WHERE job_id = $1 ORDER BY stored_at, attempt
 	}
 	if !r.OK {
 		logEvent(c.log, "build failed", "job", id, "worker", r.Worker, "detail", r.Detail)
-		return r, fmt.Errorf("build %s of tree %s on worker %s: %w: %s", req.Commit[:12], req.Tree, r.Worker, build.ErrBuildFailed, r.Detail)
+		// The worker's detail is its build's error, which says the build failed itself.
+		detail := strings.TrimPrefix(r.Detail, build.ErrBuildFailed.Error()+": ")
+		return r, fmt.Errorf("build %s of tree %s on worker %s: %w: %s", req.Commit[:12], req.Tree, r.Worker, build.ErrBuildFailed, detail)
 	}
 	if r.Image, err = c.FetchBlob(ctx, r.ImageSHA256, req.Dir); err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ func Connect(ctx context.Context, url string, lg *log.Logger) (*Client, error) {
 		db.close()
 		return nil, err
 	}
-	rc, err := river.NewClient(riverpgxv5.New(db.pool), &river.Config{Logger: slogTo(lg, db.secret)})
+	rc, err := river.NewClient(riverpgxv5.New(db.pool), &river.Config{Logger: slogTo(lg, db.scrub)})
 	if err != nil {
 		db.close()
 		return nil, db.errorf(err, "River client")
@@ -205,7 +205,7 @@ func (w *waiter) listen(ctx context.Context) {
 	}
 	if ctx.Err() == nil && !w.warned {
 		w.warned = true
-		logEvent(w.c.log, "database unreachable", "op", "listen", "fallback", "polling every "+w.interval.String(), "error", scrubText(err.Error(), w.c.db.secret))
+		logEvent(w.c.log, "database unreachable", "op", "listen", "fallback", "polling every "+w.interval.String(), "error", w.c.db.scrub.Text(err.Error()))
 	}
 }
 
@@ -250,7 +250,7 @@ func (c *Client) cancelJobs(ids []int64) {
 	n := 0
 	for _, id := range ids {
 		if _, err := c.river.JobCancel(ctx, id); err != nil && !errors.Is(err, rivertype.ErrNotFound) {
-			logEvent(c.log, "cancel failed", "job", id, "error", scrubText(err.Error(), c.db.secret))
+			logEvent(c.log, "cancel failed", "job", id, "error", c.db.scrub.Text(err.Error()))
 			continue
 		}
 		n++

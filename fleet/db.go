@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -22,9 +21,9 @@ var ErrNoDatabase = errors.New("no fleet database named (a postgres:// URL)")
 // database is an open pool with what is needed to talk about it without
 // showing its password.
 type database struct {
-	pool   *pgxpool.Pool
-	loc    string   // the URL, redacted
-	secret []string // the password as it may appear in messages
+	pool  *pgxpool.Pool
+	loc   string           // the URL, redacted
+	scrub history.Scrubber // hides the password in messages
 }
 
 // open connects to the PostgreSQL database at location and checks that it
@@ -33,73 +32,28 @@ func open(ctx context.Context, location string) (*database, error) {
 	if strings.TrimSpace(location) == "" {
 		return nil, ErrNoDatabase
 	}
-	db := &database{loc: history.Redact(location), secret: secretsOf(location)}
+	db := &database{loc: history.Redact(location), scrub: history.NewScrubber(location)}
 	if !history.IsPostgres(location) {
 		return nil, fmt.Errorf("fleet database %s: not a postgres:// URL (the fleet needs PostgreSQL)", db.loc)
 	}
 	cfg, err := pgxpool.ParseConfig(location)
 	if err != nil {
-		return nil, fmt.Errorf("fleet database %s: %w", db.loc, db.scrub(err))
+		return nil, fmt.Errorf("fleet database %s: %w", db.loc, db.scrub.Error(err))
 	}
 	cfg.MaxConns = max(cfg.MaxConns, 8)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("fleet database %s: %w", db.loc, db.scrub(err))
+		return nil, fmt.Errorf("fleet database %s: %w", db.loc, db.scrub.Error(err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("fleet database %s: %w (is the server up, and are the URL's user, password and database right?)", db.loc, oneLine{db.scrub(err)})
+		return nil, fmt.Errorf("fleet database %s: %w (is the server up, and are the URL's user, password and database right?)", db.loc, oneLine{db.scrub.Error(err)})
 	}
 	db.pool = pool
 	return db, nil
 }
 
 func (db *database) close() { db.pool.Close() }
-
-// secretsOf returns the password of a postgres URL in the spellings a
-// message may show it in.
-func secretsOf(location string) []string {
-	u, err := url.Parse(location)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	add := func(s string) {
-		if s != "" {
-			out = append(out, s, url.QueryEscape(s), url.PathEscape(s))
-		}
-	}
-	if pw, ok := u.User.Password(); ok {
-		add(pw)
-	}
-	for k, vs := range u.Query() {
-		if strings.Contains(strings.ToLower(k), "password") {
-			for _, v := range vs {
-				add(v)
-			}
-		}
-	}
-	return out
-}
-
-// scrubbedError hides the password in an error's text and keeps the chain
-// for errors.Is and errors.As.
-type scrubbedError struct {
-	err     error
-	secrets []string
-}
-
-func (e *scrubbedError) Error() string { return scrubText(e.err.Error(), e.secrets) }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
-func scrubText(s string, secrets []string) string {
-	for _, secret := range secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "xxxxx")
-		}
-	}
-	return s
-}
 
 // oneLine is an error whose text is kept on one line: pgx lists each
 // address it tried on a line of its own, and a log line or a command's
@@ -112,19 +66,12 @@ func (e oneLine) Error() string {
 }
 func (e oneLine) Unwrap() error { return e.err }
 
-func (db *database) scrub(err error) error {
-	if err == nil || len(db.secret) == 0 {
-		return err
-	}
-	return &scrubbedError{err: err, secrets: db.secret}
-}
-
 // errorf wraps err with what was being done; the password never shows.
 func (db *database) errorf(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("fleet database %s: %s: %w", db.loc, fmt.Sprintf(format, args...), db.scrub(err))
+	return fmt.Errorf("fleet database %s: %s: %w", db.loc, fmt.Sprintf(format, args...), db.scrub.Error(err))
 }
 
 // transient reports whether err is the database going away (a refused or
@@ -177,7 +124,7 @@ func (db *database) retry(ctx context.Context, lg *log.Logger, what string, op f
 		if !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		logEvent(lg, "database unreachable", "op", what, "try", try, "retry_in", wait, "error", scrubText(err.Error(), db.secret))
+		logEvent(lg, "database unreachable", "op", what, "try", try, "retry_in", wait, "error", db.scrub.Text(err.Error()))
 		select {
 		case <-ctx.Done():
 			return err

@@ -64,6 +64,7 @@ type Executor struct {
 	queue    Queue
 	guestSHA string
 	class    HostClass
+	qemus    []string // the QEMU versions of the live workers that can run the boots
 
 	mu    sync.Mutex
 	stats []JobStats
@@ -162,6 +163,9 @@ func (e *Executor) pickClass(ctx context.Context) error {
 		}
 		if !slices.Contains(classes, w.Class()) {
 			classes = append(classes, w.Class())
+		}
+		if !slices.Contains(e.qemus, w.QEMUVersion) {
+			e.qemus = append(e.qemus, w.QEMUVersion)
 		}
 	}
 	if len(classes) == 0 {
@@ -403,7 +407,7 @@ func (e *Executor) wait(ctx context.Context, pending map[int64]*pendingJob, orde
 				}
 			case s.state == rivertype.JobStateCancelled || s.state == rivertype.JobStateDiscarded:
 				delete(pending, id)
-				return &JobError{ID: id, Kind: p.kind, What: p.what(), State: string(s.state), Worker: s.worker, Reason: scrubText(s.lastError, e.Client.db.secret)}
+				return &JobError{ID: id, Kind: p.kind, What: p.what(), State: string(s.state), Worker: s.worker, Reason: e.Client.db.scrub.Text(s.lastError)}
 			}
 		}
 		if len(pending) == 0 {
@@ -425,7 +429,7 @@ func (e *Executor) progress(p *pendingJob, s *jobState) {
 	if s.errorsCount > p.retries {
 		p.retries = s.errorsCount
 		if s.state != rivertype.JobStateCancelled && s.state != rivertype.JobStateDiscarded && !s.hasResult {
-			logEvent(e.Log, "job retry", "job", p.id, "boots", p.what(), "worker", s.worker, "attempt", s.attempt, "error", scrubText(s.lastError, e.Client.db.secret))
+			logEvent(e.Log, "job retry", "job", p.id, "boots", p.what(), "worker", s.worker, "attempt", s.attempt, "error", e.Client.db.scrub.Text(s.lastError))
 		}
 	}
 	if s.state == rivertype.JobStateRunning && s.attempt > p.attempt {

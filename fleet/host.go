@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/lpmbisect/lpmbisect/history"
 )
 
 // hostCPUModel returns the host CPU's model name from /proc/cpuinfo, or ""
@@ -30,11 +32,11 @@ func hostCPUModel() string {
 // slogTo returns a slog.Logger that writes River's messages (warnings and
 // errors) to lg, one line each, without timestamps (the journal or the
 // logger adds its own) and with the database password scrubbed.
-func slogTo(lg *log.Logger, secrets []string) *slog.Logger {
+func slogTo(lg *log.Logger, scrub history.Scrubber) *slog.Logger {
 	if lg == nil {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	w := &lineWriter{lg: lg, secrets: secrets}
+	w := &lineWriter{lg: lg, scrub: scrub}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 		Level: slog.LevelWarn,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -48,13 +50,13 @@ func slogTo(lg *log.Logger, secrets []string) *slog.Logger {
 
 // lineWriter passes each line written to it to a log.Logger.
 type lineWriter struct {
-	lg      *log.Logger
-	secrets []string
+	lg    *log.Logger
+	scrub history.Scrubber
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
 	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		w.lg.Print("river: " + scrubText(line, w.secrets))
+		w.lg.Print("river: " + w.scrub.Text(line))
 	}
 	return len(p), nil
 }

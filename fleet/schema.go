@@ -16,8 +16,8 @@ import (
 // Errors of Connect, Worker.Run and Migrate.
 var (
 	// ErrNeedsMigration: River's tables or ours are missing or older than
-	// this lpmbisect needs. Nothing was changed.
-	ErrNeedsMigration = errors.New("fleet database needs migrating (run lpmbisect fleet migrate)")
+	// this lpmbisect needs (Migrate brings them up). Nothing was changed.
+	ErrNeedsMigration = errors.New("fleet database needs migrating")
 	// ErrNewerSchema: the database was migrated by a newer lpmbisect.
 	ErrNewerSchema = errors.New("fleet database is newer than this lpmbisect (upgrade lpmbisect)")
 )
@@ -105,6 +105,15 @@ CREATE TABLE lpmbisect_fleet_build_results (
 	duration_ns  bigint NOT NULL,
 	stored_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
 	PRIMARY KEY (job_id, attempt)
+);
+`},
+	{"calibrations of host classes", `
+CREATE TABLE lpmbisect_fleet_calibrations (
+	key_id    text PRIMARY KEY CHECK (key_id ~ '^[0-9a-f]{16}$'),
+	key       jsonb NOT NULL,
+	data      bytea NOT NULL,
+	stored_at timestamptz NOT NULL DEFAULT now(),
+	stored_by text NOT NULL
 );
 `},
 }

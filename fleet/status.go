@@ -196,7 +196,7 @@ FROM river_job WHERE `+where+` ORDER BY `+since+` DESC NULLS LAST LIMIT 100`)
 		if err := rows.Scan(&j.ID, &j.Kind, &j.Queue, &j.State, &j.Attempt, &j.Worker, &j.Since, &j.LastErr, &j.Describe); err != nil {
 			return nil, c.db.errorf(err, "read jobs")
 		}
-		j.LastErr = scrubText(j.LastErr, c.db.secret)
+		j.LastErr = c.db.scrub.Text(j.LastErr)
 		out = append(out, j)
 	}
 	return out, c.db.errorf(rows.Err(), "read jobs")

@@ -209,7 +209,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancel()
 	if _, err := db.pool.Exec(endCtx, "UPDATE lpmbisect_fleet_workers SET stopped_at = now(), last_seen = now() WHERE name = $1 AND pid = $2 AND host = $3",
 		w.Name, rw.host.PID, rw.host.Host); err != nil {
-		logEvent(w.Log, "worker stop not recorded", "error", db.scrub(err))
+		logEvent(w.Log, "worker stop not recorded", "error", db.scrub.Error(err))
 	}
 	logEvent(w.Log, "worker stopped", "name", w.Name)
 	if stopErr != nil {
@@ -330,7 +330,7 @@ func (rw *runningWorker) heartbeat(ctx context.Context) {
 			logEvent(rw.Log, "database back", "op", "heartbeat")
 		case err != nil && ctx.Err() == nil:
 			failing = true
-			logEvent(rw.Log, "database unreachable", "op", "heartbeat", "retry_in", min(wait, rw.Heartbeat), "error", scrubText(err.Error(), rw.db.secret))
+			logEvent(rw.Log, "database unreachable", "op", "heartbeat", "retry_in", min(wait, rw.Heartbeat), "error", rw.db.scrub.Text(err.Error()))
 			wait = min(2*wait, retryMax)
 		}
 	}
@@ -366,7 +366,7 @@ func (rw *runningWorker) riverClient() (*river.Client[pgx.Tx], error) {
 		JobTimeout:           -1,
 		RescueStuckJobsAfter: MinStuckAfter,
 		ErrorHandler:         &errorHandler{rw: rw},
-		Logger:               slogTo(rw.Log, rw.db.secret),
+		Logger:               slogTo(rw.Log, rw.db.scrub),
 		FetchCooldown:        50 * time.Millisecond,
 	})
 }
@@ -385,7 +385,7 @@ func (h *errorHandler) HandleError(ctx context.Context, job *rivertype.JobRow, e
 	if permanent {
 		event = "job refused"
 	}
-	logEvent(h.rw.Log, event, "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "error", scrubText(err.Error(), h.rw.db.secret))
+	logEvent(h.rw.Log, event, "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "error", h.rw.db.scrub.Text(err.Error()))
 	return &river.ErrorHandlerResult{SetCancelled: permanent}
 }
 
@@ -397,7 +397,7 @@ func (h *errorHandler) HandlePanic(ctx context.Context, job *rivertype.JobRow, p
 // refuse logs and returns the permanent failure of a job with a message
 // (River's JobCancel): bad arguments, a blob that is missing or corrupt.
 func (rw *runningWorker) refuse(job *rivertype.JobRow, err error) error {
-	logEvent(rw.Log, "job refused", "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "error", scrubText(err.Error(), rw.db.secret))
+	logEvent(rw.Log, "job refused", "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "error", rw.db.scrub.Text(err.Error()))
 	return river.JobCancel(err)
 }
 

@@ -21,8 +21,9 @@ import (
 // the (redacted) location; test them with errors.Is.
 var (
 	// ErrNeedsMigration: the database has no history tables yet, or older
-	// ones than this lpmbisect writes. Nothing was changed.
-	ErrNeedsMigration = errors.New("history database needs migrating: run lpmbisect history migrate")
+	// ones than this lpmbisect writes (Migrate brings them up). Nothing
+	// was changed.
+	ErrNeedsMigration = errors.New("history database needs migrating")
 	// ErrNewerSchema: the database was migrated by a newer lpmbisect.
 	// Nothing was changed.
 	ErrNewerSchema = errors.New("history database is newer than this lpmbisect (upgrade lpmbisect to use it)")
@@ -40,10 +41,10 @@ var (
 type DB struct {
 	sql      *sql.DB
 	d        *dialect
-	location string // as given; never printed: use loc
-	loc      string // Redact(location)
-	secret   string // the password in location, scrubbed from every error
-	path     string // SQLite: the database file (for the lock files)
+	location string   // as given; never printed: use loc
+	loc      string   // Redact(location)
+	scrub    Scrubber // hides location's password in every error
+	path     string   // SQLite: the database file (for the lock files)
 }
 
 // Open opens the history at location: a postgres:// or postgresql:// URL
@@ -117,56 +118,12 @@ func Redact(location string) string {
 	return u.Redacted()
 }
 
-// secretOf returns the password in a postgres URL, "" if none.
-func secretOf(location string) string {
-	if !IsPostgres(location) {
-		return ""
-	}
-	u, err := url.Parse(location)
-	if err != nil {
-		return ""
-	}
-	pw, _ := u.User.Password()
-	return pw
-}
-
-// scrubbed hides a password in an error's text but keeps the chain for
-// errors.Is and errors.As.
-type scrubbed struct {
-	err     error
-	secrets []string
-}
-
-func (e *scrubbed) Error() string {
-	s := e.err.Error()
-	for _, secret := range e.secrets {
-		s = strings.ReplaceAll(s, secret, "xxxxx")
-	}
-	return s
-}
-
-func (e *scrubbed) Unwrap() error { return e.err }
-
-func scrub(err error, secret string) error {
-	if err == nil || secret == "" {
-		return err
-	}
-	secrets := []string{secret}
-	if esc := url.QueryEscape(secret); esc != secret {
-		secrets = append(secrets, esc)
-	}
-	if esc := url.PathEscape(secret); esc != secret {
-		secrets = append(secrets, esc)
-	}
-	return &scrubbed{err: err, secrets: secrets}
-}
-
 // errorf wraps err with what was done and where; the password never shows.
 func (db *DB) errorf(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("history %s: %s: %w", db.loc, fmt.Sprintf(format, args...), scrub(err, db.secret))
+	return fmt.Errorf("history %s: %s: %w", db.loc, fmt.Sprintf(format, args...), db.scrub.Error(err))
 }
 
 // sqliteHeader starts every SQLite 3 database file.
@@ -177,7 +134,7 @@ func connect(ctx context.Context, location string) (*DB, error) {
 	if strings.TrimSpace(location) == "" {
 		return nil, errors.New("open history: no database named (give a file path or a postgres:// URL)")
 	}
-	db := &DB{location: location, loc: Redact(location), secret: secretOf(location)}
+	db := &DB{location: location, loc: Redact(location), scrub: NewScrubber(location)}
 	var dsn string
 	if IsPostgres(location) {
 		db.d = postgresDialect
@@ -215,7 +172,7 @@ func connect(ctx context.Context, location string) (*DB, error) {
 		if db.d.postgres {
 			hint = "is the server up, and are the URL's user, password and database right?"
 		}
-		return nil, fmt.Errorf("open history %s: %w (%s)", db.loc, scrub(err, db.secret), hint)
+		return nil, fmt.Errorf("open history %s: %w (%s)", db.loc, db.scrub.Error(err), hint)
 	}
 	return db, nil
 }
@@ -302,7 +259,7 @@ func (db *DB) inspect(ctx context.Context, q querier, migs []migration) (schemaS
 	var version sql.NullInt64
 	var n int
 	if err := q.QueryRowContext(ctx, "SELECT MAX(version), COUNT(*) FROM "+versionTable+" WHERE description IS NOT NULL AND applied_at IS NOT NULL AND applied_by IS NOT NULL").Scan(&version, &n); err != nil {
-		return schemaState{}, fmt.Errorf("open history %s: table %s is not ours (%v): %w", db.loc, versionTable, scrub(err, db.secret), ErrForeignDatabase)
+		return schemaState{}, fmt.Errorf("open history %s: table %s is not ours (%v): %w", db.loc, versionTable, db.scrub.Error(err), ErrForeignDatabase)
 	}
 	if !version.Valid || n == 0 {
 		return schemaState{}, fmt.Errorf("open history %s: table %s is empty: %w", db.loc, versionTable, ErrForeignDatabase)

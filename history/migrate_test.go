@@ -32,8 +32,8 @@ func TestOpenMigratesOnlyANewSQLiteFile(t *testing.T) {
 			if !errors.Is(err, ErrNeedsMigration) {
 				t.Fatalf("Open(empty PostgreSQL database) = %v; want ErrNeedsMigration", err)
 			}
-			if !strings.Contains(err.Error(), "run lpmbisect history migrate") {
-				t.Errorf("Open error %q does not say what to do", err)
+			if strings.Contains(err.Error(), "lpmbisect history") || strings.Contains(err.Error(), "--") {
+				t.Errorf("Open error %q names a command or a flag: the CLI adds those", err)
 			}
 			from, to, err := Migrate(ctx, location)
 			if err != nil || from != 0 || to != SchemaVersion {

@@ -28,12 +28,33 @@ func TestRedact(t *testing.T) {
 }
 
 func TestScrubKeepsTheChain(t *testing.T) {
-	err := scrub(errors.Join(ErrLocked, errors.New("login p@ss/word failed, p%40ss%2Fword")), "p@ss/word")
+	s := NewScrubber("postgres://ci:p%40ss%2Fword@db.lab/perf")
+	err := s.Error(errors.Join(ErrLocked, errors.New("login postgres://ci:p@ss/word@db.lab, postgres://ci:p%40ss%2Fword@db.lab failed")))
 	if !errors.Is(err, ErrLocked) {
 		t.Errorf("scrub lost the error chain: %v", err)
 	}
 	if s := err.Error(); strings.Contains(s, "p@ss") || strings.Contains(s, "p%40ss") {
 		t.Errorf("scrub left the password in %q", s)
+	}
+}
+
+// TestScrubShortPassword checks that a password that is also a word, or a
+// letter of one, is hidden only where it is a credential.
+func TestScrubShortPassword(t *testing.T) {
+	for _, tt := range []struct{ location, in, want string }{
+		{"postgres://lpm:a@db.lab/perf", "failed to connect to postgres://lpm:a@db.lab/perf: password authentication failed for user lpm",
+			"failed to connect to postgres://lpm:xxxxx@db.lab/perf: password authentication failed for user lpm"},
+		{"postgres://lpm:lpm@db.lab/lpm", "history postgres://lpm:xxxxx@db.lab/lpm: lpmbisect_history needs migrating",
+			"history postgres://lpm:xxxxx@db.lab/lpm: lpmbisect_history needs migrating"},
+		{"postgres://db.lab/perf?user=ci&password=a", "cannot parse `host=db.lab user=ci password=a dbname=perf`: bad port",
+			"cannot parse `host=db.lab user=ci password=xxxxx dbname=perf`: bad port"},
+		{"postgres://db.lab/perf?password=a", "dsn password='a', PGPASSWORD=a&x, password=abc", "dsn password='xxxxx', PGPASSWORD=xxxxx&x, password=abc"},
+		{"postgres://ci@db.lab/perf", "a password=a", "a password=a"},
+		{"/var/cache/lpmbisect/history.db", "postgres://ci:a@db", "postgres://ci:a@db"},
+	} {
+		if got := NewScrubber(tt.location).Text(tt.in); got != tt.want {
+			t.Errorf("NewScrubber(%q).Text(%q) = %q; want %q", tt.location, tt.in, got, tt.want)
+		}
 	}
 }
 
@@ -78,4 +99,12 @@ func TestErrorsHideThePassword(t *testing.T) {
 	missing.RawQuery = "sslmode=disable&password=" + url.QueryEscape(password)
 	_, err = Open(ctx, missing.String())
 	check("Open(no such database, password as a parameter)", err)
+
+	// A one-letter password leaves the server's message as it was.
+	short := *u
+	short.User = url.UserPassword("postgres", "a")
+	_, err = Open(ctx, short.String())
+	if err == nil || !strings.Contains(err.Error(), "password authentication failed") || !strings.Contains(err.Error(), "postgres:xxxxx@") {
+		t.Errorf("Open(password \"a\") = %v; want the server's message intact and the location redacted", err)
+	}
 }

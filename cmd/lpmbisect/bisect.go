@@ -32,7 +32,7 @@ const (
 // bisectOpts are the flags of both bisect commands.
 func bisectOpts(r *run) []opt {
 	k := func(key, usage string) opt { return cliflag.Key(r.File, key, usage) }
-	return append(append(append(append(vmOpts(r), buildOpts(r)...), fleetOpts(r)...), cliflag.Keys(r.File, "stats", "bisect.reverse", "bisect.state")...),
+	return append(append(append(append(append(vmOpts(r), buildOpts(r)...), fleetOpts(r)...), fleetBuildOpts(r)...), cliflag.Keys(r.File, "stats", "bisect.reverse", "bisect.state")...),
 		k("build.command", "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"),
 		k("stats.alpha", "error rate of each comparison's SAME and DIFFERENT claims"),
 		minEffectOpt(r),
@@ -61,7 +61,7 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bisect.Setup{Bench: bench, Measure: s, BuildCommand: r.Build.Command, Build: o, RecheckBoots: r.Bisect.RecheckBoots, Log: r.log}, nil
+	return r.useFleetBuilds(&bisect.Setup{Bench: bench, Measure: s, BuildCommand: r.Build.Command, Build: o, RecheckBoots: r.Bisect.RecheckBoots, Log: r.log})
 }
 
 func bisectRunCommand(r *run) *cli.Command {

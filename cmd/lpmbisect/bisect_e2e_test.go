@@ -84,6 +84,14 @@ func debianTree(t *testing.T, pkg string) (dir, release string) {
 // boot.
 func culpritRepo(t *testing.T) (dir string, commits []string) {
 	t.Helper()
+	return culpritRepoWith(t, nil)
+}
+
+// culpritRepoWith is culpritRepo with the files extra (name: content) in
+// every commit, which gives the commits other ids, and git bisect other
+// choices.
+func culpritRepoWith(t *testing.T, extra map[string]string) (dir string, commits []string) {
+	t.Helper()
 	src61, rel61 := debianTree(t, testkernels.Debian61)
 	src612, rel612 := debianTree(t, testkernels.Debian612)
 	dir = t.TempDir()
@@ -105,6 +113,9 @@ func culpritRepo(t *testing.T) (dir string, commits []string) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "build.sh"), []byte(fakeBuild), 0o755)
+	for name, data := range extra {
+		os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644)
+	}
 	for i := 0; i <= 8; i++ {
 		k, mode := "61", "ok"
 		if i >= 6 {

@@ -15,6 +15,7 @@ func calibrateCommand(r *run) *cli.Command {
 		opt{Name: "paired", Ptr: &r.paired, Usage: "calibrate for paired comparisons (tcg, kvm)"},
 		opt{Name: "seed", Ptr: &seed, Usage: "seed of the splits of the boots into self-compares"},
 		opt{Name: "format", Ptr: &r.format, Usage: "on stdout: text, markdown, json"})
+	opts = append(opts, fleetOpts(r)...) // --db, --queue: calibrate a fleet queue's host class, stored in the fleet
 	return command("calibrate", "measure what this host's boots of one kernel agree to: icount jitter bounds, wall-time floors of the minimum effect", "KERNEL", opts, func(c *cli.Context) error {
 		kernels, err := r.kernels(c, "calibrate", "one KERNEL", 1)
 		if err != nil {
@@ -34,10 +35,11 @@ func calibrateCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		if err := calibrate.Store(s.CacheDir, cal); err != nil {
+		shelf := calibrate.ShelfFor(s, s.CacheDir)
+		if err := calibrate.Store(c.Context, shelf, cal); err != nil {
 			return err
 		}
-		r.log.Printf("calibration stored in %s", calibrate.Path(s.CacheDir, cal.Key))
+		r.log.Printf("calibration stored in %s", shelf.Where(cal.Key))
 		return report.WriteCalibration(c.App.Writer, format, cal)
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/fleet"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -22,6 +23,9 @@ type remote struct {
 	ctx        context.Context // the command's: Ctrl-C cancels the outstanding jobs
 	db, queue  string
 	stuckAfter time.Duration
+	// --build-queue, --tree, --build-config: a bisection's builds as
+	// build jobs (fleetBuildOpts).
+	buildQueue, tree, buildConfig string
 
 	mu     sync.Mutex
 	client *fleet.Client
@@ -45,6 +49,55 @@ func fleetOpts(r *run) []opt {
 	}
 }
 
+// fleetBuildOpts are --build-queue, --tree and --build-config of the
+// commands that build commits (bisect, bisect-run, nightly).
+func fleetBuildOpts(r *run) []opt {
+	if r.remote.buildConfig == "" {
+		r.remote.buildConfig = "default"
+	}
+	return []opt{
+		{Name: "build-queue", Ptr: &r.remote.buildQueue, Usage: "with --db: build each commit as a job on this fleet build queue (build, build-CLASS; its workers must be running with the tree, see lpmbisect worker --tree) instead of here"},
+		{Name: "tree", Ptr: &r.remote.tree, Usage: "with --build-queue: the NAME of the tree on the build workers (their --tree NAME=DIR); the commit is the checked-out tree's HEAD"},
+		{Name: "build-config", Ptr: &r.remote.buildConfig, Usage: "with --build-queue: the build configuration the workers know by this name (a worker's [build] section is \"default\")"},
+	}
+}
+
+// useFleetBuilds makes s build its commits on the fleet's build queue
+// when --build-queue is given (a fleet.Builder); without it s is
+// unchanged.
+func (r *run) useFleetBuilds(s *bisect.Setup) (*bisect.Setup, error) {
+	if r.remote == nil || r.remote.buildQueue == "" {
+		return s, nil
+	}
+	url := r.fleetURL()
+	switch {
+	case url == "":
+		return nil, usageError("--build-queue %s needs the fleet database: give --db postgres://… (or a postgres:// [nightly] db in --config)", r.remote.buildQueue)
+	case !history.IsPostgres(url):
+		return nil, usageError("--db %s: not a postgres:// URL (the fleet needs PostgreSQL)", history.Redact(url))
+	case r.remote.tree == "":
+		return nil, usageError("--build-queue %s needs --tree NAME: the tree's name on the build workers (their --tree NAME=DIR)", r.remote.buildQueue)
+	case r.remote.buildConfig == "":
+		return nil, usageError("--build-config must name a build configuration of the workers (theirs is \"default\")")
+	case s.BuildCommand != "":
+		return nil, usageError("--build-command and --build-queue: build jobs carry no commands (the workers' configuration builds); give one of them")
+	}
+	q, err := fleet.ParseQueue(r.remote.buildQueue)
+	if err != nil {
+		return nil, usageError("--build-queue: %v", err)
+	}
+	if !q.Build() {
+		return nil, usageError("--build-queue %s is a boot queue: builds go to a build queue (build, build-CLASS)", q.Name)
+	}
+	c, err := r.remote.connect(url, r)
+	if err != nil {
+		return nil, err
+	}
+	s.RemoteBuilder = &fleet.Builder{Client: c, Queue: q.Name, Tree: r.remote.tree, Config: r.remote.buildConfig}
+	r.log.Printf("builds go to queue %s of fleet %s (tree %s, configuration %s)", q.Name, c.Location(), r.remote.tree, r.remote.buildConfig)
+	return s, nil
+}
+
 // fleetURL is the fleet database: --db, else the configuration's
 // [nightly] db when it is a PostgreSQL URL (a SQLite history is no fleet).
 func (r *run) fleetURL() string {
@@ -66,6 +119,8 @@ func (r *run) useFleet(s *measure.Setup) error {
 	}
 	url := r.fleetURL()
 	switch {
+	case r.remote.queue == "" && r.remote.buildQueue != "":
+		return nil // builds on the fleet, boots here
 	case r.remote.queue == "":
 		return usageError("--db names the fleet, --queue NAME sends the boots there: give both (or neither, to boot here)")
 	case url == "":
@@ -130,11 +185,13 @@ func (l *remote) close() {
 }
 
 // fleetError gives the fleet errors that an operator fixes by hand (an
-// unmigrated database, a taken worker name) the usage exit code; the rest
-// stay infrastructure failures.
+// unmigrated database, a taken worker name) the usage exit code, with the
+// command that migrates; the rest stay infrastructure failures.
 func fleetError(err error) error {
 	switch {
-	case errors.Is(err, fleet.ErrNeedsMigration), errors.Is(err, fleet.ErrNewerSchema), errors.Is(err, fleet.ErrNoDatabase), errors.Is(err, fleet.ErrQueueName),
+	case errors.Is(err, fleet.ErrNeedsMigration):
+		return &exitError{code: exitUsage, err: fmt.Errorf("%w (run lpmbisect fleet migrate --db URL, as the fleet's operator)", err)}
+	case errors.Is(err, fleet.ErrNewerSchema), errors.Is(err, fleet.ErrNoDatabase), errors.Is(err, fleet.ErrQueueName),
 		errors.Is(err, fleet.ErrWorkerNameTaken):
 		return usageError("%v", err)
 	}

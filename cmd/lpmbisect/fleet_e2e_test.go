@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/fleet"
 	"github.com/lpmbisect/lpmbisect/internal/testguest"
@@ -65,15 +66,16 @@ type cliWorker struct {
 	code        int
 }
 
-// startWorker starts `lpmbisect worker` on queue icount with one slot and
-// waits until it has registered in the fleet. Its cache is under the test
-// process's shared cache, where assertNoQEMULeft looks.
-func startWorker(t *testing.T, db, name string) *cliWorker {
+// startWorker starts `lpmbisect worker` on queue icount with one slot, and
+// the flags args (a later --queues wins), and waits until it has
+// registered in the fleet. Its cache is under the test process's shared
+// cache, where assertNoQEMULeft looks.
+func startWorker(t *testing.T, db, name string, args ...string) *cliWorker {
 	t.Helper()
 	w := &cliWorker{name: name, cache: filepath.Join(sharedCache(t), fmt.Sprintf("worker-%s-%d", name, time.Now().UnixNano())),
 		log: &lockedBuffer{}, done: make(chan struct{})}
-	w.cmd = exec.Command(builtCLI(t), "worker", "--db", db, "--queues", "icount", "--name", name, "--slots", "1",
-		"--cache-dir", w.cache, "--guest", testguest.Path(t))
+	w.cmd = exec.Command(builtCLI(t), append([]string{"worker", "--db", db, "--queues", "icount", "--name", name, "--slots", "1",
+		"--cache-dir", w.cache, "--guest", testguest.Path(t)}, args...)...)
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test that dies takes its workers along
 	stderr, err := w.cmd.StderrPipe()
 	if err != nil {
@@ -262,7 +264,8 @@ func TestFleetCompare(t *testing.T) {
 	remote, code, stderr := runLookupCompare(t, "compare on two workers", "--db", db, "--queue", "icount")
 	knownLookup(t, "compare on two workers", code, remote)
 	noSecret(t, password, "compare --db", stderr)
-	for _, want := range []string{"boots go to queue icount", "job start job=", "worker=w1", "worker=w2", "boot done job="} {
+	for _, want := range []string{"boots go to queue icount", "job start job=", "worker=w1", "worker=w2", "boot done job=",
+		"statistics from no calibration of fleet queue icount for icount on fleet queue icount, QEMU ", "the documented defaults"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("compare --db --queue: progress lacks %q:\n%s", want, stderr)
 		}
@@ -414,38 +417,165 @@ WHERE j.id > $1 AND j.kind = $2 GROUP BY j.id, j.attempt ORDER BY j.id`, maxJob,
 	assertNoQEMULeft(t)
 }
 
-// TestFleetBisect is the throwaway-repository bisection of
-// TestBisectRepoOnRealKernelsResumes on two workers: the same culprit as
-// locally, with boots on both. It takes about 3.5 minutes on a 2-core
-// machine, which the suite's 20-minute budget cannot spare beside the
-// local bisections, so it runs with LPMBISECT_FLEET_BISECT=1:
-//
-//	LPMBISECT_FLEET_BISECT=1 LPMBISECT_REQUIRE_VM=1 go test -run TestFleetBisect -v ./cmd/lpmbisect
-func TestFleetBisect(t *testing.T) {
-	if os.Getenv("LPMBISECT_FLEET_BISECT") != "1" {
-		t.Skip("set LPMBISECT_FLEET_BISECT=1 to bisect on two workers (about 3.5 minutes)")
-	}
+// TestFleetCalibrate calibrates the fleet's icount host class with boots
+// on its workers, stored in the fleet database, and checks that a compare
+// on the queue reads that calibration (not this host's) and says so.
+func TestFleetCalibrate(t *testing.T) {
+	bootsInParallel(t)
 	args := vmArgs(t)
-	dir, commits := culpritRepo(t)
 	db, password := migratedFleet(t)
 	startWorker(t, db, "w1")
 	startWorker(t, db, "w2")
 	start := time.Now()
+	line := append(append(append([]string{"calibrate", "--format", "json", "--boots", "2", "--db", db, "--queue", "icount"}, fleetPlan...), args...),
+		testkernels.Deb(t, testkernels.Debian612))
+	code, stdout, stderr := runCLI(t, line...)
+	t.Logf("calibrate --db --queue icount (%s): exit %d\n%s", time.Since(start).Round(time.Second), code, stderr)
+	if code != exitOK || !strings.Contains(stderr, "boots go to queue icount") || !strings.Contains(stderr, "calibration stored in fleet postgres://") {
+		t.Fatalf("calibrate --db --queue icount: exit %d; want 0, its boots on the queue and the calibration in the fleet\n%s", code, stderr)
+	}
+	noSecret(t, password, "calibrate --db", stdout, stderr)
+	var cal struct {
+		Key struct {
+			Host struct{ Name string } `json:"host"`
+			QEMU string                `json:"qemu"`
+		} `json:"key"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &cal); err != nil || cal.Key.Host.Name != "fleet queue icount" || cal.Key.QEMU == "" {
+		t.Errorf("calibrate --format json = %+v, %v; want the key of host class \"fleet queue icount\" with its QEMU", cal, err)
+	}
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows int
+	var host string
+	conn.QueryRow(context.Background(), "SELECT count(*), max(key->'host'->>'name') FROM lpmbisect_fleet_calibrations").Scan(&rows, &host)
+	if rows != 1 || host != "fleet queue icount" {
+		t.Errorf("fleet calibrations: %d rows, host %q; want 1 of \"fleet queue icount\"", rows, host)
+	}
+
+	row, code, stderr := runLookupCompare(t, "compare on the calibrated queue", "--db", db, "--queue", "icount")
+	knownLookup(t, "compare on the calibrated queue", code, row)
+	if want := "statistics from calibration of 6.12"; !strings.Contains(stderr, want) || !strings.Contains(stderr, " for fleet queue icount\n") {
+		t.Errorf("compare --db --queue icount after calibrate does not say it used the fleet's calibration (%q … for fleet queue icount):\n%s", want, stderr)
+	}
+	assertNoQEMULeft(t)
+}
+
+// fakeMake is the make of the fleet's build worker in TestFleetBisect: it
+// "builds" a commit of the test repository with its build.sh (the Debian
+// kernel the commit names, a compiler error, or a truncated image) and
+// puts the image where kbuild leaves a bzImage. Config targets leave an
+// empty .config.
+const fakeMake = `#!/bin/sh
+src= out= targets=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -C) src=$2; shift ;;
+    O=*) out=${1#O=} ;;
+    -j*|*=*) ;;
+    *) targets="$targets $1" ;;
+  esac
+  shift
+done
+for t in $targets; do
+  case "$t" in
+    *config) touch "$out/.config" ;;
+    bzImage)
+      built=$(cd "$src" && LPMBISECT_BUILD_DIR="$out/fake" ./build.sh) || exit 2
+      mkdir -p "$out/arch/x86/boot"
+      cp "$built"/boot/vmlinuz-* "$out/arch/x86/boot/bzImage" ;;
+  esac
+done
+`
+
+// TestFleetBisect is the throwaway-repository bisection of
+// TestBisectRepoOnRealKernelsResumes on the fleet: boots on two workers,
+// builds as build jobs on the first (whose make copies the Debian image the
+// commit names, see fakeMake). It must name the local culprit, skip the
+// commit that does not build, and leave every build to the worker. It
+// takes 4 to 8 minutes on a 2-core machine,
+// which the suite's 20-minute budget cannot spare beside the local
+// bisections, so it runs with LPMBISECT_FLEET_BISECT=1:
+//
+//	LPMBISECT_FLEET_BISECT=1 LPMBISECT_REQUIRE_VM=1 go test -run TestFleetBisect -v ./cmd/lpmbisect
+func TestFleetBisect(t *testing.T) {
+	if os.Getenv("LPMBISECT_FLEET_BISECT") != "1" {
+		t.Skip("set LPMBISECT_FLEET_BISECT=1 to bisect on two workers, builds on one (4 to 8 minutes)")
+	}
+	args := vmArgs(t)
+	// What package build looks for in a kernel tree, beside build.sh.
+	dir, commits := culpritRepoWith(t, map[string]string{"Makefile": "# not a kernel: build.sh builds\n", "Kconfig": "# not a kernel: build.sh builds\n"})
+	db, password := migratedFleet(t)
+	tools := t.TempDir()
+	mk := filepath.Join(tools, "make")
+	cfg := filepath.Join(tools, "worker.toml")
+	if err := os.WriteFile(mk, []byte(fakeMake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[build]\nmake = %q\n", mk)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, db, "w1", "--queues", "icount,build", "--tree", "culprit="+dir, "--config", cfg)
+	startWorker(t, db, "w2")
+	state := t.TempDir()
+	start := time.Now()
 	code, stdout, stderr := runCLI(t, append(append([]string{"bisect", "--repo", dir, "--good", commits[0], "--bad", commits[8], "--reverse",
-		"--build-command", "./build.sh", "--state", t.TempDir(), "--db", db, "--queue", "icount"}, bisectArgs...), args...)...)
-	t.Logf("bisect --db --queue icount (%s):\n%s", time.Since(start).Round(time.Second), stdout)
+		"--state", state, "--db", db, "--queue", "icount", "--build-queue", "build", "--tree", "culprit"}, bisectArgs...), args...)...)
+	t.Logf("bisect --db --queue icount --build-queue build (%s):\n%s", time.Since(start).Round(time.Second), stdout)
 	if code != exitOK {
-		t.Fatalf("bisect --db --queue icount: exit %d; want 0 as locally\n%s", code, stderr)
+		t.Fatalf("bisect --db --queue icount --build-queue build: exit %d; want 0 as locally\n%s", code, stderr)
 	}
 	// The culprit of the local bisection (TestBisectRepoOnRealKernelsResumes).
 	if !strings.Contains(stdout, "first improved commit: "+commits[6]) || !strings.Contains(stdout, "confirmed") {
 		t.Errorf("bisect on the fleet does not name commit 6 (%s) as confirmed:\n%s", commits[6][:12], stderr)
 	}
 	noSecret(t, password, "bisect --db", stdout, stderr)
+	st := readState(t, state, "git")
+	skips := map[string]string{}
+	for _, s := range st.Steps {
+		if s.Verdict.Class == bisect.Skip {
+			skips[s.Commit] = s.Verdict.Reason
+		}
+	}
+	if !strings.Contains(skips[commits[4]], "build failed") || !strings.Contains(skips[commits[4]], "expected ';'") {
+		t.Errorf("skipped steps = %v; want commit 4 (build failed, with the compiler's error)", skips)
+	}
 	per := bootsPerWorker(fleetStatus(t, db, password))
 	t.Logf("boots per worker: %v", per)
 	if per["w1"] == 0 || per["w2"] == 0 {
 		t.Errorf("boots per worker = %v; want both workers to have booted", per)
+	}
+	// Every commit the bisection built was a build job of w1's.
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	built := map[string]string{}
+	rows, err := conn.Query(context.Background(), "SELECT commit, worker, ok FROM lpmbisect_fleet_build_results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var commit, worker string
+		var ok bool
+		if err := rows.Scan(&commit, &worker, &ok); err != nil {
+			t.Fatal(err)
+		}
+		built[commit] = fmt.Sprintf("%s ok=%v", worker, ok)
+	}
+	rows.Close()
+	t.Logf("build jobs: %v", built)
+	for commit := range st.Kernels {
+		if want := fmt.Sprintf("w1 ok=%v", commit != commits[4]); built[commit] != want {
+			t.Errorf("build job of %s = %q; want %q", commit[:12], built[commit], want)
+		}
+	}
+	if len(st.Kernels) < 3 || len(built) != len(st.Kernels) {
+		t.Errorf("%d build jobs for the %d commits the bisection built; want one each, at least 3", len(built), len(st.Kernels))
 	}
 	assertNoQEMULeft(t)
 }
@@ -469,6 +599,12 @@ func TestFleetUsage(t *testing.T) {
 		{"stuck too short", []string{"compare", "--accel", "icount", "--db", db, "--queue", "icount", "--stuck-after", "1s", "--guest", guest, deb, deb}, exitUsage, "--stuck-after 1s"},
 		{"database down", []string{"compare", "--accel", "icount", "--db", db, "--queue", "icount", "--guest", guest, deb, deb}, exitInfra, "is the server up"},
 		{"bisect without db", []string{"bisect", "--images", deb, "--queue", "icount", "--guest", guest}, exitUsage, "--queue icount needs the fleet database"},
+		{"build queue without db", []string{"bisect", "--repo", t.TempDir(), "--good", "a", "--bad", "b", "--build-queue", "build", "--tree", "linux", "--guest", guest}, exitUsage, "--build-queue build needs the fleet database"},
+		{"build queue without tree", []string{"bisect", "--repo", t.TempDir(), "--good", "a", "--bad", "b", "--db", db, "--build-queue", "build", "--guest", guest}, exitUsage, "needs --tree NAME"},
+		{"build queue of boots", []string{"bisect", "--repo", t.TempDir(), "--good", "a", "--bad", "b", "--db", db, "--build-queue", "icount", "--tree", "linux", "--guest", guest}, exitUsage, "is a boot queue"},
+		{"build queue and command", []string{"bisect", "--repo", t.TempDir(), "--good", "a", "--bad", "b", "--db", db, "--build-queue", "build", "--tree", "linux", "--build-command", "make", "--guest", guest}, exitUsage, "build jobs carry no commands"},
+		{"build queue down", []string{"bisect-run", "--db", db, "--build-queue", "build", "--tree", "linux", "--guest", guest}, exitRunAbort, "is the server up"},
+		{"calibrate without db", []string{"calibrate", "--accel", "icount", "--queue", "icount", "--guest", guest, deb}, exitUsage, "--queue icount needs the fleet database"},
 		{"fleet without db", []string{"fleet"}, exitUsage, "fleet needs the fleet database"},
 		{"fleet format", []string{"fleet", "--db", db, "--format", "html"}, exitUsage, "use text or json"},
 		{"fleet down", []string{"fleet", "--db", db}, exitInfra, "is the server up"},
@@ -486,5 +622,28 @@ func TestFleetUsage(t *testing.T) {
 			}
 			noSecret(t, "s3cret", c.name, stdout, stderr)
 		})
+	}
+}
+
+// TestNeedsMigrationHint checks that the commands name the migration an
+// unmigrated database needs, once: the libraries' errors name no command.
+func TestNeedsMigrationHint(t *testing.T) {
+	db := testpg.Start(t)
+	cfg := filepath.Join(t.TempDir(), "nightly.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[nightly]\ndb = %q\n", db)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"fleet", "--db", db}, "fleet database needs migrating (run lpmbisect fleet migrate --db URL, as the fleet's operator)"},
+		{[]string{"worker", "--db", db, "--queues", "icount", "--guest", fakeGuest(t), "--cache-dir", t.TempDir()}, "(run lpmbisect fleet migrate --db URL"},
+		{[]string{"history", "--config", cfg}, "history database needs migrating (lpmbisect history migrate --config " + cfg + ")"},
+	} {
+		code, _, stderr := runCLI(t, c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.hint) || strings.Count(stderr, "migrate") != 1 {
+			t.Errorf("lpmbisect %s on an unmigrated database = exit %d, %q; want exit %d and the hint %q once", c.args[0], code, stderr, exitUsage, c.hint)
+		}
 	}
 }

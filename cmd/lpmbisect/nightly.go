@@ -28,7 +28,7 @@ func nightlyCommand(r *run) *cli.Command {
 		{Name: "format", Ptr: &r.format, Usage: "morning report on stdout: text, markdown, json"},
 		{Name: "verbose", Alias: "v", Ptr: &r.verbose, Usage: "print QEMU command lines and decisions"},
 	}
-	opts = append(opts, fleetOpts(r)...)
+	opts = append(append(opts, fleetOpts(r)...), fleetBuildOpts(r)...)
 	return command("nightly", "one night's work for every series: build or take the tip, measure it beside the reference, find and bisect change points", "", opts, func(c *cli.Context) error {
 		format, err := r.format2()
 		if err != nil {
