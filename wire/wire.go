@@ -10,6 +10,8 @@
 //   - the results stream: Go benchmark format (golang.org/x/perf/benchfmt)
 //     lines, a few lpmbisect notes written as benchfmt configuration lines,
 //     and a trailer that proves the stream is complete (Writer, Decode);
+//   - the lines the host sends back on a virtio results port: Go for a
+//     paced guest, Ack for the flush marker (FlushLine) that ends a stream;
 //   - the names results files use: configuration keys (Key*), units and
 //     accelerators (Accel).
 //
