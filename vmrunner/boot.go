@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/exec"
@@ -180,10 +181,13 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	defer rawFile.Close()
 
 	// Three channels on fds 3, 4, 5: pipes QEMU writes to (opened by path
-	// in /proc), or for a paced guest, whose results channels carry the
-	// host's go lines back, connected sockets for results and fallback.
+	// in /proc), or connected sockets for the channels that carry the
+	// host's lines back: the virtio results port always (the host's ack
+	// of the guest's flush marker, and a paced guest's go lines), the
+	// fallback serial port for a paced guest.
 	names := []string{consoleFile, resultsFile, fallbackFile}
 	paced := cfg.Pace != nil
+	duplex := func(f string) bool { return f == resultsFile || paced && f == fallbackFile }
 	var readers, writers []*os.File
 	defer func() {
 		for _, f := range append(readers, writers...) {
@@ -191,7 +195,7 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}()
 	for _, n := range names {
-		r, w, err := channelPair(paced && n != consoleFile)
+		r, w, err := channelPair(duplex(n))
 		if err != nil {
 			return nil, fmt.Errorf("create channel %s: %w", n, err)
 		}
@@ -199,11 +203,18 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	args := cfg.qemuArgs(func(id, f string) string {
 		fd := strconv.Itoa(3 + slices.Index(names, f))
-		if paced && f != consoleFile {
+		if duplex(f) {
 			return "socket,id=" + id + ",fd=" + fd
 		}
 		return "file,id=" + id + ",path=/proc/self/fd/" + fd
 	}, paced)
+	// back is where the host answers on a channel: nil for a pipe.
+	back := func(i int) io.Writer {
+		if duplex(names[i]) {
+			return readers[i]
+		}
+		return nil
+	}
 
 	var stderr boundedBuffer
 	stderr.max = 16 << 10
@@ -228,8 +239,8 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); mon.readConsole(readers[0], logFile) }()
-	go func() { defer wg.Done(); mon.readResults(readers[1], readers[1], &mon.virtio, rawFile) }()
-	go func() { defer wg.Done(); mon.readResults(readers[2], readers[2], &mon.serial, rawFile) }()
+	go func() { defer wg.Done(); mon.readResults(readers[1], back(1), &mon.virtio, rawFile) }()
+	go func() { defer wg.Done(); mon.readResults(readers[2], back(2), &mon.serial, rawFile) }()
 
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()

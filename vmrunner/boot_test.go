@@ -2,6 +2,7 @@ package vmrunner
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -331,6 +332,77 @@ var fakeGuests = map[string]func(vm *fakeVM, stderr io.Writer) int{
 	},
 }
 
+func init() {
+	// throttled writes a long stream and its insight document into a
+	// throttled virtqueue, then the flush marker, and waits for the ack
+	// before it powers off; unflushed does the same but powers off at once.
+	fakeGuests["throttled"] = func(vm *fakeVM, _ io.Writer) int { return throttledGuest(vm, true) }
+	fakeGuests["unflushed"] = func(vm *fakeVM, _ io.Writer) int { return throttledGuest(vm, false) }
+}
+
+// throttledDoc is the insight document the throttled guests send: 1 MiB,
+// as large as a real one with kallsyms, in 32 lines of base64.
+var throttledDoc = func() []byte {
+	b := make([]byte, 1<<20)
+	for i := range b {
+		b[i] = byte(i * 7919 >> 8)
+	}
+	return b
+}()
+
+// virtqueue is QEMU's side of a virtio-serial port that a slow host
+// throttles: a guest's write returns once its buffer is queued (up to 128
+// of them, the port's queue size), QEMU hands the queue to the chardev at
+// the host's pace, and what is still queued when the guest powers off
+// (QEMU exits) is lost.
+type virtqueue struct {
+	bufs chan []byte
+}
+
+func newVirtqueue(out io.Writer) *virtqueue {
+	q := &virtqueue{bufs: make(chan []byte, 128)}
+	go func() {
+		for b := range q.bufs {
+			for len(b) > 0 { // 4 KiB a millisecond: a host that reads slowly
+				n := min(len(b), 4<<10)
+				if _, err := out.Write(b[:n]); err != nil {
+					return
+				}
+				b = b[n:]
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	return q
+}
+
+func (q *virtqueue) Write(p []byte) (int, error) {
+	q.bufs <- slices.Clone(p)
+	return len(p), nil
+}
+
+func throttledGuest(vm *fakeVM, flush bool) int {
+	io.WriteString(vm.console, fakeBanner)
+	q := newVirtqueue(vm.results)
+	ww := wire.NewWriter(q)
+	for i := range 3 {
+		ww.Result(&benchfmt.Result{Name: []byte("BenchmarkFake/op=lookup"), Iters: 1000, Values: []benchfmt.Value{{Value: 500 + float64(i), Unit: "ns/op"}}})
+	}
+	ww.End()
+	ww.Insight(throttledDoc)
+	if !flush {
+		return 0 // powers off with buffers still queued
+	}
+	q.Write([]byte(wire.FlushLine))
+	in := bufio.NewReader(vm.results)
+	if line, err := in.ReadString('\n'); err != nil || line != wire.Ack {
+		fmt.Fprintf(vm.console, "guest: read %q, %v; want %q\r\n", line, err, wire.Ack)
+		return 0
+	}
+	fmt.Fprintf(vm.console, "guest: acknowledged, %d buffers still queued\r\n", len(q.bufs))
+	return 0
+}
+
 // fakeConfig is a boot of the named fake guest with deadlines long enough
 // for a loaded machine; tests of a deadline shorten it.
 func fakeConfig(t *testing.T, guest string) Config {
@@ -528,5 +600,29 @@ func TestBootRecordsQEMUVersionAndCPUModel(t *testing.T) {
 		if r.Outcome != OK || r.QEMUVersion != "7.2.22" || r.CPUModel != accel.CPUModel() {
 			t.Errorf("Boot(%s) = %s, QEMU %q, CPU %q; want %s, QEMU \"7.2.22\", CPU %q", accel, r.Outcome, r.QEMUVersion, r.CPUModel, OK, accel.CPUModel())
 		}
+	}
+}
+
+// TestBootFlushed checks that a guest that waits for the host's ack of its
+// flush marker loses nothing when QEMU still holds its last buffers, and
+// that the fake models the loss: a guest that powers off at once loses
+// the end of its insight document.
+func TestBootFlushed(t *testing.T) {
+	t.Parallel()
+	r := bootFake(t, context.Background(), fakeConfig(t, "throttled"))
+	if r.Outcome != OK || len(r.Stream.Results) != 3 {
+		t.Fatalf("Boot(throttled) = %s (%s), %d results; want %s with 3", r.Outcome, r.Detail, len(r.Stream.Results), OK)
+	}
+	if !bytes.Equal(r.Stream.Insight, throttledDoc) {
+		t.Errorf("Boot(throttled) got %d bytes of insight (%s); want all %d sent", len(r.Stream.Insight), r.Stream.InsightProblem, len(throttledDoc))
+	}
+	console, _ := os.ReadFile(r.ConsoleLog)
+	if !strings.Contains(string(console), "guest: acknowledged, 0 buffers still queued") {
+		t.Errorf("Boot(throttled) console %q; want the guest to get the ack after its last buffer left the queue", console)
+	}
+
+	r = bootFake(t, context.Background(), fakeConfig(t, "unflushed"))
+	if len(r.Stream.Insight) >= len(throttledDoc) {
+		t.Errorf("Boot(unflushed) got %d bytes of insight; want fewer than the %d sent (the fake must lose what QEMU holds at power-off)", len(r.Stream.Insight), len(throttledDoc))
 	}
 }

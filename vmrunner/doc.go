@@ -13,7 +13,11 @@
 // Results travel over a virtio-serial port named wire.PortName; a kernel
 // without virtio console gets a second 8250 UART (ttyS1) instead, and the
 // guest picks whichever works. The console (ttyS0) is captured to a log file
-// and scanned for panics.
+// and scanned for panics. The virtio port is a socket pair, so the host can
+// answer the guest: it acknowledges the guest's flush marker
+// (wire.FlushLine), after which the guest powers off knowing the host has
+// read everything (QEMU drops what it still holds for a slow host when the
+// guest powers off), and lets a paced guest take its steps (Config.Pace).
 //
 // Under Icount the numbers are instruction counts, which depend on the CPU
 // the guest sees and on QEMU: Icount boots emulate a fixed CPU model

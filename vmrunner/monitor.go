@@ -131,11 +131,12 @@ var readyPrefix = []byte(wire.KeyReady + ": ")
 
 // readResults copies a results channel into dst, enforcing the limits. Once
 // over a limit it keeps draining (so QEMU never blocks) but stores nothing.
-// For a paced guest it recognises ready notes and answers them on back.
+// On back (nil for a channel the host cannot write to) it answers the
+// guest's flush marker (see wire.FlushLine) and a paced guest's ready notes.
 func (m *monitor) readResults(r io.Reader, back io.Writer, dst *boundedBuffer, raw io.Writer) {
 	buf := make([]byte, 32<<10)
 	lineLen := 0
-	var head []byte // the start of the current line, for ready notes
+	var head []byte // the start of the current line, for the lines answered
 	over := false
 	for {
 		n, err := r.Read(buf)
@@ -145,9 +146,9 @@ func (m *monitor) readResults(r io.Reader, back io.Writer, dst *boundedBuffer, r
 			if !over {
 				chunk := buf[:n]
 				for _, b := range chunk {
-					if m.pace != nil {
+					if back != nil {
 						if b == '\n' {
-							m.ready(head, back)
+							m.answer(head, back)
 							head = head[:0]
 						} else if len(head) < 64 {
 							head = append(head, b)
@@ -177,11 +178,17 @@ func (m *monitor) readResults(r io.Reader, back io.Writer, dst *boundedBuffer, r
 	}
 }
 
-// ready handles one line of a paced guest: a ready note makes the guest
+// answer handles the start of one line of the guest: the flush marker is
+// acknowledged at once, with wire.Ack on back (everything before it has
+// been read: the stream is ordered), and a paced guest's ready note makes it
 // wait until Config.Pace resumes it, by writing wire.Go on back.
-func (m *monitor) ready(line []byte, back io.Writer) {
+func (m *monitor) answer(line []byte, back io.Writer) {
+	if wire.IsFlush(line) {
+		back.Write([]byte(wire.Ack)) // an error means QEMU is gone; the boot ends on its own
+		return
+	}
 	rest, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), readyPrefix)
-	if !ok {
+	if !ok || m.pace == nil {
 		return
 	}
 	step, err := strconv.Atoi(string(rest))

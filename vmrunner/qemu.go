@@ -90,7 +90,9 @@ func fileChardev(path func(file string) string) func(id, file string) string {
 
 // CommandLine returns a shell command that reproduces the boot by hand,
 // writing the console and results into the run directory. A paced boot is
-// reproduced unpaced: by hand nobody answers the guest.
+// reproduced unpaced: by hand nobody answers the guest. Nor does anybody
+// acknowledge its flush marker (wire.FlushLine): the guest powers off after
+// waiting for that as long as it is bounded to.
 func (c Config) CommandLine() []string {
 	c.setDefaults()
 	return append([]string{c.QEMU}, c.qemuArgs(fileChardev(func(f string) string { return filepath.Join(c.RunDir, f) }), false)...)

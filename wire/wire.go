@@ -10,6 +10,8 @@
 //   - the results stream: Go benchmark format (golang.org/x/perf/benchfmt)
 //     lines, a few lpmbisect notes written as benchfmt configuration lines,
 //     and a trailer that proves the stream is complete (Writer, Decode);
+//   - the lines the host sends back on a virtio results port: Go for a
+//     paced guest, Ack for the flush marker (FlushLine) that ends a stream;
 //   - the names results files use: configuration keys (Key*), units and
 //     accelerators (Accel).
 //
@@ -72,6 +74,31 @@ const (
 // and ignores the rest of the line.
 const Go = "go\n"
 
+// KeyFlush is the key of the flush marker (FlushLine), the last line a guest
+// writes on a virtio results port before it powers off.
+const KeyFlush = "lpmbisect-flush"
+
+// FlushLine is the flush marker. A guest writes it on a virtio results port
+// after its last line (the insight document, else the trailer) and then
+// waits for Ack before it powers off: a virtio port's write returns once
+// the data is in the virtqueue, and QEMU, throttled by a host that reads
+// slowly, may still hold the last buffers there when the guest powers off
+// and QEMU exits, losing them. The stream is ordered, so a host that has
+// read the marker has read everything before it. The marker is written on
+// the channel, not through a Writer: it is in no trailer's checksum, and
+// Decode ignores it wherever it appears.
+const FlushLine = KeyFlush + ": ack?\n"
+
+// IsFlush reports whether line (with or without its newline and any
+// carriage return) is the flush marker.
+func IsFlush(line []byte) bool {
+	return string(bytes.TrimRight(line, "\r\n")) == FlushLine[:len(FlushLine)-1]
+}
+
+// Ack is what the host sends on the results channel when it has read the
+// flush marker. The guest reads it as it reads Go: up to the newline.
+const Ack = "ack\n"
+
 const notePrefix = "lpmbisect-"
 
 // Writer writes a stream. It is used by the guest; it is not safe for
@@ -111,7 +138,7 @@ func (w *Writer) Result(r *benchfmt.Result) error {
 // Note writes an lpmbisect note. key must be one of the Key* note constants.
 // Newlines in text are replaced so a note is always one line.
 func (w *Writer) Note(key, text string) error {
-	if !strings.HasPrefix(key, notePrefix) || key == KeyEnd {
+	if !strings.HasPrefix(key, notePrefix) || key == KeyEnd || key == KeyFlush {
 		return fmt.Errorf("write note: %q is not a note key", key)
 	}
 	text = strings.NewReplacer("\n", " ", "\r", " ").Replace(text)
@@ -148,8 +175,8 @@ type Stream struct {
 	// Results are the parsed benchmark results, in order, with lpmbisect
 	// notes removed from their configuration.
 	Results []*benchfmt.Result
-	// Notes are the lpmbisect notes (not including the trailer and the
-	// ready notes of a paced guest).
+	// Notes are the lpmbisect notes (not including the trailer, the
+	// ready notes of a paced guest and the flush marker).
 	Notes []Note
 	// Config holds the last value of each configuration key seen.
 	Config map[string]string
@@ -196,6 +223,9 @@ func Decode(data []byte) *Stream {
 				insight.add(string(v))
 			}
 			continue
+		}
+		if IsFlush(clean) {
+			continue // channel control, not part of the stream
 		}
 		sum.Write(bytes.ReplaceAll(line, []byte("\r"), nil))
 		if bytes.HasPrefix(clean, []byte(notePrefix)) {

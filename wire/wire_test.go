@@ -121,3 +121,35 @@ func TestDecodeDropsReadyNotes(t *testing.T) {
 		t.Errorf("Notes = %+v; want ready notes left out", s.Notes)
 	}
 }
+
+func TestFlushMarker(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	r := &benchfmt.Result{Name: []byte("LPMTrie/op=noop"), Iters: 1, Values: []benchfmt.Value{{Value: 7, Unit: "ns/op"}}}
+	if err := w.Result(r); err != nil {
+		t.Fatal(err)
+	}
+	buf.WriteString(FlushLine) // a guest that waited for the host mid-stream (a fault's drain)
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	buf.WriteString(FlushLine)
+	s := Decode(buf.Bytes())
+	if !s.Complete || len(s.Results) != 1 || len(s.Notes) != 0 || s.SyntaxErrors != 0 {
+		t.Errorf("Decode(stream with flush markers) = complete %v (%s), %d results, notes %+v, %d syntax errors; want complete, 1 result, no notes, no errors",
+			s.Complete, s.Problem, len(s.Results), s.Notes, s.SyntaxErrors)
+	}
+	for _, line := range []string{FlushLine, strings.TrimSuffix(FlushLine, "\n"), strings.TrimSuffix(FlushLine, "\n") + "\r\n"} {
+		if !IsFlush([]byte(line)) {
+			t.Errorf("IsFlush(%q) = false; want true", line)
+		}
+	}
+	for _, line := range []string{KeyFlush + ":", KeyFlush + ": ack?x\n", "x" + FlushLine, Ack, KeyReady + ": 1\n"} {
+		if IsFlush([]byte(line)) {
+			t.Errorf("IsFlush(%q) = true; want false", line)
+		}
+	}
+	if err := w.Note(KeyFlush, "ack?"); err == nil {
+		t.Errorf("Note(KeyFlush) = nil; want an error (the marker is channel control, not a note)")
+	}
+}

@@ -2,7 +2,9 @@
 // it needs, loads the modules the host packed (to get a virtio-serial
 // results port), runs the benchmarks the kernel command line selects, writes
 // Go benchmark lines and a trailer to the host (package wire), and powers
-// the VM off.
+// the VM off: on a virtio port only once the host has acknowledged the
+// flush marker after its last line (wire.FlushLine; channel.drain), or
+// when the wait for that runs out (ackTimeout), saying so on the console.
 //
 // The host's run plan comes on the kernel command line as lpmbisect.*
 // parameters (wire.Plan, decoded by wire.DecodePlan; all optional, the
@@ -151,10 +153,14 @@ func run(pid1 bool) (err error) {
 		logf("%s", why)
 		infos = append(infos, why)
 	}
+	ch.spin = plan.Accel.CountsInstructions()
 	logf("results channel: %s %s", ch.kind, ch.path)
 	defer func() {
+		begin := time.Now()
 		if derr := ch.drain(); derr != nil {
 			err = errors.Join(err, fmt.Errorf("drain %s: %w", ch.path, derr))
+		} else if ch.kind == wire.ChannelVirtio {
+			logf("the host acknowledged the stream after %v of guest clock", time.Since(begin).Round(time.Microsecond))
 		}
 		ch.close()
 	}()
