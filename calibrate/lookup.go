@@ -158,12 +158,13 @@ func (c *Calibration) bounds(hosts string) Bounds {
 	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
 	var unreached []string
 	for _, row := range c.Benchmarks {
-		if bound, ok := c.Bound(row.Name, row.Unit); ok {
+		bound, deterministic := c.Bound(row.Name, row.Unit)
+		if deterministic {
 			b.Jitter[row.Name] = bound
 		}
 		if floor, ok := c.Floor(row.Name, row.Unit); ok {
 			b.Floors[row.Name] = floor
-		} else if len(row.SameShare) > 0 {
+		} else if len(row.SameShare) > 0 && !deterministic { // the jitter bound decides those
 			unreached = append(unreached, row.Name)
 		}
 	}

@@ -275,6 +275,7 @@ func TestFleetCompare(t *testing.T) {
 	if per["w1"] == 0 || per["w2"] == 0 || per["w1"]+per["w2"] != remote.A.Boots+remote.B.Boots {
 		t.Errorf("boots per worker = %v; want the %d boots spread over w1 and w2", per, remote.A.Boots+remote.B.Boots)
 	}
+	fleetCalibrate(t, db, password)
 
 	// Again, with w1 killed two seconds into a boot of its own: the
 	// rescuer gives the job to w2 after --stuck-after, which must also be
@@ -331,6 +332,9 @@ SELECT id FROM river_job WHERE id > $1 AND state = 'running' AND attempted_by[ar
 	}
 	row := lookupRow(t, "compare with w1 killed", res.code, res.stdout, res.stderr, time.Since(start))
 	knownLookup(t, "compare with w1 killed", res.code, row)
+	if want := "statistics from calibration of 6.12"; !strings.Contains(res.stderr, want) || !strings.Contains(res.stderr, " for fleet queue icount\n") {
+		t.Errorf("compare --db --queue icount after calibrate does not say it used the fleet's calibration (%q … for fleet queue icount):\n%s", want, res.stderr)
+	}
 	if *row.DeltaPct != *remote.DeltaPct || row.A.Center != remote.A.Center || row.B.Center != remote.B.Center {
 		t.Logf("compare with w1 killed: %.2f → %.2f (%+.3f%%); on two workers %.2f → %.2f (%+.3f%%): within the jitter", row.A.Center, row.B.Center,
 			*row.DeltaPct, remote.A.Center, remote.B.Center, *remote.DeltaPct)
@@ -417,17 +421,13 @@ WHERE j.id > $1 AND j.kind = $2 GROUP BY j.id, j.attempt ORDER BY j.id`, maxJob,
 	assertNoQEMULeft(t)
 }
 
-// TestFleetCalibrate calibrates the fleet's icount host class with boots
-// on its workers, stored in the fleet database, and checks that a compare
-// on the queue reads that calibration (not this host's) and says so.
-func TestFleetCalibrate(t *testing.T) {
-	bootsInParallel(t)
-	args := vmArgs(t)
-	db, password := migratedFleet(t)
-	startWorker(t, db, "w1")
-	startWorker(t, db, "w2")
+// fleetCalibrate calibrates the fleet's icount host class with boots on
+// its workers, stored in the fleet database, for the compares after it
+// (which must read that calibration, not this host's, and say so).
+func fleetCalibrate(t *testing.T, db, password string) {
+	t.Helper()
 	start := time.Now()
-	line := append(append(append([]string{"calibrate", "--format", "json", "--boots", "2", "--db", db, "--queue", "icount"}, fleetPlan...), args...),
+	line := append(append(append([]string{"calibrate", "--format", "json", "--boots", "2", "--db", db, "--queue", "icount"}, fleetPlan...), vmArgs(t)...),
 		testkernels.Deb(t, testkernels.Debian612))
 	code, stdout, stderr := runCLI(t, line...)
 	t.Logf("calibrate --db --queue icount (%s): exit %d\n%s", time.Since(start).Round(time.Second), code, stderr)
@@ -455,13 +455,6 @@ func TestFleetCalibrate(t *testing.T) {
 	if rows != 1 || host != "fleet queue icount" {
 		t.Errorf("fleet calibrations: %d rows, host %q; want 1 of \"fleet queue icount\"", rows, host)
 	}
-
-	row, code, stderr := runLookupCompare(t, "compare on the calibrated queue", "--db", db, "--queue", "icount")
-	knownLookup(t, "compare on the calibrated queue", code, row)
-	if want := "statistics from calibration of 6.12"; !strings.Contains(stderr, want) || !strings.Contains(stderr, " for fleet queue icount\n") {
-		t.Errorf("compare --db --queue icount after calibrate does not say it used the fleet's calibration (%q … for fleet queue icount):\n%s", want, stderr)
-	}
-	assertNoQEMULeft(t)
 }
 
 // fakeMake is the make of the fleet's build worker in TestFleetBisect: it

@@ -128,11 +128,14 @@ func TestSuiteFamiliesOnDebianKernels(t *testing.T) {
 	assertNoQEMULeft(t)
 }
 
+// TestSuiteLookupGrowsWithEntries checks that a lookup costs more the
+// deeper the trie: three sizes show it (a fourth of 100000 entries cost
+// the suite a boot that spent most of its time filling the trie).
 func TestSuiteLookupGrowsWithEntries(t *testing.T) {
 	bootsInParallel(t)
 	args := vmArgs(t)
 	var costs []float64
-	sizes := []int{1, 100, 10000, 100000}
+	sizes := []int{1, 100, 10000}
 	for _, n := range sizes {
 		code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "icount", "--bench", "LPMTrie/op=lookup/keys=random/",
 			"--samples", "2", "--rounds", "2", "--entries", fmt.Sprint(n)}, args...), testkernels.Deb(t, testkernels.Debian612))...)
