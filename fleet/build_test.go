@@ -46,11 +46,11 @@ func gitTree(t *testing.T) (src, mk string, commits []string) {
 	return src, mk, commits
 }
 
-func TestBuildJobs(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-	ctx := context.Background()
+// buildFleet starts a build worker that knows gitTree's tree as "linux"
+// and its make as the build configuration "tiny", and connects a client:
+// where the build tests start.
+func buildFleet(t *testing.T) (c *Client, src string, commits []string, wlogs *syncBuffer) {
+	t.Helper()
 	location := migrated(t)
 	src, mk, commits := gitTree(t)
 	wlog, wlogs := testLogger(t, "builder")
@@ -58,11 +58,20 @@ func TestBuildJobs(t *testing.T) {
 		Trees: map[string]Tree{"linux": {Dir: src}}, Builds: map[string]BuildConfig{"tiny": {Make: mk, Fragments: []string{}}},
 		Log: wlog, Heartbeat: time.Second})
 	clog, _ := testLogger(t, "client")
-	c, err := Connect(ctx, location, clog)
+	c, err := Connect(context.Background(), location, clog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
+	return c, src, commits, wlogs
+}
+
+func TestBuildJobs(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	c, _, commits, wlogs := buildFleet(t)
 	dir := t.TempDir()
 
 	var first *BuildResult
@@ -118,18 +127,7 @@ func TestBuilder(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	ctx := context.Background()
-	location := migrated(t)
-	src, mk, commits := gitTree(t)
-	wlog, wlogs := testLogger(t, "builder")
-	runWorker(t, Worker{URL: location, Name: "builder", Queues: []string{"build"}, CacheDir: t.TempDir(), Guest: fakeGuest(t),
-		Trees: map[string]Tree{"linux": {Dir: src}}, Builds: map[string]BuildConfig{"tiny": {Make: mk, Fragments: []string{}}},
-		Log: wlog, Heartbeat: time.Second})
-	clog, _ := testLogger(t, "client")
-	c, err := Connect(ctx, location, clog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, src, commits, wlogs := buildFleet(t)
 	b := &Builder{Client: c, Tree: "linux", Config: "tiny", PollInterval: 200 * time.Millisecond}
 	checkout := func(commit string) {
 		t.Helper()
