@@ -29,6 +29,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/fleet"
 	"github.com/lpmbisect/lpmbisect/internal/testguest"
+	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
 	"github.com/lpmbisect/lpmbisect/internal/testpg"
 	"github.com/lpmbisect/lpmbisect/report"
@@ -462,18 +463,7 @@ func fleetCalibrate(t *testing.T, db, password string) {
 // kernel the commit names, a compiler error, or a truncated image) and
 // puts the image where kbuild leaves a bzImage. Config targets leave an
 // empty .config.
-const fakeMake = `#!/bin/sh
-src= out= targets=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -C) src=$2; shift ;;
-    O=*) out=${1#O=} ;;
-    -j*|*=*) ;;
-    *) targets="$targets $1" ;;
-  esac
-  shift
-done
-for t in $targets; do
+const fakeMake = testkbuild.MakeArgs + `for t in $targets; do
   case "$t" in
     *config) touch "$out/.config" ;;
     bzImage)

@@ -24,12 +24,10 @@ type Options struct {
 	CompileError string
 }
 
-// script is a make that understands just enough of kbuild: tinyconfig
-// writes a small .config, olddefconfig "settles" it (dropping Options.Drop,
-// adding the compiler), bzImage copies the tree's IMAGE file, or fails when
-// the tree has a BROKEN file. Every call is appended to calls.txt in the
-// build directory.
-const script = `#!/bin/sh
+// MakeArgs is the start of a fake make's shell script: it reads make's
+// arguments the way lpmbisect's builds pass them (-C SRC, O=OUT, -jN,
+// VAR=VALUE) into $src, $out and $targets.
+const MakeArgs = `#!/bin/sh
 src= out= targets=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -40,7 +38,14 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ -n "$out" ] || out=$src
+`
+
+// script is a make that understands just enough of kbuild: tinyconfig
+// writes a small .config, olddefconfig "settles" it (dropping Options.Drop,
+// adding the compiler), bzImage copies the tree's IMAGE file, or fails when
+// the tree has a BROKEN file. Every call is appended to calls.txt in the
+// build directory.
+const script = MakeArgs + `[ -n "$out" ] || out=$src
 echo "$targets" >> "$out/calls.txt"
 for t in $targets; do
   case "$t" in
