@@ -106,8 +106,8 @@ func Redact(location string) string {
 	if q := u.Query(); len(q) > 0 {
 		changed := false
 		for k := range q {
-			if strings.Contains(strings.ToLower(k), "password") {
-				q.Set(k, "xxxxx")
+			if isPasswordKey(k) {
+				q.Set(k, hidden)
 				changed = true
 			}
 		}

@@ -40,7 +40,7 @@ func NewScrubber(location string) Scrubber {
 		add(pw)
 	}
 	for k, vs := range u.Query() {
-		if strings.Contains(strings.ToLower(k), "password") {
+		if isPasswordKey(k) {
 			for _, v := range vs {
 				add(v)
 			}
@@ -51,6 +51,11 @@ func NewScrubber(location string) Scrubber {
 
 // hidden is what a scrubbed password becomes, as in Redact.
 const hidden = "xxxxx"
+
+// isPasswordKey reports whether a URL parameter named k carries a
+// password (password, sslpassword, …): Redact hides its value in the URL,
+// Scrubber wherever the value stands in a message.
+func isPasswordKey(k string) bool { return strings.Contains(strings.ToLower(k), "password") }
 
 // Text returns msg with the password hidden where it is a credential.
 func (s Scrubber) Text(msg string) string {
