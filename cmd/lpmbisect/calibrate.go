@@ -21,7 +21,7 @@ func calibrateCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		format, err := r.format2()
+		format, err := r.stdoutFormat()
 		if err != nil {
 			return err
 		}

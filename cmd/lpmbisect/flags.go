@@ -79,8 +79,8 @@ func (r *run) stats() (auto bool, err error) {
 	return auto, flagError(r.Stats.Check())
 }
 
-// format2 reads --format for commands whose reports have no HTML on stdout.
-func (r *run) format2() (report.Format, error) {
+// stdoutFormat reads --format: the report on stdout, never HTML (--html FILE).
+func (r *run) stdoutFormat() (report.Format, error) {
 	f, err := report.ParseFormat(r.format)
 	if err != nil || f == report.FormatHTML {
 		return f, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)

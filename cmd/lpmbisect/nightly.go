@@ -30,7 +30,7 @@ func nightlyCommand(r *run) *cli.Command {
 	}
 	opts = append(append(opts, fleetOpts(r)...), fleetBuildOpts(r)...)
 	return command("nightly", "one night's work for every series: build or take the tip, measure it beside the reference, find and bisect change points", "", opts, func(c *cli.Context) error {
-		format, err := r.format2()
+		format, err := r.stdoutFormat()
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func historyCommand(r *run) *cli.Command {
 		return db, historyError(err, r)
 	}
 	cmd := command("history", "the series nightly follows: their nights and change points (text, markdown, json, HTML with trend plots)", "", opts, func(c *cli.Context) error {
-		format, err := r.format2()
+		format, err := r.stdoutFormat()
 		if err != nil {
 			return err
 		}

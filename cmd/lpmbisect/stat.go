@@ -80,7 +80,7 @@ func (r *run) verdicts() (compare.FailOn, report.Format, compare.Options, error)
 	if err != nil {
 		return failOn, "", opts, usageError("--%v", err)
 	}
-	format, err := r.format2()
+	format, err := r.stdoutFormat()
 	if err != nil {
 		return failOn, format, opts, err
 	}
