@@ -46,13 +46,16 @@ func gitTree(t *testing.T) (src, mk string, commits []string) {
 	return src, mk, commits
 }
 
-// buildFleet starts a build worker that knows gitTree's tree as "linux"
-// and its make as the build configuration "tiny", and connects a client:
-// where the build tests start.
-func buildFleet(t *testing.T) (c *Client, src string, commits []string, wlogs *syncBuffer) {
+// buildFleet starts a worker of the queue "build" that knows gitTree's
+// tree as "linux" and a make (gitTree's for "") as the build configuration
+// "tiny", and connects a client: where the build tests start.
+func buildFleet(t *testing.T, withMake string) (c *Client, src string, commits []string, wlogs *syncBuffer) {
 	t.Helper()
 	location := migrated(t)
 	src, mk, commits := gitTree(t)
+	if withMake != "" {
+		mk = withMake
+	}
 	wlog, wlogs := testLogger(t, "builder")
 	runWorker(t, Worker{URL: location, Name: "builder", Queues: []string{"build"}, CacheDir: t.TempDir(), Guest: fakeGuest(t),
 		Trees: map[string]Tree{"linux": {Dir: src}}, Builds: map[string]BuildConfig{"tiny": {Make: mk, Fragments: []string{}}},
@@ -71,7 +74,7 @@ func TestBuildJobs(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	ctx := context.Background()
-	c, _, commits, wlogs := buildFleet(t)
+	c, _, commits, wlogs := buildFleet(t, "")
 	dir := t.TempDir()
 
 	var first *BuildResult
@@ -127,7 +130,7 @@ func TestBuilder(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	ctx := context.Background()
-	c, src, commits, wlogs := buildFleet(t)
+	c, src, commits, wlogs := buildFleet(t, "")
 	b := &Builder{Client: c, Tree: "linux", Config: "tiny", PollInterval: 200 * time.Millisecond}
 	checkout := func(commit string) {
 		t.Helper()
@@ -167,22 +170,11 @@ func TestBuilderCanceled(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
-	location := migrated(t)
-	src, _, commits := gitTree(t)
 	slow := filepath.Join(t.TempDir(), "make")
 	if err := os.WriteFile(slow, []byte("#!/bin/sh\nexec sleep 120\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wlog, _ := testLogger(t, "slow-builder")
-	runWorker(t, Worker{URL: location, Name: "slow-builder", Queues: []string{"build-slow"}, CacheDir: t.TempDir(), Guest: fakeGuest(t),
-		Trees: map[string]Tree{"slow": {Dir: src}}, Builds: map[string]BuildConfig{"tiny": {Make: slow, Fragments: []string{}}},
-		Log: wlog, Heartbeat: time.Second})
-	clog, _ := testLogger(t, "client")
-	c, err := Connect(context.Background(), location, clog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, src, commits, _ := buildFleet(t, slow)
 	if out, err := exec.Command("git", "-C", src, "checkout", "-q", commits[0]).CombinedOutput(); err != nil {
 		t.Fatalf("git checkout: %v\n%s", err, out)
 	}
@@ -190,7 +182,7 @@ func TestBuilderCanceled(t *testing.T) {
 	var id int64
 	go func() { // Ctrl-C once the worker builds
 		for ctx.Err() == nil {
-			c.db.pool.QueryRow(ctx, "SELECT id FROM river_job WHERE queue = 'build-slow' AND state = 'running' ORDER BY id DESC LIMIT 1").Scan(&id)
+			c.db.pool.QueryRow(ctx, "SELECT id FROM river_job WHERE queue = 'build' AND state = 'running' ORDER BY id DESC LIMIT 1").Scan(&id)
 			if id != 0 {
 				cancel()
 				return
@@ -198,12 +190,13 @@ func TestBuilderCanceled(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
-	b := &Builder{Client: c, Queue: "build-slow", Tree: "slow", Config: "tiny", PollInterval: 200 * time.Millisecond}
+	b := &Builder{Client: c, Queue: "build", Tree: "linux", Config: "tiny", PollInterval: 200 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() {
 		_, err := b.Build(ctx, src, t.TempDir())
 		done <- err
 	}()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(time.Minute):
