@@ -195,15 +195,27 @@ func positiveMin(a, b int) int {
 // start boots, one look with all of α. It returns the last look's report
 // (nil if no look happened) with the source's error, if any.
 func Decide(ctx context.Context, src ABSource, opts Options, start int, selected func(bench string) bool) (*Report, error) {
+	return DecideWithin(ctx, src, opts, start, opts.MaxBoots, selected)
+}
+
+// DecideWithin is Decide for a run cut short at last boots per side
+// (at most opts.MaxBoots): α is spent as in a run capped at
+// opts.MaxBoots, so its verdicts are those that run would have reached by
+// then. Package calibrate runs its self-compares of split halves so, with
+// the cap of the comparisons they calibrate.
+func DecideWithin(ctx context.Context, src ABSource, opts Options, start, last int, selected func(bench string) bool) (*Report, error) {
 	if start < 1 {
 		return nil, fmt.Errorf("compare: a comparison starts at 1 boot or more, not %d", start)
 	}
 	fixed := opts.MaxBoots == 0
+	if !fixed && (last < start || last > opts.MaxBoots) {
+		return nil, fmt.Errorf("compare: a run from %d boots cut at %d: need start <= last <= max boots %d", start, last, opts.MaxBoots)
+	}
 	seq, err := NewSequence(opts)
 	if err != nil {
 		return nil, err
 	}
-	a := Adaptive{Start: start, Step: 1, MaxBoots: opts.MaxBoots}
+	a := Adaptive{Start: start, Step: 1, MaxBoots: last}
 	if fixed {
 		a.MaxBoots = start
 	}

@@ -247,6 +247,11 @@ type Row struct {
 	// Final marks an UNKNOWN that more boots cannot decide: under the
 	// deterministic rule, a change within the bound of the minimum effect.
 	Final bool
+	// FloorHides marks an UNKNOWN that would be SAME within the row's own
+	// minimum effect (Options.MinEffects, raised above Options.MinEffect)
+	// while its change is significant and beyond Options.MinEffect: a
+	// calibrated floor hid a change the user's floor sees.
+	FloorHides bool
 }
 
 // Rule is how a row's verdict is decided.

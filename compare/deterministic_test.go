@@ -139,3 +139,27 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("Summarize(3 boots of 10, 11, 12) = %+v, %v; want one row, 3 boots, centre 11", rows, err)
 	}
 }
+
+// TestRaisedFloorHidesNoChange: a benchmark's own minimum effect above the
+// user's (a calibrated floor) makes SAME coarser, but a change the user's
+// floor sees, significant and beyond it, stays UNKNOWN instead of SAME.
+// The user's own floor keeps SAME with a note.
+func TestRaisedFloorHidesNoChange(t *testing.T) {
+	a, b := jitter(1, 6, 1000, 0.01), jitter(2, 6, 800, 0.01) // −20 %
+	raised := oneRow(t, buildWith(t, Options{MinEffects: map[string]float64{bench: 0.50}},
+		side{"A", "a", bench, "ns/op", a}, side{"B", "b", bench, "ns/op", b}))
+	if raised.Verdict != Unknown || !raised.FloorHides || !hasNote(raised, "SAME within ±50% withheld") {
+		t.Errorf("−20%% under a floor raised to 50%%: %v, FloorHides %v, notes %q; want UNKNOWN, the floor hides it", raised.Verdict, raised.FloorHides, raised.Notes)
+	}
+	own := oneRow(t, buildWith(t, Options{MinEffect: 0.50}, side{"A", "a", bench, "ns/op", a}, side{"B", "b", bench, "ns/op", b}))
+	if own.Verdict != Same || own.FloorHides || !hasNote(own, "significant") {
+		t.Errorf("−20%% under the user's own 50%%: %v, FloorHides %v, notes %q; want SAME, noted significant", own.Verdict, own.FloorHides, own.Notes)
+	}
+	// No change: the raised floor says SAME.
+	c := jitter(3, 6, 1000, 0.01)
+	same := oneRow(t, buildWith(t, Options{MinEffects: map[string]float64{bench: 0.50}},
+		side{"A", "a", bench, "ns/op", a}, side{"B", "b", bench, "ns/op", c}))
+	if same.Verdict != Same || same.FloorHides {
+		t.Errorf("one image against itself under a floor raised to 50%%: %v, FloorHides %v; want SAME", same.Verdict, same.FloorHides)
+	}
+}

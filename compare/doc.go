@@ -94,6 +94,22 @@
 // does. The price is that a single row's SAME is a per-row, not family-wise,
 // statement.
 //
+// # Floors of one benchmark
+//
+// Options.MinEffects raises the minimum effect of single benchmarks above
+// Options.MinEffect: lpmbisect calibrate measures the smallest change each
+// benchmark's boots can rule out on a host, and --min-effect auto gives a
+// row the larger of that floor and the user's. A raised floor makes SAME
+// coarser ("within ±50 %") and DIFFERENT harder ("beyond ±50 %"); it must
+// not make a change the user's own floor sees look like no change. So a
+// row whose floor was raised, whose U test (or signed-rank test) is
+// significant at α and whose change lies beyond Options.MinEffect stays
+// UNKNOWN where it would have been SAME (Row.FloorHides), and its notes say
+// that the floor is too close to the change to show it. This withholds a
+// claim and makes none, so it spends no α; for a kernel against itself it
+// happens at most as often as the U test is significant at α, and the
+// calibration's self-compares run with it, so the floors count it.
+//
 // # Pairs
 //
 // Under TCG wall time on a shared host the per-boot medians wander by

@@ -432,12 +432,22 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 	} else {
 		row.PSame = equivalenceP(row.A.medians(), row.B.medians(), row.MinEffect)
 	}
-	if reachS && atMost(row.PSame, look.SameLevel) {
+	hidden := row.MinEffect > opts.MinEffect && row.Significant && math.Abs(delta) > opts.MinEffect
+	if reachS && atMost(row.PSame, look.SameLevel) && !hidden {
 		row.Verdict = Same
 		if row.Significant {
 			row.addNote(fmt.Sprintf("significant (p=%.3f) but within the minimum effect %.4g%%", row.P, 100*row.MinEffect))
 		}
 		return
+	}
+	if hidden && reachS && atMost(row.PSame, look.SameLevel) {
+		// A floor raised for this benchmark (calibrated: what the host
+		// can rule out) must not turn a change the user's own floor would
+		// see into SAME: the row stays UNKNOWN. This refuses a claim and
+		// makes none, so it spends no α.
+		row.FloorHides = true
+		row.addNote(fmt.Sprintf("SAME within ±%.4g%% withheld: the %.4g%% change is significant (p=%.3f) and beyond the minimum effect ±%.4g%% asked for",
+			100*row.MinEffect, row.DeltaPct, row.P, 100*opts.MinEffect))
 	}
 
 	row.Verdict = Unknown

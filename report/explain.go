@@ -126,17 +126,28 @@ func rulesLine(rep *compare.Report) string {
 // which assumes the observed change holds (for a kernel compared with
 // itself it will not), and the boots per side or pairs it would take.
 func needNote(rep *compare.Report, r compare.Row) string {
-	claim := fmt.Sprintf("showing B within ±%s of A (SAME)", pct(rep.MinEffect))
+	eff := rep.MinEffect
+	if r.MinEffect != 0 {
+		eff = r.MinEffect
+	}
+	claim := fmt.Sprintf("showing B within ±%s of A (SAME)", pct(eff))
 	if r.NeedFor == compare.Different {
 		claim = fmt.Sprintf("confirming the %s change (DIFFERENT)", FormatDelta(r.DeltaPct))
 	}
+	var need string
 	switch {
 	case r.BootsNeeded > compare.MaxBootsNeeded:
-		return fmt.Sprintf("%s would need more than %d %s at this spread", claim, compare.MaxBootsNeeded, units(r.Paired))
+		need = fmt.Sprintf("%s would need more than %d %s at this spread", claim, compare.MaxBootsNeeded, units(r.Paired))
 	case r.BootsNeeded > 0:
-		return fmt.Sprintf("%s would need ~%d %s at this spread", claim, r.BootsNeeded, units(r.Paired))
+		need = fmt.Sprintf("%s would need ~%d %s at this spread", claim, r.BootsNeeded, units(r.Paired))
 	case r.Paired:
 		return "too few pairs to estimate the spread of the pairs' changes"
+	default:
+		return "too few boots to estimate the spread between boots"
 	}
-	return "too few boots to estimate the spread between boots"
+	if eff > rep.MinEffect && rep.Look.MaxBoots > 0 { // a calibrated floor
+		need = fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at the %d %s allowed: %s (this host's boots of one kernel spread that wide; icount counts instructions without that spread)",
+			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, units(r.Paired), need)
+	}
+	return need
 }

@@ -100,10 +100,13 @@ type Row struct {
 	// Rule is how the verdict was decided: "statistical" or
 	// "deterministic" (with Bound, the calibrated jitter bound, and Final
 	// set on an UNKNOWN that more boots cannot decide).
-	Rule      compare.Rule `json:"rule,omitempty"`
-	Bound     float64      `json:"bound,omitempty"`
-	Final     bool         `json:"final,omitempty"`
-	MinEffect float64      `json:"min_effect,omitempty"`
+	Rule  compare.Rule `json:"rule,omitempty"`
+	Bound float64      `json:"bound,omitempty"`
+	Final bool         `json:"final,omitempty"`
+	// FloorHides: an UNKNOWN that a calibrated floor would have made SAME
+	// while the change is significant (compare.Row.FloorHides).
+	FloorHides bool    `json:"floor_hides,omitempty"`
+	MinEffect  float64 `json:"min_effect,omitempty"`
 	// NeedFor and BootsNeeded: for UNKNOWN rows, the verdict the data lean
 	// to and about how many boots per side (or pairs) it would need.
 	NeedFor     *compare.Verdict `json:"need_for,omitempty"`
@@ -184,7 +187,7 @@ func NewDocument(rep *compare.Report, meta Meta) Document {
 			Benchmark: r.Benchmark, Unit: r.Unit, Control: r.Control, Verdict: r.Verdict, Worse: r.Worse(),
 			P: r.P, PEffect: r.PEffect, PAdj: r.PAdj, PSame: r.PSame,
 			Pairs:       r.Pairs,
-			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots, Rule: r.Rule, Bound: r.Bound, Final: r.Final, MinEffect: r.MinEffect,
+			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots, Rule: r.Rule, Bound: r.Bound, Final: r.Final, FloorHides: r.FloorHides, MinEffect: r.MinEffect,
 			BootsNeeded: r.BootsNeeded,
 			A:           side(r.A), B: side(r.B),
 			Notes:    nonNil(rowNotes(rep, r)),

@@ -267,6 +267,9 @@ func TestRowNotes(t *testing.T) {
 	outOfReach.NeedFor, outOfReach.BootsNeeded = compare.Same, compare.MaxBootsNeeded+1
 	onePair := undecided
 	onePair.Paired, onePair.Pairs = true, 1
+	calibrated := undecided
+	calibrated.MinEffect, calibrated.DeltaPct, calibrated.NeedFor, calibrated.BootsNeeded = 0.30, -37.8, compare.Different, 89
+	adaptive := &compare.Report{MinEffect: 0.01, Look: compare.Look{MaxBoots: 10}}
 	for _, tc := range []struct {
 		name string
 		row  compare.Row
@@ -274,8 +277,14 @@ func TestRowNotes(t *testing.T) {
 	}{
 		{"out of reach", outOfReach, "showing B within ±1% of A (SAME) would need more than 1000 boots per side at this spread"},
 		{"paired, one pair", onePair, "too few pairs to estimate the spread of the pairs' changes"},
+		{"calibrated floor", calibrated, "the calibrated floor ±30% is too close to the -37.8% change to show it at the 10 boots per side allowed: " +
+			"confirming the -37.8% change (DIFFERENT) would need ~89 boots per side at this spread (this host's boots of one kernel spread that wide; icount counts instructions without that spread)"},
 	} {
-		if got := needNote(rep, tc.row); got != tc.want {
+		r := rep
+		if tc.row.MinEffect != 0 {
+			r = adaptive
+		}
+		if got := needNote(r, tc.row); got != tc.want {
 			t.Errorf("needNote(%s) = %q; want %q", tc.name, got, tc.want)
 		}
 	}
