@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -84,6 +85,11 @@ type Options struct {
 	// Alpha is the error rate the self-compares run with (0: compare's
 	// default, 0.05).
 	Alpha float64
+	// MaxBoots is the cap on boots per side of the comparisons the floors
+	// serve (compare.Options.MaxBoots): the self-compares spend α over
+	// their looks as such a run does, and stop at it. 0 calibrates for
+	// fixed-size comparisons: one look at k boots per side with all of α.
+	MaxBoots int
 
 	// Host is the host the boots ran on (nil: ThisHost).
 	Host *Host
@@ -133,6 +139,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("same share %v is not in (0, 1]", o.SameShare)
 	case o.Splits < 1:
 		return o, fmt.Errorf("splits %d: at least 1", o.Splits)
+	case o.MaxBoots < 0 || o.MaxBoots > compare.MaxBootsLimit:
+		return o, &compare.BootsError{Option: "max_boots", N: o.MaxBoots, Max: compare.MaxBootsLimit}
 	case len(o.Grid) == 0:
 		return o, errors.New("an empty grid of minimum effects")
 	}
@@ -156,6 +164,9 @@ type Method struct {
 	Grid         []float64 `json:"grid"`
 	SameShare    float64   `json:"same_share"`
 	Alpha        float64   `json:"alpha,omitempty"` // 0: compare's default
+	// MaxBoots is the cap on boots per side the self-compares spent α for
+	// (0 in files written before it was recorded: one look with all of α).
+	MaxBoots int `json:"max_boots,omitempty"`
 	// SplitBoots is k, the boots per side of every self-compare.
 	SplitBoots int `json:"split_boots"`
 	// Splits is the number of splits taken; Exhaustive says they were all

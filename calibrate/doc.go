@@ -71,13 +71,24 @@
 // which a comparison of this host can say SAME for a kernel against
 // itself. Calibration simulates those self-compares: it splits the n boots
 // into two halves of k = n/2 (one boot left out when n is odd), labels one
-// half A and the other B, and asks compare.Build, at one look (no adaptive
-// boots), for each minimum effect of a grid (1, 2, 3, 5, 7.5, 10, 15,
-// 20, 30, 50 %) whether each row is SAME. The floor of a row is the smallest
-// minimum effect at which at least SameShare (90 %) of the splits say
-// SAME; Floor is NaN (FloorReached false) when none does. When there are
-// at most Splits (200) distinct splits they are all taken (8 boots give
-// 35), otherwise Splits are drawn with a seeded generator.
+// half A and the other B, and, for each minimum effect m of a grid (1, 2,
+// 3, 5, 7.5, 10, 15, 20, 30, 50 %), runs the comparison as compare runs it
+// (compare.DecideWithin): from the boots an adaptive run starts at, one
+// boot per look, α spent over the looks as in a run capped at MaxBoots
+// (the comparisons' max_boots), up to k boots per side, with m as each
+// benchmark's own minimum effect, as --min-effect auto gives it. So the
+// floor is computed under the rule that uses it: an earlier version asked
+// for one look with all of α, and its floors were too small for the
+// adaptive runs (TCG self-compares of 6.1 stayed UNKNOWN at the random
+// lookup's floor in 5 of 5 runs; TestFloorHoldsForAdaptiveRuns shows the
+// gap on synthetic boots: 38–50 % SAME at one-look floors, 88–98 % at
+// these). With n ≥ 2·MaxBoots the simulated runs reach the cap itself;
+// with fewer they stop short of it, which only makes the floor larger.
+// The floor of a row is the smallest minimum effect at which at least
+// SameShare (90 %) of the splits say SAME; Floor is NaN (FloorReached
+// false) when none does. When there are at most Splits (200) distinct
+// splits they are all taken (8 boots give 35), otherwise Splits are drawn
+// with a seeded generator.
 //
 // The splits are not independent experiments: they are arrangements of one
 // pool of n boots, and each boot is in half of them. One slow boot therefore

@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -16,40 +17,45 @@ import (
 type split struct{ a, b []int }
 
 // floors runs the self-compares of c's boots for every minimum effect of
-// the grid and sets each row's floor and shares.
+// the grid and sets each row's floor and shares. Each self-compare is run
+// as compare runs a comparison (compare.DecideWithin): from the boots
+// compare would start at to the split's k boots per side, α spent over its
+// looks as in a run capped at o.MaxBoots.
 func floors(c *Calibration, boots [][]*benchfmt.Result, o Options) error {
 	n := len(boots)
 	k := n / 2
 	c.Method.SplitBoots = k
-	// Each boot's results as side A and as side B, with only what compare
-	// reads: a boot's number stays its own, so the two halves never share
-	// a boot ID.
-	var sides [2][][]*benchfmt.Result
-	for i, b := range boots {
-		for s, name := range []string{compare.SideA, compare.SideB} {
-			rs := make([]*benchfmt.Result, 0, len(b))
-			for _, r := range b {
-				nr := &benchfmt.Result{Name: r.Name, Iters: r.Iters, Values: r.Values}
-				nr.SetConfig(compare.KeySide, name)
-				nr.SetConfig(compare.KeyBoot, strconv.Itoa(i+1))
-				rs = append(rs, nr)
-			}
-			sides[s] = append(sides[s], rs)
-		}
-	}
+	sides := labelSides(boots)
 	splits, exhaustive := makeSplits(n, k, o.Splits, o.Seed)
 	c.Method.Splits, c.Method.Exhaustive = len(splits), exhaustive
+	if k == 0 {
+		return nil
+	}
+	c.Method.MaxBoots = o.MaxBoots
+	last := k
+	if o.MaxBoots > 0 {
+		last = min(k, o.MaxBoots)
+	}
 	same, diff := map[rowKey][]int{}, map[rowKey][]int{}
 	for _, sp := range splits {
-		var results []*benchfmt.Result
-		for _, i := range sp.a {
-			results = append(results, sides[0][i]...)
-		}
-		for _, i := range sp.b {
-			results = append(results, sides[1][i]...)
-		}
 		for g, m := range o.Grid {
-			rep, err := compare.Build(results, compare.Options{MinEffect: m, Alpha: o.Alpha})
+			// m as each benchmark's own minimum effect, above compare's
+			// default: the floor a comparison with auto gives it, with
+			// the rule that keeps such a floor from hiding a change.
+			opts := compare.Options{Alpha: o.Alpha, MaxBoots: o.MaxBoots, MinEffects: map[string]float64{}}
+			for _, b := range c.Benchmarks {
+				opts.MinEffects[b.Name] = m
+			}
+			start := last
+			if o.MaxBoots > 0 {
+				s, err := compare.StartBoots(opts, len(c.Benchmarks), false, false)
+				if err != nil {
+					return fmt.Errorf("calibrate: self-compare at %.3g%%: %w", 100*m, err)
+				}
+				start = min(s, last)
+			}
+			src := &splitSource{sides: sides, split: sp}
+			rep, err := compare.DecideWithin(context.Background(), src, opts, start, last, nil)
 			if err != nil {
 				return fmt.Errorf("calibrate: self-compare at %.3g%%: %w", 100*m, err)
 			}
@@ -84,6 +90,52 @@ func floors(c *Calibration, boots [][]*benchfmt.Result, o Options) error {
 		}
 	}
 	return nil
+}
+
+// labelSides returns each boot's results as side A and as side B, with only
+// what compare reads: a boot's number stays its own, so the two halves of a
+// split never share a boot ID.
+func labelSides(boots [][]*benchfmt.Result) (sides [2][][]*benchfmt.Result) {
+	for i, b := range boots {
+		for s, name := range []string{compare.SideA, compare.SideB} {
+			rs := make([]*benchfmt.Result, 0, len(b))
+			for _, r := range b {
+				nr := &benchfmt.Result{Name: r.Name, Iters: r.Iters, Values: r.Values}
+				nr.SetConfig(compare.KeySide, name)
+				nr.SetConfig(compare.KeyBoot, strconv.Itoa(i+1))
+				rs = append(rs, nr)
+			}
+			sides[s] = append(sides[s], rs)
+		}
+	}
+	return sides
+}
+
+// splitSource is a compare.ABSource over one split: its first n boots per
+// side, as if they had just been booted.
+type splitSource struct {
+	sides [2][][]*benchfmt.Result
+	split split
+	n     int
+}
+
+func (s *splitSource) Measure(_ context.Context, n int) error {
+	if n > len(s.split.a) {
+		return fmt.Errorf("calibrate: a split has %d boots per side, not %d", len(s.split.a), n)
+	}
+	s.n = n
+	return nil
+}
+
+func (s *splitSource) Results() []*benchfmt.Result {
+	var results []*benchfmt.Result
+	for _, i := range s.split.a[:s.n] {
+		results = append(results, s.sides[0][i]...)
+	}
+	for _, i := range s.split.b[:s.n] {
+		results = append(results, s.sides[1][i]...)
+	}
+	return results
 }
 
 // makeSplits returns the splits of n boots into two sides of k: all of them

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/calibrate"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
@@ -12,6 +13,7 @@ func calibrateCommand(r *run) *cli.Command {
 	var seed uint64
 	opts := append(vmOpts(r),
 		opt{Name: "boots", Ptr: &boots, Usage: "boots of the kernel (at least 6 for wall-time floors; more make the bounds surer)"},
+		cliflag.Key(r.File, "measure.max_boots", "boots per side at most of the comparisons the floors serve: the self-compares spend α over their looks as those do (give at least twice as many --boots)"),
 		opt{Name: "paired", Ptr: &r.paired, Usage: "calibrate for paired comparisons (tcg, kvm)"},
 		opt{Name: "seed", Ptr: &seed, Usage: "seed of the splits of the boots into self-compares"},
 		opt{Name: "format", Ptr: &r.format, Usage: "on stdout: text, markdown, json"})
@@ -30,7 +32,7 @@ func calibrateCommand(r *run) *cli.Command {
 			return err
 		}
 		prog := report.NewProgress(r.log.Writer())
-		cal, err := calibrate.Run(c.Context, s, kernels[0], boots, calibrate.Options{Seed: seed, OnRunner: prog.Attach})
+		cal, err := calibrate.Run(c.Context, s, kernels[0], boots, calibrate.Options{Seed: seed, MaxBoots: r.Measure.MaxBoots, OnRunner: prog.Attach})
 		prog.Done()
 		if err != nil {
 			return err

@@ -1,0 +1,74 @@
+package calibrate
+
+import (
+	"context"
+	"testing"
+
+	"github.com/lpmbisect/lpmbisect/compare"
+)
+
+// TestFloorHoldsForAdaptiveRuns checks the floor against the rule that
+// uses it: fresh comparisons of one image, run as compare runs them (an
+// adaptive run to 10 boots per side at the calibrated floor), must say SAME
+// about as often as the calibration promised. A floor from one look with
+// all of α (MaxBoots 0) is what the self-compares used to compute; an
+// adaptive run spends α over its looks, and at that floor it says SAME
+// less often. Then a real change inside the floor: never SAME.
+func TestFloorHoldsForAdaptiveRuns(t *testing.T) {
+	rows := []synthRow{
+		{name: "Noise5", median: noisy(500e-9, 0.05), within: 0.1},
+		{name: "Noise12", median: noisy(500e-9, 0.12), within: 0.1},
+	}
+	const maxBoots = 10
+	adaptive := mustCompute(t, synthBoots(2*maxBoots, 5, "tcg", rows, 11), Options{Seed: 5, MaxBoots: maxBoots})
+	oneLook := mustCompute(t, synthBoots(2*maxBoots, 5, "tcg", rows, 11), Options{Seed: 5})
+	if adaptive.Method.MaxBoots != maxBoots || oneLook.Method.MaxBoots != 0 {
+		t.Fatalf("Method.MaxBoots = %d, %d; want %d, 0", adaptive.Method.MaxBoots, oneLook.Method.MaxBoots, maxBoots)
+	}
+	// The share of fresh adaptive self-compares that say SAME at a row's
+	// floor.
+	sameShare := func(c *Calibration, name string) float64 {
+		if _, ok := c.Floor(name, "sec/op"); !ok {
+			t.Fatalf("%s: no floor; rows %+v", name, c.Benchmarks)
+		}
+		// As compare --min-effect auto sets them: the default 1 %,
+		// raised to each benchmark's floor.
+		opts := compare.Options{MinEffect: 0.01, MaxBoots: maxBoots}
+		c.bounds("the test host").Apply(&opts, true)
+		const runs = 40
+		same := 0
+		for run := range runs {
+			sides := labelSides(synthBoots(2*maxBoots, 5, "tcg", rows, 100+uint64(run)))
+			sp := split{a: seq(maxBoots), b: seq(2 * maxBoots)[maxBoots:]}
+			start, err := compare.StartBoots(opts, len(rows), false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := compare.Decide(context.Background(), &splitSource{sides: sides, split: sp}, opts, start, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range rep.Rows {
+				if row.Benchmark == name && row.Verdict == compare.Same {
+					same++
+				}
+				if row.Verdict == compare.Different {
+					t.Errorf("run %d: %s DIFFERENT for one image against itself", run, row.Benchmark)
+				}
+			}
+		}
+		return float64(same) / runs
+	}
+	for _, name := range []string{"Noise5", "Noise12"} {
+		fa, _ := adaptive.Floor(name, "sec/op")
+		f1, _ := oneLook.Floor(name, "sec/op")
+		sa, s1 := sameShare(adaptive, name), sameShare(oneLook, name)
+		t.Logf("%s: adaptive floor %g: %.0f%% SAME in fresh runs; one-look floor %g: %.0f%%", name, fa, 100*sa, f1, 100*s1)
+		if fa < f1 {
+			t.Errorf("%s: adaptive floor %g below the one-look floor %g: spending α over looks cannot rule out smaller changes", name, fa, f1)
+		}
+		if sa < 0.8 {
+			t.Errorf("%s: %.0f%% of fresh adaptive runs said SAME at the calibrated floor %g; want at least 80%%", name, 100*sa, fa)
+		}
+	}
+}
