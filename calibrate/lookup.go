@@ -169,6 +169,9 @@ func (c *Calibration) bounds(hosts string) Bounds {
 		}
 	}
 	b.Source = fmt.Sprintf("calibration of %s on %s for %s", c.Kernel, c.Date.Format(time.DateOnly), hosts)
+	if !wire.Accel(c.Key.Accel).CountsInstructions() && len(b.Floors) > 0 && c.Method.MaxBoots == 0 {
+		b.Source += "; its floors assume one look with all of α, smaller than an adaptive comparison can rule out (calibrate again)"
+	}
 	if len(unreached) > 0 && len(c.Method.Grid) > 0 {
 		b.Source += fmt.Sprintf("; no floor up to ±%.3g%% for %s (their boots spread wider on this host): the default minimum effect applies, and SAME is likely out of reach",
 			100*c.Method.Grid[len(c.Method.Grid)-1], strings.Join(unreached, ", "))

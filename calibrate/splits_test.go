@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/compare"
@@ -69,6 +70,22 @@ func TestFloorHoldsForAdaptiveRuns(t *testing.T) {
 		}
 		if sa < 0.8 {
 			t.Errorf("%s: %.0f%% of fresh adaptive runs said SAME at the calibrated floor %g; want at least 80%%", name, 100*sa, fa)
+		}
+	}
+}
+
+// TestOneLookFloorsSayStale: a wall-time calibration whose floors came
+// from one look (MaxBoots 0, as files from before the adaptive floors are)
+// says so where a comparison names its statistics.
+func TestOneLookFloorsSayStale(t *testing.T) {
+	rows := []synthRow{{name: "Noise5", median: noisy(500e-9, 0.05), within: 0.1}}
+	for _, tc := range []struct {
+		maxBoots int
+		stale    bool
+	}{{0, true}, {10, false}} {
+		c := mustCompute(t, synthBoots(12, 5, "tcg", rows, 11), Options{MaxBoots: tc.maxBoots})
+		if got := strings.Contains(c.bounds("h").Source, "calibrate again"); got != tc.stale {
+			t.Errorf("MaxBoots %d: Source %q; want it to ask for a new calibration: %v", tc.maxBoots, c.bounds("h").Source, tc.stale)
 		}
 	}
 }
