@@ -22,7 +22,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
 
 func main() {
@@ -122,15 +121,8 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // setup checks the boot options before any VM starts; controls adds the
 // harness controls to the plan, paired asks for pairs.
 func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
-	o := measure.Options{
-		Accel: vmrunner.Accel(r.Measure.Accel),
-		Plan: measure.GuestPlan{Bench: r.Bench.Select, Samples: r.Bench.Samples, Entries: r.Bench.Entries, PrefixLen: r.Bench.PrefixLen,
-			BatchEntries: r.Bench.BatchEntries, Rounds: r.Bench.Rounds, Fault: r.fault},
-		MemoryMB: r.Measure.MemoryMB, CPUs: r.Measure.CPUs, BootTimeout: r.Measure.BootTimeout.Duration,
-		ProgressTimeout: r.Measure.ProgressTimeout.Duration, QEMU: r.Measure.QEMU, CacheDir: r.Measure.CacheDir,
-		RunDir: r.runDir, Guest: r.Measure.Guest, Append: strings.Fields(r.Measure.Append), NoModules: r.Measure.NoModules,
-		Parallel: r.Measure.Parallel, Paired: paired, Log: r.log,
-	}
+	o := measure.FromConfig(r.Measure, r.Bench)
+	o.Plan.Fault, o.RunDir, o.Paired, o.Log = r.fault, r.runDir, paired, r.log
 	if r.verbose {
 		o.Verbose = r.log
 	}
