@@ -427,6 +427,14 @@ func (s Stats) Check() error {
 	return nil
 }
 
+// Check rejects build settings that no build can use.
+func (b Build) Check() error {
+	if b.Jobs < 0 {
+		return &ValueError{"build.jobs", "must not be negative"}
+	}
+	return nil
+}
+
 func (s Stats) checkRule() error {
 	if s.Rule != RuleAuto && s.Rule != RuleStatistical {
 		return &ValueError{"stats.rule", fmt.Sprintf("%q: use %s (a jitter bound decides deterministic rows) or %s (always the significance test)", s.Rule, RuleAuto, RuleStatistical)}

@@ -199,6 +199,16 @@ func TestStatsCheck(t *testing.T) {
 	}
 }
 
+func TestBuildCheck(t *testing.T) {
+	var ve *ValueError
+	if err := (Build{Jobs: 0}).Check(); err != nil {
+		t.Errorf("jobs 0 (one per CPU): %v; want no error", err)
+	}
+	if err := (Build{Jobs: -2}).Check(); !errors.As(err, &ve) || ve.Key != "build.jobs" || err.Error() != "build.jobs must not be negative" {
+		t.Errorf("jobs -2: %v; want the ValueError of build.jobs", err)
+	}
+}
+
 func TestBisectImages(t *testing.T) {
 	for _, c := range []struct {
 		name, text string

@@ -101,16 +101,9 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 	if ctx.Err() != nil {
 		return rw.interrupted(ctx, job.JobRow, "build")
 	}
-	var frags []build.Fragment
-	if cfg.Fragments != nil {
-		frags = []build.Fragment{}
-		for _, f := range cfg.Fragments {
-			frag, err := build.ReadFragment(f)
-			if err != nil {
-				return fmt.Errorf("build configuration %s: %w", a.Config, err)
-			}
-			frags = append(frags, frag)
-		}
+	frags, err := build.ReadFragments(cfg.Fragments)
+	if err != nil {
+		return fmt.Errorf("build configuration %s: %w", a.Config, err)
 	}
 	start := time.Now()
 	res, err := build.Build(ctx, build.Options{Src: src, Dir: filepath.Join(base, "out"), Base: cfg.Base, Fragments: frags,
