@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 
@@ -74,33 +72,13 @@ func (r *run) compareInsight(cacheDir string) (*ab.Insight, error) {
 		if f.path == "" {
 			continue
 		}
-		given, err := symbolFile(f.path)
+		given, err := insight.SymbolFile(f.path)
 		if err != nil {
 			return nil, usageError("--%s: %v", f.name, err)
 		}
 		in.Given[i] = given
 	}
 	return in, nil
-}
-
-// symbolFile tells a vmlinux from a Debian package by its first bytes.
-func symbolFile(path string) (insight.Input, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return insight.Input{}, fmt.Errorf("%w (give an unstripped vmlinux or a linux-image-<release>-dbg .deb)", err)
-	}
-	defer f.Close()
-	magic := make([]byte, 8)
-	if _, err := io.ReadFull(f, magic); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return insight.Input{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	switch {
-	case bytes.HasPrefix(magic, []byte("\x7fELF")):
-		return insight.Input{Vmlinux: path}, nil
-	case bytes.HasPrefix(magic, []byte("!<arch>\n")):
-		return insight.Input{DebugPackage: path}, nil
-	}
-	return insight.Input{}, fmt.Errorf("%s is neither an ELF vmlinux nor a Debian package", path)
 }
 
 // writeInsightFile keeps the insight block beside the results, where stat
