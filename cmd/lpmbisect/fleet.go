@@ -227,7 +227,7 @@ func fleetCommand(r *run) *cli.Command {
 	})
 	// Its own --db: a flag of the subcommand would reset the field the
 	// parent's --db set (the line's flags move to the parent, see
-	// reorderArgs).
+	// cliflag.ReorderArgs).
 	var migrateDB string
 	migrateOpts := []opt{configOpt(r), dbOpt(r)}
 	migrateOpts[1].Ptr = &migrateDB

@@ -14,12 +14,12 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
 )
@@ -36,7 +36,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	r := &run{File: &defaults, failOn: "regression", format: "text", src: ".", remote: &remote{ctx: ctx}}
 	defer r.remote.close()
 	err := func() error {
-		if path := configArg(args); path != "" {
+		if path := cliflag.FlagValue(args, "config"); path != "" {
 			f, err := config.Load(path)
 			if err != nil {
 				return usageError("--config: %v", err)
@@ -44,13 +44,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 			r.File = f
 		}
 		app := newApp(r, stdout, stderr)
-		args = reorderArgs(app, args)
-		if i := commandIndex(args); i > 0 && app.Command(args[i]) == nil {
-			hint := ""
-			if s := cli.SuggestCommand(app.Commands, args[i]); s != "" {
-				hint = " (" + strings.ToLower(s[:1]) + s[1:] + ")"
-			}
-			return usageError("no command %q%s: see lpmbisect --help", args[i], hint)
+		args = cliflag.ReorderArgs(app, args)
+		if i := cliflag.CommandIndex(args); i > 0 && app.Command(args[i]) == nil {
+			return usageError("no command %q%s: see lpmbisect --help", args[i], cliflag.SuggestCommand(app, args[i]))
 		}
 		return app.RunContext(ctx, args)
 	}()
@@ -58,7 +54,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lpmbisect: %v%s\n", err, flagHint(err))
 	}
 	code := exitCode(err)
-	if err != nil && code == exitUsage && commandIndex(args) > 0 && args[commandIndex(args)] == "bisect-run" {
+	if err != nil && code == exitUsage && cliflag.CommandIndex(args) > 0 && args[cliflag.CommandIndex(args)] == "bisect-run" {
 		code = exitRunAbort // git bisect run reads 2 as "bad"
 	}
 	return code
@@ -109,11 +105,8 @@ func newApp(r *run, stdout, stderr io.Writer) *cli.App {
 // onUsageError says what was wrong with the line, suggesting the flag a
 // mistyped one is closest to.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	const undefined = "flag provided but not defined: "
-	if name, ok := strings.CutPrefix(err.Error(), undefined); ok && c.Command != nil {
-		if s := cli.SuggestFlag(c.Command.Flags, strings.TrimLeft(name, "-"), true); s != "" {
-			return usageError("%v (did you mean %s?)", err, s)
-		}
+	if s := cliflag.SuggestFlag(c.Command, err); s != "" {
+		return usageError("%v (did you mean %s?)", err, s)
 	}
 	return usageError("%v (see --help)", err)
 }
