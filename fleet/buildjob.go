@@ -42,6 +42,29 @@ type BuildConfig struct {
 	Target    string   // default bzImage
 }
 
+// ErrTreeSyntax is wrapped by ParseTrees' error for a tree not given as
+// NAME=DIR.
+var ErrTreeSyntax = errors.New("give NAME=DIR")
+
+// ParseTrees parses the trees a worker's build jobs may name, each given as
+// NAME=DIR: DIR (made absolute) is a git tree whose origin is fetched for
+// commits it lacks. Its errors start with the tree as given.
+func ParseTrees(specs []string) (map[string]Tree, error) {
+	trees := map[string]Tree{}
+	for _, spec := range specs {
+		name, dir, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || dir == "" {
+			return nil, fmt.Errorf("%q: %w", spec, ErrTreeSyntax)
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		trees[name] = Tree{Dir: abs, Remote: "origin"}
+	}
+	return trees, nil
+}
+
 // MaxBuildLog bounds the end of the build log a build result carries.
 const MaxBuildLog = 64 << 10
 

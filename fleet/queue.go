@@ -53,3 +53,21 @@ func ParseQueue(name string) (Queue, error) {
 	}
 	return Queue{}, fmt.Errorf("queue %q: %w: %q before the first '-' is neither an accelerator (icount, tcg, kvm) nor build", name, ErrQueueName, prefix)
 }
+
+// ParseQueues parses a comma-separated list of queue names (see
+// ParseQueue; blanks are skipped) and reports whether one of them is a
+// build queue.
+func ParseQueues(list string) (names []string, build bool, err error) {
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		q, err := ParseQueue(name)
+		if err != nil {
+			return nil, false, err
+		}
+		build = build || q.Build()
+		names = append(names, name)
+	}
+	return names, build, nil
+}

@@ -2,6 +2,11 @@ package fleet
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/vmrunner"
@@ -37,5 +42,46 @@ func TestParseQueue(t *testing.T) {
 		if q, err := ParseQueue(bad); !errors.Is(err, ErrQueueName) {
 			t.Errorf("ParseQueue(%q) = %+v, %v; want ErrQueueName", bad, q, err)
 		}
+	}
+}
+
+func TestParseQueues(t *testing.T) {
+	names, build, err := ParseQueues(" icount, ,build-big,")
+	if err != nil || !slices.Equal(names, []string{"icount", "build-big"}) || !build {
+		t.Errorf("ParseQueues(icount, build-big) = %q, build %v, %v; want both, build", names, build, err)
+	}
+	if names, build, err := ParseQueues("tcg-zen4"); err != nil || build || len(names) != 1 {
+		t.Errorf("ParseQueues(tcg-zen4) = %q, build %v, %v; want one boot queue", names, build, err)
+	}
+	if names, _, err := ParseQueues(""); err != nil || len(names) != 0 {
+		t.Errorf("ParseQueues(\"\") = %q, %v; want none", names, err)
+	}
+	if _, _, err := ParseQueues("icount,gpu"); !errors.Is(err, ErrQueueName) {
+		t.Errorf("ParseQueues(icount,gpu) = %v; want ErrQueueName", err)
+	}
+}
+
+func TestParseTrees(t *testing.T) {
+	trees, err := ParseTrees([]string{"linux=/src/linux", "next=rel"})
+	abs, _ := filepath.Abs("rel")
+	if err != nil || len(trees) != 2 || trees["linux"] != (Tree{Dir: "/src/linux", Remote: "origin"}) || trees["next"].Dir != abs {
+		t.Errorf("ParseTrees = %+v, %v; want linux and next, absolute, fetched from origin", trees, err)
+	}
+	for _, bad := range []string{"linux", "=dir", "linux="} {
+		if _, err := ParseTrees([]string{bad}); !errors.Is(err, ErrTreeSyntax) || !strings.HasPrefix(err.Error(), fmt.Sprintf("%q: ", bad)) {
+			t.Errorf("ParseTrees(%q) = %v; want ErrTreeSyntax, the tree first", bad, err)
+		}
+	}
+}
+
+func TestWorkerCacheDir(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir, err := WorkerCacheDir("w1")
+	if err != nil || filepath.Base(dir) != "worker-w1" {
+		t.Errorf("WorkerCacheDir(w1) = %q, %v; want …/worker-w1", dir, err)
+	}
+	host, _ := os.Hostname()
+	if dir, err := WorkerCacheDir(""); err != nil || filepath.Base(dir) != "worker-"+host {
+		t.Errorf("WorkerCacheDir(\"\") = %q, %v; want …/worker-%s", dir, err, host)
 	}
 }
