@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
@@ -83,5 +84,34 @@ func TestWorkerCacheDir(t *testing.T) {
 	host, _ := os.Hostname()
 	if dir, err := WorkerCacheDir(""); err != nil || filepath.Base(dir) != "worker-"+host {
 		t.Errorf("WorkerCacheDir(\"\") = %q, %v; want …/worker-%s", dir, err, host)
+	}
+}
+
+func TestCheckQueues(t *testing.T) {
+	if q, err := CheckBootQueue("icount", vmrunner.Icount, MinStuckAfter); err != nil || q.Name != "icount" {
+		t.Errorf("CheckBootQueue(icount) = %+v, %v; want the queue", q, err)
+	}
+	var ae *AccelError
+	for _, c := range []struct {
+		name  string
+		accel vmrunner.Accel
+		stuck time.Duration
+		is    func(error) bool
+		text  string
+	}{
+		{"gpu", vmrunner.Icount, time.Minute, func(err error) bool { return errors.Is(err, ErrQueueName) }, `queue "gpu": not a queue name`},
+		{"build", vmrunner.Icount, time.Minute, func(err error) bool { return errors.Is(err, ErrBuildQueueForBoots) }, "build is a build queue"},
+		{"icount", vmrunner.Icount, time.Second, func(err error) bool { return errors.Is(err, ErrStuckAfter) }, "1s: at least 5s"},
+		{"kvm-zen4", vmrunner.TCG, time.Minute, func(err error) bool { return errors.As(err, &ae) && ae.Accel == vmrunner.TCG }, "queue kvm-zen4 boots under kvm"},
+	} {
+		if _, err := CheckBootQueue(c.name, c.accel, c.stuck); err == nil || !c.is(err) || !strings.HasPrefix(err.Error(), c.text) {
+			t.Errorf("CheckBootQueue(%s, %s, %v) = %v; want %q", c.name, c.accel, c.stuck, err, c.text)
+		}
+	}
+	if q, err := CheckBuildQueue("build-big"); err != nil || !q.Build() {
+		t.Errorf("CheckBuildQueue(build-big) = %+v, %v; want the build queue", q, err)
+	}
+	if _, err := CheckBuildQueue("icount"); !errors.Is(err, ErrBootQueueForBuilds) || !strings.HasPrefix(err.Error(), "icount is a boot queue") {
+		t.Errorf("CheckBuildQueue(icount) = %v; want ErrBootQueueForBuilds after the name", err)
 	}
 }
