@@ -237,3 +237,33 @@ func TestBisectImages(t *testing.T) {
 		t.Errorf("BisectImages with recheck_boots -1: %v; want a ValueError of bisect.recheck_boots", err)
 	}
 }
+
+func TestKernelInputs(t *testing.T) {
+	f, err := Parse("[[kernel]]\npath = \"a.deb\"\n[[kernel]]\nsrc = \"linux\"\n[[kernel]]\npath = \"c.deb\"\n", "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var built []string
+	build := func(src string) (string, error) { built = append(built, src); return src + "/out", nil }
+	for _, c := range []struct {
+		args  []string
+		n     int
+		want  []string
+		built int
+	}{
+		{[]string{"x.deb"}, 2, []string{"x.deb"}, 0},      // the line wins, whatever its count
+		{nil, 1, []string{"/k/a.deb"}, 0},                 // the first n entries
+		{nil, 2, []string{"/k/a.deb", "/k/linux/out"}, 1}, // a src entry built first
+		{nil, 4, nil, 0}, // too few entries: none
+	} {
+		built = nil
+		got, err := f.KernelInputs(c.args, c.n, build)
+		if err != nil || !slices.Equal(got, c.want) || len(built) != c.built {
+			t.Errorf("KernelInputs(%q, %d) = %q, %v, built %q; want %q, %d built", c.args, c.n, got, err, built, c.want, c.built)
+		}
+	}
+	fail := errors.New("does not build")
+	if _, err := f.KernelInputs(nil, 2, func(string) (string, error) { return "", fail }); !errors.Is(err, fail) {
+		t.Errorf("KernelInputs with a failed build = %v; want its error", err)
+	}
+}

@@ -133,24 +133,17 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 }
 
 // kernels returns a command's kernels: its arguments, or, when it has none,
-// the configuration's [[kernel]] entries (a src entry is built first).
+// the configuration's [[kernel]] entries (config.File.KernelInputs).
 func (r *run) kernels(c *cli.Context, cmd, want string, n int) ([]string, error) {
-	args := c.Args().Slice()
-	if len(args) == 0 && len(r.Kernels) >= n {
-		for _, k := range r.Kernels[:n] {
-			in := k.Path
-			if k.Src != "" {
-				res, err := r.buildTree(c, k.Src)
-				if err != nil {
-					return nil, err
-				}
-				in = res.Dir
-			}
-			args = append(args, in)
+	args, err := r.KernelInputs(c.Args().Slice(), n, func(src string) (string, error) {
+		res, err := r.buildTree(c, src)
+		if err != nil {
+			return "", err
 		}
+		return res.Dir, nil
+	})
+	if err == nil && len(args) != n {
+		err = argsError(cmd, want, args)
 	}
-	if len(args) != n {
-		return nil, argsError(cmd, want, args)
-	}
-	return args, nil
+	return args, err
 }
