@@ -98,6 +98,7 @@ type Result struct {
 // later comes with the Result of what completed.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	s := o.Setup
+	o.Insight = o.Insight.forSetup(s)
 	sides, err := s.Prepare(o.Kernels[:])
 	if err != nil {
 		return nil, err
@@ -155,6 +156,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Meta.Insight = o.Insight.diff(sides, static)
 	}
 	return res, nil
+}
+
+// forSetup is the insight a comparison booted by s can have: without the
+// guest's pass when s boots on a fleet, whose jobs bring back the timed
+// results only (the pass would cost each side's first boot its time for
+// nothing).
+func (in *Insight) forSetup(s *measure.Setup) *Insight {
+	if in == nil || !in.Guest || s.Remote == nil {
+		return in
+	}
+	c := *in
+	c.Guest = false
+	s.Log.Printf("insight from static sources only: boots on a fleet do not bring back the guest's pass")
+	return &c
 }
 
 // input is what is known of side i before any boot.

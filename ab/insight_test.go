@@ -1,6 +1,7 @@
 package ab
 
 import (
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,5 +91,24 @@ func TestInsightArmKeepsKallsymsOfStaticSides(t *testing.T) {
 	runner = &measure.Runner{Sides: sides}
 	if err := off.arm(runner, static); err != nil || len(runner.GuestArgs) != 0 {
 		t.Errorf("arm without the guest pass: %q, %v; want no arguments", runner.GuestArgs, err)
+	}
+}
+
+// TestInsightOnAFleet checks that boots on a fleet skip the guest's pass,
+// whose findings their jobs do not bring back, and that the caller's
+// Insight is left as it was.
+func TestInsightOnAFleet(t *testing.T) {
+	var logged strings.Builder
+	s := &measure.Setup{Options: measure.Options{Log: log.New(&logged, "", 0)}}
+	in := &Insight{Guest: true}
+	if got := in.forSetup(s); got != in {
+		t.Errorf("forSetup(local) = %+v; want the insight as given", got)
+	}
+	s.Remote = measure.Local{}
+	if got := in.forSetup(s); got == nil || got.Guest || !in.Guest || !strings.Contains(logged.String(), "static sources only") {
+		t.Errorf("forSetup(fleet) = %+v (given %+v), log %q; want no guest pass, the given one unchanged, a note", got, in, logged.String())
+	}
+	if got := (*Insight)(nil).forSetup(s); got != nil {
+		t.Errorf("forSetup(none) = %+v; want none", got)
 	}
 }

@@ -61,13 +61,7 @@ func (r *run) compareInsight(cacheDir string) (*ab.Insight, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &ab.Insight{Options: opts, Guest: true}
-	if r.remote != nil && r.remote.queue != "" {
-		// A fleet's jobs bring back the timed results only: the guest's
-		// pass would cost each side's first boot its time for nothing.
-		in.Guest = false
-		r.log.Printf("insight from static sources only: boots on a fleet do not bring back the guest's pass")
-	}
+	in := &ab.Insight{Options: opts, Guest: true} // not on a fleet (ab.Run)
 	for i, f := range []struct{ name, path string }{{"debug-a", r.insight.debugA}, {"debug-b", r.insight.debugB}} {
 		if f.path == "" {
 			continue
