@@ -2,12 +2,10 @@ package ab
 
 import (
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/testsetup"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -18,17 +16,9 @@ import (
 // every result; the statistical rule needs the significance test's boots
 // and records none; boots beyond the cap are refused.
 func TestCalibrate(t *testing.T) {
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip("no QEMU: the calibration key needs its version")
-	}
-	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
-	os.WriteFile(guest, []byte("not used"), 0o755)
 	plan := measure.GuestPlan(wire.DefaultPlan())
 	plan.Bench = "lookup"
-	s, err := measure.NewSetup(measure.Options{Accel: vmrunner.Icount, Plan: plan, Guest: guest, CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testsetup.New(t, measure.Options{Accel: vmrunner.Icount, Plan: plan})
 	stats := compare.Options{Alpha: 0.05, MinEffect: 0.01, MaxBoots: 10}
 	o := Options{Setup: s, Compare: stats}
 	if err := o.Calibrate(0, false, false); err != nil {

@@ -1,12 +1,10 @@
 package bisect
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/testsetup"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -16,17 +14,8 @@ import (
 // bounds decide the LPM lookups from DeterministicBoots boots a look;
 // --rule statistical and wall time keep the boots asked for.
 func TestJudgeCalibrate(t *testing.T) {
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip("no QEMU: the calibration key needs its version")
-	}
-	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
-	os.WriteFile(guest, []byte("not used"), 0o755)
 	setup := func(accel vmrunner.Accel) *measure.Setup {
-		s, err := measure.NewSetup(measure.Options{Accel: accel, Plan: measure.GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return testsetup.New(t, measure.Options{Accel: accel, Plan: measure.GuestPlan(wire.DefaultPlan())})
 	}
 	for _, c := range []struct {
 		name        string
@@ -53,15 +42,7 @@ func TestJudgeCalibrate(t *testing.T) {
 // boots a look, the statistical rule keeps the boots asked for, and levels
 // no bisection can use are refused.
 func TestNewSetup(t *testing.T) {
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip("no QEMU: the calibration key needs its version")
-	}
-	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
-	os.WriteFile(guest, []byte("not used"), 0o755)
-	m, err := measure.NewSetup(measure.Options{Accel: vmrunner.Icount, Plan: measure.GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testsetup.New(t, measure.Options{Accel: vmrunner.Icount, Plan: measure.GuestPlan(wire.DefaultPlan())})
 	o := Options{Judge: Judge{Alpha: 0.05, MinEffectPct: 1}, MaxBoots: 10, Reverse: true, RecheckBoots: 3}
 	s, err := NewSetup(m, o)
 	if err != nil {
