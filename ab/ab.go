@@ -11,13 +11,16 @@
 // client runs it with a remote executor. The results file is written under
 // FILE.partial while boots run and renamed to FILE only when the run ends
 // as planned, so an interrupted run keeps its finished boots and a file
-// under its final name is always complete.
+// under its final name is always complete; the insight block, when asked
+// for, is kept beside it (insight.DiffFile), where Restat's callers find
+// it.
 package ab
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -154,8 +157,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.Insight != nil {
 		res.Meta.Insight = o.Insight.diff(sides, static)
+		keepInsight(res.Results, res.Meta.Insight, s.Log)
 	}
 	return res, nil
+}
+
+// keepInsight keeps the insight block d beside the results file, where
+// stat finds it (insight.DiffFile); failing to is worth a warning, not the
+// comparison.
+func keepInsight(results string, d *insight.Diff, log *log.Logger) {
+	if d == nil {
+		return
+	}
+	if err := insight.WriteDiffFile(insight.DiffFile(results), d); err != nil {
+		log.Printf("warning: insight block not kept beside the results: %v", err)
+	}
 }
 
 // forSetup is the insight a comparison booted by s can have: without the

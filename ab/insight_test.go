@@ -112,3 +112,25 @@ func TestInsightOnAFleet(t *testing.T) {
 		t.Errorf("forSetup(none) = %+v; want none", got)
 	}
 }
+
+// TestKeepInsight checks that the block lands where stat reads it, and that
+// a place it cannot be written costs a warning only.
+func TestKeepInsight(t *testing.T) {
+	var logged strings.Builder
+	l := log.New(&logged, "", 0)
+	results := filepath.Join(t.TempDir(), "results.txt")
+	os.WriteFile(results, []byte("results"), 0o644)
+	d := &insight.Diff{A: &insight.Side{}, B: &insight.Side{}, Notes: []string{"kept"}}
+	keepInsight(results, d, l)
+	if got, err := insight.ReadDiffFile(insight.DiffFile(results)); err != nil || len(got.Notes) != 1 || got.Notes[0] != "kept" || logged.Len() > 0 {
+		t.Errorf("keepInsight: read back %+v, %v, log %q; want the block, no warning", got, err, logged.String())
+	}
+	keepInsight(filepath.Join(results, "results.txt"), d, l) // under a file: no directory there
+	if !strings.Contains(logged.String(), "warning: insight block not kept") {
+		t.Errorf("keepInsight under a file: log %q; want a warning", logged.String())
+	}
+	keepInsight(results+".none", nil, l)
+	if _, err := os.Stat(insight.DiffFile(results + ".none")); !os.IsNotExist(err) {
+		t.Errorf("keepInsight(nil) wrote %s", insight.DiffFile(results+".none"))
+	}
+}

@@ -70,7 +70,6 @@ func runCompare(c *cli.Context, r *run) error {
 		return err
 	}
 	res.Meta.FailOn = failOn
-	r.writeInsightFile(res.Results, res.Meta.Insight)
 	if err := r.writeReports(c, format, res.Report, res.Meta); err != nil {
 		return err
 	}

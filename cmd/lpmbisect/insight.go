@@ -75,17 +75,6 @@ func (r *run) compareInsight(cacheDir string) (*ab.Insight, error) {
 	return in, nil
 }
 
-// writeInsightFile keeps the insight block beside the results, where stat
-// finds it.
-func (r *run) writeInsightFile(results string, d *insight.Diff) {
-	if d == nil {
-		return
-	}
-	if err := insight.WriteDiffFile(insight.DiffFile(results), d); err != nil {
-		r.log.Printf("warning: insight block not kept beside the results: %v", err)
-	}
-}
-
 // statInsight reads the insight block saved beside a results file: nil
 // with --no-insight or when there is none. With --symbols its size table
 // is drawn again over those functions, or, when the block kept no sizes
