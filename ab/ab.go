@@ -174,6 +174,16 @@ func keepInsight(results string, d *insight.Diff, log *log.Logger) {
 	}
 }
 
+// SavedInsight reads the insight block kept beside the results file
+// (keepInsight): nil, and no error, when there is none.
+func SavedInsight(results string) (*insight.Diff, error) {
+	d, err := insight.ReadDiffFile(insight.DiffFile(results))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return d, err
+}
+
 // forSetup is the insight a comparison booted by s can have: without the
 // guest's pass when s boots on a fleet, whose jobs bring back the timed
 // results only (the pass would cost each side's first boot its time for

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"regexp"
 
 	"github.com/lpmbisect/lpmbisect/ab"
@@ -83,12 +81,11 @@ func (r *run) statInsight(results string, opts insight.Options) *insight.Diff {
 	if r.insight.off {
 		return nil
 	}
-	d, err := insight.ReadDiffFile(insight.DiffFile(results))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
+	d, err := ab.SavedInsight(results)
+	if err != nil {
 		r.log.Printf("warning: %v", err)
+	}
+	if d == nil {
 		return nil
 	}
 	if opts.Symbols != nil {
