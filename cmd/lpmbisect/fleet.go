@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -27,8 +26,7 @@ type remote struct {
 	// build jobs (fleetBuildOpts).
 	buildQueue, tree, buildConfig string
 
-	mu     sync.Mutex
-	client *fleet.Client
+	shared fleet.Shared
 }
 
 // dbOpt is --db: the fleet database.
@@ -139,33 +137,18 @@ func (r *run) useFleet(s *measure.Setup) error {
 
 // connect opens the fleet database once per command.
 func (l *remote) connect(url string, r *run) (*fleet.Client, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.client != nil {
-		return l.client, nil
-	}
 	ctx := l.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	c, err := fleet.Connect(ctx, url, r.log)
-	if err != nil {
-		return nil, fleetError(err)
-	}
-	l.client = c
-	return c, nil
+	c, err := l.shared.Connect(ctx, url, r.log)
+	return c, fleetError(err)
 }
 
 // close closes the fleet connection, if a command opened one.
 func (l *remote) close() {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.client != nil {
-		l.client.Close()
-		l.client = nil
+	if l != nil {
+		l.shared.Close()
 	}
 }
 
