@@ -1,8 +1,13 @@
 package bisect
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/internal/git"
 )
 
 // TestReportOutcome checks what counts as success: a culprit, confirmed by
@@ -28,5 +33,19 @@ func TestReportOutcome(t *testing.T) {
 		case c.want != "" && (!errors.Is(err, ErrInconclusive) || err.Error() != c.want):
 			t.Errorf("%s: Outcome = %v; want %q, an ErrInconclusive", c.name, err, c.want)
 		}
+	}
+}
+
+// TestSearchTarget checks that a target with images searches them and one
+// without searches the repository.
+func TestSearchTarget(t *testing.T) {
+	s := &Setup{}
+	only := filepath.Join(t.TempDir(), "only.deb")
+	os.WriteFile(only, []byte("a kernel"), 0o644)
+	if _, _, err := s.Search(context.Background(), Target{Images: []string{only}, Repo: t.TempDir()}, "", ""); !errors.Is(err, ErrTooFewImages) {
+		t.Errorf("Search(one image) = %v; want ErrTooFewImages (the images, not the repository)", err)
+	}
+	if _, _, err := s.Search(context.Background(), Target{Repo: t.TempDir(), Good: "a", Bad: "b"}, "", ""); !errors.Is(err, git.ErrNotRepo) {
+		t.Errorf("Search(a directory outside git) = %v; want git.ErrNotRepo (the repository)", err)
 	}
 }

@@ -198,6 +198,23 @@ func (s *Setup) Images(ctx context.Context, args []string, stateDir string) (*Re
 	return res, st, err
 }
 
+// Target is what a bisection searches: Images in order (see Images) or,
+// without them, the revisions Good..Bad of the repository that holds Repo
+// (see Git).
+type Target struct {
+	Images          []string
+	Repo, Good, Bad string
+}
+
+// Search bisects t, with its state in stateDir and, for a repository, its
+// builds in buildDir (see Images and Git for their defaults).
+func (s *Setup) Search(ctx context.Context, t Target, stateDir, buildDir string) (*Result, *State, error) {
+	if len(t.Images) > 0 {
+		return s.Images(ctx, t.Images, stateDir)
+	}
+	return s.Git(ctx, t.Repo, t.Good, t.Bad, stateDir, buildDir)
+}
+
 // Step classifies the commit checked out in the work tree that holds dir,
 // for git bisect run, against the endpoints good and bad (kernels or
 // revisions; "" for the commits git bisect was started with), with its

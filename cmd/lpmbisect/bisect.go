@@ -142,13 +142,7 @@ func bisectCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		var res *bisect.Result
-		var st *bisect.State
-		if len(images) > 0 {
-			res, st, err = setup.Images(c.Context, images, b.State)
-		} else {
-			res, st, err = setup.Git(c.Context, b.Repo, b.Good, b.Bad, b.State, r.Build.BuildDir)
-		}
+		res, st, err := setup.Search(c.Context, bisect.Target{Images: images, Repo: b.Repo, Good: b.Good, Bad: b.Bad}, b.State, r.Build.BuildDir)
 		if err != nil {
 			return bisectError(err, r)
 		}
