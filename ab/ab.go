@@ -11,13 +11,16 @@
 // client runs it with a remote executor. The results file is written under
 // FILE.partial while boots run and renamed to FILE only when the run ends
 // as planned, so an interrupted run keeps its finished boots and a file
-// under its final name is always complete.
+// under its final name is always complete; the insight block, when asked
+// for, is kept beside it (insight.DiffFile), where Restat's callers find
+// it.
 package ab
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -98,6 +101,7 @@ type Result struct {
 // later comes with the Result of what completed.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	s := o.Setup
+	o.Insight = o.Insight.forSetup(s)
 	sides, err := s.Prepare(o.Kernels[:])
 	if err != nil {
 		return nil, err
@@ -153,8 +157,45 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.Insight != nil {
 		res.Meta.Insight = o.Insight.diff(sides, static)
+		keepInsight(res.Results, res.Meta.Insight, s.Log)
 	}
 	return res, nil
+}
+
+// keepInsight keeps the insight block d beside the results file, where
+// stat finds it (insight.DiffFile); failing to is worth a warning, not the
+// comparison.
+func keepInsight(results string, d *insight.Diff, log *log.Logger) {
+	if d == nil {
+		return
+	}
+	if err := insight.WriteDiffFile(insight.DiffFile(results), d); err != nil {
+		log.Printf("warning: insight block not kept beside the results: %v", err)
+	}
+}
+
+// SavedInsight reads the insight block kept beside the results file
+// (keepInsight): nil, and no error, when there is none.
+func SavedInsight(results string) (*insight.Diff, error) {
+	d, err := insight.ReadDiffFile(insight.DiffFile(results))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// forSetup is the insight a comparison booted by s can have: without the
+// guest's pass when s boots on a fleet, whose jobs bring back the timed
+// results only (the pass would cost each side's first boot its time for
+// nothing).
+func (in *Insight) forSetup(s *measure.Setup) *Insight {
+	if in == nil || !in.Guest || s.Remote == nil {
+		return in
+	}
+	c := *in
+	c.Guest = false
+	s.Log.Printf("insight from static sources only: boots on a fleet do not bring back the guest's pass")
+	return &c
 }
 
 // input is what is known of side i before any boot.

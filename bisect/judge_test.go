@@ -1,12 +1,10 @@
 package bisect
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/testsetup"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -16,17 +14,8 @@ import (
 // bounds decide the LPM lookups from DeterministicBoots boots a look;
 // --rule statistical and wall time keep the boots asked for.
 func TestJudgeCalibrate(t *testing.T) {
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip("no QEMU: the calibration key needs its version")
-	}
-	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
-	os.WriteFile(guest, []byte("not used"), 0o755)
 	setup := func(accel vmrunner.Accel) *measure.Setup {
-		s, err := measure.NewSetup(measure.Options{Accel: accel, Plan: measure.GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return testsetup.New(t, measure.Options{Accel: accel, Plan: measure.GuestPlan(wire.DefaultPlan())})
 	}
 	for _, c := range []struct {
 		name        string
@@ -45,5 +34,30 @@ func TestJudgeCalibrate(t *testing.T) {
 		if got := j.Calibrate(setup(c.accel), c.boots, false, c.statistical); got != c.want || (len(j.Bounds) > 0) != c.bounds {
 			t.Errorf("%s: Calibrate = %d boots, bounds %v; want %d, bounds %v", c.name, got, j.Bounds, c.want, c.bounds)
 		}
+	}
+}
+
+// NewSetup calibrates the judge for the host before it makes the bench:
+// under icount the documented jitter bounds decide from DeterministicBoots
+// boots a look, the statistical rule keeps the boots asked for, and levels
+// no bisection can use are refused.
+func TestNewSetup(t *testing.T) {
+	m := testsetup.New(t, measure.Options{Accel: vmrunner.Icount, Plan: measure.GuestPlan(wire.DefaultPlan())})
+	o := Options{Judge: Judge{Alpha: 0.05, MinEffectPct: 1}, MaxBoots: 10, Reverse: true, RecheckBoots: 3}
+	s, err := NewSetup(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := s.Bench; b.Boots != compare.DeterministicBoots || len(b.Judge.Bounds) == 0 || b.MaxBoots != 10 || !b.Reverse || s.RecheckBoots != 3 || s.Measure != m {
+		t.Errorf("NewSetup: %d boots a look, bounds %v, max %d, reverse %v, re-check %d; want %d, bounds, 10, true, 3",
+			b.Boots, b.Judge.Bounds, b.MaxBoots, b.Reverse, s.RecheckBoots, compare.DeterministicBoots)
+	}
+	o.Statistical = true
+	if s, err := NewSetup(m, o); err != nil || s.Bench.Boots != 0 || len(s.Bench.Judge.Bounds) > 0 {
+		t.Errorf("NewSetup(statistical) = %v; want 0 boots a look (the fewest that can decide), no bounds", err)
+	}
+	o.MaxBoots = 0
+	if _, err := NewSetup(m, o); err == nil {
+		t.Errorf("NewSetup(MaxBoots 0): no error")
 	}
 }

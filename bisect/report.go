@@ -2,6 +2,7 @@ package bisect
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -61,6 +62,20 @@ func (r Report) Verdict() string {
 		return "confirmed by the re-check"
 	}
 	return fmt.Sprintf("suspect: the re-check did not confirm it (parent %s, culprit %s against the endpoints)", rc.Parent.Class, rc.Culprit.Class)
+}
+
+// ErrInconclusive is wrapped by Outcome when a bisection found no culprit
+// to stand by.
+var ErrInconclusive = errors.New("inconclusive")
+
+// Outcome is nil when the bisection found its culprit (Result.Found: the
+// first bad, confirmed by the re-check when there was one), else an error
+// wrapping ErrInconclusive with the verdict.
+func (r Report) Outcome() error {
+	if r.Result.Found() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInconclusive, r.Verdict())
 }
 
 // View is the report as package report renders it; recheckHTML names the

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/report"
 )
 
 // Setup is what every bisection is made from: how kernels are measured and
@@ -62,6 +65,49 @@ func NewBench(m *measure.Setup, j Judge, boots, maxBoots int, reverse bool) (*Be
 		return nil, err
 	}
 	return b, nil
+}
+
+// Options say how a bisection judges its kernels and how many boots it
+// spends on them.
+type Options struct {
+	Judge Judge
+	// Auto takes each benchmark's minimum effect from this host's
+	// calibration (at least Judge.MinEffectPct); Statistical judges
+	// deterministic rows with the significance test too (see
+	// calibrate.Use).
+	Auto, Statistical bool
+	// Boots per look (0: the fewest with which one look can decide, see
+	// Judge.Calibrate), at most MaxBoots per kernel while UNKNOWN.
+	Boots, MaxBoots int
+	// Reverse looks for an improvement.
+	Reverse bool
+	// RecheckBoots is Setup.RecheckBoots.
+	RecheckBoots int
+}
+
+// NewSetup returns the setup of the bisections whose kernels m boots, with
+// o's statistics calibrated for m's host; the caller adds how commits are
+// built. Its errors are NewBench's: levels no bisection can use.
+func NewSetup(m *measure.Setup, o Options) (*Setup, error) {
+	j := o.Judge
+	boots := j.Calibrate(m, o.Boots, o.Auto, o.Statistical)
+	bench, err := NewBench(m, j, boots, o.MaxBoots, o.Reverse)
+	if err != nil {
+		return nil, err
+	}
+	return &Setup{Bench: bench, Measure: m, RecheckBoots: o.RecheckBoots, Log: m.Log}, nil
+}
+
+// WriteReports writes rep's report files (Report.WriteReports) of a
+// bisection measured with s and run by command, also as HTML to html (""
+// for none).
+func (s *Setup) WriteReports(w io.Writer, rep Report, command, html string) (*Reports, error) {
+	var extra []string
+	if html != "" {
+		extra = append(extra, html)
+	}
+	run := report.Meta{Accel: string(s.Measure.Accel), Samples: s.Measure.Plan.Samples, Command: command, Date: time.Now()}
+	return rep.WriteReports(w, s.Bench, run, extra...)
 }
 
 // DefaultBuildDir is where a tree is built when no build directory is
@@ -150,6 +196,23 @@ func (s *Setup) Images(ctx context.Context, args []string, stateDir string) (*Re
 	}
 	res, err := ib.Run(ctx)
 	return res, st, err
+}
+
+// Target is what a bisection searches: Images in order (see Images) or,
+// without them, the revisions Good..Bad of the repository that holds Repo
+// (see Git).
+type Target struct {
+	Images          []string
+	Repo, Good, Bad string
+}
+
+// Search bisects t, with its state in stateDir and, for a repository, its
+// builds in buildDir (see Images and Git for their defaults).
+func (s *Setup) Search(ctx context.Context, t Target, stateDir, buildDir string) (*Result, *State, error) {
+	if len(t.Images) > 0 {
+		return s.Images(ctx, t.Images, stateDir)
+	}
+	return s.Git(ctx, t.Repo, t.Good, t.Bad, stateDir, buildDir)
 }
 
 // Step classifies the commit checked out in the work tree that holds dir,

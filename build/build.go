@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/configs"
 )
 
@@ -74,6 +75,44 @@ func ReadFragment(path string) (Fragment, error) {
 		return Fragment{}, fmt.Errorf("config fragment %s: %w", path, err)
 	}
 	return Fragment{Name: path, Data: data}, nil
+}
+
+// ReadFragments reads the fragment files paths (see ReadFragment): nil
+// stays nil (DefaultFragment), an empty list means no fragment. Its
+// errors are *FragmentError.
+func ReadFragments(paths []string) ([]Fragment, error) {
+	if paths == nil {
+		return nil, nil
+	}
+	frags := []Fragment{}
+	for _, p := range paths {
+		frag, err := ReadFragment(p)
+		if err != nil {
+			return nil, &FragmentError{err}
+		}
+		frags = append(frags, frag)
+	}
+	return frags, nil
+}
+
+// FragmentError is a fragment file that cannot be read or parsed.
+type FragmentError struct{ Err error }
+
+func (e *FragmentError) Error() string { return e.Err.Error() }
+func (e *FragmentError) Unwrap() error { return e.Err }
+
+// FromConfig returns the options that a configuration's [build] section
+// gives, its fragment files read (ReadFragments), without Src and Dir. Its
+// errors are *config.ValueError and *FragmentError.
+func FromConfig(b config.Build) (Options, error) {
+	if err := b.Check(); err != nil {
+		return Options{}, err
+	}
+	frags, err := ReadFragments(b.Fragments)
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{Base: b.Base, Fragments: frags, Make: b.Make, MakeFlags: b.MakeFlags, Jobs: b.Jobs}, nil
 }
 
 // DefaultBase is the base configuration when none is given: the smallest

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
 )
 
@@ -192,5 +194,35 @@ func TestReadFragment(t *testing.T) {
 	os.WriteFile(bad, []byte("CONFIG_OK=y\nBPF=y\n"), 0o644)
 	if _, err := ReadFragment(bad); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("ReadFragment(bad) error = %v; want one naming line 2", err)
+	}
+}
+
+// TestFromConfig checks the [build] section's path to build options: its
+// fragment list read (nil: the default fragment, empty: none), a bad
+// fragment a *FragmentError, negative jobs refused with the key.
+func TestFromConfig(t *testing.T) {
+	extra := filepath.Join(t.TempDir(), "extra.config")
+	os.WriteFile(extra, []byte("CONFIG_EXTRA=y\n"), 0o644)
+	b := config.Build{Base: "defconfig", Make: "gmake", MakeFlags: []string{"LLVM=1"}, Jobs: 3, Fragments: []string{"builtin", extra}}
+	o, err := FromConfig(b)
+	if err != nil || o.Base != "defconfig" || o.Make != "gmake" || !slices.Equal(o.MakeFlags, b.MakeFlags) || o.Jobs != 3 ||
+		len(o.Fragments) != 2 || o.Fragments[0].Name != DefaultFragment.Name || o.Fragments[1].Name != extra {
+		t.Errorf("FromConfig(%+v) = %+v, %v", b, o, err)
+	}
+	for _, c := range []struct {
+		paths []string
+		want  []Fragment
+	}{{nil, nil}, {[]string{}, []Fragment{}}} {
+		if got, err := ReadFragments(c.paths); err != nil || (got == nil) != (c.want == nil) || len(got) != 0 {
+			t.Errorf("ReadFragments(%#v) = %#v, %v; want %#v", c.paths, got, err, c.want)
+		}
+	}
+	var fe *FragmentError
+	if _, err := FromConfig(config.Build{Fragments: []string{filepath.Join(t.TempDir(), "missing.config")}}); !errors.As(err, &fe) {
+		t.Errorf("FromConfig with a missing fragment: %v; want a *FragmentError", err)
+	}
+	var ve *config.ValueError
+	if _, err := FromConfig(config.Build{Jobs: -1}); !errors.As(err, &ve) || ve.Key != "build.jobs" {
+		t.Errorf("FromConfig with jobs -1: %v; want the ValueError of build.jobs", err)
 	}
 }

@@ -427,6 +427,14 @@ func (s Stats) Check() error {
 	return nil
 }
 
+// Check rejects build settings that no build can use.
+func (b Build) Check() error {
+	if b.Jobs < 0 {
+		return &ValueError{"build.jobs", "must not be negative"}
+	}
+	return nil
+}
+
 func (s Stats) checkRule() error {
 	if s.Rule != RuleAuto && s.Rule != RuleStatistical {
 		return &ValueError{"stats.rule", fmt.Sprintf("%q: use %s (a jitter bound decides deterministic rows) or %s (always the significance test)", s.Rule, RuleAuto, RuleStatistical)}
@@ -469,6 +477,28 @@ func nearestKey(key string) string {
 		}
 	}
 	return best
+}
+
+// KernelInputs returns the kernels of a command that takes n: args when
+// the line gave some, else the first n [[kernel]] entries when the file
+// has that many, a src entry's tree built by build (which returns the
+// KERNEL it built). A count other than n is the caller's to refuse.
+func (f *File) KernelInputs(args []string, n int, build func(src string) (string, error)) ([]string, error) {
+	if len(args) > 0 || len(f.Kernels) < n {
+		return args, nil
+	}
+	var out []string
+	for _, k := range f.Kernels[:n] {
+		in := k.Path
+		if k.Src != "" {
+			var err error
+			if in, err = build(k.Src); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, in)
+	}
+	return out, nil
 }
 
 // Errors of File.BisectImages: the [bisect] keys do not say one search.

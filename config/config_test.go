@@ -199,6 +199,16 @@ func TestStatsCheck(t *testing.T) {
 	}
 }
 
+func TestBuildCheck(t *testing.T) {
+	var ve *ValueError
+	if err := (Build{Jobs: 0}).Check(); err != nil {
+		t.Errorf("jobs 0 (one per CPU): %v; want no error", err)
+	}
+	if err := (Build{Jobs: -2}).Check(); !errors.As(err, &ve) || ve.Key != "build.jobs" || err.Error() != "build.jobs must not be negative" {
+		t.Errorf("jobs -2: %v; want the ValueError of build.jobs", err)
+	}
+}
+
 func TestBisectImages(t *testing.T) {
 	for _, c := range []struct {
 		name, text string
@@ -225,5 +235,35 @@ func TestBisectImages(t *testing.T) {
 	var ve *ValueError
 	if _, err := f.BisectImages(); !errors.As(err, &ve) || ve.Key != "bisect.recheck_boots" {
 		t.Errorf("BisectImages with recheck_boots -1: %v; want a ValueError of bisect.recheck_boots", err)
+	}
+}
+
+func TestKernelInputs(t *testing.T) {
+	f, err := Parse("[[kernel]]\npath = \"a.deb\"\n[[kernel]]\nsrc = \"linux\"\n[[kernel]]\npath = \"c.deb\"\n", "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var built []string
+	build := func(src string) (string, error) { built = append(built, src); return src + "/out", nil }
+	for _, c := range []struct {
+		args  []string
+		n     int
+		want  []string
+		built int
+	}{
+		{[]string{"x.deb"}, 2, []string{"x.deb"}, 0},      // the line wins, whatever its count
+		{nil, 1, []string{"/k/a.deb"}, 0},                 // the first n entries
+		{nil, 2, []string{"/k/a.deb", "/k/linux/out"}, 1}, // a src entry built first
+		{nil, 4, nil, 0}, // too few entries: none
+	} {
+		built = nil
+		got, err := f.KernelInputs(c.args, c.n, build)
+		if err != nil || !slices.Equal(got, c.want) || len(built) != c.built {
+			t.Errorf("KernelInputs(%q, %d) = %q, %v, built %q; want %q, %d built", c.args, c.n, got, err, built, c.want, c.built)
+		}
+	}
+	fail := errors.New("does not build")
+	if _, err := f.KernelInputs(nil, 2, func(string) (string, error) { return "", fail }); !errors.Is(err, fail) {
+		t.Errorf("KernelInputs with a failed build = %v; want its error", err)
 	}
 }

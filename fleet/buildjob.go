@@ -42,6 +42,29 @@ type BuildConfig struct {
 	Target    string   // default bzImage
 }
 
+// ErrTreeSyntax is wrapped by ParseTrees' error for a tree not given as
+// NAME=DIR.
+var ErrTreeSyntax = errors.New("give NAME=DIR")
+
+// ParseTrees parses the trees a worker's build jobs may name, each given as
+// NAME=DIR: DIR (made absolute) is a git tree whose origin is fetched for
+// commits it lacks. Its errors start with the tree as given.
+func ParseTrees(specs []string) (map[string]Tree, error) {
+	trees := map[string]Tree{}
+	for _, spec := range specs {
+		name, dir, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || dir == "" {
+			return nil, fmt.Errorf("%q: %w", spec, ErrTreeSyntax)
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		trees[name] = Tree{Dir: abs, Remote: "origin"}
+	}
+	return trees, nil
+}
+
 // MaxBuildLog bounds the end of the build log a build result carries.
 const MaxBuildLog = 64 << 10
 
@@ -101,16 +124,9 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 	if ctx.Err() != nil {
 		return rw.interrupted(ctx, job.JobRow, "build")
 	}
-	var frags []build.Fragment
-	if cfg.Fragments != nil {
-		frags = []build.Fragment{}
-		for _, f := range cfg.Fragments {
-			frag, err := build.ReadFragment(f)
-			if err != nil {
-				return fmt.Errorf("build configuration %s: %w", a.Config, err)
-			}
-			frags = append(frags, frag)
-		}
+	frags, err := build.ReadFragments(cfg.Fragments)
+	if err != nil {
+		return fmt.Errorf("build configuration %s: %w", a.Config, err)
 	}
 	start := time.Now()
 	res, err := build.Build(ctx, build.Options{Src: src, Dir: filepath.Join(base, "out"), Base: cfg.Base, Fragments: frags,

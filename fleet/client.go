@@ -60,6 +60,39 @@ func Connect(ctx context.Context, url string, lg *log.Logger) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() { c.db.close() }
 
+// Shared is one fleet connection that every setup of a command uses
+// (nightly makes one per series): the first Connect opens it, Close ends
+// it. Its zero value is ready.
+type Shared struct {
+	mu     sync.Mutex
+	client *Client
+}
+
+// Connect returns the shared client, connecting to url (see Connect) on
+// the first call, or on the first after a failed one.
+func (s *Shared) Connect(ctx context.Context, url string, lg *log.Logger) (*Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client == nil {
+		c, err := Connect(ctx, url, lg)
+		if err != nil {
+			return nil, err
+		}
+		s.client = c
+	}
+	return s.client, nil
+}
+
+// Close closes the connection, if one was opened.
+func (s *Shared) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+}
+
 // Location is the database URL with its password hidden.
 func (c *Client) Location() string { return c.db.loc }
 

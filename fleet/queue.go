@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
@@ -52,4 +53,72 @@ func ParseQueue(name string) (Queue, error) {
 		return Queue{Name: name}, nil
 	}
 	return Queue{}, fmt.Errorf("queue %q: %w: %q before the first '-' is neither an accelerator (icount, tcg, kvm) nor build", name, ErrQueueName, prefix)
+}
+
+// ParseQueues parses a comma-separated list of queue names (see
+// ParseQueue; blanks are skipped) and reports whether one of them is a
+// build queue.
+func ParseQueues(list string) (names []string, build bool, err error) {
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		q, err := ParseQueue(name)
+		if err != nil {
+			return nil, false, err
+		}
+		build = build || q.Build()
+		names = append(names, name)
+	}
+	return names, build, nil
+}
+
+// Errors of CheckBootQueue and CheckBuildQueue: a queue of the other kind.
+var (
+	ErrBuildQueueForBoots = errors.New("is a build queue: boots go to a boot queue (icount, tcg-CLASS, kvm-CLASS)")
+	ErrBootQueueForBuilds = errors.New("is a boot queue: builds go to a build queue (build, build-CLASS)")
+)
+
+// ErrStuckAfter is wrapped by CheckBootQueue's error for a stuck time shorter
+// than MinStuckAfter.
+var ErrStuckAfter = fmt.Errorf("at least %v (the queue's rescuer looks every 30 s anyway)", MinStuckAfter)
+
+// AccelError is a run under one accelerator sent to a queue of another.
+type AccelError struct {
+	Queue Queue
+	Accel vmrunner.Accel // the run's
+}
+
+func (e *AccelError) Error() string {
+	return fmt.Sprintf("queue %s boots under %s", e.Queue.Name, e.Queue.Accel)
+}
+
+// CheckBootQueue checks the queue that a run under accel sends its boots to,
+// each given stuckAfter before it is taken for lost: a boot queue
+// (ParseQueue; else ErrBuildQueueForBoots after the name) of that
+// accelerator (*AccelError), stuckAfter at least MinStuckAfter
+// (ErrStuckAfter after the duration).
+func CheckBootQueue(name string, accel vmrunner.Accel, stuckAfter time.Duration) (Queue, error) {
+	q, err := ParseQueue(name)
+	switch {
+	case err != nil:
+		return q, err
+	case q.Build():
+		return q, fmt.Errorf("%s %w", q.Name, ErrBuildQueueForBoots)
+	case stuckAfter < MinStuckAfter:
+		return q, fmt.Errorf("%v: %w", stuckAfter, ErrStuckAfter)
+	case accel != q.Accel:
+		return q, &AccelError{Queue: q, Accel: accel}
+	}
+	return q, nil
+}
+
+// CheckBuildQueue checks the queue that builds go to: a build queue
+// (ParseQueue; else ErrBootQueueForBuilds after the name).
+func CheckBuildQueue(name string) (Queue, error) {
+	q, err := ParseQueue(name)
+	if err == nil && !q.Build() {
+		err = fmt.Errorf("%s %w", q.Name, ErrBootQueueForBuilds)
+	}
+	return q, err
 }

@@ -2,7 +2,13 @@ package fleet
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
@@ -37,5 +43,75 @@ func TestParseQueue(t *testing.T) {
 		if q, err := ParseQueue(bad); !errors.Is(err, ErrQueueName) {
 			t.Errorf("ParseQueue(%q) = %+v, %v; want ErrQueueName", bad, q, err)
 		}
+	}
+}
+
+func TestParseQueues(t *testing.T) {
+	names, build, err := ParseQueues(" icount, ,build-big,")
+	if err != nil || !slices.Equal(names, []string{"icount", "build-big"}) || !build {
+		t.Errorf("ParseQueues(icount, build-big) = %q, build %v, %v; want both, build", names, build, err)
+	}
+	if names, build, err := ParseQueues("tcg-zen4"); err != nil || build || len(names) != 1 {
+		t.Errorf("ParseQueues(tcg-zen4) = %q, build %v, %v; want one boot queue", names, build, err)
+	}
+	if names, _, err := ParseQueues(""); err != nil || len(names) != 0 {
+		t.Errorf("ParseQueues(\"\") = %q, %v; want none", names, err)
+	}
+	if _, _, err := ParseQueues("icount,gpu"); !errors.Is(err, ErrQueueName) {
+		t.Errorf("ParseQueues(icount,gpu) = %v; want ErrQueueName", err)
+	}
+}
+
+func TestParseTrees(t *testing.T) {
+	trees, err := ParseTrees([]string{"linux=/src/linux", "next=rel"})
+	abs, _ := filepath.Abs("rel")
+	if err != nil || len(trees) != 2 || trees["linux"] != (Tree{Dir: "/src/linux", Remote: "origin"}) || trees["next"].Dir != abs {
+		t.Errorf("ParseTrees = %+v, %v; want linux and next, absolute, fetched from origin", trees, err)
+	}
+	for _, bad := range []string{"linux", "=dir", "linux="} {
+		if _, err := ParseTrees([]string{bad}); !errors.Is(err, ErrTreeSyntax) || !strings.HasPrefix(err.Error(), fmt.Sprintf("%q: ", bad)) {
+			t.Errorf("ParseTrees(%q) = %v; want ErrTreeSyntax, the tree first", bad, err)
+		}
+	}
+}
+
+func TestWorkerCacheDir(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir, err := WorkerCacheDir("w1")
+	if err != nil || filepath.Base(dir) != "worker-w1" {
+		t.Errorf("WorkerCacheDir(w1) = %q, %v; want …/worker-w1", dir, err)
+	}
+	host, _ := os.Hostname()
+	if dir, err := WorkerCacheDir(""); err != nil || filepath.Base(dir) != "worker-"+host {
+		t.Errorf("WorkerCacheDir(\"\") = %q, %v; want …/worker-%s", dir, err, host)
+	}
+}
+
+func TestCheckQueues(t *testing.T) {
+	if q, err := CheckBootQueue("icount", vmrunner.Icount, MinStuckAfter); err != nil || q.Name != "icount" {
+		t.Errorf("CheckBootQueue(icount) = %+v, %v; want the queue", q, err)
+	}
+	var ae *AccelError
+	for _, c := range []struct {
+		name  string
+		accel vmrunner.Accel
+		stuck time.Duration
+		is    func(error) bool
+		text  string
+	}{
+		{"gpu", vmrunner.Icount, time.Minute, func(err error) bool { return errors.Is(err, ErrQueueName) }, `queue "gpu": not a queue name`},
+		{"build", vmrunner.Icount, time.Minute, func(err error) bool { return errors.Is(err, ErrBuildQueueForBoots) }, "build is a build queue"},
+		{"icount", vmrunner.Icount, time.Second, func(err error) bool { return errors.Is(err, ErrStuckAfter) }, "1s: at least 5s"},
+		{"kvm-zen4", vmrunner.TCG, time.Minute, func(err error) bool { return errors.As(err, &ae) && ae.Accel == vmrunner.TCG }, "queue kvm-zen4 boots under kvm"},
+	} {
+		if _, err := CheckBootQueue(c.name, c.accel, c.stuck); err == nil || !c.is(err) || !strings.HasPrefix(err.Error(), c.text) {
+			t.Errorf("CheckBootQueue(%s, %s, %v) = %v; want %q", c.name, c.accel, c.stuck, err, c.text)
+		}
+	}
+	if q, err := CheckBuildQueue("build-big"); err != nil || !q.Build() {
+		t.Errorf("CheckBuildQueue(build-big) = %+v, %v; want the build queue", q, err)
+	}
+	if _, err := CheckBuildQueue("icount"); !errors.Is(err, ErrBootQueueForBuilds) || !strings.HasPrefix(err.Error(), "icount is a boot queue") {
+		t.Errorf("CheckBuildQueue(icount) = %v; want ErrBootQueueForBuilds after the name", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lpmbisect/lpmbisect/internal/version"
+	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
 
@@ -62,6 +63,20 @@ type Worker struct {
 	Log *log.Logger
 	// Ready, when set, is called once the worker works its queues.
 	Ready func(WorkerHost)
+}
+
+// WorkerCacheDir is a worker's cache directory when none is given:
+// worker-NAME in lpmbisect's cache (measure.DefaultCacheDir), NAME the
+// worker's name ("": the host name, as Worker.Name).
+func WorkerCacheDir(name string) (string, error) {
+	base, err := measure.DefaultCacheDir()
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	return filepath.Join(base, "worker-"+name), nil
 }
 
 // WorkerHost is what a worker records about its host.

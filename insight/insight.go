@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"strings"
 
@@ -30,6 +32,28 @@ type Input struct {
 	// them, and calls counted per benchmark operation.
 	Programs []wire.ProgramInfo
 	Counts   []wire.CallCount
+}
+
+// SymbolFile is the symbol source in the file path, given for a kernel: an
+// unstripped vmlinux (Input.Vmlinux) or its -dbg Debian package
+// (Input.DebugPackage), told apart by its first bytes.
+func SymbolFile(path string) (Input, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Input{}, fmt.Errorf("%w (give an unstripped vmlinux or a linux-image-<release>-dbg .deb)", err)
+	}
+	defer f.Close()
+	magic := make([]byte, 8)
+	if _, err := io.ReadFull(f, magic); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return Input{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	switch {
+	case bytes.HasPrefix(magic, []byte("\x7fELF")):
+		return Input{Vmlinux: path}, nil
+	case bytes.HasPrefix(magic, []byte("!<arch>\n")):
+		return Input{DebugPackage: path}, nil
+	}
+	return Input{}, fmt.Errorf("%s is neither an ELF vmlinux nor a Debian package", path)
 }
 
 // Options tune Load and Compare.

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -207,6 +208,26 @@ func (s *Setup) Finish(r *Runner) {
 	for _, n := range sum.Notes {
 		s.Log.Printf("%s: %s", n.Key, n.Text)
 	}
+}
+
+// Record boots each of sides boots times, one after another in seeded
+// order (seed 0), writing every completed boot to out, and closes out:
+// complete under its final name when every boot was taken, else under
+// the partial name with the finished boots. hook, when set, gets the
+// runner first (progress). It returns where the results are, and the run's
+// error before out's.
+func (s *Setup) Record(ctx context.Context, sides []*Side, boots int, out *ResultsFile, hook func(*Runner)) (string, error) {
+	runner := s.Runner(sides, 0, out)
+	if hook != nil {
+		hook(runner)
+	}
+	runErr := runner.Measure(ctx, boots)
+	s.Finish(runner)
+	path, closeErr := out.Close(runErr == nil)
+	if runErr != nil {
+		return path, runErr
+	}
+	return path, closeErr
 }
 
 // DefaultCacheDir is where lpmbisect caches unpacked kernels, initramfs

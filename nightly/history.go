@@ -62,6 +62,18 @@ func SetStatus(ctx context.Context, db *history.DB, id int64, status history.Cha
 	})
 }
 
+// ImportSeries imports results files (see Import) into the history of the
+// series name as cfg configures it (SeriesFor), its change points judged
+// with the series' own minimum effect (config.File.ForSeries), as its
+// nights are.
+func ImportSeries(ctx context.Context, db *history.DB, cfg *config.File, name string, files []string) (*Imported, error) {
+	conf := config.Series{Name: name}
+	if i := slices.IndexFunc(cfg.Series, func(s config.Series) bool { return s.Name == name }); i >= 0 {
+		conf = cfg.Series[i]
+	}
+	return Import(ctx, db, SeriesFor(cfg, name), cfg.ForSeries(conf).Stats.MinEffect, files)
+}
+
 // SeriesFor is the history's record of a configured series, or of one
 // known only to the history (imported results).
 func SeriesFor(cfg *config.File, name string) history.Series {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/history"
 )
 
@@ -199,5 +200,39 @@ func TestCandidatesOrder(t *testing.T) {
 	os.WriteFile(list, []byte(filepath.Join(dir, "vmlinuz-a")+"\n"+filepath.Join(dir, "vmlinuz-b")+"\n"), 0o644)
 	if got, err := Candidates(list); err != nil || len(got) != 2 || filepath.Base(got[1]) != "vmlinuz-b" {
 		t.Errorf("Candidates(list) = %v, %v; want the list's order", got, err)
+	}
+}
+
+// TestImportSeriesUsesItsMinEffect imports a 10 % step into a series
+// whose own min_effect is 50 %: no change point, where the default 1 %
+// finds one.
+func TestImportSeriesUsesItsMinEffect(t *testing.T) {
+	for _, c := range []struct {
+		minEffect float64
+		want      bool
+	}{{0, true}, {50, false}} {
+		dir := t.TempDir()
+		rng := rand.New(rand.NewPCG(7, 1))
+		var files []string
+		for n := range 30 {
+			v := 500.0
+			if n >= 15 {
+				v *= 1.1
+			}
+			files = append(files, nightFile(t, dir, n, v, 400, rng, 0.005))
+		}
+		cfg := config.Defaults()
+		cfg.Series = []config.Series{{Name: "s", Images: "/k", Reference: "/r", MinEffect: c.minEffect}}
+		imp, err := ImportSeries(context.Background(), openTestDB(t), &cfg, "s", files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, ch := range imp.Changes {
+			found = found || (ch.Point.Line == history.LineKernel && ch.What != "withdrawn")
+		}
+		if found != c.want {
+			t.Errorf("series min_effect %g: change point found %v; want %v (%+v)", c.minEffect, found, c.want, imp.Changes)
+		}
 	}
 }

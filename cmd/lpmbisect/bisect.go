@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/git"
-	"github.com/lpmbisect/lpmbisect/report"
 )
 
 // Exit codes of bisect-run, the git bisect run contract. git marks the
@@ -51,9 +49,9 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	judge := bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect}
-	boots := judge.Calibrate(s, r.Measure.Boots, auto, r.Stats.Rule == config.RuleStatistical)
-	bench, err := bisect.NewBench(s, judge, boots, r.Measure.MaxBoots, r.Bisect.Reverse)
+	bs, err := bisect.NewSetup(s, bisect.Options{Judge: bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect},
+		Auto: auto, Statistical: r.Stats.Rule == config.RuleStatistical, Boots: r.Measure.Boots, MaxBoots: r.Measure.MaxBoots,
+		Reverse: r.Bisect.Reverse, RecheckBoots: r.Bisect.RecheckBoots})
 	if err != nil {
 		return nil, usageError("%v (check --boots, --max-boots and --alpha)", err)
 	}
@@ -61,7 +59,8 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.useFleetBuilds(&bisect.Setup{Bench: bench, Measure: s, BuildCommand: r.Build.Command, Build: o, RecheckBoots: r.Bisect.RecheckBoots, Log: r.log})
+	bs.BuildCommand, bs.Build = r.Build.Command, o
+	return r.useFleetBuilds(bs)
 }
 
 func bisectRunCommand(r *run) *cli.Command {
@@ -143,13 +142,7 @@ func bisectCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		var res *bisect.Result
-		var st *bisect.State
-		if len(images) > 0 {
-			res, st, err = setup.Images(c.Context, images, b.State)
-		} else {
-			res, st, err = setup.Git(c.Context, b.Repo, b.Good, b.Bad, b.State, r.Build.BuildDir)
-		}
+		res, st, err := setup.Search(c.Context, bisect.Target{Images: images, Repo: b.Repo, Good: b.Good, Bad: b.Bad}, b.State, r.Build.BuildDir)
 		if err != nil {
 			return bisectError(err, r)
 		}
@@ -184,13 +177,8 @@ func bisectError(err error, r *run) error {
 // bisectReport prints the report, writes it into the state directory (and
 // --html), and returns the exit code's error.
 func bisectReport(c *cli.Context, r *run, setup *bisect.Setup, st *bisect.State, res *bisect.Result) error {
-	var extra []string
-	if r.html != "" {
-		extra = append(extra, r.html)
-	}
-	run := report.Meta{Accel: r.Measure.Accel, Samples: r.Bench.Samples, Command: strings.Join(os.Args, " "), Date: time.Now()}
 	rep := bisect.Report{State: st, Result: res}
-	files, err := rep.WriteReports(c.App.Writer, setup.Bench, run, extra...)
+	files, err := setup.WriteReports(c.App.Writer, rep, strings.Join(os.Args, " "), r.html)
 	if files != nil && files.RecheckErr != nil {
 		r.log.Printf("warning: no comparison report of the re-check: %v", files.RecheckErr)
 	}
@@ -200,8 +188,8 @@ func bisectReport(c *cli.Context, r *run, setup *bisect.Setup, st *bisect.State,
 	if r.html != "" {
 		r.log.Printf("HTML report in %s", r.html)
 	}
-	if res.Found() {
-		return nil
+	if err := rep.Outcome(); err != nil {
+		return &exitError{code: exitInconclusive, err: err}
 	}
-	return &exitError{code: exitInconclusive, err: fmt.Errorf("inconclusive: %s", rep.Verdict())}
+	return nil
 }

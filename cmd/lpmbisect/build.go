@@ -21,19 +21,12 @@ func buildOpts(r *run) []opt { return cliflag.Keys(r.File, "build") }
 
 // buildOptions turns the build settings into build.Options (without Src/Dir).
 func (r *run) buildOptions() (build.Options, error) {
-	b := r.Build
-	o := build.Options{Base: b.Base, Make: b.Make, MakeFlags: b.MakeFlags, Jobs: b.Jobs}
-	if b.Jobs < 0 {
-		return o, usageError("--jobs must not be negative")
+	o, err := build.FromConfig(r.Build)
+	var fe *build.FragmentError
+	if errors.As(err, &fe) {
+		return o, usageError("--fragment: %v", err)
 	}
-	for _, f := range b.Fragments {
-		frag, err := build.ReadFragment(f)
-		if err != nil {
-			return o, usageError("--fragment: %v", err)
-		}
-		o.Fragments = append(o.Fragments, frag)
-	}
-	return o, nil
+	return o, flagError(err)
 }
 
 // buildTree builds the tree src with the build settings; its build

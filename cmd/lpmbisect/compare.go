@@ -3,15 +3,12 @@ package main
 import (
 	"errors"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/ab"
-	"github.com/lpmbisect/lpmbisect/calibrate"
-	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/report"
@@ -52,19 +49,16 @@ func runCompare(c *cli.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	selected := regexp.MustCompile(s.Plan.Pattern()) // Validate compiled it
-	deterministic := calibrate.Use(s, &opts, r.autoMinEffect, r.Stats.Rule == config.RuleStatistical)
-	boots, err := compare.Start(opts, r.Measure.Boots, s.Plan.Benchmarks(), s.Pairs(2), deterministic)
-	if err != nil {
+	o := ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Seed: r.seed, Results: r.out, Command: strings.Join(os.Args, " ")}
+	if err := o.Calibrate(r.Measure.Boots, r.autoMinEffect, r.Stats.Rule == config.RuleStatistical); err != nil {
 		return usageError("%v", flagError(err))
 	}
-	ins, err := r.compareInsight(s.CacheDir)
-	if err != nil {
+	if o.Insight, err = r.compareInsight(s.CacheDir); err != nil {
 		return err
 	}
 	prog := report.NewProgress(r.log.Writer())
-	res, err := ab.Run(c.Context, ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Start: boots, Selected: selected,
-		Seed: r.seed, Results: r.out, Hooks: prog.Attach, Command: strings.Join(os.Args, " "), Labels: calibrate.Labels(opts), Insight: ins})
+	o.Hooks = prog.Attach
+	res, err := ab.Run(c.Context, o)
 	prog.Done()
 	if errors.Is(err, ab.ErrResultsFile) {
 		return usageError("%v (choose a writable --out or --run-dir)", err)
@@ -76,7 +70,6 @@ func runCompare(c *cli.Context, r *run) error {
 		return err
 	}
 	res.Meta.FailOn = failOn
-	r.writeInsightFile(res.Results, res.Meta.Insight)
 	if err := r.writeReports(c, format, res.Report, res.Meta); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -27,8 +26,7 @@ type remote struct {
 	// build jobs (fleetBuildOpts).
 	buildQueue, tree, buildConfig string
 
-	mu     sync.Mutex
-	client *fleet.Client
+	shared fleet.Shared
 }
 
 // dbOpt is --db: the fleet database.
@@ -69,12 +67,10 @@ func (r *run) useFleetBuilds(s *bisect.Setup) (*bisect.Setup, error) {
 	if r.remote == nil || r.remote.buildQueue == "" {
 		return s, nil
 	}
-	url := r.fleetURL()
+	url, err := r.fleetDB("--build-queue " + r.remote.buildQueue)
 	switch {
-	case url == "":
-		return nil, usageError("--build-queue %s needs the fleet database: give --db postgres://… (or a postgres:// [nightly] db in --config)", r.remote.buildQueue)
-	case !history.IsPostgres(url):
-		return nil, usageError("--db %s: not a postgres:// URL (the fleet needs PostgreSQL)", history.Redact(url))
+	case err != nil:
+		return nil, err
 	case r.remote.tree == "":
 		return nil, usageError("--build-queue %s needs --tree NAME: the tree's name on the build workers (their --tree NAME=DIR)", r.remote.buildQueue)
 	case r.remote.buildConfig == "":
@@ -82,12 +78,9 @@ func (r *run) useFleetBuilds(s *bisect.Setup) (*bisect.Setup, error) {
 	case s.BuildCommand != "":
 		return nil, usageError("--build-command and --build-queue: build jobs carry no commands (the workers' configuration builds); give one of them")
 	}
-	q, err := fleet.ParseQueue(r.remote.buildQueue)
+	q, err := fleet.CheckBuildQueue(r.remote.buildQueue)
 	if err != nil {
-		return nil, usageError("--build-queue: %v", err)
-	}
-	if !q.Build() {
-		return nil, usageError("--build-queue %s is a boot queue: builds go to a build queue (build, build-CLASS)", q.Name)
+		return nil, queueError("build-queue", err)
 	}
 	c, err := r.remote.connect(url, r)
 	if err != nil {
@@ -117,29 +110,19 @@ func (r *run) useFleet(s *measure.Setup) error {
 	if r.remote == nil || (r.remote.queue == "" && r.remote.db == "") {
 		return nil
 	}
-	url := r.fleetURL()
 	switch {
 	case r.remote.queue == "" && r.remote.buildQueue != "":
 		return nil // builds on the fleet, boots here
 	case r.remote.queue == "":
 		return usageError("--db names the fleet, --queue NAME sends the boots there: give both (or neither, to boot here)")
-	case url == "":
-		return usageError("--queue %s needs the fleet database: give --db postgres://… (or a postgres:// [nightly] db in --config)", r.remote.queue)
-	case !history.IsPostgres(url):
-		return usageError("--db %s: not a postgres:// URL (the fleet needs PostgreSQL)", history.Redact(url))
 	}
-	q, err := fleet.ParseQueue(r.remote.queue)
+	url, err := r.fleetDB("--queue " + r.remote.queue)
 	if err != nil {
-		return usageError("--queue: %v", err)
+		return err
 	}
-	if q.Build() {
-		return usageError("--queue %s is a build queue: boots go to a boot queue (icount, tcg-CLASS, kvm-CLASS)", q.Name)
-	}
-	if r.remote.stuckAfter < fleet.MinStuckAfter {
-		return usageError("--stuck-after %v: at least %v (the queue's rescuer looks every 30 s anyway)", r.remote.stuckAfter, fleet.MinStuckAfter)
-	}
-	if s.Accel != q.Accel {
-		return usageError("--accel %s: queue %s boots under %s (give --accel %s)", s.Accel, q.Name, q.Accel, q.Accel)
+	q, err := fleet.CheckBootQueue(r.remote.queue, s.Accel, r.remote.stuckAfter)
+	if err != nil {
+		return queueError("queue", err)
 	}
 	c, err := r.remote.connect(url, r)
 	if err != nil {
@@ -154,33 +137,18 @@ func (r *run) useFleet(s *measure.Setup) error {
 
 // connect opens the fleet database once per command.
 func (l *remote) connect(url string, r *run) (*fleet.Client, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.client != nil {
-		return l.client, nil
-	}
 	ctx := l.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	c, err := fleet.Connect(ctx, url, r.log)
-	if err != nil {
-		return nil, fleetError(err)
-	}
-	l.client = c
-	return c, nil
+	c, err := l.shared.Connect(ctx, url, r.log)
+	return c, fleetError(err)
 }
 
 // close closes the fleet connection, if a command opened one.
 func (l *remote) close() {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.client != nil {
-		l.client.Close()
-		l.client = nil
+	if l != nil {
+		l.shared.Close()
 	}
 }
 
@@ -227,7 +195,7 @@ func fleetCommand(r *run) *cli.Command {
 	})
 	// Its own --db: a flag of the subcommand would reset the field the
 	// parent's --db set (the line's flags move to the parent, see
-	// reorderArgs).
+	// cliflag.ReorderArgs).
 	var migrateDB string
 	migrateOpts := []opt{configOpt(r), dbOpt(r)}
 	migrateOpts[1].Ptr = &migrateDB
@@ -255,14 +223,30 @@ func fleetCommand(r *run) *cli.Command {
 	return cmd
 }
 
-// fleetDB is the database of the fleet commands, which need one.
-func (r *run) fleetDB(cmd string) (string, error) {
+// fleetDB is the fleet database that what ("fleet", "--queue icount")
+// needs: --db, or the configuration's [nightly] db.
+func (r *run) fleetDB(what string) (string, error) {
 	url := r.fleetURL()
 	switch {
 	case url == "":
-		return "", usageError("%s needs the fleet database: give --db postgres://USER@HOST/DB (or a postgres:// [nightly] db in --config)", cmd)
+		return "", usageError("%s needs the fleet database: give --db postgres://USER@HOST/DB (or a postgres:// [nightly] db in --config)", what)
 	case !history.IsPostgres(url):
 		return "", usageError("--db %s: not a postgres:// URL (the fleet needs PostgreSQL)", history.Redact(url))
 	}
 	return url, nil
+}
+
+// queueError names the flags of a queue the fleet refuses: flag's own, or
+// --accel and --stuck-after.
+func queueError(flag string, err error) error {
+	var ae *fleet.AccelError
+	switch {
+	case errors.As(err, &ae):
+		return usageError("--accel %s: %v (give --accel %s)", ae.Accel, err, ae.Queue.Accel)
+	case errors.Is(err, fleet.ErrStuckAfter):
+		return usageError("--stuck-after %v", err)
+	case errors.Is(err, fleet.ErrQueueName):
+		return usageError("--%s: %v", flag, err)
+	}
+	return usageError("--%s %v", flag, err)
 }

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 
 	"github.com/lpmbisect/lpmbisect/ab"
@@ -63,55 +59,18 @@ func (r *run) compareInsight(cacheDir string) (*ab.Insight, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &ab.Insight{Options: opts, Guest: true}
-	if r.remote != nil && r.remote.queue != "" {
-		// A fleet's jobs bring back the timed results only: the guest's
-		// pass would cost each side's first boot its time for nothing.
-		in.Guest = false
-		r.log.Printf("insight from static sources only: boots on a fleet do not bring back the guest's pass")
-	}
+	in := &ab.Insight{Options: opts, Guest: true} // not on a fleet (ab.Run)
 	for i, f := range []struct{ name, path string }{{"debug-a", r.insight.debugA}, {"debug-b", r.insight.debugB}} {
 		if f.path == "" {
 			continue
 		}
-		given, err := symbolFile(f.path)
+		given, err := insight.SymbolFile(f.path)
 		if err != nil {
 			return nil, usageError("--%s: %v", f.name, err)
 		}
 		in.Given[i] = given
 	}
 	return in, nil
-}
-
-// symbolFile tells a vmlinux from a Debian package by its first bytes.
-func symbolFile(path string) (insight.Input, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return insight.Input{}, fmt.Errorf("%w (give an unstripped vmlinux or a linux-image-<release>-dbg .deb)", err)
-	}
-	defer f.Close()
-	magic := make([]byte, 8)
-	if _, err := io.ReadFull(f, magic); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return insight.Input{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	switch {
-	case bytes.HasPrefix(magic, []byte("\x7fELF")):
-		return insight.Input{Vmlinux: path}, nil
-	case bytes.HasPrefix(magic, []byte("!<arch>\n")):
-		return insight.Input{DebugPackage: path}, nil
-	}
-	return insight.Input{}, fmt.Errorf("%s is neither an ELF vmlinux nor a Debian package", path)
-}
-
-// writeInsightFile keeps the insight block beside the results, where stat
-// finds it.
-func (r *run) writeInsightFile(results string, d *insight.Diff) {
-	if d == nil {
-		return
-	}
-	if err := insight.WriteDiffFile(insight.DiffFile(results), d); err != nil {
-		r.log.Printf("warning: insight block not kept beside the results: %v", err)
-	}
 }
 
 // statInsight reads the insight block saved beside a results file: nil
@@ -122,12 +81,11 @@ func (r *run) statInsight(results string, opts insight.Options) *insight.Diff {
 	if r.insight.off {
 		return nil
 	}
-	d, err := insight.ReadDiffFile(insight.DiffFile(results))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
+	d, err := ab.SavedInsight(results)
+	if err != nil {
 		r.log.Printf("warning: %v", err)
+	}
+	if d == nil {
 		return nil
 	}
 	if opts.Symbols != nil {

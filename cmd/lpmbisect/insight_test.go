@@ -35,20 +35,6 @@ func TestInsightFlagsBeforeAnyVM(t *testing.T) {
 	}
 }
 
-func TestSymbolFile(t *testing.T) {
-	dir := t.TempDir()
-	elf := filepath.Join(dir, "vmlinux")
-	os.WriteFile(elf, []byte("\x7fELF\x02\x01\x01\x00rest"), 0o644)
-	deb := filepath.Join(dir, "linux-image-6.1.0-57-cloud-amd64-dbg.deb")
-	os.WriteFile(deb, []byte("!<arch>\ndebian-binary"), 0o644)
-	if in, err := symbolFile(elf); err != nil || in.Vmlinux != elf || in.DebugPackage != "" {
-		t.Errorf("symbolFile(ELF) = %+v, %v; want a vmlinux", in, err)
-	}
-	if in, err := symbolFile(deb); err != nil || in.DebugPackage != deb || in.Vmlinux != "" {
-		t.Errorf("symbolFile(.deb) = %+v, %v; want a debug package", in, err)
-	}
-}
-
 // TestInsightCountsEveryPath boots Debian 6.1 and 6.12 once each (icount)
 // with benchmarks whose lookups kprobes cannot see: from a kprobe program
 // on gettid() (bpf_prog_active) and from bpf(2) batch commands

@@ -14,15 +14,14 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
 
 func main() {
@@ -37,7 +36,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	r := &run{File: &defaults, failOn: "regression", format: "text", src: ".", remote: &remote{ctx: ctx}}
 	defer r.remote.close()
 	err := func() error {
-		if path := configArg(args); path != "" {
+		if path := cliflag.FlagValue(args, "config"); path != "" {
 			f, err := config.Load(path)
 			if err != nil {
 				return usageError("--config: %v", err)
@@ -45,13 +44,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 			r.File = f
 		}
 		app := newApp(r, stdout, stderr)
-		args = reorderArgs(app, args)
-		if i := commandIndex(args); i > 0 && app.Command(args[i]) == nil {
-			hint := ""
-			if s := cli.SuggestCommand(app.Commands, args[i]); s != "" {
-				hint = " (" + strings.ToLower(s[:1]) + s[1:] + ")"
-			}
-			return usageError("no command %q%s: see lpmbisect --help", args[i], hint)
+		args = cliflag.ReorderArgs(app, args)
+		if i := cliflag.CommandIndex(args); i > 0 && app.Command(args[i]) == nil {
+			return usageError("no command %q%s: see lpmbisect --help", args[i], cliflag.SuggestCommand(app, args[i]))
 		}
 		return app.RunContext(ctx, args)
 	}()
@@ -59,7 +54,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lpmbisect: %v%s\n", err, flagHint(err))
 	}
 	code := exitCode(err)
-	if err != nil && code == exitUsage && commandIndex(args) > 0 && args[commandIndex(args)] == "bisect-run" {
+	if err != nil && code == exitUsage && cliflag.CommandIndex(args) > 0 && args[cliflag.CommandIndex(args)] == "bisect-run" {
 		code = exitRunAbort // git bisect run reads 2 as "bad"
 	}
 	return code
@@ -110,11 +105,8 @@ func newApp(r *run, stdout, stderr io.Writer) *cli.App {
 // onUsageError says what was wrong with the line, suggesting the flag a
 // mistyped one is closest to.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	const undefined = "flag provided but not defined: "
-	if name, ok := strings.CutPrefix(err.Error(), undefined); ok && c.Command != nil {
-		if s := cli.SuggestFlag(c.Command.Flags, strings.TrimLeft(name, "-"), true); s != "" {
-			return usageError("%v (did you mean %s?)", err, s)
-		}
+	if s := cliflag.SuggestFlag(c.Command, err); s != "" {
+		return usageError("%v (did you mean %s?)", err, s)
 	}
 	return usageError("%v (see --help)", err)
 }
@@ -122,15 +114,8 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // setup checks the boot options before any VM starts; controls adds the
 // harness controls to the plan, paired asks for pairs.
 func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
-	o := measure.Options{
-		Accel: vmrunner.Accel(r.Measure.Accel),
-		Plan: measure.GuestPlan{Bench: r.Bench.Select, Samples: r.Bench.Samples, Entries: r.Bench.Entries, PrefixLen: r.Bench.PrefixLen,
-			BatchEntries: r.Bench.BatchEntries, Rounds: r.Bench.Rounds, Fault: r.fault},
-		MemoryMB: r.Measure.MemoryMB, CPUs: r.Measure.CPUs, BootTimeout: r.Measure.BootTimeout.Duration,
-		ProgressTimeout: r.Measure.ProgressTimeout.Duration, QEMU: r.Measure.QEMU, CacheDir: r.Measure.CacheDir,
-		RunDir: r.runDir, Guest: r.Measure.Guest, Append: strings.Fields(r.Measure.Append), NoModules: r.Measure.NoModules,
-		Parallel: r.Measure.Parallel, Paired: paired, Log: r.log,
-	}
+	o := measure.FromConfig(r.Measure, r.Bench)
+	o.Plan.Fault, o.RunDir, o.Paired, o.Log = r.fault, r.runDir, paired, r.log
 	if r.verbose {
 		o.Verbose = r.log
 	}
@@ -148,24 +133,17 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 }
 
 // kernels returns a command's kernels: its arguments, or, when it has none,
-// the configuration's [[kernel]] entries (a src entry is built first).
+// the configuration's [[kernel]] entries (config.File.KernelInputs).
 func (r *run) kernels(c *cli.Context, cmd, want string, n int) ([]string, error) {
-	args := c.Args().Slice()
-	if len(args) == 0 && len(r.Kernels) >= n {
-		for _, k := range r.Kernels[:n] {
-			in := k.Path
-			if k.Src != "" {
-				res, err := r.buildTree(c, k.Src)
-				if err != nil {
-					return nil, err
-				}
-				in = res.Dir
-			}
-			args = append(args, in)
+	args, err := r.KernelInputs(c.Args().Slice(), n, func(src string) (string, error) {
+		res, err := r.buildTree(c, src)
+		if err != nil {
+			return "", err
 		}
+		return res.Dir, nil
+	})
+	if err == nil && len(args) != n {
+		err = argsError(cmd, want, args)
 	}
-	if len(args) != n {
-		return nil, argsError(cmd, want, args)
-	}
-	return args, nil
+	return args, err
 }

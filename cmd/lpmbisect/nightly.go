@@ -159,8 +159,7 @@ func historyCommand(r *run) *cli.Command {
 				return err
 			}
 			defer db.Close()
-			s := nightly.SeriesFor(r.File, series)
-			imp, err := nightly.Import(c.Context, db, s, r.File.ForSeries(config.Series{Name: series}).Stats.MinEffect, c.Args().Slice())
+			imp, err := nightly.ImportSeries(c.Context, db, r.File, series, c.Args().Slice())
 			if err != nil {
 				return historyError(err, r)
 			}

@@ -37,22 +37,15 @@ func runCommand(r *run) *cli.Command {
 				return usageError("--out: %v", err)
 			}
 		}
-		runner := s.Runner(sides, 0, out)
 		prog := report.NewProgress(r.log.Writer())
-		prog.Attach(runner)
-		runErr := runner.Measure(c.Context, boots)
+		path, err := s.Record(c.Context, sides, boots, out, prog.Attach)
 		prog.Done()
-		s.Finish(runner)
-		path, closeErr := out.Close(runErr == nil)
 		switch {
-		case runErr != nil && out.Path() != "":
+		case err != nil && out.Path() != "":
 			r.log.Printf("finished boots kept in %s", path)
 		case r.out != "":
 			r.log.Printf("results in %s", path)
 		}
-		if runErr != nil {
-			return runErr
-		}
-		return closeErr
+		return err
 	})
 }

@@ -7,13 +7,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/calibrate"
+	"github.com/lpmbisect/lpmbisect/ab"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
-	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 func statCommand(r *run) *cli.Command {
@@ -35,26 +34,16 @@ func statCommand(r *run) *cli.Command {
 		if err != nil {
 			return usageError("%v (give a results file written by lpmbisect compare)", err)
 		}
-		if err := calibrate.FromResults(&opts, results); err != nil {
-			return usageError("%s: %v", path, err)
-		}
-		if r.Stats.Rule == config.RuleStatistical {
-			opts.Bounds = nil
-		}
-		rep, err := compare.Build(results, opts)
+		res, err := ab.Restat(results, path, opts, r.Stats.Rule == config.RuleStatistical)
 		if err != nil {
 			return usageError("%s: %v", path, err)
 		}
-		meta := report.Meta{FailOn: failOn, ResultsFile: path, Command: "lpmbisect stat " + strings.Join(c.Args().Slice(), " ")}
-		meta.A.Release, meta.B.Release = rep.A.Kernel, rep.B.Kernel
-		meta.Insight = r.statInsight(path, insightOpts)
-		if len(results) > 0 {
-			meta.Accel = results[0].GetConfig(wire.KeyAccel)
-		}
-		if err := r.writeReports(c, format, rep, meta); err != nil {
+		res.Meta.FailOn, res.Meta.Command = failOn, "lpmbisect stat "+strings.Join(c.Args().Slice(), " ")
+		res.Meta.Insight = r.statInsight(path, insightOpts)
+		if err := r.writeReports(c, format, res.Report, res.Meta); err != nil {
 			return err
 		}
-		return outcomeError(rep, failOn)
+		return outcomeError(res.Report, failOn)
 	})
 }
 

@@ -5,14 +5,11 @@ import (
 	"io"
 	"log"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/fleet"
 	"github.com/lpmbisect/lpmbisect/initramfs"
-	"github.com/lpmbisect/lpmbisect/measure"
 )
 
 func workerCommand(r *run) *cli.Command {
@@ -40,33 +37,16 @@ func workerCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		var queues []string
-		build := false
-		for _, q := range strings.Split(w.queues, ",") {
-			if q = strings.TrimSpace(q); q == "" {
-				continue
-			}
-			parsed, err := fleet.ParseQueue(q)
-			if err != nil {
-				return usageError("--queues: %v", err)
-			}
-			build = build || parsed.Build()
-			queues = append(queues, q)
+		queues, build, err := fleet.ParseQueues(w.queues)
+		if err != nil {
+			return usageError("--queues: %v", err)
 		}
 		if len(queues) == 0 {
 			return usageError("worker needs --queues, e.g. --queues icount or --queues icount,build")
 		}
-		trees := map[string]fleet.Tree{}
-		for _, t := range w.trees {
-			name, dir, ok := strings.Cut(t, "=")
-			if !ok || name == "" || dir == "" {
-				return usageError("--tree %q: give NAME=DIR", t)
-			}
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return usageError("--tree %s: %v", name, err)
-			}
-			trees[name] = fleet.Tree{Dir: abs, Remote: "origin"}
+		trees, err := fleet.ParseTrees(w.trees)
+		if err != nil {
+			return usageError("--tree %v", err)
 		}
 		if build && len(trees) == 0 {
 			return usageError("a build queue needs the trees its jobs may name: give --tree NAME=DIR")
@@ -81,15 +61,9 @@ func workerCommand(r *run) *cli.Command {
 			}
 		}
 		if w.cacheDir == "" {
-			base, err := measure.DefaultCacheDir()
-			if err != nil {
+			if w.cacheDir, err = fleet.WorkerCacheDir(w.name); err != nil {
 				return usageError("--cache-dir: %v", err)
 			}
-			name := w.name
-			if name == "" {
-				name, _ = os.Hostname()
-			}
-			w.cacheDir = filepath.Join(base, "worker-"+name)
 		}
 		b := r.Build
 		worker := &fleet.Worker{URL: url, Name: w.name, Queues: queues, CacheDir: w.cacheDir, Guest: guest, QEMU: r.Measure.QEMU,

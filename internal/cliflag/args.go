@@ -1,18 +1,19 @@
-package main
+package cliflag
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 )
 
-// reorderArgs moves a command's flags before its arguments, so flags may go
+// ReorderArgs moves a command's flags before its arguments, so flags may go
 // anywhere on the line, as with git or go test: urfave/cli v2 stops parsing
 // flags at the first argument (urfave/cli#976). "--" ends the flags; what
 // follows it stays an argument. A flag that takes a value moves with it.
-func reorderArgs(app *cli.App, args []string) []string {
-	i := commandIndex(args)
+func ReorderArgs(app *cli.App, args []string) []string {
+	i := CommandIndex(args)
 	if i < 0 {
 		return args
 	}
@@ -21,7 +22,7 @@ func reorderArgs(app *cli.App, args []string) []string {
 		return args
 	}
 	takesValue := valueFlags(cmd)
-	// A subcommand (history import) owns the flags after it; the parent's
+	// A subcommand (lpmbisect history import) owns the flags after it; the parent's
 	// flags before it stay where they are.
 	for j := i + 1; j < len(args) && args[j] != "--"; j++ {
 		if a := args[j]; strings.HasPrefix(a, "-") {
@@ -71,9 +72,9 @@ func valueFlags(cmd *cli.Command) map[string]bool {
 	return takesValue
 }
 
-// commandIndex returns the index of the command in args (args[0] is the
+// CommandIndex returns the index of the command in args (args[0] is the
 // program), -1 when there is none.
-func commandIndex(args []string) int {
+func CommandIndex(args []string) int {
 	for i := 1; i < len(args); i++ {
 		if !strings.HasPrefix(args[i], "-") {
 			return i
@@ -82,16 +83,16 @@ func commandIndex(args []string) int {
 	return -1
 }
 
-// configArg returns the value of --config on the command line, "" when it
-// is not given: the file must be read before the flags, whose defaults it
-// sets.
-func configArg(args []string) string {
+// FlagValue returns the value of the flag --name on the command line, ""
+// when it is not given: a configuration file must be read before the flags,
+// whose defaults it sets.
+func FlagValue(args []string, name string) string {
 	for i, a := range args {
 		if a == "--" {
 			break
 		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || name != "config" {
+		flag, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != flag {
 			continue
 		}
 		if hasValue {
@@ -102,4 +103,26 @@ func configArg(args []string) string {
 		}
 	}
 	return ""
+}
+
+// SuggestFlag is the flag of cmd that the flag of a "flag provided but not
+// defined" error most likely meant ("--accel" for --acel); "" for other
+// errors and when none is close.
+func SuggestFlag(cmd *cli.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !ok || cmd == nil {
+		return ""
+	}
+	return cli.SuggestFlag(cmd.Flags, strings.TrimLeft(name, "-"), true)
+}
+
+// SuggestCommand is the command of app that name most likely meant, to
+// append to a message: ` (did you mean "run"?)` as urfave/cli words it;
+// "" when none is close.
+func SuggestCommand(app *cli.App, name string) string {
+	s := cli.SuggestCommand(app.Commands, name)
+	if s == "" || s == fmt.Sprintf(cli.SuggestDidYouMeanTemplate, "") { // nothing alike at all
+		return ""
+	}
+	return " (" + strings.ToLower(s[:1]) + s[1:] + ")"
 }
