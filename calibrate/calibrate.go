@@ -167,8 +167,12 @@ type Method struct {
 	// MaxBoots is the cap on boots per side the self-compares spent α for
 	// (0 in files written before it was recorded: one look with all of α).
 	MaxBoots int `json:"max_boots,omitempty"`
-	// SplitBoots is k, the boots per side of every self-compare.
+	// SplitBoots is k, the boots per side (pairs, when Paired) of every
+	// self-compare.
 	SplitBoots int `json:"split_boots"`
+	// Paired says the boots ran in pairs, and the self-compares were
+	// paired ones over subsets of the pairs.
+	Paired bool `json:"paired,omitempty"`
 	// Splits is the number of splits taken; Exhaustive says they were all
 	// there are (else they were drawn with Seed).
 	Splits     int    `json:"splits"`

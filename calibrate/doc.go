@@ -103,9 +103,17 @@
 //
 // The floor is computed under icount too: it is what the statistical rule,
 // to which a row falls back when it is not deterministic, can rule out.
-// Runs in pairs are calibrated from unpaired splits of boots of one
-// kernel; the key keeps paired and unpaired plans apart, but the floor is
-// that of an unpaired comparison.
+//
+// For paired comparisons (tcg, kvm with --paired) Run boots the kernel in
+// pairs with itself, as A and B of a paired comparison run, and the
+// self-compares are paired ones: subsets of k = n/2 of the n pairs (at
+// most MaxBoots), each tested as compare tests pairs (signed ranks of the
+// pairs' ln(B/A), α spent over looks), drawn as the splits are. Host noise
+// that moves both VMs of a pair alike then stays out of the floor: on our
+// shared host one evening, unpaired TCG boots of one image were 62–215 %
+// apart and no lookup floor was reached up to 50 %, while the pairs of a
+// self-compare changed by −9 to +15 %. The key keeps paired and unpaired
+// calibrations apart.
 //
 // # Keys and storage
 //

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/perf/benchfmt"
+
 	"github.com/lpmbisect/lpmbisect/measure"
 )
 
 // Run calibrates kernel (any input measure.Setup.Prepare resolves): it boots
 // it boots times with setup's plan and accelerator, as many at once as the
 // setup allows (several under icount, one under wall time), and computes
-// the calibration from the completed boots. Boots on a remote host class
+// the calibration from the completed boots; for paired comparisons it
+// boots pairs of the kernel with itself, boots times. Boots on a remote host class
 // (Remote) give the class's calibration. Whether the comparisons served
 // run in pairs is taken from the setup (o.Paired is ignored). o.OnRunner,
 // when set, gets the runner before the first boot: to attach progress, a
@@ -27,7 +30,14 @@ func Run(ctx context.Context, setup *measure.Setup, kernel string, boots int, o 
 		}
 		o.Host = &host // the class's: the key of its results is the class's
 	}
-	sides, err := setup.Prepare([]string{kernel})
+	// For paired comparisons the kernel runs in pairs with itself, as A
+	// and B of a paired comparison would: the floors then come from what
+	// pairs leave of the host's noise.
+	inputs := []string{kernel}
+	if o.Paired = setup.Pairs(2); o.Paired {
+		inputs = append(inputs, kernel)
+	}
+	sides, err := setup.Prepare(inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +48,9 @@ func Run(ctx context.Context, setup *measure.Setup, kernel string, boots int, o 
 	if err := r.Measure(ctx, boots); err != nil {
 		return nil, fmt.Errorf("calibrate %s: %w", kernel, err)
 	}
-	o.Paired = setup.Pairs(2)
-	return Compute(r.Boots(sides[0].Name), o)
+	var all [][]*benchfmt.Result
+	for _, s := range sides {
+		all = append(all, r.Boots(s.Name)...)
+	}
+	return Compute(all, o)
 }

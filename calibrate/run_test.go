@@ -71,3 +71,48 @@ func TestRunIcount(t *testing.T) {
 		t.Errorf("Run(1 boot) = %v; want ErrTooFewBoots", err)
 	}
 }
+
+// TestRunPaired calibrates Debian 6.1 for paired TCG comparisons from 2
+// pairs of the kernel with itself: both sides boot, the key is paired,
+// the floors come from paired self-compares, and a paired comparison's
+// lookup (KeyFor) finds the calibration.
+func TestRunPaired(t *testing.T) {
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		testkernels.Unavailable(t, "qemu-system-x86_64 not installed (run scripts/setup)")
+	}
+	deb := testkernels.Deb(t, testkernels.Debian61)
+	cache := t.TempDir()
+	setup, err := measure.NewSetup(measure.Options{
+		Accel: vmrunner.TCG, Guest: testguest.Path(t), CacheDir: cache, RunDir: t.TempDir(), Paired: true,
+		Plan:        measure.GuestPlan{Bench: "lookup/keys=sequential", Samples: 2, Entries: 1000},
+		BootTimeout: 3 * time.Minute,
+	})
+	if err != nil {
+		t.Fatalf("NewSetup: %v", err)
+	}
+	sides := map[string]int{}
+	c, err := Run(context.Background(), setup, deb, 2, Options{MaxBoots: 10, OnRunner: func(r *measure.Runner) {
+		r.OnBoot = func(b measure.BootReport) { sides[b.Side.Name]++ }
+	}})
+	if err != nil {
+		t.Fatalf("Run(6.1, 2 pairs) = %v", err)
+	}
+	if sides["A"] != 2 || sides["B"] != 2 || c.Boots != 4 {
+		t.Errorf("Run: boots by side %v, calibration of %d boots; want 2 of A and 2 of B, 4", sides, c.Boots)
+	}
+	if !c.Key.Paired || c.Key.Accel != "tcg" || !c.Method.Paired || c.Method.SplitBoots != 1 || c.Method.Splits != 2 || !c.Method.Exhaustive {
+		t.Errorf("Run: key %+v, method %+v; want a paired tcg key and paired self-compares of 1 of the 2 pairs, both taken", c.Key, c.Method)
+	}
+	for _, b := range c.Benchmarks {
+		if len(b.SameShare) != len(DefaultGrid) {
+			t.Errorf("%s: same shares %v; want one per grid step", b.Name, b.SameShare)
+		}
+	}
+	if err := Store(context.Background(), Dir(cache), c); err != nil {
+		t.Fatalf("Store: %v", err)
+	}
+	key, err := KeyFor(context.Background(), setup)
+	if err != nil || key.ID() != c.Key.ID() {
+		t.Errorf("KeyFor(paired setup) = %v, %v; want the calibration's key %v", key, err, c.Key)
+	}
+}

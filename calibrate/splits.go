@@ -3,6 +3,7 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -19,15 +20,33 @@ type split struct{ a, b []int }
 // floors runs the self-compares of c's boots for every minimum effect of
 // the grid and sets each row's floor and shares. Each self-compare is run
 // as compare runs a comparison (compare.DecideWithin): from the boots
-// compare would start at to the split's k boots per side, α spent over its
-// looks as in a run capped at o.MaxBoots.
+// compare would start at to the split's k boots per side (pairs), α spent
+// over its looks as in a run capped at o.MaxBoots. Boots that ran in pairs
+// (labelled with KeyPair, both sides of each pair one image) give paired
+// self-compares over subsets of the pairs; others, unpaired ones over
+// splits of the boots into two halves.
 func floors(c *Calibration, boots [][]*benchfmt.Result, o Options) error {
-	n := len(boots)
-	k := n / 2
-	c.Method.SplitBoots = k
-	sides := labelSides(boots)
-	splits, exhaustive := makeSplits(n, k, o.Splits, o.Seed)
-	c.Method.Splits, c.Method.Exhaustive = len(splits), exhaustive
+	var sides [2][][]*benchfmt.Result
+	var splits []split
+	var exhaustive bool
+	paired := false
+	if pairs := pairsOf(boots); len(pairs) > 0 {
+		paired = true
+		sides = pairedSides(boots, pairs)
+		k := len(pairs) / 2
+		if o.MaxBoots > 0 {
+			k = min(k, o.MaxBoots)
+		}
+		c.Method.SplitBoots = k
+		splits, exhaustive = makeSubsets(len(pairs), k, o.Splits, o.Seed)
+	} else {
+		sides = labelSides(boots)
+		k := len(boots) / 2
+		c.Method.SplitBoots = k
+		splits, exhaustive = makeSplits(len(boots), k, o.Splits, o.Seed)
+	}
+	c.Method.Paired, c.Method.Splits, c.Method.Exhaustive = paired, len(splits), exhaustive
+	k := c.Method.SplitBoots
 	if k == 0 {
 		return nil
 	}
@@ -48,7 +67,7 @@ func floors(c *Calibration, boots [][]*benchfmt.Result, o Options) error {
 			}
 			start := last
 			if o.MaxBoots > 0 {
-				s, err := compare.StartBoots(opts, len(c.Benchmarks), false, false)
+				s, err := compare.StartBoots(opts, len(c.Benchmarks), paired, false)
 				if err != nil {
 					return fmt.Errorf("calibrate: self-compare at %.3g%%: %w", 100*m, err)
 				}
@@ -90,6 +109,77 @@ func floors(c *Calibration, boots [][]*benchfmt.Result, o Options) error {
 		}
 	}
 	return nil
+}
+
+// pairsOf returns, for boots that ran in pairs, the indices of each
+// complete pair's boots of side A and B, in the order of the pair numbers;
+// nil when a boot has no pair label (unpaired boots).
+func pairsOf(boots [][]*benchfmt.Result) [][2]int {
+	byPair := map[int]*[2]int{}
+	for i, b := range boots {
+		pair, err := strconv.Atoi(b[0].GetConfig(compare.KeyPair))
+		if err != nil || pair < 1 {
+			return nil
+		}
+		if byPair[pair] == nil {
+			byPair[pair] = &[2]int{-1, -1}
+		}
+		switch b[0].GetConfig(compare.KeySide) {
+		case compare.SideA:
+			byPair[pair][0] = i
+		case compare.SideB:
+			byPair[pair][1] = i
+		}
+	}
+	var pairs [][2]int
+	for _, n := range slices.Sorted(maps.Keys(byPair)) {
+		if p := byPair[n]; p[0] >= 0 && p[1] >= 0 {
+			pairs = append(pairs, *p)
+		}
+	}
+	return pairs
+}
+
+// pairedSides returns the boots of each pair as the pair's side A and B,
+// labelled as compare reads a paired run: pair j (from 1) on both sides,
+// boot j on each.
+func pairedSides(boots [][]*benchfmt.Result, pairs [][2]int) (sides [2][][]*benchfmt.Result) {
+	for j, p := range pairs {
+		for s, name := range []string{compare.SideA, compare.SideB} {
+			rs := make([]*benchfmt.Result, 0, len(boots[p[s]]))
+			for _, r := range boots[p[s]] {
+				nr := &benchfmt.Result{Name: r.Name, Iters: r.Iters, Values: r.Values}
+				nr.SetConfig(compare.KeySide, name)
+				nr.SetConfig(compare.KeyBoot, strconv.Itoa(j+1))
+				nr.SetConfig(compare.KeyPair, strconv.Itoa(j+1))
+				rs = append(rs, nr)
+			}
+			sides[s] = append(sides[s], rs)
+		}
+	}
+	return sides
+}
+
+// makeSubsets returns the k-subsets of n pairs, each as a split whose A and
+// B are the same pairs: all of them when there are at most max
+// (exhaustive), else max drawn with seed.
+func makeSubsets(n, k, max int, seed uint64) (splits []split, exhaustive bool) {
+	if k == 0 {
+		return nil, true
+	}
+	if binomial(n, k) <= float64(max) {
+		for _, a := range subsets(seq(n), k) {
+			splits = append(splits, split{a, a})
+		}
+		return splits, true
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x70616972)) // "pair"
+	for range max {
+		a := slices.Clone(rng.Perm(n)[:k])
+		slices.Sort(a)
+		splits = append(splits, split{a, a})
+	}
+	return splits, false
 }
 
 // labelSides returns each boot's results as side A and as side B, with only

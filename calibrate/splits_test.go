@@ -2,8 +2,13 @@ package calibrate
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/compare"
 )
@@ -88,4 +93,68 @@ func TestOneLookFloorsSayStale(t *testing.T) {
 			t.Errorf("MaxBoots %d: Source %q; want it to ask for a new calibration: %v", tc.maxBoots, c.bounds("h").Source, tc.stale)
 		}
 	}
+}
+
+// pairedBoots makes n pairs of boots of one image whose medians share the
+// pair's host factor (relative noise host) and differ within a pair by
+// relative noise own: what pairs on a shared host look like. Boots 1..n
+// are the pairs' A, n+1..2n their B, labelled as a paired runner labels
+// them.
+func pairedBoots(n int, host, own float64, seed uint64) [][]*benchfmt.Result {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	factors := make([]float64, n)
+	for i := range factors {
+		factors[i] = math.Exp(host * rng.NormFloat64())
+	}
+	row := synthRow{name: "Lookup", within: 0.05, median: func(boot int, rng *rand.Rand) float64 {
+		return 900e-9 * factors[(boot-1)%n] * math.Exp(own*rng.NormFloat64())
+	}}
+	boots := synthBoots(2*n, 5, "tcg", []synthRow{row}, seed)
+	for i, b := range boots {
+		side, pair := compare.SideA, i+1
+		if i >= n {
+			side, pair = compare.SideB, i+1-n
+		}
+		for _, r := range b {
+			r.SetConfig(compare.KeySide, side)
+			r.SetConfig(compare.KeyBoot, strconv.Itoa(pair))
+			r.SetConfig(compare.KeyPair, strconv.Itoa(pair))
+		}
+	}
+	return boots
+}
+
+// TestPairedFloors: boots that ran in pairs are calibrated by paired
+// self-compares over subsets of the pairs, so host noise that pairs cancel
+// does not enter the floor; the same medians without their pairs leave
+// nothing up to 50 %.
+func TestPairedFloors(t *testing.T) {
+	boots := pairedBoots(20, 0.4, 0.03, 7)
+	paired := mustCompute(t, boots, Options{Seed: 1, MaxBoots: 10, Paired: true})
+	if !paired.Method.Paired || paired.Method.SplitBoots != 10 || paired.Method.Splits != 200 {
+		t.Errorf("Method = %+v; want paired self-compares of 10 of the 20 pairs, 200 drawn", paired.Method)
+	}
+	f, ok := paired.Floor("Lookup", "sec/op")
+	if !ok || f > 0.10 {
+		t.Errorf("paired floor = %g (reached %v); want at most 10%% with 3%% noise within pairs", f, ok)
+	}
+	var unpaired [][]*benchfmt.Result
+	for _, b := range boots {
+		var rs []*benchfmt.Result
+		for _, r := range b {
+			r = r.Clone()
+			r.SetConfig(compare.KeyPair, "") // "" deletes it
+			r.SetConfig(compare.KeySide, compare.SideA)
+			rs = append(rs, r)
+		}
+		unpaired = append(unpaired, rs)
+	}
+	u := mustCompute(t, unpaired, Options{Seed: 1, MaxBoots: 10})
+	if u.Method.Paired {
+		t.Errorf("unpaired boots: Method.Paired = true")
+	}
+	if uf, ok := u.Floor("Lookup", "sec/op"); ok && uf <= f {
+		t.Errorf("unpaired floor %g not above the paired %g: the host noise should show", uf, f)
+	}
+	t.Logf("paired floor %g, shares %v; unpaired %v", f, row(t, paired, "Lookup", "sec/op").SameShare, row(t, u, "Lookup", "sec/op").SameShare)
 }

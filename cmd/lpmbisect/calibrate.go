@@ -14,7 +14,7 @@ func calibrateCommand(r *run) *cli.Command {
 	opts := append(vmOpts(r),
 		opt{Name: "boots", Ptr: &boots, Usage: "boots of the kernel (at least 6 for wall-time floors; more make the bounds surer)"},
 		cliflag.Key(r.File, "measure.max_boots", "boots per side at most of the comparisons the floors serve: the self-compares spend α over their looks as those do (give at least twice as many --boots)"),
-		opt{Name: "paired", Ptr: &r.paired, Usage: "calibrate for paired comparisons (tcg, kvm)"},
+		opt{Name: "paired", Ptr: &r.paired, Usage: "calibrate for paired comparisons (tcg, kvm): boot the kernel in pairs with itself, --boots pairs"},
 		opt{Name: "seed", Ptr: &seed, Usage: "seed of the splits of the boots into self-compares"},
 		opt{Name: "format", Ptr: &r.format, Usage: "on stdout: text, markdown, json"})
 	opts = append(opts, fleetOpts(r)...) // --db, --queue: calibrate a fleet queue's host class, stored in the fleet
