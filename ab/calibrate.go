@@ -1,6 +1,7 @@
 package ab
 
 import (
+	"context"
 	"regexp"
 
 	"github.com/lpmbisect/lpmbisect/calibrate"
@@ -15,9 +16,9 @@ import (
 // plan's benchmarks as those whose UNKNOWN calls for more boots, and the
 // calibration recorded in every result (calibrate.Labels), where stat
 // finds it. Its errors are compare's *BootsError.
-func (o *Options) Calibrate(boots int, auto, statistical bool) error {
+func (o *Options) Calibrate(ctx context.Context, boots int, auto, statistical bool) error {
 	s := o.Setup
-	deterministic := calibrate.Use(s, &o.Compare, auto, statistical)
+	deterministic := calibrate.Use(ctx, s, &o.Compare, auto, statistical)
 	start, err := compare.Start(o.Compare, boots, s.Plan.Benchmarks(), s.Pairs(2), deterministic)
 	if err != nil {
 		return err

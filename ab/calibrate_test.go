@@ -1,6 +1,7 @@
 package ab
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestCalibrate(t *testing.T) {
 	s := testsetup.New(t, measure.Options{Accel: vmrunner.Icount, Plan: plan})
 	stats := compare.Options{Alpha: 0.05, MinEffect: 0.01, MaxBoots: 10}
 	o := Options{Setup: s, Compare: stats}
-	if err := o.Calibrate(0, false, false); err != nil {
+	if err := o.Calibrate(context.Background(), 0, false, false); err != nil {
 		t.Fatal(err)
 	}
 	if o.Start != compare.DeterministicBoots || o.Labels[wire.KeyJitterBounds] == "" || o.Selected == nil || o.Selected.String() != plan.Pattern() {
@@ -29,12 +30,12 @@ func TestCalibrate(t *testing.T) {
 			o.Start, o.Labels, o.Selected, compare.DeterministicBoots)
 	}
 	o = Options{Setup: s, Compare: stats}
-	if err := o.Calibrate(0, false, true); err != nil || o.Start <= compare.DeterministicBoots || o.Labels[wire.KeyJitterBounds] != "" {
+	if err := o.Calibrate(context.Background(), 0, false, true); err != nil || o.Start <= compare.DeterministicBoots || o.Labels[wire.KeyJitterBounds] != "" {
 		t.Errorf("Calibrate(statistical) = start %d, labels %v, %v; want more boots than %d, no bounds", o.Start, o.Labels, err, compare.DeterministicBoots)
 	}
 	o = Options{Setup: s, Compare: stats}
 	var be *compare.BootsError
-	if err := o.Calibrate(11, false, false); !errors.As(err, &be) || be.Option != "boots" {
+	if err := o.Calibrate(context.Background(), 11, false, false); !errors.As(err, &be) || be.Option != "boots" {
 		t.Errorf("Calibrate(11 boots, at most 10) = %v; want the BootsError of boots", err)
 	}
 }

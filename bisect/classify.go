@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -122,9 +123,9 @@ func (j Judge) Options(maxBoots int) compare.Options {
 // calibrate.Use) and returns the boots per look: boots, or
 // compare.DeterministicBoots when boots is 0 and the deterministic rule
 // decides every benchmark of the plan.
-func (j *Judge) Calibrate(setup *measure.Setup, boots int, auto, statistical bool) int {
+func (j *Judge) Calibrate(ctx context.Context, setup *measure.Setup, boots int, auto, statistical bool) int {
 	opts := j.Options(0)
-	deterministic := calibrate.Use(setup, &opts, auto, statistical)
+	deterministic := calibrate.Use(ctx, setup, &opts, auto, statistical)
 	j.Bounds, j.MinEffects = opts.Bounds, opts.MinEffects
 	if boots == 0 && deterministic {
 		return compare.DeterministicBoots

@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"context"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/compare"
@@ -31,7 +32,7 @@ func TestJudgeCalibrate(t *testing.T) {
 		{"tcg", vmrunner.TCG, 0, false, 0, false},
 	} {
 		j := Judge{Alpha: 0.05, MinEffectPct: 1}
-		if got := j.Calibrate(setup(c.accel), c.boots, false, c.statistical); got != c.want || (len(j.Bounds) > 0) != c.bounds {
+		if got := j.Calibrate(context.Background(), setup(c.accel), c.boots, false, c.statistical); got != c.want || (len(j.Bounds) > 0) != c.bounds {
 			t.Errorf("%s: Calibrate = %d boots, bounds %v; want %d, bounds %v", c.name, got, j.Bounds, c.want, c.bounds)
 		}
 	}
@@ -44,7 +45,7 @@ func TestJudgeCalibrate(t *testing.T) {
 func TestNewSetup(t *testing.T) {
 	m := testsetup.New(t, measure.Options{Accel: vmrunner.Icount, Plan: measure.GuestPlan(wire.DefaultPlan())})
 	o := Options{Judge: Judge{Alpha: 0.05, MinEffectPct: 1}, MaxBoots: 10, Reverse: true, RecheckBoots: 3}
-	s, err := NewSetup(m, o)
+	s, err := NewSetup(context.Background(), m, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +54,11 @@ func TestNewSetup(t *testing.T) {
 			b.Boots, b.Judge.Bounds, b.MaxBoots, b.Reverse, s.RecheckBoots, compare.DeterministicBoots)
 	}
 	o.Statistical = true
-	if s, err := NewSetup(m, o); err != nil || s.Bench.Boots != 0 || len(s.Bench.Judge.Bounds) > 0 {
+	if s, err := NewSetup(context.Background(), m, o); err != nil || s.Bench.Boots != 0 || len(s.Bench.Judge.Bounds) > 0 {
 		t.Errorf("NewSetup(statistical) = %v; want 0 boots a look (the fewest that can decide), no bounds", err)
 	}
 	o.MaxBoots = 0
-	if _, err := NewSetup(m, o); err == nil {
+	if _, err := NewSetup(context.Background(), m, o); err == nil {
 		t.Errorf("NewSetup(MaxBoots 0): no error")
 	}
 }

@@ -88,9 +88,9 @@ type Options struct {
 // NewSetup returns the setup of the bisections whose kernels m boots, with
 // o's statistics calibrated for m's host; the caller adds how commits are
 // built. Its errors are NewBench's: levels no bisection can use.
-func NewSetup(m *measure.Setup, o Options) (*Setup, error) {
+func NewSetup(ctx context.Context, m *measure.Setup, o Options) (*Setup, error) {
 	j := o.Judge
-	boots := j.Calibrate(m, o.Boots, o.Auto, o.Statistical)
+	boots := j.Calibrate(ctx, m, o.Boots, o.Auto, o.Statistical)
 	bench, err := NewBench(m, j, boots, o.MaxBoots, o.Reverse)
 	if err != nil {
 		return nil, err

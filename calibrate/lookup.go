@@ -113,8 +113,8 @@ type Bounds struct {
 // documented defaults for the plan's benchmarks (DefaultBound for
 // DeterministicFamilies), and no floors. Source says which, and why the
 // calibration was not used.
-func For(setup *measure.Setup, cacheDir string) (Bounds, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), remoteLookup)
+func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, error) {
+	ctx, cancel := context.WithTimeout(ctx, remoteLookup)
 	defer cancel()
 	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
 	key, err := KeyFor(ctx, setup)
@@ -202,11 +202,11 @@ func (b Bounds) Apply(opts *compare.Options, auto bool) {
 // applies what For finds (Apply); under wall time without auto it reads
 // nothing. With statistical the significance test decides every row: no
 // jitter bounds. It says on setup.Log where the statistics came from.
-func Use(setup *measure.Setup, opts *compare.Options, auto, statistical bool) (deterministic bool) {
+func Use(ctx context.Context, setup *measure.Setup, opts *compare.Options, auto, statistical bool) (deterministic bool) {
 	if setup.Accel != vmrunner.Icount && !auto {
 		return false
 	}
-	b, err := For(setup, setup.CacheDir)
+	b, err := For(ctx, setup, setup.CacheDir)
 	if err != nil {
 		setup.Log.Printf("warning: calibration not read: %v", err)
 		return false

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,7 +41,7 @@ func bisectOpts(r *run) []opt {
 
 // bisectSetup makes the bisection's setup from the flags (controls: with
 // the harness controls in the plan).
-func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
+func (r *run) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, error) {
 	s, err := r.setup(false, controls)
 	if err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func (r *run) bisectSetup(controls bool) (*bisect.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	bs, err := bisect.NewSetup(s, bisect.Options{Judge: bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect},
+	bs, err := bisect.NewSetup(ctx, s, bisect.Options{Judge: bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect},
 		Auto: auto, Statistical: r.Stats.Rule == config.RuleStatistical, Boots: r.Measure.Boots, MaxBoots: r.Measure.MaxBoots,
 		Reverse: r.Bisect.Reverse, RecheckBoots: r.Bisect.RecheckBoots})
 	if err != nil {
@@ -106,7 +107,7 @@ func bisectRunStep(c *cli.Context, r *run) (bisect.Verdict, error) {
 	if c.NArg() > 0 {
 		return bisect.Verdict{}, usageError("bisect-run takes no arguments, got %q", c.Args().Slice())
 	}
-	setup, err := r.bisectSetup(false)
+	setup, err := r.bisectSetup(c.Context, false)
 	if err != nil {
 		return bisect.Verdict{}, err
 	}
@@ -138,7 +139,7 @@ func bisectCommand(r *run) *cli.Command {
 		if err := writable("html", r.html); err != nil {
 			return err
 		}
-		setup, err := r.bisectSetup(false)
+		setup, err := r.bisectSetup(c.Context, false)
 		if err != nil {
 			return err
 		}

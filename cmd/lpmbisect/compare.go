@@ -50,7 +50,7 @@ func runCompare(c *cli.Context, r *run) error {
 		return err
 	}
 	o := ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Seed: r.seed, Results: r.out, Command: strings.Join(os.Args, " ")}
-	if err := o.Calibrate(r.Measure.Boots, r.autoMinEffect, r.Stats.Rule == config.RuleStatistical); err != nil {
+	if err := o.Calibrate(c.Context, r.Measure.Boots, r.autoMinEffect, r.Stats.Rule == config.RuleStatistical); err != nil {
 		return usageError("%v", flagError(err))
 	}
 	if o.Insight, err = r.compareInsight(s.CacheDir); err != nil {

@@ -42,7 +42,7 @@ func nightlyCommand(r *run) *cli.Command {
 				rr := *r
 				rr.File, rr.runDir = cfg, runDir
 				rr.minEffect = strconv.FormatFloat(cfg.Stats.MinEffect, 'g', -1, 64) // the series' own
-				return rr.bisectSetup(true)
+				return rr.bisectSetup(c.Context, true)
 			}})
 		var sums []report.NightSummary
 		for _, n := range nights {
