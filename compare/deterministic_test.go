@@ -155,6 +155,13 @@ func TestRaisedFloorHidesNoChange(t *testing.T) {
 	if own.Verdict != Same || own.FloorHides || !hasNote(own, "significant") {
 		t.Errorf("−20%% under the user's own 50%%: %v, FloorHides %v, notes %q; want SAME, noted significant", own.Verdict, own.FloorHides, own.Notes)
 	}
+	// Too few boots for significance (3+3: the U test's smallest p is
+	// 0.1): SAME within the raised floor, saying how coarse it is.
+	coarse := oneRow(t, buildWith(t, Options{MinEffects: map[string]float64{bench: 0.50}},
+		side{"A", "a", bench, "ns/op", a[:3]}, side{"B", "b", bench, "ns/op", b[:3]}))
+	if coarse.Verdict != Same || !hasNote(coarse, "SAME within its own ±50% only: the -18.29% change is beyond the ±1% asked for") {
+		t.Errorf("−20%% at 3+3 boots under a floor raised to 50%%: %v, notes %q; want SAME, noted as coarse", coarse.Verdict, coarse.Notes)
+	}
 	// No change: the raised floor says SAME.
 	c := jitter(3, 6, 1000, 0.01)
 	same := oneRow(t, buildWith(t, Options{MinEffects: map[string]float64{bench: 0.50}},

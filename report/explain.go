@@ -145,7 +145,10 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	default:
 		return "too few boots to estimate the spread between boots"
 	}
-	if eff > rep.MinEffect && rep.Look.MaxBoots > 0 { // a calibrated floor
+	// A calibrated floor above the user's that a change reaches, or hides
+	// (compare.Row.FloorHides): the floor, not the boots, is what keeps
+	// the change from being shown.
+	if eff > rep.MinEffect && rep.Look.MaxBoots > 0 && (r.NeedFor == compare.Different || r.FloorHides) {
 		need = fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at the %d %s allowed: %s (this host's boots of one kernel spread that wide; icount counts instructions without that spread)",
 			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, units(r.Paired), need)
 	}
