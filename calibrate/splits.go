@@ -146,15 +146,7 @@ func pairsOf(boots [][]*benchfmt.Result) [][2]int {
 func pairedSides(boots [][]*benchfmt.Result, pairs [][2]int) (sides [2][][]*benchfmt.Result) {
 	for j, p := range pairs {
 		for s, name := range []string{compare.SideA, compare.SideB} {
-			rs := make([]*benchfmt.Result, 0, len(boots[p[s]]))
-			for _, r := range boots[p[s]] {
-				nr := &benchfmt.Result{Name: r.Name, Iters: r.Iters, Values: r.Values}
-				nr.SetConfig(compare.KeySide, name)
-				nr.SetConfig(compare.KeyBoot, strconv.Itoa(j+1))
-				nr.SetConfig(compare.KeyPair, strconv.Itoa(j+1))
-				rs = append(rs, nr)
-			}
-			sides[s] = append(sides[s], rs)
+			sides[s] = append(sides[s], asBoot(boots[p[s]], name, j+1, j+1))
 		}
 	}
 	return sides
@@ -188,17 +180,27 @@ func makeSubsets(n, k, max int, seed uint64) (splits []split, exhaustive bool) {
 func labelSides(boots [][]*benchfmt.Result) (sides [2][][]*benchfmt.Result) {
 	for i, b := range boots {
 		for s, name := range []string{compare.SideA, compare.SideB} {
-			rs := make([]*benchfmt.Result, 0, len(b))
-			for _, r := range b {
-				nr := &benchfmt.Result{Name: r.Name, Iters: r.Iters, Values: r.Values}
-				nr.SetConfig(compare.KeySide, name)
-				nr.SetConfig(compare.KeyBoot, strconv.Itoa(i+1))
-				rs = append(rs, nr)
-			}
-			sides[s] = append(sides[s], rs)
+			sides[s] = append(sides[s], asBoot(b, name, i+1, 0))
 		}
 	}
 	return sides
+}
+
+// asBoot returns copies of one boot's results with only what compare
+// reads, labelled as boot boot of side and, when pair is not 0, as pair
+// pair.
+func asBoot(results []*benchfmt.Result, side string, boot, pair int) []*benchfmt.Result {
+	rs := make([]*benchfmt.Result, 0, len(results))
+	for _, r := range results {
+		nr := &benchfmt.Result{Name: r.Name, Iters: r.Iters, Values: r.Values}
+		nr.SetConfig(compare.KeySide, side)
+		nr.SetConfig(compare.KeyBoot, strconv.Itoa(boot))
+		if pair > 0 {
+			nr.SetConfig(compare.KeyPair, strconv.Itoa(pair))
+		}
+		rs = append(rs, nr)
+	}
+	return rs
 }
 
 // splitSource is a compare.ABSource over one split: its first n boots per
