@@ -456,7 +456,7 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 
 	row.Verdict = Unknown
 	switch {
-	case row.Significant && math.Abs(delta) <= row.MinEffect:
+	case row.Significant && math.Abs(delta) <= row.MinEffect && !row.FloorHides:
 		row.addNote(fmt.Sprintf("significant (p=%.3f) but below the minimum effect %.4g%%; not yet shown to be within it", row.P, 100*row.MinEffect))
 	case row.Significant:
 		row.addNote(fmt.Sprintf("p=%.3f is not significant once corrected for %s and %s (Holm-adjusted p=%.3g > level %.3g)",

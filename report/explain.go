@@ -130,6 +130,10 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	if r.MinEffect != 0 {
 		eff = r.MinEffect
 	}
+	if r.FloorHides { // more boots do not lift a withheld SAME while the change stays
+		return fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at %s: SAME is withheld while the change is significant, DIFFERENT needs more than ±%s (this host's boots of one kernel spread that wide; icount counts instructions without that spread)",
+			pct(eff), FormatDelta(r.DeltaPct), BootsLabel(r), pct(eff))
+	}
 	claim := fmt.Sprintf("showing B within ±%s of A (SAME)", pct(eff))
 	if r.NeedFor == compare.Different {
 		claim = fmt.Sprintf("confirming the %s change (DIFFERENT)", FormatDelta(r.DeltaPct))
@@ -145,10 +149,9 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	default:
 		return "too few boots to estimate the spread between boots"
 	}
-	// A calibrated floor above the user's that a change reaches, or hides
-	// (compare.Row.FloorHides): the floor, not the boots, is what keeps
-	// the change from being shown.
-	if eff > rep.MinEffect && rep.Look.MaxBoots > 0 && (r.NeedFor == compare.Different || r.FloorHides) {
+	// A calibrated floor above the user's that the change reaches: the
+	// floor, not the boots, is what keeps the change from being shown.
+	if eff > rep.MinEffect && rep.Look.MaxBoots > 0 && r.NeedFor == compare.Different {
 		need = fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at the %d %s allowed: %s (this host's boots of one kernel spread that wide; icount counts instructions without that spread)",
 			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, units(r.Paired), need)
 	}
