@@ -438,7 +438,7 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 		if row.Significant {
 			row.addNote(fmt.Sprintf("significant (p=%.3f) but within the minimum effect %.4g%%", row.P, 100*row.MinEffect))
 		}
-		if row.MinEffect > opts.MinEffect && math.Abs(delta) > opts.MinEffect {
+		if row.MinEffect > opts.MinEffect && math.Abs(delta) > opts.MinEffect && !row.Control {
 			row.addNote(fmt.Sprintf("SAME within its own ±%.4g%% only: the %.4g%% change is beyond the ±%.4g%% asked for, and a floor this coarse cannot show whether it is real",
 				100*row.MinEffect, row.DeltaPct, 100*opts.MinEffect))
 		}

@@ -207,6 +207,8 @@ func undecided(rep *compare.Report) []string {
 		line := Headline(r)
 		switch {
 		case !r.Compared():
+		case r.FloorHides:
+			line += fmt.Sprintf("; the calibrated floor ±%s is too close to the change to show it", pct(r.MinEffect))
 		case r.BootsNeeded > compare.MaxBootsNeeded:
 			line += fmt.Sprintf("; a verdict is out of reach (>%d %s at this spread, leaning %v)", compare.MaxBootsNeeded, units(r.Paired), r.NeedFor)
 		case r.BootsNeeded > 0:
