@@ -28,6 +28,29 @@ const (
 
 var classNames = [...]string{Skip: "skip", Good: "good", Bad: "bad"}
 
+// Exit codes of a git bisect run step (git-bisect(1)): git marks the commit
+// good on 0, bad on 1–127 except 125, skips it on 125, and aborts the
+// bisection on 128–255. A step exits with one of these (130 and 143, the
+// signals, abort it too).
+const (
+	ExitGood  = 0   // the commit matches the good endpoint
+	ExitBad   = 1   // the commit matches the bad endpoint
+	ExitSkip  = 125 // it did not build or boot, or stayed UNKNOWN at the boot cap
+	ExitAbort = 255 // stop the bisection: usage error, endpoints not different, host failure
+)
+
+// ExitCode is the exit code of a git bisect run step that classed its
+// commit c.
+func (c Class) ExitCode() int {
+	switch c {
+	case Good:
+		return ExitGood
+	case Bad:
+		return ExitBad
+	}
+	return ExitSkip
+}
+
 func (c Class) String() string {
 	if c >= 0 && int(c) < len(classNames) {
 		return classNames[c]

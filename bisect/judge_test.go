@@ -62,3 +62,15 @@ func TestNewSetup(t *testing.T) {
 		t.Errorf("NewSetup(MaxBoots 0): no error")
 	}
 }
+
+// TestClassExitCode: the git bisect run contract, class by class.
+func TestClassExitCode(t *testing.T) {
+	for c, want := range map[Class]int{Good: 0, Bad: 1, Skip: 125} {
+		if got := c.ExitCode(); got != want {
+			t.Errorf("%v.ExitCode() = %d; want %d", c, got, want)
+		}
+	}
+	if ExitAbort < 128 || ExitAbort > 255 {
+		t.Errorf("ExitAbort = %d; git bisect run aborts on 128-255 only", ExitAbort)
+	}
+}

@@ -17,16 +17,9 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/git"
 )
 
-// Exit codes of bisect-run, the git bisect run contract. git marks the
-// commit good on 0, bad on 1–127 except 125, skips it on 125, and aborts the
-// bisection on 128–255. bisect-run only ever exits with these:
-const (
-	exitRunGood  = 0   // the commit matches the good endpoint
-	exitRunBad   = 1   // the commit matches the bad endpoint
-	exitRunSkip  = 125 // it did not build or boot, or stayed UNKNOWN at the boot cap
-	exitRunAbort = 255 // stop the bisection: usage error, endpoints not different, host failure
-	// 130 and 143 (SIGINT, SIGTERM) abort it too.
-)
+// exitRunAbort is bisect-run's exit code for what must stop git bisect run
+// (bisect.ExitAbort; the others are bisect.Class.ExitCode).
+const exitRunAbort = bisect.ExitAbort
 
 // bisectOpts are the flags of both bisect commands.
 func bisectOpts(r *run) []opt {
@@ -93,14 +86,12 @@ func bisectRunExit(c *cli.Context, v bisect.Verdict, err error) error {
 	case err != nil:
 		return &exitError{code: exitRunAbort, err: fmt.Errorf("%v (exit %d aborts git bisect run)", err, exitRunAbort)}
 	}
-	switch v.Class {
-	case bisect.Good:
-		fmt.Fprintf(c.App.ErrWriter, "lpmbisect: good (exit %d): %s\n", exitRunGood, v.Reason)
+	code := v.Class.ExitCode()
+	if code == bisect.ExitGood {
+		fmt.Fprintf(c.App.ErrWriter, "lpmbisect: %v (exit %d): %s\n", v.Class, code, v.Reason)
 		return nil
-	case bisect.Bad:
-		return &exitError{code: exitRunBad, err: fmt.Errorf("bad (exit %d): %s", exitRunBad, v.Reason)}
 	}
-	return &exitError{code: exitRunSkip, err: fmt.Errorf("skip (exit %d): %s", exitRunSkip, v.Reason)}
+	return &exitError{code: code, err: fmt.Errorf("%v (exit %d): %s", v.Class, code, v.Reason)}
 }
 
 func bisectRunStep(c *cli.Context, r *run) (bisect.Verdict, error) {
