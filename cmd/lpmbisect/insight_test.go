@@ -85,7 +85,11 @@ func TestInsightCountsEveryPath(t *testing.T) {
 			}
 			c := cs[0]
 			switch {
-			case w == wire.MechanismFentry && (c.Mechanism != w || c.Ops == 0 || c.Calls != c.Ops):
+			// One call per op, give or take what other threads add: the
+			// syscall family's program runs on every gettid(), and the Go
+			// runtime calls gettid() for each thread it starts (8016 calls
+			// in 8000 ops seen once, two stray gettid()s of 8 lookups).
+			case w == wire.MechanismFentry && (c.Mechanism != w || c.Ops == 0 || c.Calls < c.Ops || float64(c.Calls) > 1.01*float64(c.Ops)):
 				t.Errorf("%s on %s: %s %d calls in %d ops (%s); want one call per op by fentry", row.Benchmark, side, row.Function, c.Calls, c.Ops, c.Why)
 			case w != wire.MechanismFentry && (c.Mechanism != "" || c.Why != w):
 				t.Errorf("%s on %s: %s counted by %q, why %q; want not counted, because %q", row.Benchmark, side, row.Function, c.Mechanism, c.Why, w)
