@@ -55,26 +55,31 @@ func floors(c *Calibration, boots [][]*benchfmt.Result, o Options) error {
 	if o.MaxBoots > 0 {
 		last = min(k, o.MaxBoots)
 	}
+	// Per grid step, the options and first look every split shares: m as
+	// each benchmark's own minimum effect, above compare's default (the
+	// floor a comparison with auto gives it, with the rule that keeps such
+	// a floor from hiding a change).
+	opts := make([]compare.Options, len(o.Grid))
+	starts := make([]int, len(o.Grid))
+	for g, m := range o.Grid {
+		opts[g] = compare.Options{Alpha: o.Alpha, MaxBoots: o.MaxBoots, MinEffects: map[string]float64{}}
+		for _, b := range c.Benchmarks {
+			opts[g].MinEffects[b.Name] = m
+		}
+		starts[g] = last
+		if o.MaxBoots > 0 {
+			s, err := compare.StartBoots(opts[g], len(c.Benchmarks), paired, false)
+			if err != nil {
+				return fmt.Errorf("calibrate: self-compare at %.3g%%: %w", 100*m, err)
+			}
+			starts[g] = min(s, last)
+		}
+	}
 	same, diff := map[rowKey][]int{}, map[rowKey][]int{}
 	for _, sp := range splits {
 		for g, m := range o.Grid {
-			// m as each benchmark's own minimum effect, above compare's
-			// default: the floor a comparison with auto gives it, with
-			// the rule that keeps such a floor from hiding a change.
-			opts := compare.Options{Alpha: o.Alpha, MaxBoots: o.MaxBoots, MinEffects: map[string]float64{}}
-			for _, b := range c.Benchmarks {
-				opts.MinEffects[b.Name] = m
-			}
-			start := last
-			if o.MaxBoots > 0 {
-				s, err := compare.StartBoots(opts, len(c.Benchmarks), paired, false)
-				if err != nil {
-					return fmt.Errorf("calibrate: self-compare at %.3g%%: %w", 100*m, err)
-				}
-				start = min(s, last)
-			}
 			src := &splitSource{sides: sides, split: sp}
-			rep, err := compare.DecideWithin(context.Background(), src, opts, start, last, nil)
+			rep, err := compare.DecideWithin(context.Background(), src, opts[g], starts[g], last, nil)
 			if err != nil {
 				return fmt.Errorf("calibrate: self-compare at %.3g%%: %w", 100*m, err)
 			}

@@ -432,19 +432,22 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 	} else {
 		row.PSame = equivalenceP(row.A.medians(), row.B.medians(), row.MinEffect)
 	}
-	hidden := row.MinEffect > opts.MinEffect && row.Significant && math.Abs(delta) > opts.MinEffect
-	if reachS && atMost(row.PSame, look.SameLevel) && !hidden {
+	// raised: the row's own floor (calibrated) is above the user's, and
+	// the change lies between the two.
+	raised := row.MinEffect > opts.MinEffect && math.Abs(delta) > opts.MinEffect
+	shownSame := reachS && atMost(row.PSame, look.SameLevel)
+	if shownSame && !(raised && row.Significant) {
 		row.Verdict = Same
 		if row.Significant {
 			row.addNote(fmt.Sprintf("significant (p=%.3f) but within the minimum effect %.4g%%", row.P, 100*row.MinEffect))
 		}
-		if row.MinEffect > opts.MinEffect && math.Abs(delta) > opts.MinEffect && !row.Control {
+		if raised && !row.Control {
 			row.addNote(fmt.Sprintf("SAME within its own ±%.4g%% only: the %.4g%% change is beyond the ±%.4g%% asked for, and a floor this coarse cannot show whether it is real",
 				100*row.MinEffect, row.DeltaPct, 100*opts.MinEffect))
 		}
 		return
 	}
-	if hidden && reachS && atMost(row.PSame, look.SameLevel) {
+	if shownSame { // raised and significant
 		// A floor raised for this benchmark (calibrated: what the host
 		// can rule out) must not turn a change the user's own floor would
 		// see into SAME: the row stays UNKNOWN. This refuses a claim and

@@ -121,6 +121,9 @@ func rulesLine(rep *compare.Report) string {
 	return "; every row by the statistical rule (no calibrated jitter bounds: see lpmbisect calibrate)"
 }
 
+// spreadHint says why a calibrated floor is coarse, and what is not.
+const spreadHint = "(this host's boots of one kernel spread that wide; icount counts instructions without that spread)"
+
 // needNote phrases compare's estimate for an undecided row
 // (compare.Row.NeedFor and BootsNeeded): the claim the boots would settle,
 // which assumes the observed change holds (for a kernel compared with
@@ -131,8 +134,8 @@ func needNote(rep *compare.Report, r compare.Row) string {
 		eff = r.MinEffect
 	}
 	if r.FloorHides { // more boots do not lift a withheld SAME while the change stays
-		return fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at %s: SAME is withheld while the change is significant, DIFFERENT needs more than ±%s (this host's boots of one kernel spread that wide; icount counts instructions without that spread)",
-			pct(eff), FormatDelta(r.DeltaPct), BootsLabel(r), pct(eff))
+		return fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at %s: SAME is withheld while the change is significant, DIFFERENT needs more than ±%s %s",
+			pct(eff), FormatDelta(r.DeltaPct), BootsLabel(r), pct(eff), spreadHint)
 	}
 	claim := fmt.Sprintf("showing B within ±%s of A (SAME)", pct(eff))
 	if r.NeedFor == compare.Different {
@@ -152,8 +155,8 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	// A calibrated floor above the user's that the change reaches: the
 	// floor, not the boots, is what keeps the change from being shown.
 	if eff > rep.MinEffect && rep.Look.MaxBoots > 0 && r.NeedFor == compare.Different {
-		need = fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at the %d %s allowed: %s (this host's boots of one kernel spread that wide; icount counts instructions without that spread)",
-			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, units(r.Paired), need)
+		need = fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at the %d %s allowed: %s %s",
+			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, units(r.Paired), need, spreadHint)
 	}
 	return need
 }
