@@ -72,7 +72,7 @@
 // itself. Calibration simulates those self-compares: it splits the n boots
 // into two halves of k = n/2 (one boot left out when n is odd), labels one
 // half A and the other B, and, for each minimum effect m of a grid (1, 2,
-// 3, 5, 7.5, 10, 15, 20, 30, 50 %), runs the comparison as compare runs it
+// 3, 5, 7.5, 10, 15, 20, 30, 40, 50 %), runs the comparison as compare runs it
 // (compare.DecideWithin): from the boots an adaptive run starts at, one
 // boot per look, α spent over the looks as in a run capped at MaxBoots
 // (the comparisons' max_boots), up to k boots per side, with m as each
