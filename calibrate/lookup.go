@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,11 +87,7 @@ func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
-	qemu := setup.VM.QEMU
-	if qemu == "" {
-		qemu = "qemu-system-x86_64"
-	}
-	version, err := vmrunner.QEMUVersion(qemu)
+	version, err := vmrunner.QEMUVersion(cmp.Or(setup.VM.QEMU, vmrunner.DefaultQEMU))
 	if err != nil {
 		return Key{}, fmt.Errorf("calibrate: %w", err)
 	}

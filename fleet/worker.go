@@ -147,7 +147,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.Heartbeat = defaultHeartbeat
 	}
 	if w.QEMU == "" {
-		w.QEMU = "qemu-system-x86_64"
+		w.QEMU = vmrunner.DefaultQEMU
 	}
 	if w.CacheDir == "" {
 		return errors.New("worker: no cache directory")

@@ -49,9 +49,13 @@ type Limits struct {
 // DefaultLimits fit thousands of results with room to spare.
 var DefaultLimits = Limits{MaxLine: 64 << 10, MaxBytes: 8 << 20}
 
+// DefaultQEMU is the QEMU binary of a Config without one, looked up in
+// PATH.
+const DefaultQEMU = "qemu-system-x86_64"
+
 // Config describes one boot.
 type Config struct {
-	QEMU       string   // QEMU binary; default qemu-system-x86_64
+	QEMU       string   // QEMU binary; default DefaultQEMU
 	Kernel     string   // bzImage
 	Initramfs  string   // cpio archive
 	KernelArgs []string // extra kernel parameters (the guest's run plan)
@@ -122,7 +126,7 @@ const (
 
 func (c *Config) setDefaults() {
 	if c.QEMU == "" {
-		c.QEMU = "qemu-system-x86_64"
+		c.QEMU = DefaultQEMU
 	}
 	if c.MemoryMB == 0 {
 		c.MemoryMB = 1024
