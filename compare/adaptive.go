@@ -163,12 +163,12 @@ func StartBoots(opts Options, rows int, paired, both bool) (int, error) {
 		return 0, err
 	}
 	if same == 0 && different == 0 {
-		return 0, fmt.Errorf("compare: no verdict is reachable within %d %s (allow more boots or a larger alpha)", opts.MaxBoots, perSide(paired))
+		return 0, fmt.Errorf("compare: no verdict is reachable within %d %s (allow more boots or a larger alpha)", opts.MaxBoots, Units(paired))
 	}
 	n := positiveMin(same, different)
 	if both {
 		if same == 0 || different == 0 {
-			return 0, fmt.Errorf("compare: SAME and DIFFERENT are not both reachable within %d %s (allow more boots or a larger alpha)", opts.MaxBoots, perSide(paired))
+			return 0, fmt.Errorf("compare: SAME and DIFFERENT are not both reachable within %d %s (allow more boots or a larger alpha)", opts.MaxBoots, Units(paired))
 		}
 		n = max(same, different)
 	}

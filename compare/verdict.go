@@ -285,7 +285,7 @@ func decide(rep *Report, opts Options) {
 			} else {
 				row.PAdj = d.P
 			}
-			row.addNote(fmt.Sprintf("%v since look %d at %d %s (verdicts are final)", d.Verdict, d.Look, d.Boots, perSide(paired)))
+			row.addNote(fmt.Sprintf("%v since look %d at %d %s (verdicts are final)", d.Verdict, d.Look, d.Boots, Units(paired)))
 			continue
 		}
 		decideRow(row, rep, opts, len(stat), reachD, reachS)
@@ -477,8 +477,9 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 	row.NeedFor, row.BootsNeeded = bootsNeeded(row, rep.Alpha, row.MinEffect, m)
 }
 
-// perSide names the units of a count: boots per side, or pairs.
-func perSide(paired bool) string {
+// Units names what a count of boots counts in a comparison: boots per
+// side, or pairs.
+func Units(paired bool) string {
 	if paired {
 		return "pairs"
 	}

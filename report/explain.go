@@ -65,7 +65,7 @@ func BootsLabel(r compare.Row) string {
 func VerdictRule(rep *compare.Report) string {
 	look := fmt.Sprintf("look %d", rep.Look.Number)
 	if rep.Look.MaxBoots > 0 {
-		look += fmt.Sprintf(" of ≤%d %s", rep.Look.MaxBoots, units(rep.Paired))
+		look += fmt.Sprintf(" of ≤%d %s", rep.Look.MaxBoots, compare.Units(rep.Paired))
 	}
 	return fmt.Sprintf("verdict (%s): DIFFERENT = significant at α=%v over all rows and looks, and shown beyond ±%s; SAME = shown within ±%s; else UNKNOWN%s",
 		look, rep.Alpha, pct(rep.MinEffect), pct(rep.MinEffect), rulesLine(rep))
@@ -144,9 +144,9 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	var need string
 	switch {
 	case r.BootsNeeded > compare.MaxBootsNeeded:
-		need = fmt.Sprintf("%s would need more than %d %s at this spread", claim, compare.MaxBootsNeeded, units(r.Paired))
+		need = fmt.Sprintf("%s would need more than %d %s at this spread", claim, compare.MaxBootsNeeded, compare.Units(r.Paired))
 	case r.BootsNeeded > 0:
-		need = fmt.Sprintf("%s would need ~%d %s at this spread", claim, r.BootsNeeded, units(r.Paired))
+		need = fmt.Sprintf("%s would need ~%d %s at this spread", claim, r.BootsNeeded, compare.Units(r.Paired))
 	case r.Paired:
 		return "too few pairs to estimate the spread of the pairs' changes"
 	default:
@@ -156,7 +156,7 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	// floor, not the boots, is what keeps the change from being shown.
 	if eff > rep.MinEffect && rep.Look.MaxBoots > 0 && r.NeedFor == compare.Different {
 		need = fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at the %d %s allowed: %s %s",
-			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, units(r.Paired), need, spreadHint)
+			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, compare.Units(r.Paired), need, spreadHint)
 	}
 	return need
 }

@@ -210,9 +210,9 @@ func undecided(rep *compare.Report) []string {
 		case r.FloorHides:
 			line += fmt.Sprintf("; the calibrated floor ±%s is too close to the change to show it", pct(r.MinEffect))
 		case r.BootsNeeded > compare.MaxBootsNeeded:
-			line += fmt.Sprintf("; a verdict is out of reach (>%d %s at this spread, leaning %v)", compare.MaxBootsNeeded, units(r.Paired), r.NeedFor)
+			line += fmt.Sprintf("; a verdict is out of reach (>%d %s at this spread, leaning %v)", compare.MaxBootsNeeded, compare.Units(r.Paired), r.NeedFor)
 		case r.BootsNeeded > 0:
-			line += fmt.Sprintf("; a verdict needs ~%d %s at this spread (leaning %v)", r.BootsNeeded, units(r.Paired), r.NeedFor)
+			line += fmt.Sprintf("; a verdict needs ~%d %s at this spread (leaning %v)", r.BootsNeeded, compare.Units(r.Paired), r.NeedFor)
 		}
 		out = append(out, line)
 	}
@@ -244,14 +244,6 @@ func warnings(rep *compare.Report) []string {
 		out = append(out, InstructionsExplanation)
 	}
 	return out
-}
-
-// units names what a count of units counts: boots per side, or pairs.
-func units(paired bool) string {
-	if paired {
-		return "pairs"
-	}
-	return "boots per side"
 }
 
 // absChange formats the change from A to B in the row's unit, with its SI
