@@ -139,7 +139,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	rep, runErr := compare.Decide(ctx, runner, o.Compare, o.Start, selected)
 	s.Finish(runner)
 	res := &Result{Report: rep, Summary: runner.Summary(), Sides: sides}
-	res.Results, err = out.Close(runErr == nil)
+	res.Results, err = s.CloseResults(out, runErr)
 	if runErr != nil {
 		return res, runErr
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -85,6 +86,14 @@ type Options struct {
 	RecheckBoots int
 }
 
+// FromConfig returns the options that a configuration's [stats],
+// [measure] and [bisect] sections give; auto takes the minimum effects
+// from calibration (--min-effect auto).
+func FromConfig(f *config.File, auto bool) Options {
+	return Options{Judge: Judge{Alpha: f.Stats.Alpha, MinEffectPct: f.Stats.MinEffect}, Auto: auto, Statistical: f.Stats.Statistical(),
+		Boots: f.Measure.Boots, MaxBoots: f.Measure.MaxBoots, Reverse: f.Bisect.Reverse, RecheckBoots: f.Bisect.RecheckBoots}
+}
+
 // NewSetup returns the setup of the bisections whose kernels m boots, with
 // o's statistics calibrated for m's host; the caller adds how commits are
 // built. Its errors are NewBench's: levels no bisection can use.
@@ -100,14 +109,22 @@ func NewSetup(ctx context.Context, m *measure.Setup, o Options) (*Setup, error) 
 
 // WriteReports writes rep's report files (Report.WriteReports) of a
 // bisection measured with s and run by command, also as HTML to html (""
-// for none).
+// for none), and logs where the HTML went and a re-check without its own
+// report.
 func (s *Setup) WriteReports(w io.Writer, rep Report, command, html string) (*Reports, error) {
 	var extra []string
 	if html != "" {
 		extra = append(extra, html)
 	}
 	run := report.Meta{Accel: string(s.Measure.Accel), Samples: s.Measure.Plan.Samples, Command: command, Date: time.Now()}
-	return rep.WriteReports(w, s.Bench, run, extra...)
+	files, err := rep.WriteReports(w, s.Bench, run, extra...)
+	if s.Log != nil && files != nil && files.RecheckErr != nil {
+		s.Log.Printf("warning: no comparison report of the re-check: %v", files.RecheckErr)
+	}
+	if s.Log != nil && err == nil && html != "" {
+		s.Log.Printf("HTML report in %s", html)
+	}
+	return files, err
 }
 
 // DefaultBuildDir is where a tree is built when no build directory is

@@ -44,6 +44,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/configs"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 // ErrBuildFailed is wrapped by Build's error when make failed: the tree does
@@ -166,6 +167,20 @@ type Result struct {
 	Log string
 	// Duration is how long configuration and build took.
 	Duration time.Duration
+}
+
+// CopyImage copies the bzImage to path, atomically: a reader never sees
+// part of it, and a failed copy leaves nothing behind.
+func (r *Result) CopyImage(path string) error {
+	f, err := os.Open(r.Image)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return cachefile.WriteAtomic(path, func(w io.Writer) error {
+		_, err := io.Copy(w, f)
+		return err
+	})
 }
 
 // Dropped is a fragment option that did not keep its value.

@@ -95,6 +95,10 @@ const (
 	RuleStatistical = "statistical"
 )
 
+// Statistical reports whether the significance test judges every row,
+// deterministic ones too (RuleStatistical).
+func (s Stats) Statistical() bool { return s.Rule == RuleStatistical }
+
 // Build says how a kernel source tree is configured and built.
 type Build struct {
 	Src       string   `toml:"src"` // build's own flag

@@ -203,6 +203,15 @@ func StreamResults(w io.Writer) *ResultsFile {
 	return &ResultsFile{Writer: benchfmt.NewWriter(w)}
 }
 
+// OpenResults is where a run's results go: the file path
+// (CreateResultsFile), or w (standard output) as they come when path is "".
+func OpenResults(path string, w io.Writer) (*ResultsFile, error) {
+	if path == "" {
+		return StreamResults(w), nil
+	}
+	return CreateResultsFile(path)
+}
+
 // CheckWritable tells, without creating anything, whether a results file
 // could be created at path: its directory must exist and be writable.
 func CheckWritable(path string) error {

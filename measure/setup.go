@@ -223,11 +223,22 @@ func (s *Setup) Record(ctx context.Context, sides []*Side, boots int, out *Resul
 	}
 	runErr := runner.Measure(ctx, boots)
 	s.Finish(runner)
-	path, closeErr := out.Close(runErr == nil)
+	path, closeErr := s.CloseResults(out, runErr)
 	if runErr != nil {
 		return path, runErr
 	}
 	return path, closeErr
+}
+
+// CloseResults closes out after a run that ended with runErr: renamed to
+// its final name when the run completed, else kept as FILE.partial, which
+// it then names in the log, so no finished boot is lost from sight.
+func (s *Setup) CloseResults(out *ResultsFile, runErr error) (string, error) {
+	path, err := out.Close(runErr == nil)
+	if runErr != nil && out.Path() != "" && s.Log != nil {
+		s.Log.Printf("finished boots kept in %s", path)
+	}
+	return path, err
 }
 
 // DefaultCacheDir is where lpmbisect caches unpacked kernels, initramfs

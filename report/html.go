@@ -10,7 +10,14 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
+
+// WriteHTMLFile writes the HTML report to path, atomically: a reader
+// never sees part of it, and a failed write leaves nothing behind.
+func WriteHTMLFile(path string, rep *compare.Report, meta Meta) error {
+	return cachefile.WriteAtomic(path, func(w io.Writer) error { return WriteHTML(w, rep, meta) })
+}
 
 // WriteHTML writes the report as one self-contained HTML page: no scripts,
 // no external style sheets or fonts, plots inlined as SVG, so that it can be

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -15,6 +14,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/internal/interrupt"
 )
 
 // exitRunAbort is bisect-run's exit code for what must stop git bisect run
@@ -43,9 +43,7 @@ func (r *run) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, er
 	if err != nil {
 		return nil, err
 	}
-	bs, err := bisect.NewSetup(ctx, s, bisect.Options{Judge: bisect.Judge{Alpha: r.Stats.Alpha, MinEffectPct: r.Stats.MinEffect},
-		Auto: auto, Statistical: r.Stats.Rule == config.RuleStatistical, Boots: r.Measure.Boots, MaxBoots: r.Measure.MaxBoots,
-		Reverse: r.Bisect.Reverse, RecheckBoots: r.Bisect.RecheckBoots})
+	bs, err := bisect.NewSetup(ctx, s, bisect.FromConfig(r.File, auto))
 	if err != nil {
 		return nil, usageError("%v (check --boots, --max-boots and --alpha)", err)
 	}
@@ -62,48 +60,37 @@ func bisectRunCommand(r *run) *cli.Command {
 		cliflag.Key(r.File, "bisect.good", "good endpoint: KERNEL or revision (default: git bisect's good commit)"),
 		cliflag.Key(r.File, "bisect.bad", "bad endpoint: KERNEL or revision (default: git bisect's bad commit)"),
 		opt{Name: "src", Ptr: &r.src, Usage: "the checked-out tree"})
-	cmd := command("bisect-run", "one git bisect run step: build the checked-out tree, measure it, exit 0 (good), 1 (bad) or 125 (skip)", "", opts, func(c *cli.Context) (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = &exitError{code: exitRunAbort, err: fmt.Errorf("internal error: %v\n%s", p, debug.Stack())}
-			}
-		}()
-		v, err := bisectRunStep(c, r)
-		return bisectRunExit(c, v, err)
+	return command("bisect-run", "one git bisect run step: build the checked-out tree, measure it, exit 0 (good), 1 (bad) or 125 (skip)", "", opts, func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usageError("bisect-run takes no arguments, got %q", c.Args().Slice())
+		}
+		setup, err := r.bisectSetup(c.Context, false)
+		if err != nil {
+			return err
+		}
+		v, err := setup.Step(c.Context, r.src, r.Bisect.Good, r.Bisect.Bad, r.Bisect.State, r.Build.BuildDir)
+		if err != nil {
+			return bisectError(err, r)
+		}
+		code := v.Class.ExitCode()
+		if code == bisect.ExitGood {
+			fmt.Fprintf(c.App.ErrWriter, "lpmbisect: %v (exit %d): %s\n", v.Class, code, v.Reason)
+			return nil
+		}
+		return &exitError{code: code, err: fmt.Errorf("%v (exit %d): %s", v.Class, code, v.Reason), verdict: true}
 	})
-	cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return &exitError{code: exitRunAbort, err: fmt.Errorf("%v (see --help; exit %d aborts git bisect run)", err, exitRunAbort)}
-	}
-	return cmd
 }
 
-// bisectRunExit maps a step's outcome to git bisect run's exit codes.
-func bisectRunExit(c *cli.Context, v bisect.Verdict, err error) error {
-	var se *signalError
-	switch {
-	case errors.As(err, &se):
-		return err
-	case err != nil:
-		return &exitError{code: exitRunAbort, err: fmt.Errorf("%v (exit %d aborts git bisect run)", err, exitRunAbort)}
+// bisectRunCode keeps git bisect run's contract for bisect-run's exit:
+// its verdict's code (0, 1, 125), a signal's, or 255, which stops the
+// bisection, for anything else (a usage error's 2 would read as "bad").
+func bisectRunCode(err error, code int, hint string) (int, string) {
+	var ee *exitError
+	var se *interrupt.Error
+	if err == nil || errors.As(err, &se) || errors.As(err, &ee) && ee.verdict {
+		return code, hint
 	}
-	code := v.Class.ExitCode()
-	if code == bisect.ExitGood {
-		fmt.Fprintf(c.App.ErrWriter, "lpmbisect: %v (exit %d): %s\n", v.Class, code, v.Reason)
-		return nil
-	}
-	return &exitError{code: code, err: fmt.Errorf("%v (exit %d): %s", v.Class, code, v.Reason)}
-}
-
-func bisectRunStep(c *cli.Context, r *run) (bisect.Verdict, error) {
-	if c.NArg() > 0 {
-		return bisect.Verdict{}, usageError("bisect-run takes no arguments, got %q", c.Args().Slice())
-	}
-	setup, err := r.bisectSetup(c.Context, false)
-	if err != nil {
-		return bisect.Verdict{}, err
-	}
-	v, err := setup.Step(c.Context, r.src, r.Bisect.Good, r.Bisect.Bad, r.Bisect.State, r.Build.BuildDir)
-	return v, bisectError(err, r)
+	return exitRunAbort, fmt.Sprintf("%s (exit %d aborts git bisect run)", hint, exitRunAbort)
 }
 
 func bisectCommand(r *run) *cli.Command {
@@ -138,7 +125,14 @@ func bisectCommand(r *run) *cli.Command {
 		if err != nil {
 			return bisectError(err, r)
 		}
-		return bisectReport(c, r, setup, st, res)
+		rep := bisect.Report{State: st, Result: res}
+		if _, err := setup.WriteReports(c.App.Writer, rep, strings.Join(os.Args, " "), r.html); err != nil {
+			return usageError("%v (choose a writable --html or --state)", err)
+		}
+		if err := rep.Outcome(); err != nil {
+			return &exitError{code: exitInconclusive, err: err}
+		}
+		return nil
 	})
 }
 
@@ -146,7 +140,7 @@ func bisectCommand(r *run) *cli.Command {
 // would fix it.
 func bisectError(err error, r *run) error {
 	var ee *exitError
-	var se *signalError
+	var se *interrupt.Error
 	switch {
 	case err == nil, errors.As(err, &ee), errors.As(err, &se):
 		return err
@@ -164,24 +158,4 @@ func bisectError(err error, r *run) error {
 		return usageError("%v", err)
 	}
 	return err
-}
-
-// bisectReport prints the report, writes it into the state directory (and
-// --html), and returns the exit code's error.
-func bisectReport(c *cli.Context, r *run, setup *bisect.Setup, st *bisect.State, res *bisect.Result) error {
-	rep := bisect.Report{State: st, Result: res}
-	files, err := setup.WriteReports(c.App.Writer, rep, strings.Join(os.Args, " "), r.html)
-	if files != nil && files.RecheckErr != nil {
-		r.log.Printf("warning: no comparison report of the re-check: %v", files.RecheckErr)
-	}
-	if err != nil {
-		return usageError("%v (choose a writable --html or --state)", err)
-	}
-	if r.html != "" {
-		r.log.Printf("HTML report in %s", r.html)
-	}
-	if err := rep.Outcome(); err != nil {
-		return &exitError{code: exitInconclusive, err: err}
-	}
-	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -71,11 +70,7 @@ func buildCommand(r *run) *cli.Command {
 			return err
 		}
 		if r.out != "" { // build's own --out: compare's is its results file
-			data, err := os.ReadFile(res.Image)
-			if err == nil {
-				err = os.WriteFile(r.out, data, 0o644)
-			}
-			if err != nil {
+			if err := res.CopyImage(r.out); err != nil {
 				return usageError("--out: %v", err)
 			}
 			r.log.Printf("copied the bzImage to %s", r.out)

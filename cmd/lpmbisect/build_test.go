@@ -1,16 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/internal/interrupt"
 	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
 )
 
@@ -115,10 +118,33 @@ func TestBisectRunUsageAborts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, c.args...)
-			if code != exitRunAbort || !strings.Contains(stderr, c.want) {
+			if code != exitRunAbort || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "(exit 255 aborts git bisect run)") {
 				t.Errorf("lpmbisect %s: exit %d; want %d (aborts git bisect run) with %q\n%s", strings.Join(c.args, " "), code, exitRunAbort, c.want, stderr)
 			}
 		})
+	}
+}
+
+// TestBisectRunCode: bisect-run exits with its verdict's code or a
+// signal's, and with 255 for everything else, whatever code the error
+// would give another command.
+func TestBisectRunCode(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"good", nil, bisect.ExitGood},
+		{"bad", &exitError{code: bisect.ExitBad, err: errors.New("BAD"), verdict: true}, bisect.ExitBad},
+		{"skip", &exitError{code: bisect.ExitSkip, err: errors.New("SKIP"), verdict: true}, bisect.ExitSkip},
+		{"usage", usageError("--boots 0"), exitRunAbort},
+		{"regression code without a verdict", &exitError{code: exitRegression, err: errors.New("x")}, exitRunAbort},
+		{"infrastructure", errors.New("QEMU died"), exitRunAbort},
+		{"SIGTERM", fmt.Errorf("boot: %w", &interrupt.Error{Signal: syscall.SIGTERM}), exitSIGTERM},
+	} {
+		if got, _ := bisectRunCode(c.err, exitCode(c.err), ""); got != c.want {
+			t.Errorf("%s: exit %d; want %d", c.name, got, c.want)
+		}
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/ab"
-	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/report"
 )
@@ -50,7 +49,7 @@ func runCompare(c *cli.Context, r *run) error {
 		return err
 	}
 	o := ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Seed: r.seed, Results: r.out, Command: strings.Join(os.Args, " ")}
-	if err := o.Calibrate(c.Context, r.Measure.Boots, r.autoMinEffect, r.Stats.Rule == config.RuleStatistical); err != nil {
+	if err := o.Calibrate(c.Context, r.Measure.Boots, r.autoMinEffect, r.Stats.Statistical()); err != nil {
 		return usageError("%v", flagError(err))
 	}
 	if o.Insight, err = r.compareInsight(s.CacheDir); err != nil {
@@ -64,9 +63,6 @@ func runCompare(c *cli.Context, r *run) error {
 		return usageError("%v (choose a writable --out or --run-dir)", err)
 	}
 	if err != nil {
-		if res != nil {
-			r.log.Printf("finished boots kept in %s", res.Results)
-		}
 		return err
 	}
 	res.Meta.FailOn = failOn

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lpmbisect/lpmbisect/internal/interrupt"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
@@ -24,8 +25,9 @@ const (
 
 // exitError carries an exit code with the error it reports.
 type exitError struct {
-	code int
-	err  error
+	code    int
+	err     error
+	verdict bool // bisect-run's verdict, whose code is git bisect run's
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -40,24 +42,16 @@ func argsError(cmd, want string, args []string) error {
 	return usageError("%s takes %s, got %d arguments (see lpmbisect %s --help)", cmd, want, len(args), cmd)
 }
 
-// signalError is the cause of a context canceled by a signal.
-type signalError struct {
-	name string
-	code int
-}
-
-func (e *signalError) Error() string { return "interrupted by " + e.name }
-
 // exitCode maps an error to the process exit code.
 func exitCode(err error) int {
 	var ee *exitError
-	var se *signalError
+	var se *interrupt.Error
 	var kvm *vmrunner.KVMUnusableError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &se):
-		return se.code
+		return se.ExitCode()
 	case errors.As(err, &ee):
 		return ee.code
 	case kernel.IsBadInput(err):

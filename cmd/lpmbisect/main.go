@@ -8,18 +8,17 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log"
 	"os"
-	"os/signal"
-	"syscall"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
+	"github.com/lpmbisect/lpmbisect/internal/interrupt"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
 )
@@ -30,12 +29,17 @@ func main() {
 
 // runMain runs the CLI and returns the exit code.
 func runMain(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signalContext()
+	ctx, stop := interrupt.Context()
 	defer stop()
 	defaults := config.Defaults()
 	r := &run{File: &defaults, failOn: "regression", format: "text", src: ".", remote: &remote{ctx: ctx}}
 	defer r.remote.close()
-	err := func() error {
+	err := func() (err error) {
+		defer func() { // a panic is our bug: exit 4 (255 for bisect-run), not Go's 2 ("bad input")
+			if p := recover(); p != nil {
+				err = fmt.Errorf("internal error: %v\n%s", p, debug.Stack())
+			}
+		}()
 		if path := cliflag.FlagValue(args, "config"); path != "" {
 			f, err := config.Load(path)
 			if err != nil {
@@ -50,32 +54,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return app.RunContext(ctx, args)
 	}()
-	if err != nil {
-		fmt.Fprintf(stderr, "lpmbisect: %v%s\n", err, flagHint(err))
+	code, hint := exitCode(err), flagHint(err)
+	if i := cliflag.CommandIndex(args); i > 0 && args[i] == "bisect-run" {
+		code, hint = bisectRunCode(err, code, hint)
 	}
-	code := exitCode(err)
-	if err != nil && code == exitUsage && cliflag.CommandIndex(args) > 0 && args[cliflag.CommandIndex(args)] == "bisect-run" {
-		code = exitRunAbort // git bisect run reads 2 as "bad"
+	if err != nil {
+		fmt.Fprintf(stderr, "lpmbisect: %v%s\n", err, hint)
 	}
 	return code
-}
-
-// signalContext is canceled by SIGINT or SIGTERM, with a cause that records
-// which, so the exit code can follow the shell convention (130, 143).
-func signalContext() (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		for sig := range ch {
-			if sig == syscall.SIGTERM {
-				cancel(&signalError{name: "SIGTERM", code: exitSIGTERM})
-			} else {
-				cancel(&signalError{name: "SIGINT", code: exitSIGINT})
-			}
-		}
-	}()
-	return ctx, func() { signal.Stop(ch); cancel(nil) }
 }
 
 func newApp(r *run, stdout, stderr io.Writer) *cli.App {

@@ -31,19 +31,14 @@ func runCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		out := measure.StreamResults(c.App.Writer)
-		if r.out != "" {
-			if out, err = measure.CreateResultsFile(r.out); err != nil {
-				return usageError("--out: %v", err)
-			}
+		out, err := measure.OpenResults(r.out, c.App.Writer)
+		if err != nil {
+			return usageError("--out: %v", err)
 		}
 		prog := report.NewProgress(r.log.Writer())
 		path, err := s.Record(c.Context, sides, boots, out, prog.Attach)
 		prog.Done()
-		switch {
-		case err != nil && out.Path() != "":
-			r.log.Printf("finished boots kept in %s", path)
-		case r.out != "":
+		if err == nil && r.out != "" {
 			r.log.Printf("results in %s", path)
 		}
 		return err

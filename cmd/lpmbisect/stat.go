@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/ab"
 	"github.com/lpmbisect/lpmbisect/compare"
-	"github.com/lpmbisect/lpmbisect/config"
-	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
 )
@@ -34,7 +31,7 @@ func statCommand(r *run) *cli.Command {
 		if err != nil {
 			return usageError("%v (give a results file written by lpmbisect compare)", err)
 		}
-		res, err := ab.Restat(results, path, opts, r.Stats.Rule == config.RuleStatistical)
+		res, err := ab.Restat(results, path, opts, r.Stats.Statistical())
 		if err != nil {
 			return usageError("%s: %v", path, err)
 		}
@@ -50,15 +47,13 @@ func statCommand(r *run) *cli.Command {
 // writeReports writes the report in format to standard output and, with
 // --html, the HTML report to its file.
 func (r *run) writeReports(c *cli.Context, format report.Format, rep *compare.Report, meta report.Meta) error {
-	if err := report.Write(c.App.Writer, format, rep, meta); err != nil {
+	if err := report.Write(c.App.Writer, format, rep, meta); err != nil || r.html == "" {
 		return err
 	}
-	if r.html != "" {
-		if err := cachefile.WriteAtomic(r.html, func(w io.Writer) error { return report.WriteHTML(w, rep, meta) }); err != nil {
-			return fmt.Errorf("--html: %w", err)
-		}
-		r.log.Printf("HTML report in %s", r.html)
+	if err := report.WriteHTMLFile(r.html, rep, meta); err != nil {
+		return fmt.Errorf("--html: %w", err)
 	}
+	r.log.Printf("HTML report in %s", r.html)
 	return nil
 }
 
@@ -93,11 +88,7 @@ func outcomeError(rep *compare.Report, failOn compare.FailOn) error {
 	case compare.Regression:
 		return &exitError{code: exitRegression, err: fmt.Errorf("regression (--fail-on %v)", failOn)}
 	case compare.Inconclusive:
-		unit := fmt.Sprintf("%d boots per side", rep.Look.Boots)
-		if rep.Paired {
-			unit = fmt.Sprintf("%d pairs", rep.Look.Boots)
-		}
-		return &exitError{code: exitInconclusive, err: fmt.Errorf("inconclusive at %s (see the report)", unit)}
+		return &exitError{code: exitInconclusive, err: fmt.Errorf("inconclusive at %d %s (see the report)", rep.Look.Boots, compare.Units(rep.Paired))}
 	}
 	return nil
 }
