@@ -2,12 +2,15 @@ package measure
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/initramfs"
@@ -172,13 +175,34 @@ func (s *Setup) Pairs(n int) bool { return s.Paired && n == 2 && s.Accel != vmru
 func (s *Setup) Runner(sides []*Side, seed uint64, sink *ResultsFile) *Runner {
 	paired := s.Pairs(len(sides))
 	r := &Runner{
-		Sides: sides, Seed: seed, GuestArgs: append(s.Plan.KernelArgs(), s.Append...), Selector: s.Selector,
+		Sides: sides, Seed: seed, GuestArgs: s.guestArgs(), GuestSetup: s.GuestSetup(), Selector: s.Selector,
 		VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(paired, seed), Paired: paired, Sink: sink,
 	}
 	if len(sides) > 1 && s.Verbose != nil {
 		s.Verbose.Printf("boot order seed %d", seed)
 	}
 	return r
+}
+
+// guestArgs is the guest's plan on the kernel command line, with --append.
+func (s *Setup) guestArgs() []string { return append(s.Plan.KernelArgs(), s.Append...) }
+
+// GuestSetup is what every boot's guest depends on besides its kernel, as
+// the results record it (wire.KeyGuestSetup): a hash of the guest program,
+// its plan on the kernel command line and the VM's memory and vCPUs; ""
+// when the guest cannot be read (Prepare then says why).
+func (s *Setup) GuestSetup() string {
+	f, err := os.Open(s.Guest)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	fmt.Fprintf(h, "\x00%s\x00%d\x00%d", strings.Join(s.guestArgs(), "\x00"), s.VM.MemoryMB, s.VM.CPUs)
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // Executor is where this setup's boots run: Remote when set, else pairs

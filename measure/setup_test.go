@@ -73,3 +73,57 @@ func TestRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestGuestSetup: the guest setup changes with the guest program, its plan
+// and the VM's size, and with nothing else.
+func TestGuestSetup(t *testing.T) {
+	dir := t.TempDir()
+	guest := filepath.Join(dir, "guest")
+	write := func(content string) {
+		if err := os.WriteFile(guest, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a guest program")
+	of := func(o Options) string {
+		o.Guest, o.CacheDir = guest, dir
+		if o.RunDir == "" {
+			o.RunDir = dir
+		}
+		if o.Accel == "" {
+			o.Accel = vmrunner.Icount
+		}
+		s, err := NewSetup(o)
+		if err != nil {
+			t.Fatalf("NewSetup: %v", err)
+		}
+		return s.GuestSetup()
+	}
+	plan := func(bench string, samples int) GuestPlan {
+		p := GuestPlan(wire.DefaultPlan())
+		p.Bench, p.Samples = bench, samples
+		return p
+	}
+	base := Options{Plan: plan("lookup", 2)}
+	want := of(base)
+	if len(want) != 12 {
+		t.Fatalf("GuestSetup = %q; want 12 hex digits", want)
+	}
+	if got := of(Options{Plan: plan("lookup", 2), RunDir: filepath.Join(dir, "other")}); got != want {
+		t.Errorf("another run directory changed the guest setup: %s, %s", got, want)
+	}
+	for name, o := range map[string]Options{
+		"other samples": {Plan: plan("lookup", 3)},
+		"other bench":   {Plan: plan("baseline", 2)},
+		"more memory":   {Plan: base.Plan, MemoryMB: 2048},
+		"an --append":   {Plan: base.Plan, Append: []string{"printk.time=1"}},
+	} {
+		if got := of(o); got == want {
+			t.Errorf("%s: guest setup %s unchanged", name, got)
+		}
+	}
+	write("another guest program")
+	if got := of(base); got == want {
+		t.Errorf("another guest program: guest setup %s unchanged", got)
+	}
+}

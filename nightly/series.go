@@ -2,6 +2,7 @@ package nightly
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,9 @@ import (
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/version"
+	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -133,18 +136,18 @@ func (r *seriesRun) measure(ctx context.Context) error {
 	if err := r.store(ctx, func(tx *history.Tx) error { return r.putNight(ctx, tx, history.StatusRunning) }); err != nil {
 		return err
 	}
-	boots, err := r.boot(ctx, inputs)
-	if err != nil {
-		return err
-	}
-	if len(boots[sideTip]) == 0 || len(boots[sideReference]) == 0 {
-		return nil // r.boot said why
-	}
 	var prevTip, prevRef [][]*benchfmt.Result
 	if hasPrev {
 		if prevTip, prevRef, err = r.storedBoots(ctx, prev.ID); err != nil {
 			return err
 		}
+	}
+	boots, err := r.boot(ctx, inputs, r.standingReference(prev, prevRef, ref))
+	if err != nil {
+		return err
+	}
+	if len(boots[sideTip]) == 0 || len(boots[sideReference]) == 0 {
+		return nil // r.boot said why
 	}
 	if rebuilt != "" && len(boots[sidePrevious]) > 0 {
 		prevTip = boots[sidePrevious]
@@ -385,11 +388,50 @@ func (r *seriesRun) note(format string, args ...any) {
 	r.logf("%s", line)
 }
 
+// standingReference returns the reference boots of the night prev when
+// they stand for tonight's, else nil. Under icount a boot's counts depend
+// only on its kernel, its guest setup (wire.KeyGuestSetup), the QEMU
+// version and the CPU model, so stored boots of the same reference image
+// with the same of each are what booting it again would give (two boots
+// of one image agree within 0.03 %): booting them again would spend half
+// of every night on a repetition. Under wall time, where tonight's host
+// is what the reference measures, or when anything differs (a QEMU
+// upgrade, a new lpmbisect, another plan), the reference boots again,
+// and Verdicts.Host shows what changed.
+func (r *seriesRun) standingReference(prev history.Night, prevRef [][]*benchfmt.Result, ref *kernel.Kernel) [][]*benchfmt.Result {
+	ms := r.setup.Measure
+	need := max(r.cfg.Measure.Boots, 1)
+	if ms.Accel != vmrunner.Icount || ms.Remote != nil || prev.Reference.ImageSHA256 != ref.SHA256 || len(prevRef) < need {
+		return nil
+	}
+	qemu, err := vmrunner.QEMUVersion(cmp.Or(ms.VM.QEMU, vmrunner.DefaultQEMU))
+	if err != nil {
+		return nil
+	}
+	want := map[string]string{wire.KeyAccel: string(vmrunner.Icount), wire.KeyImage: ref.SHA256[:12], wire.KeyQEMU: qemu,
+		wire.KeyCPUModel: vmrunner.Icount.CPUModel(), wire.KeyVersion: version.String(), wire.KeyGuestSetup: ms.GuestSetup()}
+	for _, boot := range prevRef[:need] {
+		if len(boot) == 0 {
+			return nil
+		}
+		for _, res := range boot {
+			for k, v := range want {
+				if v == "" || res.GetConfig(k) != v {
+					return nil
+				}
+			}
+		}
+	}
+	return prevRef[:need]
+}
+
 // boot boots the night's kernels (reference, tip and maybe the rebuilt
 // previous tip) interleaved, the configured boots each, resuming from the
 // boots an interrupted run of the night stored, and stores every boot as
-// it ends. It returns each side's boots.
-func (r *seriesRun) boot(ctx context.Context, inputs []string) (map[string][][]*benchfmt.Result, error) {
+// it ends. The reference boots standing (standingReference; nil for none)
+// take the place of its boots and are stored as tonight's, under their
+// own date. It returns each side's boots.
+func (r *seriesRun) boot(ctx context.Context, inputs []string, standing [][]*benchfmt.Result) (map[string][][]*benchfmt.Result, error) {
 	ms := r.setup.Measure
 	sides, err := ms.Prepare(inputs)
 	if err != nil {
@@ -421,6 +463,22 @@ func (r *seriesRun) boot(ctx context.Context, inputs []string) (map[string][][]*
 	}
 	if r.n.Resumed > 0 {
 		r.logf("resuming the night: %d boots were stored by an earlier run", r.n.Resumed)
+	}
+	if len(standing) > 0 && len(runner.Boots(sideReference)) == 0 {
+		err := r.store(ctx, func(tx *history.Tx) error {
+			for i, b := range standing {
+				if _, err := tx.PutBoot(ctx, bootRecord(r.n.Night.ID, history.RoleReference, i+1, string(vmrunner.OK), b)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		runner.Resume(sideReference, standing)
+		r.note("reference %s unchanged under icount (same image, guest setup, QEMU %s, CPU model %s): its %d boots of %s stand",
+			sides[0].Label, standing[0][0].GetConfig(wire.KeyQEMU), standing[0][0].GetConfig(wire.KeyCPUModel), len(standing), standing[0][0].GetConfig(wire.KeyDate))
 	}
 	var storeErr error
 	runner.OnBoot = func(b measure.BootReport) {
