@@ -162,6 +162,14 @@ func TestRaisedFloorHidesNoChange(t *testing.T) {
 	if coarse.Verdict != Same || !hasNote(coarse, "SAME within its own ±50% only: the -18.29% change is beyond the ±1% asked for") {
 		t.Errorf("−20%% at 3+3 boots under a floor raised to 50%%: %v, notes %q; want SAME, noted as coarse", coarse.Verdict, coarse.Notes)
 	}
+	// A SAME kept from an earlier look says so too, with the change seen
+	// now (it was lost after the look that decided it).
+	kept := oneRow(t, buildWith(t, Options{MinEffects: map[string]float64{bench: 0.50}, MaxBoots: 10,
+		Previous: &Look{Number: 1, MaxBoots: 10, Decided: []Decision{{Benchmark: bench, Unit: "sec/op", Verdict: Same, Look: 1, Boots: 3, P: 0.04, Rule: RuleStatistical}}}},
+		side{"A", "a", bench, "ns/op", a}, side{"B", "b", bench, "ns/op", b}))
+	if kept.Verdict != Same || !hasNote(kept, "SAME since look 1") || !hasNote(kept, "SAME within its own ±50% only") {
+		t.Errorf("−20%% SAME since look 1 under a floor raised to 50%%: %v, notes %q; want SAME, kept and noted as coarse", kept.Verdict, kept.Notes)
+	}
 	// No change: the raised floor says SAME.
 	c := jitter(3, 6, 1000, 0.01)
 	same := oneRow(t, buildWith(t, Options{MinEffects: map[string]float64{bench: 0.50}},

@@ -286,6 +286,9 @@ func decide(rep *Report, opts Options) {
 				row.PAdj = d.P
 			}
 			row.addNote(fmt.Sprintf("%v since look %d at %d %s (verdicts are final)", d.Verdict, d.Look, d.Boots, Units(paired)))
+			if d.Verdict == Same {
+				row.noteCoarseSame(opts.MinEffect)
+			}
 			continue
 		}
 		decideRow(row, rep, opts, len(stat), reachD, reachS)
@@ -415,6 +418,18 @@ func effectP(a, b []float64, deltaPct, eff float64) float64 {
 	return math.Min(1, 2*res.P)
 }
 
+// noteCoarseSame says, of a SAME row of a benchmark whose floor was
+// raised above the user's (calibrated), when its change lies beyond the
+// user's floor: the claim holds only that coarsely. A SAME kept from an
+// earlier look says it too, with the change seen now.
+func (row *Row) noteCoarseSame(userFloor float64) {
+	if row.Control || row.MinEffect <= userFloor || math.Abs(row.DeltaPct/100) <= userFloor {
+		return
+	}
+	row.addNote(fmt.Sprintf("SAME within its own ±%.4g%% only: the %.4g%% change is beyond the ±%.4g%% asked for, and a floor this coarse cannot show whether it is real",
+		100*row.MinEffect, row.DeltaPct, 100*userFloor))
+}
+
 // decideRow gives a tested row its verdict.
 func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) {
 	look := rep.Look
@@ -441,10 +456,7 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 		if row.Significant {
 			row.addNote(fmt.Sprintf("significant (p=%.3f) but within the minimum effect %.4g%%", row.P, 100*row.MinEffect))
 		}
-		if raised && !row.Control {
-			row.addNote(fmt.Sprintf("SAME within its own ±%.4g%% only: the %.4g%% change is beyond the ±%.4g%% asked for, and a floor this coarse cannot show whether it is real",
-				100*row.MinEffect, row.DeltaPct, 100*opts.MinEffect))
-		}
+		row.noteCoarseSame(opts.MinEffect)
 		return
 	}
 	if shownSame { // raised and significant
