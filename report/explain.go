@@ -145,6 +145,11 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	switch {
 	case r.BootsNeeded > compare.MaxBootsNeeded:
 		need = fmt.Sprintf("%s would need more than %d %s at this spread", claim, compare.MaxBootsNeeded, compare.Units(r.Paired))
+	case r.BootsNeeded > 0 && r.BootsNeeded <= taken(r):
+		// The estimate assumes all of α; an adaptive run's last looks
+		// have only a share of it, so it can fall below what was taken.
+		need = fmt.Sprintf("%s was not reached at the %d %s taken (at all of α this spread would need ~%d; each look has only a share of it)",
+			claim, taken(r), compare.Units(r.Paired), r.BootsNeeded)
 	case r.BootsNeeded > 0:
 		need = fmt.Sprintf("%s would need ~%d %s at this spread", claim, r.BootsNeeded, compare.Units(r.Paired))
 	case r.Paired:
@@ -159,4 +164,13 @@ func needNote(rep *compare.Report, r compare.Row) string {
 			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, compare.Units(r.Paired), need, spreadHint)
 	}
 	return need
+}
+
+// taken is the boots per side (pairs, when paired) a row was decided from:
+// the fewer side's.
+func taken(r compare.Row) int {
+	if r.Paired {
+		return r.Pairs
+	}
+	return min(r.A.Boots, r.B.Boots)
 }

@@ -271,6 +271,8 @@ func TestRowNotes(t *testing.T) {
 	calibrated.MinEffect, calibrated.DeltaPct, calibrated.NeedFor, calibrated.BootsNeeded = 0.30, -37.8, compare.Different, 89
 	calibratedSame := undecided
 	calibratedSame.MinEffect, calibratedSame.DeltaPct, calibratedSame.NeedFor, calibratedSame.BootsNeeded = 0.20, 0.54, compare.Same, 13
+	spentSame := undecided
+	spentSame.MinEffect, spentSame.DeltaPct, spentSame.NeedFor, spentSame.BootsNeeded, spentSame.Paired, spentSame.Pairs = 0.15, 2.08, compare.Same, 5, true, 10
 	hidden := undecided
 	hidden.MinEffect, hidden.DeltaPct, hidden.FloorHides, hidden.Paired, hidden.Pairs = 0.50, -17.76, true, true, 10
 	adaptive := &compare.Report{MinEffect: 0.01, Look: compare.Look{MaxBoots: 10}}
@@ -285,6 +287,7 @@ func TestRowNotes(t *testing.T) {
 			"confirming the -37.8% change (DIFFERENT) would need ~89 boots per side at this spread (this host's boots of one kernel spread that wide; icount counts instructions without that spread)"},
 		{"calibrated floor hides", hidden, "the calibrated floor ±50% is too close to the -17.8% change to show it at 10 pairs: SAME is withheld while the change is significant, DIFFERENT needs more than ±50% " +
 			"(this host's boots of one kernel spread that wide; icount counts instructions without that spread)"},
+		{"estimate below the pairs taken", spentSame, "showing B within ±15% of A (SAME) was not reached at the 10 pairs taken (at all of α this spread would need ~5; each look has only a share of it)"},
 		{"calibrated floor, no change", calibratedSame, "showing B within ±20% of A (SAME) would need ~13 boots per side at this spread"},
 	} {
 		r := rep
