@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/lpmbisect/lpmbisect/compare"
@@ -124,6 +125,24 @@ func rulesLine(rep *compare.Report) string {
 // spreadHint says why a calibrated floor is coarse, and what is not.
 const spreadHint = "(this host's boots of one kernel spread that wide; icount counts instructions without that spread)"
 
+// floorTooClose reports whether a calibrated floor above the user's is
+// what keeps an undecided row from a verdict, not the boots: the floor
+// withholds SAME (FloorHides), or lies close to a change beyond the user's
+// floor, which either reaches it (DIFFERENT would need more boots) or
+// stops short of it, in its outer half, with SAME out of reach at the
+// boots allowed (a change of 2 % under a floor of 15 % is not close: its
+// SAME waits for boots, not for a smaller floor).
+func floorTooClose(rep *compare.Report, r compare.Row) bool {
+	if r.FloorHides {
+		return true
+	}
+	if r.MinEffect <= rep.MinEffect || rep.Look.MaxBoots == 0 {
+		return false
+	}
+	d := math.Abs(r.DeltaPct) / 100
+	return r.NeedFor == compare.Different || d > rep.MinEffect && d >= r.MinEffect/2 && r.BootsNeeded > rep.Look.MaxBoots
+}
+
 // needNote phrases compare's estimate for an undecided row
 // (compare.Row.NeedFor and BootsNeeded): the claim the boots would settle,
 // which assumes the observed change holds (for a kernel compared with
@@ -157,9 +176,7 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	default:
 		return "too few boots to estimate the spread between boots"
 	}
-	// A calibrated floor above the user's that the change reaches: the
-	// floor, not the boots, is what keeps the change from being shown.
-	if eff > rep.MinEffect && rep.Look.MaxBoots > 0 && r.NeedFor == compare.Different {
+	if floorTooClose(rep, r) {
 		need = fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at the %d %s allowed: %s %s",
 			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, compare.Units(r.Paired), need, spreadHint)
 	}

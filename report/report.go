@@ -207,7 +207,7 @@ func undecided(rep *compare.Report) []string {
 		line := Headline(r)
 		switch {
 		case !r.Compared():
-		case r.FloorHides:
+		case floorTooClose(rep, r):
 			line += fmt.Sprintf("; the calibrated floor ±%s is too close to the change to show it", pct(r.MinEffect))
 		case r.BootsNeeded > compare.MaxBootsNeeded:
 			line += fmt.Sprintf("; a verdict is out of reach (>%d %s at this spread, leaning %v)", compare.MaxBootsNeeded, compare.Units(r.Paired), r.NeedFor)

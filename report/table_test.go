@@ -273,6 +273,8 @@ func TestRowNotes(t *testing.T) {
 	calibratedSame.MinEffect, calibratedSame.DeltaPct, calibratedSame.NeedFor, calibratedSame.BootsNeeded = 0.20, 0.54, compare.Same, 13
 	spentSame := undecided
 	spentSame.MinEffect, spentSame.DeltaPct, spentSame.NeedFor, spentSame.BootsNeeded, spentSame.Paired, spentSame.Pairs = 0.15, 2.08, compare.Same, 5, true, 10
+	justInside := undecided
+	justInside.MinEffect, justInside.DeltaPct, justInside.NeedFor, justInside.BootsNeeded, justInside.Paired, justInside.Pairs = 0.30, -29.34, compare.Same, compare.MaxBootsNeeded+1, true, 10
 	hidden := undecided
 	hidden.MinEffect, hidden.DeltaPct, hidden.FloorHides, hidden.Paired, hidden.Pairs = 0.50, -17.76, true, true, 10
 	adaptive := &compare.Report{MinEffect: 0.01, Look: compare.Look{MaxBoots: 10}}
@@ -288,6 +290,8 @@ func TestRowNotes(t *testing.T) {
 		{"calibrated floor hides", hidden, "the calibrated floor ±50% is too close to the -17.8% change to show it at 10 pairs: SAME is withheld while the change is significant, DIFFERENT needs more than ±50% " +
 			"(this host's boots of one kernel spread that wide; icount counts instructions without that spread)"},
 		{"estimate below the pairs taken", spentSame, "showing B within ±15% of A (SAME) was not reached at the 10 pairs taken (at all of α this spread would need ~5; each look has only a share of it)"},
+		{"calibrated floor just beyond the change", justInside, "the calibrated floor ±30% is too close to the -29.3% change to show it at the 10 pairs allowed: " +
+			"showing B within ±30% of A (SAME) would need more than 1000 pairs at this spread (this host's boots of one kernel spread that wide; icount counts instructions without that spread)"},
 		{"calibrated floor, no change", calibratedSame, "showing B within ±20% of A (SAME) would need ~13 boots per side at this spread"},
 	} {
 		r := rep
@@ -363,6 +367,32 @@ func TestSuperscript(t *testing.T) {
 	for n, want := range map[int]string{1: "¹", 2: "²", 10: "¹⁰", 23: "²³"} {
 		if got := superscript(n); got != want {
 			t.Errorf("superscript(%d) = %q; want %q", n, got, want)
+		}
+	}
+}
+
+// TestUndecidedNamesTheFloor: the headline of an undecided row names the
+// calibrated floor when the floor, not the boots, keeps it from a verdict.
+func TestUndecidedNamesTheFloor(t *testing.T) {
+	row := func(name string, minEffect, delta float64, need compare.Verdict, boots int, hides bool) compare.Row {
+		d := delta
+		return compare.Row{Benchmark: name, Unit: "sec/op", Verdict: compare.Unknown, MinEffect: minEffect, DeltaPct: d, NeedFor: need, BootsNeeded: boots,
+			FloorHides: hides, Paired: true, Pairs: 10, A: compare.Summary{Boots: 10, Center: 1}, B: compare.Summary{Boots: 10, Center: 1 + d/100}}
+	}
+	rep := &compare.Report{MinEffect: 0.01, Paired: true, Look: compare.Look{MaxBoots: 10}, Rows: []compare.Row{
+		row("withheld", 0.50, -17.76, compare.Different, 8, true),
+		row("just inside", 0.30, -29.34, compare.Same, compare.MaxBootsNeeded+1, false),
+		row("reaching it", 0.30, -31.79, compare.Different, 8, false),
+		row("user's floor", 0.01, -3, compare.Different, 14, false),
+		row("small change", 0.15, 2.08, compare.Same, 12, false),
+	}}
+	lines := undecided(rep)
+	if len(lines) != 5 {
+		t.Fatalf("undecided = %q; want 5 lines", lines)
+	}
+	for i, floor := range []bool{true, true, true, false, false} {
+		if got := strings.Contains(lines[i], "the calibrated floor"); got != floor {
+			t.Errorf("%s: %q; names the floor %v, want %v", rep.Rows[i].Benchmark, lines[i], got, floor)
 		}
 	}
 }
