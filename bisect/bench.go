@@ -60,7 +60,7 @@ type Bench struct {
 	MaxBoots int
 	// Reverse looks for an improvement: the bad endpoint is the faster.
 	Reverse bool
-	// Params identifies the measurement parameters (ParamsKey): results
+	// Params identifies the measurement parameters (measure.ParamsKey): results
 	// measured with other parameters are kept apart and never compared.
 	Params string
 	Log    *log.Logger

@@ -2,13 +2,9 @@ package bisect
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -39,6 +35,7 @@ type VMMeasurer struct {
 	CacheDir  string // kernel and initramfs cache
 	NoModules bool
 	GuestArgs []string // the guest's run plan (measure.GuestPlan.KernelArgs)
+	Params    string   // labels every result (measure.ParamsKey)
 	// Selector boots with the requested accelerator.
 	Selector *vmrunner.Selector
 	VM       vmrunner.Config // QEMU, memory, CPUs, deadlines
@@ -83,7 +80,7 @@ func (m *VMMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int
 	started := time.Now()
 	perSide := map[string]int{}
 	r := &measure.Runner{
-		Sides: sides, GuestArgs: m.GuestArgs, Selector: m.Selector, VM: m.VM, RunDir: runDir,
+		Sides: sides, GuestArgs: m.GuestArgs, Params: m.Params, Selector: m.Selector, VM: m.VM, RunDir: runDir,
 		Exec: m.Exec,
 		OnBoot: func(r measure.BootReport) {
 			if r.Result.Outcome == vmrunner.Canceled {
@@ -113,26 +110,6 @@ func (m *VMMeasurer) logf(format string, args ...any) {
 	if m.Log != nil {
 		m.Log.Printf(format, args...)
 	}
-}
-
-// ParamsKey identifies measurement parameters: results measured with
-// different keys are never compared. It covers the accelerator, the guest's
-// run plan, the VM shape and the guest binary itself.
-func ParamsKey(accel vmrunner.Accel, guestArgs []string, memoryMB, cpus int, guest string) (string, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
-	for _, a := range guestArgs {
-		fmt.Fprintf(h, "arg=%s\n", a)
-	}
-	f, err := os.Open(guest)
-	if err != nil {
-		return "", fmt.Errorf("guest binary: %w", err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("guest binary: %w", err)
-	}
-	return string(accel) + "-" + hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 // isBootFailure reports whether err says a kernel did not deliver results.

@@ -43,20 +43,20 @@ type Setup struct {
 // and judged with j: Boots boots per look (0: the fewest with which one
 // look can decide), at most MaxBoots per kernel while UNKNOWN; reverse
 // looks for an improvement. Results are kept apart by m's measurement
-// parameters (ParamsKey).
+// parameters (measure.ParamsKey).
 func NewBench(m *measure.Setup, j Judge, boots, maxBoots int, reverse bool) (*Bench, error) {
 	if boots < 0 || maxBoots < 1 {
 		return nil, fmt.Errorf("boots per look %d and at most %d per kernel: must be positive", boots, maxBoots)
 	}
-	args := append(m.Plan.KernelArgs(), m.Append...)
-	params, err := ParamsKey(m.Accel, args, m.MemoryMB, m.CPUs, m.Guest)
+	args := m.GuestArgs()
+	params, err := m.ParamsKey()
 	if err != nil {
 		return nil, err
 	}
 	b := &Bench{
 		Judge: j,
 		Measurer: &VMMeasurer{
-			Guest: m.Guest, CacheDir: m.CacheDir, NoModules: m.NoModules, GuestArgs: args,
+			Guest: m.Guest, CacheDir: m.CacheDir, NoModules: m.NoModules, GuestArgs: args, Params: params,
 			Selector: m.Selector, VM: m.VM, RunDir: m.RunDir, Exec: m.Executor(false, 0), Log: m.Log,
 		},
 		Resolve: func(in string) (*kernel.Kernel, error) { return kernel.Resolve(in, m.CacheDir) },

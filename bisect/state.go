@@ -47,7 +47,7 @@ type State struct {
 	Bad     string   `json:"bad,omitempty"`
 	Images  []string `json:"images,omitempty"`
 	Reverse bool     `json:"reverse,omitempty"`
-	Params  string   `json:"params"` // measurement parameters (ParamsKey)
+	Params  string   `json:"params"` // measurement parameters (measure.ParamsKey)
 	Judge   string   `json:"judge"`  // statistics: alpha, minimum effect, boots
 
 	// Started is set while a git bisect started by lpmbisect is in

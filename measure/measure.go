@@ -149,7 +149,7 @@ func accelFor(s *vmrunner.Selector) vmrunner.Accel {
 // labelResults labels a boot's results with what the host knows (kernel
 // label, accelerator used, side, boot, pair when not 0, image, order seed)
 // and returns them; the guest's own labels are kept where the host has none.
-func labelResults(s *Side, boot, pair int, seed uint64, guestSetup string, r *vmrunner.Result) []*benchfmt.Result {
+func labelResults(s *Side, boot, pair int, seed uint64, params string, r *vmrunner.Result) []*benchfmt.Result {
 	out := make([]*benchfmt.Result, 0, len(r.Stream.Results))
 	for _, res := range r.Stream.Results {
 		res = res.Clone()
@@ -163,8 +163,8 @@ func labelResults(s *Side, boot, pair int, seed uint64, guestSetup string, r *vm
 		res.SetConfig(wire.KeyImage, s.Kernel.SHA256[:12])
 		res.SetConfig(wire.KeyOrderSeed, strconv.FormatUint(seed, 10))
 		res.SetConfig(wire.KeyVersion, version.String())
-		if guestSetup != "" {
-			res.SetConfig(wire.KeyGuestSetup, guestSetup)
+		if params != "" {
+			res.SetConfig(wire.KeyParams, params)
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
 			if v := s.Labels[k]; v != "" {

@@ -35,8 +35,9 @@ type Runner struct {
 	// Record it to reproduce a run's order.
 	Seed      uint64
 	GuestArgs []string // run plan for the guest (kernel parameters)
-	// GuestSetup labels every result (wire.KeyGuestSetup; "" for none).
-	GuestSetup string
+	// Params labels every result (wire.KeyParams, ParamsKey; "" for
+	// none).
+	Params string
 	// Selector says which accelerator the guest is told about; the
 	// executor boots with it.
 	Selector  *vmrunner.Selector
@@ -191,7 +192,7 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 	s, sum := j.Side, r.sum
 	rep := BootReport{Side: s, Boot: j.Boot, Result: res, Total: r.total}
 	if res.Outcome == vmrunner.OK {
-		labelled := labelResults(s, j.Boot, j.Pair, r.Seed, r.GuestSetup, res)
+		labelled := labelResults(s, j.Boot, j.Pair, r.Seed, r.Params, res)
 		if r.Sink != nil {
 			for _, lr := range labelled {
 				if err := r.Sink.Write(lr); err != nil {

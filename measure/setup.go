@@ -10,7 +10,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/initramfs"
@@ -174,8 +173,9 @@ func (s *Setup) Pairs(n int) bool { return s.Paired && n == 2 && s.Accel != vmru
 // to sink (nil for none).
 func (s *Setup) Runner(sides []*Side, seed uint64, sink *ResultsFile) *Runner {
 	paired := s.Pairs(len(sides))
+	params, _ := s.ParamsKey() // "" when the guest cannot be read: Prepare says why
 	r := &Runner{
-		Sides: sides, Seed: seed, GuestArgs: s.guestArgs(), GuestSetup: s.GuestSetup(), Selector: s.Selector,
+		Sides: sides, Seed: seed, GuestArgs: s.GuestArgs(), Params: params, Selector: s.Selector,
 		VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(paired, seed), Paired: paired, Sink: sink,
 	}
 	if len(sides) > 1 && s.Verbose != nil {
@@ -184,25 +184,34 @@ func (s *Setup) Runner(sides []*Side, seed uint64, sink *ResultsFile) *Runner {
 	return r
 }
 
-// guestArgs is the guest's plan on the kernel command line, with --append.
-func (s *Setup) guestArgs() []string { return append(s.Plan.KernelArgs(), s.Append...) }
+// GuestArgs is the guest's plan on the kernel command line, with --append.
+func (s *Setup) GuestArgs() []string { return append(s.Plan.KernelArgs(), s.Append...) }
 
-// GuestSetup is what every boot's guest depends on besides its kernel, as
-// the results record it (wire.KeyGuestSetup): a hash of the guest program,
-// its plan on the kernel command line and the VM's memory and vCPUs; ""
-// when the guest cannot be read (Prepare then says why).
-func (s *Setup) GuestSetup() string {
-	f, err := os.Open(s.Guest)
+// ParamsKey is this setup's measurement parameters (the package's
+// ParamsKey).
+func (s *Setup) ParamsKey() (string, error) {
+	return ParamsKey(s.Accel, s.GuestArgs(), s.MemoryMB, s.CPUs, s.Guest)
+}
+
+// ParamsKey identifies measurement parameters: results measured with
+// different keys are never compared (bisect keeps them apart), and every
+// result carries its key (wire.KeyParams). It covers the accelerator asked
+// for, the guest's run plan, the VM shape and the guest binary itself.
+func ParamsKey(accel vmrunner.Accel, guestArgs []string, memoryMB, cpus int, guest string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
+	for _, a := range guestArgs {
+		fmt.Fprintf(h, "arg=%s\n", a)
+	}
+	f, err := os.Open(guest)
 	if err != nil {
-		return ""
+		return "", fmt.Errorf("guest binary: %w", err)
 	}
 	defer f.Close()
-	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return ""
+		return "", fmt.Errorf("guest binary: %w", err)
 	}
-	fmt.Fprintf(h, "\x00%s\x00%d\x00%d", strings.Join(s.guestArgs(), "\x00"), s.VM.MemoryMB, s.VM.CPUs)
-	return hex.EncodeToString(h.Sum(nil))[:12]
+	return string(accel) + "-" + hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 // Executor is where this setup's boots run: Remote when set, else pairs

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/vmrunner"
@@ -74,9 +75,9 @@ func TestRecord(t *testing.T) {
 	}
 }
 
-// TestGuestSetup: the guest setup changes with the guest program, its plan
-// and the VM's size, and with nothing else.
-func TestGuestSetup(t *testing.T) {
+// TestParamsKey: the measurement parameters change with the accelerator,
+// the guest program, its plan and the VM's size, and with nothing else.
+func TestParamsKey(t *testing.T) {
 	dir := t.TempDir()
 	guest := filepath.Join(dir, "guest")
 	write := func(content string) {
@@ -97,7 +98,11 @@ func TestGuestSetup(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewSetup: %v", err)
 		}
-		return s.GuestSetup()
+		k, err := s.ParamsKey()
+		if err != nil {
+			t.Fatalf("ParamsKey: %v", err)
+		}
+		return k
 	}
 	plan := func(bench string, samples int) GuestPlan {
 		p := GuestPlan(wire.DefaultPlan())
@@ -106,24 +111,25 @@ func TestGuestSetup(t *testing.T) {
 	}
 	base := Options{Plan: plan("lookup", 2)}
 	want := of(base)
-	if len(want) != 12 {
-		t.Fatalf("GuestSetup = %q; want 12 hex digits", want)
+	if !strings.HasPrefix(want, "icount-") || len(want) != len("icount-")+12 {
+		t.Fatalf("ParamsKey = %q; want icount- and 12 hex digits", want)
 	}
 	if got := of(Options{Plan: plan("lookup", 2), RunDir: filepath.Join(dir, "other")}); got != want {
-		t.Errorf("another run directory changed the guest setup: %s, %s", got, want)
+		t.Errorf("another run directory changed the params: %s, %s", got, want)
 	}
 	for name, o := range map[string]Options{
 		"other samples": {Plan: plan("lookup", 3)},
 		"other bench":   {Plan: plan("baseline", 2)},
 		"more memory":   {Plan: base.Plan, MemoryMB: 2048},
 		"an --append":   {Plan: base.Plan, Append: []string{"printk.time=1"}},
+		"another accel": {Plan: base.Plan, Accel: vmrunner.TCG},
 	} {
 		if got := of(o); got == want {
-			t.Errorf("%s: guest setup %s unchanged", name, got)
+			t.Errorf("%s: params %s unchanged", name, got)
 		}
 	}
 	write("another guest program")
 	if got := of(base); got == want {
-		t.Errorf("another guest program: guest setup %s unchanged", got)
+		t.Errorf("another guest program: params %s unchanged", got)
 	}
 }

@@ -390,7 +390,7 @@ func (r *seriesRun) note(format string, args ...any) {
 
 // standingReference returns the reference boots of the night prev when
 // they stand for tonight's, else nil. Under icount a boot's counts depend
-// only on its kernel, its guest setup (wire.KeyGuestSetup), the QEMU
+// only on its kernel, its measurement parameters (wire.KeyParams), the QEMU
 // version and the CPU model, so stored boots of the same reference image
 // with the same of each are what booting it again would give (two boots
 // of one image agree within 0.03 %): booting them again would spend half
@@ -408,8 +408,12 @@ func (r *seriesRun) standingReference(prev history.Night, prevRef [][]*benchfmt.
 	if err != nil {
 		return nil
 	}
+	params, err := ms.ParamsKey()
+	if err != nil {
+		return nil
+	}
 	want := map[string]string{wire.KeyAccel: string(vmrunner.Icount), wire.KeyImage: ref.SHA256[:12], wire.KeyQEMU: qemu,
-		wire.KeyCPUModel: vmrunner.Icount.CPUModel(), wire.KeyVersion: version.String(), wire.KeyGuestSetup: ms.GuestSetup()}
+		wire.KeyCPUModel: vmrunner.Icount.CPUModel(), wire.KeyVersion: version.String(), wire.KeyParams: params}
 	for _, boot := range prevRef[:need] {
 		if len(boot) == 0 {
 			return nil
@@ -477,7 +481,7 @@ func (r *seriesRun) boot(ctx context.Context, inputs []string, standing [][]*ben
 			return nil, err
 		}
 		runner.Resume(sideReference, standing)
-		r.note("reference %s unchanged under icount (same image, guest setup, QEMU %s, CPU model %s): its %d boots of %s stand",
+		r.note("reference %s unchanged under icount (same image, params, QEMU %s, CPU model %s): its %d boots of %s stand",
 			sides[0].Label, standing[0][0].GetConfig(wire.KeyQEMU), standing[0][0].GetConfig(wire.KeyCPUModel), len(standing), standing[0][0].GetConfig(wire.KeyDate))
 	}
 	var storeErr error

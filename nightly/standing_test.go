@@ -20,7 +20,7 @@ import (
 
 // TestStandingReference: last night's reference boots stand for tonight's
 // only under icount, for the same reference image, with everything the
-// counts depend on unchanged (QEMU, CPU model, lpmbisect, guest setup),
+// counts depend on unchanged (QEMU, CPU model, lpmbisect, params),
 // and only when there are as many as a night boots.
 func TestStandingReference(t *testing.T) {
 	dir := t.TempDir()
@@ -45,7 +45,7 @@ func TestStandingReference(t *testing.T) {
 	prev := history.Night{Reference: history.Kernel{ImageSHA256: ref.SHA256}}
 	boot := func(change map[string]string) []*benchfmt.Result {
 		labels := map[string]string{wire.KeyAccel: string(vmrunner.Icount), wire.KeyImage: ref.SHA256[:12], wire.KeyQEMU: "7.2.22",
-			wire.KeyCPUModel: vmrunner.Icount.CPUModel(), wire.KeyVersion: version.String(), wire.KeyGuestSetup: icount.Measure.GuestSetup()}
+			wire.KeyCPUModel: vmrunner.Icount.CPUModel(), wire.KeyVersion: version.String(), wire.KeyParams: paramsKey(t, icount)}
 		for k, v := range change {
 			labels[k] = v
 		}
@@ -74,8 +74,8 @@ func TestStandingReference(t *testing.T) {
 		{"another QEMU", icount, prev, two(map[string]string{wire.KeyQEMU: "8.2.2"}), false},
 		{"another CPU model", icount, prev, two(map[string]string{wire.KeyCPUModel: "max"}), false},
 		{"another lpmbisect", icount, prev, two(map[string]string{wire.KeyVersion: "v0.0.1"}), false},
-		{"another guest setup", icount, prev, two(map[string]string{wire.KeyGuestSetup: "0123456789ab"}), false},
-		{"boots from before guest setups were recorded", icount, prev, two(map[string]string{wire.KeyGuestSetup: ""}), false},
+		{"other params", icount, prev, two(map[string]string{wire.KeyParams: "icount-0123456789ab"}), false},
+		{"boots from before params were recorded", icount, prev, two(map[string]string{wire.KeyParams: ""}), false},
 	} {
 		r := &seriesRun{setup: c.setup, cfg: config.File{Measure: config.Measure{Boots: 2}}}
 		got := r.standingReference(c.prev, c.boots, ref)
@@ -83,4 +83,13 @@ func TestStandingReference(t *testing.T) {
 			t.Errorf("%s: %d boots stand; want %v (2)", c.name, len(got), c.stand)
 		}
 	}
+}
+
+func paramsKey(t *testing.T, s *bisect.Setup) string {
+	t.Helper()
+	k, err := s.Measure.ParamsKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -70,13 +70,12 @@ const (
 	// KeyVersion is the version of lpmbisect that measured (the host's;
 	// the guest is built with it).
 	KeyVersion = "lpmbisect"
-	// KeyGuestSetup is the first 12 hex digits of a hash of what a boot's
-	// guest depends on besides its kernel: the guest program, the plan on
-	// the kernel command line, the VM's memory and vCPUs
-	// (measure.Setup.GuestSetup). Under icount, boots of one kernel with
-	// one guest setup, QEMU version and CPU model count the same
-	// instructions.
-	KeyGuestSetup = "guest-setup"
+	// KeyParams identifies the measurement parameters of a boot besides
+	// its kernel (measure.ParamsKey): the accelerator asked for, the plan
+	// on the kernel command line, the VM's memory and vCPUs, and the guest
+	// program. Under icount, boots of one kernel with one params, QEMU
+	// version and CPU model count the same instructions.
+	KeyParams = "params"
 	// KeyDate is when the run started, in RFC 3339 in UTC
 	// (time.RFC3339).
 	KeyDate = "date"
