@@ -1,16 +1,15 @@
-package main
+package guest
 
 import (
 	"fmt"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/perf/benchfmt"
+	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -101,14 +100,6 @@ func applyFault(kind string, w *wire.Writer, ch *channel, r *benchfmt.Result) {
 	}
 	logf("fault %q: the channel broke; blocking forever", kind)
 	sleepForever()
-}
-
-// sleepForever blocks without tripping the Go runtime's deadlock detector
-// (which would exit PID 1 and panic the kernel).
-func sleepForever() {
-	for {
-		time.Sleep(time.Hour)
-	}
 }
 
 // denyBPFSyscall installs a seccomp filter, on every thread of the guest,
