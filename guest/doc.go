@@ -36,7 +36,7 @@
 // The guest binary must stay small and boot fast, so this package imports
 // nothing host-only (no SQLite, no plotting, no PostgreSQL or River): only
 // the standard library, x/sys, cilium/ebpf and benchfmt through workloads,
-// bpf and wire.
+// bpf and wire. cmd/lpmbisect-guest's tests check its dependency list.
 //
 // Run by hand as a process other than PID 1 (as root, on a kernel with BPF),
 // a boot neither loads modules nor waits for a port: it writes the stream to
