@@ -3,8 +3,11 @@ package guest
 import (
 	"bufio"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,17 +39,11 @@ func TestChannelWrite(t *testing.T) {
 	}
 }
 
-// hostEnd returns a virtio channel on one end of a socket pair and the
-// host's end, as vmrunner connects QEMU's results port.
+// hostEnd is port with the channel closed at cleanup.
 func hostEnd(t *testing.T, spin bool) (*channel, *os.File) {
 	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &channel{fd: fds[0], kind: wire.ChannelVirtio, path: "port", spin: spin}
-	host := os.NewFile(uintptr(fds[1]), "host")
-	t.Cleanup(func() { c.close(); host.Close() })
+	c, host := port(t, spin)
+	t.Cleanup(func() { c.close() })
 	return c, host
 }
 
@@ -99,5 +96,51 @@ func TestFlushWithoutAck(t *testing.T) {
 		if err := c.flush(10 * time.Second); err == nil || errors.Is(err, errNoAck) {
 			t.Errorf("flush(spin %v, host gone) = %v; want the closed channel's error", spin, err)
 		}
+	}
+}
+
+// TestFlushSkipsOtherLines checks that flush writes exactly the flush
+// marker and that only an ack line ends its wait: a go line, a longer line
+// that starts like an ack, and an ack without its newline do not.
+func TestFlushSkipsOtherLines(t *testing.T) {
+	c, host := hostEnd(t, false)
+	marker := make(chan string, 1)
+	var acked atomic.Bool // set just before the ack's newline is sent
+	go func() {
+		line, _ := bufio.NewReader(host).ReadString('\n')
+		marker <- line
+		host.Write([]byte(wire.Go + "ack ack\n" + "acknowledged\n"))
+		time.Sleep(100 * time.Millisecond) // time for flush to take them wrongly
+		host.Write([]byte("ack"))
+		time.Sleep(100 * time.Millisecond)
+		acked.Store(true)
+		host.Write([]byte("\n"))
+	}()
+	if err := c.flush(10 * time.Second); err != nil {
+		t.Errorf("flush() = %v; want nil after the ack", err)
+	}
+	if !acked.Load() {
+		t.Error("flush() returned before the ack's newline; want it to wait for the ack line")
+	}
+	if got := <-marker; got != wire.FlushLine || !wire.IsFlush([]byte(got)) {
+		t.Errorf("flush wrote %q; want the flush marker %q", got, wire.FlushLine)
+	}
+}
+
+// TestReadLineBounded checks that a line from the host is read up to its
+// newline and no further, and kept to maxGoLine bytes however long it is.
+func TestReadLineBounded(t *testing.T) {
+	c, host := hostEnd(t, false)
+	long := strings.Repeat("x", 100*maxGoLine)
+	go host.Write([]byte(long + "\n" + wire.Go))
+	if line, err := c.readLine(time.Time{}); err != nil || line != long[:maxGoLine] {
+		t.Errorf("readLine(%d-byte line) = %d bytes, %v; want the first %d", len(long), len(line), err, maxGoLine)
+	}
+	if line, err := c.readLine(time.Time{}); err != nil || line+"\n" != wire.Go {
+		t.Errorf("readLine() after the long line = %q, %v; want the go line", line, err)
+	}
+	host.Close()
+	if line, err := c.readLine(time.Time{}); !errors.Is(err, io.EOF) {
+		t.Errorf("readLine(host gone) = %q, %v; want io.EOF", line, err)
 	}
 }
