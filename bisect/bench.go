@@ -16,14 +16,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
-// Configuration keys a bisection adds to the results it stores, besides
-// those measure writes (kernel, side, boot, image, accel).
-const (
-	KeyCommit   = "commit"   // the commit the kernel was built from
-	KeyCompiler = "compiler" // CONFIG_CC_VERSION_TEXT
-	KeyKconfig  = "kconfig"  // first 12 hex digits of the .config hash (build.ConfigInfo)
-)
-
 // Errors that stop a bisection before it starts.
 var (
 	// ErrEndpointsNotDifferent: the good and bad endpoints measure the same

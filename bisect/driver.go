@@ -13,6 +13,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/kernel"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Bisection is what every kind of bisection shares: the classifier, the
@@ -116,7 +117,7 @@ func (bs *Bisection) finish(res *Result) (*Result, error) {
 // kernelOf describes a built kernel for measuring.
 func kernelOf(b *Built, label, commit string) Candidate {
 	return Candidate{Input: b.Kernel, Label: label, Labels: map[string]string{
-		KeyCommit: commit, KeyCompiler: b.Compiler, KeyKconfig: b.Kconfig,
+		wire.KeyCommit: commit, wire.KeyCompiler: b.Compiler, wire.KeyKconfig: b.Kconfig,
 	}}
 }
 

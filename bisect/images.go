@@ -14,6 +14,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/kernel"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // ImagesBisect searches an ordered list of prebuilt kernels (bzImage files,
@@ -88,7 +89,7 @@ func (ib *ImagesBisect) kernelAt(i int) (Candidate, error) {
 	in := ib.Images[i]
 	k := Candidate{Input: in, Label: fmt.Sprintf("#%d %s", i+1, filepath.Base(in)), Labels: map[string]string{}}
 	if b := ib.State.Kernels[in]; b != nil {
-		k.Labels[KeyCompiler], k.Labels[KeyKconfig] = b.Compiler, b.Kconfig
+		k.Labels[wire.KeyCompiler], k.Labels[wire.KeyKconfig] = b.Compiler, b.Kconfig
 		return k, nil
 	}
 	rk, err := ib.Bench.Resolve(in)
@@ -105,7 +106,7 @@ func (ib *ImagesBisect) kernelAt(i int) (Candidate, error) {
 		}
 	}
 	ib.State.Kernels[in] = b
-	k.Labels[KeyCompiler], k.Labels[KeyKconfig] = b.Compiler, b.Kconfig
+	k.Labels[wire.KeyCompiler], k.Labels[wire.KeyKconfig] = b.Compiler, b.Kconfig
 	return k, nil
 }
 

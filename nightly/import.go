@@ -17,12 +17,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// KeyRole marks an imported result as the reference's ("reference") or the
-// tip's ("tip"): without it, a night whose results have sides A and B takes
-// A as the reference and B as the tip (as lpmbisect compare writes them),
-// and a night with one side has no reference.
-const KeyRole = "role"
-
 // ErrImport is wrapped by Import's errors about its input.
 var ErrImport = errors.New("cannot import")
 
@@ -84,7 +78,7 @@ func Import(ctx context.Context, db *history.DB, s history.Series, minEffectPct 
 			if n.accel == "" {
 				n.accel = r.GetConfig(wire.KeyAccel)
 			}
-			k := bootKey{role: history.Role(r.GetConfig(KeyRole)), file: path, boot: r.GetConfig(wire.KeyBoot) + "/" + r.GetConfig(wire.KeySide)}
+			k := bootKey{role: history.Role(r.GetConfig(wire.KeyRole)), file: path, boot: r.GetConfig(wire.KeyBoot) + "/" + r.GetConfig(wire.KeySide)}
 			if _, ok := n.boots[k]; !ok {
 				n.order = append(n.order, k)
 			}
@@ -120,7 +114,7 @@ func Import(ctx context.Context, db *history.DB, s history.Series, minEffectPct 
 				}
 			}
 			if role != history.RoleTip && role != history.RoleReference {
-				return nil, fmt.Errorf("%w: %s: %s %q is neither tip nor reference", ErrImport, k.file, KeyRole, role)
+				return nil, fmt.Errorf("%w: %s: %s %q is neither tip nor reference", ErrImport, k.file, wire.KeyRole, role)
 			}
 			roles[k] = role
 			if role == history.RoleTip {

@@ -94,6 +94,14 @@ const (
 	// way.
 	KeyJitterBounds = "jitter-bounds"
 	KeyMinEffects   = "min-effects"
+
+	// Read by nightly's import of results from elsewhere.
+
+	// KeyRole marks an imported result as the reference's ("reference")
+	// or the tip's ("tip"): without it, a night whose results have sides A
+	// and B takes A as the reference and B as the tip (as lpmbisect compare
+	// writes them), and a night with one side has no reference.
+	KeyRole = "role"
 )
 
 // Units of the per-operation values. The guest writes the unit its clock
