@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/lpmbisect/lpmbisect/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Job kinds, as River stores them. The version of the arguments is in the
@@ -220,12 +221,13 @@ func checkStuck(kind string, ms int64) error {
 	return nil
 }
 
+// checkBootAccel accepts the accelerators a boot job may name: those of
+// wire.Accels, not Auto.
 func checkBootAccel(kind string, a vmrunner.Accel) error {
-	switch a {
-	case vmrunner.Icount, vmrunner.TCG, vmrunner.KVM:
-		return nil
+	if _, err := wire.ParseAccel(string(a)); err != nil {
+		return argsErr(kind, "accel", "%q: %s", clip(string(a)), wire.AccelNames())
 	}
-	return argsErr(kind, "accel", "%q: icount, tcg or kvm", clip(string(a)))
+	return nil
 }
 
 // Validate checks the boot's values against their bounds.

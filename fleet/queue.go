@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // BuildQueue is the name of the queue of build jobs, and the prefix of
@@ -46,13 +47,13 @@ func ParseQueue(name string) (Queue, error) {
 		return Queue{}, fmt.Errorf("queue %q: %w (lower-case letters and digits joined by '-' or '_', at most 64 bytes)", name, ErrQueueName)
 	}
 	prefix, _, _ := strings.Cut(name, "-")
-	switch a := vmrunner.Accel(prefix); a {
-	case vmrunner.Icount, vmrunner.TCG, vmrunner.KVM:
-		return Queue{Name: name, Accel: a}, nil
-	case BuildQueue:
+	if prefix == BuildQueue {
 		return Queue{Name: name}, nil
 	}
-	return Queue{}, fmt.Errorf("queue %q: %w: %q before the first '-' is neither an accelerator (icount, tcg, kvm) nor build", name, ErrQueueName, prefix)
+	if a, err := wire.ParseAccel(prefix); err == nil {
+		return Queue{Name: name, Accel: vmrunner.Accel(a)}, nil
+	}
+	return Queue{}, fmt.Errorf("queue %q: %w: %q before the first '-' is neither an accelerator (%s) nor build", name, ErrQueueName, prefix, wire.AccelNames())
 }
 
 // ParseQueues parses a comma-separated list of queue names (see

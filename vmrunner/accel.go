@@ -27,13 +27,17 @@ const (
 	Icount Accel = Accel(wire.AccelIcount)
 )
 
-// ParseAccel parses an accelerator name (auto, kvm, tcg or icount, in any case).
+// ParseAccel parses an accelerator name, in any case: Auto or one of
+// wire.Accels.
 func ParseAccel(s string) (Accel, error) {
-	switch a := Accel(strings.ToLower(s)); a {
-	case Auto, KVM, TCG, Icount:
-		return a, nil
+	name := strings.ToLower(s)
+	if Accel(name) == Auto {
+		return Auto, nil
 	}
-	return "", fmt.Errorf("unknown accelerator %q (use auto, kvm, tcg or icount)", s)
+	if a, err := wire.ParseAccel(name); err == nil {
+		return Accel(a), nil
+	}
+	return "", fmt.Errorf("unknown accelerator %q (use %s, %s)", s, Auto, wire.AccelNames())
 }
 
 // Unit is the benchmark unit results carry under this accelerator.

@@ -139,7 +139,10 @@ const (
 var Accels = []Accel{AccelKVM, AccelTCG, AccelIcount}
 
 // ErrUnknownAccel is returned by ParseAccel for a name that is not an Accel.
-var ErrUnknownAccel = fmt.Errorf("not an accelerator (want %s)", orList(Accels))
+var ErrUnknownAccel = fmt.Errorf("not an accelerator (want %s)", AccelNames())
+
+// AccelNames names the accelerators for messages: "kvm, tcg or icount".
+func AccelNames() string { return orList(Accels) }
 
 // ParseAccel returns the Accel named s, exactly as spelled (lower case).
 func ParseAccel(s string) (Accel, error) {
