@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
 // Blob store bounds.
@@ -34,27 +36,13 @@ var (
 	ErrBlobCorrupt = errors.New("blob content does not match its SHA-256")
 )
 
-// HashFile returns the SHA-256 of a file in lower-case hex.
-func HashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // putBlob stores the file at path under its SHA-256, which it returns. A
 // blob already stored is not sent again. The blob row and its chunks are
 // written in one transaction, so a blob is either complete or absent; the
 // file is hashed again as it is sent, and a file that changed meanwhile is
 // not stored.
 func (db *database) putBlob(ctx context.Context, path string) (string, bool, error) {
-	sum, err := HashFile(path)
+	sum, err := cachefile.SHA256(path)
 	if err != nil {
 		return "", false, err
 	}
@@ -137,7 +125,7 @@ func (db *database) fetchBlob(ctx context.Context, sum, dir string) (string, err
 		return "", &BlobError{SHA256: clip(sum), Err: fmt.Errorf("%w: not a SHA-256", ErrBadArgs)}
 	}
 	path := filepath.Join(dir, sum)
-	if got, err := HashFile(path); err == nil && got == sum {
+	if got, err := cachefile.SHA256(path); err == nil && got == sum {
 		return path, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
 )
 
@@ -87,7 +88,7 @@ func TestBuildJobs(t *testing.T) {
 		if string(got) != want || !res.OK || res.Worker != "builder" || res.Compiler != "fakecc 1.0" || len(res.ConfigHash) != 64 {
 			t.Errorf("Build(commit %d) = image %q, %+v; want %q built by builder with fakecc 1.0", i+1, got, res, want)
 		}
-		if sum, _ := HashFile(res.Image); sum != res.ImageSHA256 {
+		if sum, _ := cachefile.SHA256(res.Image); sum != res.ImageSHA256 {
 			t.Errorf("Build(commit %d): image hashes to %s; the result says %s", i+1, sum, res.ImageSHA256)
 		}
 		if i == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -135,7 +136,7 @@ func (e *Executor) init(ctx context.Context) error {
 			e.initErr = fmt.Errorf("queue %s: %w: a build queue runs no boots", e.Queue, ErrQueueName)
 			return
 		}
-		if e.guestSHA, e.initErr = HashFile(e.Guest); e.initErr != nil {
+		if e.guestSHA, e.initErr = cachefile.SHA256(e.Guest); e.initErr != nil {
 			return
 		}
 		e.initErr = e.pickClass(ctx)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/initramfs"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
@@ -25,7 +26,7 @@ func fakeSides(t *testing.T, boot time.Duration) []*measure.Side {
 	for i, v := range []float64{500, 400} {
 		name := string(rune('A' + i))
 		img := fakeKernel(t, "bzImage-"+name, v, boot)
-		sum, _ := HashFile(img)
+		sum, _ := cachefile.SHA256(img)
 		sides = append(sides, &measure.Side{Name: name, Label: "fake-" + name,
 			Kernel: &kernel.Kernel{Input: img, Image: img, SHA256: sum}, Image: &initramfs.Image{Path: initrd}})
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
@@ -158,7 +159,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.Guest == "" {
 		return errors.New("worker: no guest binary (its hash identifies the lpmbisect version jobs need)")
 	}
-	guestSHA, err := HashFile(w.Guest)
+	guestSHA, err := cachefile.SHA256(w.Guest)
 	if err != nil {
 		return fmt.Errorf("worker: guest: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
@@ -91,7 +92,7 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 	dir := t.TempDir()
 	guest := filepath.Join(dir, "guest")
 	os.WriteFile(guest, []byte("a guest of this lpmbisect"), 0o755)
-	guestSHA, _ := HashFile(guest)
+	guestSHA, _ := cachefile.SHA256(guest)
 	wlog, wlogs := testLogger(t, "worker")
 	host := runWorker(t, Worker{URL: location, Name: "refuser", Queues: []string{"icount", "kvm-zen4", "build"},
 		CacheDir: filepath.Join(dir, "cache"), Guest: guest, Log: wlog, Heartbeat: time.Second})
