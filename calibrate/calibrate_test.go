@@ -330,17 +330,6 @@ func strconvInts(is []int) string {
 	return strings.Join(s, " ")
 }
 
-func TestReadHost(t *testing.T) {
-	const cpuinfo = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
-	h, err := ReadHost(strings.NewReader(cpuinfo))
-	if err != nil || h.CPU != "AMD EPYC 7B13" || h.CPUs != 2 {
-		t.Errorf("ReadHost = %+v, %v; want AMD EPYC 7B13 with 2 CPUs", h, err)
-	}
-	if _, err := ReadHost(strings.NewReader("garbage")); err == nil {
-		t.Errorf("ReadHost(garbage) = nil error; want one")
-	}
-}
-
 func TestKeyOfPaired(t *testing.T) {
 	boots := synthBoots(2, 1, "icount", icountRows[:1], 1)
 	if k, err := KeyOf(boots[0], *testHost, true); err != nil || k.Paired {

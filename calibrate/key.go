@@ -1,18 +1,17 @@
 package calibrate
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/internal/cpuinfo"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -20,62 +19,24 @@ import (
 // are per CPU family and per machine, so are their floors.
 type Host struct {
 	Name string `json:"name"` // host name
-	CPU  string `json:"cpu"`  // model name of the first CPU in /proc/cpuinfo
+	CPU  string `json:"cpu"`  // model name in /proc/cpuinfo (cpuinfo.Info.Model)
 	// CPUs is the number of processors /proc/cpuinfo lists (whatever
 	// this process may run on).
 	CPUs int `json:"cpus"`
 }
 
-// ThisHost describes the machine this process runs on.
+// ThisHost describes the machine this process runs on (its CPUs as
+// cpuinfo.Read reads them).
 func ThisHost() (Host, error) {
 	name, err := os.Hostname()
 	if err != nil {
 		return Host{}, fmt.Errorf("calibrate: host name: %w", err)
 	}
-	f, err := os.Open("/proc/cpuinfo")
+	cpus, err := cpuinfo.Read()
 	if err != nil {
-		return Host{}, fmt.Errorf("calibrate: %w (is /proc mounted?)", err)
+		return Host{}, fmt.Errorf("calibrate: %w", err)
 	}
-	defer f.Close()
-	h, err := ReadHost(f)
-	if err != nil {
-		return Host{}, fmt.Errorf("calibrate: /proc/cpuinfo: %w", err)
-	}
-	h.Name = name
-	return h, nil
-}
-
-// maxCPUInfo bounds what ReadHost reads: /proc/cpuinfo of a 256-CPU
-// machine is about 400 KiB.
-const maxCPUInfo = 4 << 20
-
-// ReadHost reads the CPU model and count of a Host from the text of
-// /proc/cpuinfo (x86: "model name", elsewhere "Model" or "cpu model"). The
-// name is left empty.
-func ReadHost(cpuinfo io.Reader) (Host, error) {
-	var h Host
-	sc := bufio.NewScanner(io.LimitReader(cpuinfo, maxCPUInfo))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		switch k, v = strings.TrimSpace(k), strings.TrimSpace(v); k {
-		case "processor":
-			h.CPUs++
-		case "model name", "Model", "cpu model":
-			if h.CPU == "" {
-				h.CPU = v
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return Host{}, err
-	}
-	if h.CPUs == 0 {
-		return Host{}, errors.New("no processor listed")
-	}
-	return h, nil
+	return Host{Name: name, CPU: cpus.Model, CPUs: cpus.Count}, nil
 }
 
 // Key names what a calibration holds for. Two comparisons may share

@@ -1,32 +1,23 @@
 package fleet
 
 import (
-	"bufio"
 	"io"
 	"log"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/cpuinfo"
 )
 
-// hostCPUModel returns the host CPU's model name from /proc/cpuinfo, or ""
-// when it does not say.
+// hostCPUModel returns the host CPU's model name as a calibration key
+// names it (cpuinfo.Info.Model), or "" when /proc/cpuinfo does not say.
 func hostCPUModel() string {
-	f, err := os.Open("/proc/cpuinfo")
+	cpus, err := cpuinfo.Read()
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	return cpus.Model
 }
 
 // slogTo returns a slog.Logger that writes River's messages (warnings and
