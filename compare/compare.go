@@ -640,23 +640,11 @@ func median(vs []float64) float64 {
 const maxBoots = 50
 
 // canBeSignificant reports whether the U test on n1 and n2 boots can reach
-// p <= alpha at all: it can if two perfectly separated samples of those sizes
-// do. The U test is discrete, and for few boots its smallest p is large.
+// p <= alpha at all: whether its smallest p (uMinP, two perfectly separated
+// samples) does. The U test is discrete, and for few boots its smallest p
+// is large.
 func canBeSignificant(n1, n2 int, alpha float64) bool {
-	if n1 == 0 || n2 == 0 {
-		return false
-	}
-	lo := make([]float64, n1)
-	hi := make([]float64, n2)
-	for i := range lo {
-		lo[i] = float64(i)
-	}
-	for i := range hi {
-		hi[i] = float64(n1 + i)
-	}
-	thr := benchmath.Thresholds{CompareAlpha: alpha}
-	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(lo, &thr), benchmath.NewSample(hi, &thr))
-	return cmp.P <= alpha
+	return atMost(uMinP(n1, n2, true), alpha)
 }
 
 // MinBootsForInterval returns the smallest number of boots for which the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aclements/go-moremath/stats"
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
 )
@@ -378,4 +379,58 @@ func TestMinBoots(t *testing.T) {
 	if got, want := MinBootsForInterval(0.95), 6; got != want {
 		t.Errorf("MinBootsForInterval(0.95) = %d; want %d", got, want)
 	}
+}
+
+// TestCanBeSignificantAgreesWithBenchmath checks the closed form behind
+// canBeSignificant (uMinP) against the U test itself, over every n1, n2 up
+// to maxBoots: benchmath's p for two perfectly separated samples (what
+// canBeSignificant computed before) and moremath's one-sided p are the
+// closed form's to 1e-9, and at every level canBeSignificant says what
+// benchmath's p says under the verdicts' comparison (atMost). Compared
+// strictly, the two differ only where the exact smallest p equals the level
+// and the U test's sum lands an ulp above it.
+func TestCanBeSignificantAgreesWithBenchmath(t *testing.T) {
+	alphas := []float64{0.001, 0.005, 0.01, 0.02, 0.025, 0.05, 0.1, 0.2}
+	for n1 := 0; n1 <= maxBoots; n1++ {
+		for n2 := 0; n2 <= maxBoots; n2++ {
+			two, one := separatedP(n1, n2)
+			if got := uMinP(n1, n2, true); math.Abs(got-two) > 1e-9*two {
+				t.Errorf("uMinP(%d, %d, two-sided) = %g; benchmath gives %g", n1, n2, got, two)
+			}
+			if got := uMinP(n1, n2, false); math.Abs(got-one) > 1e-9*one {
+				t.Errorf("uMinP(%d, %d, one-sided) = %g; the one-sided U test gives %g", n1, n2, got, one)
+			}
+			for _, alpha := range alphas {
+				got := canBeSignificant(n1, n2, alpha)
+				if want := n1 > 0 && n2 > 0 && atMost(two, alpha); got != want {
+					t.Errorf("canBeSignificant(%d, %d, %v) = %v; benchmath's p %g says %v", n1, n2, alpha, got, two, want)
+				}
+				if strict := n1 > 0 && n2 > 0 && two <= alpha; got != strict && uMinP(n1, n2, true) != alpha {
+					t.Errorf("canBeSignificant(%d, %d, %v) = %v, benchmath's p %g <= α is %v, and the smallest p is not α", n1, n2, alpha, got, two, strict)
+				}
+			}
+		}
+	}
+}
+
+// separatedP returns the U test's two-sided p-value (benchmath's) and
+// one-sided p-value for n1 values all below n2 others; 1 for an empty side.
+func separatedP(n1, n2 int) (two, one float64) {
+	if n1 == 0 || n2 == 0 {
+		return 1, 1
+	}
+	lo, hi := make([]float64, n1), make([]float64, n2)
+	for i := range lo {
+		lo[i] = float64(i)
+	}
+	for i := range hi {
+		hi[i] = float64(n1 + i)
+	}
+	thr := benchmath.Thresholds{CompareAlpha: 0.05}
+	two = benchmath.AssumeNothing.Compare(benchmath.NewSample(lo, &thr), benchmath.NewSample(hi, &thr)).P
+	res, err := stats.MannWhitneyUTest(lo, hi, stats.LocationLess)
+	if err != nil {
+		panic(err)
+	}
+	return two, res.P
 }
