@@ -62,6 +62,13 @@
 //     change of the minimum effect from the noise; the row then says about
 //     how many boots per side a decision would need.
 //
+// A change has a Direction (Row.Direction, DirectionOf): Worse or Better by
+// its unit (BetterOf: costs per operation lower is better, rates higher),
+// or Changed when the unit has no known direction or nothing moved. Reports
+// call a Changed change neither better nor worse; CI under FailOnRegression
+// still fails a DIFFERENT row whose unit has no known direction
+// (Row.Worse), since it cannot judge it.
+//
 // # Error control
 //
 // What must never happen is DIFFERENT for a kernel compared with itself. A

@@ -1,6 +1,9 @@
 package compare
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // FailOn chooses which DIFFERENT rows fail a comparison in CI.
 type FailOn int
@@ -64,20 +67,67 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
-// Worse reports whether the row is DIFFERENT for the worse: B larger where
-// lower is better or smaller where higher is better. A DIFFERENT row in a
-// unit with no known direction is worse too.
+// Direction is which way a change goes for the kernel.
+type Direction int
+
+const (
+	// Changed is a change without a known direction: its unit has none
+	// (BetterOf is 0: neither a cost per operation nor a rate), or the
+	// change is zero or not a number. It is neither better nor worse, and
+	// reports say "changed". CI does not pass it all the same:
+	// FailOnRegression fails a DIFFERENT row whose unit has no known
+	// direction (Row.Worse), because it cannot judge it.
+	Changed Direction = iota
+	// Better is a smaller value where lower is better, or a larger one
+	// where higher is better.
+	Better
+	// Worse is a larger value where lower is better, or a smaller one
+	// where higher is better.
+	Worse
+)
+
+func (d Direction) String() string {
+	switch d {
+	case Changed:
+		return "changed"
+	case Better:
+		return "better"
+	case Worse:
+		return "worse"
+	}
+	return fmt.Sprintf("Direction(%d)", int(d))
+}
+
+// DirectionOf returns the direction of a change of deltaPct percent in
+// unit, such as a change point's.
+func DirectionOf(unit string, deltaPct float64) Direction {
+	return directionOf(BetterOf(unit), deltaPct)
+}
+
+// directionOf is DirectionOf for a unit whose BetterOf is better.
+func directionOf(better int, deltaPct float64) Direction {
+	switch {
+	case better == 0 || deltaPct == 0 || math.IsNaN(deltaPct):
+		return Changed
+	case (better < 0) == (deltaPct > 0):
+		return Worse
+	}
+	return Better
+}
+
+// Direction returns the direction of the row's change (DeltaPct in Unit),
+// whatever its verdict.
+func (r Row) Direction() Direction { return directionOf(r.Better, r.DeltaPct) }
+
+// Worse reports whether the row is DIFFERENT and fails FailOnRegression:
+// its Direction is Worse (B larger where lower is better or smaller where
+// higher is better), or its unit has no known direction, which CI cannot
+// judge and so does not pass (see Changed).
 func (r Row) Worse() bool {
 	if r.Verdict != Different {
 		return false
 	}
-	switch {
-	case r.Better < 0:
-		return r.DeltaPct > 0
-	case r.Better > 0:
-		return r.DeltaPct < 0
-	}
-	return true
+	return r.Better == 0 || r.Direction() == Worse
 }
 
 // Outcome decides the comparison for CI. Only rows that are not controls

@@ -624,9 +624,9 @@ func IsControl(bench string, controls []string) bool {
 	return false
 }
 
-// betterOf returns +1 if higher values of unit are better, -1 if lower ones
-// are, 0 if unknown. Costs per operation (sec/op, insn/op, B/op) are lower
-// is better; rates (…/s) higher.
+// BetterOf returns +1 if higher values of unit are better, -1 if lower ones
+// are, 0 if unknown (see Changed). Costs per operation (sec/op, insn/op,
+// B/op) are lower is better; rates (…/s) higher.
 func BetterOf(unit string) int {
 	switch {
 	case strings.HasSuffix(unit, "/op"):
