@@ -366,7 +366,7 @@ func Compute(boots [][]*benchfmt.Result, o Options) (*Calibration, error) {
 			}
 		}
 		for k, vs := range samples {
-			medians[k][i] = median(vs)
+			medians[k][i] = compare.Median(vs)
 		}
 	}
 	instructions := wire.Accel(key.Accel).CountsInstructions()
@@ -392,7 +392,7 @@ func jitter(k rowKey, meds []float64, instructions bool, o Options) Benchmark {
 	b := Benchmark{Name: k.bench, Unit: k.unit, Medians: meds, Floor: math.NaN()}
 	ms := finite(meds)
 	b.Boots = len(ms)
-	b.Centre = median(ms)
+	b.Centre = compare.Median(ms)
 	var pairs []float64
 	for i := range ms {
 		for j := i + 1; j < len(ms); j++ {
@@ -464,7 +464,7 @@ func twoModes(medians []float64, gapFactor, resolution, lone float64) (bool, flo
 	}
 	lower, upper := s[:at+1], s[at+1:]
 	spread := math.Max(lower[len(lower)-1]-lower[0], upper[len(upper)-1]-upper[0])
-	centre := math.Abs(median(s))
+	centre := math.Abs(compare.Median(s))
 	if centre == 0 {
 		return false, 0
 	}
@@ -491,20 +491,6 @@ func quantile(sorted []float64, q float64) float64 {
 		return hi
 	}
 	return lo + (pos-float64(i))*(hi-lo)
-}
-
-// median returns the median of vs without modifying it; NaN when empty.
-func median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func nanSlice(n int) []float64 {

@@ -6,9 +6,10 @@ import (
 	"math"
 	"slices"
 
-	"github.com/lpmbisect/lpmbisect/wire"
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Configuration keys that Build reads from each result: the host writes
@@ -606,7 +607,7 @@ func summarise(g *group, thr *benchmath.Thresholds, confidence float64) (Summary
 	var spreads []float64
 	for _, id := range g.boots {
 		vs := g.samples[id]
-		b := Boot{ID: id, Pair: g.pairs[id], Median: median(vs), Samples: len(vs), Min: slices.Min(vs), Max: slices.Max(vs)}
+		b := Boot{ID: id, Pair: g.pairs[id], Median: Median(vs), Samples: len(vs), Min: slices.Min(vs), Max: slices.Max(vs)}
 		if len(vs) > 1 && b.Median != 0 {
 			b.Spread = (slices.Max(vs) - slices.Min(vs)) / math.Abs(b.Median)
 			spreads = append(spreads, b.Spread)
@@ -617,7 +618,7 @@ func summarise(g *group, thr *benchmath.Thresholds, confidence float64) (Summary
 	}
 	sum.Boots = len(medians)
 	if len(spreads) > 0 {
-		sum.WithinBoot = median(spreads)
+		sum.WithinBoot = Median(spreads)
 	}
 	s := benchmath.NewSample(medians, thr) // sorts medians in place; PerBoot keeps the order
 	bs := benchmath.AssumeNothing.Summary(s, confidence)
@@ -625,8 +626,13 @@ func summarise(g *group, thr *benchmath.Thresholds, confidence float64) (Summary
 	return sum, s
 }
 
-// median returns the median of vs without modifying it; vs is not empty.
-func median(vs []float64) float64 {
+// Median returns the median of vs without modifying it (the mean of the two
+// middle values of an even count); NaN when vs is empty. A boot's value is
+// the median of its samples (Boot.Median).
+func Median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
 	s := slices.Clone(vs)
 	slices.Sort(s)
 	n := len(s)

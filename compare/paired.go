@@ -79,7 +79,7 @@ func pairedRow(row *Row, opts Options) {
 		row.addNote("no complete pair: not compared")
 		return
 	}
-	row.DeltaPct = 100 * math.Expm1(median(d))
+	row.DeltaPct = 100 * math.Expm1(Median(d))
 	p, err := signedRankP(d, 0, stats.LocationDiffers)
 	if err != nil {
 		row.addNote(fmt.Sprintf("not tested: %v", err))

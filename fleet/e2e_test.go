@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/internal/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
 	"github.com/lpmbisect/lpmbisect/measure"
@@ -87,19 +88,9 @@ func bootMedians(t *testing.T, boots [][]*benchfmt.Result) []float64 {
 		if len(vals) == 0 {
 			t.Fatalf("a boot without %s results", e2eBench)
 		}
-		out = append(out, median(vals))
+		out = append(out, compare.Median(vals))
 	}
 	return out
-}
-
-func median(v []float64) float64 {
-	v = slices.Clone(v)
-	sort.Float64s(v)
-	if n := len(v); n%2 == 1 {
-		return v[n/2]
-	} else {
-		return (v[n/2-1] + v[n/2]) / 2
-	}
 }
 
 var localRun struct {
@@ -141,7 +132,7 @@ func checkMedians(t *testing.T, r *measure.Runner, local map[string][]float64) {
 		if len(got) != e2eBoots {
 			t.Errorf("side %s: %d completed remote boots; want %d", side, len(got), e2eBoots)
 		}
-		ref := median(want)
+		ref := compare.Median(want)
 		for i, m := range got {
 			if d := math.Abs(m-ref) / ref; d > icountJitter {
 				t.Errorf("side %s boot %d: remote median %.2f insn/op is %.3f%% from the local boots' %.2f; want within %.2f%%",
@@ -261,7 +252,7 @@ func logStats(t *testing.T, e *Executor, slots int) (handoff, delivery time.Dura
 	if len(waits) == 0 {
 		return 0, 0
 	}
-	handoff, delivery = time.Duration(median(waits)), time.Duration(median(delivered))
+	handoff, delivery = time.Duration(compare.Median(waits)), time.Duration(compare.Median(delivered))
 	t.Logf("queue overhead per job: could start to started median %v (max %v) over %d first attempts; stored to read by the client median %v (max %v) over %d jobs",
 		handoff.Round(time.Millisecond), time.Duration(slices.Max(waits)).Round(time.Millisecond), len(waits),
 		delivery.Round(time.Millisecond), time.Duration(slices.Max(delivered)).Round(time.Millisecond), len(delivered))
