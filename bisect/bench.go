@@ -13,6 +13,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
@@ -149,7 +150,7 @@ func (b *Bench) SetEndpoints(ctx context.Context, good, bad Candidate) (*Effect,
 		return nil, fmt.Errorf("bad endpoint: %w", err)
 	}
 	if b.good.k.SHA256 == b.bad.k.SHA256 {
-		return nil, fmt.Errorf("%w: both are the same image (sha256 %s)", ErrEndpointsNotDifferent, b.good.k.SHA256[:12])
+		return nil, fmt.Errorf("%w: both are the same image (sha256 %s)", ErrEndpointsNotDifferent, words.ShortHash(b.good.k.SHA256))
 	}
 	seq, err := b.Judge.sequence(b.maxBoots())
 	if err != nil {
@@ -484,7 +485,7 @@ func (b *Bench) Recheck(ctx context.Context, parent, culprit Candidate, target i
 	rc := &Recheck{}
 	if p.k.SHA256 == c.k.SHA256 {
 		rc.SameImage = true
-		rc.Note = fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", c.k.SHA256[:12])
+		rc.Note = fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", words.ShortHash(c.k.SHA256))
 		return rc, nil
 	}
 	if err := b.topUp(ctx, target, p, c); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -149,7 +150,7 @@ func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, 
 // host failed.
 func BuildKernel(ctx context.Context, builder Builder, src, buildDir, commit, keep string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*Built, error) {
 	if log != nil {
-		log.Printf("building %s in %s", short(commit), buildDir)
+		log.Printf("building %s in %s", words.ShortHash(commit), buildDir)
 	}
 	out, err := builder.Build(ctx, src, buildDir)
 	if errors.Is(err, build.ErrBuildFailed) && ctx.Err() == nil {
@@ -185,7 +186,7 @@ func BuildKernel(ctx context.Context, builder Builder, src, buildDir, commit, ke
 	}
 	if log != nil {
 		log.Printf("built %s in %s: %s, image %s, compiler %q, config %s",
-			short(commit), out.Duration.Round(100*time.Millisecond), b.Release, short(b.Image), b.Compiler, b.Kconfig)
+			words.ShortHash(commit), out.Duration.Round(100*time.Millisecond), b.Release, words.ShortHash(b.Image), b.Compiler, b.Kconfig)
 	}
 	return b, nil
 }

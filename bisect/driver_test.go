@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
@@ -168,7 +169,7 @@ func TestGitBisect(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.FirstBad != commits[6] || res.Parent != commits[5] {
-		t.Fatalf("Run() first bad = %s (parent %s), range %v; want commit 6 %s", short(res.FirstBad), short(res.Parent), res.Range, short(commits[6]))
+		t.Fatalf("Run() first bad = %s (parent %s), range %v; want commit 6 %s", words.ShortHash(res.FirstBad), words.ShortHash(res.Parent), res.Range, words.ShortHash(commits[6]))
 	}
 	if res.Subject != "commit 6" {
 		t.Errorf("Run().Subject = %q; want commit 6", res.Subject)
@@ -176,7 +177,7 @@ func TestGitBisect(t *testing.T) {
 	// Steps decided before the interruption were not measured again.
 	for _, st := range g.State.Steps[:decided] {
 		if st.Image != "" && m2.boots[st.Image] > 0 && st.Commit != commits[6] && st.Commit != commits[5] {
-			t.Errorf("resumed run measured %s again (decided before the interruption)", short(st.Commit))
+			t.Errorf("resumed run measured %s again (decided before the interruption)", words.ShortHash(st.Commit))
 		}
 	}
 	if m2.boots[g.State.Kernels[commits[0]].Image] != 0 || m2.boots[g.State.Kernels[commits[8]].Image] != 0 {
@@ -186,7 +187,7 @@ func TestGitBisect(t *testing.T) {
 	for _, st := range g.State.Steps {
 		t.Logf("%s", FormatStep(st))
 		if (st.Commit == commits[4] || st.Commit == commits[2]) && st.Verdict.Class != Skip {
-			t.Errorf("step %s = %s; want skip", short(st.Commit), st.Verdict.Class)
+			t.Errorf("step %s = %s; want skip", words.ShortHash(st.Commit), st.Verdict.Class)
 		}
 		if st.Commit == commits[4] && !strings.Contains(st.Verdict.Reason, "build failed") {
 			t.Errorf("build failure step reason = %q", st.Verdict.Reason)
@@ -200,7 +201,7 @@ func TestGitBisect(t *testing.T) {
 		t.Errorf("git bisect still in progress after the bisection ended")
 	}
 	if head, _ := r.Head(context.Background()); head != commits[8] {
-		t.Errorf("HEAD after the bisection = %s; want main (%s) back", short(head), short(commits[8]))
+		t.Errorf("HEAD after the bisection = %s; want main (%s) back", words.ShortHash(head), words.ShortHash(commits[8]))
 	}
 	if res.Recheck == nil || !res.Recheck.Confirmed {
 		t.Errorf("re-check = %+v; want confirmed", res.Recheck)
@@ -340,6 +341,6 @@ func TestBisectEndpointsComeFromTheStart(t *testing.T) {
 	}
 	bad, good, err := r.BisectEndpoints(ctx)
 	if err != nil || bad != commits[4] || good != commits[0] {
-		t.Errorf("BisectEndpoints after a step = %s, %s, %v; want the start's %s, %s", short(bad), short(good), err, short(commits[4]), short(commits[0]))
+		t.Errorf("BisectEndpoints after a step = %s, %s, %v; want the start's %s, %s", words.ShortHash(bad), words.ShortHash(good), err, words.ShortHash(commits[4]), words.ShortHash(commits[0]))
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
@@ -56,13 +57,13 @@ func (g *GitBisect) Run(ctx context.Context) (res *Result, err error) {
 	if ok, err := g.Repo.IsAncestor(ctx, g.Good, g.Bad); err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, fmt.Errorf("good %s is not an ancestor of bad %s (the good commit must be the older one; to find an improvement keep the order and bisect for an improvement)", short(g.Good), short(g.Bad))
+		return nil, fmt.Errorf("good %s is not an ancestor of bad %s (the good commit must be the older one; to find an improvement keep the order and bisect for an improvement)", words.ShortHash(g.Good), words.ShortHash(g.Bad))
 	}
 	n, err := g.Repo.CountCommits(ctx, g.Good, g.Bad)
 	if err != nil {
 		return nil, err
 	}
-	g.logf("bisecting %d commits %s..%s in %s (state: %s)", n, short(g.Good), short(g.Bad), g.Repo.Dir, s.Dir())
+	g.logf("bisecting %d commits %s..%s in %s (state: %s)", n, words.ShortHash(g.Good), words.ShortHash(g.Bad), g.Repo.Dir, s.Dir())
 
 	// git bisect start records where HEAD was, so reset returns there
 	// even though the endpoints are checked out to be built.
@@ -141,9 +142,9 @@ func (g *GitBisect) endpoint(ctx context.Context, name, commit string) (Candidat
 		return Candidate{}, err
 	}
 	if b.Failed != "" {
-		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, short(commit), b.Failed)
+		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, words.ShortHash(commit), b.Failed)
 	}
-	return kernelOf(b, name+" "+short(commit), commit), nil
+	return kernelOf(b, name+" "+words.ShortHash(commit), commit), nil
 }
 
 // kernelFor builds commit, checking it out first if needed.
@@ -166,7 +167,7 @@ func (g *GitBisect) kernelFor(ctx context.Context, commit string) (*Built, error
 // step decides the checked-out commit, from the state if it was decided.
 func (g *GitBisect) step(ctx context.Context, commit string) (Class, error) {
 	if st, ok := g.State.StepFor(commit, 0); ok {
-		g.logf("step for %s replayed from the state: %s", short(commit), st.Verdict.Class)
+		g.logf("step for %s replayed from the state: %s", words.ShortHash(commit), st.Verdict.Class)
 		return st.Verdict.Class, nil
 	}
 	st := Step{Commit: commit, Subject: g.Repo.Subject(ctx, commit)}
@@ -179,7 +180,7 @@ func (g *GitBisect) step(ctx context.Context, commit string) (Class, error) {
 		st.Verdict = Verdict{Class: Skip, Reason: "build failed: " + b.Failed}
 		return Skip, g.State.AddStep(st, g.Log)
 	}
-	return g.classify(ctx, st, kernelOf(b, short(commit), commit))
+	return g.classify(ctx, st, kernelOf(b, words.ShortHash(commit), commit))
 }
 
 // recheckCulprit re-checks the culprit against its first parent.
@@ -201,10 +202,10 @@ func (g *GitBisect) recheckCulprit(ctx context.Context, res *Result) error {
 		return nil
 	}
 	if pb.Image == cb.Image {
-		res.Recheck = &Recheck{SameImage: true, Note: fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", short(cb.Image))}
+		res.Recheck = &Recheck{SameImage: true, Note: fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", words.ShortHash(cb.Image))}
 		return nil
 	}
-	rc, err := g.recheck(ctx, kernelOf(pb, "parent "+short(parent), parent), kernelOf(cb, "culprit "+short(res.FirstBad), res.FirstBad))
+	rc, err := g.recheck(ctx, kernelOf(pb, "parent "+words.ShortHash(parent), parent), kernelOf(cb, "culprit "+words.ShortHash(res.FirstBad), res.FirstBad))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/report"
 )
@@ -38,7 +39,7 @@ func (r Report) Culprit() string {
 	case len(res.Range) > 0:
 		names := make([]string, len(res.Range))
 		for i, c := range res.Range {
-			names[i] = short(c)
+			names[i] = words.ShortHash(c)
 			if s.Kind == KindImages {
 				names[i] = filepath.Base(c)
 			}
@@ -116,9 +117,9 @@ func (r Report) View(recheckHTML string) report.Bisection {
 	for _, st := range s.Steps {
 		what := fmt.Sprintf("#%d %s", st.Index+1, filepath.Base(st.Kernel))
 		if st.Commit != "" {
-			what = short(st.Commit) + " " + st.Subject
+			what = words.ShortHash(st.Commit) + " " + st.Subject
 		}
-		v.Steps = append(v.Steps, report.BisectionStep{N: st.N, What: what, Image: short(st.Image), Boots: st.Verdict.Boots,
+		v.Steps = append(v.Steps, report.BisectionStep{N: st.N, What: what, Image: words.ShortHash(st.Image), Boots: st.Verdict.Boots,
 			Class: st.Verdict.Class.String(), Reason: st.Verdict.Reason, LogLine: FormatStep(st)})
 	}
 	return v
@@ -194,10 +195,10 @@ func (b *Bench) recheckComparison(st *State, res *Result, run report.Meta) (*com
 	if st.Kind != KindImages {
 		pb, cb := st.Kernels[res.Parent], st.Kernels[res.FirstBad]
 		if pb == nil || cb == nil {
-			return nil, run, fmt.Errorf("the state has no kernels for %s and its parent", short(res.FirstBad))
+			return nil, run, fmt.Errorf("the state has no kernels for %s and its parent", words.ShortHash(res.FirstBad))
 		}
-		parent = Candidate{Input: pb.Kernel, Label: "parent " + short(res.Parent)}
-		culprit = Candidate{Input: cb.Kernel, Label: "culprit " + short(res.FirstBad)}
+		parent = Candidate{Input: pb.Kernel, Label: "parent " + words.ShortHash(res.Parent)}
+		culprit = Candidate{Input: cb.Kernel, Label: "culprit " + words.ShortHash(res.FirstBad)}
 	}
 	rep, pk, ck, err := b.CompareStored(parent, culprit)
 	if err != nil {

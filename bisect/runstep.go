@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
@@ -53,7 +54,7 @@ func (r *RunStep) Run(ctx context.Context) (Verdict, error) {
 		return Verdict{}, err
 	}
 	if st, ok := r.State.StepFor(head, 0); ok {
-		r.logf("step for %s replayed from the state: %s", short(head), st.Verdict.Class)
+		r.logf("step for %s replayed from the state: %s", words.ShortHash(head), st.Verdict.Class)
 		return st.Verdict, nil
 	}
 	st := Step{Commit: head, Subject: r.Repo.Subject(ctx, head)}
@@ -66,7 +67,7 @@ func (r *RunStep) Run(ctx context.Context) (Verdict, error) {
 		st.Verdict = Verdict{Class: Skip, Reason: "build failed: " + b.Failed}
 		return st.Verdict, r.State.AddStep(st, r.Log)
 	}
-	if _, err := r.classify(ctx, st, kernelOf(b, short(head), head)); err != nil {
+	if _, err := r.classify(ctx, st, kernelOf(b, words.ShortHash(head), head)); err != nil {
 		return Verdict{}, err
 	}
 	last := r.State.Steps[len(r.State.Steps)-1]
@@ -81,10 +82,10 @@ func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (Candid
 		return k, nil
 	}
 	if b := r.State.Kernels[e.Commit]; b != nil && b.Failed == "" && exists(b.Kernel) {
-		return kernelOf(b, name+" "+short(e.Commit), e.Commit), nil
+		return kernelOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
 	}
 	wt := filepath.Join(r.State.Dir(), "worktree")
-	r.logf("building the %s endpoint %s in %s", name, short(e.Commit), wt)
+	r.logf("building the %s endpoint %s in %s", name, words.ShortHash(e.Commit), wt)
 	if err := r.Repo.AddWorktree(ctx, wt, e.Commit); err != nil {
 		return Candidate{}, err
 	}
@@ -93,9 +94,9 @@ func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (Candid
 		return Candidate{}, err
 	}
 	if b.Failed != "" {
-		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, short(e.Commit), b.Failed)
+		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, words.ShortHash(e.Commit), b.Failed)
 	}
-	return kernelOf(b, name+" "+short(e.Commit), e.Commit), nil
+	return kernelOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
 }
 
 // cleanWorktree removes the endpoints' worktree and build once both are

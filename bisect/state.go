@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
 // StateVersion is the version of the state file format.
@@ -157,7 +158,7 @@ func OpenState(dir string, want State) (*State, error) {
 	want.Version = StateVersion
 	want.dir = dir
 	sum := sha256.Sum256([]byte(want.identity()))
-	want.file = filepath.Join(dir, string(want.Kind)+"-"+hex.EncodeToString(sum[:])[:12]+".json")
+	want.file = filepath.Join(dir, string(want.Kind)+"-"+words.ShortHash(hex.EncodeToString(sum[:]))+".json")
 	data, err := os.ReadFile(want.file)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -192,7 +193,7 @@ func (s *State) describe() string {
 	case KindImages:
 		what = fmt.Sprintf("a bisection over %d images", len(s.Images))
 	default:
-		what = fmt.Sprintf("a %s bisection %s..%s", s.Kind, short(s.Good), short(s.Bad))
+		what = fmt.Sprintf("a %s bisection %s..%s", s.Kind, words.ShortHash(s.Good), words.ShortHash(s.Bad))
 	}
 	return fmt.Sprintf("%s with params %s, %s, reverse=%v", what, s.Params, s.Judge, s.Reverse)
 }
@@ -270,12 +271,12 @@ func FormatStep(st Step) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "step %d: ", st.N)
 	if st.Commit != "" {
-		fmt.Fprintf(&b, "commit %s", short(st.Commit))
+		fmt.Fprintf(&b, "commit %s", words.ShortHash(st.Commit))
 	} else {
 		fmt.Fprintf(&b, "image #%d %s", st.Index+1, filepath.Base(st.Kernel))
 	}
 	if st.Image != "" {
-		fmt.Fprintf(&b, " image %s", short(st.Image))
+		fmt.Fprintf(&b, " image %s", words.ShortHash(st.Image))
 	}
 	fmt.Fprintf(&b, " boots %d: %s", st.Verdict.Boots, st.Verdict.Class)
 	if st.Verdict.Reason != "" {
@@ -285,21 +286,4 @@ func FormatStep(st Step) string {
 		fmt.Fprintf(&b, " %q", st.Subject)
 	}
 	return b.String()
-}
-
-// short abbreviates a commit or hash to 12 characters.
-func short(s string) string {
-	if len(s) > 12 && isHex(s) {
-		return s[:12]
-	}
-	return s
-}
-
-func isHex(s string) bool {
-	for _, c := range s {
-		if !strings.ContainsRune("0123456789abcdef", c) {
-			return false
-		}
-	}
-	return true
 }

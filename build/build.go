@@ -45,6 +45,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/configs"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
 // ErrBuildFailed is wrapped by Build's error when make failed: the tree does
@@ -439,13 +440,9 @@ type ConfigInfo struct {
 	Hash string
 }
 
-// ShortHash is the first 12 hex digits of Hash.
-func (c ConfigInfo) ShortHash() string {
-	if len(c.Hash) < 12 {
-		return c.Hash
-	}
-	return c.Hash[:12]
-}
+// ShortHash is the first 12 hex digits of Hash (words.ShortHash), as
+// results carry it (wire.KeyKconfig).
+func (c ConfigInfo) ShortHash() string { return words.ShortHash(c.Hash) }
 
 // InspectConfig reads the compiler and configuration hash of a .config.
 func InspectConfig(path string) (ConfigInfo, error) {

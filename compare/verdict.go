@@ -10,6 +10,8 @@ import (
 
 	"github.com/aclements/go-moremath/stats"
 	"golang.org/x/perf/benchunit"
+
+	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
 // Verdict is the decision on one row. The zero value is Unknown.
@@ -475,15 +477,15 @@ func decideRow(row *Row, rep *Report, opts Options, m int, reachD, reachS bool) 
 		row.addNote(fmt.Sprintf("significant (p=%.3f) but below the minimum effect %.4g%%; not yet shown to be within it", row.P, 100*row.MinEffect))
 	case row.Significant:
 		row.addNote(fmt.Sprintf("p=%.3f is not significant once corrected for %s and %s (Holm-adjusted p=%.3g > level %.3g)",
-			row.P, plural(m, "row"), plural(look.Number, "look"), row.PAdj, look.DifferentLevel))
+			row.P, words.Plural(m, "row"), words.Plural(look.Number, "look"), row.PAdj, look.DifferentLevel))
 	}
 	if minP := row.minP(true); !atMost(minP, look.DifferentLevel/float64(m)) {
 		at := fmt.Sprintf("%d+%d boots", row.A.Boots, row.B.Boots)
 		if row.Paired {
-			at = plural(row.Pairs, "pair")
+			at = words.Plural(row.Pairs, "pair")
 		}
 		row.addNote(fmt.Sprintf("DIFFERENT out of reach at %s (smallest possible p %.2g > level %.2g: α=%v shared by %s and the looks)",
-			at, minP, look.DifferentLevel/float64(m), rep.Alpha, plural(m, "row")))
+			at, minP, look.DifferentLevel/float64(m), rep.Alpha, words.Plural(m, "row")))
 	}
 	// What more boots would decide is data; package report phrases it.
 	row.NeedFor, row.BootsNeeded = bootsNeeded(row, rep.Alpha, row.MinEffect, m)
@@ -635,11 +637,4 @@ func BetterOf(unit string) int {
 		return 1
 	}
 	return 0
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/initramfs"
 	"github.com/lpmbisect/lpmbisect/internal/version"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -92,7 +93,7 @@ func Prepare(inputs []string, guest, cacheDir string, noModules bool) ([]*Side, 
 	// share a label, or benchstat -col kernel would merge them.
 	if len(sides) == 2 && sides[0].Label == sides[1].Label && sides[0].Kernel.SHA256 != sides[1].Kernel.SHA256 {
 		for _, s := range sides {
-			s.Label += "@" + s.Kernel.SHA256[:12]
+			s.Label += "@" + words.ShortHash(s.Kernel.SHA256)
 		}
 	}
 	return sides, nil
@@ -160,7 +161,7 @@ func labelResults(s *Side, boot, pair int, seed uint64, params string, r *vmrunn
 		if pair > 0 {
 			res.SetConfig(wire.KeyPair, strconv.Itoa(pair))
 		}
-		res.SetConfig(wire.KeyImage, s.Kernel.SHA256[:12])
+		res.SetConfig(wire.KeyImage, words.ShortHash(s.Kernel.SHA256))
 		res.SetConfig(wire.KeyOrderSeed, strconv.FormatUint(seed, 10))
 		res.SetConfig(wire.KeyVersion, version.String())
 		if params != "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/initramfs"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -155,7 +156,7 @@ func (s *Setup) Prepare(inputs []string) ([]*Side, error) {
 	for _, side := range sides {
 		if s.Verbose != nil {
 			s.Verbose.Printf("%s = %s (release %s, sha256 %s, initramfs %s, cached %v) in %s",
-				side.Name, side.Kernel.Input, side.Kernel.Release, side.Kernel.SHA256[:12], filepath.Base(side.Image.Path), side.Image.Cached, Elapsed(start))
+				side.Name, side.Kernel.Input, side.Kernel.Release, words.ShortHash(side.Kernel.SHA256), filepath.Base(side.Image.Path), side.Image.Cached, Elapsed(start))
 		}
 		if side.ChannelNote != "" {
 			s.Log.Printf("%s: %s", side.Name, side.ChannelNote)
@@ -211,7 +212,7 @@ func ParamsKey(accel vmrunner.Accel, guestArgs []string, memoryMB, cpus int, gue
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("guest binary: %w", err)
 	}
-	return string(accel) + "-" + hex.EncodeToString(h.Sum(nil))[:12], nil
+	return string(accel) + "-" + words.ShortHash(hex.EncodeToString(h.Sum(nil))), nil
 }
 
 // Executor is where this setup's boots run: Remote when set, else pairs

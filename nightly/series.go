@@ -23,6 +23,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/version"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
@@ -173,7 +174,7 @@ func (r *seriesRun) tip(ctx context.Context, prev history.Night, hasPrev bool) (
 		return history.Kernel{}, false, nil
 	}
 	if fetched != "" {
-		r.logf("fetched %s: tip %s is %s", fetched, ref, commit[:12])
+		r.logf("fetched %s: tip %s is %s", fetched, ref, words.ShortHash(commit))
 	}
 	k := history.Kernel{Commit: commit, Subject: repo.Subject(ctx, commit)}
 	if r.noChange(ctx, k) {
@@ -181,7 +182,7 @@ func (r *seriesRun) tip(ctx context.Context, prev history.Night, hasPrev bool) (
 	}
 	if hasPrev && prev.Tip.Commit != "" {
 		if ok, err := repo.IsAncestor(ctx, prev.Tip.Commit, commit); err == nil && !ok {
-			r.note("branch rebased: last night's tip %s is not an ancestor of %s", prev.Tip.Commit[:12], commit[:12])
+			r.note("branch rebased: last night's tip %s is not an ancestor of %s", words.ShortHash(prev.Tip.Commit), words.ShortHash(commit))
 		}
 	}
 	built, err := r.build(ctx, repo, commit)
@@ -206,7 +207,7 @@ func (r *seriesRun) tip(ctx context.Context, prev history.Night, hasPrev bool) (
 func (r *seriesRun) build(ctx context.Context, repo *git.Repo, commit string) (*bisect.Built, error) {
 	wt := filepath.Join(r.dir, "worktree")
 	if err := repo.AddWorktree(ctx, wt, commit); err != nil {
-		return nil, fmt.Errorf("worktree for %s: %w", commit[:12], err)
+		return nil, fmt.Errorf("worktree for %s: %w", words.ShortHash(commit), err)
 	}
 	return bisect.BuildKernel(ctx, r.setup.Builder(), wt, filepath.Join(r.dir, "build"), commit, r.dir, r.setup.Bench.Resolve, r.log)
 }
@@ -313,14 +314,14 @@ func (r *seriesRun) rebuildPrevious(ctx context.Context, prev history.Night) str
 	if err == nil && built.Failed == "" && built.Image == prev.Tip.ImageSHA256 {
 		// The toolchain change left the image as it was: its stored boots
 		// stand, and booting it again would only repeat them.
-		r.note("last tip %s rebuilt with tonight's toolchain to the same image %.12s: its stored boots stand", prev.Tip.Commit[:12], built.Image)
+		r.note("last tip %s rebuilt with tonight's toolchain to the same image %s: its stored boots stand", words.ShortHash(prev.Tip.Commit), words.ShortHash(built.Image))
 		return ""
 	}
 	if err == nil && built.Failed == "" {
-		r.note("last tip %s rebuilt with tonight's toolchain, measured as rebuilt-previous", prev.Tip.Commit[:12])
+		r.note("last tip %s rebuilt with tonight's toolchain, measured as rebuilt-previous", words.ShortHash(prev.Tip.Commit))
 		return built.Kernel
 	}
-	r.note("last tip %s did not rebuild with tonight's toolchain (%v %s): compared with its old build", prev.Tip.Commit[:12], err, built.Failed)
+	r.note("last tip %s did not rebuild with tonight's toolchain (%v %s): compared with its old build", words.ShortHash(prev.Tip.Commit), err, built.Failed)
 	return ""
 }
 
@@ -412,7 +413,7 @@ func (r *seriesRun) standingReference(prev history.Night, prevRef [][]*benchfmt.
 	if err != nil {
 		return nil
 	}
-	want := map[string]string{wire.KeyAccel: string(vmrunner.Icount), wire.KeyImage: ref.SHA256[:12], wire.KeyQEMU: qemu,
+	want := map[string]string{wire.KeyAccel: string(vmrunner.Icount), wire.KeyImage: words.ShortHash(ref.SHA256), wire.KeyQEMU: qemu,
 		wire.KeyCPUModel: vmrunner.Icount.CPUModel(), wire.KeyVersion: version.String(), wire.KeyParams: params}
 	for _, boot := range prevRef[:need] {
 		if len(boot) == 0 {

@@ -8,6 +8,8 @@ package version
 import (
 	"runtime/debug"
 	"sync"
+
+	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
 var get = sync.OnceValue(func() string {
@@ -32,9 +34,7 @@ var get = sync.OnceValue(func() string {
 	if rev == "" {
 		return "devel"
 	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
+	rev = words.ShortHash(rev)
 	return "devel-" + rev + dirty
 })
 
