@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
 // Blob store bounds.
@@ -48,7 +49,7 @@ func (db *database) putBlob(ctx context.Context, path string) (string, bool, err
 	}
 	var present bool
 	if err := db.pool.QueryRow(ctx, "UPDATE lpmbisect_fleet_blobs SET used_at = now() WHERE sha256 = $1 RETURNING true", sum).Scan(&present); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return "", false, db.errorf(err, "look up blob %s", sum[:12])
+		return "", false, db.errorf(err, "look up blob %s", words.ShortHash(sum))
 	}
 	if present {
 		return sum, false, nil
@@ -67,13 +68,13 @@ func (db *database) putBlob(ctx context.Context, path string) (string, bool, err
 	}
 	tx, err := db.pool.Begin(ctx)
 	if err != nil {
-		return "", false, db.errorf(err, "upload blob %s", sum[:12])
+		return "", false, db.errorf(err, "upload blob %s", words.ShortHash(sum))
 	}
 	defer tx.Rollback(ctx)
 	chunks := int((st.Size() + BlobChunk - 1) / BlobChunk)
 	tag, err := tx.Exec(ctx, "INSERT INTO lpmbisect_fleet_blobs (sha256, size, chunks) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING", sum, st.Size(), chunks)
 	if err != nil {
-		return "", false, db.errorf(err, "upload blob %s", sum[:12])
+		return "", false, db.errorf(err, "upload blob %s", words.ShortHash(sum))
 	}
 	if tag.RowsAffected() == 0 {
 		return sum, false, nil // another client stored it meanwhile
@@ -87,7 +88,7 @@ func (db *database) putBlob(ctx context.Context, path string) (string, bool, err
 			h.Write(buf[:k])
 			size += int64(k)
 			if _, err := tx.Exec(ctx, "INSERT INTO lpmbisect_fleet_blob_chunks (sha256, n, data) VALUES ($1, $2, $3)", sum, n, buf[:k]); err != nil {
-				return "", false, db.errorf(err, "upload blob %s chunk %d", sum[:12], n)
+				return "", false, db.errorf(err, "upload blob %s chunk %d", words.ShortHash(sum), n)
 			}
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -101,7 +102,7 @@ func (db *database) putBlob(ctx context.Context, path string) (string, bool, err
 		return "", false, fmt.Errorf("upload %s: the file changed while it was sent (try again when nothing writes it)", path)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return "", false, db.errorf(err, "upload blob %s", sum[:12])
+		return "", false, db.errorf(err, "upload blob %s", words.ShortHash(sum))
 	}
 	return sum, true, nil
 }
@@ -151,7 +152,7 @@ func (db *database) fetchBlob(ctx context.Context, sum, dir string) (string, err
 		if errors.As(err, &be) {
 			return "", err
 		}
-		return "", db.errorf(err, "fetch blob %s", sum[:12])
+		return "", db.errorf(err, "fetch blob %s", words.ShortHash(sum))
 	}
 	if err := tmp.Sync(); err != nil {
 		return "", fmt.Errorf("blob cache: %w", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -105,7 +106,7 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 	}
 	if bj.guest != rw.host.GuestSHA256 {
 		return rw.refuse(job, &ArgsError{Kind: job.Kind, Field: "guest", Err: fmt.Errorf("%w: the job's guest is sha256 %s, worker %s runs %s (lpmbisect %s): run one lpmbisect version across the fleet",
-			ErrGuestMismatch, bj.guest[:12], rw.Name, rw.host.GuestSHA256[:12], rw.host.Version)})
+			ErrGuestMismatch, words.ShortHash(bj.guest), rw.Name, words.ShortHash(rw.host.GuestSHA256), rw.host.Version)})
 	}
 	// Every blob is fetched and checked before the first boot.
 	paths := map[string]string{}

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lpmbisect/lpmbisect/build"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
 // BuildRequest asks a build worker for a kernel image.
@@ -96,7 +97,7 @@ func (c *Client) Build(ctx context.Context, req BuildRequest) (*BuildResult, err
 		return nil, c.db.errorf(err, "insert build job")
 	}
 	id := ins.Job.ID
-	what := fmt.Sprintf("build %s %s %s", req.Tree, req.Commit[:12], req.Config)
+	what := fmt.Sprintf("build %s %s %s", req.Tree, words.ShortHash(req.Commit), req.Config)
 	logEvent(c.log, "job queued", "job", id, "kind", KindBuild, "queue", req.Queue, "build", what, "shared", ins.UniqueSkippedAsDuplicate)
 	res, err := c.waitBuild(ctx, id, what, req)
 	if err != nil && ctx.Err() != nil && !ins.UniqueSkippedAsDuplicate {
@@ -170,11 +171,11 @@ FROM lpmbisect_fleet_build_results WHERE job_id = $1 ORDER BY stored_at, attempt
 		logEvent(c.log, "build failed", "job", id, "worker", r.Worker, "detail", r.Detail)
 		// The worker's detail is its build's error, which says the build failed itself.
 		detail := strings.TrimPrefix(r.Detail, build.ErrBuildFailed.Error()+": ")
-		return r, fmt.Errorf("build %s of tree %s on worker %s: %w: %s", req.Commit[:12], req.Tree, r.Worker, build.ErrBuildFailed, detail)
+		return r, fmt.Errorf("build %s of tree %s on worker %s: %w: %s", words.ShortHash(req.Commit), req.Tree, r.Worker, build.ErrBuildFailed, detail)
 	}
 	if r.Image, err = c.FetchBlob(ctx, r.ImageSHA256, req.Dir); err != nil {
 		return nil, err
 	}
-	logEvent(c.log, "build done", "job", id, "worker", r.Worker, "image", short(r.ImageSHA256), "release", r.Release, "took", r.Duration)
+	logEvent(c.log, "build done", "job", id, "worker", r.Worker, "image", words.ShortHash(r.ImageSHA256), "release", r.Release, "took", r.Duration)
 	return r, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
@@ -101,7 +102,7 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 	if !ok {
 		return rw.refuse(job.JobRow, &ArgsError{Kind: KindBuild, Field: "config", Err: fmt.Errorf("%w: worker %s knows no build configuration %q (it knows %s)", ErrBadArgs, rw.Name, a.Config, strings.Join(slices.Sorted(maps.Keys(rw.Builds)), ", "))})
 	}
-	logEvent(rw.Log, "job start", "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "tree", a.Tree, "commit", a.Commit[:12], "config", a.Config)
+	logEvent(rw.Log, "job start", "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "tree", a.Tree, "commit", words.ShortHash(a.Commit), "config", a.Config)
 	rw.notify(ctx, "start", job.ID)
 
 	repo := &git.Repo{Dir: tree.Dir}
@@ -119,7 +120,7 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		return fmt.Errorf("build directory: %w", err)
 	}
 	if err := repo.AddWorktree(ctx, src, a.Commit); err != nil {
-		return fmt.Errorf("check out %s of tree %s: %w", a.Commit[:12], a.Tree, err)
+		return fmt.Errorf("check out %s of tree %s: %w", words.ShortHash(a.Commit), a.Tree, err)
 	}
 	if ctx.Err() != nil {
 		return rw.interrupted(ctx, job.JobRow, "build")
@@ -143,7 +144,7 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		}
 		r.Log = logTail
 	case err != nil:
-		return fmt.Errorf("build %s of tree %s: %w", a.Commit[:12], a.Tree, err)
+		return fmt.Errorf("build %s of tree %s: %w", words.ShortHash(a.Commit), a.Tree, err)
 	default:
 		r.OK = true
 		r.Compiler, r.ConfigHash = res.Compiler, res.Hash
@@ -156,7 +157,7 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		r.Log, _ = readBounded(res.Log, MaxBuildLog, true)
 		sum, _, err := rw.db.putBlob(ctx, res.Image)
 		if err != nil {
-			return fmt.Errorf("store image of %s: %w", a.Commit[:12], err)
+			return fmt.Errorf("store image of %s: %w", words.ShortHash(a.Commit), err)
 		}
 		r.ImageSHA256 = sum
 	}
@@ -186,8 +187,8 @@ ON CONFLICT (job_id, attempt) DO NOTHING`,
 	if err != nil {
 		return rw.db.errorf(err, "store result of job %d", job.ID)
 	}
-	logEvent(rw.Log, "build done", "job", job.ID, "attempt", job.Attempt, "tree", a.Tree, "commit", a.Commit[:12], "config", a.Config,
-		"ok", r.OK, "image", short(r.ImageSHA256), "took", r.Duration)
+	logEvent(rw.Log, "build done", "job", job.ID, "attempt", job.Attempt, "tree", a.Tree, "commit", words.ShortHash(a.Commit), "config", a.Config,
+		"ok", r.OK, "image", words.ShortHash(r.ImageSHA256), "took", r.Duration)
 	return nil
 }
 
@@ -209,11 +210,4 @@ func nonNilBytes(b []byte) []byte {
 		return []byte{}
 	}
 	return b
-}
-
-func short(sum string) string {
-	if len(sum) > 12 {
-		return sum[:12]
-	}
-	return sum
 }

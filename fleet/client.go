@@ -14,6 +14,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
 // Client is a connection to the fleet database for programs that put jobs
@@ -122,7 +124,7 @@ func (c *Client) PutBlob(ctx context.Context, path string) (string, error) {
 		return "", err
 	}
 	if sent {
-		logEvent(c.log, "blob stored", "sha256", sum[:12], "bytes", st.Size(), "file", path)
+		logEvent(c.log, "blob stored", "sha256", words.ShortHash(sum), "bytes", st.Size(), "file", path)
 	}
 	c.mu.Lock()
 	c.blobs[key] = sum

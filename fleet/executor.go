@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -155,7 +156,7 @@ func (e *Executor) pickClass(ctx context.Context) error {
 	var others []string
 	for _, w := range live {
 		if w.GuestSHA256 != e.guestSHA {
-			others = append(others, fmt.Sprintf("%s runs lpmbisect %s (guest %s)", w.Name, w.Version, short(w.GuestSHA256)))
+			others = append(others, fmt.Sprintf("%s runs lpmbisect %s (guest %s)", w.Name, w.Version, words.ShortHash(w.GuestSHA256)))
 			continue
 		}
 		if e.Class != nil && w.Class() != *e.Class {
@@ -174,7 +175,7 @@ func (e *Executor) pickClass(ctx context.Context) error {
 		if len(others) > 0 {
 			why = strings.Join(others, "; ")
 		}
-		want := "this lpmbisect (guest " + e.guestSHA[:12] + ")"
+		want := "this lpmbisect (guest " + words.ShortHash(e.guestSHA) + ")"
 		if e.Class != nil {
 			want += " with " + e.Class.String()
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/version"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
@@ -191,7 +192,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	logEvent(w.Log, "worker start", "name", w.Name, "db", db.loc, "queues", rw.host.Queues, "accels", rw.host.Accels,
-		"qemu", qemuVersion, "cpu", rw.host.CPUModel, "cores", rw.host.Cores, "version", rw.host.Version, "guest", guestSHA[:12])
+		"qemu", qemuVersion, "cpu", rw.host.CPUModel, "cores", rw.host.Cores, "version", rw.host.Version, "guest", words.ShortHash(guestSHA))
 
 	client, err := rw.riverClient()
 	if err != nil {
