@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lpmbisect/lpmbisect/internal/cpuinfo"
 )
 
 // mount is a file system the guest mounts at start.
@@ -94,14 +95,12 @@ func kernelRelease() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
-// cpuModel returns the first "model name" of a /proc/cpuinfo text.
-func cpuModel(cpuinfo string) string {
-	sc := bufio.NewScanner(strings.NewReader(cpuinfo))
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(key) == "model name" {
-			return strings.TrimSpace(val)
-		}
+// cpuModel returns the CPU model a /proc/cpuinfo text names
+// (cpuinfo.Info.Model, as the host's calibration key reads its own), or
+// "unknown".
+func cpuModel(text string) string {
+	if info, err := cpuinfo.Parse(strings.NewReader(text)); err == nil && info.Model != "" {
+		return info.Model
 	}
 	return "unknown"
 }
