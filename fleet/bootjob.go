@@ -72,10 +72,19 @@ func (w *roundWorker) Work(ctx context.Context, job *river.Job[RoundArgs]) error
 
 // completeIn returns what completes job inside the transaction that stores
 // its results (River's JobCompleteTx): a result lands with its job's
-// completion, or not at all.
+// completion, or not at all. It is the attempt fence of results: only the
+// attempt that still holds the job completes it (holdJob; River's
+// JobCompleteTx checks the state, not the attempt), else a
+// *LostAttemptError rolls the results back.
 func completeIn[T river.JobArgs](job *river.Job[T]) func(context.Context, pgx.Tx) error {
 	return func(ctx context.Context, tx pgx.Tx) error {
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		if err := holdJob(ctx, tx, job.JobRow); err != nil {
+			return err
+		}
+		done, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		if err == nil && done.State != rivertype.JobStateCompleted {
+			err = fmt.Errorf("job %d attempt %d: completion left the job %s", job.ID, job.Attempt, done.State)
+		}
 		return err
 	}
 }
@@ -184,6 +193,11 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 	err = rw.db.retry(rw.storing(ctx), rw.Log, "store boot results", func(ctx context.Context) error {
 		return rw.storeBoots(ctx, job, bj.boots, results, complete)
 	})
+	var lost *LostAttemptError
+	if errors.As(err, &lost) {
+		logEvent(rw.Log, "results dropped", "job", job.ID, "attempt", job.Attempt, "why", lost)
+		return lost
+	}
 	if err != nil {
 		return rw.db.errorf(err, "store results of job %d", job.ID)
 	}

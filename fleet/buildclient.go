@@ -114,13 +114,20 @@ func (c *Client) waitBuild(ctx context.Context, id int64, what string, req Build
 	defer w.close()
 	p := &pendingJob{id: id, kind: KindBuild}
 	started := 0
+	var since time.Time // since when this client has reached the database without a break
 	for {
+		c.handBack(ctx, []int64{id}, &since)
 		var states map[int64]*jobState
+		tries := 0
 		err := c.db.retry(ctx, c.log, "poll jobs", func(ctx context.Context) error {
+			tries++
 			var err error
 			states, err = c.pollJobs(ctx, []int64{id}, "lpmbisect_fleet_build_results")
 			return err
 		})
+		if tries > 1 {
+			since = time.Time{}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
@@ -138,7 +145,13 @@ func (c *Client) waitBuild(ctx context.Context, id int64, what string, req Build
 		}
 		if s.errorsCount > p.retries {
 			p.retries = s.errorsCount
-			logEvent(c.log, "job retry", "job", id, "build", what, "worker", s.worker, "attempt", s.attempt, "error", c.db.scrub.Text(s.lastError))
+			if s.handedBack != nil {
+				var notices handBackNotices
+				notices.add(*s.handedBack, id, 1)
+				notices.log(c.log, "build")
+			} else {
+				logEvent(c.log, "job retry", "job", id, "build", what, "worker", s.worker, "attempt", s.attempt, "error", c.db.scrub.Text(s.lastError))
+			}
 		}
 		if s.state == rivertype.JobStateRunning && s.attempt > started {
 			started = s.attempt

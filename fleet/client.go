@@ -27,8 +27,9 @@ type Client struct {
 	river *river.Client[pgx.Tx]
 	log   *log.Logger
 
-	mu    sync.Mutex
-	blobs map[fileKey]string // files this client stored, by path and version
+	mu             sync.Mutex
+	blobs          map[fileKey]string // files this client stored, by path and version
+	handBackWarned bool               // a failed hand-back was said
 }
 
 type fileKey struct {
@@ -173,8 +174,9 @@ type jobState struct {
 	kind        string
 	state       rivertype.JobState
 	attempt     int
-	worker      string // last attempted_by
+	worker      string // of the last attempt
 	lastError   string
+	handedBack  *handBackNote // the last error was a hand-back
 	created     time.Time
 	attempted   *time.Time
 	hasResult   bool
@@ -185,8 +187,8 @@ type jobState struct {
 // stored.
 func (c *Client) pollJobs(ctx context.Context, ids []int64, results string) (map[int64]*jobState, error) {
 	rows, err := c.db.pool.Query(ctx, `
-SELECT j.id, j.kind, j.state::text, j.attempt, COALESCE(j.attempted_by[array_upper(j.attempted_by, 1)], ''),
-	COALESCE(j.errors[array_upper(j.errors, 1)]->>'error', ''), COALESCE(array_length(j.errors, 1), 0),
+SELECT j.id, j.kind, j.state::text, j.attempt, split_part(COALESCE(j.attempted_by[array_upper(j.attempted_by, 1)], ''), '/', 1),
+	COALESCE(j.errors[array_upper(j.errors, 1)], '{}'), COALESCE(array_length(j.errors, 1), 0),
 	j.created_at, j.attempted_at,
 	EXISTS (SELECT 1 FROM `+results+` r WHERE r.job_id = j.id)
 FROM river_job j WHERE j.id = ANY($1)`, ids)
@@ -197,11 +199,20 @@ FROM river_job j WHERE j.id = ANY($1)`, ids)
 	for rows.Next() {
 		s := &jobState{}
 		var state string
-		if err := rows.Scan(&s.id, &s.kind, &state, &s.attempt, &s.worker, &s.lastError, &s.errorsCount, &s.created, &s.attempted, &s.hasResult); err != nil {
+		var last struct {
+			At         time.Time     `json:"at"`
+			Error      string        `json:"error"`
+			HandedBack *handBackNote `json:"lpmbisect_handed_back"`
+		}
+		if err := rows.Scan(&s.id, &s.kind, &state, &s.attempt, &s.worker, &last, &s.errorsCount, &s.created, &s.attempted, &s.hasResult); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		s.state = rivertype.JobState(state)
+		s.lastError = last.Error
+		if s.handedBack = last.HandedBack; s.handedBack != nil {
+			s.handedBack.At = last.At
+		}
 		out[s.id] = s
 	}
 	return out, rows.Err()
@@ -271,6 +282,21 @@ func (w *waiter) close() {
 		w.release()
 	}
 	w.conn, w.release = nil, nil
+}
+
+// handBack hands back those of the jobs ids whose worker stopped
+// answering (see handBackSQL), judged from *since; a failure only costs the
+// watch (since starts again) and is said once.
+func (c *Client) handBack(ctx context.Context, ids []int64, since *time.Time) {
+	if _, err := c.db.handBack(ctx, ids, since); err != nil {
+		*since = time.Time{}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !transient(err) && ctx.Err() == nil && !c.handBackWarned {
+			c.handBackWarned = true
+			logEvent(c.log, "hand-back failed", "error", c.db.scrub.Text(err.Error()), "then", "jobs of dead workers wait for River's rescuer (--stuck-after)")
+		}
+	}
 }
 
 // cancelJobs cancels jobs (River's JobCancel: queued ones at once, running

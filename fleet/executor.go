@@ -363,6 +363,7 @@ func (e *Executor) group(jobs []measure.Job) [][]int {
 func (e *Executor) wait(ctx context.Context, pending map[int64]*pendingJob, order []int64, done func(measure.Job, *vmrunner.Result) error) error {
 	w := e.Client.newWaiter(ctx, e.PollInterval)
 	defer w.close()
+	var since time.Time // since when this client has reached the database without a break
 	for len(pending) > 0 {
 		var ids []int64
 		for _, id := range order {
@@ -370,25 +371,37 @@ func (e *Executor) wait(ctx context.Context, pending map[int64]*pendingJob, orde
 				ids = append(ids, id)
 			}
 		}
+		e.Client.handBack(ctx, ids, &since)
 		var states map[int64]*jobState
+		tries := 0
 		err := e.Client.db.retry(ctx, e.Log, "poll jobs", func(ctx context.Context) error {
+			tries++
 			var err error
 			states, err = e.Client.pollJobs(ctx, ids, "lpmbisect_fleet_boot_results")
 			return err
 		})
+		if tries > 1 {
+			since = time.Time{} // the database went away: a silence from then on is not a death
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
 			return e.Client.db.errorf(err, "poll jobs")
 		}
+		var notices handBackNotices
+		for _, id := range ids {
+			if s := states[id]; s != nil {
+				e.progress(pending[id], s, &notices)
+			}
+		}
+		notices.log(e.Log, "boot")
 		for _, id := range ids {
 			p, s := pending[id], states[id]
 			if s == nil {
 				delete(pending, id)
 				return &JobError{ID: id, Kind: p.kind, What: p.what(), State: "deleted", Reason: "the job is gone from the queue (deleted by hand?)"}
 			}
-			e.progress(p, s)
 			switch {
 			case s.hasResult:
 				results, st, err := e.read(ctx, p)
@@ -426,11 +439,16 @@ func (e *Executor) wait(ctx context.Context, pending map[int64]*pendingJob, orde
 	return nil
 }
 
-// progress logs a job's new attempts and failed attempts.
-func (e *Executor) progress(p *pendingJob, s *jobState) {
+// progress logs a job's new attempts and failed attempts, and adds a job
+// handed back from a worker that stopped answering to notices.
+func (e *Executor) progress(p *pendingJob, s *jobState, notices *handBackNotices) {
 	if s.errorsCount > p.retries {
 		p.retries = s.errorsCount
-		if s.state != rivertype.JobStateCancelled && s.state != rivertype.JobStateDiscarded && !s.hasResult {
+		switch {
+		case s.state == rivertype.JobStateCancelled || s.state == rivertype.JobStateDiscarded || s.hasResult:
+		case s.handedBack != nil:
+			notices.add(*s.handedBack, p.id, len(p.jobs))
+		default:
 			logEvent(e.Log, "job retry", "job", p.id, "boots", p.what(), "worker", s.worker, "attempt", s.attempt, "error", e.Client.db.scrub.Text(s.lastError))
 		}
 	}

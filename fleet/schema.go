@@ -116,6 +116,27 @@ CREATE TABLE lpmbisect_fleet_calibrations (
 	stored_by text NOT NULL
 );
 `},
+	{"worker instances and the attempt fence", `
+ALTER TABLE lpmbisect_fleet_workers ADD COLUMN instance text NOT NULL DEFAULT '';
+-- The attempt fence (see attemptToken): a report of an attempt (River's
+-- completer or JobCompleteTx, by job id) whose token is not the attempt
+-- that holds the row is dropped, the row left as it is.
+CREATE FUNCTION lpmbisect_fleet_fence() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+	token jsonb := NEW.metadata->'output';
+BEGIN
+	IF jsonb_typeof(token) = 'object' AND token ? 'attempted_at' AND (
+		(token->>'attempt')::integer IS DISTINCT FROM OLD.attempt
+		OR (token->>'attempted_at')::timestamptz IS DISTINCT FROM OLD.attempted_at
+		OR token->>'instance' IS DISTINCT FROM OLD.attempted_by[array_upper(OLD.attempted_by, 1)]) THEN
+		RETURN NULL;
+	END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER lpmbisect_fleet_fence BEFORE UPDATE ON river_job FOR EACH ROW
+	WHEN (OLD.kind LIKE 'lpmbisect.%' AND NEW.metadata->'output' IS DISTINCT FROM OLD.metadata->'output')
+	EXECUTE FUNCTION lpmbisect_fleet_fence();
+`},
 }
 
 // MigrateResult says what Migrate did: River's schema version and ours,

@@ -138,7 +138,7 @@ func indexQueue(qs []QueueStatus, name string) int {
 // workers reads the workers table; with queue set, only live workers that
 // work it.
 func (c *Client) workers(ctx context.Context, queue string) ([]WorkerStatus, error) {
-	const alive = "stopped_at IS NULL AND last_seen > now() - 3 * heartbeat_ms * interval '1 millisecond'"
+	alive := "stopped_at IS NULL AND last_seen > now() - " + silence("heartbeat_ms")
 	where := ""
 	var args []any
 	if queue != "" {
@@ -146,7 +146,7 @@ func (c *Client) workers(ctx context.Context, queue string) ([]WorkerStatus, err
 		args = append(args, queue)
 	}
 	rows, err := c.db.pool.Query(ctx, `
-SELECT name, host, pid, cpu_model, cores, qemu_version, icount_cpu, version, guest_sha256, accels, queues, dropped,
+SELECT name, instance, host, pid, cpu_model, cores, qemu_version, icount_cpu, version, guest_sha256, accels, queues, dropped,
 	started_at, last_seen, stopped_at IS NOT NULL, `+alive+`,
 	(SELECT count(*) FROM lpmbisect_fleet_boot_results r WHERE r.worker = w.name AND r.stored_at > now() - $`+fmt.Sprint(len(args)+1)+` * interval '1 second')
 FROM lpmbisect_fleet_workers w `+where+` ORDER BY name`, append(args, int(FailedWithin.Seconds()))...)
@@ -157,7 +157,7 @@ FROM lpmbisect_fleet_workers w `+where+` ORDER BY name`, append(args, int(Failed
 	var out []WorkerStatus
 	for rows.Next() {
 		var w WorkerStatus
-		if err := rows.Scan(&w.Name, &w.Host, &w.PID, &w.CPUModel, &w.Cores, &w.QEMUVersion, &w.IcountCPU, &w.Version, &w.GuestSHA256,
+		if err := rows.Scan(&w.Name, &w.Instance, &w.Host, &w.PID, &w.CPUModel, &w.Cores, &w.QEMUVersion, &w.IcountCPU, &w.Version, &w.GuestSHA256,
 			&w.Accels, &w.Queues, &w.Dropped, &w.Started, &w.LastSeen, &w.Stopped, &w.Alive, &w.Boots); err != nil {
 			return nil, c.db.errorf(err, "read workers")
 		}
@@ -179,7 +179,7 @@ func (c *Client) liveWorkers(ctx context.Context, queue string) ([]WorkerStatus,
 
 func (c *Client) jobs(ctx context.Context, where, since string) ([]JobStatus, error) {
 	rows, err := c.db.pool.Query(ctx, `
-SELECT id, kind, queue, state::text, attempt, COALESCE(attempted_by[array_upper(attempted_by, 1)], ''),
+SELECT id, kind, queue, state::text, attempt, split_part(COALESCE(attempted_by[array_upper(attempted_by, 1)], ''), '/', 1),
 	COALESCE(`+since+`, created_at), COALESCE(errors[array_upper(errors, 1)]->>'error', ''),
 	CASE WHEN kind = 'lpmbisect.build' THEN concat_ws(' ', args->>'tree', left(args->>'commit', 12), args->>'config')
 	     WHEN kind = 'lpmbisect.boot' THEN concat_ws(' ', 'run', args->'boot'->'labels'->>'run', args->'boot'->'labels'->>'side', 'boot', args->'boot'->'labels'->>'boot')

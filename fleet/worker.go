@@ -59,7 +59,8 @@ type Worker struct {
 	Trees  map[string]Tree
 	Builds map[string]BuildConfig
 	// Heartbeat is how often the workers table hears from this worker
-	// (default 10 s); a worker not heard from in three beats is dead.
+	// (default 5 s); a worker not heard from in three beats is taken for
+	// dead and its running jobs are handed back to the queue.
 	Heartbeat time.Duration
 	// Log gets one line per event (start, each job, database trouble).
 	Log *log.Logger
@@ -83,7 +84,10 @@ func WorkerCacheDir(name string) (string, error) {
 
 // WorkerHost is what a worker records about its host.
 type WorkerHost struct {
-	Name        string   `json:"name"`
+	Name string `json:"name"`
+	// Instance is the worker process's River client ID (name/random):
+	// a restarted worker has a new one.
+	Instance    string   `json:"instance"`
 	Host        string   `json:"host"`
 	PID         int      `json:"pid"`
 	CPUModel    string   `json:"cpu_model"` // the host CPU's model name
@@ -108,14 +112,17 @@ var (
 	ErrNoQueues = errors.New("no queue left to work")
 	// ErrWorkerNameTaken: a live worker already has this name.
 	ErrWorkerNameTaken = errors.New("a live worker has this name")
+	// ErrWorkerReplaced: while this worker did not answer, it was taken
+	// for dead and another process registered its name; it stops.
+	ErrWorkerReplaced = errors.New("taken for dead and replaced by another process of the same name")
 )
 
 // The notification channel of job events: "start <id>" and "done <id>".
 const notifyChannel = "lpmbisect_fleet"
 
-// A worker not heard from for three heartbeats is taken for dead (the
-// SQL of register and workers says so).
-const defaultHeartbeat = 10 * time.Second
+// A worker not heard from for deadAfterBeats heartbeats is taken for dead
+// (the SQL of register, workers and handBackSQL says so).
+const defaultHeartbeat = 5 * time.Second
 
 // snoozeOtherClass is how long a boot for another host class is put back
 // before any worker may fetch it again.
@@ -136,6 +143,10 @@ type runningWorker struct {
 	// storeCtx outlives the jobs' contexts: results of a boot that ended
 	// are stored even while the worker stops (for storeGrace).
 	storeCtx context.Context
+	// since is when (database clock) this worker's current run of
+	// heartbeats without a failure began: it judges other workers dead
+	// only for silences it could have heard.
+	since time.Time
 }
 
 // Run works the queues until ctx ends, then stops: running boots are
@@ -173,7 +184,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	rw := &runningWorker{Worker: w, queues: map[string]Queue{}, blobDir: filepath.Join(w.CacheDir, "blobs")}
 	qemuVersion, _ := vmrunner.QEMUVersion(w.QEMU)
-	rw.host = WorkerHost{Name: w.Name, Host: hostname, PID: os.Getpid(), CPUModel: hostCPUModel(), Cores: runtime.NumCPU(),
+	rw.host = WorkerHost{Name: w.Name, Instance: newInstance(w.Name), Host: hostname, PID: os.Getpid(), CPUModel: hostCPUModel(), Cores: runtime.NumCPU(),
 		QEMUVersion: qemuVersion, IcountCPU: vmrunner.IcountCPUModel, Version: version.String(), GuestSHA256: guestSHA}
 	if err := rw.pickQueues(ctx); err != nil {
 		return err
@@ -207,12 +218,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.Ready != nil {
 		w.Ready(rw.host)
 	}
-	rw.heartbeat(ctx)
+	beatErr := rw.heartbeat(ctx)
 
 	// Stopping: the jobs' contexts end now; results of boots that ended
 	// get storeGrace to reach the database.
 	rw.stopping.Store(true)
-	logEvent(w.Log, "worker stopping", "name", w.Name, "why", context.Cause(ctx))
+	why := context.Cause(ctx)
+	if beatErr != nil {
+		why = beatErr
+	}
+	logEvent(w.Log, "worker stopping", "name", w.Name, "why", why)
 	stopped := make(chan error, 1)
 	go func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), storeGrace+10*time.Second)
@@ -224,11 +239,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopErr := <-stopped
 	endCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := db.pool.Exec(endCtx, "UPDATE lpmbisect_fleet_workers SET stopped_at = now(), last_seen = now() WHERE name = $1 AND pid = $2 AND host = $3",
-		w.Name, rw.host.PID, rw.host.Host); err != nil {
+	if _, err := db.pool.Exec(endCtx, "UPDATE lpmbisect_fleet_workers SET stopped_at = now(), last_seen = now() WHERE name = $1 AND instance = $2",
+		w.Name, rw.host.Instance); err != nil {
 		logEvent(w.Log, "worker stop not recorded", "error", db.scrub.Error(err))
 	}
 	logEvent(w.Log, "worker stopped", "name", w.Name)
+	if beatErr != nil {
+		return beatErr
+	}
 	if stopErr != nil {
 		return db.errorf(stopErr, "stop River")
 	}
@@ -295,22 +313,23 @@ func (rw *runningWorker) pickQueues(ctx context.Context) error {
 }
 
 // register records the worker's host in the workers table; a live worker
-// of the same name is an error.
+// of the same name is an error. A dead one's row is taken over: its jobs
+// still running are handed back by whoever looks next (handBackSQL), since
+// their process is no longer in the table.
 func (rw *runningWorker) register(ctx context.Context) error {
 	h := rw.host
-	var name string
 	err := rw.db.pool.QueryRow(ctx, `
-INSERT INTO lpmbisect_fleet_workers AS w (name, host, pid, cpu_model, cores, qemu_version, icount_cpu, version, guest_sha256,
+INSERT INTO lpmbisect_fleet_workers AS w (name, instance, host, pid, cpu_model, cores, qemu_version, icount_cpu, version, guest_sha256,
 	accels, queues, dropped, heartbeat_ms, started_at, last_seen)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now(), now())
-ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, cpu_model = EXCLUDED.cpu_model,
+VALUES ($1, $14, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now(), now())
+ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance, host = EXCLUDED.host, pid = EXCLUDED.pid, cpu_model = EXCLUDED.cpu_model,
 	cores = EXCLUDED.cores, qemu_version = EXCLUDED.qemu_version, icount_cpu = EXCLUDED.icount_cpu,
 	version = EXCLUDED.version, guest_sha256 = EXCLUDED.guest_sha256, accels = EXCLUDED.accels,
 	queues = EXCLUDED.queues, dropped = EXCLUDED.dropped, heartbeat_ms = EXCLUDED.heartbeat_ms, started_at = now(), last_seen = now(), stopped_at = NULL
-WHERE w.stopped_at IS NOT NULL OR w.last_seen < now() - 3 * w.heartbeat_ms * interval '1 millisecond'
-RETURNING name`,
+WHERE w.stopped_at IS NOT NULL OR w.last_seen < now() - `+silence("w.heartbeat_ms")+`
+RETURNING now()`,
 		h.Name, h.Host, h.PID, h.CPUModel, h.Cores, h.QEMUVersion, h.IcountCPU, h.Version, h.GuestSHA256,
-		nonNil(h.Accels), nonNil(h.Queues), nonNil(h.Dropped), rw.Heartbeat.Milliseconds()).Scan(&name)
+		nonNil(h.Accels), nonNil(h.Queues), nonNil(h.Dropped), rw.Heartbeat.Milliseconds(), h.Instance).Scan(&rw.since)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("worker %s: %w (give this one another name, or stop the other)", h.Name, ErrWorkerNameTaken)
 	}
@@ -325,8 +344,11 @@ func nonNil(s []string) []string {
 }
 
 // heartbeat updates last_seen until ctx ends, retrying a database that
-// went away with backoff and saying so.
-func (rw *runningWorker) heartbeat(ctx context.Context) {
+// went away with backoff and saying so, and after each beat hands back the
+// jobs of workers that stopped answering (handBackSQL). It returns
+// ErrWorkerReplaced, and the worker stops, when another process has taken
+// this worker's name.
+func (rw *runningWorker) heartbeat(ctx context.Context) error {
 	tick := time.NewTicker(rw.Heartbeat)
 	defer tick.Stop()
 	failing := false
@@ -334,23 +356,60 @@ func (rw *runningWorker) heartbeat(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-tick.C:
 		}
 		beatCtx, cancel := context.WithTimeout(ctx, rw.Heartbeat)
-		_, err := rw.db.pool.Exec(beatCtx, "UPDATE lpmbisect_fleet_workers SET last_seen = now(), stopped_at = NULL WHERE name = $1 AND pid = $2 AND host = $3",
-			rw.Name, rw.host.PID, rw.host.Host)
+		var now time.Time
+		err := rw.db.pool.QueryRow(beatCtx, "UPDATE lpmbisect_fleet_workers SET last_seen = now(), stopped_at = NULL WHERE name = $1 AND instance = $2 RETURNING now()",
+			rw.Name, rw.host.Instance).Scan(&now)
 		cancel()
 		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return rw.replaced(ctx)
 		case err == nil && failing:
 			failing, wait = false, retryFirst
+			rw.since = now
 			logEvent(rw.Log, "database back", "op", "heartbeat")
 		case err != nil && ctx.Err() == nil:
 			failing = true
 			logEvent(rw.Log, "database unreachable", "op", "heartbeat", "retry_in", min(wait, rw.Heartbeat), "error", rw.db.scrub.Text(err.Error()))
 			wait = min(2*wait, retryMax)
 		}
+		if err == nil {
+			rw.handBack(ctx)
+		}
 	}
+}
+
+// handBack hands back the jobs of workers that stopped answering, and
+// says so.
+func (rw *runningWorker) handBack(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, rw.Heartbeat)
+	defer cancel()
+	handed, err := rw.db.handBack(ctx, nil, &rw.since)
+	if err != nil {
+		if ctx.Err() == nil {
+			logEvent(rw.Log, "hand-back failed", "error", rw.db.scrub.Text(err.Error()))
+		}
+		return
+	}
+	var notices handBackNotices
+	for _, h := range handed {
+		notices.add(h.note, h.id, 1)
+		if h.discarded {
+			logEvent(rw.Log, "job discarded", "job", h.id, "why", fmt.Sprintf("worker %s stopped answering during its last attempt", h.note.Worker))
+		}
+	}
+	notices.log(rw.Log, "job")
+}
+
+// replaced says who took this worker's name and returns ErrWorkerReplaced.
+func (rw *runningWorker) replaced(ctx context.Context) error {
+	var host string
+	var pid int
+	rw.db.pool.QueryRow(ctx, "SELECT host, pid FROM lpmbisect_fleet_workers WHERE name = $1", rw.Name).Scan(&host, &pid)
+	return fmt.Errorf("worker %s: %w (pid %d on %s) while this one did not answer; its jobs run elsewhere", rw.Name, ErrWorkerReplaced, pid, host)
 }
 
 // riverClient is the worker's River client: its queues, one job at a time
@@ -372,9 +431,10 @@ func (rw *runningWorker) riverClient() (*river.Client[pgx.Tx], error) {
 		queues[name] = river.QueueConfig{MaxWorkers: n}
 	}
 	return river.NewClient(riverpgxv5.New(rw.db.pool), &river.Config{
-		ID:      rw.Name,
-		Queues:  queues,
-		Workers: workers,
+		ID:         rw.host.Instance,
+		Middleware: []rivertype.Middleware{&fenceMiddleware{}},
+		Queues:     queues,
+		Workers:    workers,
 		// Every kind's stuck time is its job's own (Timeout of the
 		// kind's worker, from the job's stuck_after_ms): River's
 		// rescuer takes a running job for stuck after the larger of
