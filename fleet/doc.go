@@ -13,7 +13,9 @@
 //     must really run a guest, which only a boot of a probe kernel shows),
 //     drops the queues whose accelerator does not work here, saying why,
 //     and records its host (CPU model, cores, QEMU version, working
-//     accelerators, queues) in a workers table with a heartbeat.
+//     accelerators, queues) in a workers table with a heartbeat, under
+//     its name and an instance: the process's River client ID (name/random
+//     hex), new at every start.
 //   - Executor is the remote policy of measure.Executor: a measure.Runner
 //     with it puts its boots on a queue instead of booting them, and
 //     compare, bisect and nightly decide with the same code as locally.
@@ -66,21 +68,88 @@
 // # Results exactly once
 //
 // A worker stores a job's results in the transaction that completes the
-// job (River's JobCompleteTx), under the key (job, attempt, boot). River
-// may run a job twice: its rescuer gives a job that ran longer than its
-// stuck time to another worker, whether the first is dead or only slow.
-// The key makes each attempt's results land once even when a commit is
-// retried after its answer was lost, and the client reads the first
-// completed attempt's.
+// job (River's JobCompleteTx), under the key (job, attempt, boot), and
+// only if its attempt still holds the job (the attempt fence, below). A
+// job may run twice: handed back from a worker that stopped answering, or
+// rescued by River after its stuck time, while the first attempt was only
+// slow. The fence keeps the late attempt's results out; the key makes an
+// attempt's results land once even when a commit is retried after its
+// answer was lost. So the boots of a wall-clock round are always those of
+// one attempt on one host.
 //
-// River's rescuer acts on elapsed time, not on heartbeats: a job is stuck
-// when it has run longer than RescueStuckJobsAfter and than its kind's
-// worker Timeout. Workers set the former to MinStuckAfter and take the
-// latter from the job (stuck_after_ms: by default 10 minutes a boot, 2
-// hours a build), so each kind, and each client, has its own stuck time;
-// the job's context is canceled at the same time. The rescuer looks every
-// 30 seconds, so a job of a killed worker runs again within its stuck time
-// plus half a minute. QEMU dies with its worker (parent-death signal).
+// # Dead workers
+//
+// Every worker beats in the workers table every Worker.Heartbeat (5 s by
+// default). One the database has not heard from for three beats (15 s),
+// neither by a beat nor by fetching a job, is taken for dead, and its
+// running jobs go back to the queue (or are discarded, as River's rescuer
+// does, when that was their last attempt). River has no call for this (its
+// rescuer acts on elapsed time only; JobCancel of a running job only flags
+// it, JobRetry leaves running jobs alone), so it is one UPDATE of ours on
+// river_job (handBackSQL), which appends an error saying which worker
+// stopped answering at what time. Attempt counts as for a failure.
+//
+// Who hands back: both every live worker, after each of its beats, for all
+// dead workers' jobs, and every waiting client, at each poll, for its own
+// jobs. The workers cover jobs whose client is gone or not waiting (a
+// bisection between steps, a crashed client); the client is the one that
+// loses time and must say why, and hands back even when no worker of the
+// queue survived, so a worker started later takes the jobs at once. The
+// statement is idempotent and row-locked: each attempt goes back once,
+// whoever runs it.
+//
+// Why it cannot race a worker that is merely slow:
+//
+//   - Liveness is the database's own clock (now() against last_seen, which
+//     now() wrote), so host clocks play no part, and the heartbeat runs
+//     apart from the boots: a slow boot does not stop it.
+//   - A database outage is not a death: whoever hands back must itself
+//     have reached the database without a break for the whole silence
+//     (its own beats or polls), else it waits that long first.
+//   - A worker that was stalled or cut off (SIGSTOP, a paused VM, a
+//     partition) and comes back may hold attempts that were handed back.
+//     Its results are fenced: the transaction that stores them locks the
+//     job's row and checks that it is still running with this attempt's
+//     number, fetch time and worker process, as River's fetch left them;
+//     otherwise nothing is stored (LostAttemptError, "results dropped" in
+//     its log). The hand-back needs the row running and unlocked, so the
+//     two exclude each other. Its reports to River are fenced too:
+//     River's completer updates a job by id, checking its state and not
+//     its attempt, so a late "failed" or "completed" would land on the
+//     attempt that holds the job now. Every attempt records its token
+//     (attemptToken: attempt, fetch time, worker process) as its output
+//     (River's RecordOutput), and a trigger on river_job (schema version
+//     3) drops any report whose token is not the row's. The worker, heard
+//     again, is alive and takes new jobs.
+//   - A restarted worker of the same name is a new instance: River's
+//     attempts name the process, not the name, so it neither inherits nor
+//     is confused with its predecessor's attempts, whose process is no
+//     longer in the table and whose jobs go back after the silence. A
+//     process that finds its name taken by another (it was taken for dead
+//     while it did not answer) stops with ErrWorkerReplaced.
+//
+// From a worker's death to the next attempt's start: its last beat is at
+// most one heartbeat before the death; the hand-back may act three beats
+// after that beat, and does at the next poll of a waiting client (2 s) or
+// beat of a live worker (5 s); a worker with a free slot fetches within
+// River's fetch interval (1 s). So 10 to 18 s with a client waiting, 21 s
+// at worst without one, plus any wait for a free slot.
+//
+// What detection costs: per worker, one beat every heartbeat (an UPDATE
+// of its one row in the workers table: 0.2 writes a second, 0.1 before the
+// heartbeat went from 10 s to 5 s) and one hand-back statement after it
+// (reads the running jobs through River's state index; writes only when it
+// hands back); per waiting client one hand-back statement, over its own
+// jobs by id, per poll (every 2 s), beside the poll itself. Twenty workers
+// and five waiting clients: 4 row writes and 6.5 small queries a second.
+//
+// River's rescuer stays as the backstop for an attempt that is stuck on a
+// live worker: a job is stuck when it has run longer than
+// RescueStuckJobsAfter and than its kind's worker Timeout. Workers set the
+// former to MinStuckAfter and take the latter from the job
+// (stuck_after_ms: by default 10 minutes a boot, 2 hours a build); the
+// job's context is canceled at the same time. QEMU dies with its worker
+// (parent-death signal).
 //
 // # Waiting
 //
