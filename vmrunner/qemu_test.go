@@ -32,7 +32,7 @@ func TestCommandLine(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("CommandLine() has no -append: %q", line)
 	}
-	for _, want := range []string{"console=ttyS0,115200", "panic=-1", "cryptomgr.notests", "initcall_blacklist=jent_mod_init,trace_eval_init", "lpmbisect.samples=3"} {
+	for _, want := range []string{"console=ttyS0,115200", "panic=-1", "cryptomgr.notests", "initcall_blacklist=jent_mod_init,trace_eval_init", "no_timer_check", "lpmbisect.samples=3"} {
 		if !slices.Contains(strings.Fields(args[i+1]), want) {
 			t.Errorf("kernel command line %q lacks %q", args[i+1], want)
 		}
