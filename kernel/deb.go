@@ -51,9 +51,29 @@ func resolveDeb(input, deb, cacheDir string) (*Kernel, error) {
 }
 
 // unpackDebOnce unpacks deb's data.tar into root unless another process
-// (or goroutine) did so first. The tree is built under a temporary name and
-// renamed into place, so root either does not exist or is complete.
+// (or goroutine) did so first (see unpackOnce).
 func unpackDebOnce(deb, root string) error {
+	return unpackOnce(root, func(tmp string) error {
+		err := readDebData(deb, func(name string, data io.Reader) error {
+			if err := extractTar(data, tmp); err != nil {
+				return fmt.Errorf("unpack %s: %w", name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// Refuse to cache a package that is not a kernel (linux-headers, -dbg).
+		_, err = packagedImage(tmp)
+		return err
+	})
+}
+
+// unpackOnce makes the cache directory root with fill unless another
+// process (or goroutine) did so first. fill writes into a temporary
+// directory beside root, which is then renamed into place, so root either
+// does not exist or is complete.
+func unpackOnce(root string, fill func(tmp string) error) error {
 	parent := filepath.Dir(root)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
@@ -64,9 +84,9 @@ func unpackDebOnce(deb, root string) error {
 	}
 	defer unlock()
 	if isDir(root) {
-		return nil // unpacked by someone else while we waited for the lock
+		return nil // made by someone else while we waited for the lock
 	}
-	// Holding the lock, no one else unpacks this package: temporary trees
+	// Holding the lock, no one else makes this entry: temporary trees
 	// left by a process that died are garbage.
 	tmpPrefix := "." + filepath.Base(root) + ".tmp-"
 	stale, _ := filepath.Glob(filepath.Join(parent, tmpPrefix+"*"))
@@ -77,19 +97,15 @@ func unpackDebOnce(deb, root string) error {
 	if err != nil {
 		return err
 	}
-	err = unpackDeb(deb, tmp)
-	if err == nil {
-		// Refuse to cache a package that is not a kernel (linux-headers, -dbg).
-		_, err = packagedImage(tmp)
-	}
+	err = fill(tmp)
 	if err == nil {
 		err = os.Chmod(tmp, 0o755)
 	}
 	if err == nil {
 		err = os.Rename(tmp, root)
 		if err != nil && isDir(root) {
-			// Unpacked by a process that could not take the lock (a
-			// file system without flock): the same package, so use it.
+			// Made by a process that could not take the lock (a file
+			// system without flock): the same contents, so use it.
 			err = nil
 		}
 	}
@@ -97,8 +113,9 @@ func unpackDebOnce(deb, root string) error {
 	return err
 }
 
-// unpackDeb extracts the data.tar member of the Debian package deb into dst.
-func unpackDeb(deb, dst string) error {
+// readDebData calls read with the name and the decompressed contents of
+// the data.tar member of the Debian package deb.
+func readDebData(deb string, read func(name string, data io.Reader) error) error {
 	f, err := os.Open(deb)
 	if err != nil {
 		return err
@@ -113,10 +130,7 @@ func unpackDeb(deb, dst string) error {
 		return err
 	}
 	defer closeData()
-	if err := extractTar(r, dst); err != nil {
-		return fmt.Errorf("unpack %s: %w", name, err)
-	}
-	return nil
+	return read(name, r)
 }
 
 // findDebData returns the name and contents of the data.tar.* member of the

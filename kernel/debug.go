@@ -2,11 +2,9 @@ package kernel
 
 import (
 	"archive/tar"
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -81,62 +79,20 @@ func cachedDebugVmlinux(root string) (string, string, error) {
 }
 
 // unpackDebugVmlinuxOnce writes deb's debug vmlinux into the directory root
-// unless another process did so first; like unpackDebOnce, root appears
-// complete or not at all.
+// unless another process did so first (see unpackOnce).
 func unpackDebugVmlinuxOnce(deb, root string) error {
-	parent := filepath.Dir(root)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	unlock, err := cachefile.Lock(root + ".lock")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if isDir(root) {
-		return nil
-	}
-	tmpPrefix := "." + filepath.Base(root) + ".tmp-"
-	stale, _ := filepath.Glob(filepath.Join(parent, tmpPrefix+"*"))
-	for _, s := range stale {
-		os.RemoveAll(s)
-	}
-	tmp, err := os.MkdirTemp(parent, tmpPrefix)
-	if err != nil {
-		return err
-	}
-	err = extractDebugVmlinux(deb, tmp)
-	if err == nil {
-		err = os.Chmod(tmp, 0o755)
-	}
-	if err == nil {
-		err = os.Rename(tmp, root)
-		if err != nil && isDir(root) {
-			err = nil
-		}
-	}
-	os.RemoveAll(tmp)
-	return err
+	return unpackOnce(root, func(tmp string) error {
+		return readDebData(deb, func(name string, data io.Reader) error {
+			return extractDebugVmlinux(name, data, tmp)
+		})
+	})
 }
 
 // extractDebugVmlinux writes usr/lib/debug/boot/vmlinux-<release> of the
-// package deb to dst/vmlinux-<release>. It stops reading the archive once
-// the file is written: Debian puts boot/ before the debug modules.
-func extractDebugVmlinux(deb, dst string) error {
-	f, err := os.Open(deb)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	name, data, err := findDebData(f)
-	if err != nil {
-		return err
-	}
-	r, closeData, err := decompressor(name, bufio.NewReaderSize(data, 1<<20))
-	if err != nil {
-		return err
-	}
-	defer closeData()
+// tar stream r (a package's data.tar, called name) to dst/vmlinux-<release>.
+// It stops reading the archive once the file is written: Debian puts boot/
+// before the debug modules.
+func extractDebugVmlinux(name string, r io.Reader, dst string) error {
 	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
