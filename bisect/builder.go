@@ -125,7 +125,7 @@ func keepKernel(input, dir string, resolve func(string) (*kernel.Kernel, error))
 		return "", nil, err
 	}
 	dst := filepath.Join(dir, k.SHA256)
-	if isDeb(input) {
+	if f, _ := kernel.Sniff(input); f == kernel.FormatDeb {
 		kept := filepath.Join(dst, filepath.Base(input))
 		if err := copyFile(input, kept); err != nil {
 			return "", nil, fmt.Errorf("keep kernel: %w", err)
@@ -165,17 +165,6 @@ func keepKernel(input, dir string, resolve func(string) (*kernel.Kernel, error))
 		}
 	}
 	return kept, k, nil
-}
-
-func isDeb(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	magic := make([]byte, 8)
-	_, err = io.ReadFull(f, magic)
-	return err == nil && string(magic) == "!<arch>\n"
 }
 
 // copyFile copies src to dst (atomically), unless dst exists with the same

@@ -308,9 +308,10 @@ func TestExpandImages(t *testing.T) {
 	dir := t.TempDir()
 	debs := filepath.Join(dir, "debs")
 	os.MkdirAll(debs, 0o755)
-	for _, n := range []string{"k_6.10_amd64.deb", "k_6.9_amd64.deb", "README"} {
+	for _, n := range []string{"k_6.10_amd64.deb", "k_6.9_amd64.deb"} {
 		os.WriteFile(filepath.Join(debs, n), []byte("!<arch>\n"), 0o644)
 	}
+	os.WriteFile(filepath.Join(debs, "README"), []byte("Debian kernels\n"), 0o644)
 	list := filepath.Join(dir, "list.txt")
 	os.WriteFile(list, []byte("# kernels\nb.bzImage\n\n/abs/a.bzImage\n"), 0o644)
 	got, err := ExpandImages([]string{debs, list})

@@ -114,10 +114,9 @@ func (ib *ImagesBisect) kernelAt(i int) (Candidate, error) {
 // argument may be
 //
 //   - a kernel: a bzImage/vmlinuz file, a .deb, or a kernel build or
-//     package directory;
-//   - a directory of kernels (.deb files, vmlinuz-* or bzImage* files, or
-//     kernel directories), ordered by version: names compare with their
-//     numbers as numbers, so 6.1.0-9 < 6.1.0-10 < 6.12.1;
+//     package directory (kernel.Sniff tells, by content);
+//   - a directory of kernels (kernel.Inputs), ordered by version: names
+//     compare with their numbers as numbers, so 6.1.0-9 < 6.1.0-10 < 6.12.1;
 //   - a list file: one kernel per line, in order; blank lines and lines
 //     starting with # are ignored; relative paths are relative to the file.
 func ExpandImages(args []string) ([]string, error) {
@@ -127,28 +126,25 @@ func ExpandImages(args []string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kernel list %s: %w", a, err)
 		}
+		format, err := kernel.Sniff(a)
+		if err != nil {
+			return nil, fmt.Errorf("kernel list %s: %w", a, err)
+		}
 		switch {
-		case fi.IsDir() && !isKernelDir(a):
-			entries, err := os.ReadDir(a)
+		case format.IsInput():
+			out = append(out, a)
+		case fi.IsDir():
+			names, err := kernel.Inputs(a)
 			if err != nil {
 				return nil, fmt.Errorf("kernel list %s: %w", a, err)
 			}
-			var names []string
-			for _, e := range entries {
-				n := e.Name()
-				if strings.HasSuffix(n, ".deb") || strings.HasPrefix(n, "vmlinuz") || strings.HasPrefix(n, "bzImage") || (e.IsDir() && isKernelDir(filepath.Join(a, n))) {
-					names = append(names, n)
-				}
-			}
 			if len(names) == 0 {
-				return nil, fmt.Errorf("kernel list %s: no kernels in the directory (.deb, vmlinuz*, bzImage* or kernel directories)", a)
+				return nil, fmt.Errorf("kernel list %s: no kernels in the directory (.deb packages, bzImage files or kernel directories)", a)
 			}
 			slices.SortFunc(names, VersionCompare)
 			for _, n := range names {
 				out = append(out, filepath.Join(a, n))
 			}
-		case fi.IsDir() || isDeb(a) || isBzImage(a):
-			out = append(out, a)
 		default:
 			list, err := readList(a)
 			if err != nil {
@@ -158,26 +154,6 @@ func ExpandImages(args []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func isKernelDir(dir string) bool {
-	if exists(filepath.Join(dir, "arch", "x86", "boot", "bzImage")) {
-		return true
-	}
-	m, _ := filepath.Glob(filepath.Join(dir, "boot", "vmlinuz-*"))
-	return len(m) > 0
-}
-
-// isBzImage checks the setup header's "HdrS" magic at offset 0x202.
-func isBzImage(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b := make([]byte, 4)
-	_, err = f.ReadAt(b, 0x202)
-	return err == nil && string(b) == "HdrS"
 }
 
 func readList(path string) ([]string, error) {

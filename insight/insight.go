@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"strings"
 
+	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -36,21 +35,16 @@ type Input struct {
 
 // SymbolFile is the symbol source in the file path, given for a kernel: an
 // unstripped vmlinux (Input.Vmlinux) or its -dbg Debian package
-// (Input.DebugPackage), told apart by its first bytes.
+// (Input.DebugPackage), told apart by kernel.Sniff.
 func SymbolFile(path string) (Input, error) {
-	f, err := os.Open(path)
+	format, err := kernel.Sniff(path)
 	if err != nil {
 		return Input{}, fmt.Errorf("%w (give an unstripped vmlinux or a linux-image-<release>-dbg .deb)", err)
 	}
-	defer f.Close()
-	magic := make([]byte, 8)
-	if _, err := io.ReadFull(f, magic); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return Input{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	switch {
-	case bytes.HasPrefix(magic, []byte("\x7fELF")):
+	switch format {
+	case kernel.FormatVmlinux:
 		return Input{Vmlinux: path}, nil
-	case bytes.HasPrefix(magic, []byte("!<arch>\n")):
+	case kernel.FormatDeb:
 		return Input{DebugPackage: path}, nil
 	}
 	return Input{}, fmt.Errorf("%s is neither an ELF vmlinux nor a Debian package", path)

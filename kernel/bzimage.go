@@ -64,7 +64,7 @@ func releaseFromHeader(head []byte) (string, error) {
 	if head[bootSignatureOffset] != 0x55 || head[bootSignatureOffset+1] != 0xAA {
 		return "", fmt.Errorf("%w: no x86 boot sector signature 0x55AA at offset 0x1FE (give a bzImage, a .deb or a build directory)", ErrNotKernel)
 	}
-	if string(head[setupHeaderMagicAt:setupHeaderMagicAt+4]) != "HdrS" {
+	if !hasSetupHeader(head) {
 		return "", fmt.Errorf("%w: an x86 boot sector without a Linux setup header (\"HdrS\" at 0x202): not a Linux bzImage", ErrNotKernel)
 	}
 	if proto := binary.LittleEndian.Uint16(head[bootProtocolAt:]); proto < 0x0200 {
@@ -94,6 +94,12 @@ func releaseFromHeader(head []byte) (string, error) {
 	return rel, nil
 }
 
+// hasSetupHeader reports whether head, the start of a file, holds the
+// "HdrS" magic of an x86 setup header.
+func hasSetupHeader(head []byte) bool {
+	return len(head) >= setupHeaderMagicAt+4 && string(head[setupHeaderMagicAt:setupHeaderMagicAt+4]) == "HdrS"
+}
+
 // validRelease reports whether rel can be a uname release. Releases become
 // path elements (lib/modules/<release>), so this also rejects anything that
 // could escape a directory.
@@ -115,7 +121,7 @@ func identifyNonImage(head []byte) string {
 	switch {
 	case len(head) == 0:
 		return "an empty file"
-	case bytes.HasPrefix(head, []byte("\x7fELF")):
+	case bytes.HasPrefix(head, []byte(elfMagic)):
 		return "an ELF file (vmlinux?): give the compressed bzImage, e.g. arch/x86/boot/bzImage"
 	case bytes.HasPrefix(head, []byte(arMagic)):
 		return "an ar archive (a Debian package?) where a bzImage was expected"

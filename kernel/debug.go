@@ -46,11 +46,11 @@ func debugVmlinux(deb, cacheDir string) (string, string, error) {
 	if !isFile(deb) {
 		return "", "", fmt.Errorf("%w (give a linux-image-<release>-dbg .deb)", ErrNotFound)
 	}
-	isDeb, err := hasPrefix(deb, arMagic)
+	format, err := Sniff(deb)
 	if err != nil {
 		return "", "", err
 	}
-	if !isDeb {
+	if format != FormatDeb {
 		return "", "", fmt.Errorf("%w: not an ar archive, so not a Debian package (give a linux-image-<release>-dbg .deb)", ErrNotKernel)
 	}
 	sum, err := cachefile.SHA256(deb)

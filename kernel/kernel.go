@@ -41,7 +41,6 @@ package kernel
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -146,11 +145,11 @@ func resolve(input, cacheDir string) (*Kernel, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: not a regular file (%s)", ErrNotKernel, inputHint)
 	}
-	isDeb, err := hasPrefix(abs, arMagic)
+	format, err := Sniff(abs)
 	if err != nil {
 		return nil, err
 	}
-	if isDeb {
+	if format == FormatDeb {
 		return resolveDeb(input, abs, cacheDir)
 	}
 	return resolveImage(input, abs, true)
@@ -188,6 +187,10 @@ func resolveImage(input, image string, searchHost bool) (*Kernel, error) {
 // buildImagePath is where a build directory keeps the bootable image.
 var buildImagePath = filepath.Join("arch", "x86", "boot", "bzImage")
 
+// BuildImage returns where the kernel build directory dir (make O=) keeps
+// its bootable image: dir/arch/x86/boot/bzImage.
+func BuildImage(dir string) string { return filepath.Join(dir, buildImagePath) }
+
 // buildDirOfImage returns the build directory that image is the
 // arch/x86/boot/bzImage (or arch/x86_64/boot/bzImage) of.
 func buildDirOfImage(image string) (string, bool) {
@@ -204,7 +207,7 @@ func buildDirOfImage(image string) (string, bool) {
 
 // resolveDir resolves a build directory or an unpacked package tree.
 func resolveDir(input, dir string) (*Kernel, error) {
-	if image := filepath.Join(dir, buildImagePath); isFile(image) {
+	if image := BuildImage(dir); isFile(image) {
 		k, err := resolveImage(input, image, false)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", buildImagePath, err)
@@ -235,20 +238,6 @@ func packagedImage(root string) (string, error) {
 		return images[0], nil
 	}
 	return "", fmt.Errorf("%w: %d images boot/vmlinuz-* in it, expected one", ErrNotKernel, len(images))
-}
-
-// hasPrefix reports whether the file at path starts with prefix.
-func hasPrefix(path, prefix string) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	b := make([]byte, len(prefix))
-	if _, err := io.ReadFull(f, b); err != nil {
-		return false, nil
-	}
-	return string(b) == prefix, nil
 }
 
 func isDir(path string) bool {

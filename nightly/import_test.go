@@ -180,9 +180,12 @@ func TestCandidatesOrder(t *testing.T) {
 	dir := t.TempDir()
 	base := time.Now().Add(-time.Hour)
 	// Names that sort against the order CI made them in.
+	bzImage := make([]byte, 0x206)
+	copy(bzImage[0x202:], "HdrS") // an x86 setup header
+	content := map[string][]byte{"vmlinuz-b": bzImage, "linux-image-6.1.0-9.deb": []byte("!<arch>\n"), "vmlinuz-a": bzImage, "notes.txt": []byte("x")}
 	for i, n := range []string{"vmlinuz-b", "linux-image-6.1.0-9.deb", "vmlinuz-a", "notes.txt"} {
 		p := filepath.Join(dir, n)
-		os.WriteFile(p, []byte("x"), 0o644)
+		os.WriteFile(p, content[n], 0o644)
 		os.Chtimes(p, base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute))
 	}
 	got, err := Candidates(dir)

@@ -242,7 +242,7 @@ func Candidates(images string) ([]string, error) {
 	if !st.IsDir() {
 		return bisect.ExpandImages([]string{images})
 	}
-	entries, err := os.ReadDir(images)
+	names, err := kernel.Inputs(images)
 	if err != nil {
 		return nil, fmt.Errorf("images %s: %w", images, err)
 	}
@@ -251,19 +251,16 @@ func Candidates(images string) ([]string, error) {
 		mod  time.Time
 	}
 	var cands []cand
-	for _, e := range entries {
-		n := e.Name()
-		if !strings.HasSuffix(n, ".deb") && !strings.HasPrefix(n, "vmlinuz") && !strings.HasPrefix(n, "bzImage") {
-			continue
-		}
-		info, err := e.Info()
+	for _, n := range names {
+		p := filepath.Join(images, n)
+		info, err := os.Lstat(p) // a link dates from when it was made
 		if err != nil {
 			return nil, err
 		}
-		cands = append(cands, cand{filepath.Join(images, n), info.ModTime()})
+		cands = append(cands, cand{p, info.ModTime()})
 	}
 	if len(cands) == 0 {
-		return nil, fmt.Errorf("images %s: no kernels yet (.deb, vmlinuz*, bzImage*)", images)
+		return nil, fmt.Errorf("images %s: no kernels yet (.deb packages, bzImage files or kernel directories)", images)
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if !cands[i].mod.Equal(cands[j].mod) {
