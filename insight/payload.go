@@ -15,19 +15,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
-)
 
-// Offsets in the x86 setup header (Documentation/arch/x86/boot.rst).
-const (
-	setupSectsAt    = 0x1F1 // u8; 0 means 4
-	headerMagicAt   = 0x202 // "HdrS"
-	protocolAt      = 0x206 // u16
-	payloadOffsetAt = 0x248 // u32, from the start of protected-mode code
-	payloadLengthAt = 0x24C // u32
-	headerEnd       = 0x250
-	// minPayloadProtocol is the boot protocol that added payload_offset
-	// and payload_length (Linux 2.6.30).
-	minPayloadProtocol = 0x0208
+	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
 // MaxPayloadSize bounds a decompressed payload (the vmlinux ELF and its
@@ -38,9 +27,6 @@ const MaxPayloadSize = 512 << 20
 
 // Errors of payload extraction; test with errors.Is.
 var (
-	// ErrNotBzImage means the file has no x86 setup header with a payload
-	// (boot protocol 2.08 or later).
-	ErrNotBzImage = errors.New("not an x86 bzImage with a payload")
 	// ErrPayloadTooLarge means the payload decompresses to more than
 	// MaxPayloadSize bytes.
 	ErrPayloadTooLarge = errors.New("payload too large")
@@ -93,7 +79,7 @@ func ReadPayload(image string) (*Payload, error) {
 
 // ExtractPayload is ReadPayload for an image already in memory.
 func ExtractPayload(image []byte) (*Payload, error) {
-	compressed, err := payloadBytes(image)
+	compressed, err := kernel.Payload(image)
 	if err != nil {
 		return nil, err
 	}
@@ -108,31 +94,6 @@ func ExtractPayload(image []byte) (*Payload, error) {
 		return nil, fmt.Errorf("%s payload: %w", kind, err)
 	}
 	return &Payload{ELF: out, Compression: kind, BuildID: id, Took: took}, nil
-}
-
-// payloadBytes returns the compressed payload of a bzImage, with its 4-byte
-// size trailer.
-func payloadBytes(image []byte) ([]byte, error) {
-	if len(image) < headerEnd {
-		return nil, fmt.Errorf("%w: %d bytes is too short for a setup header", ErrNotBzImage, len(image))
-	}
-	if string(image[headerMagicAt:headerMagicAt+4]) != "HdrS" {
-		return nil, fmt.Errorf("%w: no \"HdrS\" setup header at %#x", ErrNotBzImage, headerMagicAt)
-	}
-	if proto := binary.LittleEndian.Uint16(image[protocolAt:]); proto < minPayloadProtocol {
-		return nil, fmt.Errorf("%w: boot protocol %#04x has no payload fields (2.08 needed)", ErrNotBzImage, proto)
-	}
-	setupSects := int(image[setupSectsAt])
-	if setupSects == 0 {
-		setupSects = 4
-	}
-	base := uint64(setupSects+1) * 512
-	off := base + uint64(binary.LittleEndian.Uint32(image[payloadOffsetAt:]))
-	n := uint64(binary.LittleEndian.Uint32(image[payloadLengthAt:]))
-	if n < 4 || off+n > uint64(len(image)) {
-		return nil, fmt.Errorf("%w: payload of %d bytes at %#x does not fit in the %d-byte file (truncated image?)", ErrNotBzImage, n, off, len(image))
-	}
-	return image[off : off+n], nil
 }
 
 // Magic numbers of the compressors the kernel build may use
@@ -163,7 +124,7 @@ func decompress(payload []byte) (Compression, []byte, error) {
 		}
 	}
 	if kind == "" {
-		return "", nil, fmt.Errorf("%w: payload starts with % x, no known compression", ErrNotBzImage, payload[:min(len(payload), 4)])
+		return "", nil, fmt.Errorf("%w: payload starts with % x, no known compression", kernel.ErrNotBzImage, payload[:min(len(payload), 4)])
 	}
 	if kind == CompressionNone {
 		if len(payload) > MaxPayloadSize {

@@ -15,6 +15,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
+	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
 // TestReadPayloadDebian extracts the vmlinux ELF of the two Debian
@@ -62,11 +63,11 @@ func TestReadPayloadDebian(t *testing.T) {
 func fakeBzImage(payload []byte, protocol uint16) []byte {
 	const setupSects, payloadOffset = 1, 0x100
 	img := make([]byte, (setupSects+1)*512+payloadOffset)
-	img[setupSectsAt] = setupSects
-	copy(img[headerMagicAt:], "HdrS")
-	binary.LittleEndian.PutUint16(img[protocolAt:], protocol)
-	binary.LittleEndian.PutUint32(img[payloadOffsetAt:], payloadOffset)
-	binary.LittleEndian.PutUint32(img[payloadLengthAt:], uint32(len(payload)))
+	img[0x1F1] = setupSects // setup_sects
+	copy(img[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(img[0x206:], protocol)
+	binary.LittleEndian.PutUint32(img[0x248:], payloadOffset) // payload_offset
+	binary.LittleEndian.PutUint32(img[0x24C:], uint32(len(payload)))
 	return append(img, payload...)
 }
 
@@ -168,11 +169,11 @@ func TestExtractPayloadRejects(t *testing.T) {
 		image []byte
 		want  error
 	}{
-		{"short file", good[:0x240], ErrNotBzImage},
-		{"no header magic", append(make([]byte, 0x202), make([]byte, 0x100)...), ErrNotBzImage},
-		{"protocol 2.07", fakeBzImage(withSize(zstdPayload, len(vmlinux)), 0x0207), ErrNotBzImage},
-		{"truncated payload", good[:len(good)-10], ErrNotBzImage},
-		{"unknown compression", fakeBzImage([]byte("\x00\x01\x02\x03\x04\x05\x06\x07"), 0x020f), ErrNotBzImage},
+		{"short file", good[:0x240], kernel.ErrNotBzImage},
+		{"no header magic", append(make([]byte, 0x202), make([]byte, 0x100)...), kernel.ErrNotBzImage},
+		{"protocol 2.07", fakeBzImage(withSize(zstdPayload, len(vmlinux)), 0x0207), kernel.ErrNotBzImage},
+		{"truncated payload", good[:len(good)-10], kernel.ErrNotBzImage},
+		{"unknown compression", fakeBzImage([]byte("\x00\x01\x02\x03\x04\x05\x06\x07"), 0x020f), kernel.ErrNotBzImage},
 		{"bzip2", fakeBzImage(withSize([]byte("BZh91AY&SY"), 100), 0x020f), ErrNotSupported},
 		{"trailer above the bound", fakeBzImage(withSize(zstdPayload, MaxPayloadSize+1), 0x020f), ErrPayloadTooLarge},
 		{"zstd output above the trailer", fakeBzImage(withSize(zstdPayload, len(vmlinux)-1), 0x020f), ErrPayloadTooLarge},

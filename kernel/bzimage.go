@@ -13,6 +13,7 @@ import (
 
 // Offsets in the x86 boot sector and setup header (Documentation/arch/x86/boot.rst).
 const (
+	setupSectsAt        = 0x1F1 // u8 setup_sects; 0 means 4
 	bootSignatureOffset = 0x1FE // u16 0xAA55, bytes 55 AA
 	setupHeaderMagicAt  = 0x202 // "HdrS"
 	bootProtocolAt      = 0x206 // u16 boot protocol version
@@ -25,7 +26,41 @@ const (
 	releaseHeadSize = kernelVersionBase + 0xFFFF + maxKernelVersionLen
 	// maxReleaseLen is the size of utsname.release in the kernel minus its NUL.
 	maxReleaseLen = 64
+
+	payloadOffsetAt  = 0x248 // u32, from the start of protected-mode code
+	payloadLengthAt  = 0x24C // u32
+	payloadHeaderEnd = 0x250 // bytes needed to find the payload
+	// minPayloadProtocol is the boot protocol that added payload_offset
+	// and payload_length (Linux 2.6.30).
+	minPayloadProtocol = 0x0208
 )
+
+// Payload returns the compressed payload of an x86 bzImage (the whole
+// file, in memory): the vmlinux the image decompresses at boot, followed by
+// the 4-byte size trailer the kernel build appends. Requires boot protocol
+// 2.08 (Linux 2.6.30). Errors wrap ErrNotBzImage.
+func Payload(image []byte) ([]byte, error) {
+	if len(image) < payloadHeaderEnd {
+		return nil, fmt.Errorf("%w: %d bytes is too short for a setup header", ErrNotBzImage, len(image))
+	}
+	if !hasSetupHeader(image) {
+		return nil, fmt.Errorf("%w: no \"HdrS\" setup header at %#x", ErrNotBzImage, setupHeaderMagicAt)
+	}
+	if proto := binary.LittleEndian.Uint16(image[bootProtocolAt:]); proto < minPayloadProtocol {
+		return nil, fmt.Errorf("%w: boot protocol %#04x has no payload fields (2.08 needed)", ErrNotBzImage, proto)
+	}
+	setupSects := int(image[setupSectsAt])
+	if setupSects == 0 {
+		setupSects = 4
+	}
+	base := uint64(setupSects+1) * 512
+	off := base + uint64(binary.LittleEndian.Uint32(image[payloadOffsetAt:]))
+	n := uint64(binary.LittleEndian.Uint32(image[payloadLengthAt:]))
+	if n < 4 || off+n > uint64(len(image)) {
+		return nil, fmt.Errorf("%w: payload of %d bytes at %#x does not fit in the %d-byte file (truncated image?)", ErrNotBzImage, n, off, len(image))
+	}
+	return image[off : off+n], nil
+}
 
 // readRelease returns the kernel release (what uname -r prints, e.g.
 // "6.1.0-57-cloud-amd64") recorded in the setup header of the x86 bzImage

@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -106,4 +108,34 @@ func ReadRelease(image string) (string, error) {
 		return "", fmt.Errorf("%q: %w", image, err)
 	}
 	return rel, nil
+}
+
+func TestPayload(t *testing.T) {
+	payload := []byte("\x28\xb5\x2f\xfd compressed vmlinux, then its size: \x10\x00\x00\x00")
+	withPayload := func(protocol uint16, length int) []byte {
+		img := fakeBzImage(fakeVersion) // setup_sects 1: protected-mode code at 0x400
+		binary.LittleEndian.PutUint16(img[0x206:], protocol)
+		binary.LittleEndian.PutUint32(img[0x248:], 0x10) // payload_offset
+		binary.LittleEndian.PutUint32(img[0x24C:], uint32(length))
+		return append(append(img, make([]byte, 0x10)...), payload...)
+	}
+	if got, err := Payload(withPayload(0x020F, len(payload))); err != nil || !bytes.Equal(got, payload) {
+		t.Errorf("Payload = %q, %v; want %q", got, err, payload)
+	}
+	noHdrS := withPayload(0x020F, len(payload))
+	copy(noHdrS[0x202:], "XXXX")
+	for _, tc := range []struct {
+		name  string
+		image []byte
+	}{
+		{"short file", withPayload(0x020F, len(payload))[:0x240]},
+		{"no HdrS", noHdrS},
+		{"protocol 2.07", withPayload(0x0207, len(payload))},
+		{"payload past the end", withPayload(0x020F, len(payload)+1)},
+		{"no size trailer", withPayload(0x020F, 3)},
+	} {
+		if _, err := Payload(tc.image); !errors.Is(err, ErrNotBzImage) {
+			t.Errorf("Payload(%s) = %v; want ErrNotBzImage", tc.name, err)
+		}
+	}
 }

@@ -62,6 +62,10 @@ var (
 	// ErrNotSupported means the input uses a format this package does not
 	// read, such as a .deb whose data.tar is bzip2- or lzma-compressed.
 	ErrNotSupported = errors.New("not supported")
+	// ErrNotBzImage means a file has no x86 setup header with a payload
+	// (boot protocol 2.08 or later) or no payload where the header says,
+	// so the code of the kernel cannot be read from it (Payload).
+	ErrNotBzImage = errors.New("not an x86 bzImage with a payload")
 	// ErrModulesUnknown means nothing tells where the kernel's modules are:
 	// a bare bzImage with no lib/modules/<release> beside it or on the host.
 	// A caller that knows the needed drivers are built in may go on.
