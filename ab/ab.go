@@ -28,6 +28,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/insight"
+	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -203,7 +204,7 @@ func (in *Insight) input(i int, side *measure.Side) insight.Input {
 	given := in.Given[i]
 	given.Image = side.Kernel.Image
 	if given.Vmlinux == "" && given.DebugPackage == "" {
-		given.Vmlinux = insight.BuildVmlinux(side.Kernel.Image)
+		given.Vmlinux = kernel.BuildVmlinux(side.Kernel.Image)
 	}
 	return given
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/build"
-	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
@@ -142,9 +141,9 @@ func keepKernel(input, dir string, resolve func(string) (*kernel.Kernel, error))
 		}
 	}
 	// The build's vmlinux gives the culprit re-check's insight exact sizes
-	// and code (insight.BuildVmlinux finds it beside the kept image); the
+	// and code (kernel.BuildVmlinux finds it beside the kept image); the
 	// build directory's own is overwritten by the next step's build.
-	if vmlinux := insight.BuildVmlinux(k.Image); vmlinux != "" {
+	if vmlinux := kernel.BuildVmlinux(k.Image); vmlinux != "" {
 		if err := copyFile(vmlinux, filepath.Join(dst, "boot", "vmlinux-"+k.Release)); err != nil {
 			return "", nil, fmt.Errorf("keep kernel vmlinux: %w", err)
 		}

@@ -212,11 +212,11 @@ func (b *Bench) recheckComparison(st *State, res *Result, run report.Meta) (*com
 
 // recheckInsight is the insight block of the parent against the culprit
 // from their images and, where the build's vmlinux is there
-// (insight.BuildVmlinux), exact sizes.
+// (kernel.BuildVmlinux), exact sizes.
 func recheckInsight(parent, culprit *kernel.Kernel) *insight.Diff {
 	var opts insight.Options
 	load := func(k *kernel.Kernel) *insight.Side {
-		return insight.Load(insight.Input{Image: k.Image, Vmlinux: insight.BuildVmlinux(k.Image)}, opts)
+		return insight.Load(insight.Input{Image: k.Image, Vmlinux: kernel.BuildVmlinux(k.Image)}, opts)
 	}
 	return insight.Compare(load(parent), load(culprit), opts)
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/configs"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/words"
+	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
 // ErrBuildFailed is wrapped by Build's error when make failed: the tree does
@@ -228,7 +229,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err := b.make(ctx, "-j"+strconv.Itoa(o.Jobs), o.Target); err != nil {
 		return nil, err
 	}
-	image := filepath.Join(o.Dir, "arch", "x86", "boot", "bzImage")
+	image := kernel.BuildImage(o.Dir)
 	if _, err := os.Stat(image); err != nil {
 		return nil, fmt.Errorf("%w: make %s succeeded but left no %s (see %s)", ErrBuildFailed, o.Target, image, o.Log)
 	}

@@ -2,8 +2,6 @@ package insight
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -64,31 +62,6 @@ func CountTargets(opts Options, sides ...*Side) []string {
 }
 
 var codeUnderTest = regexp.MustCompile(DefaultSymbols)
-
-// BuildVmlinux returns the unstripped vmlinux that belongs to image: that
-// of the build directory whose arch/x86/boot/bzImage it is, or, for an
-// image kept as boot/vmlinuz-<release>, a boot/vmlinux-<release> beside
-// it. "" when there is none (Load checks the build ID of what it reads).
-func BuildVmlinux(image string) string {
-	dir := filepath.Dir(image)
-	for range 3 { // arch/x86/boot
-		dir = filepath.Dir(dir)
-	}
-	if filepath.Join(dir, "arch", "x86", "boot", "bzImage") == filepath.Clean(image) {
-		return regularFile(filepath.Join(dir, "vmlinux"))
-	}
-	if rel, ok := strings.CutPrefix(filepath.Base(image), "vmlinuz-"); ok && rel != "" {
-		return regularFile(filepath.Join(filepath.Dir(image), "vmlinux-"+rel))
-	}
-	return ""
-}
-
-func regularFile(path string) string {
-	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	return path
-}
 
 // ProgramChange compares one benchmark program in A and B.
 type ProgramChange struct {
@@ -252,12 +225,12 @@ func countLine(r *CountRow) string {
 
 // LoadKernel is Load of a kernel input (anything kernel.Resolve takes:
 // an image, a .deb, a build directory) with the static source it brings,
-// its build's vmlinux (BuildVmlinux). An input that does not resolve gives
+// its build's vmlinux (kernel.BuildVmlinux). An input that does not resolve gives
 // a side that says so.
 func LoadKernel(input, cacheDir string, opts Options) *Side {
 	k, err := kernel.Resolve(input, cacheDir)
 	if err != nil {
 		return &Side{Err: err, Status: "no symbols: " + oneLine(err)}
 	}
-	return Load(Input{Image: k.Image, Vmlinux: BuildVmlinux(k.Image)}, opts)
+	return Load(Input{Image: k.Image, Vmlinux: kernel.BuildVmlinux(k.Image)}, opts)
 }

@@ -196,8 +196,16 @@ var buildImagePath = filepath.Join("arch", "x86", "boot", "bzImage")
 func BuildImage(dir string) string { return filepath.Join(dir, buildImagePath) }
 
 // buildDirOfImage returns the build directory that image is the
-// arch/x86/boot/bzImage (or arch/x86_64/boot/bzImage) of.
+// arch/x86/boot/bzImage (or arch/x86_64/boot/bzImage) of, and whether it
+// has a .config.
 func buildDirOfImage(image string) (string, bool) {
+	root, ok := buildRoot(image)
+	return root, ok && isFile(filepath.Join(root, ".config"))
+}
+
+// buildRoot returns the directory that image is the arch/x86/boot/bzImage
+// (or arch/x86_64/boot/bzImage) of, judging by its path alone.
+func buildRoot(image string) (string, bool) {
 	boot := filepath.Dir(image)
 	arch := filepath.Dir(boot)
 	root := filepath.Dir(filepath.Dir(arch))
@@ -206,7 +214,25 @@ func buildDirOfImage(image string) (string, bool) {
 		filepath.Base(filepath.Dir(arch)) != "arch" {
 		return "", false
 	}
-	return root, isFile(filepath.Join(root, ".config"))
+	return root, true
+}
+
+// BuildVmlinux returns the unstripped vmlinux that belongs to image: that
+// of the build directory whose arch/x86/boot/bzImage it is, or, for an
+// image kept as boot/vmlinuz-<release>, a boot/vmlinux-<release> beside
+// it. "" when there is none. It goes by where the files are: a reader
+// checks that the vmlinux's build ID is the image's.
+func BuildVmlinux(image string) string {
+	vmlinux := ""
+	if root, ok := buildRoot(image); ok {
+		vmlinux = filepath.Join(root, "vmlinux")
+	} else if rel, ok := strings.CutPrefix(filepath.Base(image), "vmlinuz-"); ok && rel != "" {
+		vmlinux = filepath.Join(filepath.Dir(image), "vmlinux-"+rel)
+	}
+	if vmlinux == "" || !isFile(vmlinux) {
+		return ""
+	}
+	return vmlinux
 }
 
 // resolveDir resolves a build directory or an unpacked package tree.

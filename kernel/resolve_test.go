@@ -277,3 +277,31 @@ func TestEntryPath(t *testing.T) {
 		}
 	}
 }
+
+// An image finds the vmlinux of its build: in the build directory, or kept
+// beside it as boot/vmlinux-<release>.
+func TestBuildVmlinux(t *testing.T) {
+	dir := t.TempDir()
+	image := filepath.Join(dir, "arch", "x86", "boot", "bzImage")
+	os.MkdirAll(filepath.Dir(image), 0o755)
+	os.WriteFile(image, nil, 0o644)
+	if got := BuildVmlinux(image); got != "" {
+		t.Errorf("BuildVmlinux(%s) without a vmlinux = %q; want \"\"", image, got)
+	}
+	os.WriteFile(filepath.Join(dir, "vmlinux"), nil, 0o644)
+	if got, want := BuildVmlinux(image), filepath.Join(dir, "vmlinux"); got != want {
+		t.Errorf("BuildVmlinux(%s) = %q; want %q", image, got, want)
+	}
+	if got := BuildVmlinux(filepath.Join(dir, "vmlinuz")); got != "" {
+		t.Errorf("BuildVmlinux(a vmlinuz outside a build directory) = %q; want \"\"", got)
+	}
+	kept := filepath.Join(dir, "boot", "vmlinuz-6.12.0")
+	os.MkdirAll(filepath.Dir(kept), 0o755)
+	if got := BuildVmlinux(kept); got != "" {
+		t.Errorf("BuildVmlinux(%s) without vmlinux-6.12.0 = %q; want \"\"", kept, got)
+	}
+	os.WriteFile(filepath.Join(dir, "boot", "vmlinux-6.12.0"), nil, 0o644)
+	if got, want := BuildVmlinux(kept), filepath.Join(dir, "boot", "vmlinux-6.12.0"); got != want {
+		t.Errorf("BuildVmlinux(%s) = %q; want %q", kept, got, want)
+	}
+}
