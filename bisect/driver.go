@@ -2,17 +2,12 @@ package bisect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/build"
-	"github.com/lpmbisect/lpmbisect/internal/cachefile"
-	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -116,7 +111,7 @@ func (bs *Bisection) finish(res *Result) (*Result, error) {
 }
 
 // kernelOf describes a built kernel for measuring.
-func kernelOf(b *Built, label, commit string) Candidate {
+func kernelOf(b *build.Built, label, commit string) Candidate {
 	return Candidate{Input: b.Kernel, Label: label, Labels: map[string]string{
 		wire.KeyCommit: commit, wire.KeyCompiler: b.Compiler, wire.KeyKconfig: b.Kconfig,
 	}}
@@ -125,7 +120,7 @@ func kernelOf(b *Built, label, commit string) Candidate {
 // buildCommit builds the tree src (checked out at commit) unless the state
 // has its kernel already, keeps the kernel and records it. A tree that does
 // not build gives a Built with Failed set and its log kept under the state.
-func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, commit string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*Built, error) {
+func buildCommit(ctx context.Context, s *State, builder build.Builder, src, buildDir, commit string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*build.Built, error) {
 	if b := s.Kernels[commit]; b != nil {
 		if b.Failed != "" {
 			return b, nil
@@ -134,61 +129,12 @@ func buildCommit(ctx context.Context, s *State, builder Builder, src, buildDir, 
 			return b, nil
 		}
 	}
-	b, err := BuildKernel(ctx, builder, src, buildDir, commit, s.Dir(), resolve, log)
+	b, err := build.BuildKernel(ctx, builder, src, buildDir, commit, s.Dir(), resolve, log)
 	if err != nil {
 		return nil, err
 	}
 	s.Kernels[commit] = b
 	return b, s.Save()
-}
-
-// BuildKernel builds the tree src (checked out at commit) in buildDir and
-// keeps the kernel it made under <keep>/kernels/<image sha256>, where the
-// next build cannot overwrite it, with its compiler and configuration hash.
-// A tree that does not build (or builds no kernel) gives a Built with
-// Failed set, its log kept as <keep>/logs/<commit>.log; an error means the
-// host failed.
-func BuildKernel(ctx context.Context, builder Builder, src, buildDir, commit, keep string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*Built, error) {
-	if log != nil {
-		log.Printf("building %s in %s", words.ShortHash(commit), buildDir)
-	}
-	out, err := builder.Build(ctx, src, buildDir)
-	if errors.Is(err, build.ErrBuildFailed) && ctx.Err() == nil {
-		kept := filepath.Join(keep, "logs", commit+".log")
-		msg := err.Error()
-		orig := filepath.Join(buildDir, "lpmbisect-build.log")
-		if data, rerr := os.ReadFile(orig); rerr == nil {
-			if werr := cachefile.WriteBytes(kept, data); werr == nil {
-				msg = strings.ReplaceAll(msg, orig, kept)
-			}
-		}
-		return &Built{Failed: msg, BuildLog: kept}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	kept, k, err := keepKernel(out.Kernel, filepath.Join(keep, "kernels"), resolve)
-	if err != nil {
-		if kernel.IsBadInput(err) {
-			return &Built{Failed: fmt.Sprintf("the build produced no kernel: %v (log: %s)", err, out.Log), BuildLog: out.Log}, nil
-		}
-		return nil, err
-	}
-	b := &Built{Kernel: kept, Image: k.SHA256, Release: k.Release, BuildLog: out.Log, BuildSeconds: out.Duration.Seconds()}
-	config := out.Config
-	if config == "" {
-		config = k.ConfigPath
-	}
-	if config != "" {
-		if info, err := build.InspectConfig(config); err == nil {
-			b.Compiler, b.Kconfig = info.Compiler, info.ShortHash()
-		}
-	}
-	if log != nil {
-		log.Printf("built %s in %s: %s, image %s, compiler %q, config %s",
-			words.ShortHash(commit), out.Duration.Round(100*time.Millisecond), b.Release, words.ShortHash(b.Image), b.Compiler, b.Kconfig)
-	}
-	return b, nil
 }
 
 // formatValue renders a centre in its unit, as compare's tables do.

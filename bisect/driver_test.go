@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/report"
@@ -146,7 +147,7 @@ func TestGitBisect(t *testing.T) {
 		return &GitBisect{
 			Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: log.New(os.Stderr, "", 0)},
 			Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[8],
-			Builder: &CommandBuilder{Command: "./build.sh"}, BuildDir: filepath.Join(t.TempDir(), "build"), Resolve: fakeResolve,
+			Builder: &build.CommandBuilder{Command: "./build.sh"}, BuildDir: filepath.Join(t.TempDir(), "build"), Resolve: fakeResolve,
 		}
 	}
 
@@ -221,7 +222,7 @@ func TestGitBisectRefusesSameEndpoints(t *testing.T) {
 	g := &GitBisect{
 		Bisection: Bisection{Bench: newBench(t, &fakeMeasurer{}, t.TempDir(), false), State: st},
 		Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[2],
-		Builder: &CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: fakeResolve,
+		Builder: &build.CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: fakeResolve,
 	}
 	_, err = g.Run(context.Background())
 	if !errors.Is(err, ErrEndpointsNotDifferent) {
@@ -241,9 +242,9 @@ func TestGitBisectSameImageIsSuspect(t *testing.T) {
 	g := &GitBisect{
 		Bisection: Bisection{Bench: newBench(t, &fakeMeasurer{}, t.TempDir(), false), State: st, RecheckBoots: 4},
 		Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[3],
-		Builder: &CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: fakeResolve,
+		Builder: &build.CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: fakeResolve,
 	}
-	b1 := &Built{Kernel: writeKernel(t, filepath.Join(t.TempDir(), "k"), 1200), Image: "same"}
+	b1 := &build.Built{Kernel: writeKernel(t, filepath.Join(t.TempDir(), "k"), 1200), Image: "same"}
 	st.Kernels[commits[1]], st.Kernels[commits[2]] = b1, b1
 	res := &Result{FirstBad: commits[2]}
 	if err := g.recheckCulprit(context.Background(), res); err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/words"
@@ -27,7 +28,7 @@ type GitBisect struct {
 	Bisection
 	Repo      *git.Repo
 	Good, Bad string // full commit ids
-	Builder   Builder
+	Builder   build.Builder
 	BuildDir  string
 	// Resolve resolves kernel inputs (kernel.Resolve with the cache).
 	Resolve func(string) (*kernel.Kernel, error)
@@ -148,7 +149,7 @@ func (g *GitBisect) endpoint(ctx context.Context, name, commit string) (Candidat
 }
 
 // kernelFor builds commit, checking it out first if needed.
-func (g *GitBisect) kernelFor(ctx context.Context, commit string) (*Built, error) {
+func (g *GitBisect) kernelFor(ctx context.Context, commit string) (*build.Built, error) {
 	if b := g.State.Kernels[commit]; b != nil && (b.Failed != "" || exists(b.Kernel)) {
 		return b, nil
 	}

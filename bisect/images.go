@@ -99,7 +99,7 @@ func (ib *ImagesBisect) kernelAt(i int) (Candidate, error) {
 		}
 		return k, err
 	}
-	b := &Built{Kernel: in, Image: rk.SHA256, Release: rk.Release}
+	b := &build.Built{Kernel: in, Image: rk.SHA256, Release: rk.Release}
 	if rk.ConfigPath != "" {
 		if info, err := build.InspectConfig(rk.ConfigPath); err == nil {
 			b.Compiler, b.Kconfig = info.Compiler, info.ShortHash()

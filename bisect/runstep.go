@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
@@ -29,7 +30,7 @@ type RunStep struct {
 	Repo      *git.Repo
 	Src       string // the checked-out tree to build (the work tree's root)
 	Good, Bad Endpoint
-	Builder   Builder
+	Builder   build.Builder
 	BuildDir  string
 	Resolve   func(string) (*kernel.Kernel, error)
 }

@@ -32,7 +32,7 @@ type Setup struct {
 	Build        build.Options
 	// RemoteBuilder, when set, builds each commit instead of BuildCommand
 	// and Build: elsewhere, on a fleet's build queue (fleet.Builder).
-	RemoteBuilder Builder
+	RemoteBuilder build.Builder
 	// RecheckBoots is how many boots the re-check adds to the culprit and
 	// its parent (0: no re-check).
 	RecheckBoots int
@@ -143,14 +143,14 @@ func BuildDirFor(src, dir string) string {
 }
 
 // Builder returns the builder of the setup.
-func (s *Setup) Builder() Builder {
+func (s *Setup) Builder() build.Builder {
 	if s.RemoteBuilder != nil {
 		return s.RemoteBuilder
 	}
 	if s.BuildCommand != "" {
-		return &CommandBuilder{Command: s.BuildCommand}
+		return &build.CommandBuilder{Command: s.BuildCommand}
 	}
-	return &KbuildBuilder{Options: s.Build, Log: s.Log}
+	return &build.KbuildBuilder{Options: s.Build, Log: s.Log}
 }
 
 func (s *Setup) resolve(in string) (*kernel.Kernel, error) { return s.Bench.Resolve(in) }

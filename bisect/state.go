@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 )
@@ -56,7 +57,7 @@ type State struct {
 	Started bool `json:"started,omitempty"`
 	// Kernels are the kernels built or resolved so far, by commit (git) or
 	// by input (images).
-	Kernels map[string]*Built `json:"kernels,omitempty"`
+	Kernels map[string]*build.Built `json:"kernels,omitempty"`
 	// Measured lists the images booted by this bisection, by SHA-256.
 	Measured []string `json:"measured,omitempty"`
 	Effect   *Effect  `json:"effect,omitempty"`
@@ -79,22 +80,6 @@ const (
 	KindImages Kind = "images"     // lpmbisect bisect --images: a list of prebuilt kernels
 	KindRun    Kind = "bisect-run" // steps of git bisect run lpmbisect bisect-run
 )
-
-// Built is a kernel a bisection built or was given.
-type Built struct {
-	// Kernel is the kernel input kept to boot again; empty when the build
-	// failed.
-	Kernel   string `json:"kernel,omitempty"`
-	Image    string `json:"image,omitempty"` // SHA-256 of the bzImage
-	Release  string `json:"release,omitempty"`
-	Compiler string `json:"compiler,omitempty"`
-	Kconfig  string `json:"kconfig,omitempty"` // .config hash
-	// BuildLog is the build's log (kept for failed builds).
-	BuildLog     string  `json:"build_log,omitempty"`
-	BuildSeconds float64 `json:"build_seconds,omitempty"`
-	// Failed says why the build failed; the commit is then skipped.
-	Failed string `json:"failed,omitempty"`
-}
 
 // Step is one decided bisection step.
 type Step struct {
@@ -164,7 +149,7 @@ func OpenState(dir string, want State) (*State, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("bisect state: %w (choose a writable state directory)", err)
 		}
-		want.Kernels = map[string]*Built{}
+		want.Kernels = map[string]*build.Built{}
 		return &want, nil
 	}
 	if err != nil {
@@ -182,7 +167,7 @@ func OpenState(dir string, want State) (*State, error) {
 	}
 	s.dir, s.file = dir, want.file
 	if s.Kernels == nil {
-		s.Kernels = map[string]*Built{}
+		s.Kernels = map[string]*build.Built{}
 	}
 	return &s, nil
 }

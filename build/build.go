@@ -21,6 +21,11 @@
 // kernel itself was built with) and a hash of the final configuration, so
 // results from different toolchains or configurations are never mixed up
 // unnoticed.
+//
+// A Builder is how a bisection or a nightly series builds each commit:
+// KbuildBuilder with Build, CommandBuilder with the user's own command, or
+// a fleet's build queue (fleet.Builder). BuildKernel runs one and keeps the
+// kernel it made where the next build cannot overwrite it.
 package build
 
 import (
@@ -145,13 +150,17 @@ type Options struct {
 	Jobs int
 	// Target is what to build; empty means bzImage.
 	Target string
-	// Log is the build log file; empty means <Dir>/lpmbisect-build.log.
+	// Log is the build log file; empty means LogPath(Dir).
 	// It is rewritten by each build.
 	Log string
 	// Notes, when set, gets a warning per fragment option the final
 	// configuration did not keep.
 	Notes *log.Logger
 }
+
+// LogPath is where a build in the directory buildDir writes its log, as
+// every Builder does: buildDir/lpmbisect-build.log.
+func LogPath(buildDir string) string { return filepath.Join(buildDir, "lpmbisect-build.log") }
 
 // Result is a finished build.
 type Result struct {
@@ -290,7 +299,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Target = "bzImage"
 	}
 	if o.Log == "" {
-		o.Log = filepath.Join(o.Dir, "lpmbisect-build.log")
+		o.Log = LogPath(o.Dir)
 	}
 	if !isMakeTarget(o.Base) {
 		if _, err := os.Stat(o.Base); err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
@@ -124,7 +123,7 @@ func TestBuildJobs(t *testing.T) {
 
 // TestBuilder builds the checked-out commits of a tree with the bisection's
 // Builder on a build queue: the worker's image, and for a commit that does
-// not compile a failed build that bisect.BuildKernel records as such, with
+// not compile a failed build that build.BuildKernel records as such, with
 // the compiler's error in the log it keeps.
 func TestBuilder(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
@@ -152,7 +151,7 @@ func TestBuilder(t *testing.T) {
 
 	checkout(commits[2])
 	keep := t.TempDir()
-	built, err := bisect.BuildKernel(ctx, b, src, buildDir, commits[2], keep, nil, nil)
+	built, err := build.BuildKernel(ctx, b, src, buildDir, commits[2], keep, nil, nil)
 	if err != nil {
 		t.Fatalf("BuildKernel(broken commit) = %v; want a failed build, not an error", err)
 	}

@@ -7,13 +7,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 )
 
-// Builder is a bisect.Builder whose builds are build jobs on a fleet's
+// Builder is a build.Builder whose builds are build jobs on a fleet's
 // build queue: it asks for the commit checked out in the source tree it is
 // given, by the names the build workers know (Tree, Config), and returns
 // the image a worker built. The job carries no command: the workers'
@@ -33,21 +32,21 @@ type Builder struct {
 	PollInterval time.Duration
 }
 
-// Build implements bisect.Builder: it builds src's HEAD on the queue. The
+// Build implements build.Builder: it builds src's HEAD on the queue. The
 // image is fetched under buildDir/fleet-images and the end of the
-// worker's build log is written to buildDir/lpmbisect-build.log, where a
+// worker's build log is written to build.LogPath(buildDir), where a
 // local build leaves its log, so a failed build (an error wrapping
 // build.ErrBuildFailed) skips the commit with its log kept, as a local
 // failed build does. When ctx ends, the job is canceled unless another
 // client shares it.
-func (b *Builder) Build(ctx context.Context, src, buildDir string) (*bisect.BuildOutput, error) {
+func (b *Builder) Build(ctx context.Context, src, buildDir string) (*build.BuildOutput, error) {
 	commit, err := (&git.Repo{Dir: src}).Head(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fleet build of %s: %w", src, err)
 	}
 	res, err := b.Client.Build(ctx, BuildRequest{Queue: b.Queue, Tree: b.Tree, Commit: commit, Config: b.Config,
 		StuckAfter: b.StuckAfter, Dir: filepath.Join(buildDir, "fleet-images"), PollInterval: b.PollInterval})
-	logPath := filepath.Join(buildDir, "lpmbisect-build.log")
+	logPath := build.LogPath(buildDir)
 	if res != nil {
 		if werr := writeBuildLog(logPath, res, b.Tree, commit); werr != nil && err == nil {
 			return nil, werr
@@ -59,7 +58,7 @@ func (b *Builder) Build(ctx context.Context, src, buildDir string) (*bisect.Buil
 	if err != nil {
 		return nil, err
 	}
-	return &bisect.BuildOutput{Kernel: res.Image, Log: logPath, Duration: res.Duration}, nil
+	return &build.BuildOutput{Kernel: res.Image, Log: logPath, Duration: res.Duration}, nil
 }
 
 // writeBuildLog writes what a worker's build said: which job and worker,
@@ -74,4 +73,4 @@ func writeBuildLog(path string, res *BuildResult, tree, commit string) error {
 }
 
 // interface check: the bisection's builds may run on a fleet.
-var _ bisect.Builder = (*Builder)(nil)
+var _ build.Builder = (*Builder)(nil)

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/bisect"
+	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/history"
@@ -204,12 +205,12 @@ func (r *seriesRun) tip(ctx context.Context, prev history.Night, hasPrev bool) (
 
 // build builds commit in the series' worktree and build directory, both
 // kept between nights so builds are incremental.
-func (r *seriesRun) build(ctx context.Context, repo *git.Repo, commit string) (*bisect.Built, error) {
+func (r *seriesRun) build(ctx context.Context, repo *git.Repo, commit string) (*build.Built, error) {
 	wt := filepath.Join(r.dir, "worktree")
 	if err := repo.AddWorktree(ctx, wt, commit); err != nil {
 		return nil, fmt.Errorf("worktree for %s: %w", words.ShortHash(commit), err)
 	}
-	return bisect.BuildKernel(ctx, r.setup.Builder(), wt, filepath.Join(r.dir, "build"), commit, r.dir, r.setup.Bench.Resolve, r.log)
+	return build.BuildKernel(ctx, r.setup.Builder(), wt, filepath.Join(r.dir, "build"), commit, r.dir, r.setup.Bench.Resolve, r.log)
 }
 
 // imageTip takes the newest kernel of an images series.

@@ -1,4 +1,4 @@
-package bisect
+package build
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package bisect
+package build
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
@@ -23,8 +23,8 @@ import (
 type Builder interface {
 	// Build builds the tree src, using buildDir for its output, and
 	// returns the kernel (anything kernel.Resolve accepts). An error
-	// wrapping build.ErrBuildFailed means this tree does not build: the
-	// commit is skipped. Any other error stops the bisection.
+	// wrapping ErrBuildFailed means this tree does not build (a bisection
+	// skips the commit); any other error is the host's.
 	Build(ctx context.Context, src, buildDir string) (*BuildOutput, error)
 }
 
@@ -37,10 +37,10 @@ type BuildOutput struct {
 	Config string
 }
 
-// KbuildBuilder builds with the build package: base config, fragments,
-// olddefconfig, make bzImage. Options.Src and Options.Dir are set per build.
+// KbuildBuilder builds with Build: base config, fragments, olddefconfig,
+// make bzImage. Options.Src and Options.Dir are set per build.
 type KbuildBuilder struct {
-	Options build.Options
+	Options Options
 	// Log receives the fragment options that were not kept.
 	Log *log.Logger
 }
@@ -49,7 +49,7 @@ type KbuildBuilder struct {
 func (b *KbuildBuilder) Build(ctx context.Context, src, buildDir string) (*BuildOutput, error) {
 	o := b.Options
 	o.Src, o.Dir, o.Notes = src, buildDir, b.Log
-	r, err := build.Build(ctx, o)
+	r, err := Build(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (b *KbuildBuilder) Build(ctx context.Context, src, buildDir string) (*Build
 // .deb or a build directory; relative to the tree) as the last line of its
 // standard output. Exiting non-zero means the tree does not build (the
 // commit is skipped). LPMBISECT_BUILD_DIR tells it where build output may go.
-// Its output goes to <buildDir>/lpmbisect-build.log.
+// Its output goes to LogPath(buildDir).
 type CommandBuilder struct {
 	Command string
 }
@@ -72,7 +72,7 @@ func (b *CommandBuilder) Build(ctx context.Context, src, buildDir string) (*Buil
 	if err := os.MkdirAll(buildDir, 0o755); err != nil {
 		return nil, fmt.Errorf("build directory: %w", err)
 	}
-	logPath := filepath.Join(buildDir, "lpmbisect-build.log")
+	logPath := LogPath(buildDir)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("build log: %w", err)
@@ -94,19 +94,85 @@ func (b *CommandBuilder) Build(ctx context.Context, src, buildDir string) (*Buil
 		}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("%w: build command %q: %v (log: %s)", build.ErrBuildFailed, b.Command, err, logPath)
+			return nil, fmt.Errorf("%w: build command %q: %v (log: %s)", ErrBuildFailed, b.Command, err, logPath)
 		}
 		return nil, fmt.Errorf("build command %q: %w", b.Command, err)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	out := strings.TrimSpace(lines[len(lines)-1])
 	if out == "" {
-		return nil, fmt.Errorf("%w: build command %q printed no kernel path (log: %s)", build.ErrBuildFailed, b.Command, logPath)
+		return nil, fmt.Errorf("%w: build command %q printed no kernel path (log: %s)", ErrBuildFailed, b.Command, logPath)
 	}
 	if !filepath.IsAbs(out) {
 		out = filepath.Join(src, out)
 	}
 	return &BuildOutput{Kernel: out, Log: logPath, Duration: time.Since(start)}, nil
+}
+
+// Built is a kernel built from a commit, or given, and kept to boot again:
+// what a bisection's state and a nightly series record of it.
+type Built struct {
+	// Kernel is the kernel input kept to boot again; empty when the build
+	// failed.
+	Kernel   string `json:"kernel,omitempty"`
+	Image    string `json:"image,omitempty"` // SHA-256 of the bzImage
+	Release  string `json:"release,omitempty"`
+	Compiler string `json:"compiler,omitempty"`
+	Kconfig  string `json:"kconfig,omitempty"` // .config hash
+	// BuildLog is the build's log (kept for failed builds).
+	BuildLog     string  `json:"build_log,omitempty"`
+	BuildSeconds float64 `json:"build_seconds,omitempty"`
+	// Failed says why the build failed; the commit is then skipped.
+	Failed string `json:"failed,omitempty"`
+}
+
+// BuildKernel builds the tree src (checked out at commit) in buildDir and
+// keeps the kernel it made under <keep>/kernels/<image sha256>, where the
+// next build cannot overwrite it, with its compiler and configuration hash.
+// A tree that does not build (or builds no kernel) gives a Built with
+// Failed set, its log kept as <keep>/logs/<commit>.log; an error means the
+// host failed.
+func BuildKernel(ctx context.Context, builder Builder, src, buildDir, commit, keep string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*Built, error) {
+	if log != nil {
+		log.Printf("building %s in %s", words.ShortHash(commit), buildDir)
+	}
+	out, err := builder.Build(ctx, src, buildDir)
+	if errors.Is(err, ErrBuildFailed) && ctx.Err() == nil {
+		kept := filepath.Join(keep, "logs", commit+".log")
+		msg := err.Error()
+		orig := LogPath(buildDir)
+		if data, rerr := os.ReadFile(orig); rerr == nil {
+			if werr := cachefile.WriteBytes(kept, data); werr == nil {
+				msg = strings.ReplaceAll(msg, orig, kept)
+			}
+		}
+		return &Built{Failed: msg, BuildLog: kept}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	kept, k, err := keepKernel(out.Kernel, filepath.Join(keep, "kernels"), resolve)
+	if err != nil {
+		if kernel.IsBadInput(err) {
+			return &Built{Failed: fmt.Sprintf("the build produced no kernel: %v (log: %s)", err, out.Log), BuildLog: out.Log}, nil
+		}
+		return nil, err
+	}
+	b := &Built{Kernel: kept, Image: k.SHA256, Release: k.Release, BuildLog: out.Log, BuildSeconds: out.Duration.Seconds()}
+	config := out.Config
+	if config == "" {
+		config = k.ConfigPath
+	}
+	if config != "" {
+		if info, err := InspectConfig(config); err == nil {
+			b.Compiler, b.Kconfig = info.Compiler, info.ShortHash()
+		}
+	}
+	if log != nil {
+		log.Printf("built %s in %s: %s, image %s, compiler %q, config %s",
+			words.ShortHash(commit), out.Duration.Round(100*time.Millisecond), b.Release, words.ShortHash(b.Image), b.Compiler, b.Kconfig)
+	}
+	return b, nil
 }
 
 // keepKernel copies a built kernel where the next build cannot overwrite it,
