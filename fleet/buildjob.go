@@ -138,7 +138,7 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		return rw.interrupted(ctx, job.JobRow, "build")
 	case errors.Is(err, build.ErrBuildFailed):
 		r.Detail = err.Error()
-		logTail, _ := readBounded(filepath.Join(base, "out", "lpmbisect-build.log"), MaxBuildLog, true)
+		logTail, _ := readBounded(build.LogPath(filepath.Join(base, "out")), MaxBuildLog, true)
 		if res != nil && res.Log != "" {
 			logTail, _ = readBounded(res.Log, MaxBuildLog, true)
 		}

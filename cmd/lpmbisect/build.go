@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -36,7 +35,7 @@ func (r *run) buildTree(c *cli.Context, src string) (*build.Result, error) {
 		return nil, err
 	}
 	o.Src, o.Dir, o.Notes = src, bisect.BuildDirFor(src, r.Build.BuildDir), r.log
-	r.log.Printf("building %s in %s (log: %s)", src, o.Dir, filepath.Join(o.Dir, "lpmbisect-build.log"))
+	r.log.Printf("building %s in %s (log: %s)", src, o.Dir, build.LogPath(o.Dir))
 	res, err := build.Build(c.Context, o)
 	switch {
 	case errors.Is(err, build.ErrBuildFailed):
