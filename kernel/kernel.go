@@ -14,6 +14,12 @@
 // file name, and the SHA-256 of the bzImage is the cache key for everything
 // derived from the kernel.
 //
+// This package is the one judge of kernel inputs: Sniff tells the forms
+// apart by content (Inputs lists those of a directory), BuildImage and
+// BuildVmlinux know a build directory's layout, and Payload finds the code
+// in a bzImage. Other packages ask it rather than read names or magic
+// numbers themselves.
+//
 // # Modules
 //
 // Debian packages ship no modules.dep, so module dependencies are read from
