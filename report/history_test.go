@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/plot/vg"
+
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
-	"gonum.org/v1/plot/vg"
 )
 
 // The synthetic fortnight of the history tests: bpf-next measured under
