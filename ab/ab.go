@@ -30,7 +30,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -89,7 +89,7 @@ type Insight struct {
 // Result is a finished (or interrupted) comparison.
 type Result struct {
 	Report  *compare.Report // nil when no look happened
-	Meta    report.Meta
+	Meta    view.Meta
 	Summary *measure.Summary
 	Sides   []*measure.Side
 	// Results is where the results are: FILE when the run ended as
@@ -148,10 +148,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, err
 	}
 	seed := int64(o.Seed)
-	res.Meta = report.Meta{Seed: &seed, Samples: s.Plan.Samples, Date: start, Command: o.Command,
+	res.Meta = view.Meta{Seed: &seed, Samples: s.Plan.Samples, Date: start, Command: o.Command,
 		ResultsFile: res.Results, FailedBoots: len(res.Summary.Failed)}
 	for i, side := range sides {
-		*[]*report.KernelInfo{&res.Meta.A, &res.Meta.B}[i] = report.KernelInfo{Input: side.Kernel.Input, Release: side.Label, SHA256: side.Kernel.SHA256}
+		*[]*view.KernelInfo{&res.Meta.A, &res.Meta.B}[i] = view.KernelInfo{Input: side.Kernel.Input, Release: side.Label, SHA256: side.Kernel.SHA256}
 	}
 	if len(res.Summary.Accels) > 0 {
 		res.Meta.Accel = res.Summary.Accels[0]

@@ -10,7 +10,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Class is what a bisection step decides about a candidate.
@@ -110,7 +110,7 @@ func (c Comparison) String() string {
 	if c.Verdict == compare.Same {
 		p = "p(same)"
 	}
-	return fmt.Sprintf("%s (%s, %s%s)", c.Verdict, report.FormatDelta(c.DeltaPct), p, report.FormatPRelation(c.PValue()))
+	return fmt.Sprintf("%s (%s, %s%s)", c.Verdict, view.FormatDelta(c.DeltaPct), p, view.FormatPRelation(c.PValue()))
 }
 
 // RowVerdict compares a candidate with both endpoints on one benchmark.

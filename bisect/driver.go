@@ -2,13 +2,13 @@ package bisect
 
 import (
 	"context"
-	"fmt"
 	"log"
 	"os"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/kernel"
+	"github.com/lpmbisect/lpmbisect/view"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -49,7 +49,7 @@ func (bs *Bisection) setEndpoints(ctx context.Context, good, bad Candidate) erro
 		if r.Control {
 			continue
 		}
-		bs.logf("endpoints: %s: good %s → bad %s: %s (%d+%d boots)", r.Benchmark, formatValue(r.A, r.Unit), formatValue(r.B, r.Unit), r.Comparison, r.BootsA, r.BootsB)
+		bs.logf("endpoints: %s: good %s → bad %s: %s (%d+%d boots)", r.Benchmark, view.FormatValue(r.A, r.Unit), view.FormatValue(r.B, r.Unit), r.Comparison, r.BootsA, r.BootsB)
 	}
 	for _, k := range eff.Drift {
 		bs.logf("warning: control %s differs between the endpoints: the harness or host changed too", k)
@@ -135,12 +135,4 @@ func buildCommit(ctx context.Context, s *State, builder build.Builder, src, buil
 	}
 	s.Kernels[commit] = b
 	return b, s.Save()
-}
-
-// formatValue renders a centre in its unit, as compare's tables do.
-func formatValue(v float64, unit string) string {
-	if unit == "sec/op" {
-		return fmt.Sprintf("%.4g ns/op", v*1e9)
-	}
-	return fmt.Sprintf("%.4g %s", v, unit)
 }

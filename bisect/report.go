@@ -15,6 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Report is a finished bisection for people: the culprit, the effect, the
@@ -150,7 +151,7 @@ type Reports struct {
 // and as HTML to the state directory and to each of extraHTML, with the
 // re-check's comparison (measured by b, described by run: accelerator,
 // samples, command) on a page beside each.
-func (r Report) WriteReports(w io.Writer, b *Bench, run report.Meta, extraHTML ...string) (*Reports, error) {
+func (r Report) WriteReports(w io.Writer, b *Bench, run view.Meta, extraHTML ...string) (*Reports, error) {
 	base := strings.TrimSuffix(r.State.Path(), ".json")
 	out := &Reports{Text: base + ".report.txt", HTML: append([]string{base + ".report.html"}, extraHTML...)}
 	recheck, meta, err := b.recheckComparison(r.State, r.Result, run)
@@ -186,7 +187,7 @@ func (r Report) WriteReports(w io.Writer, b *Bench, run report.Meta, extraHTML .
 
 // recheckComparison compares the parent and the culprit from their stored
 // results, as lpmbisect compare would: nil when there was no re-check.
-func (b *Bench) recheckComparison(st *State, res *Result, run report.Meta) (*compare.Report, report.Meta, error) {
+func (b *Bench) recheckComparison(st *State, res *Result, run view.Meta) (*compare.Report, view.Meta, error) {
 	if res.FirstBad == "" || res.Recheck == nil || res.Recheck.SameImage {
 		return nil, run, nil
 	}
@@ -204,8 +205,8 @@ func (b *Bench) recheckComparison(st *State, res *Result, run report.Meta) (*com
 	if err != nil {
 		return nil, run, err
 	}
-	run.A = report.KernelInfo{Input: parent.Input, Release: parent.Label, SHA256: pk.SHA256}
-	run.B = report.KernelInfo{Input: culprit.Input, Release: culprit.Label, SHA256: ck.SHA256}
+	run.A = view.KernelInfo{Input: parent.Input, Release: parent.Label, SHA256: pk.SHA256}
+	run.B = view.KernelInfo{Input: culprit.Input, Release: culprit.Label, SHA256: ck.SHA256}
 	run.Insight = recheckInsight(pk, ck)
 	return rep, run, nil
 }

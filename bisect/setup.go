@@ -15,7 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Setup is what every bisection is made from: how kernels are measured and
@@ -116,7 +116,7 @@ func (s *Setup) WriteReports(w io.Writer, rep Report, command, html string) (*Re
 	if html != "" {
 		extra = append(extra, html)
 	}
-	run := report.Meta{Accel: string(s.Measure.Accel), Samples: s.Measure.Plan.Samples, Command: command, Date: time.Now()}
+	run := view.Meta{Accel: string(s.Measure.Accel), Samples: s.Measure.Plan.Samples, Command: command, Date: time.Now()}
 	files, err := rep.WriteReports(w, s.Bench, run, extra...)
 	if s.Log != nil && files != nil && files.RecheckErr != nil {
 		s.Log.Printf("warning: no comparison report of the re-check: %v", files.RecheckErr)

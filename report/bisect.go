@@ -8,6 +8,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/insight"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Bisection is a finished bisection as this package renders it: package
@@ -73,16 +74,7 @@ type BisectionStep struct {
 }
 
 func bisectionRowLine(r BisectionRow) string {
-	return fmt.Sprintf("%s: %s → %s: %s, %d+%d boots", r.Benchmark, FormatValue(r.A, r.Unit), FormatValue(r.B, r.Unit), r.Comparison, r.BootsA, r.BootsB)
-}
-
-// FormatValue renders a centre in its unit, as the tables do: seconds per
-// operation in ns/op, other units as they are.
-func FormatValue(v float64, unit string) string {
-	if unit == "sec/op" {
-		return fmt.Sprintf("%.4g ns/op", v*1e9)
-	}
-	return fmt.Sprintf("%.4g %s", v, unit)
+	return fmt.Sprintf("%s: %s → %s: %s, %d+%d boots", r.Benchmark, view.FormatValue(r.A, r.Unit), view.FormatValue(r.B, r.Unit), r.Comparison, r.BootsA, r.BootsB)
 }
 
 // WriteBisectionText writes a bisection report as plain text.
@@ -113,7 +105,7 @@ func WriteBisectionText(w io.Writer, r Bisection) error {
 	}
 	fmt.Fprintf(&b, "confidence: ≥ %.3f that no step's verdict was wrong (1 − Σ p over %d steps' claims)", r.Confidence, len(r.Steps))
 	if r.RecheckP >= 0 {
-		fmt.Fprintf(&b, "; culprit against its parent p%s", FormatPRelation(r.RecheckP))
+		fmt.Fprintf(&b, "; culprit against its parent p%s", view.FormatPRelation(r.RecheckP))
 	}
 	b.WriteString("\n")
 	skipped := 0
@@ -133,20 +125,10 @@ func WriteBisectionText(w io.Writer, r Bisection) error {
 	return err
 }
 
-// FormatPRelation formats a p-value with its relation: "=0.029" or
-// "<0.001".
-func FormatPRelation(p float64) string {
-	s := FormatP(p)
-	if strings.HasPrefix(s, "<") {
-		return s
-	}
-	return "=" + s
-}
-
 var bisectionHTML = template.Must(template.New("bisection").Funcs(template.FuncMap{
-	"value": FormatValue,
-	"delta": FormatDelta,
-	"p":     FormatP,
+	"value": view.FormatValue,
+	"delta": view.FormatDelta,
+	"p":     view.FormatP,
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>lpmbisect: {{.Culprit}}</title>

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // InstructionsExplanation says in plain words what instruction-count results
@@ -47,9 +48,9 @@ func Headline(r compare.Row) string {
 		dir = " (better)"
 	}
 	if r.Rule == compare.RuleDeterministic {
-		return fmt.Sprintf("%s: %s %s%s, %v (deterministic rule, jitter bound ±%s), %s", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, pct(r.Bound), BootsLabel(r))
+		return fmt.Sprintf("%s: %s %s%s, %v (deterministic rule, jitter bound ±%s), %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, pct(r.Bound), BootsLabel(r))
 	}
-	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %s", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, FormatP(r.P), BootsLabel(r))
+	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, view.FormatP(r.P), BootsLabel(r))
 }
 
 // BootsLabel counts the row's units for reports: "6+6 boots", or in a
@@ -154,11 +155,11 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	}
 	if r.FloorHides { // more boots do not lift a withheld SAME while the change stays
 		return fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at %s: SAME is withheld while the change is significant, DIFFERENT needs more than ±%s %s",
-			pct(eff), FormatDelta(r.DeltaPct), BootsLabel(r), pct(eff), spreadHint)
+			pct(eff), view.FormatDelta(r.DeltaPct), BootsLabel(r), pct(eff), spreadHint)
 	}
 	claim := fmt.Sprintf("showing B within ±%s of A (SAME)", pct(eff))
 	if r.NeedFor == compare.Different {
-		claim = fmt.Sprintf("confirming the %s change (DIFFERENT)", FormatDelta(r.DeltaPct))
+		claim = fmt.Sprintf("confirming the %s change (DIFFERENT)", view.FormatDelta(r.DeltaPct))
 	}
 	var need string
 	switch {
@@ -178,7 +179,7 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	}
 	if floorTooClose(rep, r) {
 		need = fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at the %d %s allowed: %s %s",
-			pct(eff), FormatDelta(r.DeltaPct), rep.Look.MaxBoots, compare.Units(r.Paired), need, spreadHint)
+			pct(eff), view.FormatDelta(r.DeltaPct), rep.Look.MaxBoots, compare.Units(r.Paired), need, spreadHint)
 	}
 	return need
 }

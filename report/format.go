@@ -5,29 +5,6 @@ import (
 	"math"
 )
 
-// FormatDelta formats a change in percent with its sign and three
-// significant digits at most: "-21.7%", "+0.31%", "+0.03%".
-func FormatDelta(pct float64) string {
-	a := math.Abs(pct)
-	switch {
-	case math.IsNaN(pct):
-		return "?"
-	case a >= 10:
-		return fmt.Sprintf("%+.1f%%", pct)
-	case a >= 0.01 || a == 0:
-		return fmt.Sprintf("%+.2f%%", pct)
-	}
-	return fmt.Sprintf("%+.1e%%", pct)
-}
-
-// FormatP formats a p-value with three decimals, or "<0.001".
-func FormatP(p float64) string {
-	if p < 0.001 {
-		return "<0.001"
-	}
-	return fmt.Sprintf("%.3f", p)
-}
-
 // FormatPct formats a percentage with more digits the smaller it is, so that
 // the 0.03 % spread of instruction counts does not print as 0 %.
 func FormatPct(v float64) string {

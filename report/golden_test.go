@@ -17,6 +17,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/view"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/workloads"
 )
@@ -109,7 +110,7 @@ func firstDifference(got, want string) string {
 // lines.
 func goldenCases(t *testing.T) []goldenCase {
 	var cases []goldenCase
-	comparison := func(name string, rep func(t *testing.T) *compare.Report, meta Meta, formats ...Format) {
+	comparison := func(name string, rep func(t *testing.T) *compare.Report, meta view.Meta, formats ...Format) {
 		for _, f := range formats {
 			cases = append(cases, goldenCase{name + "." + goldenExt(f), func(t *testing.T, w io.Writer) error { return Write(w, f, rep(t), meta) }})
 		}
@@ -119,8 +120,8 @@ func goldenCases(t *testing.T) []goldenCase {
 	full.ResultsFile, full.FailedBoots, full.Host = "results.txt", 1, "bench-1 (Intel(R) Xeon(R) Gold 6230, 2 CPUs)"
 	full.Insight = insightDiff()
 	comparison("compare-icount", icountReport, full, all...)
-	comparison("compare-bare", icountReport, Meta{}, all...)
-	comparison("compare-failon-change", icountReport, Meta{FailOn: compare.FailOnChange}, FormatText)
+	comparison("compare-bare", icountReport, view.Meta{}, all...)
+	comparison("compare-failon-change", icountReport, view.Meta{FailOn: compare.FailOnChange}, FormatText)
 	comparison("compare-paired", pairedReport, pairedMeta, all...)
 	comparison("compare-paired-incomplete", func(t *testing.T) *compare.Report {
 		return build(t, pairedText(8, pairedInput, "B5"), compare.Options{})
@@ -139,7 +140,7 @@ func goldenCases(t *testing.T) []goldenCase {
 			return build(t, resultsText("insn/op", append(benches, noop)), compare.Options{})
 		}, testMeta, FormatText, FormatMarkdown, FormatJSON)
 	}
-	comparison("compare-floors", func(*testing.T) *compare.Report { return floorsReport() }, Meta{}, FormatText, FormatMarkdown, FormatJSON)
+	comparison("compare-floors", func(*testing.T) *compare.Report { return floorsReport() }, view.Meta{}, FormatText, FormatMarkdown, FormatJSON)
 
 	historyCase := func(name string, h func() History) {
 		for _, f := range all {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // History is what the history renderers show (WriteHistoryText, …): every
@@ -337,7 +338,7 @@ func changeDirection(cp history.ChangePoint) string {
 // so at the end. series may be empty (a report of one series).
 func ChangePointHeadline(series string, cp history.ChangePoint) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s %s (%s)", cp.Benchmark, FormatDelta(cp.DeltaPct), unitName(cp.Unit), changeDirection(cp))
+	fmt.Fprintf(&b, "%s: %s %s (%s)", cp.Benchmark, view.FormatDelta(cp.DeltaPct), unitName(cp.Unit), changeDirection(cp))
 	if cp.Line == history.LineHost {
 		b.WriteString(" on the reference: host or harness changed")
 	}
@@ -411,7 +412,7 @@ func bisectLine(cp history.ChangePoint) string {
 // plotLabel is bisectLine for a plot's change-point mark: short, with the
 // change first.
 func plotLabel(cp history.ChangePoint) string {
-	s := FormatDelta(cp.DeltaPct) + ": "
+	s := view.FormatDelta(cp.DeltaPct) + ": "
 	switch {
 	case cp.Line == history.LineHost:
 		s += "host or harness changed"
@@ -432,7 +433,7 @@ func formatVerdict(c *history.Comparison, bench, unit string) string {
 	if c == nil {
 		return "–"
 	}
-	s := FormatDelta(c.DeltaPct) + " " + c.Verdict.String()
+	s := view.FormatDelta(c.DeltaPct) + " " + c.Verdict.String()
 	if c.Verdict == compare.Different {
 		if compare.IsControl(bench, nil) {
 			s += " (control moved)"
@@ -448,7 +449,7 @@ func formatEstimate(e history.Estimate, unit string) string {
 	if math.IsNaN(e.Center) || e.Boots == 0 && e.Center == 0 {
 		return "–"
 	}
-	return FormatValue(e.Center, unit)
+	return view.FormatValue(e.Center, unit)
 }
 
 // vsReference formats the tip against the reference: the night's verdict
@@ -458,7 +459,7 @@ func vsReference(r history.NightRow) string {
 		return formatVerdict(r.VsReference, r.Benchmark, r.Unit)
 	}
 	if r.Ratio > 0 && !math.IsInf(r.Ratio, 0) {
-		return FormatDelta(100 * (r.Ratio - 1))
+		return view.FormatDelta(100 * (r.Ratio - 1))
 	}
 	return "–"
 }

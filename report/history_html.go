@@ -9,6 +9,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // WriteHistoryHTML writes the history as one self-contained HTML page (no
@@ -31,7 +32,7 @@ func WriteHistoryHTML(w io.Writer, h History) error {
 				class += " worse"
 			}
 			sp.Changes = append(sp.Changes, historyChange{ID: cp.ID, Class: class, Headline: ChangePointHeadline("", cp),
-				Status: string(cp.Status), Detail: fmt.Sprintf("%s line, p%s, %s", lineName(cp.Line), FormatPRelation(cp.P), v.changeRange(cp)),
+				Status: string(cp.Status), Detail: fmt.Sprintf("%s line, p%s, %s", lineName(cp.Line), view.FormatPRelation(cp.P), v.changeRange(cp)),
 				Bisect: bisectLine(cp)})
 		}
 		for _, t := range v.trends {
@@ -96,7 +97,7 @@ func (v *seriesView) trendCaption(t MetricTrend) string {
 			continue
 		}
 		return fmt.Sprintf("%s; last measured %s: tip %s, reference %s: %s", s, p.Night.Date,
-			FormatValue(p.Row.Tip.Center, t.Unit), formatEstimate(p.Row.Reference, t.Unit), vsReference(p.Row))
+			view.FormatValue(p.Row.Tip.Center, t.Unit), formatEstimate(p.Row.Reference, t.Unit), vsReference(p.Row))
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // WriteHistoryText writes the history for a terminal. Per series: where its
@@ -38,7 +39,7 @@ func (v *seriesView) writeNightsText(w io.Writer) {
 	for _, n := range v.nights {
 		heads = append(heads, v.nightCells(n))
 		for _, r := range v.rows[n.Date] {
-			benches = append(benches, []string{r.Benchmark, FormatValue(r.Tip.Center, r.Unit),
+			benches = append(benches, []string{r.Benchmark, view.FormatValue(r.Tip.Center, r.Unit),
 				"ref " + strings.TrimSuffix(formatEstimate(r.Reference, r.Unit), " "+unitName(r.Unit)), "vs ref " + vsReference(r),
 				"vs previous " + formatVerdict(r.VsPrevious, r.Benchmark, r.Unit)})
 		}
@@ -66,7 +67,7 @@ func (v *seriesView) writeChangesText(w io.Writer) {
 	for _, cp := range v.changes {
 		id := fmt.Sprintf("#%d", cp.ID)
 		fmt.Fprintf(w, "  %-4s %s [%s]\n", id, ChangePointHeadline("", cp), cp.Status)
-		fmt.Fprintf(w, "       %s line, p%s, %s\n", lineName(cp.Line), FormatPRelation(cp.P), v.changeRange(cp))
+		fmt.Fprintf(w, "       %s line, p%s, %s\n", lineName(cp.Line), view.FormatPRelation(cp.P), v.changeRange(cp))
 		fmt.Fprintf(w, "       %s\n", bisectLine(cp))
 	}
 }
@@ -109,7 +110,7 @@ func WriteHistoryMarkdown(w io.Writer, h History) error {
 						first = "| | | | |"
 					}
 					fmt.Fprintf(bw, "%s `%s` | %s | %s | %s | %s |\n", first, mdCode(r.Benchmark),
-						mdEscape(FormatValue(r.Tip.Center, r.Unit)), mdEscape(formatEstimate(r.Reference, r.Unit)),
+						mdEscape(view.FormatValue(r.Tip.Center, r.Unit)), mdEscape(formatEstimate(r.Reference, r.Unit)),
 						mdEscape(vsReference(r)), mdEscape(formatVerdict(r.VsPrevious, r.Benchmark, r.Unit)))
 				}
 				if len(notes) > 0 {
@@ -127,7 +128,7 @@ func WriteHistoryMarkdown(w io.Writer, h History) error {
 				}
 				fmt.Fprintf(bw, "| %d | %s | `%s` %s | %s | %s %s | %s | %s | %s | %s |\n",
 					cp.ID, cp.Night, mdCode(cp.Benchmark), mdEscape(unitName(cp.Unit)), cp.Line,
-					FormatDelta(cp.DeltaPct), "("+changeDirection(cp)+")", mdEscape(FormatP(cp.P)),
+					view.FormatDelta(cp.DeltaPct), "("+changeDirection(cp)+")", mdEscape(view.FormatP(cp.P)),
 					mdEscape(v.changeRange(cp)), mdEscape(status), mdEscape(bisectLine(cp)))
 			}
 		}

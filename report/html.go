@@ -11,11 +11,12 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // WriteHTMLFile writes the HTML report to path, atomically: a reader
 // never sees part of it, and a failed write leaves nothing behind.
-func WriteHTMLFile(path string, rep *compare.Report, meta Meta) error {
+func WriteHTMLFile(path string, rep *compare.Report, meta view.Meta) error {
 	return cachefile.WriteAtomic(path, func(w io.Writer) error { return WriteHTML(w, rep, meta) })
 }
 
@@ -25,7 +26,7 @@ func WriteHTMLFile(path string, rep *compare.Report, meta Meta) error {
 // paired report counts pairs in the table and the captions, states
 // PairedExplanation under the table and joins the two boots of each
 // pair in the plots.
-func WriteHTML(w io.Writer, rep *compare.Report, meta Meta) error {
+func WriteHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	page := htmlPage{
 		Title:     fmt.Sprintf("lpmbisect compare: %s vs %s", rep.A.Label(), rep.B.Label()),
 		Outcome:   outcomeLine(rep, meta.FailOn),

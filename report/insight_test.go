@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/insight"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // insightDiff is the Debian 6.1 → 6.12 block as Compare builds it from
@@ -177,10 +178,10 @@ func TestInsightInEveryFormat(t *testing.T) {
 	rep := icountReport(t)
 	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON, FormatHTML} {
 		var with, without bytes.Buffer
-		if err := Write(&with, f, rep, Meta{Insight: insightDiff()}); err != nil {
+		if err := Write(&with, f, rep, view.Meta{Insight: insightDiff()}); err != nil {
 			t.Fatalf("Write(%s, insight) = %v", f, err)
 		}
-		if err := Write(&without, f, rep, Meta{}); err != nil {
+		if err := Write(&without, f, rep, view.Meta{}); err != nil {
 			t.Fatalf("Write(%s) = %v", f, err)
 		}
 		line := "trie_lookup_elem no longer calls longest_prefix_match.isra.0"
@@ -201,7 +202,7 @@ func TestInsightInEveryFormat(t *testing.T) {
 	}
 	var doc Document
 	var b bytes.Buffer
-	WriteJSON(&b, rep, Meta{Insight: insightDiff()})
+	WriteJSON(&b, rep, view.Meta{Insight: insightDiff()})
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || doc.Insight == nil || len(doc.Insight.CallLines) != 1 {
 		t.Errorf("WriteJSON(insight) = insight %+v, %v; want the block with one call line", doc.Insight, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Document is the JSON form of a report. It is flat and self-describing so
@@ -49,7 +50,7 @@ type Document struct {
 
 	A    SideLabel `json:"a"`
 	B    SideLabel `json:"b"`
-	Meta Meta      `json:"meta"`
+	Meta view.Meta `json:"meta"`
 	Rows []Row     `json:"rows"`
 	// Insight is the insight block (Meta.Insight); absent when off.
 	Insight *InsightDocument `json:"insight,omitempty"`
@@ -150,7 +151,7 @@ func finite(v float64) *float64 {
 }
 
 // NewDocument converts a report to its JSON form.
-func NewDocument(rep *compare.Report, meta Meta) Document {
+func NewDocument(rep *compare.Report, meta view.Meta) Document {
 	d := Document{
 		Outcome:          rep.Outcome(meta.FailOn).String(),
 		FailOn:           meta.FailOn.String(),
@@ -226,7 +227,7 @@ func nonNil[T any](s []T) []T {
 }
 
 // WriteJSON writes the report as one indented JSON document (Document).
-func WriteJSON(w io.Writer, rep *compare.Report, meta Meta) error {
+func WriteJSON(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(NewDocument(rep, meta)); err != nil {

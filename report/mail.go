@@ -13,6 +13,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/shellquote"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Mail is what a change-point mail says (WriteChangePointMail): the new
@@ -132,7 +133,7 @@ func MailSubject(m Mail) string {
 	case cp.BeforeCommit == "" && cp.AfterCommit == "":
 		where = "night " + cp.Night
 	}
-	s := fmt.Sprintf("[lpmbisect] %s: %s: %s %s %s %s", m.Series.Name, where, cp.Benchmark, FormatDelta(cp.DeltaPct), unitName(cp.Unit), changeWord(cp))
+	s := fmt.Sprintf("[lpmbisect] %s: %s: %s %s %s %s", m.Series.Name, where, cp.Benchmark, view.FormatDelta(cp.DeltaPct), unitName(cp.Unit), changeWord(cp))
 	if len(m.Changes) > 1 {
 		s += fmt.Sprintf(" and %d more", len(m.Changes)-1)
 	}
@@ -163,12 +164,12 @@ func WriteChangePointMail(w io.Writer, m Mail) error {
 	// What happened, in a sentence.
 	s := m.Series
 	what := fmt.Sprintf("lpmbisect nightly found a %s %s of %s (%s) in %s (%s) between the nights of %s and %s.",
-		FormatDelta(lead.DeltaPct), changeWord(lead), "`"+mdCode(lead.Benchmark)+"`", unitName(lead.Unit), mdEscape(s.Name),
+		view.FormatDelta(lead.DeltaPct), changeWord(lead), "`"+mdCode(lead.Benchmark)+"`", unitName(lead.Unit), mdEscape(s.Name),
 		mdEscape(seriesSource(history.Series{Kind: s.Kind, Source: s.Source, Branch: s.Branch})), cmp.Or(lead.BeforeNight, "?"), lead.Night)
 	if lead.Line == history.LineHost {
 		what = fmt.Sprintf("lpmbisect nightly found that the reference kernel of %s moved by %s in %s (%s) between the nights of %s and %s. "+
 			"The reference did not change, so the host, QEMU or the harness did: no kernel commit is blamed.",
-			mdEscape(s.Name), FormatDelta(lead.DeltaPct), "`"+mdCode(lead.Benchmark)+"`", unitName(lead.Unit), cmp.Or(lead.BeforeNight, "?"), lead.Night)
+			mdEscape(s.Name), view.FormatDelta(lead.DeltaPct), "`"+mdCode(lead.Benchmark)+"`", unitName(lead.Unit), cmp.Or(lead.BeforeNight, "?"), lead.Night)
 	}
 	fmt.Fprintln(bw, wrap(what, 78, ""))
 	if n := len(m.Changes) - 1; n > 0 {
@@ -361,7 +362,7 @@ func writeMailTable(w io.Writer, m Mail) {
 			if !ok || math.IsNaN(r.Tip.Center) {
 				return "–"
 			}
-			s := FormatValue(r.Tip.Center, met.Unit)
+			s := view.FormatValue(r.Tip.Center, met.Unit)
 			if ci := intervalPct(r.Tip); ci != "" {
 				s += " ±" + ci
 			}
@@ -370,7 +371,7 @@ func writeMailTable(w io.Writer, m Mail) {
 		change, verdict := "–", "–"
 		switch {
 		case okA && a.VsPrevious != nil:
-			change = FormatDelta(a.VsPrevious.DeltaPct)
+			change = view.FormatDelta(a.VsPrevious.DeltaPct)
 			verdict = a.VsPrevious.Verdict.String()
 			if a.VsPrevious.Verdict == compare.Different {
 				verdict = "**" + verdict + "**"
@@ -380,14 +381,14 @@ func writeMailTable(w io.Writer, m Mail) {
 					verdict += " (" + direction(met.Unit, a.VsPrevious.DeltaPct) + ")"
 				}
 			}
-			verdict += ", p=" + FormatP(a.VsPrevious.P)
+			verdict += ", p=" + view.FormatP(a.VsPrevious.P)
 		case okA && okB && b.Tip.Center != 0:
-			change = FormatDelta(100 * (a.Tip.Center/b.Tip.Center - 1))
+			change = view.FormatDelta(100 * (a.Tip.Center/b.Tip.Center - 1))
 		}
 		ref := "–"
 		if okA && okB && b.Reference.Center > 0 {
 			ref = fmt.Sprintf("%s → %s (%s)", bareValue(b.Reference, met.Unit), formatEstimate(a.Reference, met.Unit),
-				FormatDelta(100*(a.Reference.Center/b.Reference.Center-1)))
+				view.FormatDelta(100*(a.Reference.Center/b.Reference.Center-1)))
 		}
 		name := "`" + mdCode(met.Benchmark) + "`"
 		if compare.IsControl(met.Benchmark, nil) {

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // pairedBench is one benchmark of a paired run: its value on A at a quiet
@@ -95,7 +96,7 @@ func pairedReport(t *testing.T) *compare.Report {
 	return build(t, pairedText(8, pairedInput), opts)
 }
 
-var pairedMeta = func() Meta {
+var pairedMeta = func() view.Meta {
 	m := testMeta
 	m.Accel = "tcg"
 	m.Command = "lpmbisect compare --accel tcg --bench lookup,controls,update a.deb b.deb"
@@ -338,7 +339,7 @@ func TestAbsChangePaired(t *testing.T) {
 	if !noop.Control || noop.Verdict != compare.Different {
 		t.Fatalf("noop ×1.015, paired: control %v, verdict %v; want a DIFFERENT control", noop.Control, noop.Verdict)
 	}
-	want := fmt.Sprintf("LPMTrie/op=noop %s sec/op (%s, p=", FormatDelta(noop.DeltaPct), absChange(noop))
+	want := fmt.Sprintf("LPMTrie/op=noop %s sec/op (%s, p=", view.FormatDelta(noop.DeltaPct), absChange(noop))
 	if ws := strings.Join(warnings(rep), "\n"); !strings.Contains(ws, want) {
 		t.Errorf("warnings(paired, noop ×1.015) lack %q:\n%s", want, ws)
 	}

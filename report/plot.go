@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Colours of the sides, told apart by shape too (circles for A, triangles
@@ -218,7 +219,7 @@ func plotSubtitle(row compare.Row) string {
 		}
 		return s
 	}
-	return fmt.Sprintf("%v: %s, p=%s, %s", row.Verdict, FormatDelta(row.DeltaPct), FormatP(row.P), BootsLabel(row))
+	return fmt.Sprintf("%v: %s, p=%s, %s", row.Verdict, view.FormatDelta(row.DeltaPct), view.FormatP(row.P), BootsLabel(row))
 }
 
 // displayUnit returns the Y axis label and the factor from the row's values:

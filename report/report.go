@@ -28,9 +28,11 @@
 // from package compare, as data. Everything that puts them into words is
 // here, once for every format: the table (WriteTable), the headlines
 // (Headline, BootsLabel), the verdict rule (VerdictRule), the explanations
-// (InstructionsExplanation, PairedExplanation) and the number formats
-// (FormatDelta, FormatP, FormatPct). Meta carries what compare cannot know;
-// the caller fills it.
+// (InstructionsExplanation, PairedExplanation) and the formats of
+// percentages (FormatPct); the formats of changes, p-values and centres,
+// which the domain packages' own logs print too, are package view's
+// (view.FormatDelta, view.FormatP, view.FormatValue). view.Meta carries what
+// compare cannot know; the caller fills it.
 package report
 
 import (
@@ -43,52 +45,8 @@ import (
 	"golang.org/x/perf/benchunit"
 
 	"github.com/lpmbisect/lpmbisect/compare"
-	"github.com/lpmbisect/lpmbisect/insight"
+	"github.com/lpmbisect/lpmbisect/view"
 )
-
-// Meta describes the run behind a comparison. Zero fields are left out of
-// reports.
-type Meta struct {
-	// A and B are the kernels compared.
-	A KernelInfo `json:"a,omitzero"`
-	B KernelInfo `json:"b,omitzero"`
-	// Accel is the accelerator the boots ran under: "kvm", "tcg" or
-	// "tcg-icount" (the value of the results' accel key).
-	Accel string `json:"accel,omitempty"`
-	// Seed is the seed of the randomized order of A and B boots; nil if the
-	// order was not randomized.
-	Seed *int64 `json:"seed,omitempty"`
-	// Samples is the number of samples per benchmark per boot.
-	Samples int `json:"samples,omitempty"`
-	// FailOn is the --fail-on rule the outcome is reported for.
-	FailOn compare.FailOn `json:"-"`
-	// Command is the command line that produced the results.
-	Command string `json:"command,omitempty"`
-	// Date is when the run started.
-	Date time.Time `json:"date,omitzero"`
-	// ResultsFile is the raw benchfmt file that plain benchstat reads.
-	ResultsFile string `json:"results_file,omitempty"`
-	// FailedBoots counts boots that did not complete (panic, stall,
-	// timeout) and so are not in the statistics.
-	FailedBoots int `json:"failed_boots,omitempty"`
-	// Host describes the machine (CPU model, cores), if known.
-	Host string `json:"host,omitempty"`
-	// Insight is the block that says why it changed (symbol sizes, the
-	// calls of the functions of interest, the benchmark programs, call
-	// counts), rendered after the table by every format; nil leaves it
-	// out. JSON carries it as Document.Insight.
-	Insight *insight.Diff `json:"-"`
-}
-
-// KernelInfo describes one side's kernel.
-type KernelInfo struct {
-	// Input is what the user passed: a bzImage, .deb or build directory.
-	Input string `json:"input,omitempty"`
-	// Release is the kernel release (uname -r), the label in results.
-	Release string `json:"release,omitempty"`
-	// SHA256 is the hex digest of the kernel image.
-	SHA256 string `json:"sha256,omitempty"`
-}
 
 // Format is an output format of Write.
 type Format string
@@ -112,7 +70,7 @@ func ParseFormat(s string) (Format, error) {
 }
 
 // Write renders rep in format f.
-func Write(w io.Writer, f Format, rep *compare.Report, meta Meta) error {
+func Write(w io.Writer, f Format, rep *compare.Report, meta view.Meta) error {
 	switch f {
 	case FormatText:
 		return WriteText(w, rep, meta)
@@ -224,7 +182,7 @@ func warnings(rep *compare.Report) []string {
 	var out []string
 	var moved []string
 	for _, r := range rep.Moved() {
-		move := fmt.Sprintf("%s %s %s (%s, p=%s)", r.Benchmark, FormatDelta(r.DeltaPct), r.Unit, absChange(r), FormatP(r.P))
+		move := fmt.Sprintf("%s %s %s (%s, p=%s)", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, absChange(r), view.FormatP(r.P))
 		if r.Drift {
 			out = append(out, "ENVIRONMENT DRIFT: control "+move+" moved enough to explain a minimum-effect change of a benchmark. "+
 				"The host, QEMU or the harness changed between the sides; no benchmark's change is attributed to the kernel. Re-run, ideally on a quieter host.")
@@ -318,7 +276,7 @@ func joinInts(vs []int) string {
 
 // kernelLine describes a side's kernel: "6.1.0-57-cloud-amd64, image
 // sha256 fe69a84e207e, from linux-image-….deb".
-func kernelLine(side compare.SideInfo, k KernelInfo) string {
+func kernelLine(side compare.SideInfo, k view.KernelInfo) string {
 	s := side.Kernel
 	if s == "" {
 		s = k.Release
@@ -340,7 +298,7 @@ func short(sha string) string {
 }
 
 // runLines lists the run's parameters as label, value pairs.
-func runLines(rep *compare.Report, meta Meta) [][2]string {
+func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 	var out [][2]string
 	add := func(k, v string) {
 		if v != "" {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // benchBoots is the per-boot medians of one benchmark on one side; each boot
@@ -100,9 +101,9 @@ func build(t *testing.T, text string, opts compare.Options) *compare.Report {
 
 var seed = int64(1733)
 
-var testMeta = Meta{
-	A:       KernelInfo{Input: "linux-image-6.1.0-57-cloud-amd64-unsigned_6.1.192-3_amd64.deb", Release: "6.1.0-57-cloud-amd64", SHA256: "fe69a84e207e8d2c"},
-	B:       KernelInfo{Input: "linux-image-6.12.117+deb12-cloud-amd64-unsigned_6.12.117-1~deb12u1_amd64.deb", Release: "6.12.117+deb12-cloud-amd64", SHA256: "391d229a7c64aa01"},
+var testMeta = view.Meta{
+	A:       view.KernelInfo{Input: "linux-image-6.1.0-57-cloud-amd64-unsigned_6.1.192-3_amd64.deb", Release: "6.1.0-57-cloud-amd64", SHA256: "fe69a84e207e8d2c"},
+	B:       view.KernelInfo{Input: "linux-image-6.12.117+deb12-cloud-amd64-unsigned_6.12.117-1~deb12u1_amd64.deb", Release: "6.12.117+deb12-cloud-amd64", SHA256: "391d229a7c64aa01"},
 	Accel:   "tcg-icount",
 	Seed:    &seed,
 	Samples: 3,
@@ -214,7 +215,7 @@ func TestWriteJSONInfinity(t *testing.T) {
 	short := []benchBoots{{"LPMTrie/op=lookup", []float64{1, 2, 3}, []float64{1, 2, 3}}}
 	rep := build(t, resultsText("insn/op", short), compare.Options{})
 	var b bytes.Buffer
-	if err := WriteJSON(&b, rep, Meta{}); err != nil {
+	if err := WriteJSON(&b, rep, view.Meta{}); err != nil {
 		t.Fatalf("WriteJSON(3+3 boots) = %v; want no error", err)
 	}
 	var doc struct {
@@ -259,7 +260,7 @@ func TestWriteHTMLEscapes(t *testing.T) {
 	text := strings.ReplaceAll(resultsText("insn/op", icountInput[:1]), "6.1.0-57-cloud-amd64", "<script>alert(1)</script>")
 	rep := build(t, text, compare.Options{})
 	var b bytes.Buffer
-	if err := WriteHTML(&b, rep, Meta{Command: `x "<b>"`}); err != nil {
+	if err := WriteHTML(&b, rep, view.Meta{Command: `x "<b>"`}); err != nil {
 		t.Fatalf("WriteHTML() = %v", err)
 	}
 	if strings.Contains(b.String(), "<script>") || strings.Contains(b.String(), "<b>") {
@@ -312,7 +313,7 @@ func TestParseFormat(t *testing.T) {
 	if _, err := ParseFormat("csv"); err == nil {
 		t.Errorf("ParseFormat(\"csv\") = nil error; want an error")
 	}
-	if err := Write(&bytes.Buffer{}, "csv", icountReport(t), Meta{}); err == nil {
+	if err := Write(&bytes.Buffer{}, "csv", icountReport(t), view.Meta{}); err == nil {
 		t.Errorf("Write(csv) = nil error; want an error")
 	}
 }
@@ -361,7 +362,7 @@ func TestControlWarnings(t *testing.T) {
 		}
 		rep := build(t, resultsText("insn/op", append(benches, noop)), compare.Options{})
 		var b bytes.Buffer
-		if err := WriteText(&b, rep, Meta{}); err != nil {
+		if err := WriteText(&b, rep, view.Meta{}); err != nil {
 			t.Fatal(err)
 		}
 		text := strings.Join(strings.Fields(b.String()), " ") // undo the wrapping

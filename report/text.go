@@ -10,12 +10,13 @@ import (
 	"golang.org/x/perf/benchunit"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // WriteText writes the report for a terminal: the outcome, the headlines,
 // the warnings, the benchstat-like table (WriteTable) and the run's
 // parameters.
-func WriteText(w io.Writer, rep *compare.Report, meta Meta) error {
+func WriteText(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "lpmbisect compare %s vs %s\n%s\n", rep.A.Label(), rep.B.Label(), outcomeLine(rep, meta.FailOn))
 	if hs := headlines(rep); len(hs) > 0 {
@@ -79,7 +80,7 @@ func wrap(s string, width int, prefix string) string {
 // quotes, one table for all rows and the run's parameters. A paired report
 // counts complete pairs in the table and states PairedExplanation under
 // it.
-func WriteMarkdown(w io.Writer, rep *compare.Report, meta Meta) error {
+func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "### lpmbisect compare: %s vs %s\n\n", mdEscape(rep.A.Label()), mdEscape(rep.B.Label()))
 	fmt.Fprintf(bw, "**%s**\n", mdEscape(outcomeLine(rep, meta.FailOn)))
@@ -202,8 +203,8 @@ func cells(r compare.Row) rowCells {
 	c.a, c.aCentre, c.aSpread = side(r.A)
 	c.b, c.bCentre, c.bSpread = side(r.B)
 	if r.Compared() {
-		c.delta = FormatDelta(r.DeltaPct)
-		c.p = FormatP(r.P)
+		c.delta = view.FormatDelta(r.DeltaPct)
+		c.p = view.FormatP(r.P)
 	}
 	return c
 }

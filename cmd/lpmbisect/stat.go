@@ -10,6 +10,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 func statCommand(r *run) *cli.Command {
@@ -46,7 +47,7 @@ func statCommand(r *run) *cli.Command {
 
 // writeReports writes the report in format to standard output and, with
 // --html, the HTML report to its file.
-func (r *run) writeReports(c *cli.Context, format report.Format, rep *compare.Report, meta report.Meta) error {
+func (r *run) writeReports(c *cli.Context, format report.Format, rep *compare.Report, meta view.Meta) error {
 	if err := report.Write(c.App.Writer, format, rep, meta); err != nil || r.html == "" {
 		return err
 	}
