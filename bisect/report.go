@@ -1,20 +1,17 @@
 package bisect
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/insight"
-	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
-	"github.com/lpmbisect/lpmbisect/report"
 	"github.com/lpmbisect/lpmbisect/view"
 )
 
@@ -81,10 +78,11 @@ func (r Report) Outcome() error {
 }
 
 // View is the report as package report renders it; recheckHTML names the
-// page of the re-check's comparison ("" for none).
-func (r Report) View(recheckHTML string) report.Bisection {
+// page of the re-check's comparison ("" for none, RecheckPage for the
+// page beside an HTML report).
+func (r Report) View(recheckHTML string) view.Bisection {
 	s, res := r.State, r.Result
-	v := report.Bisection{
+	v := view.Bisection{
 		Culprit: r.Culprit(), Verdict: r.Verdict(), Confidence: res.Confidence, RecheckP: -1,
 		Measured: res.Measured, Images: s.Kind == KindImages, StatePath: s.Path(), LogPath: s.LogPath(),
 		RecheckHTML: recheckHTML,
@@ -120,14 +118,14 @@ func (r Report) View(recheckHTML string) report.Bisection {
 		if st.Commit != "" {
 			what = words.ShortHash(st.Commit) + " " + st.Subject
 		}
-		v.Steps = append(v.Steps, report.BisectionStep{N: st.N, What: what, Image: words.ShortHash(st.Image), Boots: st.Verdict.Boots,
+		v.Steps = append(v.Steps, view.BisectionStep{N: st.N, What: what, Image: words.ShortHash(st.Image), Boots: st.Verdict.Boots,
 			Class: st.Verdict.Class.String(), Reason: st.Verdict.Reason, LogLine: FormatStep(st)})
 	}
 	return v
 }
 
-func viewRow(r EffectRow) report.BisectionRow {
-	return report.BisectionRow{Benchmark: r.Benchmark, Unit: r.Unit, A: r.A, B: r.B, DeltaPct: r.DeltaPct, Verdict: r.Verdict,
+func viewRow(r EffectRow) view.BisectionRow {
+	return view.BisectionRow{Benchmark: r.Benchmark, Unit: r.Unit, A: r.A, B: r.B, DeltaPct: r.DeltaPct, Verdict: r.Verdict,
 		P: r.PValue(), BootsA: r.BootsA, BootsB: r.BootsB, Comparison: r.Comparison.String()}
 }
 
@@ -136,58 +134,38 @@ func isSignal(e *Effect, k RowKey) bool {
 }
 
 // Reports are the finished bisection's report files, all in the state
-// directory: <state>.report.txt, <state>.report.html and, beside every
-// HTML page, <page>.recheck.html with compare's report of the parent
-// against the culprit.
+// directory but for HTML pages asked for elsewhere: <state>.report.txt,
+// <state>.report.html and, beside every HTML page, RecheckPage with
+// compare's report of the parent against the culprit. The caller renders
+// them (package report) and writes them.
 type Reports struct {
 	Text string   // the text report's file
-	HTML []string // the HTML pages written
-	// RecheckErr says why there is no comparison report of the re-check
-	// (nil when there is one, or no re-check).
-	RecheckErr error
+	HTML []string // the HTML pages: the state directory's, then extraHTML
 }
 
-// WriteReports writes the report as text to w and to the state directory,
-// and as HTML to the state directory and to each of extraHTML, with the
-// re-check's comparison (measured by b, described by run: accelerator,
-// samples, command) on a page beside each.
-func (r Report) WriteReports(w io.Writer, b *Bench, run view.Meta, extraHTML ...string) (*Reports, error) {
+// Files names the report files of r, with extraHTML as more HTML pages.
+func (r Report) Files(extraHTML ...string) Reports {
 	base := strings.TrimSuffix(r.State.Path(), ".json")
-	out := &Reports{Text: base + ".report.txt", HTML: append([]string{base + ".report.html"}, extraHTML...)}
-	recheck, meta, err := b.recheckComparison(r.State, r.Result, run)
-	out.RecheckErr = err
-	var text bytes.Buffer
-	view := r.View("")
-	view.Insight = meta.Insight
-	if err := report.WriteBisectionText(&text, view); err != nil {
-		return out, err
-	}
-	if _, err := w.Write(text.Bytes()); err != nil {
-		return out, err
-	}
-	if err := cachefile.WriteBytes(out.Text, text.Bytes()); err != nil {
-		return out, fmt.Errorf("bisection report: %w", err)
-	}
-	for _, page := range out.HTML {
-		name := ""
-		if recheck != nil {
-			name = strings.TrimSuffix(filepath.Base(page), ".html") + ".recheck.html"
-			if err := cachefile.WriteAtomic(filepath.Join(filepath.Dir(page), name), func(w io.Writer) error { return report.WriteHTML(w, recheck, meta) }); err != nil {
-				return out, fmt.Errorf("re-check report: %w", err)
-			}
-		}
-		view := r.View(name)
-		view.Insight = meta.Insight
-		if err := cachefile.WriteAtomic(page, func(w io.Writer) error { return report.WriteBisectionHTML(w, view) }); err != nil {
-			return out, fmt.Errorf("bisection report: %w", err)
-		}
-	}
-	return out, nil
+	return Reports{Text: base + ".report.txt", HTML: append([]string{base + ".report.html"}, extraHTML...)}
 }
 
-// recheckComparison compares the parent and the culprit from their stored
-// results, as lpmbisect compare would: nil when there was no re-check.
-func (b *Bench) recheckComparison(st *State, res *Result, run view.Meta) (*compare.Report, view.Meta, error) {
+// RecheckPage names the page beside the HTML page page that holds
+// compare's report of the re-check: <page>.recheck.html, relative to
+// page's directory, as the bisection page links it.
+func RecheckPage(page string) string {
+	return strings.TrimSuffix(filepath.Base(page), ".html") + ".recheck.html"
+}
+
+// Recheck compares the parent and the culprit from their stored results,
+// as lpmbisect compare would, and describes that comparison's run as its
+// report shows it: the accelerator and samples the bisection measured
+// with, the two kernels, the insight block of the parent against the
+// culprit (recheckInsight) and the time; the caller adds the command. The
+// report is nil when there was no re-check; an error says why there is no
+// report of one, and leaves the description of the run without kernels.
+func (s *Setup) Recheck(r Report) (*compare.Report, view.Meta, error) {
+	run := view.Meta{Accel: string(s.Measure.Accel), Samples: s.Measure.Plan.Samples, Date: time.Now()}
+	st, res := r.State, r.Result
 	if res.FirstBad == "" || res.Recheck == nil || res.Recheck.SameImage {
 		return nil, run, nil
 	}
@@ -201,7 +179,7 @@ func (b *Bench) recheckComparison(st *State, res *Result, run view.Meta) (*compa
 		parent = Candidate{Input: pb.Kernel, Label: "parent " + words.ShortHash(res.Parent)}
 		culprit = Candidate{Input: cb.Kernel, Label: "culprit " + words.ShortHash(res.FirstBad)}
 	}
-	rep, pk, ck, err := b.CompareStored(parent, culprit)
+	rep, pk, ck, err := s.Bench.CompareStored(parent, culprit)
 	if err != nil {
 		return nil, run, err
 	}

@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Setup is what every bisection is made from: how kernels are measured and
@@ -105,26 +102,6 @@ func NewSetup(ctx context.Context, m *measure.Setup, o Options) (*Setup, error) 
 		return nil, err
 	}
 	return &Setup{Bench: bench, Measure: m, RecheckBoots: o.RecheckBoots, Log: m.Log}, nil
-}
-
-// WriteReports writes rep's report files (Report.WriteReports) of a
-// bisection measured with s and run by command, also as HTML to html (""
-// for none), and logs where the HTML went and a re-check without its own
-// report.
-func (s *Setup) WriteReports(w io.Writer, rep Report, command, html string) (*Reports, error) {
-	var extra []string
-	if html != "" {
-		extra = append(extra, html)
-	}
-	run := view.Meta{Accel: string(s.Measure.Accel), Samples: s.Measure.Plan.Samples, Command: command, Date: time.Now()}
-	files, err := rep.WriteReports(w, s.Bench, run, extra...)
-	if s.Log != nil && files != nil && files.RecheckErr != nil {
-		s.Log.Printf("warning: no comparison report of the re-check: %v", files.RecheckErr)
-	}
-	if s.Log != nil && err == nil && html != "" {
-		s.Log.Printf("HTML report in %s", html)
-	}
-	return files, err
 }
 
 // DefaultBuildDir is where a tree is built when no build directory is

@@ -6,79 +6,15 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lpmbisect/lpmbisect/compare"
-	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/view"
 )
 
-// Bisection is a finished bisection as this package renders it: package
-// bisect decides every line of it (the culprit, its verdict, the effect, the
-// steps); the renderers only lay it out.
-type Bisection struct {
-	// Culprit names what the bisection found, in one line ("first bad
-	// commit: …", "no single culprit: …").
-	Culprit string
-	// Verdict is "confirmed by the re-check", "suspect: …", "not
-	// re-checked" or "inconclusive".
-	Verdict string
-	// Effect compares the bad endpoint with the good one, Recheck the
-	// culprit with its parent (empty without a re-check).
-	Effect, Recheck []BisectionRow
-	// Drift names control rows that moved between the endpoints.
-	Drift []string
-	// Confidence bounds the chance that no step's verdict was wrong, over
-	// Steps' claims; RecheckP is the re-check's largest p-value over the
-	// signal rows, or -1 without one.
-	Confidence float64
-	RecheckP   float64
-	Steps      []BisectionStep
-	// Measured counts the distinct images booted, endpoints included.
-	Measured int
-	// Images is set for a bisection over prebuilt kernels (steps name
-	// kernels, not commits).
-	Images bool
-	// Instructions is set when the rows count instructions (icount).
-	Instructions bool
-	// StatePath and LogPath locate the state and the step log.
-	StatePath, LogPath string
-	// RecheckHTML, when set, names the page with compare's report of the
-	// parent against the culprit, which the HTML links.
-	RecheckHTML string
-	// Insight, when set, is the insight block of the parent against the
-	// culprit (a build directory's vmlinux gives exact sizes).
-	Insight *insight.Diff
-}
-
-// BisectionRow compares two kernels on one benchmark.
-type BisectionRow struct {
-	Benchmark, Unit string
-	A, B            float64 // the two kernels' centres
-	DeltaPct        float64
-	Verdict         compare.Verdict
-	P               float64 // the p-value behind the verdict
-	BootsA, BootsB  int
-	// Comparison is the verdict with its change and p, as the step log
-	// writes it: "DIFFERENT (-17.40%, p=0.0022)".
-	Comparison string
-}
-
-// BisectionStep is one decided step.
-type BisectionStep struct {
-	N       int
-	What    string // "1a4a0cb7985f bpf/lpm_trie: inline …" or "#4 linux-image-….deb"
-	Image   string // short image hash
-	Boots   int
-	Class   string // good, bad, skip
-	Reason  string
-	LogLine string // the step as the step log has it
-}
-
-func bisectionRowLine(r BisectionRow) string {
+func bisectionRowLine(r view.BisectionRow) string {
 	return fmt.Sprintf("%s: %s → %s: %s, %d+%d boots", r.Benchmark, view.FormatValue(r.A, r.Unit), view.FormatValue(r.B, r.Unit), r.Comparison, r.BootsA, r.BootsB)
 }
 
 // WriteBisectionText writes a bisection report as plain text.
-func WriteBisectionText(w io.Writer, r Bisection) error {
+func WriteBisectionText(w io.Writer, r view.Bisection) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", r.Culprit)
 	fmt.Fprintf(&b, "verdict: %s\n", r.Verdict)
@@ -165,9 +101,9 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 // WriteBisectionHTML writes a bisection report as a self-contained HTML
 // page.
-func WriteBisectionHTML(w io.Writer, r Bisection) error {
+func WriteBisectionHTML(w io.Writer, r view.Bisection) error {
 	page := struct {
-		Bisection
+		view.Bisection
 		InsightText string
 	}{Bisection: r}
 	if r.Insight != nil {

@@ -182,7 +182,7 @@ func goldenCases(t *testing.T) []goldenCase {
 		return m
 	})
 
-	for name, b := range map[string]func() Bisection{"bisection-commits": commitsBisection, "bisection-images": imagesBisection} {
+	for name, b := range map[string]func() view.Bisection{"bisection-commits": commitsBisection, "bisection-images": imagesBisection} {
 		cases = append(cases,
 			goldenCase{name + ".txt", func(t *testing.T, w io.Writer) error { return WriteBisectionText(w, b()) }},
 			goldenCase{name + ".html", func(t *testing.T, w io.Writer) error { return WriteBisectionHTML(w, b()) }})
@@ -250,18 +250,18 @@ func imageSeries() HistorySeries {
 
 // commitsBisection is a git bisection that found and confirmed its
 // culprit, with the insight block and a page for the re-check.
-func commitsBisection() Bisection {
+func commitsBisection() view.Bisection {
 	bench := "LPMTrie/op=lookup/keys=random/entries=10000"
-	return Bisection{
+	return view.Bisection{
 		Culprit: "first bad commit: 1a4a0cb7985f bpf/lpm_trie: inline longest_prefix_match() in the lookup fast path",
 		Verdict: "confirmed by the re-check",
-		Effect: []BisectionRow{{Benchmark: bench, Unit: "insn/op", A: 1065.1, B: 838.2, DeltaPct: -21.3, Verdict: compare.Different, P: 0.0022,
+		Effect: []view.BisectionRow{{Benchmark: bench, Unit: "insn/op", A: 1065.1, B: 838.2, DeltaPct: -21.3, Verdict: compare.Different, P: 0.0022,
 			BootsA: 5, BootsB: 5, Comparison: "DIFFERENT (-21.3%, p=0.0022)"}},
-		Recheck: []BisectionRow{{Benchmark: bench, Unit: "insn/op", A: 1065.0, B: 838.3, DeltaPct: -21.29, Verdict: compare.Different, P: 0.0079,
+		Recheck: []view.BisectionRow{{Benchmark: bench, Unit: "insn/op", A: 1065.0, B: 838.3, DeltaPct: -21.29, Verdict: compare.Different, P: 0.0079,
 			BootsA: 4, BootsB: 4, Comparison: "DIFFERENT (-21.3%, p=0.0079)"}},
 		Drift:      []string{"LPMTrie/op=noop insn/op"},
 		Confidence: 0.9513, RecheckP: 0.0079,
-		Steps: []BisectionStep{
+		Steps: []view.BisectionStep{
 			{N: 1, What: "5be2d1f07c3a bpf: selftests: cover LPM trie batch lookups", Image: "aa11bb22cc33", Boots: 4, Class: "good",
 				Reason: "SAME as good", LogLine: "step 1: 5be2d1f07c3a good (4 boots): SAME as good"},
 			{N: 2, What: "9d8c7b6a5f4e bpf: verifier: track precision", Image: "", Boots: 0, Class: "skip",
@@ -278,14 +278,14 @@ func commitsBisection() Bisection {
 
 // imagesBisection is a bisection over prebuilt kernels that ended with
 // skipped steps and no single culprit.
-func imagesBisection() Bisection {
-	return Bisection{
+func imagesBisection() view.Bisection {
+	return view.Bisection{
 		Culprit: "no single culprit: skipped steps leave 2 candidates: linux-image-6.1.0-50.deb linux-image-6.1.0-51.deb",
 		Verdict: "inconclusive",
-		Effect: []BisectionRow{{Benchmark: "LPMTrie/op=update/keys=random/entries=10000", Unit: "sec/op", A: 1.21e-6, B: 1.34e-6, DeltaPct: 10.7,
+		Effect: []view.BisectionRow{{Benchmark: "LPMTrie/op=update/keys=random/entries=10000", Unit: "sec/op", A: 1.21e-6, B: 1.34e-6, DeltaPct: 10.7,
 			Verdict: compare.Different, P: 0.03, BootsA: 8, BootsB: 8, Comparison: "DIFFERENT (+10.7%, p=0.030)"}},
 		Confidence: 0.8, RecheckP: -1,
-		Steps: []BisectionStep{
+		Steps: []view.BisectionStep{
 			{N: 1, What: "#3 linux-image-6.1.0-50.deb", Image: "0f0f0f0f0f0f", Boots: 0, Class: "skip", Reason: "boot-timeout", LogLine: "step 1: #3 skip: boot-timeout"},
 			{N: 2, What: "#4 linux-image-6.1.0-51.deb", Image: "1e1e1e1e1e1e", Boots: 2, Class: "skip", Reason: "UNKNOWN against both", LogLine: "step 2: #4 skip: UNKNOWN against both"},
 		},

@@ -213,7 +213,7 @@ func TestInsightInEveryFormat(t *testing.T) {
 func TestInsightInBisectionAndMail(t *testing.T) {
 	const line = "trie_lookup_elem no longer calls longest_prefix_match.isra.0"
 	var text, page bytes.Buffer
-	b := Bisection{Culprit: "first bad commit: 1a4a0cb7985f", Verdict: "confirmed by the re-check", RecheckP: -1, Insight: insightDiff()}
+	b := view.Bisection{Culprit: "first bad commit: 1a4a0cb7985f", Verdict: "confirmed by the re-check", RecheckP: -1, Insight: insightDiff()}
 	if err := WriteBisectionText(&text, b); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestInsightInBisectionAndMail(t *testing.T) {
 		t.Errorf("WriteChangePointMail(insight) lacks the block:\n%s", got)
 	}
 	var none bytes.Buffer
-	WriteBisectionText(&none, Bisection{RecheckP: -1})
+	WriteBisectionText(&none, view.Bisection{RecheckP: -1})
 	if strings.Contains(none.String(), insightTitle) {
 		t.Errorf("bisection report without insight has the block:\n%s", none.String())
 	}

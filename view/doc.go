@@ -1,7 +1,8 @@
 // Package view holds what lpmbisect's reports show, as data: the run
-// behind a comparison (Meta, KernelInfo), and the number formats that every
-// report and every log line of the domain packages share (FormatDelta,
-// FormatP, FormatPRelation, FormatValue).
+// behind a comparison (Meta, KernelInfo), a finished bisection (Bisection),
+// and the number formats that every report and every log line of the
+// domain packages share (FormatDelta, FormatP, FormatPRelation,
+// FormatValue).
 //
 // The domain packages fill the views and return them; package report
 // renders them; only the command (cmd/lpmbisect) imports report, and it

@@ -1,20 +1,27 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/bisect"
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
+	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // exitRunAbort is bisect-run's exit code for what must stop git bisect run
@@ -126,7 +133,7 @@ func bisectCommand(r *run) *cli.Command {
 			return bisectError(err, r)
 		}
 		rep := bisect.Report{State: st, Result: res}
-		if _, err := setup.WriteReports(c.App.Writer, rep, strings.Join(os.Args, " "), r.html); err != nil {
+		if err := writeBisectionReports(c.App.Writer, setup, rep, strings.Join(os.Args, " "), r.html); err != nil {
 			return usageError("%v (choose a writable --html or --state)", err)
 		}
 		if err := rep.Outcome(); err != nil {
@@ -134,6 +141,60 @@ func bisectCommand(r *run) *cli.Command {
 		}
 		return nil
 	})
+}
+
+// writeBisectionReports writes rep's reports (bisect.Report.Files): as
+// text to w and to the state directory, as HTML to the state directory and
+// to html ("" for none), and beside every HTML page the re-check's
+// comparison report, measured by setup and run by command. It logs where
+// the HTML went, and a re-check without its own report.
+func writeBisectionReports(w io.Writer, setup *bisect.Setup, rep bisect.Report, command, html string) error {
+	var extra []string
+	if html != "" {
+		extra = append(extra, html)
+	}
+	recheck, meta, recheckErr := setup.Recheck(rep)
+	meta.Command = command
+	err := writeBisectionFiles(w, rep, rep.Files(extra...), recheck, meta)
+	if setup.Log != nil && recheckErr != nil {
+		setup.Log.Printf("warning: no comparison report of the re-check: %v", recheckErr)
+	}
+	if setup.Log != nil && err == nil && html != "" {
+		setup.Log.Printf("HTML report in %s", html)
+	}
+	return err
+}
+
+// writeBisectionFiles renders and writes the files of writeBisectionReports;
+// recheck is nil without a comparison report of the re-check.
+func writeBisectionFiles(w io.Writer, rep bisect.Report, files bisect.Reports, recheck *compare.Report, meta view.Meta) error {
+	var text bytes.Buffer
+	v := rep.View("")
+	v.Insight = meta.Insight
+	if err := report.WriteBisectionText(&text, v); err != nil {
+		return err
+	}
+	if _, err := w.Write(text.Bytes()); err != nil {
+		return err
+	}
+	if err := cachefile.WriteBytes(files.Text, text.Bytes()); err != nil {
+		return fmt.Errorf("bisection report: %w", err)
+	}
+	for _, page := range files.HTML {
+		name := ""
+		if recheck != nil {
+			name = bisect.RecheckPage(page)
+			if err := report.WriteHTMLFile(filepath.Join(filepath.Dir(page), name), recheck, meta); err != nil {
+				return fmt.Errorf("re-check report: %w", err)
+			}
+		}
+		v := rep.View(name)
+		v.Insight = meta.Insight
+		if err := cachefile.WriteAtomic(page, func(w io.Writer) error { return report.WriteBisectionHTML(w, v) }); err != nil {
+			return fmt.Errorf("bisection report: %w", err)
+		}
+	}
+	return nil
 }
 
 // bisectError maps a failed bisection to an exit code, with the flag that
