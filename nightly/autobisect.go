@@ -3,6 +3,7 @@ package nightly
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -16,7 +17,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // notifyAndBisect bisects the night's confirmed (no longer provisional)
@@ -75,11 +76,15 @@ func (r *seriesRun) notifyAndBisect(ctx context.Context) {
 	}
 }
 
-// mail writes the mail body of change points into the series' state
-// directory (mail/<night>.md), pipes it to the configured notify command
-// (with its subject in $LPMBISECT_SUBJECT), and records them as mailed.
+// mail writes the mail body of change points (Options.WriteMail) into the
+// series' state directory (mail/<night>.md), pipes it to the configured
+// notify command (with its subject, Options.MailSubject, in
+// $LPMBISECT_SUBJECT), and records them as mailed.
 func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
-	m := report.Mail{Series: r.n.Series, Changes: cps, Config: r.cfg.Path}
+	if r.o.WriteMail == nil || r.o.MailSubject == nil {
+		return errors.New("no mail renderer (Options.WriteMail, Options.MailSubject)")
+	}
+	m := view.Mail{Series: r.n.Series, Changes: cps, Config: r.cfg.Path}
 	var err error
 	if m.Before, err = r.db.Night(ctx, r.n.Series.ID, cps[0].BeforeNight); err != nil {
 		return err
@@ -93,7 +98,7 @@ func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
 	if m.AfterRows, err = r.db.NightRows(ctx, m.After.ID); err != nil {
 		return err
 	}
-	m.Reproduce = report.Reproduction{Flags: []string{"--accel", r.cfg.Measure.Accel, "--bench", r.cfg.Bench.Select},
+	m.Reproduce = view.Reproduction{Flags: []string{"--accel", r.cfg.Measure.Accel, "--bench", r.cfg.Bench.Select},
 		Before: m.Before.Tip.Input, After: m.After.Tip.Input}
 	if cache, err := cacheDir(&r.cfg); err == nil && m.Before.Tip.Input != "" && m.After.Tip.Input != "" {
 		// The tips' images and, from a build directory, their vmlinux.
@@ -101,7 +106,7 @@ func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
 		m.Insight = insight.Compare(insight.LoadKernel(m.Before.Tip.Input, cache, opts), insight.LoadKernel(m.After.Tip.Input, cache, opts), opts)
 	}
 	var body bytes.Buffer
-	if err := report.WriteChangePointMail(&body, m); err != nil {
+	if err := r.o.WriteMail(&body, m); err != nil {
 		return err
 	}
 	path := filepath.Join(r.dir, "mail", r.o.Date+".md")
@@ -112,7 +117,7 @@ func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
 	if cmd := r.cfg.Nightly.Notify; cmd != "" {
 		c := exec.CommandContext(ctx, "sh", "-c", cmd)
 		c.Stdin = &body
-		c.Env = append(os.Environ(), "LPMBISECT_SUBJECT="+report.MailSubject(m), "LPMBISECT_MAIL="+path)
+		c.Env = append(os.Environ(), "LPMBISECT_SUBJECT="+r.o.MailSubject(m), "LPMBISECT_MAIL="+path)
 		if out, err := c.CombinedOutput(); err != nil {
 			return fmt.Errorf("notify command %q: %v: %s (the mail body is in %s)", cmd, err, bytes.TrimSpace(out), path)
 		}

@@ -7,14 +7,14 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // LoadHistory reads what lpmbisect history shows from the database: every
 // series (or the one named), its nights, every metric's trend and its
 // change points, withdrawn ones included.
-func LoadHistory(ctx context.Context, db *history.DB, only string) (report.History, error) {
-	var h report.History
+func LoadHistory(ctx context.Context, db *history.DB, only string) (view.History, error) {
+	var h view.History
 	all, err := db.AllSeries(ctx)
 	if err != nil {
 		return h, err
@@ -23,7 +23,7 @@ func LoadHistory(ctx context.Context, db *history.DB, only string) (report.Histo
 		if only != "" && s.Name != only {
 			continue
 		}
-		hs := report.HistorySeries{Series: s}
+		hs := view.HistorySeries{Series: s}
 		if hs.Nights, err = db.Nights(ctx, s.ID); err != nil {
 			return h, err
 		}
@@ -36,7 +36,7 @@ func LoadHistory(ctx context.Context, db *history.DB, only string) (report.Histo
 			if err != nil {
 				return h, err
 			}
-			hs.Trends = append(hs.Trends, report.MetricTrend{Metric: m, Points: points})
+			hs.Trends = append(hs.Trends, view.MetricTrend{Metric: m, Points: points})
 		}
 		if hs.ChangePoints, err = db.ChangePoints(ctx, s.ID); err != nil {
 			return h, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Options say what one nightly run does.
@@ -31,7 +32,13 @@ type Options struct {
 	// SetupFor makes the boot setup of a series from its configuration
 	// (config.File.ForSeries) with runDir for its boots' logs.
 	SetupFor func(cfg *config.File, runDir string) (*bisect.Setup, error)
-	Log      *log.Logger
+	// WriteMail and MailSubject render the mail of a night's new change
+	// points: its body in Markdown and its subject line (the command gives
+	// report.WriteChangePointMail and report.MailSubject). Without them no
+	// mail is written, and the change points wait for a night that has.
+	WriteMail   func(w io.Writer, m view.Mail) error
+	MailSubject func(m view.Mail) string
+	Log         *log.Logger
 }
 
 // Outcome is what a night means for whoever runs nightly from cron, in
@@ -199,12 +206,12 @@ func (r *seriesRun) logf(format string, args ...any) {
 }
 
 // Summary is the night as the morning report tells it (report.WriteMorning).
-func (n *Night) Summary() report.NightSummary {
-	s := report.NightSummary{Series: n.Series, Night: n.Night, Rows: n.Rows, Outcome: n.Outcome.String(), Alerts: n.Alerts,
+func (n *Night) Summary() view.NightSummary {
+	s := view.NightSummary{Series: n.Series, Night: n.Night, Rows: n.Rows, Outcome: n.Outcome.String(), Alerts: n.Alerts,
 		Mail: n.Mail, Took: n.Took, Booted: n.Booted, Resumed: n.Resumed}
 	for _, c := range n.Changes {
 		if c.What != "updated" {
-			s.Changes = append(s.Changes, report.NightChange{What: c.What, Point: c.Point})
+			s.Changes = append(s.Changes, view.NightChange{What: c.What, Point: c.Point})
 		}
 	}
 	return s

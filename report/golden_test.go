@@ -142,19 +142,19 @@ func goldenCases(t *testing.T) []goldenCase {
 	}
 	comparison("compare-floors", func(*testing.T) *compare.Report { return floorsReport() }, view.Meta{}, FormatText, FormatMarkdown, FormatJSON)
 
-	historyCase := func(name string, h func() History) {
+	historyCase := func(name string, h func() view.History) {
 		for _, f := range all {
 			cases = append(cases, goldenCase{name + "." + goldenExt(f), func(t *testing.T, w io.Writer) error { return WriteHistory(w, f, h()) }})
 		}
 	}
 	historyCase("history", testHistory)
-	historyCase("history-images", func() History { return History{Series: []HistorySeries{imageSeries()}} })
-	historyCase("history-none", func() History { return History{} })
-	historyCase("history-no-nights", func() History {
-		return History{Series: []HistorySeries{{Series: history.Series{Name: "new", Kind: history.GitSeries, Source: "/src/bpf-next"}}}}
+	historyCase("history-images", func() view.History { return view.History{Series: []view.HistorySeries{imageSeries()}} })
+	historyCase("history-none", func() view.History { return view.History{} })
+	historyCase("history-no-nights", func() view.History {
+		return view.History{Series: []view.HistorySeries{{Series: history.Series{Name: "new", Kind: history.GitSeries, Source: "/src/bpf-next"}}}}
 	})
 
-	mail := func(name string, m func(t *testing.T) Mail) {
+	mail := func(name string, m func(t *testing.T) view.Mail) {
 		cases = append(cases, goldenCase{name, func(t *testing.T, w io.Writer) error {
 			msg := m(t)
 			if _, err := fmt.Fprintf(w, "MailSubject: %s\n\n", MailSubject(msg)); err != nil {
@@ -163,19 +163,19 @@ func goldenCases(t *testing.T) []goldenCase {
 			return WriteChangePointMail(w, msg)
 		}})
 	}
-	mail("mail-culprit.md", func(t *testing.T) Mail { return testMail(t, 7) })
-	mail("mail-insight.md", func(t *testing.T) Mail {
+	mail("mail-culprit.md", func(t *testing.T) view.Mail { return testMail(t, 7) })
+	mail("mail-insight.md", func(t *testing.T) view.Mail {
 		m := testMail(t, 7)
 		m.Insight = insightDiff()
 		return m
 	})
-	mail("mail-host.md", func(t *testing.T) Mail {
+	mail("mail-host.md", func(t *testing.T) view.Mail {
 		m := testMail(t, 9)
-		m.Reproduce = Reproduction{}
+		m.Reproduce = view.Reproduction{}
 		return m
 	})
-	mail("mail-several.md", func(t *testing.T) Mail { return testMail(t, 10, 9) })
-	mail("mail-bisect-failed.md", func(t *testing.T) Mail {
+	mail("mail-several.md", func(t *testing.T) view.Mail { return testMail(t, 10, 9) })
+	mail("mail-bisect-failed.md", func(t *testing.T) view.Mail {
 		m := testMail(t, 7)
 		m.Changes[0].Bisect = history.Bisection{State: history.BisectFailed, Reason: "every step was skipped"}
 		m.Changes[0].DeltaPct = -21.3
@@ -234,9 +234,9 @@ func floorsReport() *compare.Report {
 }
 
 // imageSeries is TestHistoryImageSeries' series of prebuilt kernels.
-func imageSeries() HistorySeries {
+func imageSeries() view.HistorySeries {
 	sha := func(c byte) string { return strings.Repeat(string(c), 64) }
-	return HistorySeries{
+	return view.HistorySeries{
 		Series: history.Series{Name: "ci-images", Kind: history.ImageSeries, Source: "/srv/ci/kernels", Reference: "ref.deb"},
 		Nights: []history.Night{
 			{Date: "2026-11-02", Status: history.StatusMeasured, Tip: history.Kernel{ImageSHA256: sha('b'), Release: "6.1.0-50-cloud-amd64"}},
@@ -296,7 +296,7 @@ func imagesBisection() view.Bisection {
 
 // morningNights are two series' nights: the fortnight's night 8 with its
 // new change point, and a night that failed to build.
-func morningNights() []NightSummary {
+func morningNights() []view.NightSummary {
 	hs := testHistorySeries()
 	v := newSeriesView(hs)
 	n8, _ := v.night("2026-11-08")
@@ -308,10 +308,10 @@ func morningNights() []NightSummary {
 		}
 	}
 	images := history.Series{Name: "ci-images", Kind: history.ImageSeries, Source: "/srv/ci/kernels", Reference: "ref.deb"}
-	return []NightSummary{
+	return []view.NightSummary{
 		{Series: hs.Series, Night: n8, Rows: v.rows[n8.Date], Outcome: "regression",
 			Alerts:  []string{"LPMTrie/op=lookup/keys=random/entries=10000: +7.20% insn/op (worse) against the last tip"},
-			Changes: []NightChange{{What: "new", Point: cp}},
+			Changes: []view.NightChange{{What: "new", Point: cp}},
 			Mail:    "/var/cache/lpmbisect/nightly/bpf-next/mail/2026-11-08.md", Took: 14*time.Minute + 31*time.Second + 400*time.Millisecond, Booted: 8, Resumed: 2},
 		{Series: images, Night: n5, Outcome: "failure", Took: 4 * time.Minute},
 	}

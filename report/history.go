@@ -14,59 +14,13 @@ import (
 	"github.com/lpmbisect/lpmbisect/view"
 )
 
-// History is what the history renderers show (WriteHistoryText, …): every
-// series with its nights, its metrics' trends and its change points, as
-// package history stores them. The renderers read no database; the caller
-// fills the view with package history's queries, one call per field:
-//
-//	for _, s := range series { // db.AllSeries
-//		hs := report.HistorySeries{Series: s}
-//		hs.Nights, err = db.Nights(ctx, s.ID)
-//		metrics, err := db.Metrics(ctx, s.ID)
-//		for _, m := range metrics {
-//			points, err := db.Trend(ctx, s.ID, m)
-//			hs.Trends = append(hs.Trends, report.MetricTrend{Metric: m, Points: points})
-//		}
-//		hs.ChangePoints, err = db.ChangePoints(ctx, s.ID)
-//		h.Series = append(h.Series, hs)
-//	}
-//
-// Order does not matter: the renderers sort nights and points by date and
-// change points by night, benchmark and line. A night's rows are taken from
-// the trends, so a night needs no rows of its own.
-type History struct {
-	Series []HistorySeries
-}
-
-// HistorySeries is one series of a History.
-type HistorySeries struct {
-	Series history.Series
-	// Nights are every night of the series, failed ones included: they
-	// are the gaps of the trend plots.
-	Nights []history.Night
-	// Trends are the series' metrics, one per benchmark and unit.
-	Trends []MetricTrend
-	// ChangePoints are the series' change points, withdrawn ones included
-	// (the text formats list them as withdrawn; plots leave them out).
-	ChangePoints []history.ChangePoint
-}
-
-// MetricTrend is one metric's nights, as history.DB.Trend returns them.
-// Each point carries both lines of the metric: the kernel line is the
-// point's Row.Ratio (the tip over the reference), the host line its
-// Row.Reference (the reference kernel alone).
-type MetricTrend struct {
-	history.Metric
-	Points []history.TrendPoint
-}
-
 // WriteHistory renders h in format f. Each format has its file, as the
 // comparison report's do: history_text.go (text and Markdown),
 // history_json.go (HistoryDocument), history_html.go (the page) and
 // history_plot.go (its trend plots); this one holds what they share: the
 // series sorted and indexed (seriesView) and the words for nights, change
 // points and verdicts.
-func WriteHistory(w io.Writer, f Format, h History) error {
+func WriteHistory(w io.Writer, f Format, h view.History) error {
 	switch f {
 	case FormatText:
 		return WriteHistoryText(w, h)
@@ -83,14 +37,14 @@ func WriteHistory(w io.Writer, f Format, h History) error {
 // seriesView is a HistorySeries sorted and indexed for rendering.
 type seriesView struct {
 	series  history.Series
-	nights  []history.Night // by date
-	trends  []MetricTrend   // by metric, points by date
+	nights  []history.Night    // by date
+	trends  []view.MetricTrend // by metric, points by date
 	changes []history.ChangePoint
 	// rows are each night's rows, by date, in the order of trends.
 	rows map[string][]history.NightRow
 }
 
-func newSeriesView(hs HistorySeries) *seriesView {
+func newSeriesView(hs view.HistorySeries) *seriesView {
 	v := &seriesView{series: hs.Series, rows: map[string][]history.NightRow{}}
 	seen := map[string]bool{}
 	for _, n := range hs.Nights {
@@ -100,7 +54,7 @@ func newSeriesView(hs HistorySeries) *seriesView {
 		}
 	}
 	v.trends = slices.Clone(hs.Trends)
-	slices.SortStableFunc(v.trends, func(a, b MetricTrend) int {
+	slices.SortStableFunc(v.trends, func(a, b view.MetricTrend) int {
 		return cmp.Or(cmp.Compare(a.Benchmark, b.Benchmark), cmp.Compare(a.Unit, b.Unit))
 	})
 	for i, t := range v.trends {

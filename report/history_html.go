@@ -16,7 +16,7 @@ import (
 // scripts, styles or fonts from elsewhere, plots inlined as SVG): per
 // series its change points with their culprits, one trend plot per
 // benchmark (trendSVG) and the table of its nights.
-func WriteHistoryHTML(w io.Writer, h History) error {
+func WriteHistoryHTML(w io.Writer, h view.History) error {
 	page := historyPage{Title: "lpmbisect history"}
 	for _, hs := range h.Series {
 		v := newSeriesView(hs)
@@ -89,7 +89,7 @@ func verdictClass(r history.NightRow) string {
 // trendCaption says what the last measured night of a trend was, in the
 // metric's unit: "last measured 2026-11-14: tip 1142 insn/op, reference
 // 1065 insn/op (+7.23%)".
-func (v *seriesView) trendCaption(t MetricTrend) string {
+func (v *seriesView) trendCaption(t view.MetricTrend) string {
 	s := t.Benchmark + " " + unitName(t.Unit)
 	for i := len(t.Points) - 1; i >= 0; i-- {
 		p := t.Points[i]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // HistoryDocumentVersion is the version of HistoryDocument's layout. It
@@ -182,7 +183,7 @@ func comparisonDoc(c *history.Comparison, unit string) *ComparisonDoc {
 }
 
 // NewHistoryDocument converts a history to its JSON form.
-func NewHistoryDocument(h History) HistoryDocument {
+func NewHistoryDocument(h view.History) HistoryDocument {
 	d := HistoryDocument{Version: HistoryDocumentVersion, Series: []SeriesDoc{}}
 	for _, hs := range h.Series {
 		v := newSeriesView(hs)
@@ -220,7 +221,7 @@ func NewHistoryDocument(h History) HistoryDocument {
 
 // WriteHistoryJSON writes the history as one indented JSON document
 // (HistoryDocument).
-func WriteHistoryJSON(w io.Writer, h History) error {
+func WriteHistoryJSON(w io.Writer, h view.History) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(NewHistoryDocument(h)); err != nil {

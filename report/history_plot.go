@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // Sizes of the trend plots of WriteHistoryHTML.
@@ -35,7 +36,7 @@ var (
 	colorFailedNight  = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
 )
 
-func (v *seriesView) trendSVG(t MetricTrend, w, h vg.Length) ([]byte, error) {
+func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length) ([]byte, error) {
 	tp, err := v.trendPlot(t, w, h)
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ type trendPoints struct {
 
 // trendPlot draws the trend of t for a canvas of width w and height h,
 // which the labels' placement depends on.
-func (v *seriesView) trendPlot(t MetricTrend, w, h vg.Length) (*trendPlot, error) {
+func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, error) {
 	fail := func(what string, err error) (*trendPlot, error) {
 		return nil, fmt.Errorf("report: plot the trend of %s: %s: %w", t.Metric, what, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // The synthetic fortnight of the history tests: bpf-next measured under
@@ -63,11 +64,11 @@ func estimate(c float64) history.Estimate {
 	return history.Estimate{Center: c, Lo: c * 0.9997, Hi: c * 1.0003, Boots: 5}
 }
 
-func testHistorySeries() HistorySeries {
+func testHistorySeries() view.HistorySeries {
 	s := history.Series{ID: 1, Name: "bpf-next", Kind: history.GitSeries, Source: "/src/bpf-next", Branch: "master",
 		Reference: "/boot/vmlinuz-6.12.117+deb12-cloud-amd64", Bench: "lookup", Accel: "icount"}
 	ref := history.Kernel{ImageSHA256: "391d229a7c64aa0176f1c0a0a5f1e6a2c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4", Release: "6.12.117+deb12-cloud-amd64"}
-	hs := HistorySeries{Series: s}
+	hs := view.HistorySeries{Series: s}
 	trends := map[history.Metric][]history.TrendPoint{}
 	prev := map[history.Metric]float64{}
 	for i := 1; i <= 14; i++ {
@@ -129,7 +130,7 @@ func testHistorySeries() HistorySeries {
 		}
 	}
 	for _, m := range []history.Metric{metricNoop, metricLookup} { // out of order: the renderers sort
-		hs.Trends = append(hs.Trends, MetricTrend{Metric: m, Points: trends[m]})
+		hs.Trends = append(hs.Trends, view.MetricTrend{Metric: m, Points: trends[m]})
 	}
 	reported := time.Date(2026, 11, 8, 2, 15, 0, 0, time.UTC)
 	hs.ChangePoints = []history.ChangePoint{
@@ -155,7 +156,9 @@ func testHistorySeries() HistorySeries {
 	return hs
 }
 
-func testHistory() History { return History{Series: []HistorySeries{testHistorySeries()}} }
+func testHistory() view.History {
+	return view.History{Series: []view.HistorySeries{testHistorySeries()}}
+}
 
 // historyGolden compares got with testdata/name, or rewrites the file when
 // LPMBISECT_UPDATE_GOLDEN is set.
@@ -176,7 +179,7 @@ func historyGolden(t *testing.T, name, got string) {
 	}
 }
 
-func render(t *testing.T, f Format, h History) string {
+func render(t *testing.T, f Format, h view.History) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteHistory(&b, f, h); err != nil {
@@ -483,7 +486,7 @@ func TestBisectLine(t *testing.T) {
 // tips and ranges: by image and release, as it has no commits.
 func TestHistoryImageSeries(t *testing.T) {
 	sha := func(c byte) string { return strings.Repeat(string(c), 64) }
-	hs := HistorySeries{
+	hs := view.HistorySeries{
 		Series: history.Series{Name: "ci-images", Kind: history.ImageSeries, Source: "/srv/ci/kernels", Reference: "ref.deb"},
 		Nights: []history.Night{
 			{Date: "2026-11-02", Status: history.StatusMeasured, Tip: history.Kernel{ImageSHA256: sha('b'), Release: "6.1.0-50-cloud-amd64"}},
@@ -493,7 +496,7 @@ func TestHistoryImageSeries(t *testing.T) {
 		ChangePoints: []history.ChangePoint{{ID: 1, Metric: metricLookup, Line: history.LineKernel, Night: "2026-11-02", BeforeNight: "2026-11-01",
 			DeltaPct: -16.7, P: 1e-5, Status: history.ChangeOpen, Bisect: history.Bisection{State: history.BisectSkipped, Reason: "no images between the nights"}}},
 	}
-	out := render(t, FormatText, History{Series: []HistorySeries{hs}})
+	out := render(t, FormatText, view.History{Series: []view.HistorySeries{hs}})
 	for _, want := range []string{
 		"ci-images: images /srv/ci/kernels; reference ref.deb\n",
 		"2026-11-01  measured     image aaaaaaaaaaaa  6.1.0-47-cloud-amd64",
@@ -510,15 +513,15 @@ func TestHistoryImageSeries(t *testing.T) {
 
 func TestWriteHistoryEmpty(t *testing.T) {
 	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON, FormatHTML} {
-		out := render(t, f, History{Series: []HistorySeries{{Series: history.Series{Name: "new"}}}})
+		out := render(t, f, view.History{Series: []view.HistorySeries{{Series: history.Series{Name: "new"}}}})
 		if !strings.Contains(out, "new") {
 			t.Errorf("WriteHistory(%s, a series without nights) = %q; want the series named", f, out)
 		}
 	}
-	if got := render(t, FormatJSON, History{}); got != "{\n  \"version\": 1,\n  \"series\": []\n}\n" {
+	if got := render(t, FormatJSON, view.History{}); got != "{\n  \"version\": 1,\n  \"series\": []\n}\n" {
 		t.Errorf("WriteHistoryJSON(no series) = %q; want an empty series list", got)
 	}
-	if err := WriteHistory(&bytes.Buffer{}, Format("pdf"), History{}); err == nil {
+	if err := WriteHistory(&bytes.Buffer{}, Format("pdf"), view.History{}); err == nil {
 		t.Errorf("WriteHistory(pdf) = nil; want an error")
 	}
 }
@@ -569,7 +572,7 @@ func ExampleChangePointHeadline() {
 //
 // The output is deterministic: the same history gives the same bytes, as
 // the golden test checks (the fonts are named, not embedded).
-func TrendSVG(hs HistorySeries, m history.Metric, w, h vg.Length) ([]byte, error) {
+func TrendSVG(hs view.HistorySeries, m history.Metric, w, h vg.Length) ([]byte, error) {
 	v := newSeriesView(hs)
 	for _, t := range v.trends {
 		if t.Metric == m {

@@ -17,7 +17,7 @@ import (
 // tip's centre, the reference's, the tip against the reference and against
 // the previous tip), then every change point with its headline, line,
 // p-value, commit range, status and culprit or why it was not bisected.
-func WriteHistoryText(w io.Writer, h History) error {
+func WriteHistoryText(w io.Writer, h view.History) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "lpmbisect history: %s\n", countOf(len(h.Series), "series"))
 	for _, hs := range h.Series {
@@ -75,7 +75,7 @@ func (v *seriesView) writeChangesText(w io.Writer) {
 // WriteHistoryMarkdown writes the history as GitHub-flavoured Markdown, for
 // an issue or a mail: per series a table of its nights, one row per night
 // and benchmark, then a table of its change points.
-func WriteHistoryMarkdown(w io.Writer, h History) error {
+func WriteHistoryMarkdown(w io.Writer, h view.History) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "### lpmbisect history: %s\n", countOf(len(h.Series), "series"))
 	for _, hs := range h.Series {

@@ -11,61 +11,9 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/shellquote"
 	"github.com/lpmbisect/lpmbisect/view"
 )
-
-// Mail is what a change-point mail says (WriteChangePointMail): the new
-// change points of one series on one night, the nights either side of the
-// step, and how to reproduce and answer them. One mail per night rather
-// than per benchmark, because one commit usually moves several benchmarks
-// at once; a mail of one change point is the same with one. The caller
-// fills it from the database:
-//
-//	m := report.Mail{Series: s, Changes: newOnes, Config: configPath}
-//	m.Before, err = db.Night(ctx, s.ID, newOnes[0].BeforeNight)
-//	m.After, err = db.Night(ctx, s.ID, newOnes[0].Night)
-//	m.BeforeRows, err = db.NightRows(ctx, m.Before.ID)
-//	m.AfterRows, err = db.NightRows(ctx, m.After.ID)
-//	m.Reproduce = report.Reproduction{Flags: flags, Before: beforeInput, After: afterInput}
-type Mail struct {
-	Series history.Series
-	// Changes are the change points to tell, all of Series and of one
-	// night; the first one worse than before leads the subject line
-	// (else the first).
-	Changes []history.ChangePoint
-	// Before and After are the last night before the step and the first
-	// after it (the change points' BeforeNight and Night), with their rows.
-	Before, After         history.Night
-	BeforeRows, AfterRows []history.NightRow
-	// Reproduce is the comparison that shows the step again. Leave it zero
-	// when no two kernels show it: for a change of the host line only, the
-	// reference kernel moved, not the tip.
-	Reproduce Reproduction
-	// Config is the configuration file that the commands acknowledging or
-	// muting the change points name.
-	Config string
-	// Insight, when set, is the insight block of the two tips (before →
-	// after), written after the setup as in compare's Markdown report.
-	Insight *insight.Diff
-}
-
-// Reproduction is the compare command that shows a step again: the two
-// nights' tips, measured as the nights measured them.
-type Reproduction struct {
-	// Flags are compare's flags, as the nights measured: "--accel",
-	// "icount", "--bench", "lookup", ….
-	Flags []string
-	// Before and After are the kernel inputs of the two tips: images,
-	// .deb packages or build directories.
-	Before, After string
-}
-
-// Command is the command line, quoted for a POSIX shell.
-func (r Reproduction) Command() string {
-	return shellquote.Join(append(append([]string{"lpmbisect", "compare"}, r.Flags...), r.Before, r.After))
-}
 
 // AckCommand and MuteCommand are the command lines that acknowledge a
 // change point (seen; it stays in the history as such) or mute it (it
@@ -79,10 +27,10 @@ func MuteCommand(config string, id int64) string {
 	return shellquote.Join([]string{"lpmbisect", "history", "ack", "--mute", "--config", config, fmt.Sprint(id)})
 }
 
-// lead returns the change point that leads the mail: the first of the
+// mailLead returns the change point that leads the mail m: the first of the
 // kernel line that is worse, else the first that is not a control's, else
 // the first.
-func (m Mail) lead() history.ChangePoint {
+func mailLead(m view.Mail) history.ChangePoint {
 	for _, cp := range m.Changes {
 		if cp.Line == history.LineKernel && changeDirection(cp) == "worse" {
 			return cp
@@ -96,8 +44,9 @@ func (m Mail) lead() history.ChangePoint {
 	return m.Changes[0]
 }
 
-// kernelChanges reports whether any change point is of the kernel line.
-func (m Mail) kernelChanges() bool {
+// kernelChanges reports whether any change point of m is of the kernel
+// line.
+func kernelChanges(m view.Mail) bool {
 	return slices.ContainsFunc(m.Changes, func(cp history.ChangePoint) bool { return cp.Line != history.LineHost })
 }
 
@@ -119,11 +68,11 @@ func changeWord(cp history.ChangePoint) string {
 // +7.23% insn/op regression", the commit being the culprit if the
 // bisection found it, else the range; "and N more" counts the other change
 // points of the mail.
-func MailSubject(m Mail) string {
+func MailSubject(m view.Mail) string {
 	if len(m.Changes) == 0 {
 		return fmt.Sprintf("[lpmbisect] %s: no change point", m.Series.Name)
 	}
-	cp := m.lead()
+	cp := mailLead(m)
 	where := shortHash(cp.BeforeCommit) + ".." + shortHash(cp.AfterCommit)
 	switch {
 	case cp.Line == history.LineHost:
@@ -149,12 +98,12 @@ func MailSubject(m Mail) string {
 // measuring setup, the exact command that reproduces the step, and the
 // commands that acknowledge or mute each change point. It links nowhere:
 // everything needed is in the mail.
-func WriteChangePointMail(w io.Writer, m Mail) error {
+func WriteChangePointMail(w io.Writer, m view.Mail) error {
 	if len(m.Changes) == 0 {
 		return fmt.Errorf("report: change-point mail of series %s: no change point to tell", m.Series.Name)
 	}
 	bw := bufio.NewWriter(w)
-	lead := m.lead()
+	lead := mailLead(m)
 	fmt.Fprintf(bw, "Subject: %s\n\n", MailSubject(m))
 	for _, cp := range m.Changes {
 		fmt.Fprintf(bw, "**%s**  \n", mdEscape(ChangePointHeadline(m.Series.Name, cp)))
@@ -208,7 +157,7 @@ func WriteChangePointMail(w io.Writer, m Mail) error {
 		fmt.Fprintf(bw, "\n### Reproduce\n\n```\n%s\n```\n", r.Command())
 		fmt.Fprintf(bw, "\n%s\n", wrap("The two kernels are the nights' tips as they were built then; "+
 			"compare boots them interleaved, with the controls, and says SAME, DIFFERENT or UNKNOWN per benchmark.", 78, ""))
-	} else if lead.Line == history.LineHost && !m.kernelChanges() {
+	} else if lead.Line == history.LineHost && !kernelChanges(m) {
 		fmt.Fprintf(bw, "\n### Reproduce\n\n%s\n", wrap("No two kernels show this step: the same reference kernel measured differently on the two nights. "+
 			"Check what changed on the host between them (QEMU, the CPU model, lpmbisect itself, the load).", 78, ""))
 	}
@@ -277,7 +226,7 @@ func referenceLine(s history.Series, n history.Night) string {
 
 // writeMailOutcome says what the bisection of each change point found, or
 // why there was none.
-func writeMailOutcome(w io.Writer, m Mail) {
+func writeMailOutcome(w io.Writer, m view.Mail) {
 	fmt.Fprintf(w, "\n### Culprit\n\n")
 	var lines []string
 	ids := map[string][]string{} // the change points each line is about
@@ -331,11 +280,11 @@ func writeMailOutcome(w io.Writer, m Mail) {
 // writeMailTable writes every benchmark on the two nights: the tips, the
 // change and the night's verdict against the previous tip, and the
 // reference beside each.
-func writeMailTable(w io.Writer, m Mail) {
+func writeMailTable(w io.Writer, m view.Mail) {
 	if len(m.BeforeRows) == 0 && len(m.AfterRows) == 0 {
 		return
 	}
-	before, after := cmp.Or(m.Before.Date, m.lead().BeforeNight, "before"), cmp.Or(m.After.Date, m.lead().Night, "after")
+	before, after := cmp.Or(m.Before.Date, mailLead(m).BeforeNight, "before"), cmp.Or(m.After.Date, mailLead(m).Night, "after")
 	fmt.Fprintf(w, "\n### Benchmarks\n\n")
 	fmt.Fprintf(w, "| benchmark | %s | %s | change | verdict | reference %s → %s |\n", before, after, before, after)
 	fmt.Fprintf(w, "|---|--:|--:|--:|---|--:|\n")
@@ -418,7 +367,7 @@ func intervalPct(e history.Estimate) string {
 
 // writeMailSetup writes how the nights were measured: what changed between
 // them matters most (a compiler, a QEMU version).
-func writeMailSetup(w io.Writer, m Mail) {
+func writeMailSetup(w io.Writer, m view.Mail) {
 	var lines []string
 	add := func(k, before, after string) {
 		switch {
@@ -441,7 +390,7 @@ func writeMailSetup(w io.Writer, m Mail) {
 		return
 	}
 	fmt.Fprintf(w, "\n### Setup\n\n```\n%s\n```\n", strings.Join(lines, "\n"))
-	if a.Note != "" && m.kernelChanges() {
+	if a.Note != "" && kernelChanges(m) {
 		fmt.Fprintf(w, "\n%s\n", wrap("Note of "+a.Date+": "+mdEscape(a.Note), 78, ""))
 	}
 }

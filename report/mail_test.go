@@ -7,16 +7,17 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 // testMail is the mail of the fortnight's change point of night 8: lookups
 // 7.2 % longer, bisected to that night's commit.
-func testMail(t *testing.T, ids ...int64) Mail {
+func testMail(t *testing.T, ids ...int64) view.Mail {
 	t.Helper()
 	hs := testHistorySeries()
 	v := newSeriesView(hs)
-	m := Mail{Series: hs.Series, Config: "/etc/lpmbisect/kernels.toml",
-		Reproduce: Reproduction{Flags: []string{"--accel", "icount", "--bench", "lookup"},
+	m := view.Mail{Series: hs.Series, Config: "/etc/lpmbisect/kernels.toml",
+		Reproduce: view.Reproduction{Flags: []string{"--accel", "icount", "--bench", "lookup"},
 			Before: "kernels/bpf-next 2026-11-07/bzImage", After: "kernels/bpf-next-2026-11-08/bzImage"}}
 	for _, id := range ids {
 		for _, cp := range hs.ChangePoints {
@@ -43,7 +44,7 @@ func testMail(t *testing.T, ids ...int64) Mail {
 // depend on where it is wrapped.
 func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func writeMail(t *testing.T, m Mail) string {
+func writeMail(t *testing.T, m view.Mail) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteChangePointMail(&b, m); err != nil {
@@ -87,7 +88,7 @@ func TestChangePointMailContent(t *testing.T) {
 // command.
 func TestChangePointMailHost(t *testing.T) {
 	m := testMail(t, 9)
-	m.Reproduce = Reproduction{}
+	m.Reproduce = view.Reproduction{}
 	out := writeMail(t, m)
 	for _, want := range []string{
 		"Subject: [lpmbisect] bpf-next: host or harness changed on 2026-11-12: " + benchLookup + " +3.00% insn/op regression\n",
@@ -129,7 +130,7 @@ func TestChangePointMailSeveral(t *testing.T) {
 	if strings.Contains(out, "#10: ") || strings.Contains(out, "#9: ") || strings.Count(out, "No kernel commit") != 1 {
 		t.Errorf("WriteChangePointMail(#10, #9) does not say the one outcome of both once; got:\n%s", out)
 	}
-	if err := WriteChangePointMail(&bytes.Buffer{}, Mail{Series: history.Series{Name: "x"}}); err == nil {
+	if err := WriteChangePointMail(&bytes.Buffer{}, view.Mail{Series: history.Series{Name: "x"}}); err == nil {
 		t.Errorf("WriteChangePointMail(no change point) = nil; want an error")
 	}
 }
@@ -151,12 +152,8 @@ func TestMailSubjectWithoutCulprit(t *testing.T) {
 	}
 }
 
-func ExampleReproduction_Command() {
-	r := Reproduction{Flags: []string{"--accel", "icount", "--bench", "lookup"},
-		Before: "bpf-next-2026-11-07/bzImage", After: "bpf-next 2026-11-08/bzImage"}
-	fmt.Println(r.Command())
+func ExampleAckCommand() {
 	fmt.Println(AckCommand("kernels.toml", 7))
 	// Output:
-	// lpmbisect compare --accel icount --bench lookup bpf-next-2026-11-07/bzImage 'bpf-next 2026-11-08/bzImage'
 	// lpmbisect history ack --config kernels.toml 7
 }

@@ -1,8 +1,9 @@
 // Package view holds what lpmbisect's reports show, as data: the run
 // behind a comparison (Meta, KernelInfo), a finished bisection (Bisection),
-// and the number formats that every report and every log line of the
-// domain packages share (FormatDelta, FormatP, FormatPRelation,
-// FormatValue).
+// the history of the nightly series (History), a night as the morning
+// report tells it (NightSummary), a change-point mail (Mail), and the
+// number formats that every report and every log line of the domain
+// packages share (FormatDelta, FormatP, FormatPRelation, FormatValue).
 //
 // The domain packages fill the views and return them; package report
 // renders them; only the command (cmd/lpmbisect) imports report, and it
@@ -17,8 +18,9 @@
 //     of the culprit against its parent): neither should import the other
 //     for it;
 //   - report would otherwise import the domain packages that fill its
-//     inputs, and through them every stage of the flow (building, booting,
-//     the history database), for a handful of structs;
+//     inputs (nightly fills the history, the morning report and the mail;
+//     bisect the bisection), and through them every stage of the flow
+//     (building, booting, the history database), for a handful of structs;
 //   - a view carries only types of the data packages (compare, history,
 //     insight), so this package imports nothing that builds, boots or
 //     stores.

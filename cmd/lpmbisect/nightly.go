@@ -15,6 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/nightly"
 	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/view"
 )
 
 func nightlyCommand(r *run) *cli.Command {
@@ -43,8 +44,9 @@ func nightlyCommand(r *run) *cli.Command {
 				rr.File, rr.runDir = cfg, runDir
 				rr.minEffect = strconv.FormatFloat(cfg.Stats.MinEffect, 'g', -1, 64) // the series' own
 				return rr.bisectSetup(c.Context, true)
-			}})
-		var sums []report.NightSummary
+			},
+			WriteMail: report.WriteChangePointMail, MailSubject: report.MailSubject})
+		var sums []view.NightSummary
 		for _, n := range nights {
 			sums = append(sums, n.Summary())
 		}
