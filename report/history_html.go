@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"io"
@@ -59,12 +58,10 @@ func WriteHistoryHTML(w io.Writer, h view.History) error {
 		}
 		page.Series = append(page.Series, sp)
 	}
-	var buf bytes.Buffer
-	if err := historyTemplate.Execute(&buf, page); err != nil {
+	if err := writePage(w, historyTemplate, page.Title, page.Title, page); err != nil {
 		return fmt.Errorf("report: render history HTML: %w", err)
 	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	return nil
 }
 
 // verdictClass is the CSS class of a night row's verdict against the
@@ -135,14 +132,7 @@ type historyNightRow struct {
 	Benchmark, Unit, Tip, Reference, VsReference, VsPrevious, Class string
 }
 
-var historyTemplate = template.Must(template.New("history").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>
-body { font-family: system-ui, -apple-system, "Segoe UI", "Liberation Sans", sans-serif; margin: 2em auto; max-width: 84em; padding: 0 1em; color: #222; }
+var historyTemplate = newPage("history", `{{define "style"}}body { font-family: system-ui, -apple-system, "Segoe UI", "Liberation Sans", sans-serif; margin: 2em auto; max-width: 84em; padding: 0 1em; color: #222; }
 h1 { font-size: 1.4em; }
 h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 h3 { font-size: 1.05em; margin-top: 1.5em; }
@@ -172,11 +162,7 @@ td.note { color: #555; font-style: italic; }
 figure { margin: 1.5em 0; }
 figcaption { font-family: ui-monospace, "Liberation Mono", monospace; font-size: .85em; }
 svg.plot { width: 100%; max-width: 56em; height: auto; border: 1px solid #eee; }
-</style>
-</head>
-<body>
-<h1>{{.Title}}</h1>
-{{range .Series}}<h2>{{.Name}}</h2>
+{{end}}{{define "body"}}{{range .Series}}<h2>{{.Name}}</h2>
 <p class="source">{{.Source}}<br>{{.Summary}}</p>
 {{with .Changes}}<h3>Change points</h3>
 <ul class="changes">{{range .}}
@@ -198,6 +184,4 @@ svg.plot { width: 100%; max-width: 56em; height: auto; border: 1px solid #eee; }
 <tr><td></td><td></td><td></td><td colspan="5" class="note">{{.Summary}}{{range .Notes}} {{.}}{{end}}</td></tr>{{end}}{{end}}{{end}}
 </tbody>
 </table></div>{{end}}
-{{end}}</body>
-</html>
-`))
+{{end}}{{end}}`, nil)
