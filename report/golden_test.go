@@ -216,7 +216,7 @@ func goldenExt(f Format) string {
 }
 
 // floorsReport is a paired report of rows that calibrated floors keep
-// undecided, as TestUndecidedNamesTheFloor builds them.
+// undecided (TestUndecidedNamesTheFloor's).
 func floorsReport() *compare.Report {
 	row := func(name string, minEffect, delta float64, need compare.Verdict, boots int, hides bool) compare.Row {
 		return compare.Row{Benchmark: name, Unit: "sec/op", Verdict: compare.Unknown, MinEffect: minEffect, DeltaPct: delta, NeedFor: need, BootsNeeded: boots,
@@ -233,7 +233,7 @@ func floorsReport() *compare.Report {
 		}}
 }
 
-// imageSeries is TestHistoryImageSeries' series of prebuilt kernels.
+// imageSeries is a series of prebuilt kernels (TestHistoryImageSeries').
 func imageSeries() view.HistorySeries {
 	sha := func(c byte) string { return strings.Repeat(string(c), 64) }
 	return view.HistorySeries{

@@ -485,17 +485,7 @@ func TestBisectLine(t *testing.T) {
 // TestHistoryImageSeries checks how a series of prebuilt kernels names its
 // tips and ranges: by image and release, as it has no commits.
 func TestHistoryImageSeries(t *testing.T) {
-	sha := func(c byte) string { return strings.Repeat(string(c), 64) }
-	hs := view.HistorySeries{
-		Series: history.Series{Name: "ci-images", Kind: history.ImageSeries, Source: "/srv/ci/kernels", Reference: "ref.deb"},
-		Nights: []history.Night{
-			{Date: "2026-11-02", Status: history.StatusMeasured, Tip: history.Kernel{ImageSHA256: sha('b'), Release: "6.1.0-50-cloud-amd64"}},
-			{Date: "2026-11-01", Status: history.StatusMeasured, Tip: history.Kernel{ImageSHA256: sha('a'), Release: "6.1.0-47-cloud-amd64"}},
-			{Date: "2026-11-03", Status: history.StatusBootFailed, Reason: "boot-timeout", Tip: history.Kernel{ImageSHA256: sha('c')}},
-		},
-		ChangePoints: []history.ChangePoint{{ID: 1, Metric: metricLookup, Line: history.LineKernel, Night: "2026-11-02", BeforeNight: "2026-11-01",
-			DeltaPct: -16.7, P: 1e-5, Status: history.ChangeOpen, Bisect: history.Bisection{State: history.BisectSkipped, Reason: "no images between the nights"}}},
-	}
+	hs := imageSeries()
 	out := render(t, FormatText, view.History{Series: []view.HistorySeries{hs}})
 	for _, want := range []string{
 		"ci-images: images /srv/ci/kernels; reference ref.deb\n",

@@ -348,18 +348,7 @@ func TestSuperscript(t *testing.T) {
 // TestUndecidedNamesTheFloor: the headline of an undecided row names the
 // calibrated floor when the floor, not the boots, keeps it from a verdict.
 func TestUndecidedNamesTheFloor(t *testing.T) {
-	row := func(name string, minEffect, delta float64, need compare.Verdict, boots int, hides bool) compare.Row {
-		d := delta
-		return compare.Row{Benchmark: name, Unit: "sec/op", Verdict: compare.Unknown, MinEffect: minEffect, DeltaPct: d, NeedFor: need, BootsNeeded: boots,
-			FloorHides: hides, Paired: true, Pairs: 10, A: compare.Summary{Boots: 10, Center: 1}, B: compare.Summary{Boots: 10, Center: 1 + d/100}}
-	}
-	rep := &compare.Report{MinEffect: 0.01, Paired: true, Look: compare.Look{MaxBoots: 10}, Rows: []compare.Row{
-		row("withheld", 0.50, -17.76, compare.Different, 8, true),
-		row("just inside", 0.30, -29.34, compare.Same, compare.MaxBootsNeeded+1, false),
-		row("reaching it", 0.30, -31.79, compare.Different, 8, false),
-		row("user's floor", 0.01, -3, compare.Different, 14, false),
-		row("small change", 0.15, 2.08, compare.Same, 12, false),
-	}}
+	rep := floorsReport()
 	lines := undecided(rep)
 	if len(lines) != 5 {
 		t.Fatalf("undecided = %q; want 5 lines", lines)
