@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/view"
 )
 
@@ -57,7 +58,7 @@ func Headline(r compare.Row) string {
 // paired row the complete pairs, "8 pairs".
 func BootsLabel(r compare.Row) string {
 	if r.Paired {
-		return plural(r.Pairs, "pair")
+		return words.Plural(r.Pairs, "pair")
 	}
 	return fmt.Sprintf("%d+%d boots", r.A.Boots, r.B.Boots)
 }

@@ -28,11 +28,3 @@ func FormatPct(v float64) string {
 // pct formats a fraction as a percentage with up to four significant
 // digits, for levels and the minimum effect: 0.01 is "1%", 0.95 "95%".
 func pct(f float64) string { return fmt.Sprintf("%.4g%%", 100*f) }
-
-// plural counts what: "1 pair", "8 pairs".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/view"
 )
 
@@ -213,29 +214,14 @@ func seriesSource(s history.Series) string {
 	return strings.Join(parts, "; ")
 }
 
-// isHex reports whether s is a hex string, as commit hashes and image
-// digests are.
-func isHex(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789abcdefABCDEF") == ""
-}
-
-// shortHash shortens a commit hash or image digest to 12 digits; anything
-// else (a tag, a path) is kept.
-func shortHash(s string) string {
-	if isHex(s) {
-		return short(s)
-	}
-	return s
-}
-
 // tipName names a night's tip in a few characters: the short commit, else
 // "image " and the short image digest, else the release.
 func tipName(k history.Kernel) string {
 	switch {
 	case k.Commit != "":
-		return shortHash(k.Commit)
+		return words.ShortHash(k.Commit)
 	case k.ImageSHA256 != "":
-		return "image " + short(k.ImageSHA256)
+		return "image " + words.ShortHash(k.ImageSHA256)
 	case k.Release != "":
 		return k.Release
 	}
@@ -260,17 +246,12 @@ func unitName(unit string) string {
 	return unit
 }
 
-// direction says which way a change of deltaPct in unit goes: "worse",
-// "better", or "changed" when the unit has no known direction. A move of
-// the kernel line (the tip over the reference) goes the tip's way.
+// direction says which way a change of deltaPct in unit goes, in the words
+// of compare.DirectionOf: "worse", "better", or "changed" when the unit has
+// no known direction. A move of the kernel line (the tip over the
+// reference) goes the tip's way.
 func direction(unit string, deltaPct float64) string {
-	switch b := compare.BetterOf(unit); {
-	case b == 0 || deltaPct == 0 || math.IsNaN(deltaPct):
-		return "changed"
-	case (b < 0) == (deltaPct > 0):
-		return "worse"
-	}
-	return "better"
+	return compare.DirectionOf(unit, deltaPct).String()
 }
 
 // changeDirection is a change point's direction in its headline: "(worse)",
@@ -315,7 +296,7 @@ func ChangePointHeadline(series string, cp history.ChangePoint) string {
 func (v *seriesView) changeRange(cp history.ChangePoint) string {
 	nights := fmt.Sprintf("nights %s → %s", cmp.Or(cp.BeforeNight, "?"), cp.Night)
 	if cp.BeforeCommit != "" || cp.AfterCommit != "" {
-		return fmt.Sprintf("%s..%s (%s)", cmp.Or(shortHash(cp.BeforeCommit), "?"), cmp.Or(shortHash(cp.AfterCommit), "?"), nights)
+		return fmt.Sprintf("%s..%s (%s)", cmp.Or(words.ShortHash(cp.BeforeCommit), "?"), cmp.Or(words.ShortHash(cp.AfterCommit), "?"), nights)
 	}
 	before, okB := v.night(cp.BeforeNight)
 	after, okA := v.night(cp.Night)
@@ -342,7 +323,7 @@ func bisectLine(cp history.ChangePoint) string {
 	b := cp.Bisect
 	switch b.State {
 	case history.BisectFound:
-		s := "culprit " + cmp.Or(shortHash(b.Culprit), "?")
+		s := "culprit " + cmp.Or(words.ShortHash(b.Culprit), "?")
 		if b.Subject != "" {
 			s += " " + b.Subject
 		}

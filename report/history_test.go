@@ -17,6 +17,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/view"
 )
 
@@ -520,8 +521,8 @@ func TestFormatHelpers(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{truncate("abcdef", 4), "abc…"},
 		{truncate("abc", 4), "abc"},
-		{shortHash(fakeCommit(8)), "88" + strings.Repeat("8", 10)},
-		{shortHash("v6.12"), "v6.12"},
+		{words.ShortHash(fakeCommit(8)), "88" + strings.Repeat("8", 10)},
+		{words.ShortHash("v6.12"), "v6.12"},
 		{direction("insn/op", 1), "worse"},
 		{direction("sec/op", -1), "better"},
 		{direction("ops/s", -1), "worse"},

@@ -12,6 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/shellquote"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/view"
 )
 
@@ -73,12 +74,12 @@ func MailSubject(m view.Mail) string {
 		return fmt.Sprintf("[lpmbisect] %s: no change point", m.Series.Name)
 	}
 	cp := mailLead(m)
-	where := shortHash(cp.BeforeCommit) + ".." + shortHash(cp.AfterCommit)
+	where := words.ShortHash(cp.BeforeCommit) + ".." + words.ShortHash(cp.AfterCommit)
 	switch {
 	case cp.Line == history.LineHost:
 		where = "host or harness changed on " + cp.Night
 	case cp.Bisect.State == history.BisectFound:
-		where = shortHash(cp.Bisect.Culprit)
+		where = words.ShortHash(cp.Bisect.Culprit)
 	case cp.BeforeCommit == "" && cp.AfterCommit == "":
 		where = "night " + cp.Night
 	}
@@ -182,7 +183,7 @@ func WriteChangePointMail(w io.Writer, m view.Mail) error {
 // quotedCommit is a commit as the kernel's Fixes: tags write it:
 // 9d8c7b6a5f4e ("subject").
 func quotedCommit(commit, subject string) string {
-	s := cmp.Or(shortHash(commit), "?")
+	s := cmp.Or(words.ShortHash(commit), "?")
 	if subject != "" {
 		s += ` ("` + subject + `")`
 	}
@@ -197,7 +198,7 @@ func nightLine(n history.Night, date string) string {
 	case n.Tip.Commit != "":
 		parts = append(parts, quotedCommit(n.Tip.Commit, n.Tip.Subject))
 	case n.Tip.ImageSHA256 != "":
-		parts = append(parts, "image sha256 "+short(n.Tip.ImageSHA256))
+		parts = append(parts, "image sha256 "+words.ShortHash(n.Tip.ImageSHA256))
 	}
 	if n.Tip.Release != "" {
 		parts = append(parts, n.Tip.Release)
@@ -215,7 +216,7 @@ func referenceLine(s history.Series, n history.Night) string {
 		parts = append(parts, n.Reference.Release)
 	}
 	if n.Reference.ImageSHA256 != "" {
-		parts = append(parts, "image sha256 "+short(n.Reference.ImageSHA256))
+		parts = append(parts, "image sha256 "+words.ShortHash(n.Reference.ImageSHA256))
 	}
 	s2 := strings.Join(parts, ", ")
 	if s2 != "" {
@@ -240,7 +241,7 @@ func writeMailOutcome(w io.Writer, m view.Mail) {
 				line += " The night's note: " + mdEscape(m.After.Note)
 			}
 		case b.State == history.BisectFound:
-			line = fmt.Sprintf("First bad commit, found by the automatic bisection of %s..%s: `%s`.", shortHash(cp.BeforeCommit), shortHash(cp.AfterCommit),
+			line = fmt.Sprintf("First bad commit, found by the automatic bisection of %s..%s: `%s`.", words.ShortHash(cp.BeforeCommit), words.ShortHash(cp.AfterCommit),
 				mdCode(quotedCommit(b.Culprit, b.Subject)))
 		case b.State == history.BisectRunning:
 			line = "The automatic bisection is running; `lpmbisect history` shows its culprit when it ends."
@@ -384,7 +385,7 @@ func writeMailSetup(w io.Writer, m view.Mail) {
 	add("cpu model", b.CPUModel, a.CPUModel)
 	add("host", b.Host, a.Host)
 	add("compiler", b.Tip.Compiler, a.Tip.Compiler)
-	add("config", short(b.Tip.ConfigHash), short(a.Tip.ConfigHash))
+	add("config", words.ShortHash(b.Tip.ConfigHash), words.ShortHash(a.Tip.ConfigHash))
 	add("lpmbisect", b.ToolVersion, a.ToolVersion)
 	if len(lines) == 0 {
 		return

@@ -45,6 +45,7 @@ import (
 	"golang.org/x/perf/benchunit"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/view"
 )
 
@@ -282,19 +283,12 @@ func kernelLine(side compare.SideInfo, k view.KernelInfo) string {
 		s = k.Release
 	}
 	if k.SHA256 != "" {
-		s += ", image sha256 " + short(k.SHA256)
+		s += ", image sha256 " + words.ShortHash(k.SHA256)
 	}
 	if k.Input != "" {
 		s += ", from " + k.Input
 	}
 	return s
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 // runLines lists the run's parameters as label, value pairs.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/perf/benchunit"
 
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
 // WriteTable writes the comparison as a terminal table in the spirit of
@@ -203,7 +204,7 @@ func formatRow(row compare.Row) [numCols]string {
 	fillSide(row.B, colBCenter, colBCI, colBSpread)
 	c[colN] = fmt.Sprintf("n=%d+%d", row.A.Boots, row.B.Boots)
 	if row.Paired {
-		c[colN] = "n=" + plural(row.Pairs, "pair")
+		c[colN] = "n=" + words.Plural(row.Pairs, "pair")
 	}
 	c[colVerdict] = row.Verdict.String()
 	if !row.Compared() {
