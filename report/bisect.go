@@ -61,23 +61,7 @@ func WriteBisectionText(w io.Writer, r view.Bisection) error {
 	return err
 }
 
-var bisectionHTML = template.Must(template.New("bisection").Funcs(template.FuncMap{
-	"value": view.FormatValue,
-	"delta": view.FormatDelta,
-	"p":     view.FormatP,
-}).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>lpmbisect: {{.Culprit}}</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 2em; max-width: 70em; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.good { background: #e6f4e6; } .bad { background: #fbe3e3; } .skip { background: #eee; }
-.verdict { font-weight: bold; }
-</style></head><body>
-<h1>{{.Culprit}}</h1>
-<p class="verdict">{{.Verdict}}</p>
+var bisectionHTML = newPage("bisection", `{{define "body"}}<p class="verdict">{{.Verdict}}</p>
 {{with .Effect}}<h2>Effect, good → bad</h2>
 <table><tr><th>benchmark</th><th>good</th><th>bad</th><th>change</th><th>verdict</th><th>p</th><th>boots</th></tr>
 {{range .}}<tr><td>{{.Benchmark}}</td><td class="num">{{value .A .Unit}}</td><td class="num">{{value .B .Unit}}</td><td class="num">{{delta .DeltaPct}}</td><td>{{.Verdict}}</td><td class="num">{{p .P}}</td><td class="num">{{.BootsA}}+{{.BootsB}}</td></tr>{{end}}
@@ -96,8 +80,11 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 {{range .Steps}}<tr class="{{.Class}}"><td class="num">{{.N}}</td><td>{{.What}}</td><td>{{.Image}}</td><td class="num">{{.Boots}}</td><td>{{.Class}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>
 <p>State: <code>{{.StatePath}}</code>; step log: <code>{{.LogPath}}</code>.</p>
-</body></html>
-`))
+{{end}}`, template.FuncMap{
+	"value": view.FormatValue,
+	"delta": view.FormatDelta,
+	"p":     view.FormatP,
+})
 
 // WriteBisectionHTML writes a bisection report as a self-contained HTML
 // page.
@@ -113,5 +100,8 @@ func WriteBisectionHTML(w io.Writer, r view.Bisection) error {
 		}
 		page.InsightText = strings.TrimPrefix(b.String(), insightTitle+"\n")
 	}
-	return bisectionHTML.Execute(w, page)
+	if err := writePage(w, bisectionHTML, pageDoc{Title: "lpmbisect: " + r.Culprit, Heading: r.Culprit, Class: "bisection", Page: page}); err != nil {
+		return fmt.Errorf("report: render bisection HTML: %w", err)
+	}
+	return nil
 }

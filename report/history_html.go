@@ -58,7 +58,7 @@ func WriteHistoryHTML(w io.Writer, h view.History) error {
 		}
 		page.Series = append(page.Series, sp)
 	}
-	if err := writePage(w, historyTemplate, page.Title, page.Title, page); err != nil {
+	if err := writePage(w, historyTemplate, pageDoc{Title: page.Title, Heading: page.Title, Class: "history", Page: page}); err != nil {
 		return fmt.Errorf("report: render history HTML: %w", err)
 	}
 	return nil
@@ -132,37 +132,7 @@ type historyNightRow struct {
 	Benchmark, Unit, Tip, Reference, VsReference, VsPrevious, Class string
 }
 
-var historyTemplate = newPage("history", `{{define "style"}}body { font-family: system-ui, -apple-system, "Segoe UI", "Liberation Sans", sans-serif; margin: 2em auto; max-width: 84em; padding: 0 1em; color: #222; }
-h1 { font-size: 1.4em; }
-h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
-h3 { font-size: 1.05em; margin-top: 1.5em; }
-.source { color: #555; overflow-wrap: anywhere; }
-ul.changes { list-style: none; padding: 0; }
-li.change { margin: .5em 0; padding: .4em .8em; border-left: 6px solid #999; background: #f6f6f6; }
-li.change.worse { border-color: #d93025; background: #fce8e6; }
-li.change.host { border-color: #d65f0e; background: #fef7e0; }
-li.change.withdrawn { color: #777; text-decoration: line-through; }
-li.change .headline { font-family: ui-monospace, "Liberation Mono", monospace; font-weight: 600; }
-li.change .detail { font-size: .9em; color: #444; }
-table { border-collapse: collapse; font-size: .85em; }
-th, td { padding: .25em .6em; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.bench { font-family: ui-monospace, "Liberation Mono", monospace; white-space: nowrap; }
-td.tip { font-family: ui-monospace, "Liberation Mono", monospace; }
-td.tip small { font-family: system-ui, -apple-system, "Segoe UI", "Liberation Sans", sans-serif; }
-td.date, td.status, td.num { white-space: nowrap; }
-td.verdict { min-width: 8em; }
-tr.night td { border-top: 2px solid #bbb; }
-tr.failed td.status { color: #d93025; font-weight: 700; }
-td.note { color: #555; font-style: italic; }
-.scroll { overflow-x: auto; }
-.different { color: #d93025; font-weight: 700; }
-.same { color: #1e8e3e; font-weight: 700; }
-.unknown { color: #b06000; }
-figure { margin: 1.5em 0; }
-figcaption { font-family: ui-monospace, "Liberation Mono", monospace; font-size: .85em; }
-svg.plot { width: 100%; max-width: 56em; height: auto; border: 1px solid #eee; }
-{{end}}{{define "body"}}{{range .Series}}<h2>{{.Name}}</h2>
+var historyTemplate = newPage("history", `{{define "body"}}{{range .Series}}<h2>{{.Name}}</h2>
 <p class="source">{{.Source}}<br>{{.Summary}}</p>
 {{with .Changes}}<h3>Change points</h3>
 <ul class="changes">{{range .}}
