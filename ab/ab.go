@@ -103,10 +103,11 @@ type Result struct {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	s := o.Setup
 	o.Insight = o.Insight.forSetup(s)
-	sides, err := s.Prepare(o.Kernels[:])
+	runner, err := s.Start(o.Kernels[:], measure.RunOptions{Seed: o.Seed, Labels: o.Labels})
 	if err != nil {
 		return nil, err
 	}
+	sides := runner.Sides
 	path := o.Results
 	if path == "" {
 		if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
@@ -119,10 +120,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("%w: %v", ErrResultsFile, err)
 	}
 	start := time.Now()
-	for _, side := range sides {
-		side.Labels = o.Labels
-	}
-	runner := s.Runner(sides, o.Seed, out)
+	runner.Sink = out
 	var static [2]*insight.Side
 	if o.Insight != nil {
 		static = o.Insight.static(sides)

@@ -19,7 +19,7 @@ import (
 func (o *Options) Calibrate(ctx context.Context, boots int, auto, statistical bool) error {
 	s := o.Setup
 	deterministic := calibrate.Use(ctx, s, &o.Compare, auto, statistical)
-	start, err := compare.Start(o.Compare, boots, s.Plan.Benchmarks(), s.Pairs(2), deterministic)
+	start, err := compare.Start(o.Compare, compare.FirstLook{Boots: boots, Rows: s.Plan.Benchmarks(), Paired: s.Pairs(2), Deterministic: deterministic})
 	if err != nil {
 		return err
 	}

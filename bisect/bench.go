@@ -44,10 +44,14 @@ type Bench struct {
 	Measurer Measurer
 	// Resolve resolves a kernel input (kernel.Resolve with the cache).
 	Resolve func(input string) (*kernel.Kernel, error)
-	// Boots is the number of boots of each look at a kernel; 0 means the
-	// fewest with which a first look can reach both SAME and DIFFERENT
-	// (Judge.BootsToDecide: 4 for one benchmark with MaxBoots 8 at α=0.05).
+	// Boots is the number of boots of each look at a kernel; 0 means
+	// compare.DeterministicBoots when Deterministic, else the fewest with
+	// which a first look can reach both SAME and DIFFERENT (compare.Start:
+	// 4 for one benchmark with MaxBoots 8 at α=0.05).
 	Boots int
+	// Deterministic says the deterministic rule decides every benchmark of
+	// the plan (Judge.Calibrate).
+	Deterministic bool
 	// MaxBoots caps the boots of a kernel while its verdict stays UNKNOWN
 	// (default 10); a candidate still UNKNOWN at the cap is skipped.
 	MaxBoots int
@@ -72,23 +76,23 @@ type measured struct {
 	results []*benchfmt.Result
 }
 
-// DefaultMaxBoots is the boot cap when Bench.MaxBoots is 0.
-const DefaultMaxBoots = 10
-
+// boots is the boots of a first look at a kernel (compare.Start, both
+// verdicts reachable), at most the cap.
 func (b *Bench) boots() int {
-	if b.Boots > 0 {
-		return min(b.Boots, b.maxBoots())
-	}
-	n, err := b.Judge.BootsToDecide(b.maxBoots(), max(b.rows, 1))
+	n, err := compare.Start(b.Judge.Options(b.maxBoots()), b.firstLook(max(b.rows, 1)))
 	if err != nil {
-		return b.maxBoots()
+		return b.maxBoots() // more boots than the cap were asked for, or no verdict is reachable below it
 	}
 	return n
 }
 
+func (b *Bench) firstLook(rows int) compare.FirstLook {
+	return compare.FirstLook{Boots: b.Boots, Rows: rows, Deterministic: b.Deterministic, Both: true}
+}
+
 func (b *Bench) maxBoots() int {
 	if b.MaxBoots <= 0 {
-		return DefaultMaxBoots
+		return compare.DefaultMaxBoots
 	}
 	return b.MaxBoots
 }
@@ -99,7 +103,7 @@ func (b *Bench) maxBoots() int {
 // the bench's measurements in it.
 func (b *Bench) OpenState(dir string, want State) (*State, error) {
 	want.Params, want.Reverse = b.Params, b.Reverse
-	want.Judge = fmt.Sprintf("alpha=%g min-effect=%g%% boots=%d max-boots=%d", b.Alpha, b.MinEffectPct, b.Boots, b.maxBoots())
+	want.Judge = fmt.Sprintf("alpha=%g min-effect=%g%% boots=%d deterministic=%v max-boots=%d", b.Alpha, b.MinEffectPct, b.Boots, b.Deterministic, b.maxBoots())
 	st, err := OpenState(dir, want)
 	if err != nil {
 		return nil, err
@@ -110,7 +114,7 @@ func (b *Bench) OpenState(dir string, want State) (*State, error) {
 
 // CheckLevels reports levels with which no verdict can ever be reached.
 func (b *Bench) CheckLevels() error {
-	_, err := b.Judge.BootsToDecide(b.maxBoots(), 1)
+	_, err := compare.Start(b.Judge.Options(b.maxBoots()), compare.FirstLook{Rows: 1, Both: true})
 	return err
 }
 

@@ -143,17 +143,13 @@ func (j Judge) Options(maxBoots int) compare.Options {
 }
 
 // Calibrate sets the judge's calibrated statistics for setup (see
-// calibrate.Use) and returns the boots per look: boots, or
-// compare.DeterministicBoots when boots is 0 and the deterministic rule
-// decides every benchmark of the plan.
-func (j *Judge) Calibrate(ctx context.Context, setup *measure.Setup, boots int, auto, statistical bool) int {
+// calibrate.Use) and reports whether the deterministic rule then decides
+// every benchmark of the plan.
+func (j *Judge) Calibrate(ctx context.Context, setup *measure.Setup, auto, statistical bool) bool {
 	opts := j.Options(0)
 	deterministic := calibrate.Use(ctx, setup, &opts, auto, statistical)
 	j.Bounds, j.MinEffects = opts.Bounds, opts.MinEffects
-	if boots == 0 && deterministic {
-		return compare.DeterministicBoots
-	}
-	return boots
+	return deterministic
 }
 
 // sequence starts a comparison of two kernels over the looks of an
@@ -194,12 +190,6 @@ func (j Judge) once(a, b []*benchfmt.Result) (map[RowKey]CompareRow, error) {
 		return nil, err
 	}
 	return j.look(seq, a, b)
-}
-
-// BootsToDecide is the fewest boots per kernel with which a first look can
-// reach both SAME and DIFFERENT on rows rows, given the cap maxBoots.
-func (j Judge) BootsToDecide(maxBoots, rows int) (int, error) {
-	return compare.StartBoots(j.Options(maxBoots), rows, false, true)
 }
 
 // RowKey names a row: a benchmark in a unit.

@@ -13,7 +13,8 @@ import (
 
 // Under icount, with no calibration of this host, the documented jitter
 // bounds decide the LPM lookups from DeterministicBoots boots a look;
-// --rule statistical and wall time keep the boots asked for.
+// --rule statistical and wall time keep the boots asked for, or take the
+// fewest with which a first look reaches both verdicts (0 below).
 func TestJudgeCalibrate(t *testing.T) {
 	setup := func(accel vmrunner.Accel) *measure.Setup {
 		return testsetup.New(t, measure.Options{Accel: accel, Plan: measure.GuestPlan(wire.DefaultPlan())})
@@ -32,8 +33,17 @@ func TestJudgeCalibrate(t *testing.T) {
 		{"tcg", vmrunner.TCG, 0, false, 0, false},
 	} {
 		j := Judge{Alpha: 0.05, MinEffectPct: 1}
-		if got := j.Calibrate(context.Background(), setup(c.accel), c.boots, false, c.statistical); got != c.want || (len(j.Bounds) > 0) != c.bounds {
-			t.Errorf("%s: Calibrate = %d boots, bounds %v; want %d, bounds %v", c.name, got, j.Bounds, c.want, c.bounds)
+		deterministic := j.Calibrate(context.Background(), setup(c.accel), false, c.statistical)
+		b := &Bench{Judge: j, Boots: c.boots, Deterministic: deterministic, MaxBoots: 10}
+		want := c.want
+		if want == 0 {
+			var err error
+			if want, err = compare.StartBoots(j.Options(10), 1, false, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := b.boots(); got != want || (len(j.Bounds) > 0) != c.bounds {
+			t.Errorf("%s: first look of %d boots, bounds %v; want %d, bounds %v", c.name, got, j.Bounds, want, c.bounds)
 		}
 	}
 }
@@ -49,12 +59,12 @@ func TestNewSetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := s.Bench; b.Boots != compare.DeterministicBoots || len(b.Judge.Bounds) == 0 || b.MaxBoots != 10 || !b.Reverse || s.RecheckBoots != 3 || s.Measure != m {
+	if b := s.Bench; b.boots() != compare.DeterministicBoots || len(b.Judge.Bounds) == 0 || b.MaxBoots != 10 || !b.Reverse || s.RecheckBoots != 3 || s.Measure != m {
 		t.Errorf("NewSetup: %d boots a look, bounds %v, max %d, reverse %v, re-check %d; want %d, bounds, 10, true, 3",
-			b.Boots, b.Judge.Bounds, b.MaxBoots, b.Reverse, s.RecheckBoots, compare.DeterministicBoots)
+			b.boots(), b.Judge.Bounds, b.MaxBoots, b.Reverse, s.RecheckBoots, compare.DeterministicBoots)
 	}
 	o.Statistical = true
-	if s, err := NewSetup(context.Background(), m, o); err != nil || s.Bench.Boots != 0 || len(s.Bench.Judge.Bounds) > 0 {
+	if s, err := NewSetup(context.Background(), m, o); err != nil || s.Bench.Boots != 0 || s.Bench.Deterministic || len(s.Bench.Judge.Bounds) > 0 {
 		t.Errorf("NewSetup(statistical) = %v; want 0 boots a look (the fewest that can decide), no bounds", err)
 	}
 	o.MaxBoots = 0

@@ -29,21 +29,12 @@ type Measurer interface {
 	Measure(ctx context.Context, kernels []Candidate, boots int) ([][]BootResults, error)
 }
 
-// VMMeasurer measures kernels under QEMU with the measure package.
+// VMMeasurer measures kernels under QEMU with a measurement setup: the
+// candidates of one Measure call are booted unpaired, each call in a
+// numbered subdirectory of the setup's run directory.
 type VMMeasurer struct {
-	Guest     string // guest binary
-	CacheDir  string // kernel and initramfs cache
-	NoModules bool
-	GuestArgs []string // the guest's run plan (measure.GuestPlan.KernelArgs)
-	Params    string   // labels every result (measure.ParamsKey)
-	// Selector boots with the requested accelerator.
-	Selector *vmrunner.Selector
-	VM       vmrunner.Config // QEMU, memory, CPUs, deadlines
-	RunDir   string          // each Measure call gets a numbered subdirectory
-	// Exec runs the boots (measure.Setup.Executor: several at once here
-	// under icount, or a fleet's queue).
-	Exec measure.Executor
-	Log  *log.Logger // a line per boot; nil for none
+	Setup *measure.Setup
+	Log   *log.Logger // a line per boot; nil for none
 
 	mu   sync.Mutex
 	runs int
@@ -56,49 +47,36 @@ func (m *VMMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int
 		return out, nil
 	}
 	inputs := make([]string, len(kernels))
+	names := make([]string, len(kernels))
 	for i, k := range kernels {
-		inputs[i] = k.Input
-	}
-	sides, err := measure.Prepare(inputs, m.Guest, m.CacheDir, m.NoModules)
-	if err != nil {
-		return out, err
-	}
-	for i, s := range sides {
-		if kernels[i].Label != "" {
-			s.Label = kernels[i].Label
-		}
+		inputs[i], names[i] = k.Input, k.Label
 	}
 	m.mu.Lock()
 	m.runs++
-	runDir := filepath.Join(m.RunDir, fmt.Sprintf("%03d", m.runs))
+	runDir := filepath.Join(m.Setup.RunDir, fmt.Sprintf("%03d", m.runs))
 	m.mu.Unlock()
-	for _, s := range sides {
-		if s.ChannelNote != "" {
-			m.logf("%s: %s", s.Label, s.ChannelNote)
-		}
+	r, err := m.Setup.Start(inputs, measure.RunOptions{Names: names, RunDir: runDir, Unpaired: true})
+	if err != nil {
+		return out, err
 	}
 	started := time.Now()
 	perSide := map[string]int{}
-	r := &measure.Runner{
-		Sides: sides, GuestArgs: m.GuestArgs, Params: m.Params, Selector: m.Selector, VM: m.VM, RunDir: runDir,
-		Exec: m.Exec,
-		OnBoot: func(r measure.BootReport) {
-			if r.Result.Outcome == vmrunner.Canceled {
-				return // a signal, or a sibling's failure, which is reported
-			}
-			status := string(r.Result.Outcome)
-			if r.Result.Outcome == vmrunner.OK {
-				perSide[r.Side.Name]++
-				status += fmt.Sprintf(", %d results over %s", r.Written, r.Result.Channel)
-			} else {
-				status += ": " + r.Result.Detail + " (console: " + r.Result.ConsoleLog + ")"
-			}
-			m.logf("[%d/%d] %s boot %d (%s): %s in %s, elapsed %s", r.Done, boots*len(kernels), r.Side.Label,
-				perSide[r.Side.Name], r.Result.Accel, status, r.Result.Duration.Round(100*time.Millisecond), measure.Elapsed(started))
-		},
+	r.OnBoot = func(r measure.BootReport) {
+		if r.Result.Outcome == vmrunner.Canceled {
+			return // a signal, or a sibling's failure, which is reported
+		}
+		status := string(r.Result.Outcome)
+		if r.Result.Outcome == vmrunner.OK {
+			perSide[r.Side.Name]++
+			status += fmt.Sprintf(", %d results over %s", r.Written, r.Result.Channel)
+		} else {
+			status += ": " + r.Result.Detail + " (console: " + r.Result.ConsoleLog + ")"
+		}
+		m.logf("[%d/%d] %s boot %d (%s): %s in %s, elapsed %s", r.Done, boots*len(kernels), r.Side.Label,
+			perSide[r.Side.Name], r.Result.Accel, status, r.Result.Duration.Round(100*time.Millisecond), measure.Elapsed(started))
 	}
 	err = r.Measure(ctx, boots)
-	for i, s := range sides {
+	for i, s := range r.Sides {
 		for _, b := range r.Boots(s.Name) {
 			out[i] = append(out[i], b)
 		}

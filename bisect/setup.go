@@ -45,19 +45,15 @@ func NewBench(m *measure.Setup, j Judge, boots, maxBoots int, reverse bool) (*Be
 	if boots < 0 || maxBoots < 1 {
 		return nil, fmt.Errorf("boots per look %d and at most %d per kernel: must be positive", boots, maxBoots)
 	}
-	args := m.GuestArgs()
 	params, err := m.ParamsKey()
 	if err != nil {
 		return nil, err
 	}
 	b := &Bench{
-		Judge: j,
-		Measurer: &VMMeasurer{
-			Guest: m.Guest, CacheDir: m.CacheDir, NoModules: m.NoModules, GuestArgs: args, Params: params,
-			Selector: m.Selector, VM: m.VM, RunDir: m.RunDir, Exec: m.Executor(false, 0), Log: m.Log,
-		},
-		Resolve: func(in string) (*kernel.Kernel, error) { return kernel.Resolve(in, m.CacheDir) },
-		Boots:   boots, MaxBoots: maxBoots, Reverse: reverse, Params: params, Log: m.Log,
+		Judge:    j,
+		Measurer: &VMMeasurer{Setup: m, Log: m.Log},
+		Resolve:  func(in string) (*kernel.Kernel, error) { return kernel.Resolve(in, m.CacheDir) },
+		Boots:    boots, MaxBoots: maxBoots, Reverse: reverse, Params: params, Log: m.Log,
 	}
 	if err := b.CheckLevels(); err != nil {
 		return nil, err
@@ -96,11 +92,12 @@ func FromConfig(f *config.File, auto bool) Options {
 // built. Its errors are NewBench's: levels no bisection can use.
 func NewSetup(ctx context.Context, m *measure.Setup, o Options) (*Setup, error) {
 	j := o.Judge
-	boots := j.Calibrate(ctx, m, o.Boots, o.Auto, o.Statistical)
-	bench, err := NewBench(m, j, boots, o.MaxBoots, o.Reverse)
+	deterministic := j.Calibrate(ctx, m, o.Auto, o.Statistical)
+	bench, err := NewBench(m, j, o.Boots, o.MaxBoots, o.Reverse)
 	if err != nil {
 		return nil, err
 	}
+	bench.Deterministic = deterministic
 	return &Setup{Bench: bench, Measure: m, RecheckBoots: o.RecheckBoots, Log: m.Log}, nil
 }
 
@@ -179,7 +176,7 @@ func (s *Setup) Images(ctx context.Context, args []string, stateDir string) (*Re
 	if len(images) < 2 {
 		return nil, nil, fmt.Errorf("%w: %d kernel given; a bisection needs at least two (the first good, the last bad)", ErrTooFewImages, len(images))
 	}
-	cache := s.Bench.Measurer.(*VMMeasurer).CacheDir
+	cache := s.Measure.CacheDir
 	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(cache, "bisect")), State{Kind: KindImages, Images: images, Good: images[0], Bad: images[len(images)-1]})
 	if err != nil {
 		return nil, nil, err

@@ -37,11 +37,10 @@ func Run(ctx context.Context, setup *measure.Setup, kernel string, boots int, o 
 	if o.Paired = setup.Pairs(2); o.Paired {
 		inputs = append(inputs, kernel)
 	}
-	sides, err := setup.Prepare(inputs)
+	r, err := setup.Start(inputs, measure.RunOptions{Seed: o.Seed})
 	if err != nil {
 		return nil, err
 	}
-	r := setup.Runner(sides, o.Seed, nil)
 	if o.OnRunner != nil {
 		o.OnRunner(r)
 	}
@@ -49,7 +48,7 @@ func Run(ctx context.Context, setup *measure.Setup, kernel string, boots int, o 
 		return nil, fmt.Errorf("calibrate %s: %w", kernel, err)
 	}
 	var all [][]*benchfmt.Result
-	for _, s := range sides {
+	for _, s := range r.Sides {
 		all = append(all, r.Boots(s.Name)...)
 	}
 	return Compute(all, o)

@@ -125,21 +125,44 @@ func (e *BootsError) Error() string {
 	return fmt.Sprintf("%s %d must be between 1 and %s", e.Option, e.N, limit)
 }
 
+// DefaultMaxBoots is the cap of an adaptive comparison's boots per side
+// (pairs) when none is given: compare's, a bisection's for each kernel,
+// and the configuration's default.
+const DefaultMaxBoots = 10
+
+// FirstLook is what the boots of a comparison's first look depend on.
+type FirstLook struct {
+	// Boots asked for (0: decide).
+	Boots int
+	// Rows compared, Paired when the boots come in pairs.
+	Rows   int
+	Paired bool
+	// Deterministic: the deterministic rule decides every row (then
+	// DeterministicBoots are enough).
+	Deterministic bool
+	// Both verdicts must be reachable from the first look, not either: a
+	// bisection's candidate must be able to come out SAME as one end and
+	// DIFFERENT from the other.
+	Both bool
+}
+
 // Start returns the boots per side (pairs, when paired) at which an
-// adaptive comparison of rows rows under opts first looks: boots when
-// given (not 0), else DeterministicBoots when the deterministic rule
-// decides every row, else StartBoots. It checks opts.MaxBoots and the
-// start against their ranges (*BootsError).
-func Start(opts Options, boots, rows int, paired, deterministic bool) (int, error) {
+// adaptive comparison under opts first looks: f.Boots when given (not 0),
+// else DeterministicBoots when the deterministic rule decides every row,
+// else StartBoots. It checks opts.MaxBoots and the start against their
+// ranges (*BootsError). This is the one rule of the first look for a
+// comparison and a bisection alike.
+func Start(opts Options, f FirstLook) (int, error) {
 	if opts.MaxBoots < 1 || opts.MaxBoots > MaxBootsLimit {
 		return 0, &BootsError{Option: "max_boots", N: opts.MaxBoots, Max: MaxBootsLimit}
 	}
-	if boots == 0 && deterministic {
+	boots := f.Boots
+	if boots == 0 && f.Deterministic {
 		boots = DeterministicBoots
 	}
 	if boots == 0 {
 		var err error
-		if boots, err = StartBoots(opts, rows, paired, false); err != nil {
+		if boots, err = StartBoots(opts, f.Rows, f.Paired, f.Both); err != nil {
 			return 0, err
 		}
 	}

@@ -21,9 +21,21 @@ func TestStart(t *testing.T) {
 		{"deterministic", 0, true, DeterministicBoots},
 		{"chosen", 0, false, chosen},
 	} {
-		if got, err := Start(opts, c.boots, 4, false, c.deterministic); err != nil || got != c.want {
+		if got, err := Start(opts, FirstLook{Boots: c.boots, Rows: 4, Deterministic: c.deterministic}); err != nil || got != c.want {
 			t.Errorf("Start(%s: boots %d, deterministic %v) = %d, %v; want %d", c.name, c.boots, c.deterministic, got, err, c.want)
 		}
+	}
+	// A bisection's first look must reach both verdicts: never fewer
+	// boots than a comparison's, which needs only one.
+	both, err := StartBoots(opts, 4, false, true)
+	if err != nil || both < chosen {
+		t.Fatalf("StartBoots(both) = %d, %v; want at least %d", both, err, chosen)
+	}
+	if got, err := Start(opts, FirstLook{Rows: 4, Both: true}); err != nil || got != both {
+		t.Errorf("Start(both) = %d, %v; want %d", got, err, both)
+	}
+	if got, err := Start(opts, FirstLook{Rows: 4, Both: true, Deterministic: true}); err != nil || got != DeterministicBoots {
+		t.Errorf("Start(both, deterministic) = %d, %v; want %d", got, err, DeterministicBoots)
 	}
 	for _, c := range []struct {
 		maxBoots, boots int
@@ -37,7 +49,7 @@ func TestStart(t *testing.T) {
 		o := opts
 		o.MaxBoots = c.maxBoots
 		var be *BootsError
-		if _, err := Start(o, c.boots, 4, false, false); !errors.As(err, &be) || err.Error() != c.want {
+		if _, err := Start(o, FirstLook{Boots: c.boots, Rows: 4}); !errors.As(err, &be) || err.Error() != c.want {
 			t.Errorf("Start(max %d, boots %d) error = %v; want a BootsError %q", c.maxBoots, c.boots, err, c.want)
 		}
 	}

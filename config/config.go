@@ -31,6 +31,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -189,7 +190,7 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 func Defaults() File {
 	plan := wire.DefaultPlan()
 	return File{
-		Measure: Measure{Accel: "auto", MaxBoots: 10, MemoryMB: 1024, CPUs: 1, QEMU: "qemu-system-x86_64",
+		Measure: Measure{Accel: "auto", MaxBoots: compare.DefaultMaxBoots, MemoryMB: 1024, CPUs: 1, QEMU: "qemu-system-x86_64",
 			BootTimeout: Duration{90 * time.Second}, ProgressTimeout: Duration{60 * time.Second}},
 		Bench: Bench{Select: plan.Bench, Samples: plan.Samples, Entries: plan.Entries, PrefixLen: plan.PrefixLen,
 			BatchEntries: plan.BatchEntries},

@@ -51,9 +51,9 @@ func sharedCache(t *testing.T) string {
 	return kernelCache.dir
 }
 
-// e2eSetup prepares the two Debian kernels under icount with the small
-// plan.
-func e2eSetup(t *testing.T) (*measure.Setup, []*measure.Side) {
+// e2eSetup sets up the two Debian kernels under icount with the small
+// plan; start begins a measurement of them.
+func e2eSetup(t *testing.T) (s *measure.Setup, start func(seed uint64) *measure.Runner) {
 	t.Helper()
 	needQEMU(t)
 	debs := []string{testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612)}
@@ -62,11 +62,13 @@ func e2eSetup(t *testing.T) (*measure.Setup, []*measure.Side) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sides, err := s.Prepare(debs)
-	if err != nil {
-		t.Fatal(err)
+	return s, func(seed uint64) *measure.Runner {
+		r, err := s.Start(debs, measure.RunOptions{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
-	return s, sides
 }
 
 // bootMedians returns the median of e2eBench in each completed boot of a
@@ -101,17 +103,17 @@ var localRun struct {
 
 // localMedians runs the plan here, two boots at once, once per test binary,
 // and returns each side's boot medians.
-func localMedians(t *testing.T, s *measure.Setup, sides []*measure.Side) map[string][]float64 {
+func localMedians(t *testing.T, start func(uint64) *measure.Runner) map[string][]float64 {
 	t.Helper()
 	localRun.once.Do(func() {
-		start := time.Now()
-		r := s.Runner(sides, 1, nil)
+		began := time.Now()
+		r := start(1)
 		if err := r.Measure(context.Background(), e2eBoots); err != nil {
 			t.Fatalf("local Measure = %v", err)
 		}
-		localRun.took = time.Since(start)
+		localRun.took = time.Since(began)
 		localRun.medians = map[string][]float64{}
-		for _, side := range sides {
+		for _, side := range r.Sides {
 			localRun.medians[side.Name] = bootMedians(t, r.Boots(side.Name))
 		}
 		t.Logf("local run (%d boots per side, 2 at once): %s; medians %v", e2eBoots, localRun.took.Round(100*time.Millisecond), localRun.medians)
@@ -273,11 +275,11 @@ func libraryE2E(t *testing.T) {
 
 func TestRemoteBootsMatchLocal(t *testing.T) {
 	libraryE2E(t)
-	s, sides := e2eSetup(t)
-	local := localMedians(t, s, sides)
+	s, startRun := e2eSetup(t)
+	local := localMedians(t, startRun)
 	f := startFleet(t, []string{"w1", "w2"}, 1)
 	ex := &Executor{Client: f.client, Queue: "icount", Guest: s.Guest, Log: f.client.log, StuckAfter: 2 * time.Minute}
-	r := s.Runner(sides, 1, nil)
+	r := startRun(1)
 	r.Exec = ex
 	start := time.Now()
 	if err := r.Measure(context.Background(), e2eBoots); err != nil {
@@ -300,7 +302,7 @@ func TestRemoteBootsMatchLocal(t *testing.T) {
 		}
 	}
 	// Every boot's capture is in its local run directory.
-	for _, side := range sides {
+	for _, side := range r.Sides {
 		for boot := 1; boot <= e2eBoots; boot++ {
 			dir := filepath.Join(s.RunDir, fmt.Sprintf("%s-%02d", side.Name, boot))
 			for _, name := range []string{"console.log", "results.out", "worker.txt"} {
@@ -327,14 +329,14 @@ func TestRemoteBootsMatchLocal(t *testing.T) {
 
 func TestWorkerKilledMidBoot(t *testing.T) {
 	libraryE2E(t)
-	s, sides := e2eSetup(t)
-	local := localMedians(t, s, sides)
+	s, startRun := e2eSetup(t)
+	local := localMedians(t, startRun)
 	f := startFleet(t, []string{"w1", "w2"}, 1)
 	// River's rescuer would take the default stuck time (10 minutes):
 	// the killed job comes back by the hand-back, after three missed
 	// heartbeats (startFleet's workers beat every second).
 	ex := &Executor{Client: f.client, Queue: "icount", Guest: s.Guest, Log: f.client.log, PollInterval: time.Second}
-	r := s.Runner(sides, 2, nil)
+	r := startRun(2)
 	r.Exec = ex
 	measured := make(chan error, 1)
 	start := time.Now()

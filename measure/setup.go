@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -144,10 +145,10 @@ func NewSetup(o Options) (*Setup, error) {
 	return s, nil
 }
 
-// Prepare resolves kernel inputs and packs the initramfs of each (see the
+// prepare resolves kernel inputs and packs the initramfs of each (see the
 // package function Prepare), saying how results will travel when that is
 // worth knowing.
-func (s *Setup) Prepare(inputs []string) ([]*Side, error) {
+func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 	start := time.Now()
 	sides, err := Prepare(inputs, s.Guest, s.CacheDir, s.NoModules)
 	if err != nil {
@@ -169,20 +170,56 @@ func (s *Setup) Prepare(inputs []string) ([]*Side, error) {
 // kernels, a wall-clock accelerator (icount counts need no pairs).
 func (s *Setup) Pairs(n int) bool { return s.Paired && n == 2 && s.Accel != vmrunner.Icount }
 
-// Runner returns a runner of sides with this setup's executor: pairs when
-// Pairs, else Workers boots at once. Every completed boot's results also go
-// to sink (nil for none).
-func (s *Setup) Runner(sides []*Side, seed uint64, sink *ResultsFile) *Runner {
-	paired := s.Pairs(len(sides))
+// RunOptions are one measurement's own choices, besides its setup's.
+type RunOptions struct {
+	// Seed draws the order of the sides within each round (Runner.Seed).
+	Seed uint64
+	// Labels are added to every result of every side (Side.Labels); each
+	// side gets its own copy.
+	Labels map[string]string
+	// Names, when set, are what results call each input (Side.Label), in
+	// the inputs' order; "" keeps the kernel's release.
+	Names []string
+	// RunDir, when set, replaces the setup's run directory.
+	RunDir string
+	// Unpaired boots the inputs unpaired even where the setup pairs two
+	// kernels (a bisection measures candidates, not an A/B).
+	Unpaired bool
+}
+
+// Start begins a measurement of inputs with this setup: it resolves them
+// and packs their initramfs images (Prepare), then returns a runner of
+// them, booting with this setup's executor (pairs when Pairs, else
+// Workers boots at once here, or the remote queue). Every command that
+// boots kernels begins here; the caller then sets what it wants to hear
+// of (OnBoot, Sink) and calls Measure (or hands the runner to
+// compare.Decide), and Finish at the end.
+func (s *Setup) Start(inputs []string, o RunOptions) (*Runner, error) {
+	sides, err := s.prepare(inputs)
+	if err != nil {
+		return nil, err
+	}
+	for i, side := range sides {
+		if o.Labels != nil {
+			side.Labels = maps.Clone(o.Labels)
+		}
+		if i < len(o.Names) && o.Names[i] != "" {
+			side.Label = o.Names[i]
+		}
+	}
+	paired := !o.Unpaired && s.Pairs(len(sides))
 	params, _ := s.ParamsKey() // "" when the guest cannot be read: Prepare says why
 	r := &Runner{
-		Sides: sides, Seed: seed, GuestArgs: s.GuestArgs(), Params: params, Selector: s.Selector,
-		VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(paired, seed), Paired: paired, Sink: sink,
+		Sides: sides, Seed: o.Seed, GuestArgs: s.GuestArgs(), Params: params, Selector: s.Selector,
+		VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(paired, o.Seed), Paired: paired,
+	}
+	if o.RunDir != "" {
+		r.RunDir = o.RunDir
 	}
 	if len(sides) > 1 && s.Verbose != nil {
-		s.Verbose.Printf("boot order seed %d", seed)
+		s.Verbose.Printf("boot order seed %d", o.Seed)
 	}
-	return r
+	return r, nil
 }
 
 // GuestArgs is the guest's plan on the kernel command line, with --append.
@@ -244,19 +281,18 @@ func (s *Setup) Finish(r *Runner) {
 	}
 }
 
-// Record boots each of sides boots times, one after another in seeded
-// order (seed 0), writing every completed boot to out, and closes out:
-// complete under its final name when every boot was taken, else under
-// the partial name with the finished boots. hook, when set, gets the
-// runner first (progress). It returns where the results are, and the run's
-// error before out's.
-func (s *Setup) Record(ctx context.Context, sides []*Side, boots int, out *ResultsFile, hook func(*Runner)) (string, error) {
-	runner := s.Runner(sides, 0, out)
+// Record boots each side of r boots times, writing every completed boot
+// to out, and closes out: complete under its final name when every boot
+// was taken, else under the partial name with the finished boots. hook,
+// when set, gets the runner first (progress). It returns where the
+// results are, and the run's error before out's.
+func (s *Setup) Record(ctx context.Context, r *Runner, boots int, out *ResultsFile, hook func(*Runner)) (string, error) {
+	r.Sink = out
 	if hook != nil {
-		hook(runner)
+		hook(r)
 	}
-	runErr := runner.Measure(ctx, boots)
-	s.Finish(runner)
+	runErr := r.Measure(ctx, boots)
+	s.Finish(r)
 	path, closeErr := s.CloseResults(out, runErr)
 	if runErr != nil {
 		return path, runErr

@@ -1,7 +1,10 @@
 package measure
 
 import (
+	"bytes"
 	"context"
+	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -65,7 +68,8 @@ func TestRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		hooked := false
-		path, err := s.Record(context.Background(), testSides(), 2, out, func(*Runner) { hooked = true })
+		r := &Runner{Sides: testSides(), Selector: s.Selector, VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(false, 0)}
+		path, err := s.Record(context.Background(), r, 2, out, func(*Runner) { hooked = true })
 		if want := map[bool]string{false: final, true: final + ".partial"}[c.partial]; path != want || (err != nil) != c.partial || !hooked {
 			t.Errorf("%s: Record = %q, %v, hook called %v; want %q, error %v, the hook called", c.name, path, err, hooked, want, c.partial)
 		}
@@ -131,5 +135,73 @@ func TestParamsKey(t *testing.T) {
 	write("another guest program")
 	if got := of(base); got == want {
 		t.Errorf("another guest program: params %s unchanged", got)
+	}
+}
+
+// fakeKernel writes the start of an x86 bzImage whose setup header names
+// release, enough for kernel.Resolve.
+func fakeKernel(t *testing.T, dir, name, release string) string {
+	t.Helper()
+	b := make([]byte, 0x400)
+	b[0x1F1] = 1 // setup_sects
+	b[0x1FE], b[0x1FF] = 0x55, 0xAA
+	copy(b[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(b[0x206:], 0x020F)
+	binary.LittleEndian.PutUint16(b[0x20E:], 0x100)
+	copy(b[0x300:], release+" (user@host) #1 SMP\x00")
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestStart: the one way a measurement begins gives every side its own
+// copy of the labels, the names asked for, the run directory asked for,
+// and pairs only where the setup pairs and the caller does not refuse.
+func TestStart(t *testing.T) {
+	dir := t.TempDir()
+	// A guest must be a static x86-64 ELF executable: a bare header is one.
+	var hdr bytes.Buffer
+	binary.Write(&hdr, binary.LittleEndian, elf.Header64{
+		Ident: [elf.EI_NIDENT]byte{0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)},
+		Type:  uint16(elf.ET_EXEC), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT), Ehsize: 64,
+	})
+	guest := filepath.Join(dir, "guest")
+	if err := os.WriteFile(guest, hdr.Bytes(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, b := fakeKernel(t, dir, "vmlinuz-a", "6.1.0-a"), fakeKernel(t, dir, "vmlinuz-b", "6.12.0-b")
+	s, err := NewSetup(Options{Accel: vmrunner.TCG, Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: dir, RunDir: filepath.Join(dir, "runs"), NoModules: true, Paired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{wire.KeyDate: "2026-12-02"}
+	r, err := s.Start([]string{a, b}, RunOptions{Seed: 7, Labels: labels, Names: []string{"", "tip"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Sides) != 2 || r.Sides[0].Label != "6.1.0-a" || r.Sides[1].Label != "tip" {
+		t.Fatalf("sides %+v; want A labelled by its release and B named tip", r.Sides)
+	}
+	r.Sides[1].Labels[wire.KeyCommit] = "abc"
+	if _, shared := r.Sides[0].Labels[wire.KeyCommit]; shared || len(labels) != 1 {
+		t.Errorf("a label set on B reached A or the caller's map: A %v, caller %v", r.Sides[0].Labels, labels)
+	}
+	if !r.Paired || r.Seed != 7 || r.RunDir != s.RunDir || r.Params == "" {
+		t.Errorf("runner paired %v seed %d run dir %q params %q; want paired, seed 7, the setup's run directory, a params key", r.Paired, r.Seed, r.RunDir, r.Params)
+	}
+	r, err = s.Start([]string{a, b}, RunOptions{Unpaired: true, RunDir: filepath.Join(dir, "001")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Paired || r.RunDir != filepath.Join(dir, "001") {
+		t.Errorf("unpaired start: paired %v, run dir %q; want unpaired in 001", r.Paired, r.RunDir)
+	}
+	if _, ok := r.Exec.(Local); !ok {
+		t.Errorf("unpaired start runs on %T; want Local", r.Exec)
+	}
+	if _, err := s.Start([]string{guest}, RunOptions{}); err == nil {
+		t.Error("Start of a file that is no kernel succeeded; want the kernel's error")
 	}
 }

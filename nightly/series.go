@@ -436,18 +436,15 @@ func (r *seriesRun) standingReference(prev history.Night, prevRef [][]*benchfmt.
 // own date. It returns each side's boots.
 func (r *seriesRun) boot(ctx context.Context, inputs []string, standing [][]*benchfmt.Result) (map[string][][]*benchfmt.Result, error) {
 	ms := r.setup.Measure
-	sides, err := ms.Prepare(inputs)
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s %s", r.conf.Name, r.o.Date)
+	runner, err := ms.Start(inputs, measure.RunOptions{Seed: h.Sum64(), Labels: map[string]string{wire.KeyDate: r.o.Date}})
 	if err != nil {
 		r.fail(history.StatusBootFailed, err)
 		return nil, nil
 	}
-	for _, s := range sides {
-		s.Labels = map[string]string{wire.KeyDate: r.o.Date}
-	}
+	sides := runner.Sides
 	sides[1].Labels[wire.KeyCommit] = r.n.Night.Tip.Commit
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%s %s", r.conf.Name, r.o.Date)
-	runner := ms.Runner(sides, h.Sum64(), nil)
 	stored, err := r.db.Boots(ctx, r.n.Night.ID)
 	if err != nil {
 		return nil, err

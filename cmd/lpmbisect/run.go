@@ -27,7 +27,7 @@ func runCommand(r *run) *cli.Command {
 		if err := writable("out", r.out); err != nil {
 			return err
 		}
-		sides, err := s.Prepare(kernels)
+		runner, err := s.Start(kernels, measure.RunOptions{})
 		if err != nil {
 			return err
 		}
@@ -36,7 +36,7 @@ func runCommand(r *run) *cli.Command {
 			return usageError("--out: %v", err)
 		}
 		prog := report.NewProgress(r.log.Writer())
-		path, err := s.Record(c.Context, sides, boots, out, prog.Attach)
+		path, err := s.Record(c.Context, runner, boots, out, prog.Attach)
 		prog.Done()
 		if err == nil && r.out != "" {
 			r.log.Printf("results in %s", path)
