@@ -21,6 +21,167 @@ var onlyImportedBy = map[string][]string{
 	"report": {"cmd/lpmbisect"},
 }
 
+// layers is the package map: each package of the module at its place in
+// the flow. A package's non-test files may import only packages of lower
+// layers, never one of its own: so the graph has no cycle, a stage never
+// reaches up the flow, and siblings (fleet and bisect, report and ab)
+// stay apart. docs/architecture.md draws the same map; a new package is
+// placed here, or the test fails naming it.
+var layers = [][]string{
+	// 0: contracts and leaves.
+	{"wire", "configs", "bpf", "changepoint", "internal/words", "internal/cachefile", "internal/cpuinfo",
+		"internal/git", "internal/interrupt", "internal/shellquote", "internal/importrule",
+		"internal/testguest", "internal/testkbuild", "internal/testkernels"},
+	// 1: kernel inputs, statistics, the VM, the guest's benchmarks.
+	{"kernel", "compare", "internal/version", "workloads", "vmrunner", "initramfs", "changepoint/internal/sim", "internal/testpg"},
+	// 2: what builds on one of those.
+	{"insight", "config", "history", "guest", "changepoint/internal/cpsim"},
+	// 3: measuring, building, the views.
+	{"measure", "build", "view", "internal/cliflag"},
+	// 4: calibration of a host.
+	{"calibrate", "internal/testsetup"},
+	// 5: the commands' domains, and the renderer.
+	{"ab", "bisect", "fleet", "report"},
+	// 6: nights, which bisect.
+	{"nightly"},
+	// 7: the programs.
+	{"cmd/lpmbisect", "cmd/lpmbisect-guest"},
+}
+
+func TestLayers(t *testing.T) {
+	root, module, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := layerViolations(root, module, layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range bad {
+		t.Error(v)
+	}
+}
+
+// TestLayersFind checks the layer checker: an import up the map, one
+// within a layer and a package the map does not place are found; an
+// import down the map and a test's import up it are not.
+func TestLayersFind(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod":             "module example.org/m\n",
+		"wire/wire.go":       "package wire\n",
+		"measure/m.go":       "package measure\nimport _ \"example.org/m/wire\"\n",
+		"measure/m_test.go":  "package measure\nimport _ \"example.org/m/nightly\"\n",
+		"fleet/f.go":         "package fleet\nimport _ \"example.org/m/bisect\"\n",
+		"bisect/b.go":        "package bisect\nimport _ \"example.org/m/measure\"\n",
+		"wire/up.go":         "package wire\nimport _ \"example.org/m/measure\"\n",
+		"stray/s.go":         "package stray\n",
+		"nightly/n.go":       "package nightly\nimport _ \"example.org/m/bisect\"\n",
+		"nightly/testdata/x": "",
+	}
+	for name, text := range files {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := layerViolations(root, "example.org/m", [][]string{{"wire"}, {"measure"}, {"bisect", "fleet"}, {"nightly"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"fleet/f.go imports bisect, of its own layer 2: siblings stay apart",
+		"stray is in no layer of the package map: place it in internal/importrule's layers and docs/architecture.md",
+		"wire/up.go imports measure, of layer 1 above its own 0: a stage never reaches up the flow",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("layerViolations() = %q; want %q", got, want)
+	}
+}
+
+// layerViolations lists the imports of non-test files below root that
+// break the layers, and the packages with Go files the layers do not
+// place, sorted.
+func layerViolations(root, module string, layers [][]string) ([]string, error) {
+	layer := map[string]int{}
+	for i, pkgs := range layers {
+		for _, p := range pkgs {
+			layer[p] = i
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	fset := token.NewFileSet()
+	err := walkGo(root, func(rel string) error {
+		from := filepath.ToSlash(filepath.Dir(rel))
+		if strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		mine, placed := layer[from]
+		if !placed {
+			if !seen[from] {
+				seen[from] = true
+				out = append(out, fmt.Sprintf("%s is in no layer of the package map: place it in internal/importrule's layers and docs/architecture.md", from))
+			}
+			return nil
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, spec := range f.Imports {
+			imp, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				return err
+			}
+			pkg, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			switch theirs, placed := layer[pkg]; {
+			case !placed:
+				// reported when its own files are walked
+			case theirs == mine:
+				out = append(out, fmt.Sprintf("%s imports %s, of its own layer %d: siblings stay apart", filepath.ToSlash(rel), pkg, mine))
+			case theirs > mine:
+				out = append(out, fmt.Sprintf("%s imports %s, of layer %d above its own %d: a stage never reaches up the flow", filepath.ToSlash(rel), pkg, theirs, mine))
+			}
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out, err
+}
+
+// walkGo calls fn with the path, relative to root, of every Go file of the
+// module below root, skipping testdata, vendor, and dot and underscore
+// directories.
+func walkGo(root string, fn func(rel string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		return fn(rel)
+	})
+}
+
 func TestImportRule(t *testing.T) {
 	root, module, err := moduleRoot()
 	if err != nil {
@@ -79,26 +240,9 @@ func TestImportRuleFinds(t *testing.T) {
 func violations(root, module string, rules map[string][]string) ([]string, error) {
 	var out []string
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
+	err := walkGo(root, func(rel string) error {
 		from := filepath.ToSlash(filepath.Dir(rel))
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ImportsOnly)
 		if err != nil {
 			return err
 		}
