@@ -60,10 +60,23 @@ const (
 	// modeProducer: no reader; the ring is large enough for a sample and
 	// is emptied between samples (by moving the consumer position).
 	modeProducer = "producer"
-	// modeOverwrite: no reader, BPF_F_RB_OVERWRITE (6.19): the ring never
-	// fills up (the kernel bench's --rb-overwrite --rb-bench-producer).
+	// modeOverwrite: no reader, BPF_F_RB_OVERWRITE (6.19): the ring is
+	// filled before the first sample, so that every record measured
+	// overwrites the oldest one (the kernel bench's --rb-overwrite
+	// --rb-bench-producer, whose producers run until the bench ends and
+	// so spend nearly all of it on a full ring).
 	modeOverwrite = "overwrite"
 )
+
+// ringbufOverwriteSize is the ring of the overwrite rows: the kernel
+// bench's default (--rb-size, 512 KiB). In overwrite mode the ring's size
+// sets only how far back the last records reach, not whether producers
+// can write, so it need not grow with the sample.
+const ringbufOverwriteSize = 512 << 10
+
+// ringbufRecordBytes is what one record takes in the ring: its payload
+// and the kernel's 8-byte header, rounded up to 8 bytes.
+const ringbufRecordBytes = (bpf.RingbufRecordSize + 8 + 7) &^ 7
 
 func ringbufBenchmarks() []*Benchmark {
 	var out []*Benchmark
@@ -81,7 +94,7 @@ func ringbufBenchmarks() []*Benchmark {
 						map[string]string{
 							modeConsumer:  "a user-space reader consuming meanwhile",
 							modeProducer:  "no reader (the ring is emptied between samples)",
-							modeOverwrite: "no reader, overwrite mode (BPF_F_RB_OVERWRITE)",
+							modeOverwrite: "no reader, overwrite mode (BPF_F_RB_OVERWRITE) on a full 512 KiB ring, so that every record overwrites the oldest",
 						}[mode]),
 					Requires: reqs,
 					MinCPUs:  p,
@@ -96,7 +109,7 @@ func ringbufBenchmarks() []*Benchmark {
 // ringbufSize returns a power-of-two ring size that holds a sample's
 // records of all producers twice over (at least 256 KiB).
 func ringbufSize(records int) uint32 {
-	need := uint32(2 * records * (bpf.RingbufRecordSize + 8))
+	need := uint32(2 * records * ringbufRecordBytes)
 	size := uint32(256 << 10)
 	for size < need && size < 1<<30 {
 		size <<= 1
@@ -107,10 +120,14 @@ func ringbufSize(records int) uint32 {
 func ringbufRun(api bpf.RingbufAPI, mode string, producers int) func(*Run) error {
 	return func(r *Run) error {
 		rounds := r.Params.Rounds * ringbufRunsPerRound
+		size := ringbufSize(producers * rounds * ringbufBatch)
+		if mode == modeOverwrite {
+			size = ringbufOverwriteSize
+		}
 		spec, err := bpf.RingbufProducer{
 			API:       api,
 			Batch:     ringbufBatch,
-			Size:      ringbufSize(producers * rounds * ringbufBatch),
+			Size:      size,
 			Overwrite: mode == modeOverwrite,
 			NoWakeup:  mode != modeConsumer,
 		}.Spec()
@@ -150,6 +167,15 @@ func ringbufRun(api bpf.RingbufAPI, mode string, producers int) func(*Run) error
 			}
 			defer pos.close()
 			drain = pos.discardAll
+		case modeOverwrite:
+			pos, err := mapRingPositions(rb)
+			if err != nil {
+				return err
+			}
+			defer pos.close()
+			if err := fillRing(prog, stats, pos, size); err != nil {
+				return err
+			}
 		}
 
 		take := func() (Sample, error) {
@@ -218,6 +244,61 @@ func runProducers(prog *ebpf.Program, n, rounds int) error {
 	return errors.Join(errs...)
 }
 
+// ringbufFillRuns is the number of program runs that write at least size
+// bytes of records.
+func ringbufFillRuns(size uint32) int {
+	perRun := uint32(ringbufBatch * ringbufRecordBytes)
+	return int((size + perRun - 1) / perRun)
+}
+
+// ErrRingNotOverwritten says that a ring buffer created with
+// BPF_F_RB_OVERWRITE did not behave as one: filling it past its size
+// failed records, did not move the producer past the size, or overwrote
+// nothing.
+var ErrRingNotOverwritten = errors.New("ring buffer did not overwrite")
+
+// fillRing writes records until the ring of size bytes is full, so that
+// every later record overwrites the oldest, and checks that it did: a
+// ring in overwrite mode refuses no record, its producer position has
+// passed the ring's size and its overwrite position (the oldest record
+// not yet overwritten) has left zero.
+func fillRing(prog *ebpf.Program, stats *ebpf.Map, pos *ringPositions, size uint32) error {
+	if err := stats.Update(uint32(0), bpf.Stats{}, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("reset stats: %w", err)
+	}
+	runs := ringbufFillRuns(size)
+	ret, err := prog.Run(&ebpf.RunOptions{Data: make([]byte, 14), Repeat: uint32(runs)})
+	if err == nil && ret != bpf.RetDone {
+		err = fmt.Errorf("program returned %d, want %d", ret, bpf.RetDone)
+	}
+	if err != nil {
+		return fmt.Errorf("fill the ring: run program: %w", err)
+	}
+	var st bpf.Stats
+	if err := stats.Lookup(uint32(0), &st); err != nil {
+		return fmt.Errorf("fill the ring: read stats: %w", err)
+	}
+	return checkFilled(st, pos.producerPos(), pos.overwritePos(), size)
+}
+
+// checkFilled judges a fill of a ring of size bytes in overwrite mode from
+// the stats of the fill and the producer and overwrite positions after it.
+func checkFilled(st bpf.Stats, producerPos, overwritePos uint64, size uint32) error {
+	if st.Failures > 0 {
+		return fmt.Errorf("%w: %d of %d records refused while filling a %d-byte ring (the kernel accepted BPF_F_RB_OVERWRITE but the ring filled up as without it)",
+			ErrRingNotOverwritten, st.Failures, st.Iterations, size)
+	}
+	if producerPos < uint64(size) {
+		return fmt.Errorf("%w: producer position %d after %d records; want at least the ring size %d",
+			ErrRingNotOverwritten, producerPos, st.Iterations, size)
+	}
+	if overwritePos == 0 {
+		return fmt.Errorf("%w: overwrite position still 0 with the producer at %d in a %d-byte ring (no record was overwritten)",
+			ErrRingNotOverwritten, producerPos, size)
+	}
+	return nil
+}
+
 // ringPositions maps the consumer and producer positions of a ring buffer
 // (the first two pages of its mmap layout).
 type ringPositions struct {
@@ -241,9 +322,22 @@ func mapRingPositions(m *ebpf.Map) (*ringPositions, error) {
 // discardAll marks every committed record consumed. Call it only while no
 // producer runs, so no record is still being written.
 func (p *ringPositions) discardAll() error {
-	prod := atomic.LoadUint64((*uint64)(unsafe.Pointer(&p.producer[0])))
-	atomic.StoreUint64((*uint64)(unsafe.Pointer(&p.consumer[0])), prod)
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&p.consumer[0])), p.producerPos())
 	return nil
+}
+
+// producerPos returns the producer position: bytes ever reserved.
+func (p *ringPositions) producerPos() uint64 {
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&p.producer[0])))
+}
+
+// overwritePos returns the overwrite position of a ring in overwrite mode:
+// where the oldest record not yet overwritten starts, 0 until the ring
+// first wraps. Upstream (feeaf1346f80, Linux 6.19) keeps it two words
+// after the producer position, beside pending_pos, in the producer page
+// user space maps; on a ring without the mode that word stays 0.
+func (p *ringPositions) overwritePos() uint64 {
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&p.producer[16])))
 }
 
 func (p *ringPositions) close() {
