@@ -25,7 +25,11 @@ var (
 		MinKernel: "5.8",
 		Probe:     bpfProbe(func() error { return features.HaveMapType(ebpf.RingBuf) }),
 	}
-	// ReqRingbufOverwrite: BPF_F_RB_OVERWRITE, Linux 6.19.
+	// ReqRingbufOverwrite: BPF_F_RB_OVERWRITE, Linux 6.19 (upstream
+	// feeaf1346f80). The probe creates a ring buffer with the flag instead
+	// of reading the version, so a kernel with the mode backported (checked
+	// on Debian's 6.12, docs/ringbuf.md) is recognised; every kernel
+	// without it refuses the flag with EINVAL, which reads as unsupported.
 	ReqRingbufOverwrite = Requirement{
 		Feature:   "BPF_F_RB_OVERWRITE",
 		MinKernel: "6.19",
