@@ -127,9 +127,10 @@ func TestRingbufOnDebian612(t *testing.T) {
 // LPMBISECT_RB_OVERWRITE_KERNEL and skips without it (see the top of this
 // file). The kernel must have overwrite mode: its overwrite rows must
 // measure (the guest has checked that the filled ring overwrote) with no
-// record refused, every sample on a full ring (within a boot, icount
-// samples of one code path agree to well under a percent), and cost more
-// than the producer rows, whose records never overwrite.
+// record refused, and every overwrite sample must cost more than every
+// producer sample, whose records never overwrite. (Samples of one row are
+// not required to agree: a timer tick inside the timed batches adds about
+// 2 insn/op at this sample size, while overwriting adds 16 on 6.12.)
 func TestRingbufOverwriteKernel(t *testing.T) {
 	kernel := os.Getenv(overwriteKernelEnv)
 	if kernel == "" {
@@ -146,14 +147,7 @@ func TestRingbufOverwriteKernel(t *testing.T) {
 		if len(over) != 3 || len(prod) != 3 {
 			t.Fatalf("%s: %d overwrite and %d producer samples; want 3 each", api, len(over), len(prod))
 		}
-		lo, hi := over[0], over[0]
-		for _, v := range over {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		if hi > lo*1.005 {
-			t.Errorf("%s overwrite samples %v spread %.2f%%; want every sample on a full ring (under 0.5%%)", api, over, 100*(hi/lo-1))
-		}
-		if !(lo > max(prod[0], prod[1], prod[2])) {
+		if !(min(over[0], over[1], over[2]) > max(prod[0], prod[1], prod[2])) {
 			t.Errorf("%s: overwrite %v insn/op not above producer %v: the records did not overwrite", api, over, prod)
 		}
 		for _, d := range drops["RingBuf/api="+api+"/mode=overwrite/producers=1"] {
