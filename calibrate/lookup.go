@@ -18,7 +18,7 @@ import (
 
 // MaxAge is how old a calibration may be before comparisons call it stale
 // and use the defaults instead: a host's load and firmware change, and a
-// month is about how long the README's TCG measurements held here.
+// month is about how long docs/verdicts.md's TCG measurements held here.
 const MaxAge = 30 * 24 * time.Hour
 
 // DefaultBound is the documented jitter bound of the benchmarks that

@@ -113,8 +113,8 @@
 // Gaussian noise around a level; the nightly run replays the pass every
 // night on the series so far, with Update and Match, and counts every
 // change point it ever reported, withdrawn ones included. Noise per night:
-// icount 0.0003 (0.03 %, measured); TCG wall time 0.02 and 0.05 (the
-// README's TCG section measures 2–4 % within a boot and 10–15 % between
+// icount 0.0003 (0.03 %, measured); TCG wall time 0.02 and 0.05
+// (docs/verdicts.md's TCG section measures 2–4 % within a boot and 10–15 % between
 // boots of one image; a night is the median of a few boots).
 //
 // Searching every split of every window every night inflates false alarms

@@ -148,7 +148,7 @@
 // when the host noise it cancels is larger than the noise left in the
 // ratio, as it is under TCG wall time on a shared host. What pairs cannot
 // cancel is state each VM draws for itself, such as where the kernel put
-// a benchmark's JIT code or trie nodes (see the README's "TCG wall time").
+// a benchmark's JIT code or trie nodes (see docs/verdicts.md, "TCG wall time").
 //
 // # Deterministic rows
 //

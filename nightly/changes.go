@@ -22,7 +22,7 @@ import (
 // one image differ by about 0.03 % under icount, by a few tenths of a
 // percent at best under wall time. With fewer than minNightsForNoise
 // nights the instrument's typical noise is used instead: 0.03 % for
-// icount, 2 % for TCG wall time (the README's TCG section).
+// icount, 2 % for TCG wall time (docs/verdicts.md's TCG section).
 const (
 	icountNoiseFloor    = 0.0003
 	wallClockNoiseFloor = 0.002

@@ -612,7 +612,9 @@ func TestFleetUsage(t *testing.T) {
 		{"worker bad queue", []string{"worker", "--db", db, "--queues", "icount,gpu", "--guest", guest}, exitUsage, "not a queue name"},
 		{"worker build without trees", []string{"worker", "--db", db, "--queues", "build", "--guest", guest}, exitUsage, "--tree NAME=DIR"},
 		{"worker bad tree", []string{"worker", "--db", db, "--queues", "build", "--tree", "linux", "--guest", guest}, exitUsage, "give NAME=DIR"},
-		{"worker down", []string{"worker", "--db", db, "--queues", "icount", "--guest", guest, "--cache-dir", t.TempDir()}, exitInfra, "is the server up"},
+		// A build queue: its probe needs no QEMU, so the database is the
+		// first thing the worker finds missing, on any machine.
+		{"worker down", []string{"worker", "--db", db, "--queues", "build", "--tree", "linux=" + t.TempDir(), "--guest", guest, "--cache-dir", t.TempDir()}, exitInfra, "is the server up"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, c.args...)

@@ -31,9 +31,9 @@ var layers = [][]string{
 	// 0: contracts and leaves.
 	{"wire", "configs", "bpf", "changepoint", "internal/words", "internal/cachefile", "internal/cpuinfo",
 		"internal/git", "internal/interrupt", "internal/shellquote", "internal/importrule",
-		"internal/testguest", "internal/testkbuild", "internal/testkernels"},
+		"internal/testkbuild", "internal/testkernels"},
 	// 1: kernel inputs, statistics, the VM, the guest's benchmarks.
-	{"kernel", "compare", "internal/version", "workloads", "vmrunner", "initramfs", "changepoint/internal/sim", "internal/testpg"},
+	{"kernel", "compare", "internal/version", "workloads", "vmrunner", "initramfs", "changepoint/internal/sim", "internal/testpg", "internal/testguest"},
 	// 2: what builds on one of those.
 	{"insight", "config", "history", "guest", "changepoint/internal/cpsim"},
 	// 3: measuring, building, the views.

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/internal/testkernels"
 )
 
 var (
@@ -21,6 +23,7 @@ var (
 // Path returns a freshly built static guest binary.
 func Path(tb testing.TB) string {
 	tb.Helper()
+	testkernels.SkipShort(tb)
 	once.Do(func() {
 		var dir string
 		dir, err = os.MkdirTemp("", "lpmbisect-testguest-")

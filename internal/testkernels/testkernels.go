@@ -52,11 +52,21 @@ func Dir() string {
 // LPMBISECT_REQUIRE_VM=1) when it has not been fetched.
 func Deb(tb testing.TB, pkg string) string {
 	tb.Helper()
+	SkipShort(tb)
 	matches, _ := filepath.Glob(filepath.Join(Dir(), pkg+"_*.deb"))
 	if len(matches) == 0 {
 		Unavailable(tb, "kernel package %s not in %s (run scripts/fetch-kernels)", pkg, Dir())
 	}
 	return matches[0]
+}
+
+// SkipShort skips a test that needs kernels, QEMU or PostgreSQL under
+// go test -short: the fast tier of unit tests (docs/architecture.md).
+func SkipShort(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("-short: the fast tier boots no kernel and starts no database")
+	}
 }
 
 // Unavailable skips the test, or fails it when LPMBISECT_REQUIRE_VM=1.

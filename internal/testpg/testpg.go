@@ -46,6 +46,7 @@ const BinGlob = "/usr/lib/postgresql/*/bin"
 // server stops and its directory is removed at the test's cleanup.
 func Start(tb testing.TB) string {
 	tb.Helper()
+	testkernels.SkipShort(tb)
 	s, err := newServer()
 	if err != nil {
 		unavailableOrFatal(tb, err)
@@ -83,6 +84,7 @@ func Main(m *testing.M) int {
 // TestMain to call Main, which stops the server; without it, it is Start.
 func Shared(tb testing.TB) string {
 	tb.Helper()
+	testkernels.SkipShort(tb)
 	shared.Lock()
 	if !shared.inMain {
 		shared.Unlock()
