@@ -5,6 +5,7 @@
 //	go run ./changepoint/internal/cpsim -table null
 //	go run ./changepoint/internal/cpsim -table steps
 //	go run ./changepoint/internal/cpsim -table sweep -series 200
+//	go run ./changepoint/internal/cpsim -table outliers
 package main
 
 import (
@@ -30,7 +31,7 @@ var noises = []struct {
 }
 
 func main() {
-	table := flag.String("table", "null", "table to print: null, steps or sweep")
+	table := flag.String("table", "null", "table to print: null, steps, sweep or outliers")
 	series := flag.Int("series", 1000, "simulated series per row")
 	nights := flag.Int("nights", 365, "nights per series")
 	seed := flag.Uint64("seed", 1, "random seed")
@@ -46,8 +47,10 @@ func main() {
 		err = stepsTable(*series, *nights, *seed)
 	case "sweep":
 		err = sweepTable(*series, *nights, *seed, *nightly)
+	case "outliers":
+		err = outliersTable(*series, *nights, *seed)
 	default:
-		log.Fatalf("cpsim: unknown table %q (want null, steps or sweep)", *table)
+		log.Fatalf("cpsim: unknown table %q (want null, steps, sweep or outliers)", *table)
 	}
 	if err != nil {
 		log.Fatalf("cpsim: %v", err)
@@ -167,6 +170,49 @@ func sweepTable(series, nights int, seed uint64, nightly bool) error {
 		fmt.Printf("| %s | %.3f | %s | %.3f | %.3f | %d | %d |\n", d,
 			nr.PerSeriesYear(nr.Final), nightlyCol, sr.RecallNightly(), sr.PrecisionNightly(),
 			sim.Quantile(sr.Delays, 0.5), sim.Quantile(sr.Delays, 0.9))
+	}
+	return nil
+}
+
+// outlierRates are the shares of bad nights of the contaminated rows.
+var outlierRates = []float64{0, 0.01, 0.05}
+
+// outliersTable is the null and step tables again with bad nights mixed
+// in (sim.Contaminate), at the default options, counting confirmed change
+// points beside all those reported.
+func outliersTable(series, nights int, seed uint64) error {
+	fmt.Printf("%d series of %d nights per row, default options with the noise floor given; bad nights: that share of nights "+
+		"off by 10–50 %% either way, alone or in pairs. False change points per series-year.\n\n", series, nights)
+	fmt.Println("| noise (night SD) | bad nights | fresh pass: all | fresh pass: confirmed | nightly: reported | nightly: confirmed | nightly: held at year end | series with a confirmed false alarm |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for _, nz := range noises {
+		for _, rate := range outlierRates {
+			c := sim.NullCase{SD: nz.sd, Options: changepoint.Options{NoiseFloor: nz.sd}, Outliers: rate}
+			r, err := sim.Null(c, series, nights, seed, true)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("| %s (%g) | %g %% | %.3f | %.3f | %.3f | %.3f | %.3f | %.1f %% |\n", nz.name, nz.sd, 100*rate,
+				r.PerSeriesYear(r.Final), r.PerSeriesYear(r.FinalConfirmed), r.PerSeriesYear(r.Nightly),
+				r.PerSeriesYear(r.NightlyConfirmed), r.PerSeriesYear(r.Last), 100*float64(r.SeriesWithConfirmed)/float64(r.Series))
+		}
+	}
+	fmt.Printf("\nSteps under 1 %% noise (floor 0.01), two per series as in the steps table; \"nightly\" counts every change point " +
+		"the nightly run reported, \"confirmed\" those it confirmed; delays in nights after the step's first night.\n\n")
+	fmt.Println("| step | bad nights | recall (fresh) | precision (fresh) | recall (nightly) | precision (nightly) | recall (confirmed) | precision (confirmed) | delay median, p90, max | delay to confirmation median, p90 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, size := range []float64{0.03, 0.10} {
+		for _, rate := range outlierRates {
+			c := sim.StepCase{SD: 0.01, Size: size, Options: changepoint.Options{NoiseFloor: 0.01}, Outliers: rate}
+			r, err := sim.Steps(c, series, nights, seed)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("| %g %% | %g %% | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %d, %d, %d | %d, %d |\n", 100*size, 100*rate,
+				r.RecallFinal(), r.PrecisionFinal(), r.RecallNightly(), r.PrecisionNightly(), r.RecallConfirmed(), r.PrecisionConfirmed(),
+				sim.Quantile(r.Delays, 0.5), sim.Quantile(r.Delays, 0.9), sim.Quantile(r.Delays, 1),
+				sim.Quantile(r.ConfirmDelays, 0.5), sim.Quantile(r.ConfirmDelays, 0.9))
+		}
 	}
 	return nil
 }

@@ -37,6 +37,45 @@ func Series(rng *rand.Rand, nights int, sd float64, steps []Step) []float64 {
 	return v
 }
 
+// Contaminate turns a share rate of the nights of v into bad nights, in
+// place: episodes of one night or of two (a pair), half of each, whose
+// nights are each off by 10–50 % in the episode's direction (×0.5–0.9 or
+// ×1.1–1.5), with at least one good night between episodes. It draws one
+// number per night from rng whatever it decides, so a series and its
+// contamination come from separate streams, and it returns which nights
+// are bad.
+func Contaminate(rng *rand.Rand, v []float64, rate float64) []bool {
+	bad := make([]bool, len(v))
+	if rate <= 0 {
+		return bad
+	}
+	start := rate / 1.5 // an episode is 1.5 nights long on average
+	for i := 0; i < len(v); i++ {
+		if rng.Float64() >= start {
+			continue
+		}
+		length, up := 1+rng.IntN(2), rng.IntN(2) == 0
+		for j := i; j < min(i+length, len(v)); j++ {
+			u := 0.1 + 0.4*rng.Float64()
+			if up {
+				v[j] *= 1 + u
+			} else {
+				v[j] *= 1 - u
+			}
+			bad[j] = true
+		}
+		i += length // and the loop's step: a good night between episodes
+	}
+	return bad
+}
+
+// outlierRNG is the stream of series i's bad nights: separate from the
+// series' own, so that a contaminated series is its clean twin with bad
+// nights, and the clean rows stay what they were.
+func outlierRNG(seed uint64, i int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed^0x6f75746c69657273, uint64(i))) // "outliers"
+}
+
 // A Reported change point is one a nightly run announced: the first night
 // it appeared, where, and what later nights made of it.
 type Reported struct {
@@ -50,6 +89,10 @@ type Reported struct {
 	WithdrawnNight int
 	// Provisional is whether it was provisional when first reported.
 	Provisional bool
+	// Confirmed is set when some pass held it confirmed (not provisional),
+	// first on ConfirmedNight.
+	Confirmed      bool
+	ConfirmedNight int
 }
 
 // Replay is the outcome of running the pass every night over a growing
@@ -92,6 +135,11 @@ func RunReplay(values []float64, o changepoint.Options, first, maxDistance int) 
 				Up: c.After > c.Before, Provisional: c.Provisional,
 			})
 		}
+		for j, c := range cps {
+			if e := &r.Reported[next[j]]; !c.Provisional && !e.Confirmed {
+				e.Confirmed, e.ConfirmedNight = true, n-1
+			}
+		}
 		live, ids = cps, next
 		r.Last = cps
 	}
@@ -105,6 +153,8 @@ type NullCase struct {
 	Name    string
 	SD      float64 // relative noise of one night
 	Options changepoint.Options
+	// Outliers is the share of bad nights (Contaminate); 0 for none.
+	Outliers float64
 }
 
 // NullResult counts the false change points of NullCase over Series series.
@@ -117,8 +167,15 @@ type NullResult struct {
 	// included; Last the number the nightly run still held after the
 	// newest night.
 	Final, Nightly, Last int
-	// SeriesWithNightly is the number of series with at least one.
-	SeriesWithNightly int
+	// FinalConfirmed and NightlyConfirmed count only confirmed ones: not
+	// provisional in the fresh pass, held confirmed on some night by the
+	// nightly run (what a caller that mails confirmed change points mails).
+	FinalConfirmed, NightlyConfirmed int
+	// SeriesWithNightly and SeriesWithConfirmed are the numbers of series
+	// with at least one.
+	SeriesWithNightly, SeriesWithConfirmed int
+	// BadNights is the number of bad nights mixed in (NullCase.Outliers).
+	BadNights int
 }
 
 // PerSeriesYear scales a count to false change points per series and
@@ -136,27 +193,50 @@ func Null(c NullCase, series, nights int, seed uint64, nightly bool) (NullResult
 	err := forEach(series, func(i int) error {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		v := Series(rng, nights, c.SD, nil)
-		var final, nightlyN, last int
+		bad := Contaminate(outlierRNG(seed, i), v, c.Outliers)
+		var one NullResult
+		for _, b := range bad {
+			if b {
+				one.BadNights++
+			}
+		}
+		var fresh []changepoint.ChangePoint
 		if nightly {
 			r, err := RunReplay(v, c.Options, 1, changepoint.DefaultMatchDistance)
 			if err != nil {
 				return err
 			}
-			final, nightlyN, last = len(r.Fresh), len(r.Reported), len(r.Last)
+			fresh, one.Nightly, one.Last = r.Fresh, len(r.Reported), len(r.Last)
+			for _, e := range r.Reported {
+				if e.Confirmed {
+					one.NightlyConfirmed++
+				}
+			}
 		} else {
-			cps, err := changepoint.Detect(v, c.Options)
-			if err != nil {
+			var err error
+			if fresh, err = changepoint.Detect(v, c.Options); err != nil {
 				return err
 			}
-			final = len(cps)
+		}
+		one.Final = len(fresh)
+		for _, cp := range fresh {
+			if !cp.Provisional {
+				one.FinalConfirmed++
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		res.Final += final
-		res.Nightly += nightlyN
-		res.Last += last
-		if nightlyN > 0 {
+		res.Final += one.Final
+		res.FinalConfirmed += one.FinalConfirmed
+		res.Nightly += one.Nightly
+		res.NightlyConfirmed += one.NightlyConfirmed
+		res.Last += one.Last
+		res.BadNights += one.BadNights
+		if one.Nightly > 0 {
 			res.SeriesWithNightly++
+		}
+		if one.NightlyConfirmed > 0 {
+			res.SeriesWithConfirmed++
 		}
 		return nil
 	})
@@ -169,6 +249,8 @@ type StepCase struct {
 	SD      float64 // relative noise of one night
 	Size    float64 // relative size of each step, e.g. 0.03
 	Options changepoint.Options
+	// Outliers is the share of bad nights (Contaminate); 0 for none.
+	Outliers float64
 }
 
 // StepResult scores the change points found on StepCase series.
@@ -185,6 +267,11 @@ type StepResult struct {
 	// Delays holds, for every step found by the nightly run, the nights
 	// after the step until the first report: 0 is the step's own night.
 	Delays []int
+	// FoundConfirmed, FalseConfirmed and ConfirmDelays are FoundNightly,
+	// FalseNightly and Delays counting only the change points the nightly
+	// run confirmed, and the nights until it confirmed them.
+	FoundConfirmed, FalseConfirmed int
+	ConfirmDelays                  []int
 	// IndexErrors holds |final index − true night| of the steps the final
 	// pass found; Moves |final index − first reported index| of the steps
 	// the nightly run found.
@@ -199,6 +286,10 @@ func (r StepResult) PrecisionFinal() float64 {
 }
 func (r StepResult) PrecisionNightly() float64 {
 	return ratio(r.FoundNightly, r.FoundNightly+r.FalseNightly)
+}
+func (r StepResult) RecallConfirmed() float64 { return ratio(r.FoundConfirmed, r.Steps) }
+func (r StepResult) PrecisionConfirmed() float64 {
+	return ratio(r.FoundConfirmed, r.FoundConfirmed+r.FalseConfirmed)
 }
 
 func ratio(a, b int) float64 {
@@ -234,6 +325,7 @@ func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 			steps = append(steps, Step{Night: night, Factor: f})
 		}
 		v := Series(rng, nights, c.SD, steps)
+		Contaminate(outlierRNG(seed, i), v, c.Outliers)
 		r, err := RunReplay(v, c.Options, 1, tol)
 		if err != nil {
 			return err
@@ -294,6 +386,29 @@ func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 				one.FalseNightly++
 			}
 		}
+		// The same, counting only the change points it confirmed.
+		confirmed := make([]bool, len(r.Reported))
+		for _, s := range steps {
+			best := -1
+			for j, e := range r.Reported {
+				if !e.Confirmed || confirmed[j] || !(near(e.FirstIndex, e.Up, s) || near(e.Index, e.Up, s)) {
+					continue
+				}
+				if best < 0 || e.ConfirmedNight < r.Reported[best].ConfirmedNight {
+					best = j
+				}
+			}
+			if best >= 0 {
+				confirmed[best] = true
+				one.FoundConfirmed++
+				one.ConfirmDelays = append(one.ConfirmDelays, r.Reported[best].ConfirmedNight-s.Night)
+			}
+		}
+		for j, e := range r.Reported {
+			if e.Confirmed && !confirmed[j] {
+				one.FalseConfirmed++
+			}
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		res.Steps += one.Steps
@@ -302,11 +417,15 @@ func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 		res.FoundNightly += one.FoundNightly
 		res.FalseNightly += one.FalseNightly
 		res.Delays = append(res.Delays, one.Delays...)
+		res.FoundConfirmed += one.FoundConfirmed
+		res.FalseConfirmed += one.FalseConfirmed
+		res.ConfirmDelays = append(res.ConfirmDelays, one.ConfirmDelays...)
 		res.IndexErrors = append(res.IndexErrors, one.IndexErrors...)
 		res.Moves = append(res.Moves, one.Moves...)
 		return nil
 	})
 	slices.Sort(res.Delays)
+	slices.Sort(res.ConfirmDelays)
 	slices.Sort(res.IndexErrors)
 	slices.Sort(res.Moves)
 	return res, err
