@@ -16,6 +16,8 @@ const (
 	DefaultMinSegment    = 3
 	DefaultEndP          = 1e-5
 	DefaultMatchDistance = 3
+	// DefaultExcursionSigmas is the default of Options.ExcursionSigmas.
+	DefaultExcursionSigmas = 4
 )
 
 // Options tune Detect and Update. The zero value of every field except NoiseFloor
@@ -56,6 +58,13 @@ type Options struct {
 	// such split every night, so it needs a stricter level than P to keep
 	// the false alarms of a nightly run where P keeps them for one pass.
 	EndP float64
+	// ExcursionSigmas is how far a night must lie from the levels on both
+	// sides of it to be an excursion (see Excursions), in noise standard
+	// deviations (the larger of NoiseFloor and the series' own Noise); it
+	// must lie at least MinMagnitude from them too (default
+	// DefaultExcursionSigmas, 4). +Inf turns excursions off: the pass then
+	// tests the raw values, and one bad night can hide a step for weeks.
+	ExcursionSigmas float64
 }
 
 // WithDefaults returns o with every zero field replaced by its default.
@@ -74,6 +83,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.EndP == 0 {
 		o.EndP = DefaultEndP
+	}
+	if o.ExcursionSigmas == 0 {
+		o.ExcursionSigmas = DefaultExcursionSigmas
 	}
 	return o
 }
@@ -98,6 +110,8 @@ func (o Options) validate() error {
 		return bad("minimum magnitude %g is negative or not finite", o.MinMagnitude)
 	case !(o.NoiseFloor >= 0) || math.IsInf(o.NoiseFloor, 0):
 		return bad("noise floor %g is negative or not finite", o.NoiseFloor)
+	case !(o.ExcursionSigmas > 0):
+		return bad("excursion threshold of %g noise standard deviations is not positive", o.ExcursionSigmas)
 	case o.MinSegment < 2:
 		return bad("minimum segment %d is below 2 nights (one night is an outlier, not a level)", o.MinSegment)
 	case o.Window < 2*o.MinSegment:
@@ -109,11 +123,16 @@ func (o Options) validate() error {
 // A ChangePoint is a night at which the series moved to a new level.
 type ChangePoint struct {
 	// Index is the position in the values of the first night of the new
-	// level: the change happened between night Index−1 and night Index.
+	// level: the change happened between night LastBefore and night Index.
 	Index int
+	// LastBefore is the last night of the old level: Index−1, or earlier
+	// when the nights between were excursions, which belong to neither
+	// level (a bad night may hide which kernel moved).
+	LastBefore int
 	// Before and After are the means of the segments on either side:
 	// values[SegmentStart:Index] and values[Index:SegmentEnd], bounded by
-	// the neighbouring change points or the ends of the series.
+	// the neighbouring change points or the ends of the series, without
+	// their excursions (see Excursions).
 	Before, After float64
 	// SegmentStart and SegmentEnd bound the two segments.
 	SegmentStart, SegmentEnd int
@@ -132,7 +151,8 @@ type ChangePoint struct {
 
 // Detect finds the change points of a series of nightly values, oldest
 // first, in the order of their indices. It is deterministic: the same
-// values and options give the same result.
+// values and options give the same result. Excursions (see Excursions)
+// are left out of the statistics, and no change point is on one.
 //
 // Values are expected to be positive (ratios to a reference, times); the
 // magnitude is relative to the mean before the change.
@@ -151,23 +171,77 @@ func Detect(values []float64, o Options) ([]ChangePoint, error) {
 // mail it twice. A candidate that replaces one of prev a few nights away
 // (closer than MinSegment, or moved by the refinement) inherits this. Update
 // is deterministic in (values, prev, o); Detect is Update without prev.
+//
+// The pass runs on the series without its excursions; a change point of
+// prev on a night that has since become an excursion carries on from the
+// next night that is not one.
 func Update(values []float64, prev []ChangePoint, o Options) ([]ChangePoint, error) {
 	o = o.WithDefaults()
-	if err := o.validate(); err != nil {
+	if err := check(values, o); err != nil {
 		return nil, err
 	}
-	for i, v := range values {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%w at index %d: %v (leave nights without a measurement out of the series)", ErrValue, i, v)
+	// at[j] is the position in values of the j-th night that is not an
+	// excursion.
+	exc := findExcursions(values, o)
+	clean, at := make([]float64, 0, len(values)-len(exc)), make([]int, 0, len(values)-len(exc))
+	for i, k := 0, 0; i < len(values); i++ {
+		if k < len(exc) && exc[k].Index == i {
+			k++
+			continue
 		}
+		clean, at = append(clean, values[i]), append(at, i)
 	}
-	d := &detector{values: values, o: o, sums: newPrefixSums(values), kept: map[int]bool{}}
+	kept := map[int]bool{}
 	for _, c := range prev {
-		if c.Index > 0 && c.Index < len(values) {
-			d.kept[c.Index] = true
+		if j, _ := slices.BinarySearch(at, c.Index); j > 0 && j < len(clean) {
+			kept[j] = true
 		}
 	}
-	return d.merge(d.refine(d.merge(d.split()))), nil
+	cps := detect(clean, kept, o)
+	// The newest nights that departed from the level of the newest
+	// segment before them, unless the end-of-series check made them a new
+	// level, belong to no level yet: the pass runs again without them,
+	// lest one bad newest night hide the change points before it.
+	from := 0
+	if len(cps) > 0 {
+		from = cps[len(cps)-1].Index
+	}
+	level := func(end int) (float64, bool) {
+		if end-from < o.MinSegment {
+			return math.NaN(), false
+		}
+		return median(slices.Clone(clean[max(from, end-excursionLevelNights):end])), true
+	}
+	if k := pendingNights(clean, level, newDeparture(values, o), o.MinSegment); k > 0 {
+		cps = detect(clean[:len(clean)-k], kept, o)
+	}
+	// Back to positions in values: the segments reach the ends of the
+	// series, excursions there included.
+	for i, c := range cps {
+		c.Index, c.LastBefore = at[c.Index], at[c.Index-1]
+		if c.SegmentStart > 0 {
+			c.SegmentStart = at[c.SegmentStart]
+		}
+		if c.SegmentEnd < len(at) {
+			c.SegmentEnd = at[c.SegmentEnd]
+		} else {
+			c.SegmentEnd = len(values)
+		}
+		cps[i] = c
+	}
+	return cps, nil
+}
+
+// detect is the pass over values without excursions; kept holds the
+// indices of the previous pass's change points.
+func detect(values []float64, kept map[int]bool, o Options) []ChangePoint {
+	d := &detector{values: values, o: o, sums: newPrefixSums(values), kept: map[int]bool{}}
+	for idx := range kept {
+		if idx < len(values) {
+			d.kept[idx] = true
+		}
+	}
+	return d.merge(d.refine(d.merge(d.split())))
 }
 
 type detector struct {

@@ -6,12 +6,14 @@
 //	go run ./changepoint/internal/cpsim -table steps
 //	go run ./changepoint/internal/cpsim -table sweep -series 200
 //	go run ./changepoint/internal/cpsim -table outliers
+//	go run ./changepoint/internal/cpsim -table excursions -series 300
 package main
 
 import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -31,7 +33,7 @@ var noises = []struct {
 }
 
 func main() {
-	table := flag.String("table", "null", "table to print: null, steps, sweep or outliers")
+	table := flag.String("table", "null", "table to print: null, steps, sweep, outliers or excursions")
 	series := flag.Int("series", 1000, "simulated series per row")
 	nights := flag.Int("nights", 365, "nights per series")
 	seed := flag.Uint64("seed", 1, "random seed")
@@ -49,8 +51,10 @@ func main() {
 		err = sweepTable(*series, *nights, *seed, *nightly)
 	case "outliers":
 		err = outliersTable(*series, *nights, *seed)
+	case "excursions":
+		err = excursionsTable(*series, *nights, *seed)
 	default:
-		log.Fatalf("cpsim: unknown table %q (want null, steps, sweep or outliers)", *table)
+		log.Fatalf("cpsim: unknown table %q (want null, steps, sweep, outliers or excursions)", *table)
 	}
 	if err != nil {
 		log.Fatalf("cpsim: %v", err)
@@ -183,8 +187,8 @@ var outlierRates = []float64{0, 0.01, 0.05}
 func outliersTable(series, nights int, seed uint64) error {
 	fmt.Printf("%d series of %d nights per row, default options with the noise floor given; bad nights: that share of nights "+
 		"off by 10–50 %% either way, alone or in pairs. False change points per series-year.\n\n", series, nights)
-	fmt.Println("| noise (night SD) | bad nights | fresh pass: all | fresh pass: confirmed | nightly: reported | nightly: confirmed | nightly: held at year end | series with a confirmed false alarm |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| noise (night SD) | bad nights | fresh pass: all | fresh pass: confirmed | nightly: reported | nightly: confirmed | nightly: held at year end | series with a confirmed false alarm | bad nights flagged as excursions | other nights flagged, per series-year |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, nz := range noises {
 		for _, rate := range outlierRates {
 			c := sim.NullCase{SD: nz.sd, Options: changepoint.Options{NoiseFloor: nz.sd}, Outliers: rate}
@@ -192,15 +196,16 @@ func outliersTable(series, nights int, seed uint64) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("| %s (%g) | %g %% | %.3f | %.3f | %.3f | %.3f | %.3f | %.1f %% |\n", nz.name, nz.sd, 100*rate,
+			fmt.Printf("| %s (%g) | %g %% | %.3f | %.3f | %.3f | %.3f | %.3f | %.1f %% | %s | %.3f |\n", nz.name, nz.sd, 100*rate,
 				r.PerSeriesYear(r.Final), r.PerSeriesYear(r.FinalConfirmed), r.PerSeriesYear(r.Nightly),
-				r.PerSeriesYear(r.NightlyConfirmed), r.PerSeriesYear(r.Last), 100*float64(r.SeriesWithConfirmed)/float64(r.Series))
+				r.PerSeriesYear(r.NightlyConfirmed), r.PerSeriesYear(r.Last), 100*float64(r.SeriesWithConfirmed)/float64(r.Series),
+				share(r.TrueExcursions, r.BadNights), r.PerSeriesYear(r.FalseExcursions))
 		}
 	}
 	fmt.Printf("\nSteps under 1 %% noise (floor 0.01), two per series as in the steps table; \"nightly\" counts every change point " +
 		"the nightly run reported, \"confirmed\" those it confirmed; delays in nights after the step's first night.\n\n")
-	fmt.Println("| step | bad nights | recall (fresh) | precision (fresh) | recall (nightly) | precision (nightly) | recall (confirmed) | precision (confirmed) | delay median, p90, max | delay to confirmation median, p90 |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| step | bad nights | recall (fresh) | precision (fresh) | recall (nightly) | precision (nightly) | recall (confirmed) | precision (confirmed) | delay median, p90, max | delay to confirmation median, p90 | bad nights flagged | other nights flagged, per series-year |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, size := range []float64{0.03, 0.10} {
 		for _, rate := range outlierRates {
 			c := sim.StepCase{SD: 0.01, Size: size, Options: changepoint.Options{NoiseFloor: 0.01}, Outliers: rate}
@@ -208,11 +213,64 @@ func outliersTable(series, nights int, seed uint64) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("| %g %% | %g %% | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %d, %d, %d | %d, %d |\n", 100*size, 100*rate,
+			fmt.Printf("| %g %% | %g %% | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %d, %d, %d | %d, %d | %s | %.3f |\n", 100*size, 100*rate,
 				r.RecallFinal(), r.PrecisionFinal(), r.RecallNightly(), r.PrecisionNightly(), r.RecallConfirmed(), r.PrecisionConfirmed(),
 				sim.Quantile(r.Delays, 0.5), sim.Quantile(r.Delays, 0.9), sim.Quantile(r.Delays, 1),
-				sim.Quantile(r.ConfirmDelays, 0.5), sim.Quantile(r.ConfirmDelays, 0.9))
+				sim.Quantile(r.ConfirmDelays, 0.5), sim.Quantile(r.ConfirmDelays, 0.9),
+				share(r.TrueExcursions, r.BadNights), float64(r.FalseExcursions)/float64(series)*365/float64(nights))
 		}
+	}
+	return nil
+}
+
+// share is a/b as a percentage, or "—" without b.
+func share(a, b int) string {
+	if b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f %%", 100*float64(a)/float64(b))
+}
+
+// excursionsTable is how the excursion threshold was chosen: confirmed
+// false change points with 1 % bad nights at TCG noise, nights flagged
+// that were not bad, and 3 % steps with 1 % bad nights, for thresholds
+// from lax to off (+Inf: the pass of raw values).
+func excursionsTable(series, nights int, seed uint64) error {
+	fmt.Printf("%d series of %d nights per row, default options but the excursion threshold; null rows with 1 %% bad nights "+
+		"(confirmed false change points of the nightly run per series-year), clean null rows (other nights flagged as "+
+		"excursions per series-year), 3 %% steps under 1 %% noise with 1 %% bad nights (confirmed).\n\n", series, nights)
+	fmt.Println("| excursion threshold | null 2 %: confirmed | null 5 %: confirmed | clean 2 %: nights flagged | clean 5 %: nights flagged | 3 %: recall | 3 %: precision | 3 %: delay median, p90 |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for _, sigmas := range []float64{3, 3.5, 4, 5, 6, math.Inf(1)} {
+		var cols []string
+		for _, rate := range []float64{0.01, 0} {
+			for _, sd := range []float64{0.02, 0.05} {
+				c := sim.NullCase{SD: sd, Options: changepoint.Options{NoiseFloor: sd, ExcursionSigmas: sigmas}, Outliers: rate}
+				r, err := sim.Null(c, series, nights, seed, rate > 0)
+				if err != nil {
+					return err
+				}
+				if rate > 0 {
+					cols = append(cols, fmt.Sprintf("%.3f", r.PerSeriesYear(r.NightlyConfirmed)))
+				} else {
+					cols = append(cols, fmt.Sprintf("%.3f", r.PerSeriesYear(r.FalseExcursions)))
+				}
+			}
+		}
+		c := sim.StepCase{SD: 0.01, Size: 0.03, Options: changepoint.Options{NoiseFloor: 0.01, ExcursionSigmas: sigmas}, Outliers: 0.01}
+		r, err := sim.Steps(c, series, nights, seed)
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("%g σ", sigmas)
+		if sigmas == changepoint.DefaultExcursionSigmas {
+			name += " (default)"
+		}
+		if math.IsInf(sigmas, 1) {
+			name = "off (raw values)"
+		}
+		fmt.Printf("| %s | %s | %.3f | %.3f | %d, %d |\n", name, strings.Join(cols, " | "), r.RecallConfirmed(), r.PrecisionConfirmed(),
+			sim.Quantile(r.Delays, 0.5), sim.Quantile(r.Delays, 0.9))
 	}
 	return nil
 }

@@ -176,6 +176,9 @@ type NullResult struct {
 	SeriesWithNightly, SeriesWithConfirmed int
 	// BadNights is the number of bad nights mixed in (NullCase.Outliers).
 	BadNights int
+	// Excursions counts the nights changepoint.Excursions flags over each
+	// whole series: TrueExcursions are bad nights, the others are not.
+	TrueExcursions, FalseExcursions int
 }
 
 // PerSeriesYear scales a count to false change points per series and
@@ -218,6 +221,9 @@ func Null(c NullCase, series, nights int, seed uint64, nightly bool) (NullResult
 				return err
 			}
 		}
+		if err := countExcursions(v, bad, c.Options, &one.TrueExcursions, &one.FalseExcursions); err != nil {
+			return err
+		}
 		one.Final = len(fresh)
 		for _, cp := range fresh {
 			if !cp.Provisional {
@@ -232,6 +238,8 @@ func Null(c NullCase, series, nights int, seed uint64, nightly bool) (NullResult
 		res.NightlyConfirmed += one.NightlyConfirmed
 		res.Last += one.Last
 		res.BadNights += one.BadNights
+		res.TrueExcursions += one.TrueExcursions
+		res.FalseExcursions += one.FalseExcursions
 		if one.Nightly > 0 {
 			res.SeriesWithNightly++
 		}
@@ -272,6 +280,8 @@ type StepResult struct {
 	// run confirmed, and the nights until it confirmed them.
 	FoundConfirmed, FalseConfirmed int
 	ConfirmDelays                  []int
+	// BadNights, TrueExcursions and FalseExcursions are as in NullResult.
+	BadNights, TrueExcursions, FalseExcursions int
 	// IndexErrors holds |final index − true night| of the steps the final
 	// pass found; Moves |final index − first reported index| of the steps
 	// the nightly run found.
@@ -325,12 +335,20 @@ func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 			steps = append(steps, Step{Night: night, Factor: f})
 		}
 		v := Series(rng, nights, c.SD, steps)
-		Contaminate(outlierRNG(seed, i), v, c.Outliers)
+		bad := Contaminate(outlierRNG(seed, i), v, c.Outliers)
 		r, err := RunReplay(v, c.Options, 1, tol)
 		if err != nil {
 			return err
 		}
 		var one StepResult
+		for _, b := range bad {
+			if b {
+				one.BadNights++
+			}
+		}
+		if err := countExcursions(v, bad, c.Options, &one.TrueExcursions, &one.FalseExcursions); err != nil {
+			return err
+		}
 		one.Steps = len(steps)
 		near := func(index int, up bool, s Step) bool {
 			d := index - s.Night
@@ -417,6 +435,9 @@ func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 		res.FoundNightly += one.FoundNightly
 		res.FalseNightly += one.FalseNightly
 		res.Delays = append(res.Delays, one.Delays...)
+		res.BadNights += one.BadNights
+		res.TrueExcursions += one.TrueExcursions
+		res.FalseExcursions += one.FalseExcursions
 		res.FoundConfirmed += one.FoundConfirmed
 		res.FalseConfirmed += one.FalseConfirmed
 		res.ConfirmDelays = append(res.ConfirmDelays, one.ConfirmDelays...)
@@ -429,6 +450,20 @@ func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 	slices.Sort(res.IndexErrors)
 	slices.Sort(res.Moves)
 	return res, err
+}
+
+// countExcursions counts the excursions of v on bad nights into onBad and
+// the others into onGood.
+func countExcursions(v []float64, bad []bool, o changepoint.Options, onBad, onGood *int) error {
+	exc, err := changepoint.Excursions(v, o)
+	for _, e := range exc {
+		if bad[e.Index] {
+			*onBad++
+		} else {
+			*onGood++
+		}
+	}
+	return err
 }
 
 // Quantile of sorted ints, by the nearest rank; −1 for none.
