@@ -40,11 +40,17 @@
 //	                          updated, mailed, bisection (state, culprit, subject, reason);
 //	                          one live (not withdrawn) change point per series, metric, line
 //	                          and night
+//	lpmbisect_excursions      night, benchmark, unit (a night row), line (the key); the level
+//	                          the night's value departed from, and by how much: the nights
+//	                          the change-point pass leaves out of its statistics (package
+//	                          changepoint), replaced by every pass (SetExcursions) and gone
+//	                          with their row
 //
 // The unique keys make every write idempotent: a night run again after
 // being killed half way adds no second boot (PutBoot keeps the first),
 // replaces the night's rows (SetNightRows), and finds the change points it
-// detects again instead of adding them (PutChangePoint). A NaN is stored as
+// detects again instead of adding them (PutChangePoint); a pass's
+// excursions replace the last pass's (SetExcursions). A NaN is stored as
 // NULL, because SQLite would store NULL for it anyway; it reads back as NaN.
 //
 // # Transactions

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,8 +49,11 @@ func TestOpenMigratesOnlyANewSQLiteFile(t *testing.T) {
 		defer db.Close()
 		var version int
 		var by string
-		if err := db.sql.QueryRow("SELECT version, applied_by FROM "+versionTable).Scan(&version, &by); err != nil || version != 1 {
-			t.Errorf("version table = %d, %v; want one row, version 1", version, err)
+		if err := db.sql.QueryRow("SELECT version, applied_by FROM "+versionTable+" ORDER BY version LIMIT 1").Scan(&version, &by); err != nil || version != 1 {
+			t.Errorf("version table = %d, %v; want its first row, version 1", version, err)
+		}
+		if n := count(t, db, versionTable); n != SchemaVersion {
+			t.Errorf("%d version rows; want one per migration, %d", n, SchemaVersion)
 		}
 		if !strings.Contains(by, "pid ") {
 			t.Errorf("applied_by = %q; want the pid and host that migrated", by)
@@ -72,10 +76,10 @@ func TestOpenMigratesOnlyANewSQLiteFile(t *testing.T) {
 	})
 }
 
-// v2 is a test-only second migration: the schema as a newer lpmbisect
-// would have it.
-var v2 = append(append([]migration(nil), migrations...), migration{
-	version:     2,
+// newer is the schema as a newer lpmbisect would have it: a test-only
+// migration after the last.
+var newer = append(append([]migration(nil), migrations...), migration{
+	version:     SchemaVersion + 1,
 	description: "test: a table and a column more",
 	statements: []string{
 		`CREATE TABLE lpmbisect_test_extra (night_id BIGINT NOT NULL, value TEXT NOT NULL)`,
@@ -86,64 +90,64 @@ var v2 = append(append([]migration(nil), migrations...), migration{
 func TestOlderAndNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	forEachBackend(t, func(t *testing.T, location string) {
-		openFresh(t, location).Close() // version 1, with a night in it
+		openFresh(t, location).Close() // the current version, with a night in it
 		db := openFresh(t, location)
 		if _, _, _, err := nightFixture("s", 0).store(ctx, db); err != nil {
 			t.Fatal(err)
 		}
 		db.Close()
 
-		// A binary that knows version 2 finds an older database: it says
-		// so and changes nothing, SQLite included (only a new file is
+		// A binary that knows a newer version finds an older database: it
+		// says so and changes nothing, SQLite included (only a new file is
 		// created on Open).
-		if _, err := open(ctx, location, v2); !errors.Is(err, ErrNeedsMigration) {
-			t.Fatalf("open(v1 database, binary knows v2) = %v; want ErrNeedsMigration", err)
+		if _, err := open(ctx, location, newer); !errors.Is(err, ErrNeedsMigration) {
+			t.Fatalf("open(current database, binary knows a newer version) = %v; want ErrNeedsMigration", err)
 		}
-		// A migration that fails half way leaves version 1 as it was:
+		// A migration that fails half way leaves the database as it was:
 		// its first statement is rolled back with it.
-		broken := append(append([]migration(nil), migrations...), migration{version: 2, description: "broken",
-			statements: []string{v2[1].statements[0], "ALTER TABLE lpmbisect_no_such_table ADD COLUMN x TEXT"}})
+		broken := append(append([]migration(nil), migrations...), migration{version: SchemaVersion + 1, description: "broken",
+			statements: []string{newer[SchemaVersion].statements[0], "ALTER TABLE lpmbisect_no_such_table ADD COLUMN x TEXT"}})
 		if _, _, err := migrateWith(ctx, location, broken); err == nil {
-			t.Fatalf("migrateWith(broken v2) = nil; want an error")
+			t.Fatalf("migrateWith(broken newer) = nil; want an error")
 		}
 		db = openFresh(t, location)
-		if n := count(t, db, versionTable); n != 1 {
-			t.Errorf("after a failed migration %d version rows; want 1", n)
+		if n := count(t, db, versionTable); n != SchemaVersion {
+			t.Errorf("after a failed migration %d version rows; want %d", n, SchemaVersion)
 		}
 		if _, err := db.sql.Exec("SELECT COUNT(*) FROM lpmbisect_test_extra"); err == nil {
 			t.Errorf("the failed migration's first table exists; want it rolled back")
 		}
 		db.Close()
 
-		from, to, err := migrateWith(ctx, location, v2)
-		if err != nil || from != 1 || to != 2 {
-			t.Fatalf("migrateWith(v2) = %d, %d, %v; want 1, 2, nil", from, to, err)
+		from, to, err := migrateWith(ctx, location, newer)
+		if err != nil || from != SchemaVersion || to != SchemaVersion+1 {
+			t.Fatalf("migrateWith(newer) = %d, %d, %v; want %d, %d, nil", from, to, err, SchemaVersion, SchemaVersion+1)
 		}
-		db, err = open(ctx, location, v2)
+		db, err = open(ctx, location, newer)
 		if err != nil {
-			t.Fatalf("open(v2 database, v2 binary) = %v", err)
+			t.Fatalf("open(newer database, newer binary) = %v", err)
 		}
 		if nights := count(t, db, "lpmbisect_nights"); nights != 1 {
 			t.Errorf("%d nights after migrating; want the 1 stored before", nights)
 		}
 		db.Close()
 
-		// This binary (version 1) refuses the newer database, in Open and
-		// in Migrate, and leaves it as it was.
+		// This binary refuses the newer database, in Open and in Migrate,
+		// and leaves it as it was.
 		_, err = Open(ctx, location)
 		if !errors.Is(err, ErrNewerSchema) {
-			t.Fatalf("Open(v2 database) = %v; want ErrNewerSchema", err)
+			t.Fatalf("Open(newer database) = %v; want ErrNewerSchema", err)
 		}
-		if !strings.Contains(err.Error(), "version 2") {
+		if !strings.Contains(err.Error(), fmt.Sprintf("version %d", SchemaVersion+1)) {
 			t.Errorf("Open error %q does not give the database's version", err)
 		}
 		if _, _, err := Migrate(ctx, location); !errors.Is(err, ErrNewerSchema) {
-			t.Errorf("Migrate(v2 database) = %v; want ErrNewerSchema", err)
+			t.Errorf("Migrate(newer database) = %v; want ErrNewerSchema", err)
 		}
-		db, _ = open(ctx, location, v2)
+		db, _ = open(ctx, location, newer)
 		defer db.Close()
-		if n := count(t, db, versionTable); n != 2 {
-			t.Errorf("%d version rows after the refusals; want 2", n)
+		if n := count(t, db, versionTable); n != SchemaVersion+1 {
+			t.Errorf("%d version rows after the refusals; want %d", n, SchemaVersion+1)
 		}
 	})
 }

@@ -9,7 +9,7 @@ import (
 
 // SchemaVersion is the schema version this package reads and writes: the
 // last of its migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // versionTable records every migration applied, one row each. Its name is
 // the database's mark of ownership.
@@ -155,6 +155,23 @@ var migrations = []migration{{
 		// updates it instead of adding a second. Withdrawn ones are history.
 		`CREATE UNIQUE INDEX lpmbisect_change_points_live ON lpmbisect_change_points
 			(series_id, benchmark, unit, line, night) WHERE status <> 'withdrawn'`,
+	},
+}, {
+	version:     2,
+	description: "excursions: nights the change-point pass leaves out of its statistics",
+	statements: []string{
+		// An excursion belongs to the row whose value it is: a night
+		// analysed again (new rows) loses it until the pass finds it again.
+		`CREATE TABLE lpmbisect_excursions (
+			night_id BIGINT NOT NULL,
+			benchmark TEXT NOT NULL,
+			unit TEXT NOT NULL,
+			line TEXT NOT NULL,
+			level DOUBLE PRECISION,
+			delta_pct DOUBLE PRECISION,
+			PRIMARY KEY (night_id, benchmark, unit, line),
+			FOREIGN KEY (night_id, benchmark, unit) REFERENCES lpmbisect_night_rows (night_id, benchmark, unit) ON DELETE CASCADE
+		)`,
 	},
 }}
 
