@@ -42,8 +42,8 @@ func changeOptions(accel string, minEffectPct float64) changepoint.Options {
 	return changepoint.Options{MinMagnitude: minEffectPct / 100, NoiseFloor: floor}
 }
 
-// noiseFloor measures a line's noise per night (see the constants above),
-// never below the instrument's floor.
+// noiseFloor measures a line's noise per night (changepoint.Noise: robust
+// to a step and to bad nights), never below the instrument's floor.
 func noiseFloor(values []float64, instrument float64) float64 {
 	if len(values) < minNightsForNoise {
 		if instrument == icountNoiseFloor {
@@ -51,13 +51,7 @@ func noiseFloor(values []float64, instrument float64) float64 {
 		}
 		return wallClockNoise
 	}
-	diffs := make([]float64, 0, len(values)-1)
-	for i := 1; i < len(values); i++ {
-		diffs = append(diffs, math.Abs(values[i]/values[i-1]-1))
-	}
-	slices.Sort(diffs)
-	mad := diffs[len(diffs)/2]
-	return math.Max(instrument, 1.4826*mad/math.Sqrt2)
+	return math.Max(instrument, changepoint.Noise(values))
 }
 
 // lines are the two series of values of a metric that the pass looks at.
@@ -69,14 +63,64 @@ var lines = []struct {
 	{history.LineHost, func(r history.NightRow) float64 { return r.Reference.Center }},
 }
 
+// analysis is what the change-point pass made of a series' history.
+type analysis struct {
+	// changes are the change points to store: new ones, moved or updated
+	// ones (with their IDs), and withdrawn ones.
+	changes []Change
+	// excursions are, for every metric and line the pass ran on, the
+	// excursions it finds now: what the history holds instead of the last
+	// pass's (history.Tx.SetExcursions).
+	excursions []lineExcursions
+	// newExcursions are those the history did not hold yet.
+	newExcursions []history.Excursion
+}
+
+// lineExcursions are the excursions of one metric on one line.
+type lineExcursions struct {
+	metric history.Metric
+	line   history.Line
+	all    []history.Excursion
+}
+
+// store writes what the pass found: its change points (setting their IDs)
+// and its excursions.
+func (a *analysis) store(ctx context.Context, tx *history.Tx, seriesID int64) error {
+	for i := range a.changes {
+		id, err := tx.PutChangePoint(ctx, a.changes[i].Point)
+		if err != nil {
+			return err
+		}
+		a.changes[i].Point.ID = id
+	}
+	for _, le := range a.excursions {
+		if err := tx.SetExcursions(ctx, seriesID, le.metric, le.line, le.all); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // updateChanges runs the change-point pass over the history of every
 // metric of a series, with tonight's rows (not yet stored) appended when
-// tonight is not nil, and returns the change points to store: new ones,
-// moved or updated ones (with their IDs), and withdrawn ones.
-func updateChanges(ctx context.Context, db *history.DB, series history.Series, opts changepoint.Options, tonight *history.Night, rows []history.NightRow) ([]Change, error) {
+// tonight is not nil.
+func updateChanges(ctx context.Context, db *history.DB, series history.Series, opts changepoint.Options, tonight *history.Night, rows []history.NightRow) (*analysis, error) {
 	stored, err := db.ChangePoints(ctx, series.ID, history.ChangeOpen, history.ChangeAcknowledged, history.ChangeMuted)
 	if err != nil {
 		return nil, err
+	}
+	storedExcursions, err := db.Excursions(ctx, series.ID)
+	if err != nil {
+		return nil, err
+	}
+	type place struct {
+		night int64
+		m     history.Metric
+		line  history.Line
+	}
+	held := map[place]bool{}
+	for _, e := range storedExcursions {
+		held[place{e.NightID, e.Metric, e.Line}] = true
 	}
 	metrics, err := db.Metrics(ctx, series.ID)
 	if err != nil {
@@ -87,7 +131,7 @@ func updateChanges(ctx context.Context, db *history.DB, series history.Series, o
 			metrics = append(metrics, r.Metric)
 		}
 	}
-	var changes []Change
+	a := &analysis{}
 	for _, m := range metrics {
 		points, err := db.Trend(ctx, series.ID, m)
 		if err != nil {
@@ -105,19 +149,26 @@ func updateChanges(ctx context.Context, db *history.DB, series history.Series, o
 					prev = append(prev, cp)
 				}
 			}
-			c, err := lineChanges(series, m, l.line, points, l.value, prev, opts)
+			c, exc, err := lineChanges(series, m, l.line, points, l.value, prev, opts)
 			if err != nil {
 				return nil, err
 			}
-			changes = append(changes, c...)
+			a.changes = append(a.changes, c...)
+			a.excursions = append(a.excursions, lineExcursions{metric: m, line: l.line, all: exc})
+			for _, e := range exc {
+				if !held[place{e.NightID, e.Metric, e.Line}] {
+					a.newExcursions = append(a.newExcursions, e)
+				}
+			}
 		}
 	}
-	return changes, nil
+	return a, nil
 }
 
-// lineChanges is the pass over one line of one metric.
+// lineChanges is the pass over one line of one metric: the change points
+// to store and the line's excursions.
 func lineChanges(series history.Series, m history.Metric, line history.Line, points []history.TrendPoint,
-	value func(history.NightRow) float64, stored []history.ChangePoint, opts changepoint.Options) ([]Change, error) {
+	value func(history.NightRow) float64, stored []history.ChangePoint, opts changepoint.Options) ([]Change, []history.Excursion, error) {
 	// Nights without a value (an imported night without a reference has
 	// no host line) are left out; at maps positions back to points.
 	var values []float64
@@ -140,10 +191,22 @@ func lineChanges(series history.Series, m history.Metric, line history.Line, poi
 	opts.NoiseFloor = noiseFloor(values, opts.NoiseFloor)
 	next, err := changepoint.Update(values, prev, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	found, err := changepoint.Excursions(values, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	excursions := make([]history.Excursion, len(found))
+	for i, e := range found {
+		n := points[at[e.Index]].Night
+		excursions[i] = history.Excursion{NightID: n.ID, Night: n.Date, Metric: m, Line: line, Level: e.Level, DeltaPct: e.ChangePct}
+	}
+	// A change point's range to bisect starts at the last night of the
+	// old level: the excursions between it and the first night of the
+	// new level may be either.
 	at1 := func(c changepoint.ChangePoint) history.ChangePoint {
-		after, before := points[at[c.Index]], points[at[c.Index-1]]
+		after, before := points[at[c.Index]], points[at[c.LastBefore]]
 		return history.ChangePoint{SeriesID: series.ID, Metric: m, Line: line, Night: after.Night.Date, NightIndex: at[c.Index],
 			BeforeNight: before.Night.Date, BeforeCommit: before.Night.Tip.Commit, AfterCommit: after.Night.Tip.Commit,
 			DeltaPct: c.ChangePct, P: c.P, Provisional: c.Provisional, Status: history.ChangeOpen}
@@ -172,14 +235,14 @@ func lineChanges(series history.Series, m history.Metric, line history.Line, poi
 		w.Status = history.ChangeWithdrawn
 		changes = append(changes, Change{Point: w, What: "withdrawn"})
 	}
-	return changes, nil
+	return changes, excursions, nil
 }
 
 // changePoints runs the pass for tonight, when tonight measured.
-func (r *seriesRun) changePoints(ctx context.Context) ([]Change, error) {
+func (r *seriesRun) changePoints(ctx context.Context) (*analysis, error) {
 	n := r.n.Night
 	if n.Status != history.StatusMeasured && n.Status != history.StatusInconclusive || len(r.n.Rows) == 0 {
-		return nil, nil
+		return &analysis{}, nil
 	}
 	return updateChanges(ctx, r.db, r.n.Series, changeOptions(n.Accel, r.cfg.Stats.MinEffect), &n, r.n.Rows)
 }

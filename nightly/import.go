@@ -26,6 +26,9 @@ type Imported struct {
 	Nights  int // nights stored (a night imported again replaces its rows)
 	Boots   int // boots stored; a boot stored before is not stored again
 	Changes []Change
+	// Excursions are the nights the pass now finds far from the nights on
+	// both sides of them that the history did not hold as such before.
+	Excursions []history.Excursion
 }
 
 // Import stores benchfmt results (from lpmbisect run or compare, or any
@@ -161,20 +164,12 @@ func Import(ctx context.Context, db *history.DB, s history.Series, minEffectPct 
 		}
 		imp.Nights++
 	}
-	imp.Changes, err = updateChanges(ctx, db, imp.Series, changeOptions(accel, minEffectPct), nil, nil)
+	pass, err := updateChanges(ctx, db, imp.Series, changeOptions(accel, minEffectPct), nil, nil)
 	if err != nil {
 		return imp, err
 	}
-	err = db.Write(ctx, func(tx *history.Tx) error {
-		for i := range imp.Changes {
-			id, err := tx.PutChangePoint(ctx, imp.Changes[i].Point)
-			if err != nil {
-				return err
-			}
-			imp.Changes[i].Point.ID = id
-		}
-		return nil
-	})
+	err = db.Write(ctx, func(tx *history.Tx) error { return pass.store(ctx, tx, imp.Series.ID) })
+	imp.Changes, imp.Excursions = pass.changes, pass.newExcursions
 	return imp, err
 }
 

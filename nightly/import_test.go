@@ -239,3 +239,117 @@ func TestImportSeriesUsesItsMinEffect(t *testing.T) {
 		}
 	}
 }
+
+// issueNight writes night i of a series shaped like the public one that
+// one bad night blinded: one value a night (a single side, no reference),
+// 15 nights near 26.7k, then near 23.5k (−12 %), each within about ±1 %,
+// one bad night (−41 %) five nights before that step, and a +19 % step
+// at night 45.
+func issueNight(t testing.TB, dir string, i int, rng *rand.Rand) string {
+	t.Helper()
+	level := 26700.0
+	switch {
+	case i >= 45:
+		level = 23500 * 1.19
+	case i >= 15:
+		level = 23500
+	}
+	v := level * (1 + 0.01*(2*rng.Float64()-1))
+	if i == 10 {
+		v = 26700 * 0.59
+	}
+	date := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly)
+	path := filepath.Join(dir, date+".txt")
+	text := fmt.Sprintf("accel: tcg\ndate: %s\ncommit: %040x\nboot: 1\nBenchmarkPublic/lookup 1 %g ns/op\n", date, i+1, v)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The issue's series, imported at once as lpmbisect history import does
+// with --min-effect 5: its change points are the two steps, at their
+// nights, and the bad night is stored as an excursion, not a change point.
+func TestImportOneBadNightHidesNoStep(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(26, 1))
+	var files []string
+	for i := range 60 {
+		files = append(files, issueNight(t, dir, i, rng))
+	}
+	s := history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}
+	imp, err := Import(ctx, db, s, 5, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := db.ChangePoints(ctx, imp.Series.ID, history.ChangeOpen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nights []string
+	for _, cp := range cps {
+		nights = append(nights, fmt.Sprintf("%s %s %+.1f%%", cp.Night, cp.Line, cp.DeltaPct))
+	}
+	if len(cps) != 2 || cps[0].NightIndex != 15 || cps[1].NightIndex != 45 || cps[0].Provisional || cps[0].BeforeNight != "2026-01-15" {
+		t.Errorf("change points %v; want the −12 %% step on 2026-01-16 (after 2026-01-15) and the +19 %% one on 2026-02-15, none on 2026-01-11", nights)
+	}
+	exc, err := db.Excursions(ctx, imp.Series.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exc) != 1 || exc[0].Night != "2026-01-11" || exc[0].Line != history.LineKernel || math.Abs(exc[0].DeltaPct+41) > 1.5 {
+		t.Fatalf("excursions %+v; want the bad night 2026-01-11 on the kernel line, −41 %%", exc)
+	}
+	if len(imp.Excursions) != 1 {
+		t.Errorf("Import says %d new excursions; want 1", len(imp.Excursions))
+	}
+	boots, err := db.Boots(ctx, exc[0].NightID)
+	if err != nil || len(boots) != 1 || !strings.Contains(boots[0].Results, "BenchmarkPublic/lookup") {
+		t.Errorf("the bad night's boots = %+v, %v; want its raw results kept", boots, err)
+	}
+}
+
+// The same series imported night by night, as nightly runs: the step is
+// reported on its night or the next, the bad night is never a confirmed
+// change point, and becomes an excursion the night after it.
+func TestImportNightlyOneBadNight(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(26, 1))
+	s := history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}
+	reported, excursionNight := -1, -1
+	for i := range 30 {
+		imp, err := Import(ctx, db, s, 5, []string{issueNight(t, dir, i, rng)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range imp.Changes {
+			p := c.Point
+			switch {
+			case c.What == "withdrawn":
+			case abs(p.NightIndex-15) <= 1 && reported < 0:
+				reported = i
+			case p.NightIndex == 10 && !p.Provisional:
+				t.Errorf("night %d: the bad night is a confirmed change point (%s %+.1f%%)", i, c.What, p.DeltaPct)
+			}
+		}
+		for _, e := range imp.Excursions {
+			if e.Night == "2026-01-11" && excursionNight < 0 {
+				excursionNight = i
+			}
+		}
+	}
+	if reported < 15 || reported > 16 {
+		t.Errorf("the −12 %% step at night 15 was first reported on night %d; want 15 or 16", reported)
+	}
+	if excursionNight != 11 {
+		t.Errorf("the bad night 10 became an excursion on night %d; want 11, the night after it", excursionNight)
+	}
+	cps, _ := db.ChangePoints(ctx, 0, history.ChangeOpen)
+	if len(cps) != 1 || cps[0].NightIndex != 15 || cps[0].Provisional {
+		t.Errorf("live change points %+v; want the step at night 15 alone, confirmed", cps)
+	}
+}

@@ -70,6 +70,11 @@ type Night struct {
 	Alerts []string
 	// Changes are the change points this night added, moved or withdrew.
 	Changes []Change
+	// Excursions are the nights the change-point pass found far from the
+	// nights on both sides of them that the history did not hold as such
+	// yet: the night before last or the one before, when tonight came
+	// back (see package changepoint).
+	Excursions []history.Excursion
 	// Mail is the mail body written for the night's new change points
 	// ("" for none).
 	Mail string

@@ -589,7 +589,7 @@ func (r *seriesRun) finish(ctx context.Context) error {
 	if n.Status == "" {
 		n.Status = history.StatusMeasured
 	}
-	changes, err := r.changePoints(ctx)
+	pass, err := r.changePoints(ctx)
 	if err != nil {
 		return err
 	}
@@ -606,17 +606,31 @@ func (r *seriesRun) finish(ctx context.Context) error {
 		if err := tx.SetTip(ctx, r.n.Series.ID, n.Tip.Commit, n.Tip.ImageSHA256); err != nil {
 			return err
 		}
-		for i := range changes {
-			id, err := tx.PutChangePoint(ctx, changes[i].Point)
-			if err != nil {
-				return err
-			}
-			changes[i].Point.ID = id
-		}
-		return nil
+		return pass.store(ctx, tx, r.n.Series.ID)
 	})
-	r.n.Changes = changes
+	r.n.Changes, r.n.Excursions = pass.changes, pass.newExcursions
+	for _, e := range pass.newExcursions {
+		r.n.Alerts = append(r.n.Alerts, excursionAlert(e, n.Accel))
+	}
 	return err
+}
+
+// excursionAlert says what a new excursion is: under instruction counts,
+// which do not wander, a kernel that was different on that night; under
+// wall time, a night to look at before believing it.
+func excursionAlert(e history.Excursion, accel string) string {
+	what := "the tip against the reference"
+	if e.Line == history.LineHost {
+		what = "the reference"
+	}
+	meaning := "a bad night, left out of the change-point statistics; its boots are kept"
+	if wire.Accel(accel).CountsInstructions() {
+		meaning = "under instruction counts a kernel that was different that night, not noise; left out of the change-point statistics"
+		if e.Line == history.LineHost {
+			meaning = "under instruction counts the reference or the harness was different that night; left out of the change-point statistics"
+		}
+	}
+	return fmt.Sprintf("excursion on %s: %s %s %+.2f%% from its neighbouring nights, back since (%s): %s", e.Night, e.Benchmark, e.Unit, e.DeltaPct, what, meaning)
 }
 
 func hostname() string {

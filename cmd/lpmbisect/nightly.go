@@ -165,8 +165,8 @@ func historyCommand(r *run) *cli.Command {
 			if err != nil {
 				return historyError(err, r)
 			}
-			fmt.Fprintf(c.App.Writer, "imported %d nights (%d new boots) into %s; %d change points new, moved or withdrawn\n",
-				imp.Nights, imp.Boots, series, len(imp.Changes))
+			fmt.Fprintf(c.App.Writer, "imported %d nights (%d new boots) into %s; %d change points new, moved or withdrawn; %d new excursions (nights far from both neighbours)\n",
+				imp.Nights, imp.Boots, series, len(imp.Changes), len(imp.Excursions))
 			return nil
 		}),
 		command("migrate", "create or upgrade the history database's tables (never done behind your back on a shared database)", "", []opt{configOpt(r)}, func(c *cli.Context) error {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/history"
+)
+
+// lpmbisect history import of a public series shaped like the one a single
+// bad night blinded (issue 26): one value a night with a 5 % minimum
+// effect, 15 nights near 26.7k, then a −12 % step, each night within about
+// ±1 %, one −41 % night five nights before the step and a +19 % step 30
+// nights after it. Both steps are change points, at their nights; the bad
+// night is an excursion and no change point.
+func TestHistoryImportOneBadNight(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "history.db")
+	cfg := filepath.Join(dir, "kernels.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[nightly]\ndb = %q\n[[series]]\nname = \"public\"\nimages = \"/k\"\nreference = \"/r\"\nmin_effect = 5.0\n", db)), 0o644)
+	rng := rand.New(rand.NewPCG(26, 2))
+	args := []string{"history", "import", "--config", cfg, "--series", "public"}
+	for i := range 60 {
+		level := 26700.0
+		switch {
+		case i >= 45:
+			level = 23500 * 1.19
+		case i >= 15:
+			level = 23500
+		}
+		v := level * (1 + 0.01*(2*rng.Float64()-1))
+		if i == 10 {
+			v = 26700 * 0.59
+		}
+		date := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly)
+		path := filepath.Join(dir, date+".txt")
+		os.WriteFile(path, []byte(fmt.Sprintf("accel: tcg\ndate: %s\ncommit: %040x\nboot: 1\nBenchmarkPublic/lookup 1 %g ns/op\n", date, i+1, v)), 0o644)
+		args = append(args, path)
+	}
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdout, "imported 60 nights") || !strings.Contains(stdout, "1 new excursions") {
+		t.Fatalf("history import = exit %d, %q, %q; want 60 nights and 1 new excursion", code, stdout, stderr)
+	}
+	h, err := history.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	cps, err := h.ChangePoints(context.Background(), 0, history.ChangeOpen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cp := range cps {
+		got = append(got, fmt.Sprintf("%s after %s %s %+.0f%%", cp.Night, cp.BeforeNight, cp.Line, cp.DeltaPct))
+	}
+	if want := "2026-01-16 after 2026-01-15 kernel -12%, 2026-02-15 after 2026-02-14 kernel +19%"; strings.Join(got, ", ") != want {
+		t.Errorf("change points: %s; want %s", strings.Join(got, ", "), want)
+	}
+	all, err := h.AllSeries(context.Background())
+	if err != nil || len(all) != 1 {
+		t.Fatalf("series %+v, %v; want public alone", all, err)
+	}
+	exc, err := h.Excursions(context.Background(), all[0].ID)
+	if err != nil || len(exc) != 1 || exc[0].Night != "2026-01-11" {
+		t.Errorf("excursions %+v, %v; want the bad night, 2026-01-11", exc, err)
+	}
+}
