@@ -44,13 +44,18 @@ func Excursions(values []float64, o Options) ([]Excursion, error) {
 	return findExcursions(values, o), nil
 }
 
+// MinNoiseNights is the fewest nights Noise measures: an excursion
+// disturbs two night-to-night differences, and the median needs more than
+// twice as many others to outvote them.
+const MinNoiseNights = 6
+
 // Noise is a robust estimate of the relative noise of one night's value:
 // the median of the absolute relative night-to-night differences
 // |values[i]/values[i−1] − 1|, scaled to a standard deviation
 // (1.4826/√2). A step disturbs one difference and an excursion two, so
-// neither moves it much. It is 0 for fewer than two values.
+// neither moves it much. It is 0 for fewer than MinNoiseNights values.
 func Noise(values []float64) float64 {
-	if len(values) < 2 {
+	if len(values) < MinNoiseNights {
 		return 0
 	}
 	diffs := make([]float64, 0, len(values)-1)

@@ -263,7 +263,8 @@ func TestNoise(t *testing.T) {
 	if got := changepoint.Noise(constant(50, 1065)); got != 0 {
 		t.Errorf("Noise(constant) = %g; want 0", got)
 	}
-	if got := changepoint.Noise([]float64{1}); got != 0 {
-		t.Errorf("Noise(one value) = %g; want 0", got)
+	// Five nights, one of them an excursion, would measure the excursion.
+	if got := changepoint.Noise([]float64{1, 1.002, 0.999, 0.8, 1.001}); got != 0 {
+		t.Errorf("Noise(5 values) = %g; want 0: too few to measure", got)
 	}
 }

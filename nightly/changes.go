@@ -16,18 +16,17 @@ import (
 // tiny difference significant; package changepoint's simulations show a
 // floor near the true noise keeps false alarms near one per hundred
 // series-years, and one far below it costs eight times more. The floor is
-// measured from the series itself: the night-to-night differences, which a
-// step disturbs only once (a robust estimate, 1.4826·MAD/√2 of the
-// relative differences), never below the instrument's own floor: boots of
-// one image differ by about 0.03 % under icount, by a few tenths of a
-// percent at best under wall time. With fewer than minNightsForNoise
-// nights the instrument's typical noise is used instead: 0.03 % for
-// icount, 2 % for TCG wall time (docs/verdicts.md's TCG section).
+// measured from the series itself (changepoint.Noise: the night-to-night
+// differences, which a step disturbs only once and a bad night twice),
+// never below the instrument's own floor: boots of one image differ by
+// about 0.03 % under icount, by a few tenths of a percent at best under
+// wall time. With fewer than changepoint.MinNoiseNights nights the
+// instrument's typical noise is used instead: 0.03 % for icount, 2 % for
+// TCG wall time (docs/verdicts.md's TCG section).
 const (
 	icountNoiseFloor    = 0.0003
 	wallClockNoiseFloor = 0.002
 	wallClockNoise      = 0.02
-	minNightsForNoise   = 6
 )
 
 // changeOptions are the change-point pass's options for a series: the
@@ -45,7 +44,7 @@ func changeOptions(accel string, minEffectPct float64) changepoint.Options {
 // noiseFloor measures a line's noise per night (changepoint.Noise: robust
 // to a step and to bad nights), never below the instrument's floor.
 func noiseFloor(values []float64, instrument float64) float64 {
-	if len(values) < minNightsForNoise {
+	if len(values) < changepoint.MinNoiseNights {
 		if instrument == icountNoiseFloor {
 			return instrument
 		}
