@@ -68,28 +68,28 @@ func Noise(values []float64) float64 {
 
 // departure is the excursion rule's test of a night against a level.
 type departure struct {
-	sigmas float64 // ExcursionSigmas noise standard deviations, relative
-	floor  float64 // MinMagnitude
+	far float64 // the relative distance beyond which a night departs
 }
 
-// newDeparture is the rule for a series: a night of a run of r departs
-// from a level when it lies more than Options.ExcursionSigmas/√r noise
-// standard deviations and at least Options.MinMagnitude from it, the noise
-// the larger of Options.NoiseFloor and Noise(values): the run's mean is
-// then ExcursionSigmas standard errors from the level. With
-// ExcursionSigmas +Inf nothing departs.
+// newDeparture is the rule for a series: a night departs from a level when
+// it lies more than Options.ExcursionSigmas noise standard deviations and
+// at least Options.MinMagnitude from it, the noise the larger of
+// Options.NoiseFloor and Noise(values). Each night of a run must: pooling
+// the two nights of a pair (4/√2 σ each) flagged ordinary nights beside
+// steps, and moved their change points to and fro (package
+// documentation). With ExcursionSigmas +Inf nothing departs.
 func newDeparture(values []float64, o Options) departure {
 	if math.IsInf(o.ExcursionSigmas, 1) {
-		return departure{sigmas: math.Inf(1)}
+		return departure{far: math.Inf(1)}
 	}
-	return departure{sigmas: o.ExcursionSigmas * math.Max(o.NoiseFloor, Noise(values)), floor: o.MinMagnitude}
+	return departure{far: math.Max(o.ExcursionSigmas*math.Max(o.NoiseFloor, Noise(values)), o.MinMagnitude)}
 }
 
-// from says in which direction x, a night of a run of r, departs from
-// level (+1, −1), or 0 when it is not far from it.
-func (rule departure) from(x, level float64, r int) int {
+// from says in which direction x departs from level (+1, −1), or 0 when
+// it is not far from it.
+func (rule departure) from(x, level float64) int {
 	d := x - level
-	if !(math.Abs(d) > math.Max(rule.sigmas/math.Sqrt(float64(r)), rule.floor)*math.Abs(level)) {
+	if !(math.Abs(d) > rule.far*math.Abs(level)) {
 		return 0
 	}
 	if d > 0 {
@@ -157,16 +157,16 @@ func scanExcursions(values []float64, n int, rule departure, minSegment int, ski
 			}
 			next := after[0] // the night after the run
 			levelAfter := median(after)
-			d := rule.from(values[i], levelAfter, r)
+			d := rule.from(values[i], levelAfter)
 			switch {
-			case d == 0 || rule.from(next, levelAfter, r) == d:
+			case d == 0 || rule.from(next, levelAfter) == d:
 				continue // not far from the level after, or the run goes on
-			case i > 0 && !flagged[i-1] && rule.from(values[i-1], levelBefore, r) == d:
+			case i > 0 && !flagged[i-1] && rule.from(values[i-1], levelBefore) == d:
 				continue // the run began earlier
 			}
 			run := true
 			for j := i; j < i+r && run; j++ {
-				run = rule.from(values[j], levelAfter, r) == d && (math.IsNaN(levelBefore) || rule.from(values[j], levelBefore, r) == d)
+				run = rule.from(values[j], levelAfter) == d && (math.IsNaN(levelBefore) || rule.from(values[j], levelBefore) == d)
 			}
 			if !run {
 				continue
@@ -196,9 +196,9 @@ func pendingNights(values []float64, level func(end int) (float64, bool), rule d
 		if !ok {
 			continue
 		}
-		d := rule.from(values[n-k], before, k)
+		d := rule.from(values[n-k], before)
 		for _, x := range values[n-k:] {
-			if d == 0 || rule.from(x, before, k) != d {
+			if d == 0 || rule.from(x, before) != d {
 				d = 0
 			}
 		}
