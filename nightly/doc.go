@@ -33,7 +33,11 @@
 //     two lines: the kernel line (the tip relative to the reference, which
 //     divides out the host) and the host line (the reference alone). A
 //     change point already reported is not reported again; one that later
-//     nights move is updated, one they withdraw is marked withdrawn.
+//     nights move is updated, one they withdraw is marked withdrawn. A
+//     night or two far from the nights on both sides of them are
+//     excursions (package changepoint): kept out of the pass's statistics,
+//     stored as such with their boots, and alerted the night they are
+//     found, under icount as a kernel that was different that night.
 //  6. A new change point on the kernel line gets a mail body (and the
 //     configured notify command), and is bisected automatically between the
 //     nights around it, widened by one night on each side; a change smaller
