@@ -6,6 +6,7 @@
 //	go run ./changepoint/internal/cpsim -table steps
 //	go run ./changepoint/internal/cpsim -table sweep -series 200
 //	go run ./changepoint/internal/cpsim -table outliers
+//	go run ./changepoint/internal/cpsim -table outliers -excursion-sigmas +Inf
 //	go run ./changepoint/internal/cpsim -table excursions -series 300
 package main
 
@@ -38,6 +39,7 @@ func main() {
 	nights := flag.Int("nights", 365, "nights per series")
 	seed := flag.Uint64("seed", 1, "random seed")
 	nightly := flag.Bool("nightly", true, "null and sweep tables: also replay every night (one pass per night)")
+	sigmas := flag.Float64("excursion-sigmas", 0, "outliers table: Options.ExcursionSigmas (0: the default; +Inf: no excursions, the raw values as before them)")
 	flag.Parse()
 	log.SetFlags(0)
 	start := time.Now()
@@ -50,7 +52,7 @@ func main() {
 	case "sweep":
 		err = sweepTable(*series, *nights, *seed, *nightly)
 	case "outliers":
-		err = outliersTable(*series, *nights, *seed)
+		err = outliersTable(*series, *nights, *seed, *sigmas)
 	case "excursions":
 		err = excursionsTable(*series, *nights, *seed)
 	default:
@@ -182,16 +184,16 @@ func sweepTable(series, nights int, seed uint64, nightly bool) error {
 var outlierRates = []float64{0, 0.01, 0.05}
 
 // outliersTable is the null and step tables again with bad nights mixed
-// in (sim.Contaminate), at the default options, counting confirmed change
-// points beside all those reported.
-func outliersTable(series, nights int, seed uint64) error {
-	fmt.Printf("%d series of %d nights per row, default options with the noise floor given; bad nights: that share of nights "+
-		"off by 10–50 %% either way, alone or in pairs. False change points per series-year.\n\n", series, nights)
+// in (sim.Contaminate), at the default options but the excursion
+// threshold, counting confirmed change points beside all those reported.
+func outliersTable(series, nights int, seed uint64, sigmas float64) error {
+	fmt.Printf("%d series of %d nights per row, default options with the noise floor given, excursion threshold %s; bad nights: that share of nights "+
+		"off by 10–50 %% either way, alone or in pairs. False change points per series-year.\n\n", series, nights, threshold(sigmas))
 	fmt.Println("| noise (night SD) | bad nights | fresh pass: all | fresh pass: confirmed | nightly: reported | nightly: confirmed | nightly: held at year end | series with a confirmed false alarm | bad nights flagged as excursions | other nights flagged, per series-year |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, nz := range noises {
 		for _, rate := range outlierRates {
-			c := sim.NullCase{SD: nz.sd, Options: changepoint.Options{NoiseFloor: nz.sd}, Outliers: rate}
+			c := sim.NullCase{SD: nz.sd, Options: changepoint.Options{NoiseFloor: nz.sd, ExcursionSigmas: sigmas}, Outliers: rate}
 			r, err := sim.Null(c, series, nights, seed, true)
 			if err != nil {
 				return err
@@ -208,7 +210,7 @@ func outliersTable(series, nights int, seed uint64) error {
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, size := range []float64{0.03, 0.10} {
 		for _, rate := range outlierRates {
-			c := sim.StepCase{SD: 0.01, Size: size, Options: changepoint.Options{NoiseFloor: 0.01}, Outliers: rate}
+			c := sim.StepCase{SD: 0.01, Size: size, Options: changepoint.Options{NoiseFloor: 0.01, ExcursionSigmas: sigmas}, Outliers: rate}
 			r, err := sim.Steps(c, series, nights, seed)
 			if err != nil {
 				return err
@@ -221,6 +223,17 @@ func outliersTable(series, nights int, seed uint64) error {
 		}
 	}
 	return nil
+}
+
+// threshold names an excursion threshold as the tables do.
+func threshold(sigmas float64) string {
+	switch {
+	case sigmas == 0:
+		return fmt.Sprintf("%g σ (default)", float64(changepoint.DefaultExcursionSigmas))
+	case math.IsInf(sigmas, 1):
+		return "off (raw values)"
+	}
+	return fmt.Sprintf("%g σ", sigmas)
 }
 
 // share is a/b as a percentage, or "—" without b.
