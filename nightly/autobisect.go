@@ -98,6 +98,9 @@ func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
 	if m.AfterRows, err = r.db.NightRows(ctx, m.After.ID); err != nil {
 		return err
 	}
+	if m.Excursions, err = r.mailExcursions(ctx, cps); err != nil {
+		return err
+	}
 	m.Reproduce = view.Reproduction{Flags: []string{"--accel", r.cfg.Measure.Accel, "--bench", r.cfg.Bench.Select},
 		Before: m.Before.Tip.Input, After: m.After.Tip.Input}
 	if cache, err := cacheDir(&r.cfg); err == nil && m.Before.Tip.Input != "" && m.After.Tip.Input != "" {
@@ -132,6 +135,29 @@ func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
 		}
 		return nil
 	})
+}
+
+// mailExcursions are the excursions a mail of cps tells (view.Mail): of a
+// change point's metric and line between its BeforeNight and its Night,
+// which the range skips, and the night's new ones.
+func (r *seriesRun) mailExcursions(ctx context.Context, cps []history.ChangePoint) ([]history.Excursion, error) {
+	all, err := r.db.Excursions(ctx, r.n.Series.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []history.Excursion
+	for _, e := range all {
+		skipped := slices.ContainsFunc(cps, func(cp history.ChangePoint) bool {
+			return cp.Metric == e.Metric && cp.Line == e.Line && e.Night > cp.BeforeNight && e.Night < cp.Night
+		})
+		fresh := slices.ContainsFunc(r.n.Excursions, func(n history.Excursion) bool {
+			return n.NightID == e.NightID && n.Metric == e.Metric && n.Line == e.Line
+		})
+		if skipped || fresh {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // worse reports whether a kernel-line change point is a regression: the

@@ -12,7 +12,7 @@ import (
 
 // LoadHistory reads what lpmbisect history shows from the database: every
 // series (or the one named), its nights, every metric's trend and its
-// change points, withdrawn ones included.
+// change points, withdrawn ones included, and its excursions.
 func LoadHistory(ctx context.Context, db *history.DB, only string) (view.History, error) {
 	var h view.History
 	all, err := db.AllSeries(ctx)
@@ -39,6 +39,9 @@ func LoadHistory(ctx context.Context, db *history.DB, only string) (view.History
 			hs.Trends = append(hs.Trends, view.MetricTrend{Metric: m, Points: points})
 		}
 		if hs.ChangePoints, err = db.ChangePoints(ctx, s.ID); err != nil {
+			return h, err
+		}
+		if hs.Excursions, err = db.Excursions(ctx, s.ID); err != nil {
 			return h, err
 		}
 		h.Series = append(h.Series, hs)

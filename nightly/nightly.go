@@ -213,7 +213,7 @@ func (r *seriesRun) logf(format string, args ...any) {
 // Summary is the night as the morning report tells it (report.WriteMorning).
 func (n *Night) Summary() view.NightSummary {
 	s := view.NightSummary{Series: n.Series, Night: n.Night, Rows: n.Rows, Outcome: n.Outcome.String(), Alerts: n.Alerts,
-		Mail: n.Mail, Took: n.Took, Booted: n.Booted, Resumed: n.Resumed}
+		Excursions: n.Excursions, Mail: n.Mail, Took: n.Took, Booted: n.Booted, Resumed: n.Resumed}
 	for _, c := range n.Changes {
 		if c.What != "updated" {
 			s.Changes = append(s.Changes, view.NightChange{What: c.What, Point: c.Point})

@@ -27,6 +27,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/view"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -615,22 +616,17 @@ func (r *seriesRun) finish(ctx context.Context) error {
 	return err
 }
 
-// excursionAlert says what a new excursion is: under instruction counts,
-// which do not wander, a kernel that was different on that night; under
-// wall time, a night to look at before believing it.
+// excursionAlert says what a new excursion is (view.ExcursionMeaning):
+// under instruction counts, which do not wander, a kernel that was
+// different on that night; under wall time, a night to look at before
+// believing it.
 func excursionAlert(e history.Excursion, accel string) string {
 	what := "the tip against the reference"
 	if e.Line == history.LineHost {
 		what = "the reference"
 	}
-	meaning := "a bad night, left out of the change-point statistics; its boots are kept"
-	if wire.Accel(accel).CountsInstructions() {
-		meaning = "under instruction counts a kernel that was different that night, not noise; left out of the change-point statistics"
-		if e.Line == history.LineHost {
-			meaning = "under instruction counts the reference or the harness was different that night; left out of the change-point statistics"
-		}
-	}
-	return fmt.Sprintf("excursion on %s: %s %s %+.2f%% from its neighbouring nights, back since (%s): %s", e.Night, e.Benchmark, e.Unit, e.DeltaPct, what, meaning)
+	return fmt.Sprintf("excursion on %s: %s %s %+.2f%% from its neighbouring nights, back since (%s): %s",
+		e.Night, e.Benchmark, e.Unit, e.DeltaPct, what, view.ExcursionMeaning(e.Line, accel))
 }
 
 func hostname() string {

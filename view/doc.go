@@ -29,5 +29,7 @@
 // (a bisection's culprit line is bisect's) are data, and the layout, the
 // formats and the wording of everything else are report's. The number
 // formats are the exception, kept here because bisect's step log prints
-// the same numbers as the reports and must print them alike.
+// the same numbers as the reports and must print them alike; so is what
+// an excursion means (ExcursionMeaning), which nightly's alert and the
+// history reports say alike.
 package view

@@ -16,6 +16,7 @@ import "github.com/lpmbisect/lpmbisect/history"
 //			hs.Trends = append(hs.Trends, view.MetricTrend{Metric: m, Points: points})
 //		}
 //		hs.ChangePoints, err = db.ChangePoints(ctx, s.ID)
+//		hs.Excursions, err = db.Excursions(ctx, s.ID)
 //		h.Series = append(h.Series, hs)
 //	}
 //
@@ -37,6 +38,11 @@ type HistorySeries struct {
 	// ChangePoints are the series' change points, withdrawn ones included
 	// (the text formats list them as withdrawn; plots leave them out).
 	ChangePoints []history.ChangePoint
+	// Excursions are the nights, per metric and line, that lay far from
+	// the nights on both sides of them and that the change-point pass
+	// leaves out of its statistics (package changepoint): the text formats
+	// list them apart from the change points, the plots mark them.
+	Excursions []history.Excursion
 }
 
 // MetricTrend is one metric's nights, as history.DB.Trend returns them.

@@ -36,6 +36,11 @@ type Mail struct {
 	// Config is the configuration file that the commands acknowledging or
 	// muting the change points name.
 	Config string
+	// Excursions are the series' excursions worth telling beside the
+	// change points: the nights between a change point's BeforeNight and
+	// its Night that the pass left out (a bad night may hide which kernel
+	// moved), and the night's new ones.
+	Excursions []history.Excursion
 	// Insight, when set, is the insight block of the two tips (before →
 	// after), written after the setup as in compare's Markdown report.
 	Insight *insight.Diff

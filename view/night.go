@@ -18,10 +18,14 @@ type NightSummary struct {
 	// Changes are the change points the night added, moved, confirmed or
 	// withdrew, with what happened to each.
 	Changes []NightChange `json:"changes"`
-	Mail    string        `json:"mail,omitempty"` // the mail body written, if any
-	Took    time.Duration `json:"took_ns"`
-	Booted  int           `json:"booted"`
-	Resumed int           `json:"resumed"`
+	// Excursions are the nights the change-point pass found tonight to lie
+	// far from the nights on both sides of them (package changepoint);
+	// Alerts say each in a line.
+	Excursions []history.Excursion `json:"excursions,omitempty"`
+	Mail       string              `json:"mail,omitempty"` // the mail body written, if any
+	Took       time.Duration       `json:"took_ns"`
+	Booted     int                 `json:"booted"`
+	Resumed    int                 `json:"resumed"`
 }
 
 // NightChange is a change point with what the night did to it: "new",
