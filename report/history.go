@@ -41,6 +41,8 @@ type seriesView struct {
 	nights  []history.Night    // by date
 	trends  []view.MetricTrend // by metric, points by date
 	changes []history.ChangePoint
+	// excursions are by night, metric and line.
+	excursions []history.Excursion
 	// rows are each night's rows, by date, in the order of trends.
 	rows map[string][]history.NightRow
 }
@@ -74,6 +76,7 @@ func newSeriesView(hs view.HistorySeries) *seriesView {
 	}
 	slices.SortStableFunc(v.nights, func(a, b history.Night) int { return cmp.Compare(a.Date, b.Date) })
 	v.changes = sortedChanges(hs.ChangePoints)
+	v.excursions = sortedExcursions(hs.Excursions)
 	return v
 }
 
@@ -159,10 +162,11 @@ func (v *seriesView) nightsSummary() string {
 	return fmt.Sprintf("%s, %s to %s: %s", countOf(len(v.nights), "night"), v.nights[0].Date, v.nights[len(v.nights)-1].Date, strings.Join(parts, ", "))
 }
 
-// changesSummary says "3 change points: 2 open, 1 muted; 1 provisional".
+// changesSummary says "3 change points: 2 open, 1 muted; 1 provisional",
+// and how many excursions there are, if any: "; 1 excursion".
 func (v *seriesView) changesSummary() string {
 	if len(v.changes) == 0 {
-		return "no change points"
+		return "no change points" + v.excursionsSummary()
 	}
 	counts := map[history.ChangeStatus]int{}
 	provisional := 0
@@ -182,7 +186,7 @@ func (v *seriesView) changesSummary() string {
 	if provisional > 0 {
 		s += fmt.Sprintf("; %d provisional", provisional)
 	}
-	return s
+	return s + v.excursionsSummary()
 }
 
 // countOf counts what: "1 night", "14 nights".
@@ -479,7 +483,8 @@ func (v *seriesView) nightCells(n history.Night) []string {
 	return []string{n.Date, string(n.Status), tip, cmp.Or(n.Tip.Release, "–"), summary}
 }
 
-// nightNotes are a night's reason and note, labelled.
+// nightNotes are a night's reason and note, labelled, and its
+// excursions.
 func (v *seriesView) nightNotes(n history.Night) []string {
 	var out []string
 	if n.Reason != "" {
@@ -487,6 +492,9 @@ func (v *seriesView) nightNotes(n history.Night) []string {
 	}
 	if n.Note != "" {
 		out = append(out, "note: "+n.Note)
+	}
+	for _, e := range v.excursionsOn(n.Date) {
+		out = append(out, excursionNote(e))
 	}
 	return out
 }

@@ -34,6 +34,10 @@ func WriteHistoryHTML(w io.Writer, h view.History) error {
 				Status: string(cp.Status), Detail: fmt.Sprintf("%s line, p%s, %s", lineName(cp.Line), view.FormatPRelation(cp.P), v.changeRange(cp)),
 				Bisect: bisectLine(cp)})
 		}
+		for _, e := range v.excursions {
+			sp.Excursions = append(sp.Excursions, historyExcursion{Night: e.Night, Benchmark: e.Benchmark, Unit: unitName(e.Unit),
+				Line: string(e.Line), Delta: view.FormatDelta(e.DeltaPct), Meaning: v.excursionMeaning(e)})
+		}
 		for _, t := range v.trends {
 			svg, err := v.trendSVG(t, trendWidth, trendHeight)
 			if err != nil {
@@ -107,6 +111,7 @@ type historyPage struct {
 type historySeriesPage struct {
 	Name, Source, Summary string
 	Changes               []historyChange
+	Excursions            []historyExcursion
 	Plots                 []historyPlot
 	Nights                []historyNight
 }
@@ -114,6 +119,10 @@ type historySeriesPage struct {
 type historyChange struct {
 	ID                                      int64
 	Class, Headline, Status, Detail, Bisect string
+}
+
+type historyExcursion struct {
+	Night, Benchmark, Unit, Line, Delta, Meaning string
 }
 
 type historyPlot struct {
@@ -132,14 +141,19 @@ type historyNightRow struct {
 	Benchmark, Unit, Tip, Reference, VsReference, VsPrevious, Class string
 }
 
-var historyTemplate = newPage("history", `{{define "body"}}{{range .Series}}<h2>{{.Name}}</h2>
+var historyTemplate = newPage("history", `{{define "body"}}{{range .Series}}{{$excursions := .Excursions}}<h2>{{.Name}}</h2>
 <p class="source">{{.Source}}<br>{{.Summary}}</p>
 {{with .Changes}}<h3>Change points</h3>
 <ul class="changes">{{range .}}
 <li class="{{.Class}}"><span class="headline">#{{.ID}} {{.Headline}}</span> [{{.Status}}]<br><span class="detail">{{.Detail}}<br>{{.Bisect}}</span></li>{{end}}
 </ul>{{end}}
-{{with .Plots}}<h3>Trends</h3>
-<p>Each point is one night's tip relative to the reference kernel booted beside it that night, in percent (the tip's centre over the reference's: the host divided out); its bar is the tip's confidence interval over the reference's centre. The shaded band is the reference against its own first night: a step in it is the host or the harness, not the kernel. A vertical line is a change point, labelled with the culprit's subject or why it has none; × marks a night without results.</p>
+{{with .Excursions}}<h3>Excursions</h3>
+<p>Nights far from the nights on both sides of them: the change points leave them out, the plots ring them.</p>
+<ul class="excursions">{{range .}}
+<li><span class="headline">{{.Night}} {{.Benchmark}} <small>{{.Unit}}</small>: {{.Delta}} on the {{.Line}} line</span><br><span class="detail">{{.Meaning}}</span></li>{{end}}
+</ul>
+{{end}}{{with .Plots}}<h3>Trends</h3>
+<p>Each point is one night's tip relative to the reference kernel booted beside it that night, in percent (the tip's centre over the reference's: the host divided out); its bar is the tip's confidence interval over the reference's centre. The shaded band is the reference against its own first night: a step in it is the host or the harness, not the kernel. A vertical line is a change point, labelled with the culprit's subject or why it has none; × marks a night without results.{{if $excursions}} A ring marks an excursion, a night the change points leave out.{{end}}</p>
 {{range .}}<figure>
 <figcaption>{{.Caption}}</figcaption>
 {{.SVG}}

@@ -45,6 +45,10 @@ type SeriesDoc struct {
 	Nights []NightDoc `json:"nights"`
 	// ChangePoints are every change point, withdrawn ones included.
 	ChangePoints []ChangePointDoc `json:"change_points"`
+	// Excursions are the nights, per metric and line, that lay far from
+	// the nights on both sides of them and that the change points leave
+	// out, by night, benchmark and line; absent when there are none.
+	Excursions []ExcursionDoc `json:"excursions,omitempty"`
 }
 
 // NightDoc is one night of a series.
@@ -214,6 +218,7 @@ func NewHistoryDocument(h view.History) HistoryDocument {
 				Headline: ChangePointHeadline(s.Name, cp), Range: v.changeRange(cp), Outcome: bisectLine(cp),
 			})
 		}
+		sd.Excursions = v.excursionDocs()
 		d.Series = append(d.Series, sd)
 	}
 	return d

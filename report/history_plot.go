@@ -28,8 +28,9 @@ const (
 
 // Colours of the trend plots: the tip is blue and the reference orange, as
 // A and B are in PlotRow; change points of the kernel line are red, those
-// of the host line brown.
+// of the host line brown; excursions are ringed in purple.
 var (
+	colorExcursion    = color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
 	colorRefBand      = color.NRGBA{R: 0xd6, G: 0x5f, B: 0x0e, A: 0x40}
 	colorKernelChange = color.RGBA{R: 0xd9, G: 0x30, B: 0x25, A: 0xff}
 	colorHostChange   = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
@@ -328,6 +329,28 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 		tipDots = dots
 	}
 
+	// The excursions: a ring around the night's point on its line, for
+	// the eye to tell a night left out of the change points from a step.
+	var ringXYs plotter.XYs
+	for _, e := range v.excursions {
+		xys, dates := kernel.XYs, kernelDates
+		if e.Line == history.LineHost {
+			xys, dates = host.XYs, hostDates
+		}
+		if i := slices.Index(dates, e.Night); e.Metric == t.Metric && i >= 0 {
+			ringXYs = append(ringXYs, xys[i])
+		}
+	}
+	var rings *plotter.Scatter
+	if len(ringXYs) > 0 {
+		var err error
+		if rings, err = plotter.NewScatter(ringXYs); err != nil {
+			return fail("excursions", err)
+		}
+		rings.GlyphStyle = draw.GlyphStyle{Color: colorExcursion, Radius: vg.Points(6), Shape: draw.RingGlyph{}}
+		p.Add(rings)
+	}
+
 	// The gaps.
 	var gapDots *plotter.Scatter
 	if len(gaps) > 0 {
@@ -368,6 +391,9 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 	}
 	if refLine != nil {
 		tp.legends[0].add("reference ÷ its first night: centre, band: interval", refBand, refLine)
+	}
+	if rings != nil {
+		tp.legends[0].add("excursion: far from both neighbours, left out of the change points", rings)
 	}
 	kernelDone, hostDone := false, false
 	for _, m := range marks {

@@ -16,7 +16,8 @@ import (
 // tip; failed nights with their reason) with one line per benchmark (the
 // tip's centre, the reference's, the tip against the reference and against
 // the previous tip), then every change point with its headline, line,
-// p-value, commit range, status and culprit or why it was not bisected.
+// p-value, commit range, status and culprit or why it was not bisected,
+// and last its excursions (nights far from both neighbours), what each means.
 func WriteHistoryText(w io.Writer, h view.History) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "lpmbisect history: %s\n", countOf(len(h.Series), "series"))
@@ -25,6 +26,7 @@ func WriteHistoryText(w io.Writer, h view.History) error {
 		fmt.Fprintf(bw, "\n%s: %s\n%s; %s\n", v.series.Name, seriesSource(v.series), v.nightsSummary(), v.changesSummary())
 		v.writeNightsText(bw)
 		v.writeChangesText(bw)
+		v.writeExcursionsText(bw)
 	}
 	return bw.Flush()
 }
@@ -74,7 +76,8 @@ func (v *seriesView) writeChangesText(w io.Writer) {
 
 // WriteHistoryMarkdown writes the history as GitHub-flavoured Markdown, for
 // an issue or a mail: per series a table of its nights, one row per night
-// and benchmark, then a table of its change points.
+// and benchmark, then a table of its change points and one of its
+// excursions.
 func WriteHistoryMarkdown(w io.Writer, h view.History) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "### lpmbisect history: %s\n", countOf(len(h.Series), "series"))
@@ -132,6 +135,7 @@ func WriteHistoryMarkdown(w io.Writer, h view.History) error {
 					mdEscape(v.changeRange(cp)), mdEscape(status), mdEscape(bisectLine(cp)))
 			}
 		}
+		v.writeExcursionsMarkdown(bw)
 	}
 	return bw.Flush()
 }

@@ -146,6 +146,7 @@ func WriteChangePointMail(w io.Writer, m view.Mail) error {
 
 	writeMailOutcome(bw, m)
 	writeMailTable(bw, m)
+	writeMailExcursions(bw, m)
 	writeMailSetup(bw, m)
 	if m.Insight != nil {
 		fmt.Fprintln(bw)
