@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/report"
 )
 
 // lpmbisect history import of a public series shaped like the one a single
@@ -70,5 +72,34 @@ func TestHistoryImportOneBadNight(t *testing.T) {
 	exc, err := h.Excursions(context.Background(), all[0].ID)
 	if err != nil || len(exc) != 1 || exc[0].Night != "2026-01-11" {
 		t.Errorf("excursions %+v, %v; want the bad night, 2026-01-11", exc, err)
+	}
+
+	// lpmbisect history shows the bad night as an excursion, apart from
+	// the change points: in text, in JSON, and ringed on the HTML page's
+	// trend plot.
+	page := filepath.Join(dir, "history.html")
+	code, stdout, stderr = runCLI(t, "history", "--config", cfg, "--html", page)
+	if code != 0 {
+		t.Fatalf("history = exit %d, %s", code, stderr)
+	}
+	for _, want := range []string{"2 change points: 2 open; 1 excursion", "excursions of public (", "  2026-01-11  Public/lookup ns/op  kernel line  -40.7%",
+		"a bad night, left out of the change-point statistics"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("history lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = runCLI(t, "history", "--config", cfg, "--format", "json")
+	var doc report.HistoryDocument
+	if err := json.Unmarshal([]byte(stdout), &doc); code != 0 || err != nil {
+		t.Fatalf("history --format json = exit %d, %v, %s", code, err, stderr)
+	}
+	if s := doc.Series[0]; len(s.Excursions) != 1 || s.Excursions[0].Night != "2026-01-11" || s.Excursions[0].Line != "kernel" ||
+		len(s.ChangePoints) != 2 || s.ChangePoints[0].Night != "2026-01-16" {
+		t.Errorf("history JSON: excursions %+v, change points %+v; want the bad night and the two steps", s.Excursions, s.ChangePoints)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil || !strings.Contains(string(html), "<h3>Excursions</h3>") ||
+		!strings.Contains(string(html), "excursion: far from both neighbours, left out of the change points") {
+		t.Errorf("the HTML history lists no excursion or its plot rings none (err %v)", err)
 	}
 }
