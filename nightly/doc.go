@@ -38,11 +38,14 @@
 //     excursions (package changepoint): kept out of the pass's statistics,
 //     stored as such with their boots, and alerted the night they are
 //     found, under icount as a kernel that was different that night.
+//     LoadHistory hands them to the history reports with the change points.
 //  6. A new change point on the kernel line gets a mail body (and the
 //     configured notify command), and is bisected automatically between the
 //     nights around it, widened by one night on each side; a change smaller
 //     than what this host resolves for that benchmark is recorded as not
-//     bisected instead.
+//     bisected instead. The mail names the excursions inside its range
+//     (a bad night there may hide which kernel moved) and the night's new
+//     ones.
 //
 // # Faults
 //
