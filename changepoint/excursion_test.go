@@ -8,28 +8,16 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/changepoint"
+	"github.com/lpmbisect/lpmbisect/internal/testseries"
 )
 
-// issueSeries is shaped like the public series that one bad night blinded:
-// 15 nights near 26.7k, then near 23.5k (−12 %), each within about ±1 %,
-// with one bad night (−41 %) five nights before the step, and a +19 % step
-// 30 nights after it.
+// issueSeries is testseries' bad-night series: a −12 % step at night 15,
+// a −41 % night at night 10 and a +19 % step at night 45.
 func issueSeries() []float64 {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var v []float64
 	for i := range 60 {
-		level := 26700.0
-		switch {
-		case i >= 45:
-			level = 23500 * 1.19
-		case i >= 15:
-			level = 23500
-		}
-		x := level * (1 + 0.01*(2*rng.Float64()-1))
-		if i == 10 {
-			x = 26700 * 0.59
-		}
-		v = append(v, x)
+		v = append(v, testseries.BadNightValue(i, rng))
 	}
 	return v
 }

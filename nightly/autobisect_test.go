@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/testseries"
 )
 
 // A change-point mail tells the excursions inside a change point's range
@@ -18,7 +19,7 @@ func TestMailExcursions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 1))
 	var files []string
 	for i := range 30 {
-		files = append(files, issueNight(t, dir, i, rng))
+		files = append(files, testseries.WriteBadNight(t, dir, i, rng))
 	}
 	imp, err := Import(ctx, db, history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}, 5, files)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/testseries"
 )
 
 // nightFile writes one night of synthetic results: boots boots of samples
@@ -240,33 +241,6 @@ func TestImportSeriesUsesItsMinEffect(t *testing.T) {
 	}
 }
 
-// issueNight writes night i of a series shaped like the public one that
-// one bad night blinded: one value a night (a single side, no reference),
-// 15 nights near 26.7k, then near 23.5k (−12 %), each within about ±1 %,
-// one bad night (−41 %) five nights before that step, and a +19 % step
-// at night 45.
-func issueNight(t testing.TB, dir string, i int, rng *rand.Rand) string {
-	t.Helper()
-	level := 26700.0
-	switch {
-	case i >= 45:
-		level = 23500 * 1.19
-	case i >= 15:
-		level = 23500
-	}
-	v := level * (1 + 0.01*(2*rng.Float64()-1))
-	if i == 10 {
-		v = 26700 * 0.59
-	}
-	date := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly)
-	path := filepath.Join(dir, date+".txt")
-	text := fmt.Sprintf("accel: tcg\ndate: %s\ncommit: %040x\nboot: 1\nBenchmarkPublic/lookup 1 %g ns/op\n", date, i+1, v)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // The issue's series, imported at once as lpmbisect history import does
 // with --min-effect 5: its change points are the two steps, at their
 // nights, and the bad night is stored as an excursion, not a change point.
@@ -277,7 +251,7 @@ func TestImportOneBadNightHidesNoStep(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 1))
 	var files []string
 	for i := range 60 {
-		files = append(files, issueNight(t, dir, i, rng))
+		files = append(files, testseries.WriteBadNight(t, dir, i, rng))
 	}
 	s := history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}
 	imp, err := Import(ctx, db, s, 5, files)
@@ -322,7 +296,7 @@ func TestImportNightlyOneBadNight(t *testing.T) {
 	s := history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}
 	reported, excursionNight := -1, -1
 	for i := range 30 {
-		imp, err := Import(ctx, db, s, 5, []string{issueNight(t, dir, i, rng)})
+		imp, err := Import(ctx, db, s, 5, []string{testseries.WriteBadNight(t, dir, i, rng)})
 		if err != nil {
 			t.Fatal(err)
 		}

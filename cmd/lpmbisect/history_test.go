@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/testseries"
 	"github.com/lpmbisect/lpmbisect/report"
 )
 
@@ -29,21 +29,7 @@ func TestHistoryImportOneBadNight(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 2))
 	args := []string{"history", "import", "--config", cfg, "--series", "public"}
 	for i := range 60 {
-		level := 26700.0
-		switch {
-		case i >= 45:
-			level = 23500 * 1.19
-		case i >= 15:
-			level = 23500
-		}
-		v := level * (1 + 0.01*(2*rng.Float64()-1))
-		if i == 10 {
-			v = 26700 * 0.59
-		}
-		date := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly)
-		path := filepath.Join(dir, date+".txt")
-		os.WriteFile(path, []byte(fmt.Sprintf("accel: tcg\ndate: %s\ncommit: %040x\nboot: 1\nBenchmarkPublic/lookup 1 %g ns/op\n", date, i+1, v)), 0o644)
-		args = append(args, path)
+		args = append(args, testseries.WriteBadNight(t, dir, i, rng))
 	}
 	code, stdout, stderr := runCLI(t, args...)
 	if code != 0 || !strings.Contains(stdout, "imported 60 nights") || !strings.Contains(stdout, "1 new excursions") {

@@ -1,0 +1,61 @@
+// Package testseries makes the synthetic nightly series that the tests of
+// several packages share: one shaped like the public series that a single
+// bad night blinded (issue 26), as values for package changepoint and as
+// results files for history import.
+package testseries
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Nights of the bad-night series: the bad night, the first night of its
+// −12 % step and the first night of its +19 % step.
+const (
+	BadNight   = 10
+	Step       = 15
+	SecondStep = 45
+)
+
+// BadNightValue is night i of the bad-night series: 15 nights near 26.7k,
+// then near 23.5k (−12 %), each within about ±1 % (from rng), one night at
+// −41 % (BadNight) five nights before that step, and a +19 % step at
+// SecondStep. It draws one number from rng every night.
+func BadNightValue(i int, rng *rand.Rand) float64 {
+	level := 26700.0
+	switch {
+	case i >= SecondStep:
+		level = 23500 * 1.19
+	case i >= Step:
+		level = 23500
+	}
+	v := level * (1 + 0.01*(2*rng.Float64()-1))
+	if i == BadNight {
+		v = 26700 * 0.59
+	}
+	return v
+}
+
+// Date is the date of night i: 2026-01-01 and the days after.
+func Date(i int) string {
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly)
+}
+
+// WriteBadNight writes night i of the bad-night series into dir as a
+// results file that history import takes: one value a night of
+// BenchmarkPublic/lookup under TCG wall time, no reference, with its date
+// and a commit of its own, and returns its path.
+func WriteBadNight(t testing.TB, dir string, i int, rng *rand.Rand) string {
+	t.Helper()
+	date := Date(i)
+	path := filepath.Join(dir, date+".txt")
+	text := fmt.Sprintf("accel: tcg\ndate: %s\ncommit: %040x\nboot: 1\nBenchmarkPublic/lookup 1 %g ns/op\n", date, i+1, BadNightValue(i, rng))
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
