@@ -31,7 +31,7 @@ var layers = [][]string{
 	// 0: contracts and leaves.
 	{"wire", "configs", "bpf", "changepoint", "internal/words", "internal/cachefile", "internal/cpuinfo",
 		"internal/git", "internal/interrupt", "internal/shellquote", "internal/importrule",
-		"internal/testkbuild", "internal/testkernels"},
+		"internal/testkbuild", "internal/testkernels", "internal/testseries"},
 	// 1: kernel inputs, statistics, the VM, the guest's benchmarks.
 	{"kernel", "compare", "internal/version", "workloads", "vmrunner", "initramfs", "changepoint/internal/sim", "internal/testpg", "internal/testguest"},
 	// 2: what builds on one of those.
