@@ -79,15 +79,7 @@ func TestLayersFind(t *testing.T) {
 		"nightly/n.go":       "package nightly\nimport _ \"example.org/m/bisect\"\n",
 		"nightly/testdata/x": "",
 	}
-	for name, text := range files {
-		path := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, root, files)
 	got, err := layerViolations(root, "example.org/m", [][]string{{"wire"}, {"measure"}, {"bisect", "fleet"}, {"nightly"}})
 	if err != nil {
 		t.Fatal(err)
@@ -211,15 +203,7 @@ func TestImportRuleFinds(t *testing.T) {
 		"nightly/testdata/skip.go": "package skip\nimport _ \"example.org/m/report\"\n",
 		"reporting/reporting.go":   "package reporting\nimport _ \"example.org/m/report\"\n",
 	}
-	for name, text := range files {
-		path := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, root, files)
 	got, err := violations(root, "example.org/m", map[string][]string{"report": {"cmd/tool"}})
 	if err != nil {
 		t.Fatal(err)
@@ -285,5 +269,19 @@ func moduleRoot() (dir, module string, err error) {
 			return "", "", fmt.Errorf("no go.mod above the test's directory")
 		}
 		dir = parent
+	}
+}
+
+// writeTree writes files (path below root → content) under root.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
