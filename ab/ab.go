@@ -1,14 +1,16 @@
 // Package ab runs an A/B comparison of two kernels to its verdict: it
-// prepares both (kernel resolution, initramfs), boots them through the
-// setup's executor in interleaved rounds (or pairs), writes every completed
-// boot to a results file as it ends, looks after every round with the one
-// adaptive rule of package compare, and returns the report with what the
-// renderers need to know about the run.
+// starts a measurement of both (measure.Setup.Start), boots them through
+// the setup's executor in interleaved rounds (or pairs), writes every
+// completed boot to a results file as it ends, looks after every round
+// with the one adaptive rule of package compare, and returns the report
+// with what the renderers need to know about the run.
 //
-// lpmbisect compare is this package with flags; nightly tracking runs it
-// every night for the tip against a fixed reference (a fixed number of
-// boots, one look); calibration runs a kernel against itself; a fleet
-// client runs it with a remote executor. The results file is written under
+// Only the command imports it: lpmbisect compare (and stat, which
+// re-decides a results file) is this package with flags, also when a fleet
+// client's setup boots remotely. nightly and calibrate do not go through
+// it: they start their own measurements with measure.Setup.Start and judge
+// with compare (a night at a fixed number of boots, a calibration of a
+// kernel against itself). The results file is written under
 // FILE.partial while boots run and renamed to FILE only when the run ends
 // as planned, so an interrupted run keeps its finished boots and a file
 // under its final name is always complete; the insight block, when asked
