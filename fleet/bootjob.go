@@ -17,7 +17,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
-	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // MaxConsole bounds the console log a boot result carries: its end, where
@@ -231,7 +230,7 @@ func collect(res *vmrunner.Result, cfg vmrunner.Config) (*bootResult, error) {
 	// guest uses one of them, so this is the stream vmrunner decoded.
 	// Should both have spoken, the client would decode another stream
 	// than the worker saw: say so rather than send it.
-	if got := wire.Decode(raw); got.Complete != res.Stream.Complete || len(got.Results) != len(res.Stream.Results) {
+	if got := vmrunner.DecodeStream(raw, cfg); got.Complete != res.Stream.Complete || len(got.Results) != len(res.Stream.Results) {
 		return nil, fmt.Errorf("results capture of the boot does not decode as its stream did (%d results, complete %v; want %d, %v)",
 			len(got.Results), got.Complete, len(res.Stream.Results), res.Stream.Complete)
 	}

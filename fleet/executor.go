@@ -527,7 +527,7 @@ ORDER BY r.boot`, p.id)
 		case e.queue.Accel == vmrunner.Icount && (HostClass{QEMUVersion: r.qemu, CPUModel: r.cpu}) != e.class:
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s booted with QEMU %s and CPU model %s, the run's class is %s", p.id, jobName(j), r.worker, r.qemu, r.cpu, e.class)
 		}
-		res := &vmrunner.Result{Outcome: vmrunner.Outcome(r.outcome), Detail: r.detail, Stream: wire.Decode(r.raw), Channel: r.channel,
+		res := &vmrunner.Result{Outcome: vmrunner.Outcome(r.outcome), Detail: r.detail, Stream: vmrunner.DecodeStream(r.raw, j.Config), Channel: r.channel,
 			Accel: vmrunner.Accel(r.accel), Duration: time.Duration(r.duration), Command: r.command, CPUModel: r.cpu, QEMUVersion: r.qemu}
 		if dir := j.Config.RunDir; dir != "" {
 			if err := os.MkdirAll(dir, 0o755); err != nil {

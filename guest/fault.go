@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -23,11 +24,19 @@ type faultyOutput struct {
 	w     *wire.Writer
 	ch    *channel
 	fault string
+	lied  bool // a hostile fault has tampered with the first result
 }
 
 func (f *faultyOutput) Note(key, text string) error { return f.w.Note(key, text) }
 
 func (f *faultyOutput) Result(r *benchfmt.Result) error {
+	if slices.Contains(wire.HostileFaults, f.fault) {
+		if !f.lied {
+			f.lied = true
+			lie(f.fault, r, f.w.Note)
+		}
+		return f.w.Result(r)
+	}
 	if f.fault == wire.FaultBimodal {
 		if secondMode() {
 			for i := range r.Values {

@@ -120,7 +120,7 @@ func (b *boot) run() (err error) {
 // It ends the stream with a trailer whatever goes wrong, and recovers from
 // a panic with a failed note first.
 func (b *boot) stream() (err error) {
-	b.w = wire.NewWriter(b.ch)
+	b.w = wire.NewWriter(newLiar(b.ch, b.plan.Fault))
 	ended := false
 	defer func() {
 		if r := recover(); r != nil {

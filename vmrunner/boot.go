@@ -277,9 +277,26 @@ loop:
 	if len(data) == 0 && mon.serial.Len() > 0 {
 		data, channel = mon.serial.Bytes(), wire.ChannelSerial
 	}
-	res.Stream, res.Channel = wire.Decode(data), channel
+	res.Stream, res.Channel = DecodeStream(data, cfg), channel
 	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr.String())
 	return res, nil
+}
+
+// DecodeStream decodes what a boot of cfg sent on its results channel
+// (wire.Decode) and rejects a stream with results its run plan, read from
+// cfg.KernelArgs, did not ask for (wire.Stream.CheckPlan). Arguments
+// without lpmbisect.bench, which every encoded plan has, are a boot run by
+// hand: there is no plan to check against. Arguments that do not decode
+// check nothing more: the guest then reports that in a failed note.
+func DecodeStream(data []byte, cfg Config) *wire.Stream {
+	s := wire.Decode(data)
+	hasPlan := slices.ContainsFunc(cfg.KernelArgs, func(a string) bool {
+		return strings.HasPrefix(a, string(wire.ParamBench)+"=")
+	})
+	if p, err := wire.DecodePlan(strings.Join(cfg.KernelArgs, " ")); hasPlan && err == nil {
+		s.CheckPlan(p)
+	}
+	return s
 }
 
 func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, waitErr error, stderr string) (Outcome, string) {
@@ -289,6 +306,8 @@ func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, w
 		return Corrupt, killDetail
 	case s.Complete:
 		return OK, ""
+	case s.Rejected:
+		return Corrupt, s.Problem
 	case killed != "":
 		if panicLine != "" && killed != Canceled {
 			return Panic, panicLine

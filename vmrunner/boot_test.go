@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,6 +40,45 @@ func completeStream(t *testing.T) *wire.Stream {
 	return wire.Decode([]byte(b.String()))
 }
 
+// lyingStream is a stream its trailer proves whose one result is NaN.
+func lyingStream(t *testing.T) *wire.Stream {
+	t.Helper()
+	var b strings.Builder
+	w := wire.NewWriter(&b)
+	w.Result(&benchfmt.Result{Name: []byte("LPMTrie/op=lookup"), Iters: 1, Values: []benchfmt.Value{{Value: math.NaN(), Unit: wire.UnitNsPerOp}}})
+	w.End()
+	s := wire.Decode([]byte(b.String()))
+	if !s.Rejected {
+		t.Fatalf("Decode(NaN) = %+v; want it rejected", s)
+	}
+	return s
+}
+
+// TestDecodeStreamChecksPlan checks that a boot's stream is held to the
+// plan on its command line, and that a command line without a plan (a VM
+// started by hand) holds it to nothing.
+func TestDecodeStreamChecksPlan(t *testing.T) {
+	var b strings.Builder
+	w := wire.NewWriter(&b)
+	w.Result(&benchfmt.Result{Name: []byte("MapBatch/op=lookup"), Iters: 1, Values: []benchfmt.Value{{Value: 5, Unit: wire.UnitNsPerOp}}})
+	w.End()
+	plan := wire.DefaultPlan()
+	for _, c := range []struct {
+		name string
+		args []string
+		ok   bool
+	}{
+		{"no plan", []string{"console=ttyS0"}, true},
+		{"another benchmark", plan.KernelArgs(), false},
+		{"this benchmark", append(plan.KernelArgs(), wire.ParamBench.Arg("MapBatch")), true},
+	} {
+		s := DecodeStream([]byte(b.String()), Config{KernelArgs: c.args})
+		if s.Complete != c.ok || s.Rejected == c.ok {
+			t.Errorf("DecodeStream(%s) = complete %v, rejected %v (%s); want complete %v", c.name, s.Complete, s.Rejected, s.Problem, c.ok)
+		}
+	}
+}
+
 func TestClassify(t *testing.T) {
 	complete := completeStream(t)
 	empty := wire.Decode(nil)
@@ -47,6 +87,7 @@ func TestClassify(t *testing.T) {
 	quiet := &monitor{}
 	quiet.kernelStarted.Store(true)
 	neverStarted := &monitor{}
+	lying := lyingStream(t)
 	for _, c := range []struct {
 		name   string
 		s      *wire.Stream
@@ -65,6 +106,7 @@ func TestClassify(t *testing.T) {
 		{"canceled", empty, Canceled, panicked, nil, Canceled},
 		{"qemu error", empty, "", quiet, errors.New("exit status 1"), QEMUError},
 		{"garbage", garbage, "", quiet, nil, Corrupt},
+		{"a proven stream that lies is corrupt", lying, "", quiet, nil, Corrupt},
 		{"silent exit", empty, "", quiet, nil, Truncated},
 		{"kernel never started", empty, "", neverStarted, nil, BootFailed},
 	} {

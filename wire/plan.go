@@ -227,13 +227,39 @@ const (
 	FaultBimodal = "bimodal"
 )
 
+// TEST-ONLY hostile faults: the guest lies, in a stream that otherwise
+// arrives whole. Each acts on the first result or on the end of the stream,
+// and the host must reject the boot (Decode, Stream.CheckPlan), except
+// FaultHTML, whose strings it must escape wherever it renders them, and the
+// insight faults, which cost the document and not the boot (its results are
+// proven by the trailer before the document).
+const (
+	FaultLieCount   = "lie-count"   // the trailer counts one record more than were written
+	FaultLieSum     = "lie-sum"     // the trailer's checksum is not the stream's
+	FaultNaN        = "nan"         // the first result's value is NaN
+	FaultInf        = "inf"         // the first result's value is +Inf
+	FaultNegative   = "negative"    // the first result's value is negative
+	FaultHuge       = "huge"        // the first result's value is 10^300
+	FaultUnasked    = "unasked"     // the first result is for a benchmark the plan did not select
+	FaultHostKey    = "host-key"    // the first result carries the host's keys (side, params)
+	FaultBadUTF8    = "bad-utf8"    // the first result's name has invalid UTF-8
+	FaultEscape     = "escape"      // a note and the first result's name hold terminal escape sequences
+	FaultHTML       = "html"        // a note, the cpu label and the first result's name hold HTML (valid: to be escaped)
+	FaultInsightBig = "insight-big" // an insight document over MaxInsightBytes follows the trailer
+	FaultInsightBad = "insight-bad" // a malformed insight document (not gzip) follows the trailer
+)
+
+// HostileFaults lists the hostile faults.
+var HostileFaults = []string{FaultLieCount, FaultLieSum, FaultNaN, FaultInf, FaultNegative, FaultHuge, FaultUnasked,
+	FaultHostKey, FaultBadUTF8, FaultEscape, FaultHTML, FaultInsightBig, FaultInsightBad}
+
 // BimodalShift is how far FaultBimodal's second mode lies above the first:
 // beyond the jitter bounds (0.1 % by default), inside the default minimum
 // effect (1 %), so a kernel compared with itself must stay SAME or UNKNOWN.
 const BimodalShift = 0.005
 
 // Faults lists the TEST-ONLY faults.
-var Faults = []string{FaultHang, FaultFlood, FaultLongline, FaultGarbage, FaultPanic, FaultExit, FaultNoBPF, FaultBimodal}
+var Faults = append([]string{FaultHang, FaultFlood, FaultLongline, FaultGarbage, FaultPanic, FaultExit, FaultNoBPF, FaultBimodal}, HostileFaults...)
 
 // Reasons a parameter is rejected; a *ParamError wraps one of them.
 var (

@@ -180,7 +180,7 @@ func TestParamErrorMessages(t *testing.T) {
 		{func(p *Plan) { p.Bench = strings.Repeat("x", 2000) }, `bench "` + strings.Repeat("x", 48) + `"… out of range: 2000 bytes, more than the 1024 the kernel command line leaves for it (use a shorter regexp)`},
 		{func(p *Plan) { p.Accel = "hvf" }, `accel "hvf" malformed: not an accelerator (want kvm, tcg or icount)`},
 		{func(p *Plan) { p.Port = "" }, `port "" malformed: not a port name (want a non-empty name without '/', spaces or quotes)`},
-		{func(p *Plan) { p.Fault = "boom" }, `fault "boom" malformed: want hang, flood, longline, garbage, panic, exit, nobpf or bimodal`},
+		{func(p *Plan) { p.Fault = "boom" }, `fault "boom" malformed: want hang, flood, longline, garbage, panic, exit, nobpf, bimodal, lie-count, lie-sum, nan, inf, negative, huge, unasked, host-key, bad-utf8, escape, html, insight-big or insight-bad`},
 	} {
 		p := valid
 		tt.change(&p)

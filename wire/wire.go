@@ -185,6 +185,10 @@ type Stream struct {
 	Complete bool
 	// Problem says why the stream is not complete ("no trailer", …).
 	Problem string
+	// Rejected is true when a trailer proved the stream but what it says
+	// cannot be taken (see vet and CheckPlan): a lying guest, not a
+	// transport problem.
+	Rejected bool
 	// SyntaxErrors counts lines that are neither results, configuration,
 	// notes nor blank: garbage on the channel.
 	SyntaxErrors int
@@ -278,6 +282,9 @@ func Decode(data []byte) *Stream {
 			s.Problem = "trailer checksum does not match the stream (corrupted in transit)"
 		default:
 			s.Complete = true
+			if why := s.vet(); why != "" {
+				s.reject(why)
+			}
 		}
 	}
 	return s
