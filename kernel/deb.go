@@ -55,7 +55,7 @@ func resolveDeb(input, deb, cacheDir string) (*Kernel, error) {
 func unpackDebOnce(deb, root string) error {
 	return unpackOnce(root, func(tmp string) error {
 		err := readDebData(deb, func(name string, data io.Reader) error {
-			if err := extractTar(data, tmp); err != nil {
+			if err := extractTar(data, tmp, MaxUnpackedBytes); err != nil {
 				return fmt.Errorf("unpack %s: %w", name, err)
 			}
 			return nil
@@ -121,7 +121,11 @@ func readDebData(deb string, read func(name string, data io.Reader) error) error
 		return err
 	}
 	defer f.Close()
-	name, data, err := findDebData(f)
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	name, data, err := findDebData(f, fi.Size())
 	if err != nil {
 		return err
 	}
@@ -134,15 +138,11 @@ func readDebData(deb string, read func(name string, data io.Reader) error) error
 }
 
 // findDebData returns the name and contents of the data.tar.* member of the
-// ar archive f.
-func findDebData(f *os.File) (string, io.Reader, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return "", nil, err
-	}
+// ar archive f of size bytes.
+func findDebData(f io.ReaderAt, size int64) (string, io.Reader, error) {
 	var members []string
 	off := int64(len(arMagic))
-	for off+60 <= fi.Size() {
+	for off+60 <= size {
 		var hdr [60]byte
 		if _, err := f.ReadAt(hdr[:], off); err != nil {
 			return "", nil, fmt.Errorf("read ar member header at %d: %w", off, err)
@@ -151,19 +151,19 @@ func findDebData(f *os.File) (string, io.Reader, error) {
 			return "", nil, fmt.Errorf("%w: corrupt ar member header at offset %d (truncated .deb?)", ErrNotKernel, off)
 		}
 		name := strings.TrimSuffix(strings.TrimRight(string(hdr[0:16]), " "), "/")
-		size, err := strconv.ParseInt(strings.TrimSpace(string(hdr[48:58])), 10, 64)
-		if err != nil || size < 0 {
+		n, err := strconv.ParseInt(strings.TrimSpace(string(hdr[48:58])), 10, 64)
+		if err != nil || n < 0 {
 			return "", nil, fmt.Errorf("%w: corrupt size in ar member header %q (truncated .deb?)", ErrNotKernel, name)
 		}
 		off += 60
-		if off+size > fi.Size() {
+		if off+n > size {
 			return "", nil, fmt.Errorf("%w: ar member %q is cut off (truncated .deb?)", ErrNotKernel, name)
 		}
 		if name == "data.tar" || strings.HasPrefix(name, "data.tar.") {
-			return name, io.NewSectionReader(f, off, size), nil
+			return name, io.NewSectionReader(f, off, n), nil
 		}
 		members = append(members, name)
-		off += size + size%2 // members are padded to an even offset
+		off += n + n%2 // members are padded to an even offset
 	}
 	return "", nil, fmt.Errorf("%w: an ar archive without a data.tar member (members: %s), not a Debian package", ErrNotKernel, strings.Join(members, ", "))
 }
@@ -199,13 +199,20 @@ func decompressor(name string, r io.Reader) (io.Reader, func(), error) {
 	}
 }
 
+// MaxUnpackedBytes bounds the bytes of regular files a package unpacks
+// to: Debian's kernel packages unpack to about 100 MB, their -dbg packages
+// to about 1 GB. A package that claims more (a compression bomb) is
+// refused before it fills the cache's disk.
+const MaxUnpackedBytes = 4 << 30
+
 // extractTar writes the regular files and directories of the tar stream r
-// below dst, and hard links whose target is below dst. Symbolic links and
-// special files are skipped: the tree then holds no link that a later entry
-// could be written through, and every entry name is checked to stay below
-// dst, so a hostile archive cannot write outside dst.
-func extractTar(r io.Reader, dst string) error {
-	tr := tar.NewReader(r)
+// below dst, and hard links whose target is below dst, at most limit bytes
+// of file contents in all. Symbolic links and special files are skipped:
+// the tree then holds no link that a later entry could be written through,
+// and every entry name is checked to stay below dst, so a hostile archive
+// cannot write outside dst.
+func extractTar(r io.Reader, dst string, limit int64) error {
+	tr, total := tar.NewReader(r), limit
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -228,6 +235,10 @@ func extractTar(r io.Reader, dst string) error {
 				return err
 			}
 		case tar.TypeReg:
+			if hdr.Size > limit {
+				return fmt.Errorf("%w: %q makes the package unpack to more than %d bytes", ErrNotKernel, hdr.Name, total)
+			}
+			limit -= hdr.Size
 			if err := writeEntry(target, tr, fs.FileMode(hdr.Mode).Perm()); err != nil {
 				return err
 			}

@@ -83,7 +83,7 @@ type tarEntry struct {
 	linkname string
 }
 
-func makeTar(t *testing.T, entries []tarEntry) []byte {
+func makeTar(t testing.TB, entries []tarEntry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -113,7 +113,7 @@ func makeTar(t *testing.T, entries []tarEntry) []byte {
 	return buf.Bytes()
 }
 
-func gzipBytes(t *testing.T, b []byte) []byte {
+func gzipBytes(t testing.TB, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)

@@ -1,0 +1,91 @@
+package kernel
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzBzImageHeader reads arbitrary file heads as bzImages: a release read
+// from the setup header is a plausible release of at most
+// maxKernelVersionLen bytes, and a payload found lies inside the image.
+// The seeds are the setup headers of Debian's 6.1 and 6.12 images
+// (testdata/fuzz/FuzzBzImageHeader).
+func FuzzBzImageHeader(f *testing.F) {
+	f.Add(fakeBzImage(fakeVersion))
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Add([]byte(arMagic))
+	f.Fuzz(func(t *testing.T, image []byte) {
+		sniffHead(image)
+		rel, err := releaseFromHeader(image[:min(len(image), releaseHeadSize)])
+		if err == nil && (!validRelease(rel) || len(rel) > maxKernelVersionLen) {
+			t.Fatalf("releaseFromHeader = %q, not a plausible release", rel)
+		}
+		p, err := Payload(image)
+		if err != nil {
+			return
+		}
+		if len(p) < 4 || len(p) > len(image) || !bytes.Contains(image, p) {
+			t.Fatalf("Payload = %d bytes, not inside the %d-byte image", len(p), len(image))
+		}
+	})
+}
+
+// FuzzDebData reads arbitrary files as Debian packages and unpacks their
+// data member, at most 1 MiB of it: whatever unpacks stays below the
+// destination, holds no symbolic link and no more bytes than the limit.
+// The seeds are the heads of Debian's 6.1 and 6.12 packages
+// (testdata/fuzz/FuzzDebData) and small packages of each compression.
+func FuzzDebData(f *testing.F) {
+	tree := []tarEntry{{name: "./", typ: tar.TypeDir}, {name: "./boot/vmlinuz-" + fakeRelease, data: fakeBzImage(fakeVersion)},
+		{name: "./boot/link", typ: tar.TypeLink, linkname: "./boot/vmlinuz-" + fakeRelease}, {name: "../escape", data: []byte("x")}}
+	plain := makeTar(f, tree[:3])
+	f.Add(makeDeb("data.tar", plain))
+	f.Add(makeDeb("data.tar.gz", gzipBytes(f, plain)))
+	f.Add(makeDeb("data.tar.gz", gzipBytes(f, makeTar(f, tree))))
+	f.Add(makeDeb("data.tar.bz2", []byte("BZh")))
+	const limit = 1 << 20
+	f.Fuzz(func(t *testing.T, deb []byte) {
+		name, data, err := findDebData(bytes.NewReader(deb), int64(len(deb)))
+		if err != nil {
+			return
+		}
+		r, closeData, err := decompressor(name, data)
+		if err != nil {
+			return
+		}
+		defer closeData()
+		root := t.TempDir()
+		dst := filepath.Join(root, "pkg")
+		os.Mkdir(dst, 0o755)
+		extractTar(r, dst, limit)
+		if entries, _ := os.ReadDir(root); len(entries) != 1 {
+			t.Fatalf("unpacking wrote beside its destination: %v", entries)
+		}
+		var total int64
+		filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				t.Errorf("unpacked a symbolic link %s", p)
+			}
+			if rel, _ := filepath.Rel(dst, p); strings.HasPrefix(rel, "..") {
+				t.Errorf("unpacked %s outside %s", p, dst)
+			}
+			if info, err := d.Info(); err == nil && d.Type().IsRegular() {
+				total += info.Size()
+			}
+			return nil
+		})
+		if total > limit {
+			t.Fatalf("unpacked %d bytes, more than the %d allowed", total, limit)
+		}
+		io.Copy(io.Discard, r)
+	})
+}
