@@ -117,7 +117,7 @@ var testSections = []struct {
 // writeTestELF writes a minimal x86-64 ELF file: .text (at textAddr) with
 // code, a .notes section with a GNU build ID if buildID is not nil, and a
 // symbol table unless syms is nil. debug/elf and nm read it.
-func writeTestELF(t *testing.T, path string, code []byte, textAddr uint64, buildID []byte, syms []testSym) {
+func writeTestELF(t testing.TB, path string, code []byte, textAddr uint64, buildID []byte, syms []testSym) {
 	t.Helper()
 	le := binary.LittleEndian
 	type section struct {

@@ -145,19 +145,19 @@ func decompress(payload []byte) (Compression, []byte, error) {
 	case CompressionZstd:
 		out, err = decompressZstd(body, size)
 	case CompressionLZ4:
-		out, err = readBounded(lz4.NewReader(bytes.NewReader(body)), size)
+		out, err = readBounded(lz4.NewReader(bytes.NewReader(body)), size, len(body))
 	case CompressionGzip:
 		var zr *gzip.Reader
 		zr, err = gzip.NewReader(bytes.NewReader(payload))
 		if err == nil {
 			zr.Multistream(false)
-			out, err = readBounded(zr, size)
+			out, err = readBounded(zr, size, len(payload))
 		}
 	case CompressionXZ:
 		var xr *xz.Reader
 		xr, err = xz.NewReader(bytes.NewReader(body))
 		if err == nil {
-			out, err = readBounded(xr, size)
+			out, err = readBounded(xr, size, len(body))
 		}
 		if err != nil && strings.Contains(err.Error(), "filter") {
 			// The kernel's xz_wrap.sh adds the x86 BCJ filter, which
@@ -189,13 +189,22 @@ func decompressZstd(body []byte, size uint64) ([]byte, error) {
 		return nil, err
 	}
 	defer zr.Close()
-	return zr.DecodeAll(body, make([]byte, 0, size))
+	return zr.DecodeAll(body, make([]byte, 0, presize(size, len(body))))
 }
 
-// readBounded reads r to its end into a buffer of the expected size,
-// failing if r produces more than size bytes.
-func readBounded(r io.Reader, size uint64) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, size))
+// presize is the buffer to start decompressing into: the size trailer's
+// claim, but no more than maxRatio times the compressed bytes, so that a
+// small hostile image that claims MaxPayloadSize costs what it decompresses
+// to rather than what it claims. Kernels compress about 4 to 5 times.
+func presize(size uint64, compressed int) uint64 {
+	const maxRatio = 16
+	return min(size, uint64(compressed)*maxRatio)
+}
+
+// readBounded reads r, decompressing compressed bytes, to its end, failing
+// if r produces more than size bytes.
+func readBounded(r io.Reader, size uint64, compressed int) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, presize(size, compressed)))
 	n, err := io.Copy(buf, io.LimitReader(r, int64(size)+1))
 	if err != nil {
 		return nil, err

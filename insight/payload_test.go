@@ -76,7 +76,7 @@ func withSize(compressed []byte, size int) []byte {
 	return binary.LittleEndian.AppendUint32(compressed, uint32(size))
 }
 
-func testELFBytes(t *testing.T) []byte {
+func testELFBytes(t testing.TB) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "vmlinux")
 	code := bytes.Repeat([]byte{0x90}, 4096)
