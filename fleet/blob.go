@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -182,21 +183,16 @@ func (db *database) readBlob(ctx context.Context, sum string, w io.Writer) error
 		return err
 	}
 	defer rows.Close()
-	h := sha256.New()
-	var got int64
-	next := 0
+	check := newBlobCheck(sum, size, chunks)
 	for rows.Next() {
 		var n int
 		var data []byte
 		if err := rows.Scan(&n, &data); err != nil {
 			return err
 		}
-		if n != next || len(data) > BlobChunk || got+int64(len(data)) > size {
-			return &BlobError{SHA256: sum, Err: fmt.Errorf("%w: chunk %d is out of order or too large", ErrBlobCorrupt, n)}
+		if err := check.chunk(n, data); err != nil {
+			return err
 		}
-		next++
-		got += int64(len(data))
-		h.Write(data)
 		if _, err := w.Write(data); err != nil {
 			return fmt.Errorf("blob cache: %w", err)
 		}
@@ -204,11 +200,47 @@ func (db *database) readBlob(ctx context.Context, sum string, w io.Writer) error
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if next != chunks || got != size {
-		return &BlobError{SHA256: sum, Err: fmt.Errorf("%w: %d bytes in %d chunks, the blob row says %d in %d", ErrBlobCorrupt, got, next, size, chunks)}
+	return check.end()
+}
+
+// blobCheck checks a blob's chunks, as they come from the database, against
+// its row (size, chunks) and its name (sum): a client that wrote the
+// database may have lied in either. Nothing is kept but the hash.
+type blobCheck struct {
+	sum    string
+	size   int64
+	chunks int
+	h      hash.Hash
+	got    int64
+	next   int
+}
+
+func newBlobCheck(sum string, size int64, chunks int) *blobCheck {
+	return &blobCheck{sum: sum, size: size, chunks: chunks, h: sha256.New()}
+}
+
+// chunk takes chunk n: the next in order, at most BlobChunk bytes, within
+// the size the row says, which is at most MaxBlobSize.
+func (c *blobCheck) chunk(n int, data []byte) error {
+	if c.size > MaxBlobSize {
+		return &BlobError{SHA256: c.sum, Err: fmt.Errorf("%w: the blob row says %d bytes, more than the %d a blob may hold", ErrBlobCorrupt, c.size, MaxBlobSize)}
 	}
-	if hex.EncodeToString(h.Sum(nil)) != sum {
-		return &BlobError{SHA256: sum, Err: fmt.Errorf("%w: the content hashes to %s", ErrBlobCorrupt, hex.EncodeToString(h.Sum(nil)))}
+	if n != c.next || len(data) > BlobChunk || c.got+int64(len(data)) > c.size {
+		return &BlobError{SHA256: c.sum, Err: fmt.Errorf("%w: chunk %d is out of order or too large", ErrBlobCorrupt, n)}
+	}
+	c.next++
+	c.got += int64(len(data))
+	c.h.Write(data)
+	return nil
+}
+
+// end checks that the chunks were all the row says and hash to the name.
+func (c *blobCheck) end() error {
+	if c.next != c.chunks || c.got != c.size {
+		return &BlobError{SHA256: c.sum, Err: fmt.Errorf("%w: %d bytes in %d chunks, the blob row says %d in %d", ErrBlobCorrupt, c.got, c.next, c.size, c.chunks)}
+	}
+	if got := hex.EncodeToString(c.h.Sum(nil)); got != c.sum {
+		return &BlobError{SHA256: c.sum, Err: fmt.Errorf("%w: the content hashes to %s", ErrBlobCorrupt, got)}
 	}
 	return nil
 }
