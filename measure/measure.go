@@ -296,7 +296,10 @@ func ReadResultsFile(path string) ([]*benchfmt.Result, error) {
 	return ReadResults(f, path)
 }
 
-// ReadResults reads a benchfmt results file.
+// ReadResults reads a benchfmt results file. A line longer than
+// bufio.MaxScanTokenSize (64 KiB), which benchfmt's reader allows, is an
+// error: a file from elsewhere costs at most that per line besides its
+// results.
 func ReadResults(r io.Reader, name string) ([]*benchfmt.Result, error) {
 	var out []*benchfmt.Result
 	br := benchfmt.NewReader(r, name)
