@@ -15,6 +15,10 @@ func bisectionRowLine(r view.BisectionRow) string {
 
 // WriteBisectionText writes a bisection report as plain text.
 func WriteBisectionText(w io.Writer, r view.Bisection) error {
+	return writePrintable(w, func(w io.Writer) error { return writeBisectionText(w, r) })
+}
+
+func writeBisectionText(w io.Writer, r view.Bisection) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", r.Culprit)
 	fmt.Fprintf(&b, "verdict: %s\n", r.Verdict)
@@ -89,6 +93,10 @@ var bisectionHTML = newPage("bisection", `{{define "body"}}<p class="verdict">{{
 // WriteBisectionHTML writes a bisection report as a self-contained HTML
 // page.
 func WriteBisectionHTML(w io.Writer, r view.Bisection) error {
+	return writePrintable(w, func(w io.Writer) error { return writeBisectionHTML(w, r) })
+}
+
+func writeBisectionHTML(w io.Writer, r view.Bisection) error {
 	page := struct {
 		view.Bisection
 		InsightText string

@@ -18,6 +18,13 @@ import (
 // and the floor of the minimum effect the self-compares reached (wall
 // time). Format is text, markdown or json (the stored document).
 func WriteCalibration(w io.Writer, f Format, c *calibrate.Calibration) error {
+	if f != FormatJSON {
+		return writePrintable(w, func(w io.Writer) error { return writeCalibration(w, f, c) })
+	}
+	return writeCalibration(w, f, c)
+}
+
+func writeCalibration(w io.Writer, f Format, c *calibrate.Calibration) error {
 	if f == FormatJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

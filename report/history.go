@@ -24,9 +24,9 @@ import (
 func WriteHistory(w io.Writer, f Format, h view.History) error {
 	switch f {
 	case FormatText:
-		return WriteHistoryText(w, h)
+		return writePrintable(w, func(w io.Writer) error { return WriteHistoryText(w, h) })
 	case FormatMarkdown:
-		return WriteHistoryMarkdown(w, h)
+		return writePrintable(w, func(w io.Writer) error { return WriteHistoryMarkdown(w, h) })
 	case FormatJSON:
 		return WriteHistoryJSON(w, h)
 	case FormatHTML:

@@ -16,6 +16,10 @@ import (
 // series its change points with their culprits, one trend plot per
 // benchmark (trendSVG) and the table of its nights.
 func WriteHistoryHTML(w io.Writer, h view.History) error {
+	return writePrintable(w, func(w io.Writer) error { return writeHistoryHTML(w, h) })
+}
+
+func writeHistoryHTML(w io.Writer, h view.History) error {
 	page := historyPage{Title: "lpmbisect history"}
 	for _, hs := range h.Series {
 		v := newSeriesView(hs)

@@ -140,5 +140,7 @@ func WriteHistoryMarkdown(w io.Writer, h view.History) error {
 	return bw.Flush()
 }
 
-// mdCode makes s safe inside a code span.
-func mdCode(s string) string { return strings.ReplaceAll(s, "`", "'") }
+// mdCode makes s safe inside a code span, in a table too: a backtick
+// would end the span (and what follows, HTML included, would render), a
+// pipe would end the cell.
+func mdCode(s string) string { return strings.NewReplacer("`", "'", "|", `\|`).Replace(s) }

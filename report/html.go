@@ -26,6 +26,10 @@ func WriteHTMLFile(path string, rep *compare.Report, meta view.Meta) error {
 // PairedExplanation under the table and joins the two boots of each
 // pair in the plots.
 func WriteHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
+	return writePrintable(w, func(w io.Writer) error { return writeHTML(w, rep, meta) })
+}
+
+func writeHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	page := htmlPage{
 		Title:     fmt.Sprintf("lpmbisect compare: %s vs %s", rep.A.Label(), rep.B.Label()),
 		Outcome:   outcomeLine(rep, meta.FailOn),

@@ -100,6 +100,10 @@ func MailSubject(m view.Mail) string {
 // commands that acknowledge or mute each change point. It links nowhere:
 // everything needed is in the mail.
 func WriteChangePointMail(w io.Writer, m view.Mail) error {
+	return writePrintable(w, func(w io.Writer) error { return writeChangePointMail(w, m) })
+}
+
+func writeChangePointMail(w io.Writer, m view.Mail) error {
 	if len(m.Changes) == 0 {
 		return fmt.Errorf("report: change-point mail of series %s: no change point to tell", m.Series.Name)
 	}

@@ -15,6 +15,13 @@ import (
 // culprit, or why there is none) and where the mail went. Format is text
 // (the default), markdown or json.
 func WriteMorning(w io.Writer, f Format, nights []view.NightSummary) error {
+	if f != FormatJSON {
+		return writePrintable(w, func(w io.Writer) error { return writeMorning(w, f, nights) })
+	}
+	return writeMorning(w, f, nights)
+}
+
+func writeMorning(w io.Writer, f Format, nights []view.NightSummary) error {
 	if f == FormatJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

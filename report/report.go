@@ -74,9 +74,9 @@ func ParseFormat(s string) (Format, error) {
 func Write(w io.Writer, f Format, rep *compare.Report, meta view.Meta) error {
 	switch f {
 	case FormatText:
-		return WriteText(w, rep, meta)
+		return writePrintable(w, func(w io.Writer) error { return WriteText(w, rep, meta) })
 	case FormatMarkdown:
-		return WriteMarkdown(w, rep, meta)
+		return writePrintable(w, func(w io.Writer) error { return WriteMarkdown(w, rep, meta) })
 	case FormatJSON:
 		return WriteJSON(w, rep, meta)
 	case FormatHTML:

@@ -122,7 +122,7 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 			verdict += " <sup>" + strings.Join(marks, ",") + "</sup>"
 		}
 		fmt.Fprintf(bw, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.Benchmark, mdCell(r.Unit), mdCell(c.a), mdCell(c.b), mdCell(c.delta), mdCell(c.p), c.boots, verdict)
+			mdCode(r.Benchmark), mdCell(r.Unit), mdCell(c.a), mdCell(c.b), mdCell(c.delta), mdCell(c.p), c.boots, verdict)
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(bw)
@@ -149,7 +149,7 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	for _, kv := range runLines(rep, meta) {
 		v := mdEscape(kv[1])
 		if kv[0] == "command" {
-			v = "`" + strings.ReplaceAll(kv[1], "`", "'") + "`"
+			v = "`" + mdCode(kv[1]) + "`"
 		}
 		fmt.Fprintf(bw, "- %s: %s\n", kv[0], v)
 	}
