@@ -256,3 +256,40 @@ func TestFaultDiskFull(t *testing.T) {
 		t.Errorf("a half-written results file was presented as complete: %s", out)
 	}
 }
+
+// TestFaultGuestLies boots a real kernel under icount with a guest that
+// lies in a stream its trailer proves (lpmbisect.fault=nan, unasked): the
+// boot is counted failed as corrupt with the reason, and no result of it
+// is reported. The other hostile faults are tested on their recorded
+// streams (wire.TestHostileStreams); this checks the plumbing, guest to
+// exit code.
+func TestFaultGuestLies(t *testing.T) {
+	args := vmArgs(t)
+	t.Cleanup(func() { assertNoQEMULeft(t) })
+	deb := testkernels.Deb(t, testkernels.Debian612)
+	for _, c := range []struct {
+		fault string
+		want  []string // in stderr
+	}{
+		{"nan", []string{"corrupt", "rejected: Benchmark", "value NaN insn/op is not in [0, 1e+12]"}},
+		{"unasked", []string{"corrupt", "rejected: result for BenchmarkUnasked/op=lie, which lpmbisect.bench="}},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			bootsInParallel(t)
+			code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "icount", "--samples", "2", "--bench", "controls",
+				"--boot-timeout", "5m", "--fault", c.fault}, args...), deb)...)
+			logCase(t, "guest lies: "+c.fault, stderr, code)
+			if code != exitInfra {
+				t.Errorf("exit %d; want %d\n%s", code, exitInfra, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			if strings.Contains(stdout, "Benchmark") {
+				t.Errorf("a rejected boot's results were reported:\n%s", stdout)
+			}
+		})
+	}
+}
