@@ -206,8 +206,8 @@ func decompressor(name string, r io.Reader) (io.Reader, func(), error) {
 const MaxUnpackedBytes = 4 << 30
 
 // extractTar writes the regular files and directories of the tar stream r
-// below dst, and hard links whose target is below dst, at most limit bytes
-// of file contents in all. Symbolic links and special files are skipped:
+// below dst, and hard links whose target is below dst, reading at most
+// limit bytes of entries' contents in all (skipped entries included). Symbolic links and special files are skipped:
 // the tree then holds no link that a later entry could be written through,
 // and every entry name is checked to stay below dst, so a hostile archive
 // cannot write outside dst.
@@ -221,6 +221,12 @@ func extractTar(r io.Reader, dst string, limit int64) error {
 		if err != nil {
 			return err
 		}
+		// Every entry's bytes are decompressed, written or skipped: all
+		// count, so that a bomb of skipped entries costs no more time.
+		if hdr.Size > limit {
+			return fmt.Errorf("%w: %q makes the package unpack to more than %d bytes", ErrNotKernel, hdr.Name, total)
+		}
+		limit -= hdr.Size
 		name, err := entryPath(hdr.Name)
 		if err != nil {
 			return err
@@ -235,10 +241,6 @@ func extractTar(r io.Reader, dst string, limit int64) error {
 				return err
 			}
 		case tar.TypeReg:
-			if hdr.Size > limit {
-				return fmt.Errorf("%w: %q makes the package unpack to more than %d bytes", ErrNotKernel, hdr.Name, total)
-			}
-			limit -= hdr.Size
 			if err := writeEntry(target, tr, fs.FileMode(hdr.Mode).Perm()); err != nil {
 				return err
 			}

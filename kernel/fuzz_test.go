@@ -3,7 +3,6 @@ package kernel
 import (
 	"archive/tar"
 	"bytes"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -86,6 +85,16 @@ func FuzzDebData(f *testing.F) {
 		if total > limit {
 			t.Fatalf("unpacked %d bytes, more than the %d allowed", total, limit)
 		}
-		io.Copy(io.Discard, r)
 	})
+}
+
+// TestExtractTarLimit checks the bound on what a package unpacks to.
+func TestExtractTarLimit(t *testing.T) {
+	data := makeTar(t, []tarEntry{{name: "./a", data: make([]byte, 600)}, {name: "./b", data: make([]byte, 600)}})
+	if err := extractTar(bytes.NewReader(data), t.TempDir(), 1000); err == nil || !strings.Contains(err.Error(), `"./b" makes the package unpack to more than 1000 bytes`) {
+		t.Errorf("extractTar(1200 bytes, limit 1000) = %v; want the limit's error", err)
+	}
+	if err := extractTar(bytes.NewReader(data), t.TempDir(), MaxUnpackedBytes); err != nil {
+		t.Errorf("extractTar(1200 bytes) = %v", err)
+	}
 }
