@@ -7,7 +7,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 )
 
@@ -260,103 +259,27 @@ const (
 )
 
 // loopMain returns the program's main function: time one bpf_loop call and
-// account for it in the stats. The callback follows, labelled
+// account for it in the stats (timedLoop). The callback follows, labelled
 // callbackSymbol.
 func (l LPMBench) loopMain() asm.Instructions {
-	loops := int32(l.loops())
-	insns := asm.Instructions{
-		// r7 = &stats (callee-saved across helper calls).
-		btf.WithFuncMetadata(asm.LoadMapValue(asm.R7, 0, 0).WithReference(StatsMapName), globalFunc(l.ProgName())),
-		// ctx.cursor = stats.cursor (always initialised: the verifier
-		// rejects reads of uninitialised stack in the callback).
-		asm.LoadMem(asm.R1, asm.R7, offCursor, asm.DWord),
-		asm.StoreMem(asm.RFP, ctxCursor, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R9, loops),
-	}
-	if l.Op.consumesKeys() {
-		insns = append(insns,
-			// r9 = min(entries - cursor, loops); nothing left: reset.
-			asm.Mov.Imm(asm.R9, int32(l.Entries)),
-			asm.Sub.Reg(asm.R9, asm.R1),
-			asm.JLE.Imm(asm.R9, loops, "loops_set"),
-			asm.Mov.Imm(asm.R9, loops),
-			asm.JEq.Imm(asm.R9, 0, "needs_reset").WithSymbol("loops_set"),
-		)
-	}
-	insns = append(insns,
-		// r6 = start time.
-		asm.FnKtimeGetNs.Call(),
-		asm.Mov.Reg(asm.R6, asm.R0),
-		// r0 = bpf_loop(r9, callback, &ctx, 0)
-		asm.Mov.Reg(asm.R1, asm.R9),
-		asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(callbackSymbol),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, ctxCursor),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnLoop.Call(),
-		asm.Mov.Reg(asm.R8, asm.R0),
-	)
-	insns = append(insns, stopClock()...)
-	insns = append(insns,
-		asm.JSLT.Imm(asm.R8, 0, "loop_failed"),
-		atomicAdd(asm.R7, offIterations, asm.R8),
-	)
+	t := timedLoop{name: l.ProgName(), loops: l.loops(), entries: l.Entries}
 	switch {
 	case l.Op.consumesKeys():
-		insns = append(insns,
-			// stats.cursor += iterations: keys used up so far.
-			atomicAdd(asm.R7, offCursor, asm.R8),
-		)
+		t.cursor = cursorConsume
 	case l.Op != OpNoop && l.Keys == SequentialKeys:
-		insns = append(insns,
-			// stats.cursor = (stats.cursor + iterations) % entries
-			asm.LoadMem(asm.R1, asm.R7, offCursor, asm.DWord),
-			asm.Add.Reg(asm.R1, asm.R8),
-			asm.Mod.Imm(asm.R1, int32(l.Entries)),
-			asm.StoreMem(asm.R7, offCursor, asm.R1, asm.DWord),
-		)
+		t.cursor = cursorWrap
 	}
-	insns = append(insns,
-		asm.Mov.Imm(asm.R0, RetDone),
-		asm.Return(),
-		asm.StoreMem(asm.R7, offLoopError, asm.R8, asm.DWord).WithSymbol("loop_failed"),
-		asm.Mov.Imm(asm.R0, RetDone),
-		asm.Return(),
-	)
-	if l.Op.consumesKeys() {
-		insns = append(insns,
-			asm.Mov.Imm(asm.R0, RetNeedsReset).WithSymbol("needs_reset"),
-			asm.Return(),
-		)
-	}
-	return insns
+	return t.main()
 }
 
 // callback returns the bpf_loop callback: long cb(u64 index, void *ctx).
 // It returns 0 to continue and 1 to stop the loop.
 func (l LPMBench) callback() asm.Instructions {
-	fn := loopCallbackFunc("lpm_" + l.Op.String() + "_cb")
+	name := "lpm_" + l.Op.String() + "_cb"
 	if l.Op == OpNoop {
-		return asm.Instructions{
-			btf.WithFuncMetadata(asm.Mov.Imm(asm.R0, 0), fn).WithSymbol(callbackSymbol),
-			asm.Return(),
-		}
+		return emptyCallback(name)
 	}
-	var insns asm.Instructions
-	switch l.Keys {
-	case RandomKeys:
-		insns = asm.Instructions{
-			asm.FnGetPrandomU32.Call(),
-			asm.Mod.Imm32(asm.R0, int32(l.Entries)),
-		}
-	case SequentialKeys:
-		insns = asm.Instructions{
-			asm.LoadMem(asm.R0, asm.R2, 0, asm.DWord), // ctx->cursor
-			asm.Add.Reg(asm.R0, asm.R1),
-			asm.Mod.Imm(asm.R0, int32(l.Entries)),
-		}
-	}
-	insns[0] = btf.WithFuncMetadata(insns[0], fn).WithSymbol(callbackSymbol)
+	insns := keyIndex(loopCallbackFunc(name), l.Keys, l.Entries)
 	insns = append(insns, asm.Mov.Reg(asm.R6, asm.R0)) // key value, kept for failures
 	insns = append(insns, storeKey(asm.R0, l.prefixLen())...)
 	ok := asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/kernel"
@@ -60,6 +61,31 @@ type Options struct {
 	Functions []string
 	// CacheDir receives unpacked debug packages (kernel.DebugVmlinux).
 	CacheDir string
+}
+
+// WithFunctions returns the options with more functions of interest: fns
+// join the functions whose calls are listed (after DefaultFunctions when
+// Functions is nil), and, when Symbols is nil, the size diff's symbols
+// (DefaultSymbols and fns with their clones). The benchmarks of the map
+// families other than the LPM trie name theirs (hashtab.c, bloom_filter.c,
+// bpf_task_storage.c). Without fns it returns o unchanged.
+func (o Options) WithFunctions(fns []string) Options {
+	if len(fns) == 0 {
+		return o
+	}
+	out := slices.Clone(o.functions())
+	var quoted []string
+	for _, f := range fns {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+		quoted = append(quoted, regexp.QuoteMeta(f))
+	}
+	o.Functions = out
+	if o.Symbols == nil {
+		o.Symbols = regexp.MustCompile(DefaultSymbols + `|^(` + strings.Join(quoted, "|") + `)(\.[a-z_]+)*$`)
+	}
+	return o
 }
 
 func (o Options) functions() []string {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -196,5 +198,24 @@ func TestDiffCalls(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("diffCalls(%s) = %q; want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestWithFunctions(t *testing.T) {
+	if got := (Options{}).WithFunctions(nil); got.Functions != nil || got.Symbols != nil {
+		t.Errorf("WithFunctions(nil) = %+v; want the options unchanged", got)
+	}
+	o := (Options{}).WithFunctions([]string{"__htab_map_lookup_elem", "trie_lookup_elem"})
+	if want := []string{"trie_lookup_elem", "trie_update_elem", "trie_delete_elem", "__htab_map_lookup_elem"}; !slices.Equal(o.Functions, want) {
+		t.Errorf("WithFunctions().Functions = %v; want %v", o.Functions, want)
+	}
+	for name, want := range map[string]bool{"__htab_map_lookup_elem": true, "__htab_map_lookup_elem.isra": true, "trie_lookup_elem": true, "htab_map_update_elem": false} {
+		if got := o.Symbols.MatchString(name); got != want {
+			t.Errorf("WithFunctions().Symbols.MatchString(%q) = %v; want %v", name, got, want)
+		}
+	}
+	given := regexp.MustCompile("^x$")
+	if o := (Options{Symbols: given}).WithFunctions([]string{"f"}); o.Symbols != given {
+		t.Errorf("WithFunctions() replaced the --symbols regexp %v with %v", given, o.Symbols)
 	}
 }

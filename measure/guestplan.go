@@ -95,15 +95,21 @@ func (g GuestPlan) Benchmarks() int { return len(g.Names()) }
 // Names are the full result names (without "Benchmark") of the benchmarks
 // the plan selects, as results will carry them.
 func (g GuestPlan) Names() []string {
+	params := workloads.PlanParams(g.Wire())
+	var names []string
+	for _, b := range g.Selected() {
+		names = append(names, b.FullName(params))
+	}
+	return names
+}
+
+// Selected returns the benchmarks the plan selects (whatever the guest's
+// vCPUs); nil for a pattern that does not compile.
+func (g GuestPlan) Selected() []*workloads.Benchmark {
 	p := g.Wire()
 	re, err := regexp.Compile(p.Bench)
 	if err != nil {
 		return nil
 	}
-	params := workloads.PlanParams(p)
-	var names []string
-	for _, b := range workloads.Select(workloads.Registry(), re, params) {
-		names = append(names, b.FullName(params))
-	}
-	return names
+	return workloads.Select(workloads.Registry(), re, workloads.PlanParams(p))
 }

@@ -158,6 +158,7 @@ func TestOtherFamiliesRunHere(t *testing.T) {
 		{"^LPMTrieSyscall/lookups=(0|8)/entries=(0|8192)$", 3, kprobes},
 		{"^LPMTrie/op=free/", 1, fentry},
 		{"^RingBuf/api=reserve/mode=overwrite/producers=1$", 1, nil},
+		{"^HashMap/", 18, nil},
 	} {
 		t.Run(c.pattern, func(t *testing.T) {
 			if c.skip != nil {

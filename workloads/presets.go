@@ -27,6 +27,7 @@ var Presets = []Preset{
 	{"syscall", "^LPMTrieSyscall/", "lookups from a kprobe on gettid(): time per syscall and per lookup"},
 	{"batch", "^MapBatch/", "map batch operations against one syscall per element"},
 	{"ringbuf", "^RingBuf/", "ring buffer producers, swept up to the number of vCPUs"},
+	{"hash", "^HashMap/", "hash, LRU and per-CPU hash map lookups and full-map updates at two key sizes, with their key-generation baseline (the kernel's bpf-hashmap-lookup and bpf-hashmap-full-update)"},
 	{"all", ".", "every benchmark"},
 }
 

@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -198,11 +199,31 @@ type Benchmark struct {
 	// MinCPUs is the number of vCPUs the benchmark needs; it is not
 	// selected on a guest with fewer.
 	MinCPUs int
+	// Functions are the kernel functions its operation really calls, by
+	// base name ("__htab_map_lookup_elem"): the functions of interest of
+	// the insight block (their callees, sizes and calls per operation)
+	// when it is selected. Nil for the LPM trie families, whose functions
+	// are insight's defaults, and for controls.
+	Functions []string
 	// Run runs the benchmark and reports Params.Samples samples.
 	Run func(r *Run) error
 	// Instance, if set, loads the benchmark's programs for the insight
 	// pass (Insight), after the timed samples.
 	Instance func(p Params, logf func(string, ...any)) (*Instance, error)
+}
+
+// Functions returns the functions of interest of benches
+// (Benchmark.Functions), each once, in order.
+func Functions(benches []*Benchmark) []string {
+	var out []string
+	for _, b := range benches {
+		for _, f := range b.Functions {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // ParamInfo describes a parameter that can appear in benchmark names.
@@ -214,7 +235,7 @@ type ParamInfo struct {
 
 // ParamInfos lists the parameters benchmarks take from Params.
 var ParamInfos = []ParamInfo{
-	{"entries", "entries", "LPM trie size: the dense keys [0,N)"},
+	{"entries", "entries", "map size: the dense keys [0,N) of the LPM trie, the hash map, the bloom filter"},
 	{"prefix_len", "prefix_len", "LPM key prefix length, 2^prefix_len ≥ entries (in the name only when not 32)"},
 	{"batch_entries", "entries", "elements of the MapBatch maps"},
 }
@@ -280,6 +301,7 @@ func Registry() []*Benchmark {
 	all = append(all, syscallBenchmarks()...)
 	all = append(all, batchBenchmarks()...)
 	all = append(all, ringbufBenchmarks()...)
+	all = append(all, hashMapBenchmarks()...)
 	return all
 }
 

@@ -6,6 +6,8 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/ab"
 	"github.com/lpmbisect/lpmbisect/insight"
+	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/workloads"
 )
 
 // insightFlags are the flags of the insight block ("Why it changed").
@@ -50,8 +52,9 @@ func (r *run) insightOptions(cacheDir string) (insight.Options, error) {
 }
 
 // compareInsight is what ab.Run needs for the insight block of a
-// comparison, nil with --no-insight.
-func (r *run) compareInsight(cacheDir string) (*ab.Insight, error) {
+// comparison of the benchmarks plan selects, nil with --no-insight: their
+// functions of interest join insight's defaults.
+func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan) (*ab.Insight, error) {
 	if r.insight.off {
 		return nil, nil
 	}
@@ -59,6 +62,7 @@ func (r *run) compareInsight(cacheDir string) (*ab.Insight, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = opts.WithFunctions(workloads.Functions(plan.Selected()))
 	in := &ab.Insight{Options: opts, Guest: true} // not on a fleet (ab.Run)
 	for i, f := range []struct{ name, path string }{{"debug-a", r.insight.debugA}, {"debug-b", r.insight.debugB}} {
 		if f.path == "" {
