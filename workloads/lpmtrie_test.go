@@ -159,6 +159,7 @@ func TestOtherFamiliesRunHere(t *testing.T) {
 		{"^LPMTrie/op=free/", 1, fentry},
 		{"^RingBuf/api=reserve/mode=overwrite/producers=1$", 1, nil},
 		{"^HashMap/", 18, nil},
+		{"^BloomFilter/", 6, nil},
 	} {
 		t.Run(c.pattern, func(t *testing.T) {
 			if c.skip != nil {

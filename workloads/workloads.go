@@ -302,6 +302,7 @@ func Registry() []*Benchmark {
 	all = append(all, batchBenchmarks()...)
 	all = append(all, ringbufBenchmarks()...)
 	all = append(all, hashMapBenchmarks()...)
+	all = append(all, bloomBenchmarks()...)
 	return all
 }
 
