@@ -37,12 +37,19 @@ type timedLoop struct {
 	// entries bounds the cursor (cursorWrap, cursorConsume).
 	entries uint32
 	cursor  cursorMode
+	// retZero makes the program return 0 instead of RetDone: fentry and
+	// fexit programs must.
+	retZero bool
 }
 
 // main returns the instructions of the main function; it returns RetDone
-// (or RetNeedsReset, see cursorConsume).
+// (or RetNeedsReset, see cursorConsume; 0 with retZero).
 func (t timedLoop) main() asm.Instructions {
 	loops := int32(t.loops)
+	done := int32(RetDone)
+	if t.retZero {
+		done = 0
+	}
 	insns := asm.Instructions{
 		// r7 = &stats (callee-saved across helper calls).
 		btf.WithFuncMetadata(asm.LoadMapValue(asm.R7, 0, 0).WithReference(StatsMapName), globalFunc(t.name)),
@@ -96,10 +103,10 @@ func (t timedLoop) main() asm.Instructions {
 		)
 	}
 	insns = append(insns,
-		asm.Mov.Imm(asm.R0, RetDone),
+		asm.Mov.Imm(asm.R0, done),
 		asm.Return(),
 		asm.StoreMem(asm.R7, offLoopError, asm.R8, asm.DWord).WithSymbol("loop_failed"),
-		asm.Mov.Imm(asm.R0, RetDone),
+		asm.Mov.Imm(asm.R0, done),
 		asm.Return(),
 	)
 	if t.cursor == cursorConsume {

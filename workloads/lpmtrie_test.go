@@ -160,6 +160,8 @@ func TestOtherFamiliesRunHere(t *testing.T) {
 		{"^RingBuf/api=reserve/mode=overwrite/producers=1$", 1, nil},
 		{"^HashMap/", 18, nil},
 		{"^BloomFilter/", 6, nil},
+		{"^TaskStorage/prog=raw_tp/", 3, nil},
+		{"^TaskStorage/prog=fentry/", 3, fentry},
 	} {
 		t.Run(c.pattern, func(t *testing.T) {
 			if c.skip != nil {

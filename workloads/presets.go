@@ -29,6 +29,7 @@ var Presets = []Preset{
 	{"ringbuf", "^RingBuf/", "ring buffer producers, swept up to the number of vCPUs"},
 	{"hash", "^HashMap/", "hash, LRU and per-CPU hash map lookups and full-map updates at two key sizes, with their key-generation baseline (the kernel's bpf-hashmap-lookup and bpf-hashmap-full-update)"},
 	{"bloom", "^BloomFilter/", "bloom filter lookups and updates, and hash map lookups with and without a bloom filter in front (the kernel's bloom-* and hashmap-with/without-bloom)"},
+	{"storage", "^TaskStorage/", "task local storage gets and creates from raw tracepoint and fentry programs (the kernel's local-storage-*)"},
 	{"all", ".", "every benchmark"},
 }
 

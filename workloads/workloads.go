@@ -303,6 +303,7 @@ func Registry() []*Benchmark {
 	all = append(all, ringbufBenchmarks()...)
 	all = append(all, hashMapBenchmarks()...)
 	all = append(all, bloomBenchmarks()...)
+	all = append(all, storageBenchmarks()...)
 	return all
 }
 
