@@ -70,9 +70,9 @@ type Measure struct {
 
 // Bench selects the benchmarks the guest runs and their parameters.
 type Bench struct {
-	Select       string `toml:"select" flag:"bench" usage:"benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, all; comma-separated) or a regexp over result names (see lpmbisect list)"`
+	Select       string `toml:"select" flag:"bench" usage:"benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, hash, bloom, storage, all; comma-separated) or a regexp over result names (see lpmbisect list)"`
 	Samples      int    `toml:"samples" usage:"samples per benchmark per boot"`
-	Entries      int    `toml:"entries" usage:"LPM trie entries (dense keys [0,N))"`
+	Entries      int    `toml:"entries" usage:"map size: LPM trie, hash map and bloom filter entries (dense keys [0,N))"`
 	PrefixLen    int    `toml:"prefix_len" usage:"LPM key prefix length (2^prefix-len must be at least --entries)"`
 	BatchEntries int    `toml:"batch_entries" usage:"elements of the MapBatch maps"`
 	// Rounds of 0 mean the accelerator's default (wire.DefaultRounds).

@@ -13,6 +13,7 @@
 //	/bin/lpmbisect-guest                  the guest program (static)
 //	/lib/modules/lpmbisect/NN-name.ko     modules, uncompressed
 //	/lib/modules/lpmbisect/load-order     their paths, dependencies first
+//	/lib/lpmbisect/workload/…             a user's BPF object and inputs (Spec.Files)
 //	/dev/console, /dev/null, /tmp, …      mkuimage's default ramfs
 //
 // The module directory and the load-order file are the guest's contract
@@ -57,6 +58,14 @@ type Module struct {
 type Spec struct {
 	Guest   string   // static guest binary on the host
 	Modules []Module // in load order, dependencies first
+	// Files are further files for the guest, such as a user's BPF
+	// object and its inputs (wire.WorkloadObject).
+	Files []File
+}
+
+// File is a host file packed at an absolute path of the archive.
+type File struct {
+	Host, Archive string
 }
 
 // Image is a packed archive.
@@ -117,6 +126,9 @@ func pack(spec Spec, out string) error {
 		files = append(files, m.Path+":"+strings.TrimPrefix(inArchive, "/"))
 		order.WriteString(inArchive + "\n")
 	}
+	for _, f := range spec.Files {
+		files = append(files, f.Host+":"+strings.TrimPrefix(f.Archive, "/"))
+	}
 	if len(spec.Modules) > 0 {
 		list := filepath.Join(tmp, path.Base(wire.LoadOrderFile))
 		if err := os.WriteFile(list, []byte(order.String()), 0o644); err != nil {
@@ -161,6 +173,12 @@ func contentKey(spec Spec) (string, error) {
 		fmt.Fprintf(h, "module %s\n", m.Name)
 		if err := hashFile(h, m.Path); err != nil {
 			return "", fmt.Errorf("read module %s: %w", m.Name, err)
+		}
+	}
+	for _, f := range spec.Files {
+		fmt.Fprintf(h, "file %s\n", f.Archive)
+		if err := hashFile(h, f.Host); err != nil {
+			return "", fmt.Errorf("read %s: %w", f.Host, err)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

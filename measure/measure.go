@@ -57,9 +57,10 @@ type Side struct {
 	StaticSymbols bool
 }
 
-// Prepare resolves kernel inputs and packs the initramfs of each. Errors are
-// the user's (a missing file, not a kernel) and come before any VM starts.
-func Prepare(inputs []string, guest, cacheDir string, noModules bool) ([]*Side, error) {
+// Prepare resolves kernel inputs and packs the initramfs of each, with
+// files besides the guest and modules. Errors are the user's (a missing
+// file, not a kernel) and come before any VM starts.
+func Prepare(inputs []string, guest, cacheDir string, noModules bool, files ...initramfs.File) ([]*Side, error) {
 	var sides []*Side
 	for i, in := range inputs {
 		k, err := kernel.Resolve(in, cacheDir)
@@ -82,7 +83,7 @@ func Prepare(inputs []string, guest, cacheDir string, noModules bool) ([]*Side, 
 				mods = append(mods, initramfs.Module{Name: m.Name, Path: m.Path})
 			}
 		}
-		img, err := initramfs.Build(initramfs.Spec{Guest: guest, Modules: mods}, cacheDir)
+		img, err := initramfs.Build(initramfs.Spec{Guest: guest, Modules: mods, Files: files}, cacheDir)
 		if err != nil {
 			return nil, err
 		}

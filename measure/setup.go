@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/initramfs"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -42,6 +43,9 @@ type Options struct {
 	Guest string
 	// Append are extra kernel parameters ("mitigations=off").
 	Append []string
+	// Files are packed into every initramfs besides the guest: a user's
+	// BPF object and its inputs (Plan.Workload).
+	Files []initramfs.File
 	// NoModules packs no kernel modules (results then travel over virtio
 	// only when it is built in, else over the serial fallback).
 	NoModules bool
@@ -150,7 +154,7 @@ func NewSetup(o Options) (*Setup, error) {
 // worth knowing.
 func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 	start := time.Now()
-	sides, err := Prepare(inputs, s.Guest, s.CacheDir, s.NoModules)
+	sides, err := Prepare(inputs, s.Guest, s.CacheDir, s.NoModules, s.Files...)
 	if err != nil {
 		return nil, err
 	}
@@ -228,14 +232,15 @@ func (s *Setup) GuestArgs() []string { return append(s.Plan.KernelArgs(), s.Appe
 // ParamsKey is this setup's measurement parameters (the package's
 // ParamsKey).
 func (s *Setup) ParamsKey() (string, error) {
-	return ParamsKey(s.Accel, s.GuestArgs(), s.MemoryMB, s.CPUs, s.Guest)
+	return ParamsKey(s.Accel, s.GuestArgs(), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
 }
 
 // ParamsKey identifies measurement parameters: results measured with
 // different keys are never compared (bisect keeps them apart), and every
 // result carries its key (wire.KeyParams). It covers the accelerator asked
-// for, the guest's run plan, the VM shape and the guest binary itself.
-func ParamsKey(accel vmrunner.Accel, guestArgs []string, memoryMB, cpus int, guest string) (string, error) {
+// for, the guest's run plan, the VM shape, the guest binary itself and the
+// files packed beside it (a user's BPF object and its inputs).
+func ParamsKey(accel vmrunner.Accel, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
 	for _, a := range guestArgs {
@@ -248,6 +253,13 @@ func ParamsKey(accel vmrunner.Accel, guestArgs []string, memoryMB, cpus int, gue
 	defer f.Close()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("guest binary: %w", err)
+	}
+	for _, file := range files {
+		sum, err := cachefile.SHA256(file.Host)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", file.Archive, err)
+		}
+		fmt.Fprintf(h, "file=%s %s\n", file.Archive, sum)
 	}
 	return string(accel) + "-" + words.ShortHash(hex.EncodeToString(h.Sum(nil))), nil
 }

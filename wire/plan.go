@@ -62,6 +62,10 @@ type Plan struct {
 	// ParamKallsyms). The pass still reads it to find the symbols to
 	// count.
 	SkipKallsyms bool
+	// Workload is the name of the user's BPF program that the guest runs
+	// as the Workload/prog=NAME benchmarks, from the object the host
+	// packed at WorkloadObject; "" for none.
+	Workload string
 	// Fault, TEST-ONLY, makes the guest misbehave (one of Faults), so the
 	// host's handling of broken guests can be tested with a real guest.
 	// "" for a normal boot.
@@ -160,6 +164,23 @@ const (
 	MaxBatchEntries = 1 << 24
 )
 
+// MaxWorkloadLen bounds Plan.Workload: an ELF symbol name of a BPF program,
+// far longer than the kernel keeps (BPF_OBJ_NAME_LEN, 16).
+const MaxWorkloadLen = 128
+
+var workloadName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// Where the host packs a user's BPF program and its inputs (Plan.Workload)
+// in the initramfs: the ELF object, the packet its test runs get (optional:
+// the guest's default packet otherwise) and the key/value pairs to put in
+// its maps (optional).
+const (
+	WorkloadDir    = "/lib/lpmbisect/workload"
+	WorkloadObject = WorkloadDir + "/object.o"
+	WorkloadPacket = WorkloadDir + "/packet"
+	WorkloadMaps   = WorkloadDir + "/maps"
+)
+
 // Param is a kernel command line parameter of the run plan.
 type Param string
 
@@ -175,6 +196,7 @@ const (
 	ParamPort         Param = "lpmbisect.port"          // Plan.Port, omitted when PortName
 	ParamPaced        Param = "lpmbisect.paced"         // Plan.Paced: 1 or 0, omitted when 0
 	ParamFault        Param = "lpmbisect.fault"         // Plan.Fault, omitted when ""
+	ParamWorkload     Param = "lpmbisect.workload"      // Plan.Workload, omitted when ""
 )
 
 // InsightMode is Plan.Insight.
@@ -190,7 +212,7 @@ const (
 
 // Params lists every parameter, in the order KernelArgs writes them.
 var Params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
-	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamFault}
+	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamFault}
 
 // ParamPrefix starts every run plan parameter. DecodePlan ignores the
 // parameters without it (they are the kernel's) and rejects unknown ones
@@ -363,6 +385,9 @@ func (p Plan) Validate() error {
 	if err := checkCount(p.Count); err != nil {
 		return err
 	}
+	if p.Workload != "" && !workloadName.MatchString(p.Workload) {
+		return &ParamError{ParamWorkload, p.Workload, fmt.Errorf("%w: not a BPF program name (want at most %d letters, digits and underscores)", ErrMalformed, MaxWorkloadLen)}
+	}
 	if p.Fault != "" && !slices.Contains(Faults, p.Fault) {
 		return &ParamError{ParamFault, p.Fault, fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))}
 	}
@@ -423,6 +448,9 @@ func (p Plan) KernelArgs() []string {
 		args = append(args, PacedArg)
 	}
 	args = append(args, p.insightArgs()...)
+	if p.Workload != "" {
+		args = append(args, ParamWorkload.Arg(p.Workload))
+	}
 	if p.Fault != "" {
 		args = append(args, ParamFault.Arg(p.Fault))
 	}
@@ -491,6 +519,8 @@ func DecodePlan(cmdline string) (Plan, error) {
 			default:
 				err = fmt.Errorf("%w: want 0 or 1", ErrMalformed)
 			}
+		case ParamWorkload:
+			p.Workload = val
 		case ParamFault:
 			if val == "" {
 				err = fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))

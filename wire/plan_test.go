@@ -190,7 +190,7 @@ func TestParamErrorMessages(t *testing.T) {
 	}
 	_, err := DecodePlan("lpmbisect.sampels=3")
 	if want := "lpmbisect.sampels: unknown parameter (known: lpmbisect.bench, lpmbisect.samples, lpmbisect.entries, lpmbisect.rounds, " +
-		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms or lpmbisect.fault)"; err == nil || err.Error() != want {
+		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms, lpmbisect.workload or lpmbisect.fault)"; err == nil || err.Error() != want {
 		t.Errorf("DecodePlan(lpmbisect.sampels=3) = %v; want %s", err, want)
 	}
 }
@@ -213,6 +213,7 @@ func plans() []Plan {
 		p.Samples, p.Entries, p.Rounds, p.PrefixLen, p.BatchEntries = MaxSamples, MaxEntries, MaxRounds, MaxPrefixLen, MaxBatchEntries
 	})
 	add(func(p *Plan) { p.PrefixLen, p.Entries = 14, 1<<14 })
+	add(func(p *Plan) { p.Workload, p.Bench = "xdp_lpm_lookup", "^Workload/" })
 	for _, a := range Accels {
 		add(func(p *Plan) { p.Accel = a })
 	}
@@ -230,6 +231,16 @@ func plans() []Plan {
 	add(func(p *Plan) { p.Insight, p.Count, p.SkipKallsyms = InsightOn, "trie_lookup_elem", true })
 	add(func(p *Plan) { p.SkipKallsyms = true })
 	return out
+}
+
+func TestWorkloadName(t *testing.T) {
+	for name, ok := range map[string]bool{"xdp_prog": true, "_x1": true, "1x": false, "a-b": false, "a b": false, strings.Repeat("a", MaxWorkloadLen+1): false} {
+		p := DefaultPlan()
+		p.Workload = name
+		if err := p.Validate(); (err == nil) != ok {
+			t.Errorf("Validate() of workload %q = %v; want ok %v", name, err, ok)
+		}
+	}
 }
 
 func TestPlanRoundTrip(t *testing.T) {

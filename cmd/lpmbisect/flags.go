@@ -51,12 +51,13 @@ type run struct {
 	log                                                      *log.Logger
 	remote                                                   *remote // --db, --queue: boots on a fleet (fleet.go)
 
-	insight insightFlags // --no-insight, --symbols, --debug-a, --debug-b (insight.go)
+	insight  insightFlags  // --no-insight, --symbols, --debug-a, --debug-b (insight.go)
+	workload workloadFlags // --workload, --packet, --workload-maps (workload.go)
 }
 
 // vmOpts are the flags of the commands that boot kernels.
 func vmOpts(r *run) []opt {
-	return append(cliflag.Keys(r.File, "bench", "measure"),
+	return append(append(cliflag.Keys(r.File, "bench", "measure"), workloadOpts(r)...),
 		opt{Name: "run-dir", Ptr: &r.runDir, Usage: "where console logs of each boot go (default: <cache-dir>/runs/<time>)"},
 		opt{Name: "verbose", Ptr: &r.verbose, Alias: "v", Usage: "print QEMU command lines and decisions"},
 		opt{Name: "fault", Ptr: &r.fault, Hidden: true, Usage: "test-only guest misbehaviour"},

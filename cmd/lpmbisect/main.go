@@ -21,6 +21,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 func main() {
@@ -104,6 +105,11 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 	o.Plan.Fault, o.RunDir, o.Paired, o.Log = r.fault, r.runDir, paired, r.log
 	if r.verbose {
 		o.Verbose = r.log
+	}
+	// --bench as the default selection means "not given": the --workload
+	// program then runs alone.
+	if err := r.applyWorkload(&o, r.Bench.Select != wire.DefaultBench); err != nil {
+		return nil, err
 	}
 	if controls {
 		o.Plan = o.Plan.WithControls()

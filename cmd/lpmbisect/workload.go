@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"strings"
+
+	"github.com/lpmbisect/lpmbisect/initramfs"
+	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/wire"
+	"github.com/lpmbisect/lpmbisect/workloads"
+)
+
+// workloadFlags are --workload, --packet and --workload-maps: a user's BPF
+// program as a benchmark.
+type workloadFlags struct {
+	object, packet, maps string
+}
+
+func workloadOpts(r *run) []opt {
+	f := &r.workload
+	return []opt{
+		{Name: "workload", Ptr: &f.object, Usage: "FILE.o[:PROGRAM]: also measure this BPF program (XDP, TC, socket filter, cgroup skb, LWT) with BPF_PROG_TEST_RUN, beside a noop of its type; alone when --bench is not given"},
+		{Name: "packet", Ptr: &f.packet, Usage: "input of the --workload program's test runs (default: a 64-byte Ethernet/IPv4/UDP packet)"},
+		{Name: "workload-maps", Ptr: &f.maps, Usage: "entries for the --workload program's maps: lines of MAP KEY VALUE in hex"},
+	}
+}
+
+// applyWorkload checks the --workload program before any boot and adds it
+// to o: its files to every initramfs, its name to the plan, and, when
+// --bench was not given, a selection of its two benchmarks only.
+func (r *run) applyWorkload(o *measure.Options, benchGiven bool) error {
+	f := r.workload
+	if f.object == "" {
+		if f.packet != "" || f.maps != "" {
+			return usageError("--packet and --workload-maps need --workload FILE.o[:PROGRAM]")
+		}
+		return nil
+	}
+	path, prog, _ := strings.Cut(f.object, ":")
+	name, _, err := workloads.InspectWorkload(path, prog)
+	if err != nil {
+		return usageError("--workload: %v", err)
+	}
+	o.Plan.Workload = name
+	if !benchGiven {
+		o.Plan.Bench = "^Workload/"
+	}
+	o.Files = append(o.Files, initramfs.File{Host: path, Archive: wire.WorkloadObject})
+	for _, in := range []struct{ flag, path, archive string }{{"packet", f.packet, wire.WorkloadPacket}, {"workload-maps", f.maps, wire.WorkloadMaps}} {
+		if in.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(in.path); err != nil || !fi.Mode().IsRegular() {
+			return usageError("--%s %s: not a readable file (%v)", in.flag, in.path, err)
+		}
+		o.Files = append(o.Files, initramfs.File{Host: in.path, Archive: in.archive})
+	}
+	return nil
+}

@@ -1,0 +1,330 @@
+package workloads
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// A user's program (--workload FILE.o[:PROGRAM]) runs as two benchmarks:
+// Workload/prog=NAME, the program, and Workload/prog=NAME/op=noop, a
+// program of the same type that returns at once, with the same input: its
+// control. Both are timed by BPF_PROG_TEST_RUN's own duration, which is
+// the kernel's average time per run over the repetitions of one call,
+// truncated to a whole nanosecond (a 32-bit value), and which includes the
+// test run's loop around the program (and, for packet programs, resetting
+// the context each time): the noop measures that part.
+
+// testRunnable are the program types lpmbisect runs with a packet, and the
+// first Linux release whose BPF_PROG_TEST_RUN runs them.
+var testRunnable = map[ebpf.ProgramType]string{
+	ebpf.SocketFilter: "4.12",
+	ebpf.SchedCLS:     "4.12",
+	ebpf.SchedACT:     "4.12",
+	ebpf.XDP:          "4.12",
+	ebpf.CGroupSKB:    "4.12",
+	ebpf.LWTIn:        "4.12",
+	ebpf.LWTOut:       "4.12",
+	ebpf.LWTXmit:      "4.12",
+}
+
+// ErrNotTestRunnable is returned by InspectWorkload for a program of a type
+// that lpmbisect cannot run with BPF_PROG_TEST_RUN and a packet.
+var ErrNotTestRunnable = errors.New("cannot be run by BPF_PROG_TEST_RUN with a packet")
+
+// InspectWorkload reads the BPF ELF object at path and returns the name and
+// type of its program named prog, or of its only program when prog is "".
+// It checks what the host can check before any boot: the object parses,
+// the program exists, and BPF_PROG_TEST_RUN runs its type with a packet.
+func InspectWorkload(path, prog string) (string, ebpf.ProgramType, error) {
+	spec, err := ebpf.LoadCollectionSpec(path)
+	if err != nil {
+		return "", 0, fmt.Errorf("read BPF object %s: %w (want an ELF object built with clang -target bpf)", path, err)
+	}
+	var names []string
+	for n := range spec.Programs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	switch {
+	case prog == "" && len(names) == 1:
+		prog = names[0]
+	case prog == "":
+		return "", 0, fmt.Errorf("%s holds %d programs (%s): name one as FILE.o:PROGRAM", path, len(names), strings.Join(names, ", "))
+	case spec.Programs[prog] == nil:
+		return "", 0, fmt.Errorf("%s has no program %q (it has: %s)", path, prog, strings.Join(names, ", "))
+	}
+	t := spec.Programs[prog].Type
+	if _, ok := testRunnable[t]; !ok {
+		return "", 0, fmt.Errorf("program %s is of type %v, which %w (lpmbisect runs XDP, TC, socket filter, cgroup skb and LWT programs)", prog, t, ErrNotTestRunnable)
+	}
+	return prog, t, nil
+}
+
+// WorkloadBenchmarks returns the benchmarks of the user's program prog
+// (wire.Plan.Workload), read in the guest from wire.WorkloadObject: the
+// program and its noop control. None for "".
+func WorkloadBenchmarks(prog string) []*Benchmark {
+	if prog == "" {
+		return nil
+	}
+	u := &userProgram{name: prog, object: wire.WorkloadObject, packet: wire.WorkloadPacket, maps: wire.WorkloadMaps}
+	req := Requirement{Feature: "BPF_PROG_TEST_RUN with repetitions", MinKernel: "4.12", Probe: bpfProbe(func() error { return nil })}
+	return []*Benchmark{
+		{Name: "Workload/prog=" + prog + "/op=noop", Requires: []Requirement{req},
+			Doc: "a program of the same type as " + prog + " that returns at once, run the same way: BPF_PROG_TEST_RUN's loop and context reset, the part of the program's number that is not the program",
+			Run: u.run(true)},
+		{Name: "Workload/prog=" + prog, Requires: []Requirement{req},
+			Doc: "the user's program " + prog + " (--workload), BPF_PROG_TEST_RUN on the --packet input (default: a 64-byte Ethernet/IPv4/UDP packet); the kernel's per-run average, whole nanoseconds, including the test run's loop (see op=noop)",
+			Run: u.run(false)},
+	}
+}
+
+// RegistryWith returns Registry with the benchmarks of the user's program
+// prog ("" for none).
+func RegistryWith(prog string) []*Benchmark {
+	return append(Registry(), WorkloadBenchmarks(prog)...)
+}
+
+// userProgram is a user's program in the guest's files.
+type userProgram struct {
+	name, object, packet, maps string
+}
+
+// userRunsPerRound is the repetitions of one BPF_PROG_TEST_RUN call per
+// round, as many operations as one bpf_loop run of the other families.
+const userRunsPerRound = 10000
+
+// maxPacketBytes bounds the --packet input (test runs take at most a page
+// of XDP data in most kernels).
+const maxPacketBytes = 4096
+
+// maxVerifierLines is how many of the verifier log's last lines an error
+// keeps.
+const maxVerifierLines = 3
+
+func (u *userProgram) run(noop bool) func(*Run) error {
+	return func(r *Run) error {
+		prog, closeAll, err := u.load(r, noop)
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		packet, err := u.input()
+		if err != nil {
+			return err
+		}
+		r.Info(fmt.Sprintf("input: %d bytes", len(packet)))
+		repeat := r.Params.Rounds * userRunsPerRound
+		take := func() (Sample, error) {
+			_, per, err := prog.Benchmark(packet, repeat, nil)
+			if err != nil {
+				return Sample{}, fmt.Errorf("test run of %s: %w", u.name, err)
+			}
+			return Sample{Ops: uint64(repeat), Elapsed: uint64(per.Nanoseconds()) * uint64(repeat)}, nil
+		}
+		if _, err := take(); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		return reportSamples(r, take)
+	}
+}
+
+// load loads the user's program (or a noop of its type), with its maps
+// filled from the key/value file if there is one.
+func (u *userProgram) load(r *Run, noop bool) (*ebpf.Program, func(), error) {
+	spec, err := ebpf.LoadCollectionSpec(u.object)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", u.object, err)
+	}
+	ps := spec.Programs[u.name]
+	if ps == nil {
+		return nil, nil, fmt.Errorf("the object has no program %q", u.name)
+	}
+	if noop {
+		ret := int32(0)
+		if ps.Type == ebpf.XDP {
+			ret = 2 // XDP_PASS
+		}
+		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "lpmb_noop", Type: ps.Type, License: "GPL",
+			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, ret), asm.Return()}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("load a noop %v program: %w", ps.Type, err)
+		}
+		return p, func() { p.Close() }, nil
+	}
+	for n := range spec.Programs {
+		if n != u.name {
+			delete(spec.Programs, n)
+		}
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			r.Logf("verifier log:\n%+v", verr)
+			return nil, nil, fmt.Errorf("the verifier rejected %s: %s", u.name, verifierTail(verr.Log))
+		}
+		return nil, nil, fmt.Errorf("load %s: %w", u.name, err)
+	}
+	if err := fillMapsFromFile(u.maps, coll.Maps); err != nil {
+		coll.Close()
+		return nil, nil, err
+	}
+	return coll.Programs[u.name], coll.Close, nil
+}
+
+// verifierTail is the last lines of a verifier log, joined on one line.
+func verifierTail(log []string) string {
+	var lines []string
+	for _, l := range log {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	lines = lines[max(0, len(lines)-maxVerifierLines):]
+	return strings.Join(lines, " | ")
+}
+
+// input returns the packet of the test runs: the --packet file, else
+// DefaultPacket.
+func (u *userProgram) input() ([]byte, error) {
+	f, err := os.Open(u.packet)
+	if errors.Is(err, os.ErrNotExist) {
+		return DefaultPacket(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read packet: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPacketBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read packet: %w", err)
+	case len(b) > maxPacketBytes:
+		return nil, fmt.Errorf("packet of more than %d bytes", maxPacketBytes)
+	case len(b) < 14:
+		return nil, fmt.Errorf("packet of %d bytes: test runs need at least an Ethernet header (14)", len(b))
+	}
+	return b, nil
+}
+
+// DefaultPacket is the input of a user's program without --packet: 64
+// bytes of Ethernet, IPv4 (10.0.0.1 → 10.0.0.2, checksum set) and UDP
+// (port 1024 → 53), zero payload.
+func DefaultPacket() []byte {
+	p := make([]byte, 64)
+	copy(p[0:6], []byte{0x02, 0, 0, 0, 0, 2})  // destination MAC
+	copy(p[6:12], []byte{0x02, 0, 0, 0, 0, 1}) // source MAC
+	binary.BigEndian.PutUint16(p[12:], 0x0800)
+	ip := p[14:34]
+	ip[0], ip[8], ip[9] = 0x45, 64, 17 // version 4, IHL 5; TTL; UDP
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(p)-14))
+	copy(ip[12:16], []byte{10, 0, 0, 1})
+	copy(ip[16:20], []byte{10, 0, 0, 2})
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+	udp := p[34:42]
+	binary.BigEndian.PutUint16(udp[0:], 1024)
+	binary.BigEndian.PutUint16(udp[2:], 53)
+	binary.BigEndian.PutUint16(udp[4:], uint16(len(p)-34))
+	return p
+}
+
+// maxMapLines bounds the key/value file.
+const maxMapLines = 1 << 20
+
+// fillMapsFromFile puts the key/value pairs of the file at path (absent:
+// nothing to do) into maps. Each line is "MAP KEY VALUE", KEY and VALUE in
+// hex, as many bytes as the map's key and value; blank lines and lines
+// starting with # are skipped. A per-CPU map gets VALUE on every CPU.
+func fillMapsFromFile(path string, maps map[string]*ebpf.Map) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read map entries: %w", err)
+	}
+	defer f.Close()
+	return FillMaps(f, maps)
+}
+
+// FillMaps puts the key/value pairs read from r ("MAP KEY VALUE" lines, see
+// fillMapsFromFile) into maps.
+func FillMaps(r io.Reader, maps map[string]*ebpf.Map) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<16)
+	for n := 1; sc.Scan(); n++ {
+		if n > maxMapLines {
+			return fmt.Errorf("map entries: more than %d lines", maxMapLines)
+		}
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return fmt.Errorf("map entries line %d: want MAP KEY VALUE (hex), got %d fields", n, len(f))
+		}
+		m := maps[f[0]]
+		if m == nil {
+			return fmt.Errorf("map entries line %d: the program has no map %q", n, f[0])
+		}
+		key, kerr := hex.DecodeString(f[1])
+		value, verr := hex.DecodeString(f[2])
+		switch {
+		case kerr != nil || verr != nil:
+			return fmt.Errorf("map entries line %d: key and value must be hex: %v", n, errors.Join(kerr, verr))
+		case len(key) != int(m.KeySize()) || len(value) != int(m.ValueSize()):
+			return fmt.Errorf("map entries line %d: %d-byte key and %d-byte value; map %s wants %d and %d", n, len(key), len(value), f[0], m.KeySize(), m.ValueSize())
+		}
+		var err error
+		if perCPU(m.Type()) {
+			cpus, cerr := ebpf.PossibleCPU()
+			if cerr != nil {
+				return fmt.Errorf("map entries line %d: %w", n, cerr)
+			}
+			vals := make([][]byte, cpus)
+			for i := range vals {
+				vals[i] = value
+			}
+			err = m.Update(key, vals, ebpf.UpdateAny)
+		} else {
+			err = m.Update(key, value, ebpf.UpdateAny)
+		}
+		if err != nil {
+			return fmt.Errorf("map entries line %d: update %s: %w", n, f[0], err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read map entries: %w", err)
+	}
+	return nil
+}
+
+// perCPU reports whether maps of type t hold one value per CPU.
+func perCPU(t ebpf.MapType) bool {
+	switch t {
+	case ebpf.PerCPUHash, ebpf.PerCPUArray, ebpf.LRUCPUHash, ebpf.PerCPUCGroupStorage:
+		return true
+	}
+	return false
+}
