@@ -26,6 +26,10 @@
 //     were measured upstream (2017).
 //   - RingbufProducer (ringbuf.go) writes records to a BPF ring buffer with
 //     reserve/submit or output. Requires Linux 5.8.
+//   - HashBench (hashmap.go), BloomBench (bloom.go) and TaskStorageBench
+//     (taskstorage.go) share LPMBench's bpf_loop harness (loop.go) for hash
+//     maps, bloom filters and task local storage, after the kernel's
+//     bpf-hashmap-*, bloom-* and local-storage-* benches.
 package bpf
 
 import (

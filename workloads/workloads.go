@@ -21,6 +21,15 @@
 //   - RingBuf/…: reserve/submit and output producers, one per vCPU up to
 //     the guest's count, with a reader, without one, and in overwrite mode
 //     (6.19).
+//   - HashMap/…: the kernel's bpf-hashmap-lookup and
+//     bpf-hashmap-full-update on hash, LRU and per-CPU hash maps, key sizes
+//     4 and 64, timed around bpf_loop (5.17).
+//   - BloomFilter/…: bloom filter lookups and updates (5.16), and hash map
+//     lookups with and without a filter in front.
+//   - TaskStorage/…: task local storage gets and create/delete from a raw
+//     tracepoint and an fentry program (5.11 helpers; bpf_loop 5.17).
+//   - Workload/prog=NAME: a user's BPF program (--workload) and a noop of
+//     its type, timed by BPF_PROG_TEST_RUN (see WorkloadBenchmarks).
 //
 // Most benchmarks time themselves inside the kernel (bpf_ktime_get_ns around a
 // bpf_loop), so a sample is "Ops operations took Elapsed clock units";

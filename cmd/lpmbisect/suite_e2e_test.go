@@ -13,6 +13,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -60,7 +61,7 @@ func notes(stderr, key string) []string {
 
 // checkEveryBenchmarkAnswered checks that each benchmark the pattern selects
 // has results or an unsupported note, and that none failed.
-func checkEveryBenchmarkAnswered(t *testing.T, pattern string, p workloads.Params, results []*benchfmt.Result, stderr string) {
+func checkEveryBenchmarkAnswered(t *testing.T, pattern, workload string, p workloads.Params, results []*benchfmt.Result, stderr string) {
 	t.Helper()
 	for _, f := range notes(stderr, "lpmbisect-failed") {
 		t.Errorf("failed: %s", f)
@@ -70,7 +71,7 @@ func checkEveryBenchmarkAnswered(t *testing.T, pattern string, p workloads.Param
 		got[string(r.Name)] = true
 	}
 	unsupported := strings.Join(notes(stderr, "lpmbisect-unsupported"), "\n")
-	for _, b := range workloads.Select(workloads.Registry(), regexp.MustCompile(workloads.ResolveBench(pattern)), p) {
+	for _, b := range workloads.Select(workloads.RegistryWith(workload), regexp.MustCompile(workloads.ResolveBench(pattern)), p) {
 		name := b.FullName(p)
 		if !got[name] && !strings.Contains(unsupported, "Benchmark"+name+" needs ") {
 			t.Errorf("%s: neither results nor an unsupported note", name)
@@ -78,13 +79,24 @@ func checkEveryBenchmarkAnswered(t *testing.T, pattern string, p workloads.Param
 	}
 }
 
-// familyPattern picks one or a few benchmarks of every family.
+// The example program of examples/xdp-lpm (--workload) and its map entries.
+var (
+	exampleWorkload     = filepath.Join("..", "..", "examples", "xdp-lpm", "xdp_lpm.o")
+	exampleWorkloadMaps = filepath.Join("..", "..", "examples", "xdp-lpm", "blocked.txt")
+)
+
+// familyPattern picks one or a few benchmarks of every family, and the
+// example program.
 const familyPattern = `^(LPMTrie/op=(noop|baseline/keys=random/|lookup/keys=random/|update/keys=random/|insert/|delete/|free/)` +
 	`|LPMTrieUnrolled/op=lookup/keys=random/` +
 	`|LPMTrieSyscall/lookups=(1|32)/entries=8192$` +
 	`|MapBatch/map=(hash|lpm_trie)/op=lookup/batch=(none|1000)/` +
 	`|MapBatch/map=hash/op=(update|delete|lookup_and_delete)/batch=10/` +
-	`|RingBuf/api=reserve/mode=(consumer|producer|overwrite)/producers=1$)`
+	`|RingBuf/api=reserve/mode=(consumer|producer|overwrite)/producers=1$` +
+	`|HashMap/(op=baseline|map=(hash|lru_hash)/op=(lookup|update)|map=percpu_hash/op=lookup)/key_size=4/` +
+	`|BloomFilter/op=(lookup/hashes=3|hashmap_with_bloom|hashmap_without_bloom)/` +
+	`|TaskStorage/prog=(raw_tp|fentry)/op=get$` +
+	`|Workload/)`
 
 func TestSuiteFamiliesOnDebianKernels(t *testing.T) {
 	bootsInParallel(t)
@@ -97,12 +109,13 @@ func TestSuiteFamiliesOnDebianKernels(t *testing.T) {
 		t.Run(k.release, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "icount", "--bench", familyPattern,
 				"--samples", fmt.Sprint(p.Samples), "--rounds", fmt.Sprint(p.Rounds), "--entries", fmt.Sprint(p.Entries),
-				"--batch-entries", fmt.Sprint(p.BatchEntries)}, args...), testkernels.Deb(t, k.pkg))...)
+				"--batch-entries", fmt.Sprint(p.BatchEntries),
+				"--workload", exampleWorkload, "--workload-maps", exampleWorkloadMaps}, args...), testkernels.Deb(t, k.pkg))...)
 			if code != 0 {
 				t.Fatalf("lpmbisect run %s: exit %d\n%s", k.release, code, stderr)
 			}
 			results := parseResults(t, stdout)
-			checkEveryBenchmarkAnswered(t, familyPattern, p, results, stderr)
+			checkEveryBenchmarkAnswered(t, familyPattern, "xdp_lpm", p, results, stderr)
 			m := medians(t, results, "insn/op")
 			t.Logf("%s medians (insn/op): %v", k.release, m)
 
@@ -117,6 +130,22 @@ func TestSuiteFamiliesOnDebianKernels(t *testing.T) {
 			one, many := m["LPMTrieSyscall/lookups=1/entries=8192"], m["LPMTrieSyscall/lookups=32/entries=8192"]
 			if !(one > 0 && many > one) {
 				t.Errorf("gettid with 32 lookups %v insn/op; want more than with 1 lookup %v", many, one)
+			}
+			hb, hl, hu := m["HashMap/op=baseline/key_size=4/entries=1000"], m["HashMap/map=hash/op=lookup/key_size=4/entries=1000"], m["HashMap/map=hash/op=update/key_size=4/entries=1000"]
+			if !(hb > 0 && hb < hl && hl < hu) {
+				t.Errorf("hash map: baseline %v < lookup %v < full update %v insn/op does not hold", hb, hl, hu)
+			}
+			with, without := m["BloomFilter/op=hashmap_with_bloom/entries=1000"], m["BloomFilter/op=hashmap_without_bloom/entries=1000"]
+			if bl := m["BloomFilter/op=lookup/hashes=3/entries=1000"]; !(bl > 0 && with > bl && without > 0) {
+				t.Errorf("bloom filter: lookup %v, hash map with %v and without %v insn/op; want the lookups with the filter to cost more than the filter's", bl, with, without)
+			}
+			for _, prog := range []string{"raw_tp", "fentry"} {
+				if v := m["TaskStorage/prog="+prog+"/op=get"]; !(v > 0) {
+					t.Errorf("task storage get from %s: %v insn/op; want a figure", prog, v)
+				}
+			}
+			if noop, prog := m["Workload/prog=xdp_lpm/op=noop"], m["Workload/prog=xdp_lpm"]; !(noop > 0 && prog > noop) {
+				t.Errorf("the example program %v insn/op; want more than its noop %v", prog, noop)
 			}
 			// What these kernels lack is named, not failed.
 			unsupported := strings.Join(notes(stderr, "lpmbisect-unsupported"), "\n")
@@ -168,7 +197,7 @@ func TestSuiteFullMatrix(t *testing.T) {
 				t.Fatalf("lpmbisect run --bench all: exit %d\n%s", code, stderr)
 			}
 			results := parseResults(t, stdout)
-			checkEveryBenchmarkAnswered(t, "all", p, results, stderr)
+			checkEveryBenchmarkAnswered(t, "all", "", p, results, stderr)
 			m := medians(t, results, "ns/op")
 			names := make([]string, 0, len(m))
 			for n := range m {
