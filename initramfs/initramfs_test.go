@@ -106,6 +106,29 @@ func TestBuildLayoutAndCache(t *testing.T) {
 	}
 }
 
+func TestBuildPacksFiles(t *testing.T) {
+	guest := staticBinary(t, "files")
+	obj := filepath.Join(t.TempDir(), "prog.o")
+	os.WriteFile(obj, []byte("object v1"), 0o644)
+	cache := t.TempDir()
+	spec := Spec{Guest: guest, Files: []File{{Host: obj, Archive: wire.WorkloadObject}}}
+	img, err := Build(spec, cache)
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	if got := string(archiveFiles(t, img.Path)[strings.TrimPrefix(wire.WorkloadObject, "/")]); got != "object v1" {
+		t.Errorf("packed %s = %q; want %q", wire.WorkloadObject, got, "object v1")
+	}
+	os.WriteFile(obj, []byte("object v2"), 0o644)
+	if changed, err := Build(spec, cache); err != nil || changed.Path == img.Path {
+		t.Errorf("Build(changed file) = %+v, %v; want a new archive", changed, err)
+	}
+	plain, err := Build(Spec{Guest: guest}, cache)
+	if err != nil || plain.Path == img.Path {
+		t.Errorf("Build(no files) = %+v, %v; want another archive than with files", plain, err)
+	}
+}
+
 func TestBuildConcurrent(t *testing.T) {
 	guest := staticBinary(t, "two")
 	cache := t.TempDir()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/initramfs"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -126,6 +127,7 @@ func TestParamsKey(t *testing.T) {
 		"other bench":   {Plan: plan("baseline", 2)},
 		"more memory":   {Plan: base.Plan, MemoryMB: 2048},
 		"an --append":   {Plan: base.Plan, Append: []string{"printk.time=1"}},
+		"a packed file": {Plan: base.Plan, Files: []initramfs.File{{Host: guest, Archive: wire.WorkloadObject}}},
 		"another accel": {Plan: base.Plan, Accel: vmrunner.TCG},
 	} {
 		if got := of(o); got == want {
