@@ -69,17 +69,7 @@ func bloomBenchmarks() []*Benchmark {
 }
 
 func bloomRun(b bpf.BloomBench) func(*Run) error {
-	return func(r *Run) error {
-		pb, closeAll, err := bloomPrepare(r, b)
-		if err != nil {
-			return err
-		}
-		defer closeAll()
-		if _, err := pb.sample(r.Params.Rounds); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-		return reportSamples(r, func() (Sample, error) { return pb.sample(r.Params.Rounds) })
-	}
+	return runPrepared(func(r *Run) (*progBench, func(), error) { return bloomPrepare(r, b) })
 }
 
 // bloomPrepare loads a BloomFilter benchmark's program with its maps
@@ -137,18 +127,7 @@ func fillBloom(coll *ebpf.Collection, n uint32) (string, error) {
 	return how, nil
 }
 
-// bloomInstance is bloomPrepare for the insight pass; Operate runs one
-// sample's worth of test runs (PathTestRun).
+// bloomInstance is bloomPrepare for the insight pass (testRunInstance).
 func bloomInstance(b bpf.BloomBench) func(Params, func(string, ...any)) (*Instance, error) {
-	return func(p Params, logf func(string, ...any)) (*Instance, error) {
-		pb, closeAll, err := bloomPrepare(&Run{Params: p, Logf: logf, Info: func(string) {}}, b)
-		if err != nil {
-			return nil, err
-		}
-		return &Instance{Programs: map[string]*ebpf.Program{b.ProgName(): pb.prog}, Path: PathTestRun, Close: closeAll,
-			Operate: func() (uint64, error) {
-				s, err := pb.sample(p.Rounds)
-				return s.Ops, err
-			}}, nil
-	}
+	return testRunInstance(b.ProgName(), func(r *Run) (*progBench, func(), error) { return bloomPrepare(r, b) })
 }

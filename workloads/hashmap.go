@@ -97,17 +97,7 @@ func hashMapBenchmarks() []*Benchmark {
 }
 
 func hashRun(h bpf.HashBench) func(*Run) error {
-	return func(r *Run) error {
-		b, closeAll, err := hashPrepare(r, h)
-		if err != nil {
-			return err
-		}
-		defer closeAll()
-		if _, err := b.sample(r.Params.Rounds); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-		return reportSamples(r, func() (Sample, error) { return b.sample(r.Params.Rounds) })
-	}
+	return runPrepared(func(r *Run) (*progBench, func(), error) { return hashPrepare(r, h) })
 }
 
 // hashPrepare loads a HashMap benchmark's program with its map full:
@@ -148,12 +138,19 @@ func hashPrepare(r *Run, h bpf.HashBench) (*progBench, func(), error) {
 // hashInstance is hashPrepare for the insight pass; Operate runs one
 // sample's worth of test runs (PathTestRun).
 func hashInstance(h bpf.HashBench) func(Params, func(string, ...any)) (*Instance, error) {
+	return testRunInstance(h.ProgName(), func(r *Run) (*progBench, func(), error) { return hashPrepare(r, h) })
+}
+
+// testRunInstance is the insight instance of a benchmark that prepare
+// loads and sets up as for its samples; Operate takes one sample's worth
+// of test runs (PathTestRun).
+func testRunInstance(progName string, prepare func(*Run) (*progBench, func(), error)) func(Params, func(string, ...any)) (*Instance, error) {
 	return func(p Params, logf func(string, ...any)) (*Instance, error) {
-		b, closeAll, err := hashPrepare(&Run{Params: p, Logf: logf, Info: func(string) {}}, h)
+		b, closeAll, err := prepare(&Run{Params: p, Logf: logf, Info: func(string) {}})
 		if err != nil {
 			return nil, err
 		}
-		return &Instance{Programs: map[string]*ebpf.Program{h.ProgName(): b.prog}, Path: PathTestRun, Close: closeAll,
+		return &Instance{Programs: map[string]*ebpf.Program{progName: b.prog}, Path: PathTestRun, Close: closeAll,
 			Operate: func() (uint64, error) {
 				s, err := b.sample(p.Rounds)
 				return s.Ops, err

@@ -254,8 +254,20 @@ func jitOnOnePage(coll *ebpf.Collection, pageSize uint64) (onePage, known bool) 
 // it full, run once to warm up, then report Params.Samples samples of
 // Params.Rounds program runs each.
 func lpmRun(op bpf.LPMOp, keys bpf.KeyOrder) func(*Run) error {
+	return runPrepared(func(r *Run) (*progBench, func(), error) { return lpmPrepare(r, op, keys) })
+}
+
+// sampler takes one sample of a given number of program runs.
+type sampler interface {
+	sample(runs int) (Sample, error)
+}
+
+// runPrepared returns the run function of a benchmark that prepare loads
+// and sets up: one sample's worth of runs to warm up, then Params.Samples
+// samples of Params.Rounds runs each.
+func runPrepared[S sampler](prepare func(*Run) (S, func(), error)) func(*Run) error {
 	return func(r *Run) error {
-		b, closeAll, err := lpmPrepare(r, op, keys)
+		b, closeAll, err := prepare(r)
 		if err != nil {
 			return err
 		}

@@ -142,19 +142,12 @@ func storagePrepare(r *Run, s bpf.TaskStorageBench) (*storageBench, func(), erro
 }
 
 func storageRun(s bpf.TaskStorageBench) func(*Run) error {
+	run := runPrepared(func(r *Run) (*storageBench, func(), error) { return storagePrepare(r, s) })
 	return func(r *Run) error {
 		// One task for all runs: the storage belongs to it.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		b, closeAll, err := storagePrepare(r, s)
-		if err != nil {
-			return err
-		}
-		defer closeAll()
-		if _, err := b.sample(r.Params.Rounds); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-		return reportSamples(r, func() (Sample, error) { return b.sample(r.Params.Rounds) })
+		return run(r)
 	}
 }
 
