@@ -40,8 +40,9 @@ const (
 	KeyVCPUs = "vcpus"
 	// KeyBPFJIT is the state of the BPF JIT (net.core.bpf_jit_enable).
 	KeyBPFJIT = "bpf-jit"
-	// KeyHashSeed says how the hash maps of the MapBatch benchmarks are
-	// seeded: HashSeedRandom or HashSeedZero.
+	// KeyHashSeed says how the hash maps and bloom filters of the
+	// MapBatch, HashMap and BloomFilter benchmarks are seeded:
+	// HashSeedRandom or HashSeedZero.
 	KeyHashSeed = "hash-seed"
 
 	// Written by the host on every result of a boot it keeps.

@@ -310,7 +310,8 @@ func (b *batchMap[K, V]) sample(op string, size int) (Sample, error) {
 	return Sample{Ops: uint64(done), Elapsed: uint64(elapsed.Nanoseconds())}, nil
 }
 
-// HashSeed says how the MapBatch hash maps are seeded on clock c
+// HashSeed says how the hash maps and bloom filters of the MapBatch,
+// HashMap and BloomFilter benchmarks are seeded on clock c
 // (wire.KeyHashSeed): wire.HashSeedZero under an instruction clock,
 // wire.HashSeedRandom, the kernel's default, under a wall clock.
 //
