@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -95,6 +96,9 @@ type InsightDoc struct {
 	Programs []ProgramInfo `json:"programs,omitempty"`
 	// Counts are the calls counted, per benchmark and symbol.
 	Counts []CallCount `json:"counts,omitempty"`
+	// Profile is what the profile pass sampled (ProfileDoc); nil when
+	// it was not armed.
+	Profile *ProfileDoc `json:"profile,omitempty"`
 	// Problems are what the pass could not do, one line each.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -168,7 +172,7 @@ func (d *InsightDoc) Check() error {
 			return fmt.Errorf("%w: %d bytes of JITed code for %s, more than %d", ErrInsightTooLarge, len(p.Jited), p.Program, MaxJitedBytes)
 		}
 	}
-	return nil
+	return d.Profile.check()
 }
 
 // EncodeInsight compresses a document for Writer.Insight. A document over
@@ -326,6 +330,9 @@ func (p Plan) insightArgs() []string {
 	}
 	if p.Insight != InsightOff || p.SkipKallsyms {
 		args = append(args, kallsymsArg(!p.SkipKallsyms))
+	}
+	if p.ProfilePeriod > 0 {
+		args = append(args, ParamProfile.Arg(strconv.Itoa(p.ProfilePeriod)))
 	}
 	return args
 }

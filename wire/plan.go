@@ -66,6 +66,10 @@ type Plan struct {
 	// as the Workload/prog=NAME benchmarks, from the object the host
 	// packed at WorkloadObject; "" for none.
 	Workload string
+	// ProfilePeriod arms the profile pass (ParamProfile) with its sample
+	// period; 0 leaves it out. It runs in the boot that runs the insight
+	// pass.
+	ProfilePeriod int
 	// Fault, TEST-ONLY, makes the guest misbehave (one of Faults), so the
 	// host's handling of broken guests can be tested with a real guest.
 	// "" for a normal boot.
@@ -212,7 +216,7 @@ const (
 
 // Params lists every parameter, in the order KernelArgs writes them.
 var Params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
-	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamFault}
+	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamProfile, ParamFault}
 
 // ParamPrefix starts every run plan parameter. DecodePlan ignores the
 // parameters without it (they are the kernel's) and rejects unknown ones
@@ -247,6 +251,11 @@ const (
 	// RTC) every value is BimodalShift higher, a second mode that a
 	// deterministic instrument must not hide.
 	FaultBimodal = "bimodal"
+	// FaultThrottle acts in the profile pass: it lowers
+	// perf_event_max_sample_rate to 1000 instead of raising it, so that
+	// the kernel throttles the sampling event and the pass reports the
+	// samples lost.
+	FaultThrottle = "throttle"
 )
 
 // TEST-ONLY hostile faults: the guest lies, in a stream that otherwise
@@ -281,7 +290,7 @@ var HostileFaults = []string{FaultLieCount, FaultLieSum, FaultNaN, FaultInf, Fau
 const BimodalShift = 0.005
 
 // Faults lists the TEST-ONLY faults.
-var Faults = append([]string{FaultHang, FaultFlood, FaultLongline, FaultGarbage, FaultPanic, FaultExit, FaultNoBPF, FaultBimodal}, HostileFaults...)
+var Faults = append([]string{FaultHang, FaultFlood, FaultLongline, FaultGarbage, FaultPanic, FaultExit, FaultNoBPF, FaultBimodal, FaultThrottle}, HostileFaults...)
 
 // Reasons a parameter is rejected; a *ParamError wraps one of them.
 var (
@@ -387,6 +396,9 @@ func (p Plan) Validate() error {
 	}
 	if p.Workload != "" && !workloadName.MatchString(p.Workload) {
 		return &ParamError{ParamWorkload, p.Workload, fmt.Errorf("%w: not a BPF program name (want at most %d letters, digits and underscores)", ErrMalformed, MaxWorkloadLen)}
+	}
+	if err := checkProfilePeriod(p.ProfilePeriod); err != nil {
+		return err
 	}
 	if p.Fault != "" && !slices.Contains(Faults, p.Fault) {
 		return &ParamError{ParamFault, p.Fault, fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))}
@@ -521,6 +533,8 @@ func DecodePlan(cmdline string) (Plan, error) {
 			}
 		case ParamWorkload:
 			p.Workload = val
+		case ParamProfile:
+			p.ProfilePeriod, err = parseCount(val)
 		case ParamFault:
 			if val == "" {
 				err = fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))

@@ -180,7 +180,8 @@ func TestParamErrorMessages(t *testing.T) {
 		{func(p *Plan) { p.Bench = strings.Repeat("x", 2000) }, `bench "` + strings.Repeat("x", 48) + `"… out of range: 2000 bytes, more than the 1024 the kernel command line leaves for it (use a shorter regexp)`},
 		{func(p *Plan) { p.Accel = "hvf" }, `accel "hvf" malformed: not an accelerator (want kvm, tcg or icount)`},
 		{func(p *Plan) { p.Port = "" }, `port "" malformed: not a port name (want a non-empty name without '/', spaces or quotes)`},
-		{func(p *Plan) { p.Fault = "boom" }, `fault "boom" malformed: want hang, flood, longline, garbage, panic, exit, nobpf, bimodal, lie-count, lie-sum, nan, inf, negative, huge, unasked, host-key, bad-utf8, escape, html, insight-big or insight-bad`},
+		{func(p *Plan) { p.ProfilePeriod = 9973 }, "profile 9973 out of range [10000, 1000000000] (the kernel clamps shorter periods to 10 µs)"},
+		{func(p *Plan) { p.Fault = "boom" }, `fault "boom" malformed: want hang, flood, longline, garbage, panic, exit, nobpf, bimodal, throttle, lie-count, lie-sum, nan, inf, negative, huge, unasked, host-key, bad-utf8, escape, html, insight-big or insight-bad`},
 	} {
 		p := valid
 		tt.change(&p)
@@ -190,7 +191,7 @@ func TestParamErrorMessages(t *testing.T) {
 	}
 	_, err := DecodePlan("lpmbisect.sampels=3")
 	if want := "lpmbisect.sampels: unknown parameter (known: lpmbisect.bench, lpmbisect.samples, lpmbisect.entries, lpmbisect.rounds, " +
-		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms, lpmbisect.workload or lpmbisect.fault)"; err == nil || err.Error() != want {
+		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms, lpmbisect.workload, lpmbisect.profile or lpmbisect.fault)"; err == nil || err.Error() != want {
 		t.Errorf("DecodePlan(lpmbisect.sampels=3) = %v; want %s", err, want)
 	}
 }
@@ -230,6 +231,8 @@ func plans() []Plan {
 	add(func(p *Plan) { p.Insight = InsightOn })
 	add(func(p *Plan) { p.Insight, p.Count, p.SkipKallsyms = InsightOn, "trie_lookup_elem", true })
 	add(func(p *Plan) { p.SkipKallsyms = true })
+	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightArmed, 20011 })
+	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightOn, MinProfilePeriod })
 	return out
 }
 
