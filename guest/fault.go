@@ -48,7 +48,7 @@ func (f *faultyOutput) Result(r *benchfmt.Result) error {
 	if err := f.w.Result(r); err != nil {
 		return err
 	}
-	if f.fault != "" && f.fault != wire.FaultNoBPF {
+	if f.fault != "" && f.fault != wire.FaultNoBPF && f.fault != wire.FaultThrottle {
 		applyFault(f.fault, f.w, f.ch, r)
 	}
 	return nil

@@ -17,6 +17,10 @@ import (
 func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, info func(string)) []byte {
 	start := time.Now()
 	doc := workloads.Insight(benches, p, plan.CountList(), !plan.SkipKallsyms, logf)
+	if plan.ProfilePeriod > 0 {
+		doc.Profile = profilePass(benches, p, plan)
+		logf("profile pass: %d benchmarks in %d ns of guest clock (%s) %s", len(doc.Profile.Benchmarks), doc.Profile.Cost, doc.Profile.Weight, doc.Profile.Problem)
+	}
 	gz, err := wire.EncodeInsight(doc)
 	if errors.Is(err, wire.ErrInsightTooLarge) && doc.Kallsyms != "" {
 		doc.Kallsyms, doc.KallsymsProblem = "", fmt.Sprintf("left out: %v", err)

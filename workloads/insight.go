@@ -116,7 +116,7 @@ func Insight(benches []*Benchmark, p Params, count []string, sendKallsyms bool, 
 	}
 	targets := matchTargets(kallsyms, count)
 	for _, b := range benches {
-		if b.Instance == nil || !supported(b) {
+		if b.Instance == nil || !Supported(b) {
 			continue
 		}
 		name := b.FullName(p)
@@ -134,9 +134,9 @@ func Insight(benches []*Benchmark, p Params, count []string, sendKallsyms bool, 
 	return doc
 }
 
-// supported reports whether the running kernel has what b requires (the
+// Supported reports whether the running kernel has what b requires (the
 // timed run said why not, if not).
-func supported(b *Benchmark) bool {
+func Supported(b *Benchmark) bool {
 	for _, req := range append([]Requirement{BPFSyscall}, b.Requires...) {
 		if req.Probe() != nil {
 			return false
