@@ -86,6 +86,10 @@ type Insight struct {
 	// sizes and JITed code, and calls counted per operation (of
 	// insight.CountTargets).
 	Guest bool
+	// ProfilePeriod, when not 0, adds the profile pass to the guest's
+	// pass, sampling every ProfilePeriod ns of guest clock (instructions
+	// under icount; see wire.ProfileDoc).
+	ProfilePeriod int
 }
 
 // Result is a finished (or interrupted) comparison.
@@ -238,6 +242,13 @@ func (in *Insight) arm(runner *measure.Runner, static [2]*insight.Side) error {
 		return fmt.Errorf("insight: %w", err)
 	}
 	runner.GuestArgs = append(runner.GuestArgs, args...)
+	if in.ProfilePeriod > 0 {
+		arg, err := wire.ProfileArg(in.ProfilePeriod)
+		if err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+		runner.GuestArgs = append(runner.GuestArgs, arg)
+	}
 	for i, side := range runner.Sides[:min(len(runner.Sides), 2)] {
 		side.StaticSymbols = static[i] != nil
 	}
@@ -256,7 +267,7 @@ func (in *Insight) diff(sides []*measure.Side, static [2]*insight.Side) *insight
 			if err != nil {
 				problem = "guest insight: " + err.Error()
 			} else {
-				given.Programs, given.Counts = doc.Programs, doc.Counts
+				given.Programs, given.Counts, given.Profile = doc.Programs, doc.Counts, doc.Profile
 				if static[i] == nil && doc.Kallsyms != "" {
 					given.Kallsyms = []byte(doc.Kallsyms)
 				}
@@ -269,6 +280,7 @@ func (in *Insight) diff(sides []*measure.Side, static [2]*insight.Side) *insight
 		}
 		if s := static[i]; s != nil {
 			s.Programs, s.Counts = given.Programs, given.Counts
+			s.AddProfile(given.Profile)
 			loaded[i] = s
 		} else {
 			loaded[i] = insight.Load(given, in.Options)

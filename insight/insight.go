@@ -32,6 +32,8 @@ type Input struct {
 	// them, and calls counted per benchmark operation.
 	Programs []wire.ProgramInfo
 	Counts   []wire.CallCount
+	// Profile is what the guest's profile pass sampled; nil without it.
+	Profile *wire.ProfileDoc
 }
 
 // SymbolFile is the symbol source in the file path, given for a kernel: an
@@ -121,6 +123,10 @@ type Side struct {
 	// (FunctionSizes), kept in a saved block so that Diff.Resize can draw
 	// the size table over other symbols; nil without symbols.
 	FunctionSizes map[string]uint64 `json:"function_sizes,omitempty"`
+	// ProfileSummary and Profiles are the guest's profile pass,
+	// symbolized (nil and empty without one).
+	ProfileSummary *ProfileSummary `json:"profile_summary,omitempty"`
+	Profiles       []Profile       `json:"profiles,omitempty"`
 
 	// Err is the error behind Status, for errors.Is (ErrNoSymbols,
 	// ErrBuildIDMismatch, ErrAddressesHidden, …); nil when Status is "".
@@ -169,6 +175,7 @@ func Load(in Input, opts Options) *Side {
 		for _, f := range opts.functions() {
 			side.Calls = append(side.Calls, FunctionCalls{Function: f, Error: "no symbols"})
 		}
+		side.AddProfile(in.Profile)
 		return side
 	case codeErr != nil:
 		side.Err = codeErr
@@ -176,6 +183,7 @@ func Load(in Input, opts Options) *Side {
 	}
 	side.Symbols = syms
 	side.Source = syms.Describe()
+	side.AddProfile(in.Profile)
 	side.FunctionSizes = FunctionSizes(syms)
 	for _, f := range opts.functions() {
 		if im == nil {
@@ -295,6 +303,9 @@ type Diff struct {
 	// without a guest insight pass.
 	Programs []ProgramChange `json:"programs,omitempty"`
 	Counts   []CountRow      `json:"counts,omitempty"`
+	// Profiles compare the guests' profiles, benchmark by benchmark;
+	// empty without a profile pass.
+	Profiles []ProfileDiff `json:"profiles,omitempty"`
 	// Notes qualify the numbers ("sizes of A are approximate: …").
 	Notes []string `json:"notes,omitempty"`
 }
@@ -304,6 +315,7 @@ func Compare(a, b *Side, opts Options) *Diff {
 	d := &Diff{A: a, B: b, CallChanges: []CallChange{}}
 	d.Programs = comparePrograms(a.Programs, b.Programs)
 	d.Counts = compareCounts(a.Counts, b.Counts)
+	d.Profiles = compareProfiles(a.Profiles, b.Profiles)
 	if a.Symbols == nil || b.Symbols == nil {
 		return d
 	}

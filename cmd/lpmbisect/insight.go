@@ -13,6 +13,7 @@ import (
 // insightFlags are the flags of the insight block ("Why it changed").
 type insightFlags struct {
 	off            bool
+	noProfile      bool
 	symbols        string
 	debugA, debugB string
 }
@@ -22,6 +23,7 @@ func insightOpts(r *run) []opt {
 	f := &r.insight
 	return []opt{
 		noInsightOpt(r),
+		{Name: "no-profile", Ptr: &f.noProfile, Usage: "leave out the guest's profile pass (under icount, the instructions per kernel function of each benchmark, diffed A → B) from the insight block"},
 		symbolsOpt(r),
 		{Name: "debug-a", Ptr: &f.debugA, Usage: "symbols of kernel A: an unstripped vmlinux or its linux-image-<release>-dbg .deb (build IDs checked; default: a build directory's vmlinux, else the guest's kallsyms)"},
 		{Name: "debug-b", Ptr: &f.debugB, Usage: "symbols of kernel B, as --debug-a"},
@@ -64,6 +66,9 @@ func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan) (*ab.Insig
 	}
 	opts = opts.WithFunctions(workloads.Functions(plan.Selected()))
 	in := &ab.Insight{Options: opts, Guest: true} // not on a fleet (ab.Run)
+	if !r.insight.noProfile {
+		in.ProfilePeriod = insight.DefaultProfilePeriod
+	}
 	for i, f := range []struct{ name, path string }{{"debug-a", r.insight.debugA}, {"debug-b", r.insight.debugB}} {
 		if f.path == "" {
 			continue

@@ -1,0 +1,339 @@
+package insight
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// DefaultProfilePeriod is the sample period of the profile pass, in ns of
+// guest clock (instructions under icount): a prime, so that the samples do
+// not fall in step with a loop of the benchmark, at 20 µs of guest clock,
+// clear of the kernel's 10 µs floor for hrtimer events and of its
+// throttling (perf_event_max_sample_rate, which the guest raises anyway).
+const DefaultProfilePeriod = 20011
+
+// Names the profile gives to addresses no symbol covers.
+const (
+	// UserSpace is every sample taken in user space (the guest program).
+	UserSpace = "[user]"
+	// ModuleCode is an address in the module area that is not a BPF
+	// program the benchmark loaded (the guest names only those).
+	ModuleCode = "[module]"
+	// UnknownCode is a kernel address no function symbol covers.
+	UnknownCode = "[unknown]"
+)
+
+// Profile is one benchmark's profile on one kernel: where the samples
+// of its operations fell, by function (self), and by caller → callee.
+type Profile struct {
+	Benchmark string `json:"benchmark"`
+	// Event, Weight and Period are the guest's (wire.ProfileDoc).
+	Event  string `json:"event"`
+	Weight string `json:"weight"`
+	Period uint64 `json:"period"`
+	// Samples taken, Lost to the kernel's throttling, Dropped for want of
+	// room in the guest's map.
+	Samples uint64 `json:"samples"`
+	Lost    uint64 `json:"lost"`
+	Dropped uint64 `json:"dropped,omitempty"`
+	Ops     uint64 `json:"ops"`
+	Unit    string `json:"unit,omitempty"`
+	// PerOp is the event's count per operation during the pass (the
+	// thread's guest clock, sampling overhead included).
+	PerOp     float64         `json:"per_op"`
+	Functions []FunctionShare `json:"functions"`
+	Edges     []CallEdge      `json:"edges,omitempty"`
+	Problem   string          `json:"problem,omitempty"`
+}
+
+// FunctionShare is the samples that fell in one function (self).
+type FunctionShare struct {
+	Function string  `json:"function"`
+	Samples  uint64  `json:"samples"`
+	Share    float64 `json:"share"` // of the profile's stored samples, 0 to 1
+}
+
+// CallEdge is the samples that fell in Callee while it was called from
+// Caller (the first return address of the kernel stack).
+type CallEdge struct {
+	Caller  string  `json:"caller"`
+	Callee  string  `json:"callee"`
+	Samples uint64  `json:"samples"`
+	Share   float64 `json:"share"`
+}
+
+// ProfileSummary is what one side's profile pass said as a whole.
+type ProfileSummary struct {
+	Event  string `json:"event"`
+	Weight string `json:"weight"`
+	Period uint64 `json:"period"`
+	// Cost is the guest clock the pass took, in Weight's units.
+	Cost   uint64 `json:"cost"`
+	Limits string `json:"limits,omitempty"`
+	// Problem says why there is no profile ("" when there is).
+	Problem string `json:"problem,omitempty"`
+}
+
+// AddProfile symbolizes a guest's profile with the side's symbols (a
+// side without symbols says why it has no profile).
+func (s *Side) AddProfile(doc *wire.ProfileDoc) {
+	if doc == nil {
+		return
+	}
+	if s.Symbols == nil {
+		s.ProfileSummary = &ProfileSummary{Event: doc.Event, Weight: doc.Weight, Period: doc.Period, Cost: doc.Cost, Limits: doc.Limits, Problem: "no symbols to name the samples with"}
+		return
+	}
+	s.ProfileSummary, s.Profiles = symbolizeProfile(doc, s.Symbols)
+}
+
+// symbolizeProfile names the sites of a guest's profile with syms, whose
+// addresses are link-time: the KASLR offset is the guest's _text minus
+// syms' _text.
+func symbolizeProfile(doc *wire.ProfileDoc, syms *Symbols) (*ProfileSummary, []Profile) {
+	sum := &ProfileSummary{Event: doc.Event, Weight: doc.Weight, Period: doc.Period, Cost: doc.Cost, Limits: doc.Limits, Problem: doc.Problem}
+	var offset uint64
+	if t := syms.Lookup("_text"); len(t) > 0 && doc.Text >= t[0].Addr {
+		offset = doc.Text - t[0].Addr
+	} else if sum.Problem == "" {
+		sum.Problem = "no _text in the symbols: kernel addresses cannot be placed (KASLR)"
+		return sum, nil
+	}
+	var out []Profile
+	for _, b := range doc.Benchmarks {
+		out = append(out, symbolizeBench(b, doc, syms, offset))
+	}
+	return sum, out
+}
+
+func symbolizeBench(b wire.BenchProfile, doc *wire.ProfileDoc, syms *Symbols, offset uint64) Profile {
+	p := Profile{Benchmark: b.Benchmark, Event: doc.Event, Weight: doc.Weight, Period: doc.Period,
+		Samples: b.Samples, Lost: b.Lost, Dropped: b.Dropped, Ops: b.Ops, Unit: b.Unit, Problem: b.Problem,
+		Functions: []FunctionShare{}}
+	if b.Ops > 0 {
+		p.PerOp = float64(b.Count) / float64(b.Ops)
+	}
+	name := func(addr uint64) string {
+		switch {
+		case addr == 0 || wire.IsUser(addr):
+			return UserSpace
+		}
+		for _, s := range b.Symbols {
+			if addr >= s.Addr && addr < s.Addr+s.Size {
+				return s.Name
+			}
+		}
+		if wire.IsModuleArea(addr) {
+			return ModuleCode
+		}
+		if s, ok := syms.At(addr - offset); ok && s.IsFunc() {
+			return s.Name
+		}
+		return UnknownCode
+	}
+	self := map[string]uint64{}
+	type edge struct{ caller, callee string }
+	edges := map[edge]uint64{}
+	var total uint64
+	for _, s := range b.Sites {
+		fn := name(s.IP)
+		self[fn] += s.Samples
+		total += s.Samples
+		if s.Caller != 0 && fn != UserSpace {
+			edges[edge{name(s.Caller), fn}] += s.Samples
+		}
+	}
+	if total == 0 {
+		return p
+	}
+	for fn, n := range self {
+		p.Functions = append(p.Functions, FunctionShare{Function: fn, Samples: n, Share: float64(n) / float64(total)})
+	}
+	slices.SortFunc(p.Functions, func(a, b FunctionShare) int {
+		return cmp.Or(cmp.Compare(b.Samples, a.Samples), strings.Compare(a.Function, b.Function))
+	})
+	for e, n := range edges {
+		p.Edges = append(p.Edges, CallEdge{Caller: e.caller, Callee: e.callee, Samples: n, Share: float64(n) / float64(total)})
+	}
+	slices.SortFunc(p.Edges, func(a, b CallEdge) int {
+		return cmp.Or(cmp.Compare(b.Samples, a.Samples), strings.Compare(a.Caller, b.Caller), strings.Compare(a.Callee, b.Callee))
+	})
+	p.Edges = p.Edges[:min(len(p.Edges), maxEdges)]
+	return p
+}
+
+// maxEdges bounds the caller → callee pairs kept per profile.
+const maxEdges = 64
+
+// Share returns the share of function fn, 0 when no sample fell there.
+func (p *Profile) Share(fn string) float64 {
+	if p == nil {
+		return 0
+	}
+	for _, f := range p.Functions {
+		if f.Function == fn {
+			return f.Share
+		}
+	}
+	return 0
+}
+
+// ProfileDiff compares one benchmark's profiles.
+type ProfileDiff struct {
+	Benchmark string   `json:"benchmark"`
+	A         *Profile `json:"a"`
+	B         *Profile `json:"b"`
+	// PerOpA and PerOpB are the instructions (or the event's units) per
+	// operation the rows attribute by share; PerOpSource says whose:
+	// "timed" (the verdict's centres, AttributeTimed) or "profile" (the
+	// pass's own clock per operation, which includes its sampling).
+	PerOpA      float64 `json:"per_op_a"`
+	PerOpB      float64 `json:"per_op_b"`
+	PerOpSource string  `json:"per_op_source"`
+	PerOpUnit   string  `json:"per_op_unit,omitempty"`
+	// Rows are the functions whose attributed share of an operation
+	// changed most, largest change first.
+	Rows []ProfileRow `json:"rows"`
+	// Edges are the caller → callee pairs whose share changed most.
+	Edges []EdgeRow `json:"edges,omitempty"`
+}
+
+// ProfileRow is one function in A and B.
+type ProfileRow struct {
+	Function string  `json:"function"`
+	ShareA   float64 `json:"share_a"`
+	ShareB   float64 `json:"share_b"`
+	// DeltaPP is ShareB − ShareA in percentage points.
+	DeltaPP float64 `json:"delta_pp"`
+	// PerOpA and PerOpB are the share times the side's PerOp.
+	PerOpA float64 `json:"per_op_a"`
+	PerOpB float64 `json:"per_op_b"`
+}
+
+// EdgeRow is one caller → callee pair in A and B.
+type EdgeRow struct {
+	Caller string  `json:"caller"`
+	Callee string  `json:"callee"`
+	ShareA float64 `json:"share_a"`
+	ShareB float64 `json:"share_b"`
+}
+
+// Profile diff sizes.
+const (
+	maxProfileRows = 10
+	maxEdgeRows    = 5
+	// minRowShare leaves out functions under this share on both sides.
+	minRowShare = 0.002
+)
+
+// compareProfiles pairs the profiles of a and b by benchmark.
+func compareProfiles(a, b []Profile) []ProfileDiff {
+	p := pairUp(a, b, func(pr Profile) string { return pr.Benchmark })
+	var out []ProfileDiff
+	for _, k := range p.keys {
+		d := ProfileDiff{Benchmark: k, PerOpSource: "profile"}
+		if l := p.a[k]; len(l) > 0 {
+			d.A = &l[len(l)-1]
+			d.PerOpA = d.A.PerOp
+		}
+		if l := p.b[k]; len(l) > 0 {
+			d.B = &l[len(l)-1]
+			d.PerOpB = d.B.PerOp
+		}
+		d.rank()
+		out = append(out, d)
+	}
+	return out
+}
+
+// rank (re)computes the rows from the profiles and PerOpA/B.
+func (d *ProfileDiff) rank() {
+	d.Rows, d.Edges = []ProfileRow{}, nil
+	seen := map[string]bool{}
+	for _, pr := range []*Profile{d.A, d.B} {
+		if pr == nil {
+			continue
+		}
+		for _, f := range pr.Functions {
+			if seen[f.Function] {
+				continue
+			}
+			seen[f.Function] = true
+			r := ProfileRow{Function: f.Function, ShareA: d.A.Share(f.Function), ShareB: d.B.Share(f.Function)}
+			if max(r.ShareA, r.ShareB) < minRowShare {
+				continue
+			}
+			r.DeltaPP = 100 * (r.ShareB - r.ShareA)
+			r.PerOpA, r.PerOpB = r.ShareA*d.PerOpA, r.ShareB*d.PerOpB
+			d.Rows = append(d.Rows, r)
+		}
+	}
+	slices.SortStableFunc(d.Rows, func(x, y ProfileRow) int {
+		return cmp.Or(cmp.Compare(math.Abs(y.PerOpB-y.PerOpA), math.Abs(x.PerOpB-x.PerOpA)), cmp.Compare(math.Abs(y.DeltaPP), math.Abs(x.DeltaPP)))
+	})
+	d.Rows = d.Rows[:min(len(d.Rows), maxProfileRows)]
+	type key struct{ caller, callee string }
+	shares := map[key]*EdgeRow{}
+	var keys []key
+	for i, pr := range []*Profile{d.A, d.B} {
+		if pr == nil {
+			continue
+		}
+		for _, e := range pr.Edges {
+			k := key{e.Caller, e.Callee}
+			if shares[k] == nil {
+				shares[k] = &EdgeRow{Caller: e.Caller, Callee: e.Callee}
+				keys = append(keys, k)
+			}
+			if i == 0 {
+				shares[k].ShareA = e.Share
+			} else {
+				shares[k].ShareB = e.Share
+			}
+		}
+	}
+	for _, k := range keys {
+		if e := shares[k]; max(e.ShareA, e.ShareB) >= minRowShare {
+			d.Edges = append(d.Edges, *e)
+		}
+	}
+	slices.SortStableFunc(d.Edges, func(x, y EdgeRow) int {
+		return cmp.Compare(math.Abs(y.ShareB-y.ShareA), math.Abs(x.ShareB-x.ShareA))
+	})
+	d.Edges = d.Edges[:min(len(d.Edges), maxEdgeRows)]
+}
+
+// AttributeTimed sets the instructions per operation the profile rows
+// attribute by share to the verdict's: perOp returns the centre of a
+// benchmark's timed samples on side 0 (A) or 1 (B), and its unit, false
+// when it has none. Shares then split the timed cost, which the pass's
+// own clock overstates by its sampling.
+func (d *Diff) AttributeTimed(perOp func(bench string, side int) (float64, string, bool)) {
+	if d == nil {
+		return
+	}
+	for i := range d.Profiles {
+		p := &d.Profiles[i]
+		a, unit, okA := perOp(p.Benchmark, 0)
+		b, _, okB := perOp(p.Benchmark, 1)
+		if !okA || !okB {
+			continue
+		}
+		p.PerOpA, p.PerOpB, p.PerOpSource, p.PerOpUnit = a, b, "timed", unit
+		p.rank()
+	}
+}
+
+// Line says a row in one line: "longest_prefix_match.isra.0 45.1% →
+// 0.0% (−45.1 pp), 480.2 → 0.0 insn/op".
+func (r ProfileRow) Line(unit string) string {
+	if unit == "" {
+		unit = "per op"
+	}
+	return fmt.Sprintf("%s %.1f%% → %.1f%% (%+.1f pp), %.1f → %.1f %s", r.Function, 100*r.ShareA, 100*r.ShareB, r.DeltaPP, r.PerOpA, r.PerOpB, unit)
+}
