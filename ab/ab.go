@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/compare"
@@ -162,9 +163,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.Insight != nil {
 		res.Meta.Insight = o.Insight.diff(sides, static)
+		attributeTimed(res.Meta.Insight, rep)
 		keepInsight(res.Results, res.Meta.Insight, s.Log)
 	}
 	return res, nil
+}
+
+// attributeTimed makes the profile rows of d split the verdict's centres
+// (the timed instructions per operation of each side) by share.
+func attributeTimed(d *insight.Diff, rep *compare.Report) {
+	if d == nil || rep == nil {
+		return
+	}
+	d.AttributeTimed(func(bench string, side int) (float64, string, bool) {
+		for _, r := range rep.Rows {
+			if r.Benchmark != bench || !strings.HasSuffix(r.Unit, "/op") {
+				continue
+			}
+			s := [2]compare.Summary{r.A, r.B}[side]
+			return s.Center, r.Unit, s.Boots > 0
+		}
+		return 0, "", false
+	})
 }
 
 // keepInsight keeps the insight block d beside the results file, where

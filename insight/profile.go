@@ -2,7 +2,6 @@ package insight
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -327,13 +326,4 @@ func (d *Diff) AttributeTimed(perOp func(bench string, side int) (float64, strin
 		p.PerOpA, p.PerOpB, p.PerOpSource, p.PerOpUnit = a, b, "timed", unit
 		p.rank()
 	}
-}
-
-// Line says a row in one line: "longest_prefix_match.isra.0 45.1% →
-// 0.0% (−45.1 pp), 480.2 → 0.0 insn/op".
-func (r ProfileRow) Line(unit string) string {
-	if unit == "" {
-		unit = "per op"
-	}
-	return fmt.Sprintf("%s %.1f%% → %.1f%% (%+.1f pp), %.1f → %.1f %s", r.Function, 100*r.ShareA, 100*r.ShareB, r.DeltaPP, r.PerOpA, r.PerOpB, unit)
 }

@@ -121,6 +121,9 @@ func goldenCases(t *testing.T) []goldenCase {
 	full.Insight = insightDiff()
 	comparison("compare-icount", icountReport, full, all...)
 	comparison("compare-bare", icountReport, view.Meta{}, all...)
+	profiled := testMeta
+	profiled.Insight = profileDiff()
+	comparison("compare-profile", icountReport, profiled, FormatHTML)
 	comparison("compare-failon-change", icountReport, view.Meta{FailOn: compare.FailOnChange}, FormatText)
 	comparison("compare-paired", pairedReport, pairedMeta, all...)
 	comparison("compare-paired-incomplete", func(t *testing.T) *compare.Report {
@@ -197,6 +200,9 @@ func goldenCases(t *testing.T) []goldenCase {
 		goldenCase{"insight.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, insightDiff()) }},
 		goldenCase{"insight.md", func(t *testing.T, w io.Writer) error { return WriteInsightMarkdown(w, insightDiff()) }},
 		goldenCase{"insight.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, insightDiff()) }},
+		goldenCase{"insight-profile.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, profileDiff()) }},
+		goldenCase{"insight-profile.md", func(t *testing.T, w io.Writer) error { return WriteInsightMarkdown(w, profileDiff()) }},
+		goldenCase{"insight-profile.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, profileDiff()) }},
 		goldenCase{"benchmarks.txt", func(t *testing.T, w io.Writer) error {
 			return WriteBenchmarks(w, testBenchmarks(), workloads.Params{Entries: 10000, PrefixLen: 32, BatchEntries: 1000})
 		}},

@@ -55,6 +55,11 @@ func writeHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		}
 		page.Insight = strings.TrimPrefix(b.String(), insightTitle+"\n")
 		page.InsightTitle = insightTitle
+		figs, err := profileFigures(meta.Insight)
+		if err != nil {
+			return err
+		}
+		page.Profiles = figs
 	}
 	for _, r := range rep.Rows {
 		c := cells(r)
@@ -127,6 +132,8 @@ type htmlPage struct {
 	// Insight is the insight block as the text report has it, under
 	// InsightTitle; "" without one.
 	Insight, InsightTitle string
+	// Profiles are the charts of the insight block's profiles.
+	Profiles []htmlFigure
 }
 
 type htmlRow struct {
@@ -162,7 +169,11 @@ var htmlTemplate = newPage("compare", `{{define "body"}}<p class="outcome {{.Cla
 </ol>{{end}}
 {{with .Insight}}<h2>{{$.InsightTitle}}</h2>
 <div class="scroll"><pre class="insight">{{.}}</pre></div>
-{{end}}<h2>Per-boot values</h2>
+{{range $.Profiles}}<figure>
+<figcaption>{{.Caption}}</figcaption>
+{{.SVG}}
+</figure>
+{{end}}{{end}}<h2>Per-boot values</h2>
 <p>Each point is one boot (the median of its samples), the bar spans that boot's samples, the dashed line is the side's centre.{{if .Paired}} Boots sit in pair order, pair by pair at the same place on both sides, and a grey line joins the two boots of each pair: its slope is the pair's change.{{end}}</p>
 {{range .Rows}}<figure>
 <figcaption>{{.Benchmark}}: {{.Verdict}}, {{.Delta}}, p={{.P}}, {{.BootsLabel}}</figcaption>

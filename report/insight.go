@@ -71,7 +71,7 @@ func guestSections(d *insight.Diff) []insightSection {
 		}
 		out = append(out, sec)
 	}
-	return out
+	return append(out, profileSections(d)...)
 }
 
 // sideLine says where a side's symbols come from, and what is missing.
@@ -231,7 +231,11 @@ type InsightDocument struct {
 	ProgramLines []string                `json:"program_lines"`
 	Counts       []insight.CountRow      `json:"counts"`
 	CountLines   []string                `json:"count_lines"`
-	Notes        []string                `json:"notes"`
+	// Profiles compare the guests' profiles per benchmark, and
+	// ProfileLines are the text report's lines for them and the passes.
+	Profiles     []insight.ProfileDiff `json:"profiles"`
+	ProfileLines []string              `json:"profile_lines"`
+	Notes        []string              `json:"notes"`
 }
 
 // InsightSide is one side of an InsightDocument.
@@ -245,6 +249,10 @@ type InsightSide struct {
 	Image   *insight.Image          `json:"image,omitempty"`
 	Symbols *insight.Symbols        `json:"symbols,omitempty"`
 	Calls   []insight.FunctionCalls `json:"calls"`
+	// ProfileSummary is the side's profile pass; Profiles its profiles,
+	// by benchmark.
+	ProfileSummary *insight.ProfileSummary `json:"profile_summary,omitempty"`
+	Profiles       []insight.Profile       `json:"profiles,omitempty"`
 }
 
 // NewInsightDocument converts d for JSON.
@@ -257,8 +265,10 @@ func NewInsightDocument(d *insight.Diff) InsightDocument {
 		CallLines:   nonNil(callLines(d)),
 		Programs:    nonNil(d.Programs),
 		Counts:      nonNil(d.Counts),
+		Profiles:    nonNil(d.Profiles),
 		Notes:       nonNil(d.Notes),
 	}
+	doc.ProfileLines = nonNil(profileLineList(d))
 	doc.ProgramLines, doc.CountLines = []string{}, []string{}
 	for _, p := range d.Programs {
 		doc.ProgramLines = append(doc.ProgramLines, p.Line)
@@ -282,5 +292,6 @@ func insightSide(s *insight.Side) InsightSide {
 	return InsightSide{
 		Source: s.Source, Status: s.Status, Problems: s.Problems,
 		Image: s.Image, Symbols: s.Symbols, Calls: nonNil(s.Calls),
+		ProfileSummary: s.ProfileSummary, Profiles: s.Profiles,
 	}
 }
