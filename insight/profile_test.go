@@ -96,7 +96,9 @@ func TestProfileDiffRanksAndAttributes(t *testing.T) {
 	if len(d.Profiles) != 1 || d.Profiles[0].PerOpSource != "profile" {
 		t.Fatalf("profiles %+v; want one, attributed from the profile's own clock", d.Profiles)
 	}
-	d.AttributeTimed(func(bench string, side int) (float64, string, bool) { return [2]float64{800, 600}[side], "insn/op", true })
+	d.AttributeTimed(func(bench string, side int) (float64, string, bool) {
+		return [2]float64{800, 600}[side], "insn/op", true
+	})
 	p := d.Profiles[0]
 	var got []string
 	for _, r := range p.Rows {
