@@ -218,8 +218,8 @@ func (in *Insight) forSetup(s *measure.Setup) *Insight {
 		return in
 	}
 	c := *in
-	c.Guest = false
-	s.Log.Printf("insight from static sources only: boots on a fleet do not bring back the guest's pass")
+	c.Guest, c.ProfilePeriod = false, 0
+	s.Log.Printf("insight from static sources only, and no profile: boots on a fleet do not bring back the guest's pass (the profile is local only)")
 	return &c
 }
 

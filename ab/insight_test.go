@@ -100,12 +100,12 @@ func TestInsightArmKeepsKallsymsOfStaticSides(t *testing.T) {
 func TestInsightOnAFleet(t *testing.T) {
 	var logged strings.Builder
 	s := &measure.Setup{Options: measure.Options{Log: log.New(&logged, "", 0)}}
-	in := &Insight{Guest: true}
+	in := &Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod}
 	if got := in.forSetup(s); got != in {
 		t.Errorf("forSetup(local) = %+v; want the insight as given", got)
 	}
 	s.Remote = measure.Local{}
-	if got := in.forSetup(s); got == nil || got.Guest || !in.Guest || !strings.Contains(logged.String(), "static sources only") {
+	if got := in.forSetup(s); got == nil || got.Guest || got.ProfilePeriod != 0 || !in.Guest || !strings.Contains(logged.String(), "static sources only") || !strings.Contains(logged.String(), "profile is local only") {
 		t.Errorf("forSetup(fleet) = %+v (given %+v), log %q; want no guest pass, the given one unchanged, a note", got, in, logged.String())
 	}
 	if got := (*Insight)(nil).forSetup(s); got != nil {
@@ -137,5 +137,21 @@ func TestKeepInsight(t *testing.T) {
 	os.WriteFile(insight.DiffFile(results), []byte("{}"), 0o644)
 	if got, err := SavedInsight(results); got != nil || err == nil {
 		t.Errorf("SavedInsight(a block without sides) = %+v, %v; want an error", got, err)
+	}
+}
+
+// TestArmProfile checks that the profile pass is armed beside the
+// insight pass at its period, and that a period the kernel would clamp
+// is refused before any boot.
+func TestArmProfile(t *testing.T) {
+	sides := []*measure.Side{{Name: "A"}, {Name: "B"}}
+	runner := &measure.Runner{Sides: sides}
+	in := &Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod}
+	if err := in.arm(runner, [2]*insight.Side{}); err != nil || !slices.Contains(runner.GuestArgs, "lpmbisect.profile=20011") || !slices.Contains(runner.GuestArgs, "lpmbisect.insight=0") {
+		t.Errorf("arm: %q, %v; want the insight pass armed with lpmbisect.profile=20011", runner.GuestArgs, err)
+	}
+	in.ProfilePeriod = 5000
+	if err := in.arm(&measure.Runner{Sides: sides}, [2]*insight.Side{}); err == nil || !strings.Contains(err.Error(), "profile") {
+		t.Errorf("arm with a 5000 ns period = %v; want an error naming the profile", err)
 	}
 }

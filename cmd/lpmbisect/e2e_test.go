@@ -393,8 +393,8 @@ func checkInsight(t *testing.T, in *report.InsightDocument) {
 }
 
 // TestInsightPassKeepsTimedNumbers compares Debian 6.12 with itself under
-// icount: the first boot of each side runs the insight pass after its
-// samples, the second does not. Every row must be SAME, and the controls,
+// icount: the first boot of each side runs the insight pass (and its
+// profile pass) after its samples, the second does not. Every row must be SAME, and the controls,
 // whose instruction counts repeat to the last digit from boot to boot,
 // must be the same to the last digit with and without the pass. (Lookups
 // differ by ~0.01 % between any two boots, pass or not: 600.50 and 600.56
@@ -423,6 +423,18 @@ func TestInsightPassKeepsTimedNumbers(t *testing.T) {
 	}
 	if doc.Insight == nil || len(doc.Insight.Counts) == 0 {
 		t.Errorf("self-compare: insight %+v; want the guest pass's counts", doc.Insight)
+	}
+	// The first boot of each side ran the profile pass too (on by
+	// default): two profiles of one image.
+	profiled := false
+	for i := range doc.Insight.Profiles {
+		if p := &doc.Insight.Profiles[i]; p.Benchmark == "LPMTrie/op=lookup/keys=sequential/entries=1000" {
+			profiled = true
+			checkProfileRepeats(t, p)
+		}
+	}
+	if !profiled {
+		t.Errorf("self-compare: profiles %+v; want the lookup's", doc.Insight.Profiles)
 	}
 	values := map[string][]float64{} // side+boot → the controls' values in order
 	for _, r := range readResultsFile(t, out) {
