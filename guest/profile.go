@@ -130,14 +130,16 @@ func profileBenchmark(b *workloads.Benchmark, p workloads.Params, doc *wire.Prof
 			return bp
 		}
 		ops, opErr := in.Operate()
-		count, err := s.disable()
+		count, running, err := s.disable()
 		if err := errors.Join(opErr, err); err != nil {
 			bp.Problem = fmt.Sprintf("the operations failed: %v", err)
 			return bp
 		}
 		bp.Ops += ops
 		bp.Count += count
-		due += count / doc.Period // each enable starts a period afresh
+		// Due by the time the event ran, not its count: a throttled
+		// cpu-clock event stops counting until the next tick, but runs on.
+		due += max(count, running) / doc.Period // each enable starts a period afresh
 		bp.Samples, _ = s.stats()
 	}
 	bp.Samples, bp.Dropped = s.stats()
@@ -303,7 +305,8 @@ func newSampler(event string, period uint64) (*sampler, error) {
 		s.close()
 		return nil, fmt.Errorf("profile: load the sampling program: %w", err)
 	}
-	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, Sample: period, Bits: unix.PerfBitDisabled}
+	attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, Sample: period, Bits: unix.PerfBitDisabled,
+		Read_format: unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING}
 	if event == wire.EventCycles {
 		attr.Type, attr.Config = unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES
 	}
@@ -333,16 +336,18 @@ func (s *sampler) enable() error {
 	return nil
 }
 
-// disable stops the event and returns its count since enable.
-func (s *sampler) disable() (uint64, error) {
+// disable stops the event and returns its count and the ns it ran since
+// enable.
+func (s *sampler) disable() (count, running uint64, err error) {
 	if err := unix.IoctlSetInt(s.fd, unix.PERF_EVENT_IOC_DISABLE, 0); err != nil {
-		return 0, fmt.Errorf("profile: disable the event: %w", err)
+		return 0, 0, fmt.Errorf("profile: disable the event: %w", err)
 	}
-	var buf [8]byte
-	if _, err := unix.Read(s.fd, buf[:]); err != nil {
-		return 0, fmt.Errorf("profile: read the event: %w", err)
+	var v [3]uint64 // value, time enabled, time running
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*8)
+	if n, err := unix.Read(s.fd, buf); err != nil || n != len(buf) {
+		return 0, 0, fmt.Errorf("profile: read the event: %d bytes, %v", n, err)
 	}
-	return *(*uint64)(unsafe.Pointer(&buf[0])), nil
+	return v[0], v[2], nil
 }
 
 // stats returns the samples the program took and those it could not store.
