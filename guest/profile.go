@@ -123,7 +123,7 @@ func profileBenchmark(b *workloads.Benchmark, p workloads.Params, doc *wire.Prof
 		return bp
 	}
 	defer s.close()
-	var due uint64
+	var due, ran uint64
 	for i := 0; i < profileMaxRepeats && bp.Samples < profileMinSamples; i++ {
 		if err := s.enable(); err != nil {
 			bp.Problem = err.Error()
@@ -139,7 +139,9 @@ func profileBenchmark(b *workloads.Benchmark, p workloads.Params, doc *wire.Prof
 		bp.Count += count
 		// Due by the time the event ran, not its count: a throttled
 		// cpu-clock event stops counting until the next tick, but runs on.
-		due += max(count, running) / doc.Period // each enable starts a period afresh
+		// RESET zeroes the count, not the times: take the difference.
+		due += max(count, running-ran) / doc.Period // each enable starts a period afresh
+		ran = running
 		bp.Samples, _ = s.stats()
 	}
 	bp.Samples, bp.Dropped = s.stats()
