@@ -94,6 +94,28 @@ func (e *AccelError) Error() string {
 	return fmt.Sprintf("queue %s boots under %s", e.Queue.Name, e.Queue.Accel)
 }
 
+// ResolveAccel returns the accelerator of a run whose boots go to the boot
+// queue name, asked for as requested: Auto becomes the queue's accelerator
+// (its workers were started for it, and the queue's name says which), so
+// a comparison decides Auto once, before its first job, and every job
+// carries that accelerator (boot jobs refuse Auto: no worker decides for
+// itself, which would mix the units of one comparison). Any other
+// accelerator is returned as it is, for CheckBootQueue to check. why says
+// what Auto became and why, "" when requested is not Auto.
+func ResolveAccel(requested vmrunner.Accel, name string) (accel vmrunner.Accel, why string, err error) {
+	if requested != vmrunner.Auto {
+		return requested, "", nil
+	}
+	q, err := ParseQueue(name)
+	switch {
+	case err != nil:
+		return "", "", err
+	case q.Build():
+		return "", "", fmt.Errorf("%s %w", q.Name, ErrBuildQueueForBoots)
+	}
+	return q.Accel, fmt.Sprintf("accel auto: using %s, the accelerator of queue %s, for every boot of this run", q.Accel, q.Name), nil
+}
+
 // CheckBootQueue checks the queue that a run under accel sends its boots to,
 // each given stuckAfter before it is taken for lost: a boot queue
 // (ParseQueue; else ErrBuildQueueForBoots after the name) of that

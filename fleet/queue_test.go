@@ -115,3 +115,32 @@ func TestCheckQueues(t *testing.T) {
 		t.Errorf("CheckBuildQueue(icount) = %v; want ErrBootQueueForBuilds after the name", err)
 	}
 }
+
+// TestResolveAccel checks that Auto on a fleet is the queue's accelerator,
+// decided by the comparison before any job, whatever this host's /dev/kvm.
+func TestResolveAccel(t *testing.T) {
+	for _, c := range []struct {
+		requested vmrunner.Accel
+		queue     string
+		want      vmrunner.Accel
+		says      bool
+	}{
+		{vmrunner.Auto, "icount", vmrunner.Icount, true},
+		{vmrunner.Auto, "kvm-zen4", vmrunner.KVM, true},
+		{vmrunner.Auto, "tcg-slow", vmrunner.TCG, true},
+		{vmrunner.TCG, "kvm-zen4", vmrunner.TCG, false}, // CheckBootQueue refuses it
+	} {
+		got, why, err := ResolveAccel(c.requested, c.queue)
+		if err != nil || got != c.want || (why != "") != c.says {
+			t.Errorf("ResolveAccel(%s, %s) = %s, %q, %v; want %s (a line: %v)", c.requested, c.queue, got, why, err, c.want, c.says)
+		}
+		if _, err := CheckBootQueue(c.queue, got, MinStuckAfter); c.requested == vmrunner.Auto && err != nil {
+			t.Errorf("CheckBootQueue(%s, ResolveAccel(auto)) = %v; want the queue", c.queue, err)
+		}
+	}
+	for _, q := range []string{"build", "gpu"} {
+		if a, _, err := ResolveAccel(vmrunner.Auto, q); err == nil {
+			t.Errorf("ResolveAccel(auto, %s) = %s; want an error (no boot queue)", q, a)
+		}
+	}
+}

@@ -24,8 +24,12 @@ import (
 // (run, compare, bisect, nightly, calibrate, a fleet worker). The zero value
 // of a field means its default.
 type Options struct {
-	Accel vmrunner.Accel // default Auto
-	Plan  GuestPlan
+	// Accel is the accelerator asked for (default Auto: KVM where it
+	// works, else icount). NewSetup decides Auto where no boot is needed.
+	Accel vmrunner.Accel
+	// Plan is the guest's plan; Samples and Rounds of 0 take the
+	// accelerator's defaults (wire.DefaultSamples, wire.DefaultRounds).
+	Plan GuestPlan
 	// MemoryMB and CPUs size the guest (default 1024 MiB, 1 vCPU).
 	MemoryMB, CPUs int
 	// BootTimeout bounds the wait for the guest's first results,
@@ -63,6 +67,8 @@ type Options struct {
 	// Log gets progress lines and notes; Verbose, when set, every QEMU
 	// command line and the decisions behind a run.
 	Log, Verbose *log.Logger
+
+	probe vmrunner.KVMProbe // nil: /dev/kvm; tests give a fake
 }
 
 // OptionError is an Options field that cannot be used. Option names it as
@@ -100,12 +106,27 @@ func NewSetup(o Options) (*Setup, error) {
 	if err != nil {
 		return nil, &OptionError{"accel", err}
 	}
+	if o.Log == nil {
+		o.Log = log.New(io.Discard, "", 0)
+	}
+	// Auto is decided here where no boot is needed (no usable /dev/kvm:
+	// icount), so that the plan's defaults, the calibration and the
+	// comparison rule are those of the accelerator the boots will use.
+	// Where /dev/kvm opens, the first boot decides (KVM, or icount if the
+	// guest makes no progress) and the plan keeps the wall-clock defaults.
+	sel := &vmrunner.Selector{Requested: accel, Log: o.Log, Probe: o.probe}
+	if decided := sel.Resolve(); decided != "" {
+		accel = decided
+	}
 	o.Accel = accel
 	if o.MemoryMB == 0 {
 		o.MemoryMB = 1024
 	}
 	if o.CPUs == 0 {
 		o.CPUs = 1
+	}
+	if o.Plan.Samples == 0 {
+		o.Plan.Samples = wire.DefaultSamples(wire.Accel(o.Accel))
 	}
 	if o.Plan.Rounds == 0 {
 		o.Plan.Rounds = wire.DefaultRounds(wire.Accel(o.Accel))
@@ -138,11 +159,7 @@ func NewSetup(o Options) (*Setup, error) {
 	if o.RunDir == "" {
 		o.RunDir = filepath.Join(o.CacheDir, "runs", time.Now().Format("20060102-150405")+fmt.Sprintf("-%d", os.Getpid()))
 	}
-	if o.Log == nil {
-		o.Log = log.New(io.Discard, "", 0)
-	}
-	s := &Setup{Options: o, Workers: workers,
-		Selector: &vmrunner.Selector{Requested: o.Accel, Log: o.Log},
+	s := &Setup{Options: o, Workers: workers, Selector: sel,
 		VM: vmrunner.Config{QEMU: o.QEMU, MemoryMB: o.MemoryMB, CPUs: o.CPUs,
 			BootDeadline: o.BootTimeout, ProgressDeadline: o.ProgressTimeout, Log: o.Verbose},
 	}

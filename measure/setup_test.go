@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,42 @@ func TestNewSetupOptionErrors(t *testing.T) {
 		var oe *OptionError
 		if _, err := NewSetup(o); !errors.As(err, &oe) || oe.Option != c.option {
 			t.Errorf("NewSetup(%s) error = %v; want an OptionError of %q", c.name, err, c.option)
+		}
+	}
+}
+
+// TestNewSetupAuto checks that auto is decided before any boot where
+// /dev/kvm does not open (icount, said once, with icount's plan defaults),
+// and left to the first boot where it opens (the wall-clock defaults), under
+// a fake probe: our machines have no KVM.
+func TestNewSetupAuto(t *testing.T) {
+	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
+	os.WriteFile(guest, []byte("not used"), 0o755)
+	plan := GuestPlan(wire.DefaultPlan())
+	plan.Samples, plan.Rounds = 0, 0 // the accelerator's defaults
+	for _, c := range []struct {
+		kvmOpens        bool
+		accel           vmrunner.Accel
+		samples, rounds int
+		says            string
+	}{
+		{false, vmrunner.Icount, wire.DefaultIcountSamples, wire.DefaultIcountRounds,
+			"accel auto: no usable /dev/kvm: fake; using icount: instruction counts, deterministic\n"},
+		{true, vmrunner.Auto, wire.DefaultWallClockSamples, wire.DefaultWallClockRounds, ""},
+	} {
+		var buf strings.Builder
+		o := Options{Plan: plan, Guest: guest, CacheDir: t.TempDir(), Log: log.New(&buf, "", 0),
+			probe: func() (bool, string) { return c.kvmOpens, "fake" }}
+		s, err := NewSetup(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Accel != c.accel || s.Plan.Samples != c.samples || s.Plan.Rounds != c.rounds || buf.String() != c.says {
+			t.Errorf("NewSetup(auto, /dev/kvm opens %v) = accel %s, %d samples × %d rounds, said %q; want %s, %d × %d, %q",
+				c.kvmOpens, s.Accel, s.Plan.Samples, s.Plan.Rounds, buf.String(), c.accel, c.samples, c.rounds, c.says)
+		}
+		if p, _ := s.ParamsKey(); !strings.HasPrefix(p, string(c.accel)+"-") {
+			t.Errorf("ParamsKey() = %q; want it to start with the decided accelerator %s", p, c.accel)
 		}
 	}
 }

@@ -14,7 +14,11 @@ type Accel string
 // Accelerators. Results from different accelerators are never comparable:
 // Icount results are instruction counts, the others wall-clock time.
 const (
-	// Auto uses KVM when the guest makes progress under it, else TCG.
+	// Auto uses KVM when the guest makes progress under it, else Icount:
+	// where there is no working KVM (CI runners, cloud VMs, nested
+	// virtualization), wall time under TCG measures the emulator and
+	// whatever else the host runs, while instruction counts stay the same
+	// on a busy machine. TCG wall time is only ever used when asked for.
 	Auto Accel = "auto"
 	// KVM runs the guest on the host CPU (needs a working /dev/kvm).
 	KVM Accel = Accel(wire.AccelKVM)
@@ -42,6 +46,9 @@ func ParseAccel(s string) (Accel, error) {
 
 // Unit is the benchmark unit results carry under this accelerator.
 func (a Accel) Unit() string { return wire.Accel(a).Unit() }
+
+// KVMProbe reports whether /dev/kvm can be used, and if not, why.
+type KVMProbe func() (usable bool, why string)
 
 // kvmUsable reports whether /dev/kvm can be opened for reading and writing,
 // and if not, why. Usable is not the same as working: nested or broken

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // KVMProbeDeadline is how long a guest may stay silent under KVM before the
@@ -17,13 +19,18 @@ const KVMProbeDeadline = 10 * time.Second
 
 // Selector boots guests with a requested accelerator, resolving Auto once
 // per process: KVM when /dev/kvm opens and a guest actually makes progress
-// under it, TCG otherwise. Present is not the same as working: on nested
-// virtualization /dev/kvm may open and the guest then hangs forever.
+// under it, Icount otherwise. Present is not the same as working: on nested
+// virtualization /dev/kvm may open and the guest then hangs forever. TCG
+// wall time is never chosen for Auto: without KVM it measures the emulator
+// and the host's load, while instruction counts do not move.
 type Selector struct {
 	Requested Accel
 	// Log receives one line saying which accelerator Auto chose and why (a
 	// warning when KVM was present but did not work); nil means silent.
 	Log *log.Logger
+	// Probe says whether /dev/kvm can be used; nil opens /dev/kvm. Tests
+	// give a fake.
+	Probe KVMProbe
 
 	mu      sync.Mutex
 	decided Accel
@@ -49,6 +56,39 @@ func (s *Selector) Accel() Accel {
 	return s.decided
 }
 
+// autoFallback is the accelerator Auto uses where KVM does not work.
+const autoFallback = Icount
+
+// icountWhy is what the line about Auto's choice says Icount gives.
+const icountWhy = "using icount: instruction counts, deterministic"
+
+func (s *Selector) probe() (bool, string) {
+	if s.Probe != nil {
+		return s.Probe()
+	}
+	return kvmUsable()
+}
+
+// Resolve decides Auto where no boot is needed to decide it: when /dev/kvm
+// cannot be used, Auto is Icount, said once on Log. It returns the
+// accelerator boots will use: the requested one, the decided one, or ""
+// while /dev/kvm opens and the first boot must show whether KVM runs
+// guests (Boot then decides, falling back to Icount).
+func (s *Selector) Resolve() Accel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Requested != Auto {
+		return s.Requested
+	}
+	if s.decided == "" {
+		if ok, why := s.probe(); !ok {
+			s.decided = autoFallback
+			s.say("accel auto: no usable /dev/kvm: %s; %s", why, icountWhy)
+		}
+	}
+	return s.decided
+}
+
 // Boot boots cfg (whose Accel is ignored) with the selected accelerator. It
 // may be called from several goroutines at once (the two VMs of a pair):
 // while Auto is unresolved, the first call decides and the others wait, but
@@ -60,7 +100,7 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Accel = s.Requested
 		return Boot(ctx, cfg)
 	case KVM:
-		if ok, why := kvmUsable(); !ok {
+		if ok, why := s.probe(); !ok {
 			return nil, &KVMUnusableError{Reason: "/dev/kvm cannot be used: " + why}
 		}
 		cfg.Accel, cfg.StartDeadline = KVM, KVMProbeDeadline
@@ -81,11 +121,11 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		return Boot(ctx, cfg)
 	}
-	if ok, why := kvmUsable(); !ok {
-		s.decided = TCG
-		s.say("accel auto: using TCG (no usable /dev/kvm: %s)", why)
+	if ok, why := s.probe(); !ok {
+		s.decided = autoFallback
+		s.say("accel auto: no usable /dev/kvm: %s; %s", why, icountWhy)
 		s.mu.Unlock()
-		cfg.Accel = TCG
+		cfg.Accel = autoFallback
 		return Boot(ctx, cfg)
 	}
 	// Probe with this boot. The lock is held until the guest shows it runs
@@ -112,8 +152,9 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 		release(KVM, "accel auto: using KVM")
 		return r, err
 	}
-	release(TCG, "warning: /dev/kvm is present but %s; falling back to TCG", kvmFailure(r))
-	cfg.Accel, cfg.StartDeadline, cfg.onKernelStart = TCG, 0, nil
+	release(autoFallback, "warning: /dev/kvm is present but %s; %s", kvmFailure(r), icountWhy)
+	cfg.Accel, cfg.StartDeadline, cfg.onKernelStart = autoFallback, 0, nil
+	cfg.KernelArgs = wire.RetellAccel(cfg.KernelArgs, wire.Accel(autoFallback))
 	return Boot(ctx, cfg)
 }
 

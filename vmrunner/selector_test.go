@@ -9,41 +9,79 @@ import (
 )
 
 // TestSelectorAutoSaysOnce boots twice with Auto and checks the one line
-// that says what was chosen. Which line depends on this machine's
-// /dev/kvm; the fake QEMU never runs a guest under KVM either way.
+// that says what was chosen, under a fake probe of /dev/kvm either way
+// (our machines have no KVM): where /dev/kvm opens, the first boot decides
+// (KVM when the guest runs, else icount); where it does not, icount.
 func TestSelectorAutoSaysOnce(t *testing.T) {
-	kvmOpens, why := kvmUsable()
+	const noKVM = "open /dev/kvm: no such file or directory"
 	for _, c := range []struct {
-		guest     string
-		accel     Accel  // chosen when /dev/kvm opens
-		kvmSays   string // the line then, after the logger's prefix
-		noKVMSays string // the line when /dev/kvm does not open
+		name, guest string
+		kvmOpens    bool
+		accel       Accel
+		says        string // after the logger's prefix
 	}{
-		{"ok", KVM, "accel auto: using KVM", "accel auto: using TCG (no usable /dev/kvm: " + why + ")"},
-		{"kvm-refused", TCG, "warning: /dev/kvm is present but QEMU could not run the guest under KVM (-accel kvm: failed to initialize kvm: Permission denied); falling back to TCG",
-			"accel auto: using TCG (no usable /dev/kvm: " + why + ")"},
+		{"kvm-works", "ok", true, KVM, "accel auto: using KVM"},
+		{"kvm-broken", "kvm-refused", true, Icount,
+			"warning: /dev/kvm is present but QEMU could not run the guest under KVM (-accel kvm: failed to initialize kvm: Permission denied); using icount: instruction counts, deterministic"},
+		{"no-kvm", "ok", false, Icount, "accel auto: no usable /dev/kvm: " + noKVM + "; using icount: instruction counts, deterministic"},
 	} {
-		t.Run(c.guest, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var buf strings.Builder
-			sel := &Selector{Requested: Auto, Log: log.New(&buf, "P: ", 0)}
-			wantAccel, wantLine := c.accel, c.kvmSays
-			if !kvmOpens {
-				wantAccel, wantLine = TCG, c.noKVMSays
-			}
+			probes := 0
+			sel := &Selector{Requested: Auto, Log: log.New(&buf, "P: ", 0), Probe: func() (bool, string) {
+				probes++
+				if c.kvmOpens {
+					return true, ""
+				}
+				return false, noKVM
+			}}
 			for boot := 1; boot <= 2; boot++ {
 				r, err := sel.Boot(context.Background(), fakeConfig(t, c.guest))
-				if err != nil || r.Outcome != OK || r.Accel != wantAccel {
-					t.Fatalf("boot %d: Selector{Auto}.Boot(%s) = %+v, %v; want %s under %s", boot, c.guest, r, err, OK, wantAccel)
+				if err != nil || r.Outcome != OK || r.Accel != c.accel {
+					t.Fatalf("boot %d: Selector{Auto}.Boot(%s) = %+v, %v; want %s under %s", boot, c.guest, r, err, OK, c.accel)
+				}
+				// The boot that found KVM broken is retried under icount,
+				// and its guest told so.
+				if c.guest == "kvm-refused" && boot == 1 && !strings.Contains(strings.Join(r.Command, " "), "lpmbisect.accel=icount") {
+					t.Errorf("boot %d, retried under icount: command %q does not tell the guest lpmbisect.accel=icount", boot, r.Command)
 				}
 			}
-			if got := sel.Accel(); got != wantAccel {
-				t.Errorf("Selector.Accel() = %s; want %s", got, wantAccel)
+			if got := sel.Accel(); got != c.accel {
+				t.Errorf("Selector.Accel() = %s; want %s", got, c.accel)
 			}
-			if want := "P: " + wantLine + "\n"; buf.String() != want {
+			if probes != 1 {
+				t.Errorf("Selector{Auto} probed /dev/kvm %d times in 2 boots; want once", probes)
+			}
+			if want := "P: " + c.says + "\n"; buf.String() != want {
 				t.Errorf("Selector{Auto} logged %q; want %q", buf.String(), want)
 			}
 		})
+	}
+}
+
+// TestSelectorResolve checks that Auto is decided before any boot where
+// /dev/kvm does not open, and left to the first boot where it does.
+func TestSelectorResolve(t *testing.T) {
+	for _, c := range []struct {
+		requested Accel
+		kvmOpens  bool
+		want      Accel
+	}{
+		{Auto, false, Icount},
+		{Auto, true, ""},
+		{TCG, false, TCG},
+		{KVM, false, KVM},
+	} {
+		var buf strings.Builder
+		sel := &Selector{Requested: c.requested, Log: log.New(&buf, "", 0), Probe: func() (bool, string) { return c.kvmOpens, "fake" }}
+		if got := sel.Resolve(); got != c.want {
+			t.Errorf("Selector{%s, /dev/kvm opens %v}.Resolve() = %q; want %q", c.requested, c.kvmOpens, got, c.want)
+		}
+		sel.Resolve()
+		if lines := strings.Count(buf.String(), "\n"); c.want == Icount && c.requested == Auto && lines != 1 || c.requested != Auto && lines != 0 {
+			t.Errorf("Selector{%s}.Resolve() twice logged %q; want one line for Auto's choice, none otherwise", c.requested, buf.String())
+		}
 	}
 }
 

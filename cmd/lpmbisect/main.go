@@ -17,10 +17,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/fleet"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -113,6 +115,19 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 	}
 	if controls {
 		o.Plan = o.Plan.WithControls()
+	}
+	// On a fleet, auto is the queue's accelerator, decided here once for
+	// every job of the run (workers never decide it). A bad --accel is
+	// NewSetup's to report.
+	if requested, err := vmrunner.ParseAccel(string(o.Accel)); err == nil && r.remote != nil && r.remote.queue != "" {
+		accel, why, err := fleet.ResolveAccel(requested, r.remote.queue)
+		if err != nil {
+			return nil, queueError("queue", err)
+		}
+		if why != "" {
+			r.log.Print(why)
+		}
+		o.Accel = accel
 	}
 	s, err := measure.NewSetup(o)
 	if err != nil {
