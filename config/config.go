@@ -53,7 +53,7 @@ type File struct {
 
 // Measure says how kernels are booted and how many boots are taken.
 type Measure struct {
-	Accel           string   `toml:"accel" usage:"auto, kvm, tcg or icount (TCG counting instructions: deterministic, unit insn/op)"`
+	Accel           string   `toml:"accel" usage:"auto (KVM where it works, else icount), kvm, tcg (wall time under emulation) or icount (TCG counting instructions: deterministic, unit insn/op)"`
 	Boots           int      `toml:"boots"`     // each command words its flag
 	MaxBoots        int      `toml:"max_boots"` // each command words its flag
 	Parallel        int      `toml:"parallel" usage:"boots at once under --accel icount (0: one per host CPU); wall-time boots never overlap"`
@@ -70,11 +70,12 @@ type Measure struct {
 
 // Bench selects the benchmarks the guest runs and their parameters.
 type Bench struct {
-	Select       string `toml:"select" flag:"bench" usage:"benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, hash, bloom, storage, all; comma-separated) or a regexp over result names (see lpmbisect list)"`
-	Samples      int    `toml:"samples" usage:"samples per benchmark per boot"`
-	Entries      int    `toml:"entries" usage:"map size: LPM trie, hash map and bloom filter entries (dense keys [0,N))"`
-	PrefixLen    int    `toml:"prefix_len" usage:"LPM key prefix length (2^prefix-len must be at least --entries)"`
-	BatchEntries int    `toml:"batch_entries" usage:"elements of the MapBatch maps"`
+	Select string `toml:"select" flag:"bench" usage:"benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, hash, bloom, storage, all; comma-separated) or a regexp over result names (see lpmbisect list)"`
+	// Samples of 0 mean the accelerator's default (wire.DefaultSamples).
+	Samples      int `toml:"samples" usage:"samples per benchmark per boot (0: the accelerator's default, 1 under icount, 5 under a wall clock)"`
+	Entries      int `toml:"entries" usage:"map size: LPM trie, hash map and bloom filter entries (dense keys [0,N))"`
+	PrefixLen    int `toml:"prefix_len" usage:"LPM key prefix length (2^prefix-len must be at least --entries)"`
+	BatchEntries int `toml:"batch_entries" usage:"elements of the MapBatch maps"`
 	// Rounds of 0 mean the accelerator's default (wire.DefaultRounds).
 	Rounds int `toml:"rounds" usage:"test-run repetitions of 10000 ops per sample (0: the accelerator's default; other families scale from it)"`
 }
@@ -192,7 +193,7 @@ func Defaults() File {
 	return File{
 		Measure: Measure{Accel: "auto", MaxBoots: compare.DefaultMaxBoots, MemoryMB: 1024, CPUs: 1, QEMU: "qemu-system-x86_64",
 			BootTimeout: Duration{90 * time.Second}, ProgressTimeout: Duration{60 * time.Second}},
-		Bench: Bench{Select: plan.Bench, Samples: plan.Samples, Entries: plan.Entries, PrefixLen: plan.PrefixLen,
+		Bench: Bench{Select: plan.Bench, Entries: plan.Entries, PrefixLen: plan.PrefixLen,
 			BatchEntries: plan.BatchEntries},
 		Stats:   Stats{Alpha: 0.05, MinEffect: 1, Rule: RuleAuto},
 		Build:   Build{Base: "tinyconfig", Make: "make"},

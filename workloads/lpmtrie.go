@@ -251,8 +251,8 @@ func jitOnOnePage(coll *ebpf.Collection, pageSize uint64) (onePage, known bool) 
 
 // lpmRun returns the run function of an LPM trie benchmark timed around
 // bpf_loop: load the program and maps, fill the trie if the operation needs
-// it full, run once to warm up, then report Params.Samples samples of
-// Params.Rounds program runs each.
+// it full, warm up (Params.WarmUpRounds), then report Params.Samples
+// samples of Params.Rounds program runs each.
 func lpmRun(op bpf.LPMOp, keys bpf.KeyOrder) func(*Run) error {
 	return runPrepared(func(r *Run) (*progBench, func(), error) { return lpmPrepare(r, op, keys) })
 }
@@ -272,7 +272,7 @@ func runPrepared[S sampler](prepare func(*Run) (S, func(), error)) func(*Run) er
 			return err
 		}
 		defer closeAll()
-		if _, err := b.sample(r.Params.Rounds); err != nil {
+		if _, err := b.sample(r.Params.WarmUpRounds()); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 		return reportSamples(r, func() (Sample, error) { return b.sample(r.Params.Rounds) })

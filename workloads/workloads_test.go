@@ -346,3 +346,14 @@ func compilePresets() error {
 	}
 	return nil
 }
+
+func TestWarmUpRounds(t *testing.T) {
+	for _, c := range []struct {
+		clock Clock
+		want  int
+	}{{WallClock, 20}, {InstructionClock, 1}} {
+		if got := (Params{Rounds: 20, Clock: c.clock}).WarmUpRounds(); got != c.want {
+			t.Errorf("Params{Rounds: 20, Clock: %v}.WarmUpRounds() = %d; want %d", c.clock, got, c.want)
+		}
+	}
+}
