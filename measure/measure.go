@@ -51,6 +51,10 @@ type Side struct {
 	// was dropped.
 	Insight        []byte
 	InsightProblem string
+	// BootImage is the file QEMU boots when it is not Kernel.Image: the
+	// kernel ELF for a PVH boot (PVHImage), which Setup.Prepare picks
+	// under icount.
+	BootImage string
 	// StaticSymbols says the host reads this kernel's symbols from a
 	// static source (a vmlinux, a -dbg package): its boots tell an armed
 	// insight pass not to send kallsyms (wire.SkipKallsyms).

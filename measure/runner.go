@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -162,7 +163,7 @@ func (r *Runner) job(s *Side, pair int) Job {
 	r.started[s.Name]++
 	boot := r.started[s.Name]
 	cfg := r.VM
-	cfg.Kernel, cfg.Initramfs = s.Kernel.Image, s.Image.Path
+	cfg.Kernel, cfg.Initramfs = cmp.Or(s.BootImage, s.Kernel.Image), s.Image.Path
 	cfg.KernelArgs = append(slices.Clone(r.GuestArgs), wire.ParamAccel.Arg(string(accelFor(r.Selector))))
 	if boot == 1 { // an armed insight pass runs in the first boot of each side
 		cfg.KernelArgs = wire.ArmInsight(cfg.KernelArgs)

@@ -183,8 +183,31 @@ func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 		if side.ChannelNote != "" {
 			s.Log.Printf("%s: %s", side.Name, side.ChannelNote)
 		}
+		if s.Accel == vmrunner.Icount && s.Remote == nil {
+			s.usePVH(side)
+		}
 	}
 	return sides, nil
+}
+
+// usePVH makes side boot its kernel ELF through PVH (PVHImage) when the
+// kernel has a PVH entry, and keeps the bzImage otherwise, saying why.
+// Boots on a fleet keep the bzImage, which is the blob its workers fetch.
+func (s *Setup) usePVH(side *Side) {
+	elf, err := PVHImage(side.Kernel, s.CacheDir)
+	switch {
+	case err == nil:
+		side.BootImage = elf
+		if s.Verbose != nil {
+			s.Verbose.Printf("%s: boots %s through PVH (no decompressor)", side.Name, elf)
+		}
+	case errors.Is(err, ErrNoPVHEntry):
+		if s.Verbose != nil {
+			s.Verbose.Printf("%s: boots the bzImage: %v", side.Name, err)
+		}
+	default:
+		s.Log.Printf("%s: boots the bzImage: kernel ELF for a PVH boot: %v", side.Name, err)
+	}
 }
 
 // Pairs reports whether a run of n kernels runs in pairs: asked for, two
