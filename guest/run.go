@@ -53,10 +53,12 @@ func Run(o Options) (err error) {
 	if b.planErr != nil {
 		b.plan = wire.DefaultPlan() // its port carries the error to the host
 	}
+	b.markPhase(wire.PhaseToInit)
 	b.setUp()
 	if err := b.openChannel(); err != nil {
 		return err
 	}
+	b.markPhase(wire.PhaseSetUp)
 	return b.run()
 }
 
@@ -138,9 +140,11 @@ func (b *boot) stream() (err error) {
 	if err != nil {
 		return err
 	}
+	b.markPhase(wire.PhaseBenchmarks)
 	var insightDoc []byte
 	if b.plan.Insight == wire.InsightOn {
 		insightDoc = insightPass(benches, p, b.plan, b.info)
+		b.markPhase(wire.PhaseInsight)
 	}
 	// Info notes come last so that the configuration lines open the stream.
 	for _, text := range b.infos {
@@ -158,6 +162,7 @@ func (b *boot) stream() (err error) {
 			logf("insight document: %v", err) // the results are complete: the boot counts
 		}
 	}
+	b.markPhase(wire.PhaseTrailer)
 	return nil
 }
 
@@ -225,6 +230,7 @@ func (b *boot) flush() error {
 	if err := b.ch.drain(); err != nil {
 		return fmt.Errorf("drain %s: %w", b.ch.path, err)
 	}
+	b.markPhase(wire.PhaseFlushAck)
 	if b.ch.kind == wire.ChannelVirtio {
 		logf("the host acknowledged the stream after %v of guest clock", time.Since(begin).Round(time.Microsecond))
 	}

@@ -183,6 +183,9 @@ func labelResults(s *Side, boot, pair int, seed uint64, params string, r *vmrunn
 		if r.CPUModel != "" {
 			res.SetConfig(wire.KeyCPUModel, r.CPUModel)
 		}
+		if p := wire.FormatPhases(r.Phases); p != "" && r.Accel == vmrunner.Icount {
+			res.SetConfig(wire.KeyPhases, p)
+		}
 		for i := range res.Config {
 			res.Config[i].File = true
 		}

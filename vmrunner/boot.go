@@ -112,6 +112,9 @@ type Result struct {
 	// QEMUVersion is the binary's version as QEMUVersion reports it
 	// ("7.2.22"), or "" when the binary did not tell.
 	QEMUVersion string
+	// Phases are the ends of the boot's phases that the guest marked on
+	// its console (icount only; wire.PhaseMark), in order.
+	Phases []wire.PhaseMark
 }
 
 // ErrQEMUMissing is returned when the QEMU binary cannot be found.
@@ -278,6 +281,7 @@ loop:
 		data, channel = mon.serial.Bytes(), wire.ChannelSerial
 	}
 	res.Stream, res.Channel = DecodeStream(data, cfg), channel
+	res.Phases = mon.phases // the console reader is done (wg.Wait)
 	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr.String())
 	return res, nil
 }

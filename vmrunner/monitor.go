@@ -33,6 +33,7 @@ type monitor struct {
 	mu        sync.Mutex
 	panicText string
 	tail      []string // last console lines
+	phases    []wire.PhaseMark
 	virtio    boundedBuffer
 	serial    boundedBuffer
 }
@@ -102,6 +103,9 @@ func (m *monitor) consoleLine(line string) {
 				break
 			}
 		}
+	}
+	if mark, ok := wire.ParsePhaseMark(line); ok && len(m.phases) < len(wire.Phases) {
+		m.phases = append(m.phases, mark)
 	}
 	m.tail = append(m.tail, line)
 	if len(m.tail) > 5 {

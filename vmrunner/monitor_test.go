@@ -104,3 +104,18 @@ func TestReadResultsPacesReadyNotes(t *testing.T) {
 		t.Errorf("Pace called for steps %v; want [1 3]", steps)
 	}
 }
+
+// TestMonitorPhases checks that the guest's phase marks are kept from the
+// console in order, and at most one per phase's worth of lines.
+func TestMonitorPhases(t *testing.T) {
+	m := &monitor{}
+	m.consoleLine("[    1.0] Run /init as init process")
+	m.consoleLine("lpmbisect-guest: " + wire.PhaseMark{Phase: wire.PhaseToInit, TSC: 100}.ConsoleText())
+	m.consoleLine("lpmbisect-guest: lpmbisect-phase: nonsense tsc=1 idle-ns=2")
+	for i := range 20 {
+		m.consoleLine("lpmbisect-guest: " + wire.PhaseMark{Phase: wire.PhaseSetUp, TSC: uint64(200 + i)}.ConsoleText())
+	}
+	if len(m.phases) != len(wire.Phases) || m.phases[0].Phase != wire.PhaseToInit || m.phases[0].TSC != 100 || m.phases[1].TSC != 200 {
+		t.Errorf("monitor kept phases %+v; want to-init at 100, then set-up marks up to %d in all", m.phases, len(wire.Phases))
+	}
+}

@@ -68,6 +68,11 @@ const (
 	// KeyCPUModel is the model QEMU emulated (its -cpu value, "host" under
 	// KVM). Icount instruction counts are comparable only for one model.
 	KeyCPUModel = "cpu-model"
+	// KeyPhases is where an icount boot's guest clock went, phase by
+	// phase (FormatPhases): instructions, and the idle time the clock
+	// skipped, from QEMU's start to the guest's flush, read from the
+	// guest's console (PhaseMark).
+	KeyPhases = "phases"
 	// KeyVersion is the version of lpmbisect that measured (the host's;
 	// the guest is built with it).
 	KeyVersion = "lpmbisect"

@@ -1,0 +1,113 @@
+package wire
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Phases of a boot, named by what the guest's clock did in them, in the
+// order the guest ends them. The guest marks the end of each on its
+// console (PhaseMark); under icount the marks' time stamp counter is the
+// guest clock, which advances one tick per instruction and skips ahead
+// while the guest idles (sleep=off), so the ticks of a phase are its
+// instructions plus its idle time, and the idle time is read apart.
+const (
+	// PhaseToInit is QEMU's start to the guest's first line of Go:
+	// firmware and decompressor (none under a PVH boot), the kernel's
+	// boot and initcalls, the Go runtime's start.
+	PhaseToInit = "to-init"
+	// PhaseSetUp is PID 1's set-up: mounts, modules, the results channel.
+	PhaseSetUp = "set-up"
+	// PhaseBenchmarks is the benchmarks: program loads, trie fills,
+	// warm-ups and timed samples.
+	PhaseBenchmarks = "benchmarks"
+	// PhaseInsight is the insight pass (on one boot a side, when armed).
+	PhaseInsight = "insight"
+	// PhaseTrailer is the notes, the trailer and the insight document.
+	PhaseTrailer = "trailer"
+	// PhaseFlushAck is the wait for the host's acknowledgement of the
+	// stream: the host's time, not the kernel's, so it is its own phase.
+	PhaseFlushAck = "flush-ack"
+)
+
+// Phases lists the phases in order.
+var Phases = []string{PhaseToInit, PhaseSetUp, PhaseBenchmarks, PhaseInsight, PhaseTrailer, PhaseFlushAck}
+
+// PhaseMark is the guest's console line at the end of a phase: its time
+// stamp counter and its idle time so far (/proc/uptime), in nanoseconds of
+// the guest clock.
+type PhaseMark struct {
+	Phase  string
+	TSC    uint64
+	IdleNS uint64
+}
+
+// phaseMarker starts the text of a mark on the console (after the guest's
+// own prefix).
+const phaseMarker = "lpmbisect-phase: "
+
+// ConsoleText is the mark as the guest writes it on its console.
+func (m PhaseMark) ConsoleText() string {
+	return fmt.Sprintf("%s%s tsc=%d idle-ns=%d", phaseMarker, m.Phase, m.TSC, m.IdleNS)
+}
+
+// ParsePhaseMark reads a mark from a console line (untrusted guest output):
+// a known phase and two decimal numbers, or false.
+func ParsePhaseMark(line string) (PhaseMark, bool) {
+	i := strings.Index(line, phaseMarker)
+	if i < 0 {
+		return PhaseMark{}, false
+	}
+	f := strings.Fields(line[i+len(phaseMarker):])
+	if len(f) != 3 || !isPhase(f[0]) {
+		return PhaseMark{}, false
+	}
+	tsc, ok1 := strings.CutPrefix(f[1], "tsc=")
+	idle, ok2 := strings.CutPrefix(f[2], "idle-ns=")
+	t, err1 := strconv.ParseUint(tsc, 10, 64)
+	n, err2 := strconv.ParseUint(idle, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		return PhaseMark{}, false
+	}
+	return PhaseMark{Phase: f[0], TSC: t, IdleNS: n}, true
+}
+
+func isPhase(name string) bool {
+	for _, p := range Phases {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// FormatPhases renders a boot's marks as the value of KeyPhases: each
+// phase's guest clock in millions of ticks, with its idle share when there
+// is one, then the total: "to-init 959.1M, set-up 7.1M, benchmarks 1250.2M
+// (idle 580.0M), …; all 2218.3M (idle 580.0M)". Marks must come in the
+// order the guest wrote them; a phase the boot skipped (no insight pass) is
+// absent, and one whose mark is out of order is dropped.
+func FormatPhases(marks []PhaseMark) string {
+	var parts []string
+	var prev PhaseMark
+	for _, m := range marks {
+		if m.TSC < prev.TSC || m.IdleNS < prev.IdleNS {
+			continue
+		}
+		parts = append(parts, m.Phase+" "+millions(m.TSC-prev.TSC, m.IdleNS-prev.IdleNS))
+		prev = m
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, ", ") + "; all " + millions(prev.TSC, prev.IdleNS)
+}
+
+func millions(ticks, idle uint64) string {
+	s := fmt.Sprintf("%.1fM", float64(ticks)/1e6)
+	if idle > 0 {
+		s += fmt.Sprintf(" (idle %.1fM)", float64(idle)/1e6)
+	}
+	return s
+}
