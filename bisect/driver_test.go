@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/perf/benchfmt"
+
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/words"
@@ -338,5 +340,38 @@ func TestBisectEndpointsComeFromTheStart(t *testing.T) {
 	bad, good, err := r.BisectEndpoints(ctx)
 	if err != nil || bad != commits[4] || good != commits[0] {
 		t.Errorf("BisectEndpoints after a step = %s, %s, %v; want the start's %s, %s", words.ShortHash(bad), words.ShortHash(good), err, words.ShortHash(commits[4]), words.ShortHash(commits[0]))
+	}
+}
+
+// TestStateKeepsAccelsApart checks that a bisection begun under a wall
+// clock (as --accel auto was where KVM did not work, before auto meant
+// icount there) is not resumed under icount: measurement parameters
+// (measure.ParamsKey, which starts with the accelerator) are part of a
+// state's identity, so the icount run gets a state of its own and an
+// empty measurement store, never the wall-time verdicts or results.
+func TestStateKeepsAccelsApart(t *testing.T) {
+	dir := t.TempDir()
+	want := State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "tcg-0123456789ab", Judge: "j"}
+	wall, err := OpenState(dir, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall.Steps = append(wall.Steps, Step{N: 1, Commit: "c", Verdict: Verdict{Class: Bad}})
+	if err := wall.Save(); err != nil {
+		t.Fatal(err)
+	}
+	ws := &Store{Dir: filepath.Join(dir, "measurements", want.Params)}
+	boot := []*benchfmt.Result{{Name: []byte("BenchmarkLPMTrie/op=lookup"), Iters: 1, Values: []benchfmt.Value{{Value: 630, Unit: "sec/op"}}}}
+	if _, err := ws.Add("aaaa", [][]*benchfmt.Result{boot}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want.Params = "icount-ba9876543210"
+	icount, err := OpenState(dir, want)
+	if err != nil || len(icount.Steps) != 0 || icount.Path() == wall.Path() {
+		t.Errorf("OpenState(icount params) = %d steps at %s, %v; want a new state beside the wall-time one", len(icount.Steps), icount.Path(), err)
+	}
+	is := &Store{Dir: filepath.Join(dir, "measurements", want.Params)}
+	if got, err := is.Load("aaaa"); err != nil || len(got) != 0 {
+		t.Errorf("icount store Load(image measured under tcg) = %d results, %v; want none", len(got), err)
 	}
 }

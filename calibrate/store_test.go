@@ -67,6 +67,10 @@ func TestLoadNoCalibration(t *testing.T) {
 		"qemu":   func(k *Key) { k.QEMU = "8.2.0" },
 		"host":   func(k *Key) { k.Host.Name = "other" },
 		"paired": func(k *Key) { k.Paired = true },
+		// A wall-time calibration never serves icount, nor the other way
+		// round, and one of 3 samples a boot not a plan of 1.
+		"accel":   func(k *Key) { k.Accel = "tcg" },
+		"samples": func(k *Key) { k.Samples = 1 },
 	} {
 		k := c.Key
 		change(&k)

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 func TestParseQueue(t *testing.T) {
@@ -141,6 +144,27 @@ func TestResolveAccel(t *testing.T) {
 	for _, q := range []string{"build", "gpu"} {
 		if a, _, err := ResolveAccel(vmrunner.Auto, q); err == nil {
 			t.Errorf("ResolveAccel(auto, %s) = %s; want an error (no boot queue)", q, a)
+		}
+	}
+}
+
+// TestSpecRefusesOtherAccel checks the executor's last guard before a job
+// is queued: a boot whose guest is told another accelerator than the
+// queue's (a wall-time run sent to an icount queue, or the reverse) is
+// refused before any blob is stored, so a queue never mixes units.
+func TestSpecRefusesOtherAccel(t *testing.T) {
+	for _, c := range []struct {
+		queue string
+		told  vmrunner.Accel
+	}{{"icount", vmrunner.TCG}, {"tcg", vmrunner.Icount}, {"kvm-zen4", vmrunner.Icount}} {
+		q, err := ParseQueue(c.queue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &Executor{Queue: c.queue, queue: q} // no client: a refused spec stores nothing
+		j := measure.Job{Config: vmrunner.Config{KernelArgs: []string{"quiet", wire.ParamAccel.Arg(string(c.told))}}}
+		if _, err := e.spec(context.Background(), j); !errors.Is(err, ErrAccelMismatch) {
+			t.Errorf("spec(guest told %s) on queue %s = %v; want ErrAccelMismatch", c.told, c.queue, err)
 		}
 	}
 }

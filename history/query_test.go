@@ -304,3 +304,45 @@ func TestPutNightValidates(t *testing.T) {
 		}
 	})
 }
+
+// TestTrendKeepsUnitsApart checks that a series whose nights changed
+// accelerator (wall time under the old auto, icount now) never puts a
+// wall-time row and an instruction count in one trend: a trend, which the
+// change-point pass runs on, is one benchmark in one unit.
+func TestTrendKeepsUnitsApart(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, location string) {
+		db := openFresh(t, location)
+		ctx := context.Background()
+		var seriesID int64
+		for i := range 3 {
+			f := nightFixture("units", i)
+			if i == 1 { // a wall-time night between two icount nights
+				f.night.Accel = "tcg"
+				for j := range f.rows {
+					f.rows[j].Metric.Unit = "sec/op"
+				}
+				for j := range f.boots {
+					for k := range f.boots[j].Summaries {
+						f.boots[j].Summaries[k].Unit = "sec/op"
+					}
+				}
+			}
+			id, _, _, err := f.store(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seriesID = id
+		}
+		for unit, nights := range map[string]int{"insn/op": 2, "sec/op": 1} {
+			trend, err := db.Trend(ctx, seriesID, Metric{"LPMTrie/op=lookup", unit})
+			if err != nil || len(trend) != nights {
+				t.Fatalf("Trend(lookup, %s) = %d nights, %v; want %d", unit, len(trend), err, nights)
+			}
+			for _, p := range trend {
+				if p.Row.Unit != unit || (unit == "sec/op") != (p.Night.Accel == "tcg") {
+					t.Errorf("Trend(lookup, %s) holds a %s row of a %s night", unit, p.Row.Unit, p.Night.Accel)
+				}
+			}
+		}
+	})
+}
