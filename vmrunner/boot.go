@@ -64,6 +64,11 @@ type Config struct {
 	CPUs       int      // default 1
 	RunDir     string   // per-boot directory for console.log and results.out
 
+	// BootDeadline and ProgressDeadline, and StartDeadline, are wall
+	// time, except under Icount, where they are QEMU's CPU time (with a
+	// wall-clock limit of 10 times as long for a guest that hangs
+	// without using the CPU): a loaded host slows an icount boot down
+	// without changing what it measures, and must not time it out.
 	BootDeadline     time.Duration // default 90 s
 	ProgressDeadline time.Duration // default 60 s
 	// StartDeadline ends the boot if the kernel has not started by then
@@ -243,6 +248,14 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	writers = nil
 
 	mon := &monitor{limits: cfg.Limits, start: start, pace: cfg.Pace, onKernelStart: cfg.onKernelStart}
+	if cfg.Accel == Icount {
+		// The guest's progress is its instructions, which QEMU's CPU
+		// time follows whatever else the host runs: a busy host slows
+		// an icount boot down without changing a count, and must not
+		// time it out.
+		pid := cmd.Process.Pid
+		mon.clock = &clock{cpu: func() (time.Duration, error) { return processCPU(pid) }}
+	}
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); mon.readConsole(readers[0], logFile) }()

@@ -29,6 +29,9 @@ type monitor struct {
 	waiting atomic.Bool
 
 	onKernelStart func()
+	// clock measures the deadlines (nil: the wall clock); only check,
+	// on one goroutine, uses it.
+	clock *clock
 
 	mu        sync.Mutex
 	panicText string
@@ -221,25 +224,26 @@ func (m *monitor) check(cfg Config) (Outcome, string) {
 	if why, ok := m.overLimit.Load().(string); ok {
 		return Corrupt, why
 	}
-	elapsed := now.Sub(m.start)
+	elapsed, silent := m.clock.since(now, m.start, m.lastActivity.Load())
+	unit := m.clock.unit()
 	first := m.firstResultAt.Load()
 	if cfg.StartDeadline > 0 && !m.kernelStarted.Load() && first == 0 && elapsed > cfg.StartDeadline {
 		if cfg.Accel == KVM {
 			return NoProgress, fmt.Sprintf("the kernel did not start within %s under KVM", cfg.StartDeadline)
 		}
-		return BootFailed, fmt.Sprintf("the kernel did not start within %s (no kernel banner on the console: a truncated or corrupt image, or not an x86-64 kernel?)", cfg.StartDeadline)
+		return BootFailed, fmt.Sprintf("the kernel did not start within %s%s (no kernel banner on the console: a truncated or corrupt image, or not an x86-64 kernel?)", cfg.StartDeadline, unit)
 	}
 	if first == 0 {
 		if elapsed > cfg.BootDeadline {
-			return BootTimeout, fmt.Sprintf("no results within the boot deadline (%s)", cfg.BootDeadline)
+			return BootTimeout, fmt.Sprintf("no results within the boot deadline (%s%s)", cfg.BootDeadline, unit)
 		}
 		return "", ""
 	}
 	if m.waiting.Load() {
 		return "", "" // waiting for the host, not stalled
 	}
-	if silent := now.Sub(time.Unix(0, m.lastActivity.Load())); silent > cfg.ProgressDeadline {
-		return Stalled, fmt.Sprintf("the guest sent nothing for %s (progress deadline)", cfg.ProgressDeadline.Round(time.Second))
+	if silent > cfg.ProgressDeadline {
+		return Stalled, fmt.Sprintf("the guest sent nothing for %s%s (progress deadline)", cfg.ProgressDeadline.Round(time.Second), unit)
 	}
 	return "", ""
 }

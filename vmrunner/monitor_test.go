@@ -2,6 +2,7 @@ package vmrunner
 
 import (
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -117,5 +118,31 @@ func TestMonitorPhases(t *testing.T) {
 	}
 	if len(m.phases) != len(wire.Phases) || m.phases[0].Phase != wire.PhaseToInit || m.phases[0].TSC != 100 || m.phases[1].TSC != 200 {
 		t.Errorf("monitor kept phases %+v; want to-init at 100, then set-up marks up to %d in all", m.phases, len(wire.Phases))
+	}
+}
+
+// TestIcountClock checks that an icount boot's deadlines count QEMU's CPU
+// time, not the wall clock, with the wall clock's slack as a floor.
+func TestIcountClock(t *testing.T) {
+	start := time.Now().Add(-100 * time.Second)
+	cpu := 5 * time.Second
+	c := &clock{cpu: func() (time.Duration, error) { return cpu, nil }}
+	active := start.Add(10 * time.Second).UnixNano()
+	now := start.Add(100 * time.Second)
+	elapsed, silent := c.since(now, start, active)
+	// 100 s of wall time on a busy host, 5 s of CPU: 10 s by the slack.
+	if elapsed != 10*time.Second || silent != 9*time.Second {
+		t.Errorf("since(100 s wall, 5 s CPU) = %v, %v; want 10 s (wall / %d), 9 s (90 s silent / %d, no CPU since)", elapsed, silent, icountWallSlack, icountWallSlack)
+	}
+	cpu = 60 * time.Second
+	if elapsed, silent := c.since(now, start, active); elapsed != 60*time.Second || silent != 55*time.Second {
+		t.Errorf("since(100 s wall, 60 s CPU) = %v, %v; want 60 s, 55 s (CPU since the last activity)", elapsed, silent)
+	}
+	if got, err := processCPU(os.Getpid()); err != nil || got < 0 {
+		t.Errorf("processCPU(self) = %v, %v; want a CPU time", got, err)
+	}
+	var wall *clock
+	if e, _ := wall.since(now, start, active); e != 100*time.Second {
+		t.Errorf("wall clock since = %v; want 100 s", e)
 	}
 }
