@@ -61,6 +61,10 @@ type Payload struct {
 	BuildID string
 	// Took is how long decompression took (zero when read from the cache).
 	Took time.Duration
+	// PVHEntry says the ELF has a PVH entry point (CONFIG_PVH, Linux
+	// 5.0): QEMU (4.0) can boot it directly, without the bzImage's
+	// set-up code and decompressor.
+	PVHEntry bool
 }
 
 // ReadPayload extracts and decompresses the payload of the x86 bzImage file
@@ -93,7 +97,7 @@ func ExtractPayload(image []byte) (*Payload, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s payload: %w", kind, err)
 	}
-	return &Payload{ELF: out, Compression: kind, BuildID: id, Took: took}, nil
+	return &Payload{ELF: out, Compression: kind, BuildID: id, Took: took, PVHEntry: hasPVHEntry(out)}, nil
 }
 
 // Magic numbers of the compressors the kernel build may use
@@ -228,36 +232,63 @@ func elfBuildID(data []byte) (string, error) {
 
 // buildID reads the GNU build ID note (NT_GNU_BUILD_ID) of f.
 func buildID(f *elf.File) (string, error) {
+	desc, err := findNote(f, "GNU", ntGNUBuildID)
+	if desc == nil || err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%x", desc), nil
+}
+
+// hasPVHEntry reports whether the ELF file in memory has a PVH entry
+// point note (XEN_ELFNOTE_PHYS32_ENTRY), which QEMU needs to boot an ELF
+// kernel directly.
+func hasPVHEntry(data []byte) bool {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	desc, err := findNote(f, "Xen", xenElfnotePhys32Entry)
+	return desc != nil && err == nil
+}
+
+// findNote returns the descriptor of the first note of owner and type typ
+// in f's notes, nil when there is none.
+func findNote(f *elf.File, owner string, typ uint32) ([]byte, error) {
 	s := f.Section(".note.gnu.build-id")
-	if s == nil {
+	if owner != "GNU" || s == nil {
 		// Some linker scripts merge the notes into .notes (the kernel's does).
 		s = f.Section(".notes")
 	}
 	if s == nil || s.Type == elf.SHT_NOBITS {
-		return "", nil
+		return nil, nil
 	}
 	notes, err := io.ReadAll(io.LimitReader(s.Open(), 1<<20))
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", s.Name, err)
+		return nil, fmt.Errorf("read %s: %w", s.Name, err)
 	}
 	order := f.ByteOrder
 	for len(notes) >= 12 {
 		namesz := uint64(order.Uint32(notes[0:]))
 		descsz := uint64(order.Uint32(notes[4:]))
-		typ := order.Uint32(notes[8:])
+		t := order.Uint32(notes[8:])
 		nameEnd := 12 + align4(namesz)
 		descEnd := nameEnd + align4(descsz)
 		if descEnd > uint64(len(notes)) {
-			return "", fmt.Errorf("%s: corrupt note", s.Name)
+			return nil, fmt.Errorf("%s: corrupt note", s.Name)
 		}
 		name := notes[12 : 12+namesz]
-		if typ == ntGNUBuildID && string(name) == "GNU\x00" {
-			return fmt.Sprintf("%x", notes[nameEnd:nameEnd+descsz]), nil
+		if t == typ && string(name) == owner+"\x00" {
+			return notes[nameEnd : nameEnd+descsz], nil
 		}
 		notes = notes[descEnd:]
 	}
-	return "", nil
+	return nil, nil
 }
+
+// xenElfnotePhys32Entry is the note type of the PVH entry point
+// (XEN_ELFNOTE_PHYS32_ENTRY in xen/interface/elfnote.h), owner "Xen".
+const xenElfnotePhys32Entry = 18
 
 // ntGNUBuildID is the note type of a GNU build ID (elf.h NT_GNU_BUILD_ID).
 const ntGNUBuildID = 3

@@ -131,6 +131,9 @@ func TestExtractPayloadFormats(t *testing.T) {
 			t.Errorf("ExtractPayload(%s payload) = %s, %d bytes, build ID %q; want %s, the %d bytes compressed, deadbeef",
 				kind, p.Compression, len(p.ELF), p.BuildID, kind, len(vmlinux))
 		}
+		if p.PVHEntry {
+			t.Errorf("ExtractPayload(%s payload).PVHEntry = true; want false (a GNU build ID note only)", kind)
+		}
 	}
 }
 

@@ -1,9 +1,6 @@
 package measure
 
 import (
-	"bytes"
-	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -41,7 +38,7 @@ func PVHImage(k *kernel.Kernel, cacheDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !hasPVHNote(p.ELF) {
+	if !p.PVHEntry {
 		return "", ErrNoPVHEntry
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -52,43 +49,3 @@ func PVHImage(k *kernel.Kernel, cacheDir string) (string, error) {
 	}
 	return path, nil
 }
-
-// xenElfnotePhys32Entry is the ELF note type of the PVH entry point
-// (XEN_ELFNOTE_PHYS32_ENTRY in xen/interface/elfnote.h), owner "Xen".
-const xenElfnotePhys32Entry = 18
-
-// hasPVHNote reports whether the ELF image has a PVH entry note, the one
-// QEMU looks for before it boots an ELF kernel on x86.
-func hasPVHNote(image []byte) bool {
-	f, err := elf.NewFile(bytes.NewReader(image))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	for _, prog := range f.Progs {
-		if prog.Type != elf.PT_NOTE {
-			continue
-		}
-		data := make([]byte, prog.Filesz)
-		if _, err := prog.ReadAt(data, 0); err != nil {
-			continue
-		}
-		for len(data) >= 12 {
-			namesz := binary.LittleEndian.Uint32(data[0:])
-			descsz := binary.LittleEndian.Uint32(data[4:])
-			typ := binary.LittleEndian.Uint32(data[8:])
-			data = data[12:]
-			name, desc := align4(uint64(namesz)), align4(uint64(descsz))
-			if name+desc > uint64(len(data)) {
-				break
-			}
-			if typ == xenElfnotePhys32Entry && namesz == 4 && string(data[:4]) == "Xen\x00" {
-				return true
-			}
-			data = data[name+desc:]
-		}
-	}
-	return false
-}
-
-func align4(n uint64) uint64 { return (n + 3) &^ 3 }
