@@ -47,6 +47,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/view"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Format is an output format of Write.
@@ -332,6 +333,9 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 		}
 		if rep.Paired {
 			ignore += "," + compare.KeyPair
+		}
+		if wire.Accel(meta.Accel).CountsInstructions() {
+			ignore += "," + wire.KeyPhases // each boot's own
 		}
 		add("raw results", fmt.Sprintf("%s (benchstat -col %s -ignore %s %s)", f, col, ignore, f))
 	}

@@ -376,3 +376,24 @@ func TestControlWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestRawResultsIgnoresPhases checks the benchstat command the report
+// suggests for an icount results file: each boot records its own phases,
+// which benchstat would otherwise split the tables by.
+func TestRawResultsIgnoresPhases(t *testing.T) {
+	rep := &compare.Report{A: compare.SideInfo{Kernel: "a"}, B: compare.SideInfo{Kernel: "b"}}
+	for accel, want := range map[string]string{
+		"icount": "results.txt (benchstat -col kernel -ignore side,boot,image,phases results.txt)",
+		"tcg":    "results.txt (benchstat -col kernel -ignore side,boot,image results.txt)",
+	} {
+		var got string
+		for _, l := range runLines(rep, view.Meta{Accel: accel, ResultsFile: "results.txt"}) {
+			if l[0] == "raw results" {
+				got = l[1]
+			}
+		}
+		if got != want {
+			t.Errorf("raw results under %s = %q; want %q", accel, got, want)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func runCompare(c *cli.Context, r *run) error {
 		return err
 	}
 	if format != report.FormatText { // the text report names it itself
-		r.log.Printf("raw results in %s (benchstat -col kernel -ignore side,boot,image,pair %s)", res.Results, res.Results)
+		r.log.Printf("raw results in %s (benchstat -col kernel -ignore side,boot,image,pair,phases %s)", res.Results, res.Results)
 	}
 	return outcomeError(res.Report, failOn)
 }
