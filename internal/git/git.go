@@ -25,6 +25,7 @@ import (
 // Repo runs git in a repository.
 type Repo struct {
 	Dir string
+	env []string // more environment for every command
 }
 
 // ErrGit is wrapped by errors of git commands that failed.
@@ -55,7 +56,7 @@ func (r *Repo) run(ctx, caller context.Context, args ...string) (string, error) 
 	cmd.Dir = r.Dir
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// No pager, no editor, no prompts: git runs unattended here.
-	cmd.Env = append(os.Environ(), "GIT_PAGER=cat", "GIT_EDITOR=true", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	cmd.Env = append(append(os.Environ(), "GIT_PAGER=cat", "GIT_EDITOR=true", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), r.env...)
 	err := cmd.Run()
 	out := strings.TrimSpace(stdout.String())
 	if err != nil {
@@ -154,6 +155,53 @@ func (r *Repo) Parent(ctx context.Context, commit string) (string, error) {
 // Checkout checks out a commit (detached).
 func (r *Repo) Checkout(ctx context.Context, commit string) error {
 	_, err := r.change(ctx, "checkout", "--quiet", "--detach", commit)
+	return err
+}
+
+// CheckoutBranch checks out a branch.
+func (r *Repo) CheckoutBranch(ctx context.Context, branch string) error {
+	_, err := r.change(ctx, "checkout", "--quiet", branch)
+	return err
+}
+
+// Branch returns the checked-out branch's short name, "" when HEAD is
+// detached.
+func (r *Repo) Branch(ctx context.Context) string {
+	out, err := r.git(ctx, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// Body returns a commit's whole message.
+func (r *Repo) Body(ctx context.Context, commit string) string {
+	out, _ := r.git(ctx, "log", "-1", "--format=%B", commit)
+	return out
+}
+
+// Series lists the commits of base..tip oldest first along first parents,
+// a patch series as it was applied.
+func (r *Repo) Series(ctx context.Context, base, tip string) ([]string, error) {
+	out, err := r.git(ctx, "rev-list", "--reverse", "--first-parent", base+".."+tip)
+	if err != nil || out == "" {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// Am applies the patch (or mbox) file on the checked-out commit with git
+// am --message-id, which keeps each mail's Message-ID in its commit
+// message. The committer and its date are fixed (lpmbisect, the author's
+// date), so the same patches on the same commit make the same commits
+// every time. A patch that does not apply is aborted (git am --abort) and
+// the error carries git's words.
+func (r *Repo) Am(ctx context.Context, file string) error {
+	am := &Repo{Dir: r.Dir, env: []string{"GIT_COMMITTER_NAME=lpmbisect", "GIT_COMMITTER_EMAIL=lpmbisect@localhost"}}
+	_, err := am.change(ctx, "am", "--quiet", "--message-id", "--committer-date-is-author-date", file)
+	if err != nil {
+		r.change(context.WithoutCancel(ctx), "am", "--abort")
+	}
 	return err
 }
 
