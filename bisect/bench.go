@@ -533,18 +533,62 @@ func (b *Bench) CompareStored(a, bk Candidate) (*compare.Report, *kernel.Kernel,
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	rep, err := compare.Build(asSides(ma, mb), b.Judge.Options(0))
+	return rep, ma.k, mb.k, err
+}
+
+// CompareKernels measures a and bk together and compares them, for a
+// patch series: Boots boots each (none for a kernel whose image the store
+// has enough of), more while a benchmark stays UNKNOWN, up to MaxBoots, as
+// the looks of one adaptive comparison. The report is its last look (a as
+// side A, bk as side B). When boots fail it returns the error, which wraps
+// measure.ErrBootFailed and names the kernel, with a nil report.
+func (b *Bench) CompareKernels(ctx context.Context, a, bk Candidate) (*compare.Report, *kernel.Kernel, *kernel.Kernel, error) {
+	ma, err := b.resolve(a)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mb, err := b.resolve(bk)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	seq, err := b.Judge.sequence(b.maxBoots())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var rep *compare.Report
+	_, err = b.adaptive().Run(ctx, b.source(ma, mb), func(n int) (bool, error) {
+		var err error
+		if rep, err = seq.Look(asSides(ma, mb)); err != nil {
+			return false, err
+		}
+		for _, r := range rep.Rows {
+			if !r.Control && r.Verdict == compare.Unknown && !r.Final {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, ma.k, mb.k, err
+	}
+	return rep, ma.k, mb.k, nil
+}
+
+// asSides labels two measured kernels' results as sides A and B of a
+// comparison, each with its kernel label.
+func asSides(a, b *measured) []*benchfmt.Result {
 	var results []*benchfmt.Result
 	for _, side := range []struct {
 		m    *measured
 		name string
-	}{{ma, compare.SideA}, {mb, compare.SideB}} {
+	}{{a, compare.SideA}, {b, compare.SideB}} {
 		for _, r := range compare.AsSide(side.m.results, side.name) {
 			r.SetConfig(compare.KeyKernel, side.m.Label)
 			results = append(results, r)
 		}
 	}
-	rep, err := compare.Build(results, b.Judge.Options(0))
-	return rep, ma.k, mb.k, err
+	return results
 }
 
 // Confidence bounds the chance that no decided step was wrong: 1 − Σp over

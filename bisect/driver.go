@@ -110,17 +110,17 @@ func (bs *Bisection) finish(res *Result) (*Result, error) {
 	return res, nil
 }
 
-// kernelOf describes a built kernel for measuring.
-func kernelOf(b *build.Built, label, commit string) Candidate {
+// CandidateOf describes a built kernel for measuring.
+func CandidateOf(b *build.Built, label, commit string) Candidate {
 	return Candidate{Input: b.Kernel, Label: label, Labels: map[string]string{
 		wire.KeyCommit: commit, wire.KeyCompiler: b.Compiler, wire.KeyKconfig: b.Kconfig,
 	}}
 }
 
-// buildCommit builds the tree src (checked out at commit) unless the state
+// BuildCommit builds the tree src (checked out at commit) unless the state
 // has its kernel already, keeps the kernel and records it. A tree that does
 // not build gives a Built with Failed set and its log kept under the state.
-func buildCommit(ctx context.Context, s *State, builder build.Builder, src, buildDir, commit string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*build.Built, error) {
+func BuildCommit(ctx context.Context, s *State, builder build.Builder, src, buildDir, commit string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*build.Built, error) {
 	if b := s.Kernels[commit]; b != nil {
 		if b.Failed != "" {
 			return b, nil

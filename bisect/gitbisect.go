@@ -145,7 +145,7 @@ func (g *GitBisect) endpoint(ctx context.Context, name, commit string) (Candidat
 	if b.Failed != "" {
 		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, words.ShortHash(commit), b.Failed)
 	}
-	return kernelOf(b, name+" "+words.ShortHash(commit), commit), nil
+	return CandidateOf(b, name+" "+words.ShortHash(commit), commit), nil
 }
 
 // kernelFor builds commit, checking it out first if needed.
@@ -162,7 +162,7 @@ func (g *GitBisect) kernelFor(ctx context.Context, commit string) (*build.Built,
 			return nil, err
 		}
 	}
-	return buildCommit(ctx, g.State, g.Builder, g.Repo.Dir, g.BuildDir, commit, g.Resolve, g.Log)
+	return BuildCommit(ctx, g.State, g.Builder, g.Repo.Dir, g.BuildDir, commit, g.Resolve, g.Log)
 }
 
 // step decides the checked-out commit, from the state if it was decided.
@@ -181,7 +181,7 @@ func (g *GitBisect) step(ctx context.Context, commit string) (Class, error) {
 		st.Verdict = Verdict{Class: Skip, Reason: "build failed: " + b.Failed}
 		return Skip, g.State.AddStep(st, g.Log)
 	}
-	return g.classify(ctx, st, kernelOf(b, words.ShortHash(commit), commit))
+	return g.classify(ctx, st, CandidateOf(b, words.ShortHash(commit), commit))
 }
 
 // recheckCulprit re-checks the culprit against its first parent.
@@ -206,7 +206,7 @@ func (g *GitBisect) recheckCulprit(ctx context.Context, res *Result) error {
 		res.Recheck = &Recheck{SameImage: true, Note: fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", words.ShortHash(cb.Image))}
 		return nil
 	}
-	rc, err := g.recheck(ctx, kernelOf(pb, "parent "+words.ShortHash(parent), parent), kernelOf(cb, "culprit "+words.ShortHash(res.FirstBad), res.FirstBad))
+	rc, err := g.recheck(ctx, CandidateOf(pb, "parent "+words.ShortHash(parent), parent), CandidateOf(cb, "culprit "+words.ShortHash(res.FirstBad), res.FirstBad))
 	if err != nil {
 		return err
 	}

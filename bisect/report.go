@@ -160,7 +160,7 @@ func RecheckPage(page string) string {
 // as lpmbisect compare would, and describes that comparison's run as its
 // report shows it: the accelerator and samples the bisection measured
 // with, the two kernels, the insight block of the parent against the
-// culprit (recheckInsight) and the time; the caller adds the command. The
+// culprit (KernelInsight) and the time; the caller adds the command. The
 // report is nil when there was no re-check; an error says why there is no
 // report of one, and leaves the description of the run without kernels.
 func (s *Setup) Recheck(r Report) (*compare.Report, view.Meta, error) {
@@ -185,17 +185,18 @@ func (s *Setup) Recheck(r Report) (*compare.Report, view.Meta, error) {
 	}
 	run.A = view.KernelInfo{Input: parent.Input, Release: parent.Label, SHA256: pk.SHA256}
 	run.B = view.KernelInfo{Input: culprit.Input, Release: culprit.Label, SHA256: ck.SHA256}
-	run.Insight = recheckInsight(pk, ck)
+	run.Insight = KernelInsight(pk, ck)
 	return rep, run, nil
 }
 
-// recheckInsight is the insight block of the parent against the culprit
-// from their images and, where the build's vmlinux is there
+// KernelInsight is the insight block of kernel a against kernel b (the
+// parent against the culprit, a patch's parent against the patch) from
+// their images and, where the build's vmlinux is there
 // (kernel.BuildVmlinux), exact sizes.
-func recheckInsight(parent, culprit *kernel.Kernel) *insight.Diff {
+func KernelInsight(a, b *kernel.Kernel) *insight.Diff {
 	var opts insight.Options
 	load := func(k *kernel.Kernel) *insight.Side {
 		return insight.Load(insight.Input{Image: k.Image, Vmlinux: kernel.BuildVmlinux(k.Image)}, opts)
 	}
-	return insight.Compare(load(parent), load(culprit), opts)
+	return insight.Compare(load(a), load(b), opts)
 }

@@ -59,7 +59,7 @@ func (r *RunStep) Run(ctx context.Context) (Verdict, error) {
 		return st.Verdict, nil
 	}
 	st := Step{Commit: head, Subject: r.Repo.Subject(ctx, head)}
-	b, err := buildCommit(ctx, r.State, r.Builder, r.Src, r.BuildDir, head, r.Resolve, r.Log)
+	b, err := BuildCommit(ctx, r.State, r.Builder, r.Src, r.BuildDir, head, r.Resolve, r.Log)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -68,7 +68,7 @@ func (r *RunStep) Run(ctx context.Context) (Verdict, error) {
 		st.Verdict = Verdict{Class: Skip, Reason: "build failed: " + b.Failed}
 		return st.Verdict, r.State.AddStep(st, r.Log)
 	}
-	if _, err := r.classify(ctx, st, kernelOf(b, words.ShortHash(head), head)); err != nil {
+	if _, err := r.classify(ctx, st, CandidateOf(b, words.ShortHash(head), head)); err != nil {
 		return Verdict{}, err
 	}
 	last := r.State.Steps[len(r.State.Steps)-1]
@@ -83,21 +83,21 @@ func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (Candid
 		return k, nil
 	}
 	if b := r.State.Kernels[e.Commit]; b != nil && b.Failed == "" && exists(b.Kernel) {
-		return kernelOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
+		return CandidateOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
 	}
 	wt := filepath.Join(r.State.Dir(), "worktree")
 	r.logf("building the %s endpoint %s in %s", name, words.ShortHash(e.Commit), wt)
 	if err := r.Repo.AddWorktree(ctx, wt, e.Commit); err != nil {
 		return Candidate{}, err
 	}
-	b, err := buildCommit(ctx, r.State, r.Builder, wt, filepath.Join(r.State.Dir(), "worktree-build"), e.Commit, r.Resolve, r.Log)
+	b, err := BuildCommit(ctx, r.State, r.Builder, wt, filepath.Join(r.State.Dir(), "worktree-build"), e.Commit, r.Resolve, r.Log)
 	if err != nil {
 		return Candidate{}, err
 	}
 	if b.Failed != "" {
 		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, words.ShortHash(e.Commit), b.Failed)
 	}
-	return kernelOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
+	return CandidateOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
 }
 
 // cleanWorktree removes the endpoints' worktree and build once both are

@@ -79,6 +79,10 @@ const (
 	KindGit    Kind = "git"        // lpmbisect bisect --repo: commits of a repository
 	KindImages Kind = "images"     // lpmbisect bisect --images: a list of prebuilt kernels
 	KindRun    Kind = "bisect-run" // steps of git bisect run lpmbisect bisect-run
+	// KindSeries is not a bisection but a patch series measured patch by
+	// patch (package series), which keeps its kernels and measurements
+	// the same way.
+	KindSeries Kind = "series"
 )
 
 // Step is one decided bisection step.
