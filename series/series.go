@@ -368,6 +368,9 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 		}
 		p.Image = b.Image
 		if b.Image == lastImage {
+			// Its kernel is the one compared with: the next patch's
+			// comparison with that kernel is with this patch.
+			lastN = p.N
 			p.Status, p.VsBase = SameImage, lastVsBase
 			r.logf("%d/%d %s: image identical to %s's (sha256 %s): nothing to boot", p.N, total, words.ShortHash(p.Commit), last.Label, words.ShortHash(b.Image))
 			continue
@@ -384,7 +387,7 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 			continue
 		}
 		p.Status, p.VsParent = Measured, rep
-		if lastN == 0 {
+		if lastImage == bb.Image { // compared with the base's kernel already
 			p.VsBase = rep
 		} else if p.VsBase, _, _, err = r.bench.CompareKernels(ctx, baseK, k); err != nil {
 			return fmt.Errorf("%d/%d against the base: %w", p.N, total, err)

@@ -177,8 +177,8 @@ func checkSeries(t *testing.T, res *Result) {
 	if r := row(t, p[1].VsParent); r.Verdict != compare.Different || math.Abs(r.DeltaPct-10) > 0.1 || r.Direction() != compare.Worse {
 		t.Errorf("2/5 vs parent = %v %+.2f%%; want DIFFERENT +10%% worse", r.Verdict, r.DeltaPct)
 	}
-	if p[1].AgainstN != 0 || p[1].Insight == nil {
-		t.Errorf("2/5 compared with %d (want the base, 0: patch 1 did not change the image), insight %v", p[1].AgainstN, p[1].Insight)
+	if p[1].AgainstN != 1 || p[1].Insight == nil {
+		t.Errorf("2/5 compared with %d (want 1/5, its parent, whose image is the base's), insight %v", p[1].AgainstN, p[1].Insight)
 	}
 	if !strings.Contains(strings.Join(p[2].LogTail, "\n"), "implicit declaration of function key_bytes") || p[2].Log == "" {
 		t.Errorf("3/5 log tail = %q (log %q); want the compiler's error", p[2].LogTail, p[2].Log)
