@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lpmbisect/lpmbisect/internal/cliflag"
+	"github.com/lpmbisect/lpmbisect/internal/shellquote"
+	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/series"
+)
+
+// seriesFlags are the flags only series has.
+type seriesFlags struct {
+	base, mbox, cover, worktree string
+}
+
+func seriesCommand(r *run) *cli.Command {
+	var sf seriesFlags
+	opts := append(bisectOpts(r),
+		cliflag.Key(r.File, "bisect.repo", "the kernel git repository (default: the current directory)"),
+		opt{Name: "base", Ptr: &sf.base, Usage: "with --mbox: the revision the series applies to"},
+		opt{Name: "mbox", Ptr: &sf.mbox, Usage: "the series as mail (git format-patch --stdout, b4 am's .mbx), applied with git am --message-id in a worktree of its own"},
+		opt{Name: "cover", Ptr: &sf.cover, Usage: "the cover letter in a file of its own (b4 am's .cover)"},
+		opt{Name: "worktree", Ptr: &sf.worktree, Usage: "where --mbox is applied, kept for incremental builds (default: <git-dir>/lpmbisect/series)"},
+		opt{Name: "fail-on", Ptr: &r.failOn, Usage: "what fails the exit code: regression (a patch worse than its parent) or change (any)"},
+		opt{Name: "format", Ptr: &r.format, Usage: "report on stdout: text, markdown, json, or mail (a plain-text reply to the cover letter)"},
+		opt{Name: "html", Ptr: &r.html, Usage: "also write the report as HTML to this file"})
+	return command("series", "measure a patch series patch by patch: each patch against its parent and the base, with a reply for the list", "[BASE..TIP]", opts,
+		func(c *cli.Context) error { return runSeries(c, r, sf) })
+}
+
+func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
+	o := series.Options{Repo: r.Bisect.Repo, Mbox: sf.mbox, Cover: sf.cover, Worktree: sf.worktree, StateDir: r.Bisect.State, BuildDir: r.Build.BuildDir}
+	if o.Repo == "" {
+		o.Repo = "."
+	}
+	switch {
+	case sf.mbox != "" && c.NArg() > 0:
+		return usageError("give --mbox FILE --base REV or BASE..TIP, not both")
+	case sf.mbox != "" && sf.base == "":
+		return usageError("--mbox needs --base REV, the commit the series applies to")
+	case sf.mbox != "":
+		o.Base = sf.base
+	case c.NArg() != 1 || !strings.Contains(c.Args().First(), ".."):
+		return usageError("series takes BASE..TIP (or --mbox FILE --base REV), got %q", c.Args().Slice())
+	default:
+		o.Base, o.Tip, _ = strings.Cut(c.Args().First(), "..")
+	}
+	failOn, _, _, err := r.verdicts()
+	if err != nil && r.format != string(report.FormatMail) {
+		return err
+	}
+	format := report.FormatMail
+	if r.format != string(report.FormatMail) {
+		if format, err = r.stdoutFormat(); err != nil {
+			return err
+		}
+	}
+	setup, err := r.bisectSetup(c.Context, false)
+	if err != nil {
+		return err
+	}
+	o.Setup = setup
+	res, err := series.Run(c.Context, o)
+	if err != nil {
+		return seriesError(err, r)
+	}
+	v := res.View(shellquote.Join(os.Args), failOn)
+	v.Command = shellquote.Join(append([]string{"lpmbisect"}, os.Args[1:]...))
+	if err := report.WriteSeries(c.App.Writer, format, v); err != nil {
+		return err
+	}
+	if r.html != "" {
+		f, err := os.Create(r.html)
+		if err != nil {
+			return usageError("--html: %v", err)
+		}
+		defer f.Close()
+		if err := report.WriteSeriesHTML(f, v); err != nil {
+			return err
+		}
+		r.log.Printf("HTML report in %s", r.html)
+	}
+	return seriesOutcomeError(v.Outcome, failOn)
+}
+
+// seriesError gives a series' errors their exit codes.
+func seriesError(err error, r *run) error {
+	switch {
+	case errors.Is(err, series.ErrEmptySeries), errors.Is(err, series.ErrNoPatches), errors.Is(err, fs.ErrNotExist):
+		return usageError("%v", err)
+	case errors.Is(err, series.ErrBaseBroken):
+		return &exitError{code: exitInfra, err: err}
+	}
+	return bisectError(err, r)
+}
+
+func seriesOutcomeError(o fmt.Stringer, failOn fmt.Stringer) error {
+	switch o.String() {
+	case "regression":
+		return &exitError{code: exitRegression, err: fmt.Errorf("a patch regresses (--fail-on %v)", failOn)}
+	case "inconclusive":
+		return &exitError{code: exitInconclusive, err: errors.New("inconclusive: a patch stayed UNKNOWN or was not measured (see the report)")}
+	}
+	return nil
+}
