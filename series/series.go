@@ -2,6 +2,7 @@ package series
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -14,6 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/build"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/insight"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/internal/words"
@@ -413,17 +415,49 @@ func (r *run) environment(image string) {
 	e.Accel, e.QEMU, e.CPUModel = results[0].GetConfig(wire.KeyAccel), results[0].GetConfig(wire.KeyQEMU), results[0].GetConfig(wire.KeyCPUModel)
 }
 
-// kernel builds commit (checking it out) unless the state has it.
+// kernel builds commit (checking it out) unless the state has it, or has
+// a kernel built from the same tree: the same patches applied from an
+// mbox make other commits of the same trees, and builds are reproducible.
 func (r *run) kernel(ctx context.Context, commit string) (*build.Built, error) {
-	if b := r.st.Kernels[commit]; b != nil && (b.Failed != "" || exists(b.Kernel)) {
-		return b, nil
+	tree, err := r.repo.Tree(ctx, commit)
+	if err != nil {
+		return nil, err
 	}
-	if head, _ := r.repo.Head(ctx); head != commit {
-		if err := r.repo.Checkout(ctx, commit); err != nil {
+	byTree := filepath.Join(r.st.Dir(), "trees", tree+".json")
+	usable := func(b *build.Built) bool { return b != nil && (b.Failed != "" || exists(b.Kernel)) }
+	b := r.st.Kernels[commit]
+	if !usable(b) {
+		b = nil
+		if data, err := os.ReadFile(byTree); err == nil && json.Unmarshal(data, &b) == nil && usable(b) {
+			r.logf("%s: the kernel of tree %s was built before: image %s", words.ShortHash(commit), words.ShortHash(tree), words.ShortHash(b.Image))
+			r.st.Kernels[commit] = b
+			if err := r.st.Save(); err != nil {
+				return nil, err
+			}
+		} else {
+			b = nil
+		}
+	}
+	if b == nil {
+		if head, _ := r.repo.Head(ctx); head != commit {
+			if err := r.repo.Checkout(ctx, commit); err != nil {
+				return nil, err
+			}
+		}
+		if b, err = bisect.BuildCommit(ctx, r.st, r.o.Setup.Builder(), r.repo.Dir, r.build, commit, r.bench.Resolve, r.log); err != nil {
 			return nil, err
 		}
 	}
-	return bisect.BuildCommit(ctx, r.st, r.o.Setup.Builder(), r.repo.Dir, r.build, commit, r.bench.Resolve, r.log)
+	if !exists(byTree) {
+		data, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		if err := cachefile.WriteBytes(byTree, data); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func (r *run) logf(format string, args ...any) {

@@ -252,6 +252,34 @@ func TestMboxSeries(t *testing.T) {
 	}
 }
 
+// The mbox of a measured range builds and boots nothing: its commits have
+// the range's trees, their kernels the range's images.
+func TestMboxAfterRange(t *testing.T) {
+	src, mk, base := repo(t)
+	state := t.TempDir()
+	if _, err := Run(context.Background(), Options{Setup: setup(t, mk, &benchMeasurer{}), Repo: src, Base: base, Tip: "main", StateDir: state}); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := os.ReadFile(filepath.Join(src, bisect.DefaultBuildDir, "calls.txt"))
+	mbox := filepath.Join(t.TempDir(), "series.mbox")
+	os.WriteFile(mbox, []byte(runGit(t, src, "format-patch", "--stdout", base+"..main")), 0o644)
+	res, err := Run(context.Background(), Options{Setup: setup(t, mk, &benchMeasurer{fail: true}), Repo: src, Base: base, Mbox: mbox, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeries(t, res)
+	wt := filepath.Join(strings.TrimSpace(runGit(t, src, "rev-parse", "--absolute-git-dir")), "lpmbisect", "series")
+	if _, err := os.Stat(filepath.Join(wt, ".git")); err != nil {
+		t.Errorf("no series worktree at %s: %v", wt, err)
+	}
+	if _, err := os.Stat(filepath.Join(wt, bisect.DefaultBuildDir, "calls.txt")); err == nil {
+		t.Errorf("the mbox's worktree built kernels; want the range's, by tree")
+	}
+	if calls2, _ := os.ReadFile(filepath.Join(src, bisect.DefaultBuildDir, "calls.txt")); !bytes.Equal(calls, calls2) {
+		t.Errorf("the range's build directory built again")
+	}
+}
+
 func TestMboxPatchDoesNotApply(t *testing.T) {
 	src, mk, base := repo(t)
 	// Patch 2 edits a file the base does not have.

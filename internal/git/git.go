@@ -174,6 +174,12 @@ func (r *Repo) Branch(ctx context.Context) string {
 	return out
 }
 
+// Tree returns a commit's tree id: the same content, however it was
+// committed.
+func (r *Repo) Tree(ctx context.Context, commit string) (string, error) {
+	return r.git(ctx, "rev-parse", commit+"^{tree}")
+}
+
 // Body returns a commit's whole message.
 func (r *Repo) Body(ctx context.Context, commit string) string {
 	out, _ := r.git(ctx, "log", "-1", "--format=%B", commit)
