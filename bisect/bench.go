@@ -525,11 +525,7 @@ func (b *Bench) Recheck(ctx context.Context, parent, culprit Candidate, target i
 // side B) in a single look, for reports: compare's full Report, which
 // package report renders.
 func (b *Bench) CompareStored(a, bk Candidate) (*compare.Report, *kernel.Kernel, *kernel.Kernel, error) {
-	ma, err := b.resolve(a)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	mb, err := b.resolve(bk)
+	ma, mb, err := b.resolvePair(a, bk)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -544,11 +540,7 @@ func (b *Bench) CompareStored(a, bk Candidate) (*compare.Report, *kernel.Kernel,
 // side A, bk as side B). When boots fail it returns the error, which wraps
 // measure.ErrBootFailed and names the kernel, with a nil report.
 func (b *Bench) CompareKernels(ctx context.Context, a, bk Candidate) (*compare.Report, *kernel.Kernel, *kernel.Kernel, error) {
-	ma, err := b.resolve(a)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	mb, err := b.resolve(bk)
+	ma, mb, err := b.resolvePair(a, bk)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -573,6 +565,16 @@ func (b *Bench) CompareKernels(ctx context.Context, a, bk Candidate) (*compare.R
 		return nil, ma.k, mb.k, err
 	}
 	return rep, ma.k, mb.k, nil
+}
+
+// resolvePair resolves two kernels with their stored results.
+func (b *Bench) resolvePair(a, bk Candidate) (*measured, *measured, error) {
+	ma, err := b.resolve(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	mb, err := b.resolve(bk)
+	return ma, mb, err
 }
 
 // asSides labels two measured kernels' results as sides A and B of a

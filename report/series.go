@@ -306,36 +306,14 @@ func WriteSeriesHTML(w io.Writer, s view.Series) error {
 }
 
 // fold breaks a line longer than width at spaces, continuing with four
-// spaces of indent; a width of 0 or less leaves it.
+// more spaces of indent; a width of 0 or less leaves it.
 func fold(line string, width int) string {
 	if width <= 0 || len([]rune(line)) <= width {
 		return line
 	}
 	indent := len(line) - len(strings.TrimLeft(line, " "))
-	first, rest := strings.Repeat(" ", indent), strings.Repeat(" ", indent+4)
-	var b strings.Builder
-	n := 0
-	for i, word := range strings.Fields(line) {
-		wl := len([]rune(word))
-		if i > 0 && n+1+wl > width {
-			b.WriteString("\n")
-			n = 0
-		}
-		switch {
-		case n == 0 && i == 0:
-			b.WriteString(first)
-			n = len(first)
-		case n == 0:
-			b.WriteString(rest)
-			n = len(rest)
-		default:
-			b.WriteString(" ")
-			n++
-		}
-		b.WriteString(word)
-		n += wl
-	}
-	return b.String()
+	rest := strings.Repeat(" ", indent+4)
+	return strings.Repeat(" ", indent) + strings.TrimPrefix(wrap(line, width, rest), rest)
 }
 
 // commandLines writes a command line in lines of at most width (the
