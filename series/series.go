@@ -349,6 +349,13 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 		return fmt.Errorf("%w: %s: %s", ErrBaseBroken, words.ShortHash(base), bb.Failed)
 	}
 	baseK := bisect.CandidateOf(bb, "base "+words.ShortHash(base), base)
+	// The base alone first, so that a later boot failure is the patch's.
+	if _, _, _, err := r.bench.CompareKernels(ctx, baseK, baseK); err != nil {
+		if ctx.Err() == nil && errors.Is(err, measure.ErrBootFailed) {
+			return fmt.Errorf("%w: %s: %v", ErrBaseBroken, words.ShortHash(base), err)
+		}
+		return err
+	}
 	r.res.Environment = Environment{Base: base, Kconfig: bb.Kconfig, Compiler: bb.Compiler, Boots: r.bench.Boots, Version: version.String()}
 	last, lastN, lastImage := baseK, 0, bb.Image
 	var lastVsBase *compare.Report
@@ -380,7 +387,9 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 		k := bisect.CandidateOf(b, fmt.Sprintf("%d/%d %s", p.N, total, words.ShortHash(p.Commit)), p.Commit)
 		rep, lk, pk, err := r.bench.CompareKernels(ctx, last, k)
 		if err != nil {
-			if ctx.Err() != nil || !errors.Is(err, measure.ErrBootFailed) {
+			if ctx.Err() != nil || !errors.Is(err, measure.ErrBootFailed) || strings.Contains(err.Error(), "("+last.Label+")") {
+				// Not the patch's kernel: the host, or the kernel that
+				// booted before.
 				return err
 			}
 			p.Status, p.Detail = BootFailed, "did not boot"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -321,5 +322,13 @@ func TestBootFailureNamed(t *testing.T) {
 	}
 	if r := row(t, p[4].VsParent); p[4].AgainstN != 2 || r.Verdict != compare.Different || r.Direction() != compare.Better {
 		t.Errorf("5/5 against %d: %v %+.2f%%; want DIFFERENT better against 2/5, the last patch that booted", p[4].AgainstN, r.Verdict, r.DeltaPct)
+	}
+}
+
+func TestBaseDoesNotBoot(t *testing.T) {
+	src, mk, base := repo(t)
+	_, err := Run(context.Background(), Options{Setup: setup(t, mk, &benchMeasurer{failOn: " 1000 insn/op"}), Repo: src, Base: base, Tip: "main", StateDir: t.TempDir()})
+	if !errors.Is(err, ErrBaseBroken) {
+		t.Errorf("Run with a base that does not boot = %v; want ErrBaseBroken", err)
 	}
 }
