@@ -63,6 +63,8 @@ func parentCell(p view.SeriesPatch, c view.SeriesCell) string {
 		return "does not apply"
 	case "not-reached":
 		return "not reached"
+	case "":
+		return "not measured (interrupted)"
 	}
 	if c.VsParent == nil {
 		return "-"

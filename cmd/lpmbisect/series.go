@@ -68,11 +68,14 @@ func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
 	}
 	o.Setup = setup
 	res, err := series.Run(c.Context, o)
+	if err != nil && res != nil && c.Context.Err() != nil {
+		// Interrupted: what was measured so far, then the signal's code.
+		report.WriteSeries(c.App.Writer, format, res.View(seriesCommandLine(), failOn))
+	}
 	if err != nil {
 		return seriesError(err, r)
 	}
-	v := res.View(shellquote.Join(os.Args), failOn)
-	v.Command = shellquote.Join(append([]string{"lpmbisect"}, os.Args[1:]...))
+	v := res.View(seriesCommandLine(), failOn)
 	if err := report.WriteSeries(c.App.Writer, format, v); err != nil {
 		return err
 	}
@@ -88,6 +91,11 @@ func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
 		r.log.Printf("HTML report in %s", r.html)
 	}
 	return seriesOutcomeError(v.Outcome, failOn)
+}
+
+// seriesCommandLine is the command line that reproduces the series.
+func seriesCommandLine() string {
+	return shellquote.Join(append([]string{"lpmbisect"}, os.Args[1:]...))
 }
 
 // seriesError gives a series' errors their exit codes.

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestSeriesOnRealKernels measures commits 1..7 of the bisection tests'
+// repository patch by patch, booting the real Debian kernels they "build"
+// under icount: 2/6 does not boot, 4/6 does not build, 6/6 is the
+// 6.1 → 6.12 step (faster), the others the same 6.1 kernel.
+func TestSeriesOnRealKernels(t *testing.T) {
+	bootsInParallel(t)
+	args := vmArgs(t)
+	dir, commits := culpritRepo(t)
+	cmd := append(append(append([]string{"series", "--repo", dir, "--build-command", "./build.sh", "--state", t.TempDir(), "--format", "json"}, bisectArgs...), args...), "--boot-timeout", "4m")
+	code, stdout, stderr := runCLI(t, append(cmd, commits[1]+".."+commits[7])...)
+	t.Logf("lpmbisect series:\n%s", stderr)
+	if code != exitInconclusive {
+		t.Errorf("lpmbisect series: exit %d; want %d (a patch did not build, one did not boot)", code, exitInconclusive)
+	}
+	var doc struct {
+		Patches []struct {
+			N        int      `json:"n"`
+			Status   string   `json:"status"`
+			LogTail  []string `json:"log_tail"`
+			AgainstN int      `json:"against_n"`
+		} `json:"patches"`
+		Benchmarks []struct {
+			Cells []struct {
+				VsParent *struct {
+					DeltaPct  float64 `json:"delta_pct"`
+					Verdict   string  `json:"verdict"`
+					Direction string  `json:"direction"`
+				} `json:"vs_parent"`
+			} `json:"cells"`
+		} `json:"benchmarks"`
+		Environment struct {
+			Accel string `json:"accel"`
+		} `json:"environment"`
+		Outcome string `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("series JSON: %v\n%s", err, stdout)
+	}
+	var got []string
+	for _, p := range doc.Patches {
+		got = append(got, p.Status)
+	}
+	if strings.Join(got, " ") != "boot-failed measured build-failed measured measured measured" {
+		t.Fatalf("statuses = %v", got)
+	}
+	if !strings.Contains(strings.Join(doc.Patches[2].LogTail, "\n"), "expected ';'") {
+		t.Errorf("3/6's log tail = %q; want the compiler's error", doc.Patches[2].LogTail)
+	}
+	if doc.Patches[1].AgainstN != 0 || doc.Patches[3].AgainstN != 2 {
+		t.Errorf("2/6 against %d, 4/6 against %d; want 0 (the base: 1/6 did not boot) and 2", doc.Patches[1].AgainstN, doc.Patches[3].AgainstN)
+	}
+	if len(doc.Benchmarks) == 0 {
+		t.Fatal("no benchmark in the series report")
+	}
+	cells := doc.Benchmarks[0].Cells
+	if d := cells[4].VsParent; d == nil || d.Verdict != "DIFFERENT" || d.Direction != "better" {
+		t.Errorf("5/6 (6.1 → 6.12) vs parent = %+v; want DIFFERENT better", d)
+	}
+	for _, i := range []int{1, 3, 5} {
+		if d := cells[i].VsParent; d == nil || d.Verdict != "SAME" {
+			t.Errorf("%d/6 vs parent = %+v; want SAME (the same kernel)", i+1, d)
+		}
+	}
+	if doc.Environment.Accel != "tcg-icount" {
+		t.Errorf("environment accel = %q; want tcg-icount", doc.Environment.Accel)
+	}
+	assertNoQEMULeft(t)
+}
