@@ -42,8 +42,9 @@ var layers = [][]string{
 	{"calibrate", "internal/testsetup"},
 	// 5: the commands' domains, and the renderer.
 	{"ab", "bisect", "fleet", "report"},
-	// 6: nights, which bisect.
-	{"nightly"},
+	// 6: nights, which bisect, and patch series, measured with a
+	// bisection's bench and state.
+	{"nightly", "series"},
 	// 7: the programs.
 	{"cmd/lpmbisect", "cmd/lpmbisect-guest"},
 }
