@@ -143,7 +143,7 @@ func seriesBody(w io.Writer, s view.Series, width int) error {
 		}
 	}
 	for _, p := range s.Patches {
-		if p.Status == "measured" || p.Status == "same-image" || p.Status == "not-reached" {
+		if p.Status == "measured" || p.Status == "same-image" || p.Status == "not-reached" || p.Status == "" {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s\n", fold(fmt.Sprintf("Patch %d/%d %q %s:", p.N, p.Total, p.Subject, p.Detail), width))
@@ -155,7 +155,7 @@ func seriesBody(w io.Writer, s view.Series, width int) error {
 	fmt.Fprintf(w, "\nEnvironment:\n")
 	for _, kv := range [][2]string{
 		{"base", e.Base}, {"kernel config", e.Kconfig}, {"compiler", e.Compiler}, {"QEMU", e.QEMU},
-		{"CPU model", e.CPUModel}, {"accelerator", e.Accel}, {"boots", fmt.Sprintf("%d per kernel per look", e.Boots)}, {"lpmbisect", e.Version},
+		{"CPU model", e.CPUModel}, {"accelerator", e.Accel}, {"boots", bootsLine(e.Boots)}, {"lpmbisect", e.Version},
 	} {
 		if kv[1] != "" {
 			fmt.Fprintln(w, fold(fmt.Sprintf("  %-14s%s", kv[0], kv[1]), width))
@@ -166,6 +166,13 @@ func seriesBody(w io.Writer, s view.Series, width int) error {
 	}
 	fmt.Fprintf(w, "\nReproduce:\n%s\n", commandLines(s.Command, width))
 	return nil
+}
+
+func bootsLine(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d per kernel at most", n)
 }
 
 // WriteSeriesText writes the series report for a terminal.

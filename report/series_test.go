@@ -63,6 +63,7 @@ func TestSeriesMail(t *testing.T) {
 		"  1/5   c8c268b78fdd  same image, no boot",
 		"error: implicit declaration of",
 		"QEMU          7.2.22",
+		"boots         2 per kernel at most",
 		"--format mail",
 	} {
 		if !strings.Contains(text, want) {

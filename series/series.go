@@ -134,7 +134,7 @@ type Environment struct {
 	QEMU     string `json:"qemu,omitempty"`
 	CPUModel string `json:"cpu_model,omitempty"`
 	Accel    string `json:"accel,omitempty"`
-	Boots    int    `json:"boots"` // boots per kernel per look
+	Boots    int    `json:"boots"` // the most boots of a kernel in a comparison
 	Version  string `json:"lpmbisect"`
 }
 
@@ -356,7 +356,8 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 		}
 		return err
 	}
-	r.res.Environment = Environment{Base: base, Kconfig: bb.Kconfig, Compiler: bb.Compiler, Boots: r.bench.Boots, Version: version.String()}
+	r.res.Environment = Environment{Base: base, Kconfig: bb.Kconfig, Compiler: bb.Compiler, Version: version.String()}
+	defer r.environment(bb.Image)
 	last, lastN, lastImage := baseK, 0, bb.Image
 	var lastVsBase *compare.Report
 	total := len(r.res.Patches)
@@ -409,7 +410,6 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 		r.logf("%d/%d %s: %s", p.N, total, words.ShortHash(p.Commit), describe(rep))
 		last, lastN, lastImage, lastVsBase = k, p.N, b.Image, p.VsBase
 	}
-	r.environment(bb.Image)
 	return nil
 }
 
@@ -421,6 +421,15 @@ func (r *run) environment(image string) {
 		return
 	}
 	e := &r.res.Environment
+	for _, p := range r.res.Patches {
+		for _, rep := range []*compare.Report{p.VsParent, p.VsBase} {
+			if rep != nil {
+				for _, row := range rep.Rows {
+					e.Boots = max(e.Boots, row.A.Boots, row.B.Boots)
+				}
+			}
+		}
+	}
 	e.Accel, e.QEMU, e.CPUModel = results[0].GetConfig(wire.KeyAccel), results[0].GetConfig(wire.KeyQEMU), results[0].GetConfig(wire.KeyCPUModel)
 }
 
