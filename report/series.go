@@ -161,8 +161,8 @@ func seriesBody(w io.Writer, s view.Series, width int) error {
 			fmt.Fprintln(w, fold(fmt.Sprintf("  %-14s%s", kv[0], kv[1]), width))
 		}
 	}
-	if e.Accel == "tcg-icount" {
-		fmt.Fprintln(w, wrap("Under tcg-icount the guest clock counts instructions: the values are instructions per operation, deterministic, not time.", width, "  "))
+	if e.Accel == "icount" {
+		fmt.Fprintln(w, wrap("Under icount the guest clock counts instructions: the values are instructions per operation, deterministic, not time.", width, "  "))
 	}
 	fmt.Fprintf(w, "\nReproduce:\n%s\n", commandLines(s.Command, width))
 	return nil

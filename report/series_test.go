@@ -38,7 +38,7 @@ func seriesFixture() view.Series {
 			{Center: 1065, VsParent: d(0, compare.Same, ""), VsBase: d(27.09, compare.Different, "worse")},
 		}}},
 		Reply:       &view.SeriesReply{Subject: "Re: [PATCH 0/5] bpf: lpm_trie: a series", InReplyTo: "<cover@example.org>", References: "<cover@example.org>"},
-		Environment: view.SeriesEnvironment{Base: "a93a5505f856aa", Kconfig: "3a3b6f344d4a", Compiler: "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", QEMU: "7.2.22", CPUModel: "Westmere-v1", Accel: "tcg-icount", Boots: 2, Version: "v0.0.0-20261202074758-d4609b6aeb2d"},
+		Environment: view.SeriesEnvironment{Base: "a93a5505f856aa", Kconfig: "3a3b6f344d4a", Compiler: "gcc (Debian 12.2.0-14+deb12u1) 12.2.0", QEMU: "7.2.22", CPUModel: "Westmere-v1", Accel: "icount", Boots: 2, Version: "v0.0.0-20261202074758-d4609b6aeb2d"},
 		Command:     "lpmbisect series --repo /src/linux --accel icount --bench 'LPMTrie/op=(lookup|update)/keys=random' --mbox /tmp/series.mbox --base a93a5505f --format mail",
 		Outcome:     compare.Regression,
 	}

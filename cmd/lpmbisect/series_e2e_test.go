@@ -69,8 +69,8 @@ func TestSeriesOnRealKernels(t *testing.T) {
 			t.Errorf("%d/6 vs parent = %+v; want SAME (the same kernel)", i+1, d)
 		}
 	}
-	if doc.Environment.Accel != "tcg-icount" {
-		t.Errorf("environment accel = %q; want tcg-icount", doc.Environment.Accel)
+	if doc.Environment.Accel != "icount" {
+		t.Errorf("environment accel = %q; want icount", doc.Environment.Accel)
 	}
 	assertNoQEMULeft(t)
 }
