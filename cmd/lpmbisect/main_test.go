@@ -50,7 +50,7 @@ func TestBadInputBeforeAnyVM(t *testing.T) {
 		{"bad bench regexp", append(append([]string{"run", "--bench", "LPM("}, common...), text), "--bench"},
 		{"bench with space", append(append([]string{"run", "--bench", "a b"}, common...), text), "--bench"},
 		{"icount with two vCPUs", append(append([]string{"run", "--accel", "icount", "--cpus", "2"}, common...), text), "--cpus 1"},
-		{"zero samples", append(append([]string{"run", "--samples", "0"}, common...), text), "--samples"},
+		{"negative samples", append(append([]string{"run", "--samples", "-1"}, common...), text), "--samples"},
 		{"unwritable out", append(append([]string{"run", "--out", filepath.Join(dir, "no", "such", "dir", "r.txt")}, common...), text), "--out"},
 		{"flags after the kernel", append([]string{"run", text, "--boots", "2"}, common...), "not a kernel"},
 		{"a kernel after --", append(append([]string{"run"}, common...), "--", "--not-a-flag"), "does not exist"},
