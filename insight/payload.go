@@ -93,11 +93,11 @@ func ExtractPayload(image []byte) (*Payload, error) {
 		return nil, err
 	}
 	took := time.Since(start)
-	id, err := elfBuildID(out)
+	id, pvh, err := elfNotes(out)
 	if err != nil {
 		return nil, fmt.Errorf("%s payload: %w", kind, err)
 	}
-	return &Payload{ELF: out, Compression: kind, BuildID: id, Took: took, PVHEntry: hasPVHEntry(out)}, nil
+	return &Payload{ELF: out, Compression: kind, BuildID: id, Took: took, PVHEntry: pvh}, nil
 }
 
 // Magic numbers of the compressors the kernel build may use
@@ -219,15 +219,21 @@ func readBounded(r io.Reader, size uint64, compressed int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// elfBuildID returns the hex GNU build ID of an ELF file in memory, or ""
-// when it has none. An input that is not ELF is an error.
-func elfBuildID(data []byte) (string, error) {
+// elfNotes reads, in one parse of the ELF file in memory, its hex GNU
+// build ID ("" when it has none) and whether it has a PVH entry point
+// note (XEN_ELFNOTE_PHYS32_ENTRY), which QEMU needs to boot an ELF kernel
+// directly. An input that is not ELF is an error.
+func elfNotes(data []byte) (id string, pvh bool, err error) {
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
-		return "", fmt.Errorf("not an ELF file: %w", err)
+		return "", false, fmt.Errorf("not an ELF file: %w", err)
 	}
 	defer f.Close()
-	return buildID(f)
+	if id, err = buildID(f); err != nil {
+		return "", false, err
+	}
+	desc, err := findNote(f, "Xen", xenElfnotePhys32Entry)
+	return id, desc != nil && err == nil, nil
 }
 
 // buildID reads the GNU build ID note (NT_GNU_BUILD_ID) of f.
@@ -237,19 +243,6 @@ func buildID(f *elf.File) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%x", desc), nil
-}
-
-// hasPVHEntry reports whether the ELF file in memory has a PVH entry
-// point note (XEN_ELFNOTE_PHYS32_ENTRY), which QEMU needs to boot an ELF
-// kernel directly.
-func hasPVHEntry(data []byte) bool {
-	f, err := elf.NewFile(bytes.NewReader(data))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	desc, err := findNote(f, "Xen", xenElfnotePhys32Entry)
-	return desc != nil && err == nil
 }
 
 // findNote returns the descriptor of the first note of owner and type typ
