@@ -154,7 +154,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	seed := int64(o.Seed)
 	res.Meta = view.Meta{Seed: &seed, Samples: s.Plan.Samples, Date: start, Command: o.Command,
-		ResultsFile: res.Results, FailedBoots: len(res.Summary.Failed)}
+		ResultsFile: res.Results, FailedBoots: len(res.Summary.Failed), BootCost: wire.BootCosts(runner.Results())}
 	for i, side := range sides {
 		*[]*view.KernelInfo{&res.Meta.A, &res.Meta.B}[i] = view.KernelInfo{Input: side.Kernel.Input, Release: side.Label, SHA256: side.Kernel.SHA256}
 	}

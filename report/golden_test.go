@@ -19,6 +19,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/view"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 	"github.com/lpmbisect/lpmbisect/workloads"
 )
 
@@ -119,6 +120,9 @@ func goldenCases(t *testing.T) []goldenCase {
 	full := testMeta
 	full.ResultsFile, full.FailedBoots, full.Host = "results.txt", 1, "bench-1 (Intel(R) Xeon(R) Gold 6230, 2 CPUs)"
 	full.Insight = insightDiff()
+	full.BootCost = [2]*wire.BootCost{{Boots: 2, Phases: []wire.PhaseCost{
+		{Phase: wire.PhaseToInit, Ticks: 466, Idle: 60, Boots: 2}, {Phase: wire.PhaseBenchmarks, Ticks: 278.4, Idle: 120, Boots: 2},
+		{Phase: wire.PhaseInsight, Ticks: 2332.2, Boots: 1}, {Phase: wire.PhaseAll, Ticks: 744.4, Idle: 180, Boots: 2}}}}
 	comparison("compare-icount", icountReport, full, all...)
 	comparison("compare-bare", icountReport, view.Meta{}, all...)
 	profiled := testMeta

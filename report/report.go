@@ -311,6 +311,11 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 		bootsLine += fmt.Sprintf(", %d failed boots left out", meta.FailedBoots)
 	}
 	add("boots", bootsLine)
+	for i, c := range meta.BootCost {
+		if c != nil {
+			add("boot cost "+string("AB"[i]), c.String()+" guest ticks")
+		}
+	}
 	switch {
 	case meta.Seed != nil && rep.Paired:
 		add("step order", fmt.Sprintf("A/B order of each step randomized, seed %d", *meta.Seed))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/insight"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Meta describes the run behind a comparison. Zero fields are left out of
@@ -34,6 +35,9 @@ type Meta struct {
 	FailedBoots int `json:"failed_boots,omitempty"`
 	// Host describes the machine (CPU model, cores), if known.
 	Host string `json:"host,omitempty"`
+	// BootCost is what each side's boots cost, phase by phase, under
+	// icount (wire.BootCosts); nil for a side without phases.
+	BootCost [2]*wire.BootCost `json:"boot_cost,omitzero"`
 	// Insight is the block that says why it changed (symbol sizes, the
 	// calls of the functions of interest, the benchmark programs, call
 	// counts), rendered after the table by every format; nil leaves it

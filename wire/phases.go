@@ -2,8 +2,11 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/perf/benchfmt"
 )
 
 // Phases of a boot, named by what the guest's clock did in them, in the
@@ -110,4 +113,197 @@ func millions(ticks, idle uint64) string {
 		s += fmt.Sprintf(" (idle %.1fM)", float64(idle)/1e6)
 	}
 	return s
+}
+
+// PhaseCost is one phase of a boot as KeyPhases records it: the guest
+// clock's ticks in it and the idle part of them, in millions.
+type PhaseCost struct {
+	Phase string  `json:"phase"`
+	Ticks float64 `json:"mticks"`
+	Idle  float64 `json:"midle,omitempty"`
+	// Boots is, in a BootCost, how many boots had the phase (the insight
+	// pass runs on one boot a side); zero elsewhere.
+	Boots int `json:"boots,omitempty"`
+}
+
+// ParsePhases reads a value of KeyPhases (FormatPhases) back: the phases in
+// order, then the total as a PhaseCost named "all". A value that is not
+// FormatPhases' (a results file is untrusted input) is an error.
+func ParsePhases(value string) ([]PhaseCost, error) {
+	parts, total, ok := strings.Cut(value, "; all ")
+	if !ok {
+		return nil, fmt.Errorf("phases %q: no total (\"; all …\")", value)
+	}
+	var out []PhaseCost
+	for _, p := range strings.Split(parts, ", ") {
+		name, cost, ok := strings.Cut(p, " ")
+		if !ok || !isPhase(name) {
+			return nil, fmt.Errorf("phases %q: %q is not a phase and its cost", value, p)
+		}
+		c, err := parseMillions(cost)
+		if err != nil {
+			return nil, fmt.Errorf("phases %q: %w", value, err)
+		}
+		c.Phase = name
+		out = append(out, c)
+	}
+	c, err := parseMillions(total)
+	if err != nil {
+		return nil, fmt.Errorf("phases %q: %w", value, err)
+	}
+	c.Phase = PhaseAll
+	return append(out, c), nil
+}
+
+// PhaseAll names the total of a boot's phases in ParsePhases' result.
+const PhaseAll = "all"
+
+// parseMillions reads millions' output: "959.1M" or "1250.2M (idle 580.0M)".
+func parseMillions(s string) (PhaseCost, error) {
+	ticks, idle, hasIdle := strings.Cut(s, " (idle ")
+	var c PhaseCost
+	var err error
+	if c.Ticks, err = parseM(ticks); err != nil {
+		return c, err
+	}
+	if hasIdle {
+		v, ok := strings.CutSuffix(idle, ")")
+		if !ok {
+			return c, fmt.Errorf("%q: idle part not closed", s)
+		}
+		if c.Idle, err = parseM(v); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func parseM(s string) (float64, error) {
+	v, ok := strings.CutSuffix(s, "M")
+	f, err := strconv.ParseFloat(v, 64)
+	if !ok || err != nil || !(f >= 0 && f <= MaxValue) { // NaN fails both
+		return 0, fmt.Errorf("%q is not a count of millions", s)
+	}
+	return f, nil
+}
+
+// BootCost is what a side's boots cost, phase by phase: the median over
+// its boots of each phase (KeyPhases), for the boots that recorded one.
+// Its PhaseAll is the median of the boots' totals without the insight
+// pass, which is its own phase.
+type BootCost struct {
+	Boots  int         `json:"boots"`
+	Phases []PhaseCost `json:"phases"`
+}
+
+// BootCosts summarizes the phases the results of sides "A" and "B"
+// recorded (icount boots record them; others leave the sides' costs nil).
+// Each boot counts once, however many results it wrote; a boot whose
+// phases do not parse is left out.
+func BootCosts(results []*benchfmt.Result) [2]*BootCost {
+	type boot struct{ side, n string }
+	seen := map[boot]bool{}
+	var per [2]map[string][]PhaseCost
+	var boots [2]int
+	var order [2][]string
+	for _, r := range results {
+		side := 0
+		switch r.GetConfig(KeySide) {
+		case "A":
+		case "B":
+			side = 1
+		default:
+			continue
+		}
+		b := boot{r.GetConfig(KeySide), r.GetConfig(KeyBoot)}
+		v := r.GetConfig(KeyPhases)
+		if v == "" || seen[b] {
+			continue
+		}
+		seen[b] = true
+		costs, err := ParsePhases(v)
+		if err != nil {
+			continue
+		}
+		if per[side] == nil {
+			per[side] = map[string][]PhaseCost{}
+		}
+		boots[side]++
+		withoutInsight(costs)
+		for _, c := range costs {
+			if _, ok := per[side][c.Phase]; !ok {
+				order[side] = append(order[side], c.Phase)
+			}
+			per[side][c.Phase] = append(per[side][c.Phase], c)
+		}
+	}
+	var out [2]*BootCost
+	for side := range out {
+		if boots[side] == 0 {
+			continue
+		}
+		bc := &BootCost{Boots: boots[side]}
+		for _, p := range order[side] {
+			cs := per[side][p]
+			bc.Phases = append(bc.Phases, PhaseCost{Phase: p, Boots: len(cs),
+				Ticks: median(cs, func(c PhaseCost) float64 { return c.Ticks }),
+				Idle:  median(cs, func(c PhaseCost) float64 { return c.Idle })})
+		}
+		out[side] = bc
+	}
+	return out
+}
+
+// withoutInsight takes the insight pass out of a boot's total (the last
+// of costs, ParsePhases'): the pass runs on one boot a side, so the cost
+// of a boot is reported without it and the pass's beside it.
+func withoutInsight(costs []PhaseCost) {
+	total := &costs[len(costs)-1]
+	for _, c := range costs {
+		if c.Phase == PhaseInsight {
+			total.Ticks = max(total.Ticks-c.Ticks, 0)
+			total.Idle = max(total.Idle-c.Idle, 0)
+		}
+	}
+}
+
+// median is the median of f over cs (the mean of the middle two for an
+// even count).
+func median(cs []PhaseCost, f func(PhaseCost) float64) float64 {
+	v := make([]float64, len(cs))
+	for i, c := range cs {
+		v[i] = f(c)
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// String renders the cost as FormatPhases does, with the boots counted:
+// "median of 2 boots: to-init 918.0M, …; all but insight 1061.2M".
+func (c BootCost) String() string {
+	var parts []string
+	var total string
+	for _, p := range c.Phases {
+		s := fmt.Sprintf("%.1fM", p.Ticks)
+		if p.Idle > 0 {
+			s += fmt.Sprintf(" (idle %.1fM)", p.Idle)
+		}
+		if p.Boots > 0 && p.Boots < c.Boots {
+			s += fmt.Sprintf(" [%d of %d boots]", p.Boots, c.Boots)
+		}
+		if p.Phase == PhaseAll {
+			total = "; all but insight " + s
+			continue
+		}
+		parts = append(parts, p.Phase+" "+s)
+	}
+	what := "median of " + strconv.Itoa(c.Boots) + " boots"
+	if c.Boots == 1 {
+		what = "1 boot"
+	}
+	return what + ": " + strings.Join(parts, ", ") + total
 }
