@@ -226,7 +226,7 @@ func (in *Insight) forSetup(s *measure.Setup) *Insight {
 // input is what is known of side i before any boot.
 func (in *Insight) input(i int, side *measure.Side) insight.Input {
 	given := in.Given[i]
-	given.Image = side.Kernel.Image
+	given.Image, given.Payload = side.Kernel.Image, side.BootImage // the PVH boot's ELF, if any: not decompressed again
 	if given.Vmlinux == "" && given.DebugPackage == "" {
 		given.Vmlinux = kernel.BuildVmlinux(side.Kernel.Image)
 	}

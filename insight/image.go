@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/lpmbisect/lpmbisect/kernel"
 )
 
 // Image is the code of one kernel, read from its ELF: the payload of a
@@ -55,6 +57,41 @@ func OpenImage(path string) (*Image, error) {
 		return nil, err
 	}
 	return ImageFromPayload(path, p)
+}
+
+// openPayloadELF opens elfPath, the payload of the bzImage image already
+// extracted, as image's Image: the code is read from the ELF, and only
+// the bzImage's header and the payload's first bytes are read, for its
+// compression.
+func openPayloadELF(image, elfPath string) (*Image, error) {
+	data, err := os.ReadFile(image)
+	if err != nil {
+		return nil, fmt.Errorf("open image: %w", err)
+	}
+	compressed, err := kernel.Payload(data)
+	if err != nil {
+		return nil, fmt.Errorf("open image %s: %w", image, err)
+	}
+	c, err := compressionOf(compressed)
+	if err != nil {
+		return nil, fmt.Errorf("open image %s: %w", image, err)
+	}
+	f, err := os.Open(elfPath)
+	if err != nil {
+		return nil, fmt.Errorf("open image: extracted payload: %w", err)
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open image %s: extracted payload %s: %w", image, elfPath, err)
+	}
+	im, err := newImage(image, ef, c)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	im.closer = f
+	return im, nil
 }
 
 // ImageFromPayload wraps an extracted payload; path names its bzImage.

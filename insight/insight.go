@@ -19,6 +19,10 @@ type Input struct {
 	// Image is the kernel's bzImage: its payload is the code that is
 	// disassembled, and its build ID pairs it with a vmlinux.
 	Image string
+	// Payload is Image's payload already extracted to an ELF file (the
+	// kernel a PVH boot ran, measure.PVHImage): read in place of
+	// decompressing Image again.
+	Payload string
 	// Vmlinux is an unstripped vmlinux of the same build (a build
 	// directory's). Without Image it is also the code.
 	Vmlinux string
@@ -147,7 +151,11 @@ func Load(in Input, opts Options) *Side {
 	var codeErr error
 	if code != "" {
 		var err error
-		im, err = OpenImage(code)
+		if in.Payload != "" && code == in.Image {
+			im, err = openPayloadELF(in.Image, in.Payload)
+		} else {
+			im, err = OpenImage(code)
+		}
 		if err != nil && in.Vmlinux != "" && code != in.Vmlinux {
 			// A payload this package cannot read (an xz kernel): the
 			// build's vmlinux holds the same code.

@@ -116,19 +116,23 @@ var compressionMagics = []struct {
 	{CompressionLZO, "\x89LZO"},
 }
 
+// compressionOf tells a payload's compression by its first bytes.
+func compressionOf(payload []byte) (Compression, error) {
+	for _, m := range compressionMagics {
+		if bytes.HasPrefix(payload, []byte(m.magic)) {
+			return m.kind, nil
+		}
+	}
+	return "", fmt.Errorf("%w: payload starts with % x, no known compression", kernel.ErrNotBzImage, payload[:min(len(payload), 4)])
+}
+
 // decompress decompresses a payload whose last four bytes are the
 // little-endian size of the output (the kernel's size_append; gzip's own
 // ISIZE field for gzip), bounding the output by MaxPayloadSize.
 func decompress(payload []byte) (Compression, []byte, error) {
-	var kind Compression
-	for _, m := range compressionMagics {
-		if bytes.HasPrefix(payload, []byte(m.magic)) {
-			kind = m.kind
-			break
-		}
-	}
-	if kind == "" {
-		return "", nil, fmt.Errorf("%w: payload starts with % x, no known compression", kernel.ErrNotBzImage, payload[:min(len(payload), 4)])
+	kind, err := compressionOf(payload)
+	if err != nil {
+		return "", nil, err
 	}
 	if kind == CompressionNone {
 		if len(payload) > MaxPayloadSize {
@@ -141,10 +145,7 @@ func decompress(payload []byte) (Compression, []byte, error) {
 		return "", nil, fmt.Errorf("%w: %s payload claims %d bytes, limit %d", ErrPayloadTooLarge, kind, size, MaxPayloadSize)
 	}
 	body := payload[:len(payload)-4]
-	var (
-		out []byte
-		err error
-	)
+	var out []byte
 	switch kind {
 	case CompressionZstd:
 		out, err = decompressZstd(body, size)

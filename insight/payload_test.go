@@ -54,6 +54,17 @@ func TestReadPayloadDebian(t *testing.T) {
 			if _, err := ReadVmlinux(elfPath); !errors.Is(err, ErrNoSymbols) {
 				t.Errorf("ReadVmlinux(payload) = %v; want ErrNoSymbols", err)
 			}
+			// The payload extracted once (a PVH boot's ELF) is the same
+			// image, compression included, without decompressing again.
+			again, err := openPayloadELF(image, elfPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Close()
+			if again.Path != image || again.Compression != tc.kind || again.BuildID != tc.buildID || again.TextAddr != im.TextAddr {
+				t.Errorf("openPayloadELF = %s, %s, %s, %#x; want %s, %s, %s, %#x", again.Path, again.Compression, again.BuildID, again.TextAddr,
+					image, tc.kind, tc.buildID, im.TextAddr)
+			}
 		})
 	}
 }
