@@ -17,6 +17,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // MaxConsole bounds the console log a boot result carries: its end, where
@@ -274,12 +275,12 @@ func (rw *runningWorker) storeBoots(ctx context.Context, job *rivertype.JobRow, 
 		res := r.res
 		if _, err := tx.Exec(ctx, `
 INSERT INTO lpmbisect_fleet_boot_results (job_id, attempt, boot, worker, run, side, side_boot, pair, outcome, detail,
-	channel, accel, qemu_version, cpu_model, duration_ns, command, results, console, started_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+	channel, accel, qemu_version, cpu_model, duration_ns, command, results, console, started_at, phases)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 ON CONFLICT (job_id, attempt, boot) DO NOTHING`,
 			job.ID, job.Attempt, i, rw.Name, l.Run, l.Side, l.Boot, l.Pair, string(res.Outcome), res.Detail,
 			res.Channel, string(res.Accel), res.QEMUVersion, res.CPUModel, res.Duration.Nanoseconds(), nonNil(res.Command),
-			r.raw, r.console, r.started); err != nil {
+			r.raw, r.console, r.started, wire.MarksText(res.Phases)); err != nil {
 			return err
 		}
 	}

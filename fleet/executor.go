@@ -474,6 +474,7 @@ func (e *Executor) read(ctx context.Context, p *pendingJob) ([]*vmrunner.Result,
 		duration                           int64
 		command                            []string
 		raw, console                       []byte
+		phases                             string
 		started, stored, attempted, queued time.Time
 		delivery                           time.Duration
 	}
@@ -485,7 +486,7 @@ WITH first AS (
 	SELECT attempt FROM lpmbisect_fleet_boot_results WHERE job_id = $1 ORDER BY stored_at, attempt LIMIT 1
 )
 SELECT r.attempt, r.boot, r.worker, r.outcome, r.detail, r.channel, r.accel, r.qemu_version, r.cpu_model, r.duration_ns,
-	r.command, r.results, r.console, r.started_at, r.stored_at, clock_timestamp() - r.stored_at,
+	r.command, r.results, r.console, r.phases, r.started_at, r.stored_at, clock_timestamp() - r.stored_at,
 	COALESCE(j.attempted_at, r.started_at), COALESCE(j.created_at, r.started_at)
 FROM lpmbisect_fleet_boot_results r LEFT JOIN river_job j ON j.id = r.job_id
 WHERE r.job_id = $1 AND r.attempt = (SELECT attempt FROM first)
@@ -497,7 +498,7 @@ ORDER BY r.boot`, p.id)
 		for rs.Next() {
 			var r row
 			if err := rs.Scan(&r.attempt, &r.boot, &r.worker, &r.outcome, &r.detail, &r.channel, &r.accel, &r.qemu, &r.cpu, &r.duration,
-				&r.command, &r.raw, &r.console, &r.started, &r.stored, &r.delivery, &r.attempted, &r.queued); err != nil {
+				&r.command, &r.raw, &r.console, &r.phases, &r.started, &r.stored, &r.delivery, &r.attempted, &r.queued); err != nil {
 				return err
 			}
 			rows = append(rows, r)
@@ -528,7 +529,8 @@ ORDER BY r.boot`, p.id)
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s booted with QEMU %s and CPU model %s, the run's class is %s", p.id, jobName(j), r.worker, r.qemu, r.cpu, e.class)
 		}
 		res := &vmrunner.Result{Outcome: vmrunner.Outcome(r.outcome), Detail: r.detail, Stream: vmrunner.DecodeStream(r.raw, j.Config), Channel: r.channel,
-			Accel: vmrunner.Accel(r.accel), Duration: time.Duration(r.duration), Command: r.command, CPUModel: r.cpu, QEMUVersion: r.qemu}
+			Accel: vmrunner.Accel(r.accel), Duration: time.Duration(r.duration), Command: r.command, CPUModel: r.cpu, QEMUVersion: r.qemu,
+			Phases: wire.ParseMarks(r.phases)}
 		if dir := j.Config.RunDir; dir != "" {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, JobStats{}, fmt.Errorf("run directory: %w", err)

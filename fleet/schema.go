@@ -137,6 +137,11 @@ CREATE TRIGGER lpmbisect_fleet_fence BEFORE UPDATE ON river_job FOR EACH ROW
 	WHEN (OLD.kind LIKE 'lpmbisect.%' AND NEW.metadata->'output' IS DISTINCT FROM OLD.metadata->'output')
 	EXECUTE FUNCTION lpmbisect_fleet_fence();
 `},
+	{"the phases of each boot", `
+-- Where an icount boot's guest clock went (wire.MarksText); empty for
+-- other boots and for rows stored before this column.
+ALTER TABLE lpmbisect_fleet_boot_results ADD COLUMN phases text NOT NULL DEFAULT '';
+`},
 }
 
 // MigrateResult says what Migrate did: River's schema version and ours,

@@ -183,7 +183,7 @@ func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 		if side.ChannelNote != "" {
 			s.Log.Printf("%s: %s", side.Name, side.ChannelNote)
 		}
-		if s.Accel == vmrunner.Icount && s.Remote == nil {
+		if s.Accel == vmrunner.Icount {
 			s.usePVH(side)
 		}
 	}
@@ -192,7 +192,9 @@ func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 
 // usePVH makes side boot its kernel ELF through PVH (PVHImage) when the
 // kernel has a PVH entry, and keeps the bzImage otherwise, saying why.
-// Boots on a fleet keep the bzImage, which is the blob its workers fetch.
+// On a fleet the ELF is the blob its workers fetch and boot: larger than
+// the bzImage (tens of MiB, sent once per kernel), but every boot skips
+// the decompressor, and local and fleet boots count the same.
 func (s *Setup) usePVH(side *Side) {
 	elf, err := PVHImage(side.Kernel, s.CacheDir)
 	switch {

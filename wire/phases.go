@@ -307,3 +307,26 @@ func (c BootCost) String() string {
 	}
 	return what + ": " + strings.Join(parts, ", ") + total
 }
+
+// MarksText is a boot's marks as text to store (one ConsoleText a line),
+// for a host that did not see the console to read back with ParseMarks.
+func MarksText(marks []PhaseMark) string {
+	lines := make([]string, len(marks))
+	for i, m := range marks {
+		lines[i] = m.ConsoleText()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ParseMarks reads MarksText back. The text is untrusted (a fleet
+// worker's row): at most one mark a phase is read, and lines that are not
+// marks are skipped.
+func ParseMarks(text string) []PhaseMark {
+	var marks []PhaseMark
+	for _, line := range strings.SplitN(text, "\n", len(Phases)+1) {
+		if m, ok := ParsePhaseMark(line); ok && len(marks) < len(Phases) {
+			marks = append(marks, m)
+		}
+	}
+	return marks
+}

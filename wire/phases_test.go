@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,5 +96,19 @@ func TestBootCosts(t *testing.T) {
 	}
 	if s := (BootCost{Boots: 1, Phases: got[0].Phases[:1]}).String(); !strings.HasPrefix(s, "1 boot: to-init") {
 		t.Errorf("one boot renders as %q", s)
+	}
+}
+
+func TestMarksTextRoundTrip(t *testing.T) {
+	marks := []PhaseMark{{PhaseToInit, 959_100_000, 0}, {PhaseSetUp, 966_200_000, 10}, {PhaseFlushAck, 2_219_300_000, 580_000_000}}
+	if got := ParseMarks(MarksText(marks)); !slices.Equal(got, marks) {
+		t.Errorf("ParseMarks(MarksText(%v)) = %v", marks, got)
+	}
+	if got := ParseMarks(""); got != nil {
+		t.Errorf("ParseMarks(\"\") = %v; want none", got)
+	}
+	hostile := strings.Repeat(MarksText(marks[:1])+"\n", 1000)
+	if got := ParseMarks(hostile); len(got) > len(Phases) {
+		t.Errorf("ParseMarks of 1000 marks kept %d; want at most one a phase", len(got))
 	}
 }
