@@ -29,7 +29,7 @@ import (
 // bisectArgs keep bisection tests short: one benchmark, small tries,
 // instruction counts (the deterministic rule decides from 2 boots a side;
 // --max-boots 8 leaves the statistical fallback room).
-var bisectArgs = []string{"--accel", "icount", "--bench", "LPMTrie/op=lookup/keys=random", "--samples", "3", "--entries", "1000", "--rounds", "5", "--max-boots", "8", "--boot-timeout", "60s"}
+var bisectArgs = []string{"--accel", "icount", "--bench", "LPMTrie/op=lookup/keys=random", "--entries", "1000", "--max-boots", "8", "--boot-timeout", "60s"}
 
 // fakeBuild is the build command of the test repository: kernel.conf says
 // which real kernel a commit "builds" (KERNEL=61 or 612: the unpacked

@@ -273,7 +273,8 @@ func TestCompareDebianKernels(t *testing.T) {
 	// README's demo shows it on a quiet machine). The controls run too. The
 	// documented jitter bounds decide from two boots a side.
 	// The first boot of each side also runs the guest's insight pass.
-	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--samples", "3", "--rounds", "5", "--entries", "1000",
+	// The profile pass has tests of its own (profile_e2e_test.go).
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--no-profile", "--entries", "1000",
 		"--bench", "LPMTrie/op=lookup/keys=random", "--format", "json", "--html", html, "--out", out}, args...),
 		testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612))...)
 	if code != exitOK {
@@ -311,6 +312,16 @@ func TestCompareDebianKernels(t *testing.T) {
 		t.Errorf("--html %s: %v; want a report with SVG plots and the insight block", html, err)
 	}
 	checkInsight(t, doc.Insight)
+	// Each side's boot cost by phase, from the boots' own marks: the
+	// insight pass apart, on one boot a side.
+	for i, c := range doc.Meta.BootCost {
+		if c == nil || c.Boots != lookup.A.Boots || len(c.Phases) < 4 || c.Phases[0].Phase != wire.PhaseToInit ||
+			c.Phases[len(c.Phases)-1].Phase != wire.PhaseAll || !strings.Contains(c.String(), "insight ") {
+			t.Errorf("boot cost of side %c: %+v; want the phases of %d boots, the insight pass on one", "AB"[i], c, lookup.A.Boots)
+			continue
+		}
+		t.Logf("boot cost %c: %s", "AB"[i], c)
+	}
 	// stat renders the block kept beside the results.
 	if code, stdout, stderr := runCLI(t, "stat", out); code != exitOK || !strings.Contains(stdout, "trie_lookup_elem no longer calls longest_prefix_match.isra.0") {
 		t.Errorf("lpmbisect stat %s: exit %d; want %d and the insight block\n%s\n%s", out, code, exitOK, stdout, stderr)

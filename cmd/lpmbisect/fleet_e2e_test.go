@@ -37,7 +37,7 @@ import (
 
 // fleetPlan is the small plan of the fleet tests: one benchmark, a few
 // seconds per icount boot.
-var fleetPlan = []string{"--accel", "icount", "--bench", "LPMTrie/op=lookup/keys=random", "--samples", "3", "--entries", "1000", "--rounds", "5"}
+var fleetPlan = []string{"--accel", "icount", "--bench", "LPMTrie/op=lookup/keys=random", "--entries", "1000"}
 
 // lockedBuffer collects a process's output for the test to read while it
 // runs.
@@ -257,6 +257,34 @@ func knownLookup(t *testing.T, what string, code int, row *report.Row) {
 	}
 }
 
+// fleetBootsLikeLocal checks that the fleet's icount boots are a local
+// compare's: the kernels travel as their ELF and boot through PVH (no
+// blob that is a bzImage was booted), and every stored boot kept its
+// phases for the results files.
+func fleetBootsLikeLocal(t *testing.T, db string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var boots, withPhases, elfs, bzImages int
+	if err := conn.QueryRow(context.Background(), `
+SELECT count(*), count(*) FILTER (WHERE phases LIKE 'lpmbisect-phase: to-init %'),
+	(SELECT count(*) FROM lpmbisect_fleet_blob_chunks WHERE n = 0 AND substr(data, 1, 4) = '\x7f454c46'::bytea),
+	(SELECT count(*) FROM lpmbisect_fleet_blob_chunks WHERE n = 0 AND substr(data, 515, 4) = 'HdrS'::bytea)
+FROM lpmbisect_fleet_boot_results`).Scan(&boots, &withPhases, &elfs, &bzImages); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fleet: %d boots stored, %d with phases; %d ELF kernel blobs, %d bzImage blobs", boots, withPhases, elfs, bzImages)
+	if boots == 0 || withPhases != boots {
+		t.Errorf("%d of %d stored icount boots kept their phases; want all", withPhases, boots)
+	}
+	if elfs != 2 || bzImages != 0 {
+		t.Errorf("%d ELF and %d bzImage kernel blobs; want the two kernels' ELF, booted through PVH as locally", elfs, bzImages)
+	}
+}
+
 func TestFleetCompare(t *testing.T) {
 	bootsInParallel(t)
 	vmArgs(t) // skips (or fails under CI) without QEMU
@@ -276,13 +304,14 @@ func TestFleetCompare(t *testing.T) {
 	if per["w1"] == 0 || per["w2"] == 0 || per["w1"]+per["w2"] != remote.A.Boots+remote.B.Boots {
 		t.Errorf("boots per worker = %v; want the %d boots spread over w1 and w2", per, remote.A.Boots+remote.B.Boots)
 	}
+	fleetBootsLikeLocal(t, db)
 	fleetCalibrate(t, db, password)
 
 	// Again, with w1 killed two seconds into a boot of its own: once the
 	// database has not heard from w1 for three heartbeats, w2 or the
 	// client hands its job back and w2 runs it. River's rescuer would take
-	// --stuck-after, 10 minutes by default: the compare finishing within
-	// minutes is the hand-back's doing, and the job's errors say whose.
+	// --stuck-after, 10 minutes by default: the job's errors say whose
+	// doing the re-attempt was, and the log the time from kill to it.
 	conn, err := pgx.Connect(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
@@ -325,8 +354,11 @@ SELECT id FROM river_job WHERE id > $1 AND state = 'running' AND split_part(atte
 	var res outcome
 	select {
 	case res = <-finished:
-	case <-time.After(5 * time.Minute):
-		t.Fatal("compare did not finish within 5 minutes of w1's kill (River's rescuer would take 10: was the job not handed back?)")
+	case <-time.After(15 * time.Minute):
+		// Generous: on a busy host w2 alone runs the rest of the boots.
+		// That the hand-back, not River's rescuer, sent the job back is
+		// checked below from the job's errors, not from the time.
+		t.Fatal("compare did not finish within 15 minutes of w1's kill (was the job not handed back?)")
 	}
 	row := lookupRow(t, "compare with w1 killed", res.code, res.stdout, res.stderr, time.Since(start))
 	knownLookup(t, "compare with w1 killed", res.code, row)

@@ -50,7 +50,7 @@ func TestInsightCountsEveryPath(t *testing.T) {
 		lookup  = "MapBatch/map=lpm_trie/op=lookup/batch=1000/entries=1000"
 		update  = "MapBatch/map=lpm_trie/op=update/batch=1000/entries=1000"
 	)
-	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--boots", "1", "--max-boots", "1", "--samples", "2", "--rounds", "2",
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--no-profile", "--boots", "1", "--max-boots", "1", "--samples", "2", "--rounds", "2",
 		"--entries", "1000", "--batch-entries", "1000", "--no-controls", "--format", "json",
 		"--bench", `^(LPMTrieSyscall/lookups=8/entries=8192$|MapBatch/map=lpm_trie/op=(lookup|update)/batch=1000/)`}, args...),
 		testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612))...)
