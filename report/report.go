@@ -160,11 +160,23 @@ func headlines(rep *compare.Report) []string {
 // what a decision would need (boots per side, or pairs).
 func undecided(rep *compare.Report) []string {
 	var out []string
+	oneSided := map[string]int{} // benchmark → its line in out
+	var units [][]string         // of each line, the units of a one-sided benchmark
 	for _, r := range rep.Rows {
 		if r.Control || r.Verdict != compare.Unknown {
 			continue
 		}
 		line := Headline(r)
+		if !r.Compared() {
+			// Every unit of a benchmark measured on one side is: one
+			// line, its units listed.
+			if i, ok := oneSided[r.Benchmark]; ok {
+				units[i] = append(units[i], r.Unit)
+				continue
+			}
+			oneSided[r.Benchmark] = len(out)
+		}
+		units = append(units, []string{r.Unit})
 		switch {
 		case !r.Compared():
 		case floorTooClose(rep, r):
@@ -175,6 +187,9 @@ func undecided(rep *compare.Report) []string {
 			line += fmt.Sprintf("; a verdict needs ~%d %s at this spread (leaning %v)", r.BootsNeeded, compare.Units(r.Paired), r.NeedFor)
 		}
 		out = append(out, line)
+	}
+	for _, i := range oneSided {
+		out[i] += " (" + strings.Join(units[i], ", ") + ")"
 	}
 	return out
 }

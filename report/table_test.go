@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -216,6 +217,24 @@ func TestHeadline(t *testing.T) {
 		if got := Headline(tc.row); got != tc.want {
 			t.Errorf("Headline(%s) = %q; want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestUndecidedOneSideOnce checks that a benchmark measured on one side
+// only is one line of the undecided list, with its units, however many
+// units it has.
+func TestUndecidedOneSideOnce(t *testing.T) {
+	rep := &compare.Report{Rows: []compare.Row{
+		{Benchmark: "Ringbuf/op=overwrite", Unit: "insn/op", B: compare.Summary{Boots: 2}},
+		{Benchmark: "Ringbuf/op=overwrite", Unit: "drops/op", B: compare.Summary{Boots: 2}},
+		{Benchmark: "y", Unit: "insn/op", A: compare.Summary{Boots: 2}},
+	}}
+	want := []string{
+		"Ringbuf/op=overwrite: UNKNOWN, ran on one side only, 0+2 boots (insn/op, drops/op)",
+		"y: UNKNOWN, ran on one side only, 2+0 boots (insn/op)",
+	}
+	if got := undecided(rep); !slices.Equal(got, want) {
+		t.Errorf("undecided = %q; want %q", got, want)
 	}
 }
 
