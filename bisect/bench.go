@@ -472,6 +472,12 @@ func (b *Bench) RecheckTarget(parent, culprit Candidate, extra int) (int, error)
 	return max(Boots(p.results), Boots(c.results)) + extra, nil
 }
 
+// sameImageRecheck is the re-check of a culprit whose kernel image
+// (sha256 image) is its parent's: nothing to boot, and the note says why.
+func sameImageRecheck(image string) *Recheck {
+	return &Recheck{SameImage: true, Note: fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", words.ShortHash(image))}
+}
+
 // Recheck boots the parent and the culprit up to target boots each,
 // interleaved, then compares them directly and against the endpoints. The
 // result is confirmed when the culprit differs from its parent on every
@@ -486,12 +492,10 @@ func (b *Bench) Recheck(ctx context.Context, parent, culprit Candidate, target i
 	if err != nil {
 		return nil, fmt.Errorf("re-check: culprit: %w", err)
 	}
-	rc := &Recheck{}
 	if p.k.SHA256 == c.k.SHA256 {
-		rc.SameImage = true
-		rc.Note = fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", words.ShortHash(c.k.SHA256))
-		return rc, nil
+		return sameImageRecheck(c.k.SHA256), nil
 	}
+	rc := &Recheck{}
 	if err := b.topUp(ctx, target, p, c); err != nil {
 		return nil, fmt.Errorf("re-check: %w", err)
 	}

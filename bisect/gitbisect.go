@@ -203,7 +203,7 @@ func (g *GitBisect) recheckCulprit(ctx context.Context, res *Result) error {
 		return nil
 	}
 	if pb.Image == cb.Image {
-		res.Recheck = &Recheck{SameImage: true, Note: fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", words.ShortHash(cb.Image))}
+		res.Recheck = sameImageRecheck(cb.Image)
 		return nil
 	}
 	rc, err := g.recheck(ctx, CandidateOf(pb, "parent "+words.ShortHash(parent), parent), CandidateOf(cb, "culprit "+words.ShortHash(res.FirstBad), res.FirstBad))
