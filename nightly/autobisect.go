@@ -160,9 +160,15 @@ func (r *seriesRun) mailExcursions(ctx context.Context, cps []history.ChangePoin
 	return out, nil
 }
 
-// worse reports whether a kernel-line change point is a regression: the
-// benchmarks count cost per operation, so a rise is worse.
-func worse(cp history.ChangePoint) bool { return cp.DeltaPct > 0 }
+// worse reports whether a kernel-line change point is a regression, in
+// its unit's direction (compare.DirectionOf: a rise of a cost per
+// operation, a fall of a rate). A unit without a known direction counts
+// as worse, as compare's --fail-on regression counts it: a change nobody
+// can judge is bisected, not passed over.
+func worse(cp history.ChangePoint) bool {
+	d := compare.DirectionOf(cp.Metric.Unit, cp.DeltaPct)
+	return d == compare.Worse || (d == compare.Changed && cp.DeltaPct != 0)
+}
 
 // bisectRange is what one bisection searches: the nights around a change
 // and its direction.

@@ -50,3 +50,25 @@ func TestMailExcursions(t *testing.T) {
 		}
 	}
 }
+
+// TestWorseFollowsTheUnit checks that a change point's direction is its
+// unit's: a rise of a cost per operation and a fall of a rate are worse.
+func TestWorseFollowsTheUnit(t *testing.T) {
+	for _, tc := range []struct {
+		unit  string
+		delta float64
+		want  bool
+	}{
+		{"insn/op", +3, true},
+		{"insn/op", -3, false},
+		{"sec/op", +3, true},
+		{"ops/s", -3, true},
+		{"ops/s", +3, false},
+		{"widgets", -3, true}, // no known direction: bisected, as --fail-on regression counts it
+	} {
+		cp := history.ChangePoint{Metric: history.Metric{Benchmark: "X", Unit: tc.unit}, DeltaPct: tc.delta}
+		if got := worse(cp); got != tc.want {
+			t.Errorf("worse(%+g%% %s) = %v; want %v", tc.delta, tc.unit, got, tc.want)
+		}
+	}
+}
