@@ -71,9 +71,7 @@ cache_dir = %q
 guest = %q
 boot_timeout = "120s"
 [bench]
-samples = 2
 entries = 1000
-rounds = 5
 [nightly]
 db = %q
 state = %q
