@@ -199,34 +199,39 @@ func decompressor(name string, r io.Reader) (io.Reader, func(), error) {
 	}
 }
 
-// MaxUnpackedBytes bounds the bytes of regular files a package unpacks
-// to: Debian's kernel packages unpack to about 100 MB, their -dbg packages
-// to about 1 GB. A package that claims more (a compression bomb) is
-// refused before it fills the cache's disk.
+// MaxUnpackedBytes bounds the bytes a package's data archive unpacks to,
+// headers included: Debian's kernel packages unpack to about 100 MB, their
+// -dbg packages to about 1 GB. A package that claims more (a compression
+// bomb) is refused before it fills the cache's disk or takes longer to
+// read than such a package does.
 const MaxUnpackedBytes = 4 << 30
 
 // extractTar writes the regular files and directories of the tar stream r
 // below dst, and hard links whose target is below dst, reading at most
-// limit bytes of entries' contents in all (skipped entries included). Symbolic links and special files are skipped:
-// the tree then holds no link that a later entry could be written through,
-// and every entry name is checked to stay below dst, so a hostile archive
-// cannot write outside dst.
+// limit bytes of the stream: headers, extended headers, skipped entries
+// and files all count, so that no bomb of entries that are skipped or
+// empty costs more time than limit bytes of files. Symbolic links and
+// special files are skipped: the tree then holds no link that a later
+// entry could be written through, and every entry name is checked to stay
+// below dst, so a hostile archive cannot write outside dst.
 func extractTar(r io.Reader, dst string, limit int64) error {
-	tr, total := tar.NewReader(r), limit
+	budget := &budgetReader{r: r, left: limit}
+	tr := tar.NewReader(budget)
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			return nil
 		}
+		if errors.Is(err, errOverBudget) {
+			return fmt.Errorf("%w: the package unpacks to more than %d bytes (a compression bomb?)", ErrNotKernel, limit)
+		}
 		if err != nil {
 			return err
 		}
-		// Every entry's bytes are decompressed, written or skipped: all
-		// count, so that a bomb of skipped entries costs no more time.
-		if hdr.Size > limit {
-			return fmt.Errorf("%w: %q makes the package unpack to more than %d bytes", ErrNotKernel, hdr.Name, total)
+		// Refuse an entry the budget cannot hold before reading it, by name.
+		if hdr.Size > budget.left {
+			return fmt.Errorf("%w: %q makes the package unpack to more than %d bytes", ErrNotKernel, hdr.Name, limit)
 		}
-		limit -= hdr.Size
 		name, err := entryPath(hdr.Name)
 		if err != nil {
 			return err
@@ -258,6 +263,28 @@ func extractTar(r io.Reader, dst string, limit int64) error {
 			}
 		}
 	}
+}
+
+// errOverBudget is the error of a budgetReader that has read its bytes.
+var errOverBudget = errors.New("read more than the unpack limit")
+
+// budgetReader reads r until left bytes have been read, then fails with
+// errOverBudget.
+type budgetReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errOverBudget
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // entryPath returns the cleaned, slash-separated relative path of a tar entry

@@ -3,6 +3,8 @@ package kernel
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,10 +38,15 @@ func FuzzBzImageHeader(f *testing.F) {
 }
 
 // FuzzDebData reads arbitrary files as Debian packages and unpacks their
-// data member, at most 1 MiB of it: whatever unpacks stays below the
+// data member, at most 1 MiB of it: unpacking reads no more than the limit
+// of the decompressed archive, and whatever unpacks stays below the
 // destination, holds no symbolic link and no more bytes than the limit.
 // The seeds are the heads of Debian's 6.1 and 6.12 packages
-// (testdata/fuzz/FuzzDebData) and small packages of each compression.
+// (testdata/fuzz/FuzzDebData), small packages of each compression, and
+// bombs: skipped-entries-bomb is 8.5 KB of zstd that decompresses to two
+// 128 MiB entries extractTar skips (the root "." as a file, and a
+// contiguous file), which stalled fuzzing when skipped entries did not
+// count against the limit.
 func FuzzDebData(f *testing.F) {
 	tree := []tarEntry{{name: "./", typ: tar.TypeDir}, {name: "./boot/vmlinuz-" + fakeRelease, data: fakeBzImage(fakeVersion)},
 		{name: "./boot/link", typ: tar.TypeLink, linkname: "./boot/vmlinuz-" + fakeRelease}, {name: "../escape", data: []byte("x")}}
@@ -62,7 +69,11 @@ func FuzzDebData(f *testing.F) {
 		root := t.TempDir()
 		dst := filepath.Join(root, "pkg")
 		os.Mkdir(dst, 0o755)
-		extractTar(r, dst, limit)
+		read := &readCounter{r: r, max: limit}
+		extractTar(read, dst, limit)
+		if read.over {
+			t.Fatalf("unpacking read more than the %d bytes allowed of the decompressed archive", limit)
+		}
 		if entries, _ := os.ReadDir(root); len(entries) != 1 {
 			t.Fatalf("unpacking wrote beside its destination: %v", entries)
 		}
@@ -88,13 +99,46 @@ func FuzzDebData(f *testing.F) {
 	})
 }
 
-// TestExtractTarLimit checks the bound on what a package unpacks to.
+// readCounter reads r and fails once more than max bytes are asked of it,
+// so that a test of a bound fails at once rather than decompressing a bomb.
+type readCounter struct {
+	r    io.Reader
+	n    int64
+	max  int64
+	over bool
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	if c.n+int64(len(p)) > c.max {
+		p = p[:max(c.max-c.n, 0)]
+		if len(p) == 0 {
+			c.over = true
+			return 0, errors.New("read past the limit")
+		}
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestExtractTarLimit checks the bound on what a package unpacks to:
+// headers, skipped entries and files all count.
 func TestExtractTarLimit(t *testing.T) {
+	// ./a is a 512-byte header, 600 bytes and 424 of padding; ./b's header
+	// then leaves 452 of 2500 bytes, too few for its 600.
 	data := makeTar(t, []tarEntry{{name: "./a", data: make([]byte, 600)}, {name: "./b", data: make([]byte, 600)}})
-	if err := extractTar(bytes.NewReader(data), t.TempDir(), 1000); err == nil || !strings.Contains(err.Error(), `"./b" makes the package unpack to more than 1000 bytes`) {
-		t.Errorf("extractTar(1200 bytes, limit 1000) = %v; want the limit's error", err)
+	if err := extractTar(bytes.NewReader(data), t.TempDir(), 2500); err == nil || !strings.Contains(err.Error(), `"./b" makes the package unpack to more than 2500 bytes`) {
+		t.Errorf("extractTar(2 files of 600 bytes, limit 2500) = %v; want the limit's error naming ./b", err)
 	}
 	if err := extractTar(bytes.NewReader(data), t.TempDir(), MaxUnpackedBytes); err != nil {
 		t.Errorf("extractTar(1200 bytes) = %v", err)
+	}
+	// Empty entries cost their headers: 100 directories are 51,200 bytes.
+	var dirs []tarEntry
+	for range 100 {
+		dirs = append(dirs, tarEntry{name: "./d/", typ: tar.TypeDir})
+	}
+	if err := extractTar(bytes.NewReader(makeTar(t, dirs)), t.TempDir(), 50_000); err == nil || !strings.Contains(err.Error(), "the package unpacks to more than 50000 bytes") {
+		t.Errorf("extractTar(100 directory headers, limit 50000) = %v; want the limit's error", err)
 	}
 }
