@@ -13,7 +13,10 @@ import (
 // FuzzJobArgs reads arbitrary job arguments of each kind, as a worker
 // takes them from the database: arguments that validate marshal to JSON
 // that unmarshals to the same arguments, which validate again; those that
-// do not give an *ArgsError.
+// do not give an *ArgsError. The seeds testdata/fuzz/FuzzJobArgs/real-*
+// are rows of river_job as the fleet's tests left them (boot jobs of an
+// icount queue, paired and unpaired rounds, builds including ones a
+// worker refuses; see captureArgsEnv), besides the arguments below.
 func FuzzJobArgs(f *testing.F) {
 	round := RoundArgs{Version: ArgsVersion, Accel: "tcg", Guest: sumA, StuckAfterMS: 60_000, Boots: []BootSpec{validBoot().Boot}}
 	build := BuildArgs{Version: ArgsVersion, Tree: "bpf-next", Commit: sumA[:40], Config: "default", StuckAfterMS: 600_000}

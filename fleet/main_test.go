@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -204,5 +206,51 @@ func migrated(t *testing.T) string {
 	if _, err := Migrate(context.Background(), url); err != nil {
 		t.Fatalf("Migrate = %v", err)
 	}
+	captureJobArgs(t, url)
 	return url
+}
+
+// captureArgsEnv names a directory into which each test writes the
+// arguments of the jobs it queued, as River stored them, in FuzzJobArgs's
+// corpus format: the seeds testdata/fuzz/FuzzJobArgs/real-* were captured
+// so, and a change of the arguments' format recaptures them with
+//
+//	LPMBISECT_FLEET_CAPTURE_ARGS=$PWD/fleet/testdata/fuzz/FuzzJobArgs go test -run 'TestRoundJobs|TestIcountHostClass|TestBuildJobs' ./fleet
+const captureArgsEnv = "LPMBISECT_FLEET_CAPTURE_ARGS"
+
+func captureJobArgs(t *testing.T, url string) {
+	dir := os.Getenv(captureArgsEnv)
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		db, err := open(ctx, url)
+		if err != nil {
+			t.Errorf("capture job arguments: %v", err)
+			return
+		}
+		defer db.close()
+		rows, err := db.pool.Query(ctx, "SELECT kind, args::text FROM river_job ORDER BY id")
+		if err != nil {
+			t.Errorf("capture job arguments: %v", err)
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var kind, args string
+			if err := rows.Scan(&kind, &args); err != nil {
+				t.Errorf("capture job arguments: %v", err)
+				return
+			}
+			// FuzzJobArgs's kind: 0 boot, 1 round, 2 build.
+			n := map[string]byte{KindBoot: 0, KindRound: 1, KindBuild: 2}[kind]
+			sum := sha256.Sum256([]byte(args))
+			name := fmt.Sprintf("real-%s-%x", strings.TrimPrefix(kind, "lpmbisect."), sum[:4])
+			data := fmt.Sprintf("go test fuzz v1\nbyte(%q)\n[]byte(%q)\n", n, args)
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+				t.Errorf("capture job arguments: %v", err)
+			}
+		}
+	})
 }
