@@ -390,7 +390,7 @@ func parseKallsyms(r io.Reader, opts KallsymsOptions) (*Symbols, error) {
 			continue // a module's symbol: "addr t name\t[module]"
 		}
 		addr, err := strconv.ParseUint(string(fields[0]), 16, 64)
-		if err != nil || len(fields[1]) != 1 {
+		if err != nil || len(fields[1]) != 1 || !isTypeLetter(fields[1][0]) {
 			return nil, fmt.Errorf("line %d: %q is not \"address type name\"", lines, line)
 		}
 		name := string(fields[2])
@@ -439,6 +439,11 @@ func parseKallsyms(r io.Reader, opts KallsymsOptions) (*Symbols, error) {
 }
 
 func isAbsolute(t byte) bool { return t == 'a' || t == 'A' }
+
+// isTypeLetter reports whether t is a symbol type kallsyms prints: an
+// ASCII letter, as nm's. Any other byte (a guest's kallsyms is untrusted)
+// is no type, and would not print as one byte.
+func isTypeLetter(t byte) bool { return 'a' <= t && t <= 'z' || 'A' <= t && t <= 'Z' }
 
 // setDistanceSizes sets each symbol's size to the distance to the next
 // higher address among the non-absolute symbols, stopping at the end of

@@ -165,6 +165,14 @@ func TestParseKallsymsRejects(t *testing.T) {
 	if _, err := ParseKallsyms(strings.NewReader("not kallsyms at all\n"), KallsymsOptions{}); err == nil {
 		t.Errorf("ParseKallsyms(text) = nil error; want a parse error")
 	}
+	// A type is a letter: a byte that is not (found by FuzzParseKallsyms,
+	// testdata/fuzz/FuzzParseKallsyms/fbb4776eef0ac364) would be printed
+	// back as a symbol of another type, or as none.
+	for _, typ := range []string{"\xfe", "\x1b", "?", "1"} {
+		if _, err := ParseKallsyms(strings.NewReader("ffffffff81000000 T _text\nffffffff81000010 "+typ+" f\n"), KallsymsOptions{}); err == nil {
+			t.Errorf("ParseKallsyms(type %q) = nil error; want a parse error", typ)
+		}
+	}
 }
 
 // repeatReader repeats line forever.
