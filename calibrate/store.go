@@ -144,7 +144,28 @@ func decode(data []byte, where string, key Key) (*Calibration, error) {
 	if c.Key != key {
 		return nil, fmt.Errorf("%w for %s: %s holds one for %s", ErrNoCalibration, key, where, c.Key)
 	}
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("read calibration %s: %w (remove it and calibrate again)", where, err)
+	}
 	return &c, nil
+}
+
+// check refuses a stored calibration whose rows say what Compute never
+// does: a deterministic row whose bound is not a fraction below its
+// method's maximum, or a floor reached that is not a fraction. A store is
+// shared (the fleet's database) or edited by hand, and such a row would
+// become a jitter bound that hides any change, or a minimum effect of
+// nothing.
+func (c *Calibration) check() error {
+	for _, b := range c.Benchmarks {
+		if b.Deterministic && !(b.Bound > 0 && b.Bound < c.Method.MaxBound && c.Method.MaxBound < 1) {
+			return fmt.Errorf("%s %s is deterministic with a bound of %g, not a fraction below the method's maximum %g", b.Name, b.Unit, b.Bound, c.Method.MaxBound)
+		}
+		if b.FloorReached && !(b.Floor > 0 && b.Floor < 1) {
+			return fmt.Errorf("%s %s reached a floor of %g, not a fraction", b.Name, b.Unit, b.Floor)
+		}
+	}
+	return nil
 }
 
 // Store keeps c on shelf as the calibration of its key, after merging

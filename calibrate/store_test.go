@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +165,47 @@ func TestStoreKeepsTwoModes(t *testing.T) {
 	other.Key.Rounds = 5
 	if err := first.Merge(&other); err == nil {
 		t.Errorf("Merge of another key = nil; want an error")
+	}
+}
+
+// TestLoadRefusesImpossibleRows checks that a stored row Compute could not
+// have written (a store is shared or edited by hand) is an error, not a
+// jitter bound or a floor.
+func TestLoadRefusesImpossibleRows(t *testing.T) {
+	dir := t.TempDir()
+	c := mustCompute(t, synthBoots(8, 5, "icount", icountRows, 1), Options{})
+	i := slices.IndexFunc(c.Benchmarks, func(b Benchmark) bool { return b.Deterministic })
+	if i < 0 {
+		t.Fatal("no deterministic row to spoil")
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(*Benchmark)
+	}{
+		{"bound 0", func(b *Benchmark) { b.Bound = 0 }},
+		{"negative bound", func(b *Benchmark) { b.Bound = -0.01 }},
+		{"NaN bound", func(b *Benchmark) { b.Bound = math.NaN() }},
+		{"infinite bound", func(b *Benchmark) { b.Bound = math.Inf(1) }},
+		{"bound at the maximum", func(b *Benchmark) { b.Bound = c.Method.MaxBound }},
+		{"floor reached at NaN", func(b *Benchmark) { b.FloorReached, b.Floor = true, math.NaN() }},
+		{"floor reached at 0", func(b *Benchmark) { b.FloorReached, b.Floor = true, 0 }},
+	} {
+		bad := *c
+		bad.Benchmarks = slices.Clone(c.Benchmarks)
+		tc.spoil(&bad.Benchmarks[i])
+		data, err := json.Marshal(&bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(Dir(dir).Path(c.Key)), 0o755)
+		os.WriteFile(Dir(dir).Path(c.Key), data, 0o644)
+		if _, err := Load(context.Background(), Dir(dir), c.Key, 0); err == nil || !strings.Contains(err.Error(), "remove it and calibrate again") {
+			t.Errorf("Load(%s) = %v; want an error saying to calibrate again", tc.name, err)
+		}
+	}
+	data, _ := json.Marshal(c)
+	os.WriteFile(Dir(dir).Path(c.Key), data, 0o644)
+	if _, err := Load(context.Background(), Dir(dir), c.Key, 0); err != nil {
+		t.Errorf("Load(as computed) = %v", err)
 	}
 }
