@@ -3,13 +3,19 @@ package kernel
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // FuzzBzImageHeader reads arbitrary file heads as bzImages: a release read
@@ -141,4 +147,92 @@ func TestExtractTarLimit(t *testing.T) {
 	if err := extractTar(bytes.NewReader(makeTar(t, dirs)), t.TempDir(), 50_000); err == nil || !strings.Contains(err.Error(), "the package unpacks to more than 50000 bytes") {
 		t.Errorf("extractTar(100 directory headers, limit 50000) = %v; want the limit's error", err)
 	}
+}
+
+// FuzzModinfo reads the .modinfo of arbitrary files as modules of a
+// package: what it finds is no more than maxModinfoBytes, and each
+// dependency is a name, trimmed, without commas. The seeds are a small
+// module of Debian's 6.1 package (testdata/fuzz/FuzzModinfo) and
+// zstd-bomb, the same module whose .modinfo is a compressed section of
+// 64 MiB of zeros (see TestModinfoBomb).
+func FuzzModinfo(f *testing.F) {
+	f.Fuzz(func(t *testing.T, ko []byte) {
+		info, err := parseModinfo(bytes.NewReader(ko))
+		if err != nil {
+			return
+		}
+		n := len(info.vermagic)
+		for _, d := range info.depends {
+			n += len(d)
+			if d == "" || d != strings.TrimSpace(d) || strings.Contains(d, ",") {
+				t.Fatalf("dependency %q", d)
+			}
+		}
+		if n > maxModinfoBytes {
+			t.Fatalf("read %d bytes of .modinfo, more than the %d allowed", n, maxModinfoBytes)
+		}
+	})
+}
+
+// TestModinfoBomb reads a module whose .modinfo is a compressed section
+// (SHF_COMPRESSED, zstd) of 64 MiB of zeros in 2 KB: an error once
+// maxModinfoBytes are read, not 64 MiB in memory.
+func TestModinfoBomb(t *testing.T) {
+	ko := seedBytes(t, "testdata/fuzz/FuzzModinfo/real-module-61")
+	info, err := parseModinfo(bytes.NewReader(ko))
+	if err != nil || info.vermagic == "" {
+		t.Fatalf("parseModinfo(a module of Debian 6.1) = %+v, %v; want its vermagic", info, err)
+	}
+	seed := seedBytes(t, "testdata/fuzz/FuzzModinfo/zstd-bomb")
+	if f, err := elf.NewFile(bytes.NewReader(seed)); err != nil || f.Section(".modinfo") == nil || f.Section(".modinfo").Size != 64<<20 {
+		t.Fatal("testdata/fuzz/FuzzModinfo/zstd-bomb is not a module with 64 MiB as .modinfo")
+	}
+	for name, bomb := range map[string][]byte{"zstd-bomb": seed, "made now": compressedModinfo(t, ko, make([]byte, 64<<20))} {
+		if _, err := parseModinfo(bytes.NewReader(bomb)); err == nil || !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("parseModinfo(%s, .modinfo of 64 MiB of zeros) = %v; want the size error", name, err)
+		}
+	}
+}
+
+// compressedModinfo returns the ELF64 module ko with content, compressed
+// with zstd, as its .modinfo section: appended to the file, the section
+// header pointing at it. (zstd-bomb was made so at the best compression.)
+func compressedModinfo(t *testing.T, ko, content []byte) []byte {
+	t.Helper()
+	f, err := elf.NewFile(bytes.NewReader(ko))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(f.Sections, func(s *elf.Section) bool { return s.Name == ".modinfo" })
+	if f.Class != elf.ELFCLASS64 || f.ByteOrder != binary.LittleEndian || i < 0 {
+		t.Fatal("not a little-endian ELF64 module with .modinfo")
+	}
+	var sec bytes.Buffer
+	binary.Write(&sec, binary.LittleEndian, elf.Chdr64{Type: uint32(elf.COMPRESS_ZSTD), Size: uint64(len(content)), Addralign: 1})
+	zw, _ := zstd.NewWriter(&sec, zstd.WithEncoderConcurrency(1))
+	zw.Write(content)
+	zw.Close()
+	out := append(bytes.Clone(ko), make([]byte, (8-len(ko)%8)%8)...)
+	at := uint64(len(out))
+	out = append(out, sec.Bytes()...)
+	hdr := out[binary.LittleEndian.Uint64(out[0x28:])+uint64(i)*64:]
+	flags := binary.LittleEndian.Uint64(hdr[8:])&^uint64(elf.SHF_ALLOC) | uint64(elf.SHF_COMPRESSED) // only unallocated sections compress
+	binary.LittleEndian.PutUint64(hdr[8:], flags)
+	binary.LittleEndian.PutUint64(hdr[24:], at)
+	binary.LittleEndian.PutUint64(hdr[32:], uint64(sec.Len()))
+	return out
+}
+
+// seedBytes returns the []byte value of a one-value corpus file.
+func seedBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s string
+	if _, err := fmt.Sscanf(strings.TrimPrefix(string(data), "go test fuzz v1\n[]byte("), "%q", &s); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return []byte(s)
 }

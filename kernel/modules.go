@@ -331,22 +331,45 @@ type modinfo struct {
 	vermagic string   // "<release> SMP preempt mod_unload ..."
 }
 
+// maxModinfoBytes bounds what is read of a module's .modinfo: Debian's
+// modules carry a few hundred bytes. The section's header says its size,
+// and a compressed or empty (SHT_NOBITS) section is not bounded by the
+// file's, so a few hundred bytes could claim terabytes.
+const maxModinfoBytes = 1 << 20
+
 // readModinfo reads the .modinfo section of a module: NUL-separated
 // key=value strings.
 func readModinfo(path string) (modinfo, error) {
-	var info modinfo
-	f, err := elf.Open(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return info, fmt.Errorf("%s: not an ELF kernel module: %w", path, err)
+		return modinfo{}, err
 	}
 	defer f.Close()
+	info, err := parseModinfo(f)
+	if err != nil {
+		return info, fmt.Errorf("%s: %w", path, err)
+	}
+	return info, nil
+}
+
+// parseModinfo reads the .modinfo section of the module r, at most
+// maxModinfoBytes of it.
+func parseModinfo(r io.ReaderAt) (modinfo, error) {
+	var info modinfo
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return info, fmt.Errorf("not an ELF kernel module: %w", err)
+	}
 	sec := f.Section(".modinfo")
 	if sec == nil {
-		return info, fmt.Errorf("%s: no .modinfo section (not a kernel module?)", path)
+		return info, errors.New("no .modinfo section (not a kernel module?)")
 	}
-	data, err := sec.Data()
+	data, err := io.ReadAll(io.LimitReader(sec.Open(), maxModinfoBytes+1))
 	if err != nil {
-		return info, fmt.Errorf("%s: read .modinfo: %w", path, err)
+		return info, fmt.Errorf("read .modinfo: %w", err)
+	}
+	if len(data) > maxModinfoBytes {
+		return info, fmt.Errorf(".modinfo is larger than %d bytes (not a kernel module?)", maxModinfoBytes)
 	}
 	for _, entry := range bytes.Split(data, []byte{0}) {
 		key, value, _ := strings.Cut(string(entry), "=")
