@@ -523,6 +523,8 @@ ORDER BY r.boot`, p.id)
 			return nil, JobStats{}, fmt.Errorf("job %d: boot results out of order", p.id)
 		case len(r.raw) > limit || len(r.console) > MaxConsole:
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s stored more than the limits allow", p.id, jobName(j), r.worker)
+		case !vmrunner.Outcome(r.outcome).Known():
+			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s stored outcome %q, which this lpmbisect does not know (run one lpmbisect version across the fleet)", p.id, jobName(j), r.worker, r.outcome)
 		case vmrunner.Accel(r.accel) != e.queue.Accel:
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s booted under %s, the queue's accelerator is %s", p.id, jobName(j), r.worker, r.accel, e.queue.Accel)
 		case e.queue.Accel == vmrunner.Icount && (HostClass{QEMUVersion: r.qemu, CPUModel: r.cpu}) != e.class:
@@ -531,6 +533,10 @@ ORDER BY r.boot`, p.id)
 		res := &vmrunner.Result{Outcome: vmrunner.Outcome(r.outcome), Detail: r.detail, Stream: vmrunner.DecodeStream(r.raw, j.Config), Channel: r.channel,
 			Accel: vmrunner.Accel(r.accel), Duration: time.Duration(r.duration), Command: r.command, CPUModel: r.cpu, QEMUVersion: r.qemu,
 			Phases: wire.ParseMarks(r.phases)}
+		if res.Outcome == vmrunner.OK && !res.Stream.Complete {
+			// The worker said ok; what it stored does not prove it.
+			res.Outcome, res.Detail = vmrunner.Corrupt, "the stored results are not a complete stream, though worker "+r.worker+" reported the boot ok"
+		}
 		if dir := j.Config.RunDir; dir != "" {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, JobStats{}, fmt.Errorf("run directory: %w", err)

@@ -40,6 +40,16 @@ const (
 	Canceled    Outcome = "canceled"     // the context was canceled (SIGINT, SIGTERM)
 )
 
+// Known reports whether o is one of the outcomes above (an outcome read
+// back from storage, such as a fleet worker's row, may not be).
+func (o Outcome) Known() bool {
+	switch o {
+	case OK, Panic, BootFailed, BootTimeout, Stalled, Truncated, Corrupt, NoProgress, QEMUError, Canceled:
+		return true
+	}
+	return false
+}
+
 // Limits bound what is read from the guest, which is untrusted.
 type Limits struct {
 	MaxLine  int // longest line on the results channel, in bytes
