@@ -447,7 +447,11 @@ func (r *run) kernel(ctx context.Context, commit string) (*build.Built, error) {
 	if !usable(b) {
 		b = nil
 		if data, err := os.ReadFile(byTree); err == nil && json.Unmarshal(data, &b) == nil && usable(b) {
-			r.logf("%s: the kernel of tree %s was built before: image %s", words.ShortHash(commit), words.ShortHash(tree), words.ShortHash(b.Image))
+			if b.Failed != "" {
+				r.logf("%s: tree %s did not build before (log: %s)", words.ShortHash(commit), words.ShortHash(tree), b.BuildLog)
+			} else {
+				r.logf("%s: the kernel of tree %s was built before: image %s", words.ShortHash(commit), words.ShortHash(tree), words.ShortHash(b.Image))
+			}
 			r.st.Kernels[commit] = b
 			if err := r.st.Save(); err != nil {
 				return nil, err

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log"
 	"math"
 	"os"
 	"os/exec"
@@ -264,11 +265,18 @@ func TestMboxAfterRange(t *testing.T) {
 	calls, _ := os.ReadFile(filepath.Join(src, bisect.DefaultBuildDir, "calls.txt"))
 	mbox := filepath.Join(t.TempDir(), "series.mbox")
 	os.WriteFile(mbox, []byte(runGit(t, src, "format-patch", "--stdout", base+"..main")), 0o644)
-	res, err := Run(context.Background(), Options{Setup: setup(t, mk, &benchMeasurer{fail: true}), Repo: src, Base: base, Mbox: mbox, StateDir: state})
+	var logged bytes.Buffer
+	again := setup(t, mk, &benchMeasurer{fail: true})
+	again.Log = log.New(&logged, "", 0)
+	res, err := Run(context.Background(), Options{Setup: again, Repo: src, Base: base, Mbox: mbox, StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkSeries(t, res)
+	// 3/5's tree is known not to build: said so, not as an image of none.
+	if out := logged.String(); !strings.Contains(out, "did not build before") || strings.Contains(out, "was built before: image \n") {
+		t.Errorf("log of the mbox run:\n%s\nwant 3/5's tree named as one that did not build", out)
+	}
 	wt := filepath.Join(strings.TrimSpace(runGit(t, src, "rev-parse", "--absolute-git-dir")), "lpmbisect", "series")
 	if _, err := os.Stat(filepath.Join(wt, ".git")); err != nil {
 		t.Errorf("no series worktree at %s: %v", wt, err)
