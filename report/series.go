@@ -94,9 +94,10 @@ func deltaCell(d *view.SeriesDelta) string {
 }
 
 // seriesTable writes one benchmark's table in plain text, at most
-// mailWidth wide for the usual names.
-func seriesTable(w io.Writer, s view.Series, b view.SeriesBenchmark) {
-	fmt.Fprintf(w, "%s (%s), base %s\n", b.Benchmark, b.Unit, view.FormatValue(b.Base, b.Unit))
+// mailWidth wide for the usual names; the heading, which names the
+// benchmark and its base value (with the unit), folds at width.
+func seriesTable(w io.Writer, s view.Series, b view.SeriesBenchmark, width int) {
+	fmt.Fprintln(w, fold(fmt.Sprintf("%s, base %s", b.Benchmark, view.FormatValue(b.Base, b.Unit)), width))
 	fmt.Fprintf(w, "  %-5s %-12s  %-32s %s\n", "patch", "commit", "vs parent", "vs base")
 	for i, p := range s.Patches {
 		fmt.Fprintf(w, "  %-5s %-12s  %-32s %s\n", fmt.Sprintf("%d/%d", p.N, p.Total), words.ShortHash(p.Commit), parentCell(p, b.Cells[i]), deltaCell(b.Cells[i].VsBase))
@@ -116,7 +117,7 @@ func seriesBody(w io.Writer, s view.Series, width int) error {
 	}
 	for _, b := range s.Benchmarks {
 		fmt.Fprintln(w)
-		seriesTable(w, s, b)
+		seriesTable(w, s, b, width)
 	}
 	for _, p := range s.Patches {
 		if !p.Moved {
