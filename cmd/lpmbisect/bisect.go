@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -133,7 +132,7 @@ func bisectCommand(r *run) *cli.Command {
 			return bisectError(err, r)
 		}
 		rep := bisect.Report{State: st, Result: res}
-		if err := writeBisectionReports(c.App.Writer, setup, rep, strings.Join(os.Args, " "), r.html); err != nil {
+		if err := writeBisectionReports(c.App.Writer, setup, rep, commandLine(os.Args), r.html); err != nil {
 			return usageError("%v (choose a writable --html or --state)", err)
 		}
 		if err := rep.Outcome(); err != nil {

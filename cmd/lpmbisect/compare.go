@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -48,7 +47,7 @@ func runCompare(c *cli.Context, r *run) error {
 	if err != nil {
 		return err
 	}
-	o := ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Seed: r.seed, Results: r.out, Command: strings.Join(os.Args, " ")}
+	o := ab.Options{Setup: s, Kernels: [2]string(kernels), Compare: opts, Seed: r.seed, Results: r.out, Command: commandLine(os.Args)}
 	if err := o.Calibrate(c.Context, r.Measure.Boots, r.autoMinEffect, r.Stats.Statistical()); err != nil {
 		return usageError("%v", flagError(err))
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/fleet"
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
+	"github.com/lpmbisect/lpmbisect/internal/shellquote"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
@@ -153,4 +154,12 @@ func (r *run) kernels(c *cli.Context, cmd, want string, n int) ([]string, error)
 		err = argsError(cmd, want, args)
 	}
 	return args, err
+}
+
+// commandLine is the command line a report prints for its reader to run
+// again: the program as lpmbisect (not the path this one was run by), and
+// every argument quoted as a shell needs it (a --bench regexp such as
+// 'LPMTrie/op=(lookup|update)' is not a shell word as it stands).
+func commandLine(args []string) string {
+	return shellquote.Join(append([]string{"lpmbisect"}, args[1:]...))
 }

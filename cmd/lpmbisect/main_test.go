@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,5 +88,19 @@ func TestHelpHasExamples(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--verbose") {
 			t.Errorf("lpmbisect %s --help: exit %d, output lacks examples or --verbose:\n%s", cmd, code, out)
 		}
+	}
+}
+
+// The command a report prints runs as printed: the real series' --bench
+// regexp was printed bare by compare, where a shell stops at "(".
+func TestCommandLineRunsInAShell(t *testing.T) {
+	args := []string{"/work/bin/lpmbisect", "compare", "--accel", "icount", "--bench", "LPMTrie/op=(lookup|update)/keys=random", "a b.bzImage", "tip"}
+	got := commandLine(args)
+	if want := `lpmbisect compare --accel icount --bench 'LPMTrie/op=(lookup|update)/keys=random' 'a b.bzImage' tip`; got != want {
+		t.Errorf("commandLine = %s\nwant           %s", got, want)
+	}
+	out, err := exec.Command("sh", "-c", `for a in `+strings.TrimPrefix(got, "lpmbisect ")+`; do printf '%s\n' "$a"; done`).Output()
+	if err != nil || strings.Join(strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"), "\x00") != strings.Join(args[1:], "\x00") {
+		t.Errorf("sh read %q back as %q (%v); want %q", got, out, err, args[1:])
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/internal/cliflag"
-	"github.com/lpmbisect/lpmbisect/internal/shellquote"
 	"github.com/lpmbisect/lpmbisect/report"
 	"github.com/lpmbisect/lpmbisect/series"
 )
@@ -70,12 +69,12 @@ func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
 	res, err := series.Run(c.Context, o)
 	if err != nil && res != nil && c.Context.Err() != nil {
 		// Interrupted: what was measured so far, then the signal's code.
-		report.WriteSeries(c.App.Writer, format, res.View(seriesCommandLine(), failOn))
+		report.WriteSeries(c.App.Writer, format, res.View(commandLine(os.Args), failOn))
 	}
 	if err != nil {
 		return seriesError(err, r)
 	}
-	v := res.View(seriesCommandLine(), failOn)
+	v := res.View(commandLine(os.Args), failOn)
 	if err := report.WriteSeries(c.App.Writer, format, v); err != nil {
 		return err
 	}
@@ -91,11 +90,6 @@ func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
 		r.log.Printf("HTML report in %s", r.html)
 	}
 	return seriesOutcomeError(v.Outcome, failOn)
-}
-
-// seriesCommandLine is the command line that reproduces the series.
-func seriesCommandLine() string {
-	return shellquote.Join(append([]string{"lpmbisect"}, os.Args[1:]...))
 }
 
 // seriesError gives a series' errors their exit codes.
