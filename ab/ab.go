@@ -26,12 +26,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/insight"
-	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/view"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -67,30 +65,7 @@ type Options struct {
 	Command string
 	// Insight asks for the insight block beside the verdicts
 	// (Result.Meta.Insight); nil leaves it out.
-	Insight *Insight
-}
-
-// Insight says how to explain a comparison from the kernels themselves
-// (package insight). Each side's symbols come from the best source
-// available: the vmlinux or debug package given for it, a build
-// directory's vmlinux, else the kallsyms the guest read. A side without a
-// source says so in one line; it never fails the comparison.
-type Insight struct {
-	// Given are the sources given per side (Vmlinux, DebugPackage);
-	// Image and the guest's findings are filled in by Run.
-	Given [2]insight.Input
-	// Options select the symbols of the size diff and the functions whose
-	// calls are listed.
-	Options insight.Options
-	// Guest arms the guest's insight pass in the first boot of each side,
-	// after its timed samples: /proc/kallsyms, the benchmark programs'
-	// sizes and JITed code, and calls counted per operation (of
-	// insight.CountTargets).
-	Guest bool
-	// ProfilePeriod, when not 0, adds the profile pass to the guest's
-	// pass, sampling every ProfilePeriod ns of guest clock (instructions
-	// under icount; see wire.ProfileDoc).
-	ProfilePeriod int
+	Insight *measure.Insight
 }
 
 // Result is a finished (or interrupted) comparison.
@@ -109,8 +84,7 @@ type Result struct {
 // later comes with the Result of what completed.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	s := o.Setup
-	o.Insight = o.Insight.forSetup(s)
-	runner, err := s.Start(o.Kernels[:], measure.RunOptions{Seed: o.Seed, Labels: o.Labels})
+	runner, err := s.Start(o.Kernels[:], measure.RunOptions{Seed: o.Seed, Labels: o.Labels, Insight: o.Insight})
 	if err != nil {
 		return nil, err
 	}
@@ -128,13 +102,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	start := time.Now()
 	runner.Sink = out
-	var static [2]*insight.Side
-	if o.Insight != nil {
-		static = o.Insight.static(sides)
-		if err := o.Insight.arm(runner, static); err != nil {
-			return nil, err
-		}
-	}
 	if o.Hooks != nil {
 		o.Hooks(runner)
 	}
@@ -161,30 +128,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(res.Summary.Accels) > 0 {
 		res.Meta.Accel = res.Summary.Accels[0]
 	}
-	if o.Insight != nil {
-		res.Meta.Insight = o.Insight.diff(sides, static)
-		attributeTimed(res.Meta.Insight, rep)
+	if res.Meta.Insight = runner.InsightDiff(); res.Meta.Insight != nil {
+		measure.AttributeTimed(res.Meta.Insight, rep)
 		keepInsight(res.Results, res.Meta.Insight, s.Log)
 	}
 	return res, nil
-}
-
-// attributeTimed makes the profile rows of d split the verdict's centres
-// (the timed instructions per operation of each side) by share.
-func attributeTimed(d *insight.Diff, rep *compare.Report) {
-	if d == nil || rep == nil {
-		return
-	}
-	d.AttributeTimed(func(bench string, side int) (float64, string, bool) {
-		for _, r := range rep.Rows {
-			if r.Benchmark != bench || !strings.HasSuffix(r.Unit, "/op") {
-				continue
-			}
-			s := [2]compare.Summary{r.A, r.B}[side]
-			return s.Center, r.Unit, s.Boots > 0
-		}
-		return 0, "", false
-	})
 }
 
 // keepInsight keeps the insight block d beside the results file, where
@@ -207,110 +155,4 @@ func SavedInsight(results string) (*insight.Diff, error) {
 		return nil, nil
 	}
 	return d, err
-}
-
-// forSetup is the insight a comparison booted by s can have: without the
-// guest's pass when s boots on a fleet, whose jobs bring back the timed
-// results only (the pass would cost each side's first boot its time for
-// nothing).
-func (in *Insight) forSetup(s *measure.Setup) *Insight {
-	if in == nil || !in.Guest || s.Remote == nil {
-		return in
-	}
-	c := *in
-	c.Guest, c.ProfilePeriod = false, 0
-	s.Log.Printf("insight from static sources only, and no profile: boots on a fleet do not bring back the guest's pass (the profile is local only)")
-	return &c
-}
-
-// input is what is known of side i before any boot.
-func (in *Insight) input(i int, side *measure.Side) insight.Input {
-	given := in.Given[i]
-	given.Image, given.Payload = side.Kernel.Image, side.BootImage // the PVH boot's ELF, if any: not decompressed again
-	if given.Vmlinux == "" && given.DebugPackage == "" {
-		given.Vmlinux = kernel.BuildVmlinux(side.Kernel.Image)
-	}
-	return given
-}
-
-// static loads the sides that have a static symbol source, before the
-// boots: their callees join the functions the guest counts. A side
-// without one is nil.
-func (in *Insight) static(sides []*measure.Side) [2]*insight.Side {
-	var out [2]*insight.Side
-	for i, side := range sides[:min(len(sides), 2)] {
-		if given := in.input(i, side); given.Vmlinux != "" || given.DebugPackage != "" {
-			if s := insight.Load(given, in.Options); s.Symbols != nil {
-				out[i] = s
-			}
-		}
-	}
-	return out
-}
-
-// arm adds the guest's insight pass to the runner's plan, when asked for:
-// the functions to count, and for each side with a static symbol source
-// that its guest keep kallsyms, which the host would throw away (Debian's
-// packages without their -dbg package have no such source: kallsyms is
-// all there is).
-func (in *Insight) arm(runner *measure.Runner, static [2]*insight.Side) error {
-	if !in.Guest {
-		return nil
-	}
-	args, err := wire.InsightArgs(insight.CountTargets(in.Options, static[:]...))
-	if err != nil {
-		return fmt.Errorf("insight: %w", err)
-	}
-	runner.GuestArgs = append(runner.GuestArgs, args...)
-	if in.ProfilePeriod > 0 {
-		arg, err := wire.ProfileArg(in.ProfilePeriod)
-		if err != nil {
-			return fmt.Errorf("profile: %w", err)
-		}
-		runner.GuestArgs = append(runner.GuestArgs, arg)
-	}
-	for i, side := range runner.Sides[:min(len(runner.Sides), 2)] {
-		side.StaticSymbols = static[i] != nil
-	}
-	return nil
-}
-
-// diff builds the insight block once the boots are done, adding what
-// each side's guest reported; a side's static load is reused.
-func (in *Insight) diff(sides []*measure.Side, static [2]*insight.Side) *insight.Diff {
-	var loaded [2]*insight.Side
-	for i, side := range sides[:min(len(sides), 2)] {
-		given := in.input(i, side)
-		var problem string
-		if side.Insight != nil {
-			doc, err := wire.DecodeInsight(side.Insight)
-			if err != nil {
-				problem = "guest insight: " + err.Error()
-			} else {
-				given.Programs, given.Counts, given.Profile = doc.Programs, doc.Counts, doc.Profile
-				if static[i] == nil && doc.Kallsyms != "" {
-					given.Kallsyms = []byte(doc.Kallsyms)
-				}
-				if doc.KallsymsProblem != "" {
-					problem = "guest kallsyms: " + doc.KallsymsProblem
-				}
-			}
-		} else if side.InsightProblem != "" {
-			problem = "guest insight: " + side.InsightProblem
-		}
-		if s := static[i]; s != nil {
-			s.Programs, s.Counts = given.Programs, given.Counts
-			s.AddProfile(given.Profile)
-			loaded[i] = s
-		} else {
-			loaded[i] = insight.Load(given, in.Options)
-		}
-		if problem != "" {
-			loaded[i].Problems = append(loaded[i].Problems, problem)
-		}
-	}
-	if loaded[0] == nil || loaded[1] == nil {
-		return nil
-	}
-	return insight.Compare(loaded[0], loaded[1], in.Options)
 }

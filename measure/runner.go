@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -69,6 +70,10 @@ type Runner struct {
 	pairOK   map[int]int
 	results  []*benchfmt.Result
 	boots    map[string][][]*benchfmt.Result
+	// insight is RunOptions.Insight as the setup allows it (nil: none),
+	// static the sides' static symbol sources it loaded before the boots.
+	insight *Insight
+	static  [2]*insight.Side
 }
 
 func (r *Runner) init() {

@@ -231,6 +231,11 @@ type RunOptions struct {
 	// Unpaired boots the inputs unpaired even where the setup pairs two
 	// kernels (a bisection measures candidates, not an A/B).
 	Unpaired bool
+	// Insight, when set, explains the first two inputs (A against B):
+	// it arms the guest's insight pass in the first boot of each side,
+	// unless the setup boots on a fleet, and Runner.InsightDiff builds
+	// the block once the boots are done.
+	Insight *Insight
 }
 
 // Start begins a measurement of inputs with this setup: it resolves them
@@ -261,6 +266,12 @@ func (s *Setup) Start(inputs []string, o RunOptions) (*Runner, error) {
 	}
 	if o.RunDir != "" {
 		r.RunDir = o.RunDir
+	}
+	if r.insight = o.Insight.forSetup(s); r.insight != nil {
+		r.static = r.insight.static(sides)
+		if err := r.insight.arm(r, r.static); err != nil {
+			return nil, err
+		}
 	}
 	if len(sides) > 1 && s.Verbose != nil {
 		s.Verbose.Printf("boot order seed %d", o.Seed)

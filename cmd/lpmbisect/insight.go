@@ -23,7 +23,7 @@ func insightOpts(r *run) []opt {
 	f := &r.insight
 	return []opt{
 		noInsightOpt(r),
-		{Name: "no-profile", Ptr: &f.noProfile, Usage: "leave out the guest's profile pass (under icount, the instructions per kernel function of each benchmark, diffed A → B) from the insight block"},
+		noProfileOpt(r),
 		symbolsOpt(r),
 		{Name: "debug-a", Ptr: &f.debugA, Usage: "symbols of kernel A: an unstripped vmlinux or its linux-image-<release>-dbg .deb (build IDs checked; default: a build directory's vmlinux, else the guest's kallsyms)"},
 		{Name: "debug-b", Ptr: &f.debugB, Usage: "symbols of kernel B, as --debug-a"},
@@ -33,6 +33,11 @@ func insightOpts(r *run) []opt {
 // noInsightOpt is --no-insight, also stat's.
 func noInsightOpt(r *run) opt {
 	return opt{Name: "no-insight", Ptr: &r.insight.off, Usage: "leave out the block that says why it changed (symbol sizes, calls of the functions under test, BPF programs, call counts) and the guest's pass that feeds it"}
+}
+
+// noProfileOpt is --no-profile, also bisect's and nightly's.
+func noProfileOpt(r *run) opt {
+	return opt{Name: "no-profile", Ptr: &r.insight.noProfile, Usage: "leave out the guest's profile pass (under icount, the instructions per kernel function of each benchmark, diffed A → B) from the insight block"}
 }
 
 // symbolsOpt is --symbols, also stat's.
@@ -56,7 +61,7 @@ func (r *run) insightOptions(cacheDir string) (insight.Options, error) {
 // compareInsight is what ab.Run needs for the insight block of a
 // comparison of the benchmarks plan selects, nil with --no-insight: their
 // functions of interest join insight's defaults.
-func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan) (*ab.Insight, error) {
+func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan) (*measure.Insight, error) {
 	if r.insight.off {
 		return nil, nil
 	}
@@ -65,7 +70,7 @@ func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan) (*ab.Insig
 		return nil, err
 	}
 	opts = opts.WithFunctions(workloads.Functions(plan.Selected()))
-	in := &ab.Insight{Options: opts, Guest: true} // not on a fleet (ab.Run)
+	in := &measure.Insight{Options: opts, Guest: true} // not on a fleet (measure.Setup.Start)
 	if !r.insight.noProfile {
 		in.ProfilePeriod = insight.DefaultProfilePeriod
 	}
