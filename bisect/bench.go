@@ -15,6 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
+	"github.com/lpmbisect/lpmbisect/measure"
 )
 
 // Errors that stop a bisection before it starts.
@@ -60,7 +61,13 @@ type Bench struct {
 	// Params identifies the measurement parameters (measure.ParamsKey): results
 	// measured with other parameters are kept apart and never compared.
 	Params string
-	Log    *log.Logger
+	// Insight, when set, explains the re-check: the guest's insight pass
+	// (with the profile, when it asks for one) runs in the first boot of
+	// the culprit and of its parent that the re-check adds, and the store
+	// keeps each one's document for the report (Setup.Recheck). The
+	// measurement decides whether the pass runs (measure.Insight).
+	Insight *measure.Insight
+	Log     *log.Logger
 
 	good, bad *measured
 	rows      int // rows compared, controls included (1 before the endpoints are measured)
@@ -220,7 +227,9 @@ type topUpSource struct {
 	ks []*measured
 }
 
-func (s topUpSource) Measure(ctx context.Context, n int) error { return s.b.topUp(ctx, n, s.ks...) }
+func (s topUpSource) Measure(ctx context.Context, n int) error {
+	return s.b.topUp(ctx, n, nil, s.ks...)
+}
 
 func (b *Bench) wrongDirection(rows []string) error {
 	if b.Reverse {
@@ -287,8 +296,10 @@ func (b *Bench) resolve(k Candidate) (*measured, error) {
 }
 
 // topUp boots the kernels that have fewer than target boots, interleaved,
-// and stores the new boots, also when measuring fails part way.
-func (b *Bench) topUp(ctx context.Context, target int, ks ...*measured) error {
+// and stores the new boots, also when measuring fails part way. in, when
+// set, asks for the guest's insight pass in the first of the new boots of
+// each kernel, whose documents the store keeps.
+func (b *Bench) topUp(ctx context.Context, target int, in *measure.Insight, ks ...*measured) error {
 	var need []*measured
 	var targets []Candidate
 	n := 0
@@ -305,8 +316,13 @@ func (b *Bench) topUp(ctx context.Context, target int, ks ...*measured) error {
 	if len(need) == 0 {
 		return nil
 	}
-	boots, err := b.Measurer.Measure(ctx, targets, n)
+	boots, docs, err := b.measure(ctx, targets, n, in)
 	for i, m := range need {
+		if docs[i] != nil {
+			if serr := b.Store.KeepInsight(m.k.SHA256, docs[i]); serr != nil {
+				b.logf("warning: %v (the re-check's report explains the change from the images only)", serr)
+			}
+		}
 		if b.measured == nil {
 			b.measured = map[string]bool{}
 		}
@@ -328,6 +344,17 @@ func (b *Bench) topUp(ctx context.Context, target int, ks ...*measured) error {
 		}
 	}
 	return err
+}
+
+// measure boots kernels with the Measurer, with the guest's insight pass
+// when in asks for it and the Measurer can run it: docs has an element per
+// kernel, nil where none came back.
+func (b *Bench) measure(ctx context.Context, kernels []Candidate, boots int, in *measure.Insight) ([][]BootResults, [][]byte, error) {
+	if im, ok := b.Measurer.(InsightMeasurer); ok && in != nil {
+		return im.MeasureInsight(ctx, kernels, boots, in)
+	}
+	out, err := b.Measurer.Measure(ctx, kernels, boots)
+	return out, make([][]byte, len(kernels)), err
 }
 
 func (m *measured) labels() map[string]string {
@@ -496,7 +523,7 @@ func (b *Bench) Recheck(ctx context.Context, parent, culprit Candidate, target i
 		return sameImageRecheck(c.k.SHA256), nil
 	}
 	rc := &Recheck{}
-	if err := b.topUp(ctx, target, p, c); err != nil {
+	if err := b.topUp(ctx, target, b.Insight, p, c); err != nil {
 		return nil, fmt.Errorf("re-check: %w", err)
 	}
 	rows, err := b.Judge.once(p.results, c.results)

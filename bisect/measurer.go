@@ -29,6 +29,15 @@ type Measurer interface {
 	Measure(ctx context.Context, kernels []Candidate, boots int) ([][]BootResults, error)
 }
 
+// InsightMeasurer is a Measurer that can also run the guest's insight
+// pass (measure.Insight) in the first boot of each kernel it boots, for
+// the re-check: it returns, besides the boots, the document each kernel's
+// guest sent (nil for none). A Measurer without it gives the re-check no
+// guest findings, and its report the static insight only.
+type InsightMeasurer interface {
+	MeasureInsight(ctx context.Context, kernels []Candidate, boots int, in *measure.Insight) ([][]BootResults, [][]byte, error)
+}
+
 // VMMeasurer measures kernels under QEMU with a measurement setup: the
 // candidates of one Measure call are booted unpaired, each call in a
 // numbered subdirectory of the setup's run directory.
@@ -42,9 +51,18 @@ type VMMeasurer struct {
 
 // Measure implements Measurer.
 func (m *VMMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int) ([][]BootResults, error) {
+	out, _, err := m.MeasureInsight(ctx, kernels, boots, nil)
+	return out, err
+}
+
+// MeasureInsight implements InsightMeasurer: in, when set, is given to
+// the measurement (measure.RunOptions.Insight), which decides whether the
+// guest's pass runs.
+func (m *VMMeasurer) MeasureInsight(ctx context.Context, kernels []Candidate, boots int, in *measure.Insight) ([][]BootResults, [][]byte, error) {
 	out := make([][]BootResults, len(kernels))
+	docs := make([][]byte, len(kernels))
 	if boots <= 0 || len(kernels) == 0 {
-		return out, nil
+		return out, docs, nil
 	}
 	inputs := make([]string, len(kernels))
 	names := make([]string, len(kernels))
@@ -55,9 +73,9 @@ func (m *VMMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int
 	m.runs++
 	runDir := filepath.Join(m.Setup.RunDir, fmt.Sprintf("%03d", m.runs))
 	m.mu.Unlock()
-	r, err := m.Setup.Start(inputs, measure.RunOptions{Names: names, RunDir: runDir, Unpaired: true})
+	r, err := m.Setup.Start(inputs, measure.RunOptions{Names: names, RunDir: runDir, Unpaired: true, Insight: in})
 	if err != nil {
-		return out, err
+		return out, docs, err
 	}
 	started := time.Now()
 	perSide := map[string]int{}
@@ -80,8 +98,9 @@ func (m *VMMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int
 		for _, b := range r.Boots(s.Name) {
 			out[i] = append(out[i], b)
 		}
+		docs[i] = s.Insight
 	}
-	return out, err
+	return out, docs, err
 }
 
 func (m *VMMeasurer) logf(format string, args ...any) {

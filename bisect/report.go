@@ -12,6 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/kernel"
+	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/view"
 )
 
@@ -160,7 +161,9 @@ func RecheckPage(page string) string {
 // as lpmbisect compare would, and describes that comparison's run as its
 // report shows it: the accelerator and samples the bisection measured
 // with, the two kernels, the insight block of the parent against the
-// culprit (KernelInsight) and the time; the caller adds the command. The
+// culprit (with what their guests' passes found in the re-check when
+// Bench.Insight asked for them, else KernelInsight) and the time; the
+// caller adds the command. The
 // report is nil when there was no re-check; an error says why there is no
 // report of one, and leaves the description of the run without kernels.
 func (s *Setup) Recheck(r Report) (*compare.Report, view.Meta, error) {
@@ -185,8 +188,32 @@ func (s *Setup) Recheck(r Report) (*compare.Report, view.Meta, error) {
 	}
 	run.A = view.KernelInfo{Input: parent.Input, Release: parent.Label, SHA256: pk.SHA256}
 	run.B = view.KernelInfo{Input: culprit.Input, Release: culprit.Label, SHA256: ck.SHA256}
-	run.Insight = KernelInsight(pk, ck)
+	run.Insight = s.recheckInsight(pk, ck)
+	measure.AttributeTimed(run.Insight, rep)
 	return rep, run, nil
+}
+
+// recheckInsight is the insight block of the parent p against the culprit
+// c, with the guest documents the store kept of the re-check's boots.
+func (s *Setup) recheckInsight(p, c *kernel.Kernel) *insight.Diff {
+	in := s.Bench.Insight
+	if in == nil {
+		return KernelInsight(p, c)
+	}
+	sides := kernelSides(p, c)
+	for _, side := range sides {
+		doc, err := s.Bench.Store.Insight(side.Kernel.SHA256)
+		if err != nil {
+			side.InsightProblem = err.Error()
+		}
+		side.Insight = doc
+	}
+	return in.Diff(sides)
+}
+
+// kernelSides are kernels a and b as the sides of an insight block.
+func kernelSides(a, b *kernel.Kernel) []*measure.Side {
+	return []*measure.Side{{Name: "A", Kernel: a}, {Name: "B", Kernel: b}}
 }
 
 // KernelInsight is the insight block of kernel a against kernel b (the
@@ -194,9 +221,5 @@ func (s *Setup) Recheck(r Report) (*compare.Report, view.Meta, error) {
 // their images and, where the build's vmlinux is there
 // (kernel.BuildVmlinux), exact sizes.
 func KernelInsight(a, b *kernel.Kernel) *insight.Diff {
-	var opts insight.Options
-	load := func(k *kernel.Kernel) *insight.Side {
-		return insight.Load(insight.Input{Image: k.Image, Vmlinux: kernel.BuildVmlinux(k.Image)}, opts)
-	}
-	return insight.Compare(load(a), load(b), opts)
+	return (&measure.Insight{}).Diff(kernelSides(a, b))
 }

@@ -97,3 +97,30 @@ func (s *Store) Add(sha string, boots [][]*benchfmt.Result, labels map[string]st
 	}
 	return all, nil
 }
+
+// insightPath names an image's guest insight document (wire.EncodeInsight,
+// gzip-compressed JSON) beside its results.
+func (s *Store) insightPath(sha string) string { return filepath.Join(s.Dir, sha+".insight.json.gz") }
+
+// KeepInsight keeps the insight document a guest of an image sent (its
+// symbols, programs, call counts and profile), replacing an older one:
+// the re-check's report reads it back (Insight).
+func (s *Store) KeepInsight(sha string, doc []byte) error {
+	if err := cachefile.WriteBytes(s.insightPath(sha), doc); err != nil {
+		return fmt.Errorf("measurement store: insight: %w", err)
+	}
+	return nil
+}
+
+// Insight is the insight document kept for an image; nil, and no error,
+// when none was.
+func (s *Store) Insight(sha string) ([]byte, error) {
+	doc, err := os.ReadFile(s.insightPath(sha))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("measurement store: insight: %w", err)
+	}
+	return doc, nil
+}

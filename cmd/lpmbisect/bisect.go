@@ -58,6 +58,11 @@ func (r *run) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, er
 		return nil, err
 	}
 	bs.BuildCommand, bs.Build = r.Build.Command, o
+	// The re-check's boots explain the culprit (bisect) and the tips'
+	// boots a night's mail (nightly): bisect-run re-checks nothing.
+	if bs.Bench.Insight, err = r.compareInsight(s.CacheDir, s.Plan); err != nil {
+		return nil, err
+	}
 	return r.useFleetBuilds(bs)
 }
 
@@ -101,7 +106,7 @@ func bisectRunCode(err error, code int, hint string) (int, string) {
 
 func bisectCommand(r *run) *cli.Command {
 	b := &r.Bisect
-	opts := append(append(bisectOpts(r), cliflag.Keys(r.File, "bisect.repo", "bisect.images", "bisect.recheck_boots")...),
+	opts := append(append(bisectOpts(r), cliflag.Keys(r.File, "bisect.repo", "bisect.images", "bisect.recheck_boots")...), noInsightOpt(r), noProfileOpt(r),
 		cliflag.Key(r.File, "bisect.good", "good (older) revision"),
 		cliflag.Key(r.File, "bisect.bad", "bad (newer) revision"),
 		opt{Name: "html", Ptr: &r.html, Usage: "also write the report as HTML to this file"})

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -293,6 +294,14 @@ func TestBisectImagesOnDebianKernels(t *testing.T) {
 	if !strings.Contains(stdout, "first improved kernel: #4 "+deb612) {
 		t.Errorf("report does not name #4, the first 6.12")
 	}
+	// The re-check's first boots of the parent and the culprit ran the
+	// guest's pass: the report profiles the lookup, longest_prefix_match
+	// gone and trie_lookup_elem grown.
+	lpm, trie := profileRow(stdout, "longest_prefix_match.isra.0"), profileRow(stdout, "trie_lookup_elem")
+	if len(lpm) < 2 || lpm[0] < 30 || lpm[1] != 0 || len(trie) < 2 || trie[1] <= trie[0] ||
+		!strings.Contains(stdout, "Profile of LPMTrie/op=lookup/keys=random/entries=1000 (A → B)") {
+		t.Errorf("culprit report: profile rows longest_prefix_match.isra.0 %v, trie_lookup_elem %v; want the first's large share (≥ 30%%) gone, the second's grown", lpm, trie)
+	}
 	if data, err := os.ReadFile(html); err != nil || !strings.Contains(string(data), "first improved kernel") || !strings.Contains(string(data), "report.recheck.html") {
 		t.Errorf("--html report: %v; want the culprit and a link to the re-check's page", err)
 	}
@@ -301,4 +310,25 @@ func TestBisectImagesOnDebianKernels(t *testing.T) {
 		t.Errorf("re-check page %s: %v; want compare's HTML report with plots and a DIFFERENT verdict", recheck, err)
 	}
 	assertNoQEMULeft(t)
+}
+
+// profileRow reads the shares in % of fn's row in a text report's
+// profile ("  fn  56.8%  0.0%  …"): nil when there is none.
+func profileRow(report, fn string) []float64 {
+	for _, line := range strings.Split(report, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 3 || fields[0] != fn || !strings.HasSuffix(fields[1], "%") {
+			continue
+		}
+		var out []float64
+		for _, f := range fields[1:3] {
+			v, err := strconv.ParseFloat(strings.TrimSuffix(f, "%"), 64)
+			if err != nil {
+				return nil
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	return nil
 }
