@@ -15,7 +15,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/view"
 )
@@ -103,11 +102,7 @@ func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
 	}
 	m.Reproduce = view.Reproduction{Flags: []string{"--accel", r.cfg.Measure.Accel, "--bench", r.cfg.Bench.Select},
 		Before: m.Before.Tip.Input, After: m.After.Tip.Input}
-	if cache, err := cacheDir(&r.cfg); err == nil && m.Before.Tip.Input != "" && m.After.Tip.Input != "" {
-		// The tips' images and, from a build directory, their vmlinux.
-		var opts insight.Options
-		m.Insight = insight.Compare(insight.LoadKernel(m.Before.Tip.Input, cache, opts), insight.LoadKernel(m.After.Tip.Input, cache, opts), opts)
-	}
+	m.Insight = r.tipsInsight(m.Before.Tip, m.After.Tip)
 	var body bytes.Buffer
 	if err := r.o.WriteMail(&body, m); err != nil {
 		return err

@@ -439,7 +439,9 @@ func (r *seriesRun) boot(ctx context.Context, inputs []string, standing [][]*ben
 	ms := r.setup.Measure
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s %s", r.conf.Name, r.o.Date)
-	runner, err := ms.Start(inputs, measure.RunOptions{Seed: h.Sum64(), Labels: map[string]string{wire.KeyDate: r.o.Date}})
+	// The guest's insight pass in the first boot of each kernel explains
+	// the mail of a change point between two nights' tips (tipsInsight).
+	runner, err := ms.Start(inputs, measure.RunOptions{Seed: h.Sum64(), Labels: map[string]string{wire.KeyDate: r.o.Date}, Insight: r.setup.Bench.Insight})
 	if err != nil {
 		r.fail(history.StatusBootFailed, err)
 		return nil, nil
@@ -505,6 +507,7 @@ func (r *seriesRun) boot(ctx context.Context, inputs []string, standing [][]*ben
 		r.fail(history.StatusBootFailed, err)
 		return nil, nil
 	}
+	r.keepInsight(sides)
 	sum := runner.Summary()
 	if len(sum.Accels) > 0 {
 		r.n.Night.Accel = sum.Accels[0]

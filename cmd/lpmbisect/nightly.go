@@ -28,6 +28,7 @@ func nightlyCommand(r *run) *cli.Command {
 		{Name: "wait", Ptr: &wait, Usage: "wait up to this long for another nightly that holds the history (default: refuse at once)"},
 		{Name: "format", Ptr: &r.format, Usage: "morning report on stdout: text, markdown, json"},
 		{Name: "verbose", Alias: "v", Ptr: &r.verbose, Usage: "print QEMU command lines and decisions"},
+		noInsightOpt(r), noProfileOpt(r),
 	}
 	opts = append(append(opts, fleetOpts(r)...), fleetBuildOpts(r)...)
 	return command("nightly", "one night's work for every series: build or take the tip, measure it beside the reference, find and bisect change points", "", opts, func(c *cli.Context) error {
