@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/perf/benchfmt"
 
@@ -98,9 +99,11 @@ func (s *Store) Add(sha string, boots [][]*benchfmt.Result, labels map[string]st
 	return all, nil
 }
 
-// insightPath names an image's guest insight document (wire.EncodeInsight,
-// gzip-compressed JSON) beside its results.
-func (s *Store) insightPath(sha string) string { return filepath.Join(s.Dir, sha+".insight.json.gz") }
+// insightSuffix ends the name of an image's guest insight document
+// (wire.EncodeInsight, gzip-compressed JSON) beside its results.
+const insightSuffix = ".insight.json.gz"
+
+func (s *Store) insightPath(sha string) string { return filepath.Join(s.Dir, sha+insightSuffix) }
 
 // KeepInsight keeps the insight document a guest of an image sent (its
 // symbols, programs, call counts and profile), replacing an older one:
@@ -123,4 +126,21 @@ func (s *Store) Insight(sha string) ([]byte, error) {
 		return nil, fmt.Errorf("measurement store: insight: %w", err)
 	}
 	return doc, nil
+}
+
+// PruneInsight removes the insight documents of the images keep does not
+// want (by SHA-256), and returns how many it removed.
+func (s *Store) PruneInsight(keep func(sha string) bool) int {
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		sha, ok := strings.CutSuffix(e.Name(), insightSuffix)
+		if ok && !keep(sha) && os.Remove(filepath.Join(s.Dir, e.Name())) == nil {
+			n++
+		}
+	}
+	return n
 }

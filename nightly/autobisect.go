@@ -103,6 +103,7 @@ func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
 	m.Reproduce = view.Reproduction{Flags: []string{"--accel", r.cfg.Measure.Accel, "--bench", r.cfg.Bench.Select},
 		Before: m.Before.Tip.Input, After: m.After.Tip.Input}
 	m.Insight = r.tipsInsight(m.Before.Tip, m.After.Tip)
+	attributeTips(m.Insight, m.BeforeRows, m.AfterRows)
 	var body bytes.Buffer
 	if err := r.o.WriteMail(&body, m); err != nil {
 		return err

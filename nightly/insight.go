@@ -2,6 +2,7 @@ package nightly
 
 import (
 	"path/filepath"
+	"strings"
 
 	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/history"
@@ -58,4 +59,20 @@ func (r *seriesRun) tipsInsight(before, after history.Kernel) *insight.Diff {
 		in = &measure.Insight{}
 	}
 	return in.Diff(sides)
+}
+
+// attributeTips makes the profile rows of d split each tip's timed
+// numbers (its night's centre, rows before and after the change) by share.
+func attributeTips(d *insight.Diff, before, after []history.NightRow) {
+	if d == nil {
+		return
+	}
+	d.AttributeTimed(func(bench string, side int) (float64, string, bool) {
+		for _, row := range [2][]history.NightRow{before, after}[side] {
+			if row.Benchmark == bench && strings.HasSuffix(row.Unit, "/op") {
+				return row.Tip.Center, row.Unit, row.Tip.Boots > 0
+			}
+		}
+		return 0, "", false
+	})
 }

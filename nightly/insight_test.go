@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,11 +62,26 @@ func TestTipsInsightFromKeptDocuments(t *testing.T) {
 	if a, b := d.Profiles[0].A.Share(lpm), d.Profiles[0].B.Share(lpm); a != 0.56 || b != 0 {
 		t.Errorf("share of %s %v → %v; want 0.56 → 0", lpm, a, b)
 	}
+	row := func(center float64) []history.NightRow {
+		return []history.NightRow{{Metric: history.Metric{Benchmark: "LPMTrie/op=lookup/keys=random/entries=1000", Unit: "insn/op"}, Tip: history.Estimate{Center: center, Boots: 2}}}
+	}
+	attributeTips(d, row(777.5), row(650.6))
+	if p := d.Profiles[0]; p.PerOpSource != "timed" || p.PerOpA != 777.5 || p.Rows[0].Function != lpm || math.Abs(p.Rows[0].PerOpA-0.56*777.5) > 1e-9 {
+		t.Errorf("attributed profile %+v; want the tips' timed 777.5 → 650.6 split by share", p)
+	}
 	other, _ := tip("6.12-other", 0)
 	if d := r.tipsInsight(before, other); d == nil || len(d.Profiles) != 1 || d.Profiles[0].B != nil || d.B.ProfileSummary != nil {
 		t.Errorf("tips' insight with a tip whose night kept no document: %+v; want the profile of the tip before only", d)
 	}
 	if d := r.tipsInsight(before, history.Kernel{}); d != nil {
 		t.Errorf("tips' insight with an unknown tip = %v; want none", fmt.Sprint(d))
+	}
+	// Pruning keeps the documents of the kernels it keeps.
+	keep := afterSide.Kernel.SHA256
+	if n := r.insightStore().PruneInsight(func(sha string) bool { return sha == keep }); n != 1 {
+		t.Errorf("PruneInsight removed %d documents; want the one of the tip before", n)
+	}
+	if d := r.tipsInsight(before, after); d == nil || len(d.Profiles) != 1 || d.Profiles[0].A != nil || d.Profiles[0].B == nil {
+		t.Errorf("tips' insight after pruning the tip before's document: %+v; want the profile of the tip after only", d)
 	}
 }

@@ -6,14 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/history"
 )
 
 // prune removes old nights' files of the series, by this rule: the run
 // directories (console logs, raw captures) of all but the newest KeepRuns
-// nights, and the kept kernels (builds of a git series) that none of those
-// nights booted and no open change point needs for its bisection or its
-// reproduction command. Everything measured stays in the history; only the
+// nights, and the kept kernels (builds of a git series) and their guests'
+// insight documents that none of those nights booted as its tip and no
+// open change point needs for its bisection, its reproduction command or
+// its mail. Everything measured stays in the history; only the
 // means of booting an old kernel again go. KeepRuns 0 keeps everything.
 func (r *seriesRun) prune() {
 	keep := r.cfg.Nightly.KeepRuns
@@ -48,8 +50,16 @@ func (r *seriesRun) prune() {
 	removed := 0
 	removed += removeExcept(filepath.Join(r.dir, "runs"), func(name string) bool { return dates[name] })
 	removed += removeExcept(filepath.Join(r.dir, "kernels"), func(name string) bool { return kernels[name] })
+	// The guests' documents of those kernels, under every set of
+	// measurement parameters (insightStore).
+	if params, err := os.ReadDir(filepath.Join(r.dir, "insight")); err == nil {
+		for _, p := range params {
+			store := &bisect.Store{Dir: filepath.Join(r.dir, "insight", p.Name())}
+			removed += store.PruneInsight(func(sha string) bool { return kernels[sha] })
+		}
+	}
 	if removed > 0 {
-		r.logf("pruned %d old run directories and kernels (keeping the newest %d nights)", removed, keep)
+		r.logf("pruned %d old run directories, kernels and insight documents (keeping the newest %d nights)", removed, keep)
 	}
 }
 
