@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -312,23 +313,22 @@ func TestBisectImagesOnDebianKernels(t *testing.T) {
 	assertNoQEMULeft(t)
 }
 
-// profileRow reads the shares in % of fn's row in a text report's
-// profile ("  fn  56.8%  0.0%  …"): nil when there is none.
+// profileRow reads the shares in % of fn's row in a report's profile,
+// as text ("  fn  56.8%  0.0%  …") or Markdown (underscores escaped): nil
+// when there is none.
 func profileRow(report, fn string) []float64 {
-	for _, line := range strings.Split(report, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 3 || fields[0] != fn || !strings.HasSuffix(fields[1], "%") {
-			continue
-		}
-		var out []float64
-		for _, f := range fields[1:3] {
-			v, err := strconv.ParseFloat(strings.TrimSuffix(f, "%"), 64)
-			if err != nil {
-				return nil
-			}
-			out = append(out, v)
-		}
-		return out
+	name := strings.ReplaceAll(regexp.QuoteMeta(fn), "_", `\\?_`)
+	m := regexp.MustCompile(name + `\s+([0-9.]+)%\s+([0-9.]+)%`).FindStringSubmatch(report)
+	if m == nil {
+		return nil
 	}
-	return nil
+	var out []float64
+	for _, f := range m[1:] {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
 }

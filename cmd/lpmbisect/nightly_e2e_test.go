@@ -163,6 +163,10 @@ min_effect = %d.0
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "mails.txt")); err != nil || !strings.Contains(string(data), "lpmbisect compare") {
 		t.Errorf("the notify command got no mail with a reproduction command: %v", err)
+	} else if lpm := profileRow(string(data), "longest_prefix_match.isra.0"); len(lpm) < 2 || lpm[0] < 30 || lpm[1] != 0 {
+		// The first boot of each night's tip ran the guest's pass: the
+		// mail profiles the 6.1 tip before the step against the 6.12 one.
+		t.Errorf("the mail's profile row of longest_prefix_match.isra.0: %v; want a large share before the change (≥ 30%%), none after", lpm)
 	}
 	if code, _, stderr := runCLI(t, "history", "--config", cfg, "--html", filepath.Join(dir, "history.html")); code != 0 {
 		t.Errorf("lpmbisect history --html: exit %d\n%s", code, stderr)
