@@ -206,7 +206,7 @@ func TestBisectRepoOnRealKernelsResumes(t *testing.T) {
 	dir, commits := culpritRepo(t)
 	state := t.TempDir()
 	cmd := append(append([]string{"bisect", "--repo", dir, "--good", commits[0], "--bad", commits[8], "--reverse",
-		"--build-command", "./build.sh", "--state", state, "--recheck-boots", "2"}, bisectArgs...), args...)
+		"--build-command", "./build.sh", "--state", state, "--recheck-boots", "2", "--no-insight"}, bisectArgs...), args...) // the re-check's insight: TestBisectImagesOnDebianKernels
 
 	// Interrupt the first run with SIGINT once it has decided two steps. It
 	// is a process of its own, so that the signal reaches no other test.

@@ -97,7 +97,13 @@ min_effect = %d.0
 		}
 		date := start.AddDate(0, 0, night-1).Format(time.DateOnly)
 		began := time.Now()
-		code, stdout, stderr := runCLI(t, "nightly", "--config", cfg, "--date", date)
+		nightArgs := []string{"nightly", "--config", cfg, "--date", date}
+		if night != 7 && night != 8 {
+			// The mail of night 8's change point explains the tips of
+			// nights 7 and 8: only their first boots need the guest's pass.
+			nightArgs = append(nightArgs, "--no-insight")
+		}
+		code, stdout, stderr := runCLI(t, nightArgs...)
 		t.Logf("night %d (%s): exit %d in %s\n%s", night, date, code, time.Since(began).Round(time.Second), stdout)
 		switch {
 		case code != 0:
