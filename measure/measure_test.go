@@ -267,3 +267,54 @@ func TestInsightArgsPerSide(t *testing.T) {
 		}
 	}
 }
+
+// vcpuBoot is fakeBoot for a guest that reports seeing vcpus vCPUs.
+func vcpuBoot(vcpus string) func(context.Context, vmrunner.Config) (*vmrunner.Result, error) {
+	return func(_ context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
+		var b bytes.Buffer
+		w := wire.NewWriter(&b)
+		r := &benchfmt.Result{Name: []byte("RingBuf/api=reserve/mode=producer/producers=1"), Iters: 1, Values: []benchfmt.Value{{Value: 100, Unit: "ns/op"}}}
+		r.SetConfig(wire.KeyVCPUs, vcpus)
+		w.Result(r)
+		w.End()
+		return &vmrunner.Result{Outcome: vmrunner.OK, Stream: wire.Decode(b.Bytes()), Accel: vmrunner.TCG}, nil
+	}
+}
+
+func TestRunWarnsWhenTheGuestSeesFewerVCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		asked int
+		seen  string
+		warn  bool
+	}{
+		{asked: 2, seen: "1", warn: true}, // a kernel without CONFIG_SMP
+		{asked: 8, seen: "4", warn: true},
+		{asked: 2, seen: "2"},
+		{asked: 1, seen: "1"},
+		{asked: 0, seen: "1"},  // 0 asks for the default, one
+		{asked: 2, seen: ""},   // an older guest that does not say
+		{asked: 2, seen: "x"},  // nonsense is not a count
+		{asked: 2, seen: "-1"}, // nor is a negative one
+	} {
+		r := &Runner{VM: vmrunner.Config{CPUs: tc.asked}}
+		var out bytes.Buffer
+		r.Sides, r.Exec, r.Sink, r.RunDir = testSides(), Local{Boot: vcpuBoot(tc.seen)}, StreamResults(&out), t.TempDir()
+		if err := r.Measure(context.Background(), 2); err != nil {
+			t.Fatalf("asked %d, seen %q: %v", tc.asked, tc.seen, err)
+		}
+		var warnings []string
+		for _, n := range r.Summary().Notes {
+			if n.Key == NoteWarning {
+				warnings = append(warnings, n.Text)
+			}
+		}
+		switch {
+		case tc.warn && len(warnings) != 1:
+			t.Errorf("asked %d vCPUs, guests saw %q: warnings %q; want one, however many boots saw it", tc.asked, tc.seen, warnings)
+		case tc.warn && !strings.Contains(warnings[0], fmt.Sprintf("saw %s vCPU(s) of the %d asked", tc.seen, tc.asked)):
+			t.Errorf("warning %q; want it to say how many vCPUs the guest saw of how many asked", warnings[0])
+		case !tc.warn && len(warnings) != 0:
+			t.Errorf("asked %d vCPUs, guests saw %q: warnings %q; want none", tc.asked, tc.seen, warnings)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 
 	"golang.org/x/perf/benchfmt"
@@ -220,7 +221,11 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 			sum.Accels = append(sum.Accels, string(res.Accel))
 		}
 		r.done++
-		for _, n := range res.Stream.Notes {
+		notes := res.Stream.Notes
+		if n, ok := vcpuShortfall(j.Config.CPUs, res.Stream); ok {
+			notes = append(slices.Clip(notes), n)
+		}
+		for _, n := range notes {
 			if !r.seenNote[n] && n.Key != wire.KeyInfo {
 				r.seenNote[n] = true
 				sum.Notes = append(sum.Notes, n)
@@ -251,6 +256,25 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 		return fmt.Errorf("kernel %s (%s): %w: %s: %s (console log: %s%s)", s.Name, s.Label, ErrBootFailed, res.Outcome, res.Detail, res.ConsoleLog, kept)
 	}
 	return nil
+}
+
+// NoteWarning is the key of the notes the host adds to a run's Summary
+// about what its guests reported (beside the guests' own notes).
+const NoteWarning = "warning"
+
+// vcpuShortfall returns a warning when a guest saw fewer vCPUs (the count
+// it reports as wire.KeyVCPUs) than its VM was given (asked; 0 means 1). A
+// kernel built without CONFIG_SMP (tinyconfig's default) sees one whatever
+// --cpus says: the benchmarks that need more vCPUs were then not selected,
+// and the rows that ran did not run on the vCPUs asked for.
+func vcpuShortfall(asked int, s *wire.Stream) (wire.Note, bool) {
+	seen, err := strconv.Atoi(s.Config[wire.KeyVCPUs])
+	if err != nil || seen < 1 || seen >= max(asked, 1) {
+		return wire.Note{}, false
+	}
+	return wire.Note{Key: NoteWarning, Text: fmt.Sprintf(
+		"the guest saw %d vCPU(s) of the %d asked (is the kernel built with CONFIG_SMP?): benchmarks that need more vCPUs were not run",
+		seen, asked)}, true
 }
 
 func (r *Runner) report(rep BootReport) {
