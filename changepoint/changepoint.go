@@ -466,18 +466,24 @@ func (d *detector) worst(cps []candidate) (worst, heir int) {
 // night to the next however far it travels over many.
 const refineStep = DefaultMatchDistance
 
-// refine moves each change point to the split of the two segments around
-// it that separates their means best by least squares, n₁n₂/(n₁+n₂)·(m₁−m₂)²,
-// keeping its segments at least MinSegment long
-// (the newest segment may be shorter when it already was). The window
-// argmax of E-divisive placed it from one window's data, and the first
-// nights after a step may place it a few nights early or late; this places
-// it from everything between its neighbours, which grows every night, so
-// the index settles. Hysteresis would otherwise hold an early misplacement.
-// It moves at most refineStep nights and returns the new indices; kept
-// flags follow their change points.
+// refine moves each change point towards the split of the two segments
+// around it that separates their means best by least squares,
+// n₁n₂/(n₁+n₂)·(m₁−m₂)², among the splits within half a window of it that
+// keep its segments at least MinSegment long (the newest segment may be
+// shorter when it already was). The window argmax of E-divisive placed it
+// from one window's data, and the first nights after a step may place it a
+// few nights early or late; this places it from everything between its
+// neighbours, which grows every night, so the index settles. It moves at
+// most refineStep nights a pass, so that Match pairs it with itself; a best
+// split further away is reached over several passes. Searching only
+// refineStep nights either side left a change point on a local best: the
+// best split near a step is flat over the nights whose noise put them
+// between the two levels, and an early report on such a night stayed there,
+// more than refineStep nights from the step (package documentation).
+// Hysteresis would otherwise hold an early misplacement too. It returns
+// the new indices; kept flags follow their change points.
 func (d *detector) refine(cps []ChangePoint) []int {
-	n, m, r := len(d.values), d.o.MinSegment, refineStep
+	n, m, r, reach := len(d.values), d.o.MinSegment, refineStep, d.o.Window/2
 	idx := make([]int, len(cps))
 	for i, c := range cps {
 		idx[i] = c.Index
@@ -490,7 +496,7 @@ func (d *detector) refine(cps []ChangePoint) []int {
 		if i+1 < len(idx) {
 			hi = idx[i+1]
 		}
-		from, to := max(lo+m, idx[i]-r), min(hi-m, idx[i]+r)
+		from, to := max(lo+m, idx[i]-reach), min(hi-m, idx[i]+reach)
 		if hi-idx[i] < m { // provisional: keep its short newest segment
 			to = idx[i]
 		}
@@ -500,6 +506,7 @@ func (d *detector) refine(cps []ChangePoint) []int {
 				best, bestScore = j, s
 			}
 		}
+		best = min(max(best, idx[i]-r), idx[i]+r)
 		if best != idx[i] && d.kept[idx[i]] {
 			d.kept[best] = true
 		}
