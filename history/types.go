@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"time"
 
@@ -147,12 +148,19 @@ type NightRow struct {
 	Metric
 	Tip, Reference Estimate
 	// Ratio is Tip.Center / Reference.Center: the kernel with the host
-	// divided out.
+	// divided out. A night without a reference (an imported one; see
+	// HasReference) has the tip's own centre here, the value its kernel
+	// line runs on.
 	Ratio float64
 	// VsPrevious compares the tip with the last measured tip; VsReference
 	// with the reference. nil: not compared (the first night, say).
 	VsPrevious, VsReference *Comparison
 }
+
+// HasReference says whether the reference was measured beside the tip:
+// without it (an imported night, say) Ratio is the tip's own centre, not a
+// ratio, and there is nothing to compare the tip with.
+func (r NightRow) HasReference() bool { return !math.IsNaN(r.Reference.Center) }
 
 // TrendPoint is one night of a metric's series.
 type TrendPoint struct {

@@ -392,12 +392,13 @@ func formatEstimate(e history.Estimate, unit string) string {
 }
 
 // vsReference formats the tip against the reference: the night's verdict
-// if it has one, else the ratio as a change.
+// if it has one, else the ratio as a change; "–" without a reference (the
+// ratio is then the tip's own value).
 func vsReference(r history.NightRow) string {
 	if r.VsReference != nil {
 		return formatVerdict(r.VsReference, r.Benchmark, r.Unit)
 	}
-	if r.Ratio > 0 && !math.IsInf(r.Ratio, 0) {
+	if r.HasReference() && r.Ratio > 0 && !math.IsInf(r.Ratio, 0) {
 		return view.FormatDelta(100 * (r.Ratio - 1))
 	}
 	return "–"

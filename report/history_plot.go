@@ -122,11 +122,22 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 		return slices.ContainsFunc(gaps, func(n history.Night) bool { return n.Date > a && n.Date < b })
 	}
 
-	ref0 := math.NaN()
+	// The host line is relative to the first reference; the kernel line
+	// of nights without a reference (imported ones: their ratio is the
+	// tip's own value) to the first such tip.
+	ref0, tip0 := math.NaN(), math.NaN()
 	for _, pt := range t.Points {
-		if c := pt.Row.Reference.Center; c > 0 && !math.IsInf(c, 0) {
+		if c := pt.Row.Reference.Center; c > 0 && !math.IsInf(c, 0) && math.IsNaN(ref0) {
 			ref0 = c
-			break
+		}
+		if c := pt.Row.Ratio; !pt.Row.HasReference() && c > 0 && !math.IsInf(c, 0) && math.IsNaN(tip0) {
+			tip0 = c
+		}
+	}
+	if !math.IsNaN(tip0) {
+		p.Y.Label.Text = "tip vs reference, % (without one: vs the first night)"
+		if math.IsNaN(ref0) {
+			p.Y.Label.Text = "tip vs the first night, % (no reference)"
 		}
 	}
 	finiteOr := func(v, or float64) float64 {
@@ -148,6 +159,9 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 		r, x := pt.Row, xOf[pt.Night.Date]
 		if refC := r.Reference.Center; r.Ratio > 0 && !math.IsInf(r.Ratio, 0) {
 			y := 100 * (r.Ratio - 1)
+			if !r.HasReference() {
+				y, refC = 100*(r.Ratio/tip0-1), tip0
+			}
 			yLo, yHi := y, y
 			if refC > 0 && !math.IsInf(refC, 0) {
 				yLo = math.Min(y, finiteOr(100*(r.Tip.Lo/refC-1), y))

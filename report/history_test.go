@@ -572,3 +572,56 @@ func TrendSVG(hs view.HistorySeries, m history.Metric, w, h vg.Length) ([]byte, 
 	}
 	return nil, fmt.Errorf("report: plot the trend of %s: series %s has no such metric", m, hs.Series.Name)
 }
+
+// importedSeries is a series imported from results files without a
+// reference: the kernel line's value is the tip's own centre (in seconds,
+// as benchfmt keeps ns/op), −12 % from night 6 on.
+func importedSeries() view.HistorySeries {
+	m := history.Metric{Benchmark: "Public/lookup", Unit: "sec/op"}
+	hs := view.HistorySeries{Series: history.Series{ID: 2, Name: "public", Kind: history.ImageSeries, Source: "/k", Reference: "/r", Accel: "tcg"}}
+	none := history.Estimate{Center: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+	var points []history.TrendPoint
+	for i := 1; i <= 10; i++ {
+		n := history.Night{ID: int64(200 + i), SeriesID: 2, Date: fmt.Sprintf("2026-01-%02d", i), Status: history.StatusMeasured,
+			Tip: history.Kernel{Commit: fakeCommit(i)}, Accel: "tcg", Note: "imported"}
+		tip := 26.7e-6
+		if i >= 6 {
+			tip = 23.5e-6
+		}
+		hs.Nights = append(hs.Nights, n)
+		points = append(points, history.TrendPoint{Night: n, Row: history.NightRow{NightID: n.ID, Metric: m,
+			Tip: history.Estimate{Center: tip, Lo: tip, Hi: tip, Boots: 1}, Reference: none, Ratio: tip}})
+	}
+	hs.Trends = []view.MetricTrend{{Metric: m, Points: points}}
+	return hs
+}
+
+// A night without a reference has no comparison with one: "–", not the
+// tip's own value read as a ratio (−100 %), in text, Markdown and HTML; the
+// trend plot draws its kernel line against the first night instead.
+func TestHistoryWithoutReference(t *testing.T) {
+	h := view.History{Series: []view.HistorySeries{importedSeries()}}
+	text := render(t, FormatText, h)
+	if !strings.Contains(text, "ref –  vs ref –  vs previous –") || strings.Contains(text, "-100") {
+		t.Errorf("WriteHistoryText(nights without a reference) does not say \"vs ref –\" or says -100 %%:\n%s", text)
+	}
+	md := render(t, FormatMarkdown, h)
+	if !strings.Contains(md, "| – | – | – |") || strings.Contains(md, "-100") {
+		t.Errorf("WriteHistoryMarkdown(nights without a reference) lacks \"| – | – | – |\" or says -100 %%:\n%s", md)
+	}
+	var page bytes.Buffer
+	if err := WriteHistory(&page, FormatHTML, h); err != nil || strings.Contains(page.String(), "-100.0") {
+		t.Errorf("WriteHistory(HTML, nights without a reference) = %v, or says -100 %%", err)
+	}
+	v := newSeriesView(h.Series[0])
+	tp, err := v.trendPlot(v.trends[0], trendWidth, trendHeight)
+	if err != nil {
+		t.Fatalf("trendPlot(public) = %v", err)
+	}
+	if got := tp.plot.Y.Label.Text; !strings.Contains(got, "first night") {
+		t.Errorf("trendPlot(public) Y label %q; want it relative to the first night", got)
+	}
+	if tp.plot.Y.Min > -12 || tp.plot.Y.Max < 0 || tp.plot.Y.Min < -20 {
+		t.Errorf("trendPlot(public) Y range [%.2f, %.2f]; want the 0 %% and −12 %% nights in it, not −100 %%", tp.plot.Y.Min, tp.plot.Y.Max)
+	}
+}
