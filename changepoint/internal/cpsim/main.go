@@ -7,6 +7,7 @@
 //	go run ./changepoint/internal/cpsim -table sweep -series 200
 //	go run ./changepoint/internal/cpsim -table outliers
 //	go run ./changepoint/internal/cpsim -table outliers -excursion-sigmas +Inf
+//	go run ./changepoint/internal/cpsim -table outliers -part steps
 //	go run ./changepoint/internal/cpsim -table excursions -series 300
 package main
 
@@ -40,6 +41,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "random seed")
 	nightly := flag.Bool("nightly", true, "null and sweep tables: also replay every night (one pass per night)")
 	sigmas := flag.Float64("excursion-sigmas", 0, "outliers table: Options.ExcursionSigmas (0: the default; +Inf: no excursions, the raw values as before them)")
+	part := flag.String("part", "all", "outliers table: the null rows, the step rows or all (two processes can share the work)")
 	flag.Parse()
 	log.SetFlags(0)
 	start := time.Now()
@@ -52,7 +54,7 @@ func main() {
 	case "sweep":
 		err = sweepTable(*series, *nights, *seed, *nightly)
 	case "outliers":
-		err = outliersTable(*series, *nights, *seed, *sigmas)
+		err = outliersTable(*series, *nights, *seed, *sigmas, *part)
 	case "excursions":
 		err = excursionsTable(*series, *nights, *seed)
 	default:
@@ -186,7 +188,22 @@ var outlierRates = []float64{0, 0.01, 0.05}
 // outliersTable is the null and step tables again with bad nights mixed
 // in (sim.Contaminate), at the default options but the excursion
 // threshold, counting confirmed change points beside all those reported.
-func outliersTable(series, nights int, seed uint64, sigmas float64) error {
+func outliersTable(series, nights int, seed uint64, sigmas float64, part string) error {
+	if part != "all" && part != "null" && part != "steps" {
+		return fmt.Errorf("unknown part %q of the outliers table (want null, steps or all)", part)
+	}
+	if part != "steps" {
+		if err := outliersNullRows(series, nights, seed, sigmas); err != nil {
+			return err
+		}
+	}
+	if part == "null" {
+		return nil
+	}
+	return outliersStepRows(series, nights, seed, sigmas)
+}
+
+func outliersNullRows(series, nights int, seed uint64, sigmas float64) error {
 	fmt.Printf("%d series of %d nights per row, default options with the noise floor given, excursion threshold %s; bad nights: that share of nights "+
 		"off by 10–50 %% either way, alone or in pairs. False change points per series-year.\n\n", series, nights, threshold(sigmas))
 	fmt.Println("| noise (night SD) | bad nights | fresh pass: all | fresh pass: confirmed | nightly: reported | nightly: confirmed | nightly: held at year end | series with a confirmed false alarm | bad nights flagged as excursions | other nights flagged, per series-year |")
@@ -204,6 +221,10 @@ func outliersTable(series, nights int, seed uint64, sigmas float64) error {
 				share(r.TrueExcursions, r.BadNights), r.PerSeriesYear(r.FalseExcursions))
 		}
 	}
+	return nil
+}
+
+func outliersStepRows(series, nights int, seed uint64, sigmas float64) error {
 	fmt.Printf("\nSteps under 1 %% noise (floor 0.01), two per series as in the steps table; \"nightly\" counts every change point " +
 		"the nightly run reported, \"confirmed\" those it confirmed; delays in nights after the step's first night.\n\n")
 	fmt.Println("| step | bad nights | recall (fresh) | precision (fresh) | recall (nightly) | precision (nightly) | recall (confirmed) | precision (confirmed) | delay median, p90, max | delay to confirmation median, p90 | bad nights flagged | other nights flagged, per series-year |")
