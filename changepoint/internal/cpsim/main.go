@@ -7,7 +7,7 @@
 //	go run ./changepoint/internal/cpsim -table sweep -series 200
 //	go run ./changepoint/internal/cpsim -table outliers
 //	go run ./changepoint/internal/cpsim -table outliers -excursion-sigmas +Inf
-//	go run ./changepoint/internal/cpsim -table outliers -part steps
+//	go run ./changepoint/internal/cpsim -table outliers -part steps -step-size 0.1
 //	go run ./changepoint/internal/cpsim -table excursions -series 300
 package main
 
@@ -42,6 +42,7 @@ func main() {
 	nightly := flag.Bool("nightly", true, "null and sweep tables: also replay every night (one pass per night)")
 	sigmas := flag.Float64("excursion-sigmas", 0, "outliers table: Options.ExcursionSigmas (0: the default; +Inf: no excursions, the raw values as before them)")
 	part := flag.String("part", "all", "outliers table: the null rows, the step rows or all (two processes can share the work)")
+	stepSize := flag.Float64("step-size", 0, "outliers table: the step rows of this size alone (0: 3 % and 10 %)")
 	flag.Parse()
 	log.SetFlags(0)
 	start := time.Now()
@@ -54,7 +55,7 @@ func main() {
 	case "sweep":
 		err = sweepTable(*series, *nights, *seed, *nightly)
 	case "outliers":
-		err = outliersTable(*series, *nights, *seed, *sigmas, *part)
+		err = outliersTable(*series, *nights, *seed, *sigmas, *part, *stepSize)
 	case "excursions":
 		err = excursionsTable(*series, *nights, *seed)
 	default:
@@ -188,7 +189,7 @@ var outlierRates = []float64{0, 0.01, 0.05}
 // outliersTable is the null and step tables again with bad nights mixed
 // in (sim.Contaminate), at the default options but the excursion
 // threshold, counting confirmed change points beside all those reported.
-func outliersTable(series, nights int, seed uint64, sigmas float64, part string) error {
+func outliersTable(series, nights int, seed uint64, sigmas float64, part string, stepSize float64) error {
 	if part != "all" && part != "null" && part != "steps" {
 		return fmt.Errorf("unknown part %q of the outliers table (want null, steps or all)", part)
 	}
@@ -200,7 +201,11 @@ func outliersTable(series, nights int, seed uint64, sigmas float64, part string)
 	if part == "null" {
 		return nil
 	}
-	return outliersStepRows(series, nights, seed, sigmas)
+	sizes := []float64{0.03, 0.10}
+	if stepSize != 0 {
+		sizes = []float64{stepSize}
+	}
+	return outliersStepRows(series, nights, seed, sigmas, sizes)
 }
 
 func outliersNullRows(series, nights int, seed uint64, sigmas float64) error {
@@ -224,12 +229,12 @@ func outliersNullRows(series, nights int, seed uint64, sigmas float64) error {
 	return nil
 }
 
-func outliersStepRows(series, nights int, seed uint64, sigmas float64) error {
+func outliersStepRows(series, nights int, seed uint64, sigmas float64, sizes []float64) error {
 	fmt.Printf("\nSteps under 1 %% noise (floor 0.01), two per series as in the steps table; \"nightly\" counts every change point " +
 		"the nightly run reported, \"confirmed\" those it confirmed; delays in nights after the step's first night.\n\n")
 	fmt.Println("| step | bad nights | recall (fresh) | precision (fresh) | recall (nightly) | precision (nightly) | recall (confirmed) | precision (confirmed) | delay median, p90, max | delay to confirmation median, p90 | bad nights flagged | other nights flagged, per series-year |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, size := range []float64{0.03, 0.10} {
+	for _, size := range sizes {
 		for _, rate := range outlierRates {
 			c := sim.StepCase{SD: 0.01, Size: size, Options: changepoint.Options{NoiseFloor: 0.01, ExcursionSigmas: sigmas}, Outliers: rate}
 			r, err := sim.Steps(c, series, nights, seed)
