@@ -32,7 +32,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/view"
-	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // ErrResultsFile is wrapped when the results file (or the run directory
@@ -121,7 +120,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	seed := int64(o.Seed)
 	res.Meta = view.Meta{Seed: &seed, Samples: s.Plan.Samples, Date: start, Command: o.Command,
-		ResultsFile: res.Results, FailedBoots: len(res.Summary.Failed), BootCost: wire.BootCosts(runner.Results())}
+		ResultsFile: res.Results, FailedBoots: len(res.Summary.Failed), BootCost: measure.BootCosts(runner.Results())}
 	for i, side := range sides {
 		*[]*view.KernelInfo{&res.Meta.A, &res.Meta.B}[i] = view.KernelInfo{Input: side.Kernel.Input, Release: side.Label, SHA256: side.Kernel.SHA256}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/measure"
 	"github.com/lpmbisect/lpmbisect/view"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -27,7 +28,7 @@ func Restat(results []*benchfmt.Result, path string, opts compare.Options, stati
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Report: rep, Results: path, Meta: view.Meta{ResultsFile: path, BootCost: wire.BootCosts(results)}}
+	res := &Result{Report: rep, Results: path, Meta: view.Meta{ResultsFile: path, BootCost: measure.BootCosts(results)}}
 	res.Meta.A.Release, res.Meta.B.Release = rep.A.Kernel, rep.B.Kernel
 	if len(results) > 0 {
 		res.Meta.Accel = results[0].GetConfig(wire.KeyAccel)

@@ -36,7 +36,7 @@ type Meta struct {
 	// Host describes the machine (CPU model, cores), if known.
 	Host string `json:"host,omitempty"`
 	// BootCost is what each side's boots cost, phase by phase, under
-	// icount (wire.BootCosts); nil for a side without phases.
+	// icount (measure.BootCosts); nil for a side without phases.
 	BootCost [2]*wire.BootCost `json:"boot_cost,omitzero"`
 	// Insight is the block that says why it changed (symbol sizes, the
 	// calls of the functions of interest, the benchmark programs, call

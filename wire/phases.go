@@ -2,11 +2,8 @@ package wire
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-
-	"golang.org/x/perf/benchfmt"
 )
 
 // Phases of a boot, named by what the guest's clock did in them, in the
@@ -194,92 +191,6 @@ func parseM(s string) (float64, error) {
 type BootCost struct {
 	Boots  int         `json:"boots"`
 	Phases []PhaseCost `json:"phases"`
-}
-
-// BootCosts summarizes the phases the results of sides "A" and "B"
-// recorded (icount boots record them; others leave the sides' costs nil).
-// Each boot counts once, however many results it wrote; a boot whose
-// phases do not parse is left out.
-func BootCosts(results []*benchfmt.Result) [2]*BootCost {
-	type boot struct{ side, n string }
-	seen := map[boot]bool{}
-	var per [2]map[string][]PhaseCost
-	var boots [2]int
-	var order [2][]string
-	for _, r := range results {
-		side := 0
-		switch r.GetConfig(KeySide) {
-		case "A":
-		case "B":
-			side = 1
-		default:
-			continue
-		}
-		b := boot{r.GetConfig(KeySide), r.GetConfig(KeyBoot)}
-		v := r.GetConfig(KeyPhases)
-		if v == "" || seen[b] {
-			continue
-		}
-		seen[b] = true
-		costs, err := ParsePhases(v)
-		if err != nil {
-			continue
-		}
-		if per[side] == nil {
-			per[side] = map[string][]PhaseCost{}
-		}
-		boots[side]++
-		withoutInsight(costs)
-		for _, c := range costs {
-			if _, ok := per[side][c.Phase]; !ok {
-				order[side] = append(order[side], c.Phase)
-			}
-			per[side][c.Phase] = append(per[side][c.Phase], c)
-		}
-	}
-	var out [2]*BootCost
-	for side := range out {
-		if boots[side] == 0 {
-			continue
-		}
-		bc := &BootCost{Boots: boots[side]}
-		for _, p := range order[side] {
-			cs := per[side][p]
-			bc.Phases = append(bc.Phases, PhaseCost{Phase: p, Boots: len(cs),
-				Ticks: median(cs, func(c PhaseCost) float64 { return c.Ticks }),
-				Idle:  median(cs, func(c PhaseCost) float64 { return c.Idle })})
-		}
-		out[side] = bc
-	}
-	return out
-}
-
-// withoutInsight takes the insight pass out of a boot's total (the last
-// of costs, ParsePhases'): the pass runs on one boot a side, so the cost
-// of a boot is reported without it and the pass's beside it.
-func withoutInsight(costs []PhaseCost) {
-	total := &costs[len(costs)-1]
-	for _, c := range costs {
-		if c.Phase == PhaseInsight {
-			total.Ticks = max(total.Ticks-c.Ticks, 0)
-			total.Idle = max(total.Idle-c.Idle, 0)
-		}
-	}
-}
-
-// median is the median of f over cs (the mean of the middle two for an
-// even count).
-func median(cs []PhaseCost, f func(PhaseCost) float64) float64 {
-	v := make([]float64, len(cs))
-	for i, c := range cs {
-		v[i] = f(c)
-	}
-	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // String renders the cost as FormatPhases does, with the boots counted:
