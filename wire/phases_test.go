@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/perf/benchfmt"
 )
 
 func TestPhaseMarkRoundTrip(t *testing.T) {
@@ -74,5 +76,16 @@ func TestMarksTextRoundTrip(t *testing.T) {
 	hostile := strings.Repeat(MarksText(marks[:1])+"\n", 1000)
 	if got := ParseMarks(hostile); len(got) > len(Phases) {
 		t.Errorf("ParseMarks of 1000 marks kept %d; want at most one a phase", len(got))
+	}
+}
+
+// TestGuestCannotWritePhases checks that the phases key is the host's: a
+// stream whose guest wrote it is rejected, so no guest can fake a boot's
+// cost.
+func TestGuestCannotWritePhases(t *testing.T) {
+	s := &Stream{Results: []*benchfmt.Result{{Name: []byte("X"), Iters: 1,
+		Config: []benchfmt.Config{{Key: KeyPhases, Value: []byte("to-init 1.0M; all 1.0M")}}}}}
+	if why := s.vet(); !strings.Contains(why, `the host's key "phases"`) {
+		t.Errorf("vet of a guest's phases key = %q; want it rejected", why)
 	}
 }

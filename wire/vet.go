@@ -30,7 +30,7 @@ const MaxValue = 1e12
 // with, since the host sets some of them only when it has a value. KeyKernel
 // and KeyAccel are the guest's, and the host replaces them on every result.
 var HostKeys = []string{KeySide, KeyBoot, KeyPair, KeyImage, KeyOrderSeed, KeyQEMU, KeyCPUModel,
-	KeyVersion, KeyParams, KeyDate, KeyCommit, KeyCompiler, KeyKconfig, KeyJitterBounds, KeyMinEffects, KeyRole}
+	KeyVersion, KeyParams, KeyDate, KeyCommit, KeyCompiler, KeyKconfig, KeyJitterBounds, KeyMinEffects, KeyRole, KeyPhases}
 
 // vet returns why a stream that arrived whole must still be rejected, ""
 // when nothing is wrong: a value that is not a finite number in [0,
