@@ -23,17 +23,19 @@ const mailWidth = 72
 // WriteSeries writes a series report in format f: text, markdown, json,
 // html or mail.
 func WriteSeries(w io.Writer, f Format, s view.Series) error {
+	// Subjects, build logs and guest names are untrusted text: every
+	// format but JSON (which escapes) shows control characters escaped.
 	switch f {
 	case FormatText:
-		return WriteSeriesText(w, s)
+		return writePrintable(w, func(w io.Writer) error { return WriteSeriesText(w, s) })
 	case FormatMarkdown:
-		return WriteSeriesMarkdown(w, s)
+		return writePrintable(w, func(w io.Writer) error { return WriteSeriesMarkdown(w, s) })
 	case FormatJSON:
 		return WriteSeriesJSON(w, s)
 	case FormatHTML:
 		return WriteSeriesHTML(w, s)
 	case FormatMail:
-		return WriteSeriesMail(w, s)
+		return writePrintable(w, func(w io.Writer) error { return WriteSeriesMail(w, s) })
 	}
 	return fmt.Errorf("report: unknown format %q (want text, markdown, json, html or mail)", f)
 }
@@ -274,6 +276,10 @@ var seriesHTML = newPage("series", `{{define "body"}}<p class="outcome {{.Class}
 
 // WriteSeriesHTML writes the series as a self-contained HTML page.
 func WriteSeriesHTML(w io.Writer, s view.Series) error {
+	return writePrintable(w, func(w io.Writer) error { return writeSeriesHTML(w, s) })
+}
+
+func writeSeriesHTML(w io.Writer, s view.Series) error {
 	type row struct{ N, Commit, Subject, Parent, ParentClass, Base string }
 	type bench struct {
 		view.SeriesBenchmark
@@ -285,7 +291,7 @@ func WriteSeriesHTML(w io.Writer, s view.Series) error {
 		Class, Outcome string
 		Benchmarks     []bench
 		Notes          []note
-	}{Series: s, Outcome: seriesOutcomeLine(s), Class: map[compare.Outcome]string{compare.NoRegression: "good", compare.Regression: "bad", compare.Inconclusive: "unsure"}[s.Outcome]}
+	}{Series: s, Outcome: seriesOutcomeLine(s), Class: outcomeClass(s.Outcome)}
 	for _, b := range s.Benchmarks {
 		pb := bench{SeriesBenchmark: b}
 		for i, p := range s.Patches {

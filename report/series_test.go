@@ -105,3 +105,21 @@ func TestSeriesFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesEscapesUntrustedText checks that a patch subject and a build
+// log carrying a terminal escape reach no format as the raw control
+// character (JSON escapes it by encoding).
+func TestSeriesEscapesUntrustedText(t *testing.T) {
+	s := seriesFixture()
+	s.Patches[0].Subject = "bpf: \x1b]0;owned\x07 subject"
+	s.Patches[2].LogTail = []string{"error: \x1b[2J"}
+	for _, f := range []Format{FormatText, FormatMarkdown, FormatHTML, FormatMail, FormatJSON} {
+		var b strings.Builder
+		if err := WriteSeries(&b, f, s); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if strings.ContainsAny(b.String(), "\x1b\x07") {
+			t.Errorf("%s: a control character reached the output", f)
+		}
+	}
+}
