@@ -585,12 +585,7 @@ func (b *Bench) CompareKernels(ctx context.Context, a, bk Candidate) (*compare.R
 		if rep, err = seq.Look(asSides(ma, mb)); err != nil {
 			return false, err
 		}
-		for _, r := range rep.Rows {
-			if !r.Control && r.Verdict == compare.Unknown && !r.Final {
-				return true, nil
-			}
-		}
-		return false, nil
+		return rep.NeedMoreBoots(nil), nil // compare's one rule: not for rows no boot can decide, nor after a drift
 	})
 	if err != nil {
 		return nil, ma.k, mb.k, err
