@@ -569,7 +569,8 @@ func (b *Bench) CompareStored(a, bk Candidate) (*compare.Report, *kernel.Kernel,
 // has enough of), more while a benchmark stays UNKNOWN, up to MaxBoots, as
 // the looks of one adaptive comparison. The report is its last look (a as
 // side A, bk as side B). When boots fail it returns the error, which wraps
-// measure.ErrBootFailed and names the kernel, with a nil report.
+// measure.ErrBootFailed and names the kernel, with a nil report; for a
+// failure of a, FirstKernelFailed says so.
 func (b *Bench) CompareKernels(ctx context.Context, a, bk Candidate) (*compare.Report, *kernel.Kernel, *kernel.Kernel, error) {
 	ma, mb, err := b.resolvePair(a, bk)
 	if err != nil {
@@ -580,17 +581,34 @@ func (b *Bench) CompareKernels(ctx context.Context, a, bk Candidate) (*compare.R
 		return nil, nil, nil, err
 	}
 	var rep *compare.Report
-	_, err = b.adaptive().Run(ctx, b.source(ma, mb), func(n int) (bool, error) {
+	n, err := b.adaptive().Run(ctx, b.source(ma, mb), func(n int) (bool, error) {
 		var err error
 		if rep, err = seq.Look(asSides(ma, mb)); err != nil {
 			return false, err
 		}
 		return rep.NeedMoreBoots(nil), nil // compare's one rule: not for rows no boot can decide, nor after a drift
 	})
+	if err != nil && isBootFailure(err) && ctx.Err() == nil && Boots(ma.results) < n {
+		err = firstKernelFailed{err}
+	}
 	if err != nil {
 		return nil, ma.k, mb.k, err
 	}
 	return rep, ma.k, mb.k, nil
+}
+
+// firstKernelFailed marks a boot failure of CompareKernels' first kernel
+// (the one compared with), by the boots it holds, as ClassifyKernel tells
+// an endpoint's failure from a candidate's; its message is the error's.
+type firstKernelFailed struct{ error }
+
+func (e firstKernelFailed) Unwrap() error { return e.error }
+
+// FirstKernelFailed reports whether err from CompareKernels is a boot
+// failure of its first kernel, a, rather than of the second.
+func FirstKernelFailed(err error) bool {
+	var f firstKernelFailed
+	return errors.As(err, &f)
 }
 
 // resolvePair resolves two kernels with their stored results.

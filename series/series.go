@@ -388,7 +388,7 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 		k := bisect.CandidateOf(b, fmt.Sprintf("%d/%d %s", p.N, total, words.ShortHash(p.Commit)), p.Commit)
 		rep, lk, pk, err := r.bench.CompareKernels(ctx, last, k)
 		if err != nil {
-			if ctx.Err() != nil || !errors.Is(err, measure.ErrBootFailed) || strings.Contains(err.Error(), "("+last.Label+")") {
+			if ctx.Err() != nil || !errors.Is(err, measure.ErrBootFailed) || bisect.FirstKernelFailed(err) {
 				// Not the patch's kernel: the host, or the kernel that
 				// booted before.
 				return err
