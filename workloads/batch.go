@@ -330,6 +330,16 @@ func HashSeed(c Clock) string {
 	return wire.HashSeedRandom
 }
 
+// zeroSeedErr turns the EINVAL of a map created with a fixed hash seed
+// (zero) into "not supported" on a kernel without BPF_F_ZERO_SEED
+// (Linux 5.0); any other error is returned as it is.
+func zeroSeedErr(zero bool, err error) error {
+	if zero && errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%w: a fixed hash seed needs BPF_F_ZERO_SEED (Linux 5.0): %v", ebpf.ErrNotSupported, err)
+	}
+	return err
+}
+
 // batchHashSpec is the spec of a MapBatch hash map of n elements, seeded
 // as HashSeed(c) says.
 func batchHashSpec(n uint32, c Clock) *ebpf.MapSpec {
@@ -351,11 +361,8 @@ func batchRun(kind, op string, size int) func(*Run) error {
 				keys[i], vals[i] = i, uint64(i)
 			}
 			b, err := newBatchMap(batchHashSpec(n, r.Params.Clock), keys, vals)
-			if errors.Is(err, unix.EINVAL) && HashSeed(r.Params.Clock) == wire.HashSeedZero {
-				return fmt.Errorf("%w: a fixed hash seed needs BPF_F_ZERO_SEED (Linux 5.0): %v", ebpf.ErrNotSupported, err)
-			}
 			if err != nil {
-				return err
+				return zeroSeedErr(HashSeed(r.Params.Clock) == wire.HashSeedZero, err)
 			}
 			defer b.m.Close()
 			take = func() (Sample, error) { return b.sample(op, size) }

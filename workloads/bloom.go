@@ -1,13 +1,11 @@
 package workloads
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
-	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/bpf"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -83,10 +81,7 @@ func bloomPrepare(r *Run, b bpf.BloomBench) (*progBench, func(), error) {
 	}
 	coll, err := loadCollection(r, "bloom filter "+b.Op.String()+" program", spec)
 	if err != nil {
-		if b.ZeroSeed && errors.Is(err, unix.EINVAL) {
-			return nil, nil, fmt.Errorf("%w: a fixed hash seed needs BPF_F_ZERO_SEED (Linux 5.0): %v", ebpf.ErrNotSupported, err)
-		}
-		return nil, nil, err
+		return nil, nil, zeroSeedErr(b.ZeroSeed, err)
 	}
 	start := time.Now()
 	how, err := fillBloom(coll, b.Entries)

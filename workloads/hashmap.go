@@ -8,7 +8,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
-	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/bpf"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -118,10 +117,7 @@ func hashPrepare(r *Run, h bpf.HashBench) (*progBench, func(), error) {
 	}
 	coll, err := loadCollection(r, fmt.Sprintf("%s %v program", h.Kind, h.Op), spec)
 	if err != nil {
-		if h.ZeroSeed && errors.Is(err, unix.EINVAL) {
-			return nil, nil, fmt.Errorf("%w: a fixed hash seed needs BPF_F_ZERO_SEED (Linux 5.0): %v", ebpf.ErrNotSupported, err)
-		}
-		return nil, nil, err
+		return nil, nil, zeroSeedErr(h.ZeroSeed, err)
 	}
 	if m := coll.Maps[bpf.HashMapName]; m != nil {
 		start := time.Now()
