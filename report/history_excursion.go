@@ -93,7 +93,7 @@ func (v *seriesView) writeExcursionsMarkdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nExcursions (%s):\n\n| night | benchmark | line | from its neighbours | meaning |\n|---|---|---|--:|---|\n", excursionsHeading)
 	for _, e := range v.excursions {
-		fmt.Fprintf(w, "| %s | `%s` %s | %s | %s | %s |\n", e.Night, mdCode(e.Benchmark), mdEscape(unitName(e.Unit)), e.Line,
+		fmt.Fprintf(w, "| %s | `%s` %s | %s | %s | %s |\n", e.Night, mdCellCode(e.Benchmark), mdEscape(unitName(e.Unit)), e.Line,
 			view.FormatDelta(e.DeltaPct), mdEscape(v.excursionMeaning(e)))
 	}
 }

@@ -90,7 +90,7 @@ func WriteHistoryMarkdown(w io.Writer, h view.History) error {
 			fmt.Fprintf(bw, "|---|---|---|---|---|--:|--:|---|---|\n")
 			for _, n := range v.nights {
 				c := v.nightCells(n)
-				tip := "`" + mdCode(tipName(n.Tip)) + "`"
+				tip := "`" + mdCellCode(tipName(n.Tip)) + "`"
 				if n.Tip.Subject != "" {
 					tip += " " + mdEscape(truncate(n.Tip.Subject, 48))
 				}
@@ -112,7 +112,7 @@ func WriteHistoryMarkdown(w io.Writer, h view.History) error {
 					if i > 0 {
 						first = "| | | | |"
 					}
-					fmt.Fprintf(bw, "%s `%s` | %s | %s | %s | %s |\n", first, mdCode(r.Benchmark),
+					fmt.Fprintf(bw, "%s `%s` | %s | %s | %s | %s |\n", first, mdCellCode(r.Benchmark),
 						mdEscape(view.FormatValue(r.Tip.Center, r.Unit)), mdEscape(formatEstimate(r.Reference, r.Unit)),
 						mdEscape(vsReference(r)), mdEscape(formatVerdict(r.VsPrevious, r.Benchmark, r.Unit)))
 				}
@@ -130,7 +130,7 @@ func WriteHistoryMarkdown(w io.Writer, h view.History) error {
 					status += ", provisional"
 				}
 				fmt.Fprintf(bw, "| %d | %s | `%s` %s | %s | %s %s | %s | %s | %s | %s |\n",
-					cp.ID, cp.Night, mdCode(cp.Benchmark), mdEscape(unitName(cp.Unit)), cp.Line,
+					cp.ID, cp.Night, mdCellCode(cp.Benchmark), mdEscape(unitName(cp.Unit)), cp.Line,
 					view.FormatDelta(cp.DeltaPct), "("+changeDirection(cp)+")", mdEscape(view.FormatP(cp.P)),
 					mdEscape(v.changeRange(cp)), mdEscape(status), mdEscape(bisectLine(cp)))
 			}
@@ -140,7 +140,11 @@ func WriteHistoryMarkdown(w io.Writer, h view.History) error {
 	return bw.Flush()
 }
 
-// mdCode makes s safe inside a code span, in a table too: a backtick
-// would end the span (and what follows, HTML included, would render), a
-// pipe would end the cell.
-func mdCode(s string) string { return strings.NewReplacer("`", "'", "|", `\|`).Replace(s) }
+// mdCode makes s safe inside a Markdown code span: a backtick would end
+// the span (it becomes a quote). Backslash escapes do not work in code
+// spans, so a pipe is left as it is: in a table cell use mdCellCode.
+func mdCode(s string) string { return strings.ReplaceAll(s, "`", "'") }
+
+// mdCellCode is mdCode inside a table cell, where a pipe would end the
+// cell: GFM reads \| there as a pipe, even in a code span.
+func mdCellCode(s string) string { return strings.ReplaceAll(mdCode(s), "|", `\|`) }

@@ -345,7 +345,7 @@ func writeMailTable(w io.Writer, m view.Mail) {
 			ref = fmt.Sprintf("%s → %s (%s)", bareValue(b.Reference, met.Unit), formatEstimate(a.Reference, met.Unit),
 				view.FormatDelta(100*(a.Reference.Center/b.Reference.Center-1)))
 		}
-		name := "`" + mdCode(met.Benchmark) + "`"
+		name := "`" + mdCellCode(met.Benchmark) + "`"
 		if compare.IsControl(met.Benchmark, nil) {
 			name += " (control)"
 		}

@@ -45,3 +45,16 @@ func TestHostileStringsEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownCodeKeepsPipesOutsideTables checks that a command with a
+// pipe shows as typed in the run list (a code span does not read
+// backslash escapes), and that a table cell escapes it.
+func TestMarkdownCodeKeepsPipesOutsideTables(t *testing.T) {
+	cmd := "lpmbisect compare --bench 'LPMTrie/op=(lookup|update)' a b"
+	if got := mdCode(cmd); got != cmd {
+		t.Errorf("mdCode(%q) = %q; want it unchanged", cmd, got)
+	}
+	if got, want := mdCellCode("a|b`c"), `a\|b'c`; got != want {
+		t.Errorf("mdCellCode = %q; want %q", got, want)
+	}
+}

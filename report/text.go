@@ -122,7 +122,7 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 			verdict += " <sup>" + strings.Join(marks, ",") + "</sup>"
 		}
 		fmt.Fprintf(bw, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n",
-			mdCode(r.Benchmark), mdCell(r.Unit), mdCell(c.a), mdCell(c.b), mdCell(c.delta), mdCell(c.p), c.boots, verdict)
+			mdCellCode(r.Benchmark), mdCell(r.Unit), mdCell(c.a), mdCell(c.b), mdCell(c.delta), mdCell(c.p), c.boots, verdict)
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(bw)
