@@ -2,6 +2,7 @@ package guest
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -260,18 +261,8 @@ func programSymbols(progs map[string]*ebpf.Program, sites []wire.ProfileSite) []
 			out = append(out, wire.ProfileSymbol{Addr: lo, Size: uint64(lens[i]), Name: "bpf_prog_" + fn, Module: "bpf"})
 		}
 	}
-	slices.SortFunc(out, func(a, b wire.ProfileSymbol) int { return cmpUint(a.Addr, b.Addr) })
+	slices.SortFunc(out, func(a, b wire.ProfileSymbol) int { return cmp.Compare(a.Addr, b.Addr) })
 	return out
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // sampler is one sampling perf event of this thread with the counting
@@ -372,10 +363,10 @@ func (s *sampler) readSites() ([]wire.ProfileSite, error) {
 		return out, fmt.Errorf("profile: read the samples: %w", err)
 	}
 	slices.SortFunc(out, func(a, b wire.ProfileSite) int {
-		if c := cmpUint(a.IP, b.IP); c != 0 {
+		if c := cmp.Compare(a.IP, b.IP); c != 0 {
 			return c
 		}
-		return cmpUint(a.Caller, b.Caller)
+		return cmp.Compare(a.Caller, b.Caller)
 	})
 	return out, nil
 }

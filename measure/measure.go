@@ -157,6 +157,10 @@ func accelFor(s *vmrunner.Selector) vmrunner.Accel {
 // and returns them; the guest's own labels are kept where the host has none.
 func labelResults(s *Side, boot, pair int, seed uint64, params string, r *vmrunner.Result) []*benchfmt.Result {
 	out := make([]*benchfmt.Result, 0, len(r.Stream.Results))
+	phases := ""
+	if r.Accel == vmrunner.Icount {
+		phases = wire.FormatPhases(r.Phases) // the boot's, the same on each result
+	}
 	for _, res := range r.Stream.Results {
 		res = res.Clone()
 		res.SetConfig(wire.KeyKernel, s.Label)
@@ -183,8 +187,8 @@ func labelResults(s *Side, boot, pair int, seed uint64, params string, r *vmrunn
 		if r.CPUModel != "" {
 			res.SetConfig(wire.KeyCPUModel, r.CPUModel)
 		}
-		if p := wire.FormatPhases(r.Phases); p != "" && r.Accel == vmrunner.Icount {
-			res.SetConfig(wire.KeyPhases, p)
+		if phases != "" {
+			res.SetConfig(wire.KeyPhases, phases)
 		}
 		for i := range res.Config {
 			res.Config[i].File = true

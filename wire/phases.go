@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -73,14 +74,7 @@ func ParsePhaseMark(line string) (PhaseMark, bool) {
 	return PhaseMark{Phase: f[0], TSC: t, IdleNS: n}, true
 }
 
-func isPhase(name string) bool {
-	for _, p := range Phases {
-		if p == name {
-			return true
-		}
-	}
-	return false
-}
+func isPhase(name string) bool { return slices.Contains(Phases, name) }
 
 // FormatPhases renders a boot's marks as the value of KeyPhases: each
 // phase's guest clock in millions of ticks, with its idle share when there
@@ -105,9 +99,15 @@ func FormatPhases(marks []PhaseMark) string {
 }
 
 func millions(ticks, idle uint64) string {
-	s := fmt.Sprintf("%.1fM", float64(ticks)/1e6)
+	return formatMillions(float64(ticks)/1e6, float64(idle)/1e6)
+}
+
+// formatMillions writes a count of millions and its idle part as
+// KeyPhases does: "1250.2M (idle 580.0M)".
+func formatMillions(m, idle float64) string {
+	s := fmt.Sprintf("%.1fM", m)
 	if idle > 0 {
-		s += fmt.Sprintf(" (idle %.1fM)", float64(idle)/1e6)
+		s += fmt.Sprintf(" (idle %.1fM)", idle)
 	}
 	return s
 }
@@ -199,10 +199,7 @@ func (c BootCost) String() string {
 	var parts []string
 	var total string
 	for _, p := range c.Phases {
-		s := fmt.Sprintf("%.1fM", p.Ticks)
-		if p.Idle > 0 {
-			s += fmt.Sprintf(" (idle %.1fM)", p.Idle)
-		}
+		s := formatMillions(p.Ticks, p.Idle)
 		if p.Boots > 0 && p.Boots < c.Boots {
 			s += fmt.Sprintf(" [%d of %d boots]", p.Boots, c.Boots)
 		}
