@@ -60,9 +60,9 @@ func OpenImage(path string) (*Image, error) {
 }
 
 // openPayloadELF opens elfPath, the payload of the bzImage image already
-// extracted, as image's Image: the code is read from the ELF, and only
-// the bzImage's header and the payload's first bytes are read, for its
-// compression.
+// extracted, as image's Image: the code is read from the ELF; the bzImage
+// is read (kernel.Payload needs the whole file) but not decompressed, only
+// its payload's first bytes looked at, for its compression.
 func openPayloadELF(image, elfPath string) (*Image, error) {
 	data, err := os.ReadFile(image)
 	if err != nil {

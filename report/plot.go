@@ -247,13 +247,19 @@ func PlotSVG(rep *compare.Report, row compare.Row, w, h vg.Length) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
+	return plotToSVG(p, w, h, row.Benchmark)
+}
+
+// plotToSVG renders p as an SVG document of the given size; what names
+// the plot in errors.
+func plotToSVG(p *plot.Plot, w, h vg.Length, what string) ([]byte, error) {
 	wt, err := p.WriterTo(w, h, "svg")
 	if err != nil {
-		return nil, fmt.Errorf("report: plot %s as SVG: %w", row.Benchmark, err)
+		return nil, fmt.Errorf("report: plot %s as SVG: %w", what, err)
 	}
 	var buf bytes.Buffer
 	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("report: plot %s as SVG: %w", row.Benchmark, err)
+		return nil, fmt.Errorf("report: plot %s as SVG: %w", what, err)
 	}
 	return buf.Bytes(), nil
 }
