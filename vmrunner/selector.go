@@ -81,12 +81,20 @@ func (s *Selector) Resolve() Accel {
 		return s.Requested
 	}
 	if s.decided == "" {
-		if ok, why := s.probe(); !ok {
-			s.decided = autoFallback
-			s.say("accel auto: no usable /dev/kvm: %s; %s", why, icountWhy)
-		}
+		s.fallBackWithoutKVM()
 	}
 	return s.decided
+}
+
+// fallBackWithoutKVM decides Auto as autoFallback, said once on Log, when
+// /dev/kvm cannot be used, and reports whether it did. s.mu is held.
+func (s *Selector) fallBackWithoutKVM() bool {
+	ok, why := s.probe()
+	if !ok {
+		s.decided = autoFallback
+		s.say("accel auto: no usable /dev/kvm: %s; %s", why, icountWhy)
+	}
+	return !ok
 }
 
 // Boot boots cfg (whose Accel is ignored) with the selected accelerator. It
@@ -121,9 +129,7 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		return Boot(ctx, cfg)
 	}
-	if ok, why := s.probe(); !ok {
-		s.decided = autoFallback
-		s.say("accel auto: no usable /dev/kvm: %s; %s", why, icountWhy)
+	if s.fallBackWithoutKVM() {
 		s.mu.Unlock()
 		cfg.Accel = autoFallback
 		return Boot(ctx, cfg)
