@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/initramfs"
 	"github.com/lpmbisect/lpmbisect/insight"
 	"github.com/lpmbisect/lpmbisect/kernel"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -125,5 +126,18 @@ func TestArmProfile(t *testing.T) {
 	in.ProfilePeriod = 5000
 	if err := in.arm(&Runner{Sides: sides}, [2]*insight.Side{}); err == nil || !strings.Contains(err.Error(), "profile") {
 		t.Errorf("arm with a 5000 ns period = %v; want an error naming the profile", err)
+	}
+}
+
+// TestNoInsightSideBootsWithoutThePass checks that an armed pass runs in
+// the first boot of each side but one that opts out (nightly's
+// reference), and in no later boot.
+func TestNoInsightSideBootsWithoutThePass(t *testing.T) {
+	ref := &Side{Name: "A", Kernel: &kernel.Kernel{Image: "ref"}, Image: &initramfs.Image{Path: "ref.cpio"}, NoInsight: true}
+	tip := &Side{Name: "B", Kernel: &kernel.Kernel{Image: "tip"}, Image: &initramfs.Image{Path: "tip.cpio"}}
+	r := &Runner{Sides: []*Side{ref, tip}, started: map[string]int{}, GuestArgs: []string{"lpmbisect.insight=0"}, RunDir: t.TempDir()}
+	armed := func(s *Side) bool { return slices.Contains(r.job(s, 0).Config.KernelArgs, "lpmbisect.insight=1") }
+	if armed(ref) || !armed(tip) || armed(tip) {
+		t.Error("the pass ran in the reference's first boot, missed the tip's first, or ran in the tip's second")
 	}
 }

@@ -59,6 +59,9 @@ type Side struct {
 	// static source (a vmlinux, a -dbg package): its boots tell an armed
 	// insight pass not to send kallsyms (wire.SkipKallsyms).
 	StaticSymbols bool
+	// NoInsight leaves an armed insight pass out of this side's boots: a
+	// side whose findings nobody reads (nightly's reference).
+	NoInsight bool
 }
 
 // Prepare resolves kernel inputs and packs the initramfs of each, with

@@ -171,7 +171,7 @@ func (r *Runner) job(s *Side, pair int) Job {
 	cfg := r.VM
 	cfg.Kernel, cfg.Initramfs = cmp.Or(s.BootImage, s.Kernel.Image), s.Image.Path
 	cfg.KernelArgs = append(slices.Clone(r.GuestArgs), wire.ParamAccel.Arg(string(accelFor(r.Selector))))
-	if boot == 1 { // an armed insight pass runs in the first boot of each side
+	if boot == 1 && !s.NoInsight { // an armed insight pass runs in the first boot of each side
 		cfg.KernelArgs = wire.ArmInsight(cfg.KernelArgs)
 	}
 	if s.StaticSymbols { // on every boot of the side: one command line but for the pass's byte

@@ -439,14 +439,16 @@ func (r *seriesRun) boot(ctx context.Context, inputs []string, standing [][]*ben
 	ms := r.setup.Measure
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s %s", r.conf.Name, r.o.Date)
-	// The guest's insight pass in the first boot of each kernel explains
-	// the mail of a change point between two nights' tips (tipsInsight).
+	// The guest's insight pass in the first boot of each kernel but the
+	// reference explains the mail of a change point between two nights'
+	// tips (tipsInsight).
 	runner, err := ms.Start(inputs, measure.RunOptions{Seed: h.Sum64(), Labels: map[string]string{wire.KeyDate: r.o.Date}, Insight: r.setup.Bench.Insight})
 	if err != nil {
 		r.fail(history.StatusBootFailed, err)
 		return nil, nil
 	}
 	sides := runner.Sides
+	sides[0].NoInsight = true // tipsInsight reads the tips' documents, never the reference's
 	sides[1].Labels[wire.KeyCommit] = r.n.Night.Tip.Commit
 	stored, err := r.db.Boots(ctx, r.n.Night.ID)
 	if err != nil {
