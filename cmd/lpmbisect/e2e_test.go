@@ -517,8 +517,11 @@ func TestComparePairedTCG(t *testing.T) {
 	if !doc.Paired || len(doc.Rows) != 1 || doc.Rows[0].Pairs != 2 {
 		t.Errorf("JSON report: paired %v, rows %d; want a paired report with one row of 2 pairs\n%s", doc.Paired, len(doc.Rows), stdout)
 	}
-	// 2 pairs × 2 VMs × (2 steps for the benchmark + 1 before the end).
-	if want := "paired: 2 complete pairs on host CPU "; !strings.Contains(stderr, want) || !strings.Contains(stderr, ", 12 steps taken in turn") {
+	// 2 pairs × 2 VMs × (2 steps for the benchmark + 1 before the end),
+	// unless a guest failed (Debian 6.12 has panicked once under TCG):
+	// its pair then runs again, with more steps and a pair number skipped.
+	retried := strings.Contains(stderr, "): panic:") || strings.Contains(stderr, "failed boot")
+	if want := "paired: 2 complete pairs on host CPU "; !strings.Contains(stderr, want) || !retried && !strings.Contains(stderr, ", 12 steps taken in turn") {
 		t.Errorf("stderr lacks %q… 12 steps taken in turn:\n%s", want, stderr)
 	}
 	seen := map[string]int{}
@@ -528,10 +531,16 @@ func TestComparePairedTCG(t *testing.T) {
 			t.Errorf("result accel = %q; want tcg", r.GetConfig("accel"))
 		}
 	}
-	for _, k := range []string{"A1", "B1", "A2", "B2"} {
-		if seen[k] != 2 {
-			t.Errorf("results of side/pair %s: %d; want 2 samples (%v)", k, seen[k], seen)
+	complete := 0
+	for pair := 1; pair <= 4; pair++ {
+		if a, b := seen[fmt.Sprint("A", pair)], seen[fmt.Sprint("B", pair)]; a == 2 && b == 2 {
+			complete++
+		} else if a+b > 0 && (!retried || a+b > 2) {
+			t.Errorf("results of pair %d: A %d, B %d; want 2 samples each, or a side of a retried pair (%v)", pair, a, b, seen)
 		}
+	}
+	if complete != 2 {
+		t.Errorf("%d complete pairs in the results; want 2 (%v)", complete, seen)
 	}
 }
 
