@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
@@ -177,11 +176,7 @@ func decompressor(name string, r io.Reader) (io.Reader, func(), error) {
 	case ".tar":
 		return r, noop, nil
 	case ".xz":
-		xr, err := xz.NewReader(r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", name, err)
-		}
-		return xr, noop, nil
+		return xzReader(name, r)
 	case ".gz":
 		gr, err := gzip.NewReader(r)
 		if err != nil {
