@@ -209,7 +209,10 @@ func presize(size uint64, compressed int) uint64 {
 // readBounded reads r, decompressing compressed bytes, to its end, failing
 // if r produces more than size bytes.
 func readBounded(r io.Reader, size uint64, compressed int) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, presize(size, compressed)))
+	// bytes.MinRead of room past the claim: Buffer.ReadFrom grows a full
+	// buffer before it reads the end of the stream, which would copy a
+	// kernel's 50 MB once more.
+	buf := bytes.NewBuffer(make([]byte, 0, presize(size, compressed)+bytes.MinRead))
 	n, err := io.Copy(buf, io.LimitReader(r, int64(size)+1))
 	if err != nil {
 		return nil, err
