@@ -44,7 +44,7 @@ func (w *bootWorker) Work(ctx context.Context, job *river.Job[BootArgs]) error {
 		// Another worker of the queue has the class; this one puts the
 		// job back without spending an attempt.
 		logEvent(w.rw.Log, "job for another host class", "job", job.ID, "wants", a.Class, "here", w.rw.host.Class(), "snooze", snoozeOtherClass)
-		return river.JobSnooze(snoozeOtherClass)
+		return river.JobSnooze(snoozeFor())
 	}
 	return w.rw.workBoots(ctx, job.JobRow, bootJob{accel: a.Accel, guest: a.Guest, boots: []BootSpec{a.Boot}},
 		completeIn(job))
