@@ -23,7 +23,7 @@ func TestRunIcount(t *testing.T) {
 		testkernels.Unavailable(t, "qemu-system-x86_64 not installed (run scripts/setup)")
 	}
 	deb := testkernels.Deb(t, testkernels.Debian612)
-	cache := t.TempDir()
+	cache := testkernels.Cache(t)
 	setup, err := measure.NewSetup(measure.Options{
 		Accel: vmrunner.Icount, Guest: testguest.Path(t), CacheDir: cache, RunDir: t.TempDir(),
 		Plan:        measure.GuestPlan{Bench: "lookup", Samples: 3, Entries: 10000},
@@ -81,7 +81,7 @@ func TestRunPaired(t *testing.T) {
 		testkernels.Unavailable(t, "qemu-system-x86_64 not installed (run scripts/setup)")
 	}
 	deb := testkernels.Deb(t, testkernels.Debian61)
-	cache := t.TempDir()
+	cache := testkernels.Cache(t)
 	setup, err := measure.NewSetup(measure.Options{
 		Accel: vmrunner.TCG, Guest: testguest.Path(t), CacheDir: cache, RunDir: t.TempDir(), Paired: true,
 		Plan:        measure.GuestPlan{Bench: "lookup/keys=sequential", Samples: 2, Entries: 1000},

@@ -44,7 +44,11 @@ var kernelCache struct {
 // sharedCache is a cache directory the tests of this binary share, so the
 // Debian packages are unpacked once.
 func sharedCache(t *testing.T) string {
-	kernelCache.once.Do(func() { kernelCache.dir, kernelCache.err = os.MkdirTemp("", "lpmbisect-fleet-cache-") })
+	kernelCache.once.Do(func() {
+		if kernelCache.dir, kernelCache.err = os.MkdirTemp("", "lpmbisect-fleet-cache-"); kernelCache.err == nil {
+			testkernels.ShareCache(t, kernelCache.dir)
+		}
+	})
 	if kernelCache.err != nil {
 		t.Fatal(kernelCache.err)
 	}

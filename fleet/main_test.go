@@ -34,7 +34,11 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(workerEnv); cfg != "" {
 		os.Exit(runWorkerProcess(cfg))
 	}
-	os.Exit(testpg.Main(m))
+	code := testpg.Main(m)
+	if kernelCache.dir != "" {
+		os.RemoveAll(kernelCache.dir)
+	}
+	os.Exit(code)
 }
 
 // workerConfig is what a worker process is started with.

@@ -67,7 +67,7 @@ func debianImage(t *testing.T, pkg string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		debianImages.cache = dir
+		debianImages.cache = testkernels.ShareCache(t, dir)
 		debianImages.images = map[string]string{}
 	}
 	k, err := kernel.Resolve(deb, debianImages.cache)

@@ -51,7 +51,7 @@ func sharedCache(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cacheDir = d
+		cacheDir = testkernels.ShareCache(t, d)
 	})
 	return cacheDir
 }

@@ -77,3 +77,40 @@ func Unavailable(tb testing.TB, format string, args ...any) {
 	}
 	tb.Skipf(format, args...)
 }
+
+// SharedCacheEnv names the directory, set by scripts/test for one run of
+// the suite, where every test process keeps the kernels it unpacks and the
+// initramfs images it packs. Their entries are named by content and
+// written under a lock, as in any lpmbisect cache, so processes may share
+// them: each Debian package is then unpacked once per run, not once per
+// test binary or test.
+const SharedCacheEnv = "LPMBISECT_TEST_SHARED_CACHE"
+
+// ShareCache makes dir, a cache directory of the caller's own, keep its
+// kernels and initramfs images in the suite's shared cache
+// ($LPMBISECT_TEST_SHARED_CACHE) and returns dir; without that variable
+// dir keeps its own. Runs and everything else stay in dir.
+func ShareCache(tb testing.TB, dir string) string {
+	tb.Helper()
+	shared := os.Getenv(SharedCacheEnv)
+	if shared == "" {
+		return dir
+	}
+	for _, sub := range []string{"kernels", "initramfs"} {
+		target := filepath.Join(shared, sub)
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			tb.Fatalf("shared test cache: %v", err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, sub)); err != nil && !os.IsExist(err) {
+			tb.Fatalf("shared test cache: %v", err)
+		}
+	}
+	return dir
+}
+
+// Cache returns a new cache directory for tb that shares its kernels and
+// initramfs images with the rest of the suite (ShareCache).
+func Cache(tb testing.TB) string {
+	tb.Helper()
+	return ShareCache(tb, tb.TempDir())
+}
