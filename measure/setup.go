@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/initramfs"
@@ -296,6 +297,7 @@ func (s *Setup) ParamsKey() (string, error) {
 func ParamsKey(accel vmrunner.Accel, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
+	fmt.Fprintf(h, "kernel-args=%s\n", strings.Join(vmrunner.FixedKernelArgs(accel), " "))
 	for _, a := range guestArgs {
 		fmt.Fprintf(h, "arg=%s\n", a)
 	}

@@ -32,7 +32,7 @@ func TestCommandLine(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("CommandLine() has no -append: %q", line)
 	}
-	for _, want := range []string{"console=ttyS0,115200", "panic=-1", "cryptomgr.notests", "initcall_blacklist=jent_mod_init,trace_eval_init", "no_timer_check", "lpmbisect.samples=3"} {
+	for _, want := range []string{"console=ttyS0,115200", "panic=-1", "cryptomgr.notests", "initcall_blacklist=jent_mod_init,trace_eval_init", "no_timer_check", "noapictimer", "lpmbisect.samples=3"} {
 		if !slices.Contains(strings.Fields(args[i+1]), want) {
 			t.Errorf("kernel command line %q lacks %q", args[i+1], want)
 		}
@@ -91,5 +91,19 @@ func TestQEMUVersionCached(t *testing.T) {
 	}
 	if _, err := QEMUVersion(filepath.Join(dir, "missing")); !errors.Is(err, ErrQEMUMissing) {
 		t.Errorf("QEMUVersion(missing) = %v; want ErrQEMUMissing", err)
+	}
+}
+
+// The local APIC timer's calibration is skipped under icount alone: a
+// wall-clock boot keeps its tick where the kernel puts it.
+func TestNoAPICTimerUnderIcountOnly(t *testing.T) {
+	for accel, want := range map[Accel]bool{Icount: true, TCG: false, KVM: false} {
+		line := strings.Fields((&Config{Accel: accel}).KernelCommandLine())
+		if got := slices.Contains(line, "noapictimer"); got != want {
+			t.Errorf("%s: noapictimer on the command line %v; want %v", accel, got, want)
+		}
+		if !slices.Contains(line, "no_timer_check") {
+			t.Errorf("%s: the command line lacks the skipped boot work: %q", accel, line)
+		}
 	}
 }
