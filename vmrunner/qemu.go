@@ -65,9 +65,12 @@ func FixedKernelArgs(accel Accel) []string {
 // calibration spins about 108 million instructions reading the APIC's
 // timer, and under icount every such read ends a translation block: it
 // took half the host's CPU time of a Debian 6.12 boot, about 3 of 6 s
-// (QEMU 7.2, Westmere-v1, sampled through QEMU's monitor). With it a boot
-// of one lookup benchmark took 3.05 s of CPU against 6.1 s, and 555.7
-// million instructions to /init against 662.9. Calibrated on both Debian
+// (QEMU 7.2, Westmere-v1, sampled through QEMU's monitor). Without it a
+// boot of one lookup benchmark took 3.05 s of CPU against 6.1 s, and
+// 555.7 million instructions to /init against 662.9; with lookups and
+// controls, 5.9 s against 9.2 on 6.12 and 5.0 against 7.8 on 6.1, though
+// the benchmarks' phase counts more ticks outside the timed samples
+// (6.12: 261 → 544 million, 160 of them idle). Calibrated on both Debian
 // kernels (6 boots each, lookups and controls, 10000 entries) the
 // benchmarks stayed deterministic, their boot-to-boot differences as
 // small as with the APIC timer (largest: 6.1 random lookups 0.100 %
