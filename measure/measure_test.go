@@ -318,3 +318,51 @@ func TestRunWarnsWhenTheGuestSeesFewerVCPUs(t *testing.T) {
 		}
 	}
 }
+
+// A boot that fails while another boot of its side still runs, before any
+// ended well, stops nothing when that one ends well: the guest failed,
+// not the kernel. When every running boot of the side fails, the run
+// stops as for a first boot that fails.
+func TestRunWaitsForRunningBootsBeforeBlamingTheKernel(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fail    []string // run directories whose boots panic
+		wantErr bool
+	}{
+		{"one panics while the other runs", []string{"A-02"}, false},
+		{"both panic", []string{"A-01", "A-02"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var log []string
+			ok := fakeBoot(&log, nil)
+			boot := func(ctx context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
+				dir := cfg.RunDir[strings.LastIndex(cfg.RunDir, "/")+1:]
+				if slices.Contains(tc.fail, dir) {
+					time.Sleep(10 * time.Millisecond) // both have started
+					if dir == "A-01" {
+						time.Sleep(50 * time.Millisecond) // ends after A-02
+					}
+					return &vmrunner.Result{Outcome: vmrunner.Panic, Detail: "Fatal exception in interrupt", Stream: wire.Decode(nil), Accel: vmrunner.Icount}, nil
+				}
+				time.Sleep(50 * time.Millisecond) // A-01 is still running when A-02 panics
+				mu.Lock()
+				defer mu.Unlock()
+				return ok(ctx, cfg)
+			}
+			sides := testSides()[:1]
+			r := &Runner{Sides: sides, RunDir: t.TempDir(), Sink: StreamResults(new(bytes.Buffer)), Exec: Local{Boot: boot, Workers: 2}}
+			err := r.Measure(context.Background(), 2)
+			sum := r.Summary()
+			if tc.wantErr {
+				if !errors.Is(err, ErrBootFailed) || len(sum.Failed) != 2 {
+					t.Errorf("Measure = %v with %d failures; want ErrBootFailed after both boots failed", err, len(sum.Failed))
+				}
+				return
+			}
+			if err != nil || sum.OK["A"] != 2 || len(sum.Failed) != 1 {
+				t.Errorf("Measure = %v, %d boots, %d failed; want 2 boots and the one failure kept", err, sum.OK["A"], len(sum.Failed))
+			}
+		})
+	}
+}
