@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
 )
 
 func sha256Hex(b []byte) string {
@@ -157,15 +156,8 @@ func TestResolveRejects(t *testing.T) {
 
 func TestResolveDebFormats(t *testing.T) {
 	tarball := makeTar(t, fakeKernelTree())
-	var xzBuf, zstBuf bytes.Buffer
-	xw, err := xz.NewWriter(&xzBuf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	xw.Write(tarball)
-	if err := xw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	xzData := xzStream(t, tarball)
+	var zstBuf bytes.Buffer
 	zw, err := zstd.NewWriter(&zstBuf)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +170,7 @@ func TestResolveDebFormats(t *testing.T) {
 		member string
 		data   []byte
 	}{
-		{"data.tar.xz", xzBuf.Bytes()},
+		{"data.tar.xz", xzData},
 		{"data.tar.gz", gzipBytes(t, tarball)},
 		{"data.tar.zst", zstBuf.Bytes()},
 		{"data.tar", tarball},
