@@ -35,6 +35,7 @@ type monitor struct {
 
 	mu        sync.Mutex
 	panicText string
+	oopsRIP   string   // the first kernel-mode "RIP: 0010:function+off/len" of an oops
 	tail      []string // last console lines
 	phases    []wire.PhaseMark
 	virtio    boundedBuffer
@@ -99,6 +100,12 @@ func (m *monitor) consoleLine(line string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if i := strings.Index(line, "RIP: 0010:"); i >= 0 && m.oopsRIP == "" && m.panicText == "" {
+		m.oopsRIP = strings.TrimSpace(line[i+len("RIP: 0010:"):])
+		if len(m.oopsRIP) > maxRIPText {
+			m.oopsRIP = m.oopsRIP[:maxRIPText]
+		}
+	}
 	if m.panicText == "" {
 		for _, marker := range panicMarkers {
 			if i := strings.Index(line, marker); i >= 0 {
@@ -116,11 +123,20 @@ func (m *monitor) consoleLine(line string) {
 	}
 }
 
+// panicLine is the console's panic line, with where the oops that led to
+// it happened when the console showed that first ("Fatal exception in
+// interrupt" alone names no function).
 func (m *monitor) panicLine() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.panicText != "" && m.oopsRIP != "" {
+		return m.panicText + " (oops at " + m.oopsRIP + ")"
+	}
 	return m.panicText
 }
+
+// maxRIPText bounds the oops location kept from the guest's console.
+const maxRIPText = 120
 
 func (m *monitor) consoleTail() string {
 	m.mu.Lock()

@@ -146,3 +146,27 @@ func TestIcountClock(t *testing.T) {
 		t.Errorf("wall clock since = %v; want 100 s", e)
 	}
 }
+
+// TestPanicLineNamesTheOops checks that a panic that names no function
+// ("Fatal exception in interrupt") says where the oops before it was,
+// from the first kernel-mode RIP line, bounded.
+func TestPanicLineNamesTheOops(t *testing.T) {
+	m := &monitor{}
+	m.consoleLine("[    3.1] BUG: unable to handle page fault for address: 0000000000001234")
+	m.consoleLine("[    3.1] RIP: 0010:virtqueue_get_buf_ctx_split+0x2f/0x190")
+	m.consoleLine("[    3.2] RIP: 0010:later_frame+0x1/0x2")
+	m.consoleLine("[    3.3] Kernel panic - not syncing: Fatal exception in interrupt")
+	m.consoleLine("[    3.4] RIP: 0010:after_the_panic+0x1/0x2")
+	if got, want := m.panicLine(), "Kernel panic - not syncing: Fatal exception in interrupt (oops at virtqueue_get_buf_ctx_split+0x2f/0x190)"; got != want {
+		t.Errorf("panicLine() = %q; want %q", got, want)
+	}
+	long := &monitor{}
+	long.consoleLine("RIP: 0010:" + strings.Repeat("x", 4096))
+	long.consoleLine("Kernel panic - not syncing: Fatal exception")
+	if got := long.panicLine(); len(got) > len("Kernel panic - not syncing: Fatal exception (oops at )")+maxRIPText {
+		t.Errorf("panicLine() kept %d bytes of a hostile RIP line", len(got))
+	}
+	if got := (&monitor{panicText: "Kernel panic - not syncing: sysrq triggered crash"}).panicLine(); got != "Kernel panic - not syncing: sysrq triggered crash" {
+		t.Errorf("panicLine() without an oops = %q", got)
+	}
+}
