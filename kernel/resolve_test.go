@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"archive/tar"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -10,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 func sha256Hex(b []byte) string {
@@ -156,23 +153,13 @@ func TestResolveRejects(t *testing.T) {
 
 func TestResolveDebFormats(t *testing.T) {
 	tarball := makeTar(t, fakeKernelTree())
-	xzData := xzStream(t, tarball)
-	var zstBuf bytes.Buffer
-	zw, err := zstd.NewWriter(&zstBuf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw.Write(tarball)
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	for _, f := range []struct {
 		member string
 		data   []byte
 	}{
-		{"data.tar.xz", xzData},
+		{"data.tar.xz", xzBytes(t, tarball)},
 		{"data.tar.gz", gzipBytes(t, tarball)},
-		{"data.tar.zst", zstBuf.Bytes()},
+		{"data.tar.zst", zstdBytes(t, tarball)},
 		{"data.tar", tarball},
 	} {
 		t.Run(f.member, func(t *testing.T) {

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -14,7 +15,9 @@ import (
 // to release it. Where the xz command (xz-utils, on Debian by default) is
 // installed it does the work: a Debian 6.1 package's 108 MB data.tar takes
 // it about 1.3 s against some 8 s of CPU in the pure-Go decoder, and every
-// first look at a .deb pays that. Without it the Go decoder reads r.
+// first look at a .deb pays that. Without it the Go decoder reads r. name,
+// the file's, is in the errors of starting; those of reading are named by
+// the callers, as for the other formats.
 func xzReader(name string, r io.Reader) (io.Reader, func(), error) {
 	if path, err := exec.LookPath(xzCommandName); err == nil {
 		return startXZ(name, path, r)
@@ -23,22 +26,7 @@ func xzReader(name string, r io.Reader) (io.Reader, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return namedErrors{name, xr}, func() {}, nil
-}
-
-// namedErrors names the member in the Go decoder's errors, as xzCommand
-// does in xz's.
-type namedErrors struct {
-	name string
-	r    io.Reader
-}
-
-func (n namedErrors) Read(p []byte) (int, error) {
-	k, err := n.r.Read(p)
-	if err != nil && err != io.EOF {
-		err = fmt.Errorf("%s: %w", n.name, err)
-	}
-	return k, err
+	return xr, func() {}, nil
 }
 
 // xzCommandName is the decompressor looked up on $PATH (a variable for
@@ -47,7 +35,6 @@ var xzCommandName = "xz"
 
 // xzCommand is a running `xz -dc` that decompresses what it is fed.
 type xzCommand struct {
-	name   string
 	cmd    *exec.Cmd
 	out    io.ReadCloser
 	stderr bytes.Buffer
@@ -56,7 +43,8 @@ type xzCommand struct {
 }
 
 func startXZ(name, path string, r io.Reader) (io.Reader, func(), error) {
-	c := &xzCommand{name: name, cmd: exec.Command(path, "--decompress", "--stdout", "--single-stream", "--format=xz", "--threads=1")}
+	c := &xzCommand{cmd: exec.Command(path, "--decompress", "--stdout", "--single-stream", "--format=xz", "--threads=1")}
+	c.cmd.Args[0] = "xz" // what it calls itself in its messages
 	c.cmd.Stdin = r
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()
@@ -80,9 +68,9 @@ func (c *xzCommand) Read(p []byte) (int, error) {
 	if err == io.EOF {
 		c.done = true
 		if werr := c.cmd.Wait(); werr != nil {
-			c.err = fmt.Errorf("%s: xz: %s", c.name, strings.TrimSpace(c.stderr.String()))
-			if c.stderr.Len() == 0 {
-				c.err = fmt.Errorf("%s: xz: %w", c.name, werr)
+			c.err = fmt.Errorf("xz: %w", werr)
+			if msg := strings.TrimSpace(c.stderr.String()); msg != "" {
+				c.err = errors.New(msg) // xz names itself: "xz: (stdin): Unexpected end of input"
 			}
 			return n, c.err
 		}

@@ -100,8 +100,8 @@ func (m *monitor) consoleLine(line string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if i := strings.Index(line, "RIP: 0010:"); i >= 0 && m.oopsRIP == "" && m.panicText == "" {
-		m.oopsRIP = strings.TrimSpace(line[i+len("RIP: 0010:"):])
+	if _, rip, ok := strings.Cut(line, "RIP: 0010:"); ok && m.oopsRIP == "" && m.panicText == "" {
+		m.oopsRIP = strings.TrimSpace(rip)
 		if len(m.oopsRIP) > maxRIPText {
 			m.oopsRIP = m.oopsRIP[:maxRIPText]
 		}
