@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,43 +117,31 @@ func makeTar(t testing.TB, entries []tarEntry) []byte {
 	return buf.Bytes()
 }
 
-func gzipBytes(t testing.TB, b []byte) []byte {
+// compressed is b written through the compressor open returns.
+func compressed(t testing.TB, b []byte, open func(io.Writer) (io.WriteCloser, error)) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	if err := zw.Close(); err != nil {
+	w, err := open(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(b)
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+func gzipBytes(t testing.TB, b []byte) []byte {
+	return compressed(t, b, func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil })
 }
 
 func xzBytes(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w, err := xz.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(b)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return compressed(t, b, func(w io.Writer) (io.WriteCloser, error) { return xz.NewWriter(w) })
 }
 
 func zstdBytes(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w, err := zstd.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(b)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return compressed(t, b, func(w io.Writer) (io.WriteCloser, error) { return zstd.NewWriter(w) })
 }
 
 // arMember is one member of an ar archive.
