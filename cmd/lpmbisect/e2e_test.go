@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/calibrate"
 	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/internal/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
@@ -257,8 +258,12 @@ func TestIcountIsDeterministic(t *testing.T) {
 	for _, v := range values {
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
-	if spread := (hi - lo) / lo; spread > 0.001 {
-		t.Errorf("icount samples spread %.4f%% (%v); want within 0.1%%", spread*100, values)
+	// Within the bound the deterministic rule decides by without a
+	// calibration. It was 0.1 % here when boots took five samples; with
+	// the tick off the local APIC (vmrunner's icountBootWork) one CI run's
+	// six samples spread 0.1097 % (829.34 to 830.25).
+	if spread := (hi - lo) / lo; spread > calibrate.DefaultBound {
+		t.Errorf("icount samples spread %.4f%% (%v); want within %g%%", spread*100, values, calibrate.DefaultBound*100)
 	}
 	t.Logf("icount insn/op over 2 boots: %v", values)
 }
