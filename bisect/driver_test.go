@@ -90,17 +90,27 @@ func TestImagesBisect(t *testing.T) {
 // gitRepo makes a repository whose commits each set the kernel a fake
 // build produces: commit i (from 0) has value values[i]; broken[i] makes
 // the build fail, noboot[i] the kernel not boot.
+// testCommitBase is the first test commit's date; each next commit is a
+// minute later. git bisect's pick after a skip depends on the commits' order
+// by date and on their hashes, so with the wall clock's dates it varied from
+// run to run (a CI run measured one kernel more than the test allows). Fixed
+// dates give fixed hashes and the same picks in every run; with these,
+// TestGitBisect's second pick is commit 2.
+const testCommitBase = 1767225600
+
 func gitRepo(t *testing.T, values []float64, broken, noboot map[int]bool) (dir string, commits []string) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
 	dir = t.TempDir()
+	date := ""
 	git := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid",
+			"GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
@@ -121,6 +131,7 @@ func gitRepo(t *testing.T, values []float64, broken, noboot map[int]bool) (dir s
 			os.WriteFile(filepath.Join(dir, "BROKEN"), nil, 0o644)
 		}
 		git("add", "-A")
+		date = fmt.Sprintf("%d +0000", testCommitBase+60*i)
 		git("commit", "-q", "-m", fmt.Sprintf("commit %d", i))
 		commits = append(commits, git("rev-parse", "HEAD"))
 	}
@@ -181,7 +192,9 @@ func TestGitBisect(t *testing.T) {
 		t.Errorf("resumed run measured the endpoints again")
 	}
 	// Commit 4 does not build and 2 does not boot: skipped.
+	visited := map[string]bool{}
 	for _, st := range g.State.Steps {
+		visited[st.Commit] = true
 		t.Logf("%s", FormatStep(st))
 		if (st.Commit == commits[4] || st.Commit == commits[2]) && st.Verdict.Class != Skip {
 			t.Errorf("step %s = %s; want skip", words.ShortHash(st.Commit), st.Verdict.Class)
@@ -189,6 +202,9 @@ func TestGitBisect(t *testing.T) {
 		if st.Commit == commits[4] && !strings.Contains(st.Verdict.Reason, "build failed") {
 			t.Errorf("build failure step reason = %q", st.Verdict.Reason)
 		}
+	}
+	if !visited[commits[2]] {
+		t.Errorf("git bisect never picked commit 2 (does not boot): the test's commit dates no longer steer it there")
 	}
 	bound := int(math.Ceil(math.Log2(float64(len(commits)-1)))) + 2
 	if res.Measured > bound {
