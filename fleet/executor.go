@@ -453,6 +453,11 @@ func (e *Executor) progress(p *pendingJob, s *jobState, notices *handBackNotices
 		}
 	}
 	if s.state == rivertype.JobStateRunning && s.attempt > p.attempt {
+		if p.attempt == 0 { // the first attempt seen running: its boots start
+			for _, j := range p.jobs {
+				j.Start()
+			}
+		}
 		p.attempt = s.attempt
 		queued := time.Duration(0)
 		if s.attempted != nil {

@@ -3,7 +3,9 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os/exec"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/lpmbisect/lpmbisect/measure"
 )
 
 // proxy forwards TCP connections to PostgreSQL and can cut them all, and
@@ -192,6 +196,13 @@ func TestWorkerStopHandsJobBack(t *testing.T) {
 	waitLog(t, wlogs, "worker start", 30*time.Second)
 	ex := &Executor{Client: c, Queue: "tcg-fake", Guest: guest, PollInterval: 500 * time.Millisecond}
 	r := fakeRunner(t, fakeSides(t, 3*time.Second), ex, false)
+	var startsMu sync.Mutex
+	starts := map[string]int{}
+	r.OnBootStart = func(s *measure.Side, boot, done, total int) {
+		startsMu.Lock()
+		defer startsMu.Unlock()
+		starts[fmt.Sprintf("%s%d", s.Name, boot)]++
+	}
 	measured := make(chan error, 1)
 	go func() { measured <- r.Measure(ctx, 1) }()
 	waitLog(t, wlogs, "job start job=", 30*time.Second)
@@ -203,6 +214,11 @@ func TestWorkerStopHandsJobBack(t *testing.T) {
 	}
 	if err := <-measured; err != nil {
 		t.Fatalf("Measure = %v", err)
+	}
+	// The executor tells the runner when a job's boots start (so a failed
+	// boot waits for its side's others), once, though the round ran twice.
+	if want := map[string]int{"A1": 1, "B1": 1}; !maps.Equal(starts, want) {
+		t.Errorf("boots reported started = %v; want %v", starts, want)
 	}
 	var worker string
 	var attempt, errs int

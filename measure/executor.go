@@ -20,8 +20,12 @@ type Job struct {
 	starting func() // tells the Runner the boot starts (progress)
 }
 
-// start tells whoever made the job that its boot starts.
-func (j Job) start() {
+// Start tells whoever made the job that its boot starts: the Runner then
+// reports it and, until the boot ends, does not take a failed boot of the
+// same side for the kernel's. Every executor calls it once per job, when
+// the boot starts (for a boot on another host: when it is first seen
+// running there); an executor that cannot tell may skip it.
+func (j Job) Start() {
 	if j.starting != nil {
 		j.starting()
 	}
@@ -79,7 +83,7 @@ func (l Local) Run(ctx context.Context, jobs []Job, done func(Job, *vmrunner.Res
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			j.start()
+			j.Start()
 			res, err := l.Boot(ctx, j.Config)
 			mu.Lock()
 			defer mu.Unlock()

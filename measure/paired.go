@@ -92,7 +92,7 @@ func (p *Paired) runPair(ctx context.Context, pair []Job, done func(Job, *vmrunn
 			cfg.PinCPUs = []int{p.cpu}
 		}
 		cfg.Pace = func(step int, resume func()) { events <- paceEvent{side: i, resume: resume} }
-		pair[i].start()
+		pair[i].Start()
 	}
 	// Which QEMU starts first is drawn too: the first to boot waits
 	// longer for its partner, and nothing may favour one side.
