@@ -42,8 +42,8 @@ func TestRunIcount(t *testing.T) {
 	if booted != 3 || c.Boots != 3 || c.Kernel != testkernels.Release612 {
 		t.Errorf("Run: %d boots reported, calibration of %d boots of %q; want 3, 3, %q", booted, c.Boots, c.Kernel, testkernels.Release612)
 	}
-	if c.Key.Accel != "icount" || c.Key.CPUModel != vmrunner.IcountCPUModel || c.Key.QEMU == "" || c.Key.Samples != 3 || c.Key.Rounds == 0 || c.Key.Paired {
-		t.Errorf("Run: key %+v; want icount on %s with a QEMU version, 3 samples, rounds, unpaired", c.Key, vmrunner.IcountCPUModel)
+	if c.Key.Accel != "icount" || c.Key.CPUModel != vmrunner.Icount.CPUModel() || c.Key.QEMU == "" || c.Key.Samples != 3 || c.Key.Rounds == 0 || c.Key.Paired {
+		t.Errorf("Run: key %+v; want icount on %s with a QEMU version, 3 samples, rounds, unpaired", c.Key, vmrunner.Icount.CPUModel())
 	}
 	lookups := 0
 	for _, b := range c.Benchmarks {

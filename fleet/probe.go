@@ -59,7 +59,7 @@ func (p probe) run(ctx context.Context, want map[vmrunner.Accel]bool) map[vmrunn
 				switch {
 				case err != nil:
 					out[vmrunner.Icount] = err
-				case !cpus[vmrunner.IcountCPUModel]:
+				case !cpus[vmrunner.IcountCPUModel]: // the model; the features it takes off need no check
 					out[vmrunner.Icount] = fmt.Errorf("%s has no CPU model %s, which icount boots emulate", p.qemu, vmrunner.IcountCPUModel)
 				}
 			}

@@ -91,17 +91,38 @@ func kvmUsable() (bool, string) {
 // and CPU time showed no difference beyond this machine's noise.
 const IcountCPUModel = "Westmere-v1"
 
-// CPUModel is the QEMU CPU model (-cpu) boots under a emulate: "host"
-// under KVM, IcountCPUModel under Icount, "max" under TCG, whose wall-clock
-// results gain from every feature QEMU emulates.
+// emulatedCPUOff are the CPU features every TCG boot (Icount and TCG)
+// takes off its model, because QEMU's emulation of them breaks guests.
+//
+// cx16 (CMPXCHG16B): QEMU 7.2 (Debian 12's) emulates it in a helper that
+// computes the flags from a stale lazy-flags state, and now and then the
+// guest's RFLAGS after it are the low bits of a pointer: reserved bits set,
+// often TF (a debug trap) or NT (IRET then faults). SLUB's per-CPU fast
+// path runs it on every kmalloc and kfree, so Debian's 6.12 panicked in
+// about one boot in 30 under load, in __kmalloc_node_noprof just after the
+// instruction ("Fatal exception in interrupt" after a double fault, or a
+// WARN in exc_debug_kernel). QEMU 8.0 emits the instruction inline and no
+// longer has that path. Without cx16 the kernel uses its
+// this_cpu_cmpxchg16b_emu fallback: 30 boots under a kernel compile, none
+// panicked, and the lookups, noop and baselines counted the same to within
+// their bounds (829.73 and 829.92 insn/op, random keys). Allocation paths
+// run a few more instructions than on hardware with CMPXCHG16B. It is off
+// whatever the QEMU version, so counts stay comparable across hosts.
+const emulatedCPUOff = ",-cx16"
+
+// CPUModel is the QEMU CPU model (-cpu) boots under a emulate, with
+// emulatedCPUOff under TCG: "host" under KVM, IcountCPUModel under Icount,
+// "max" under TCG, whose wall-clock results gain from every feature QEMU
+// emulates. It is recorded with every result (wire.KeyCPUModel), so
+// results, calibrations and history of another model never mix.
 func (a Accel) CPUModel() string {
 	switch a {
 	case KVM:
 		return "host"
 	case Icount:
-		return IcountCPUModel
+		return IcountCPUModel + emulatedCPUOff
 	default:
-		return "max"
+		return "max" + emulatedCPUOff
 	}
 }
 

@@ -30,8 +30,8 @@ func TestUnit(t *testing.T) {
 
 func TestAccelArgs(t *testing.T) {
 	for a, want := range map[Accel]string{
-		KVM: "-accel kvm -cpu host", TCG: "-accel tcg -cpu max",
-		Icount: "-accel tcg -icount shift=0,align=off,sleep=off -cpu " + IcountCPUModel,
+		KVM: "-accel kvm -cpu host", TCG: "-accel tcg -cpu max,-cx16",
+		Icount: "-accel tcg -icount shift=0,align=off,sleep=off -cpu " + IcountCPUModel + ",-cx16",
 	} {
 		if got := strings.Join(a.args(), " "); got != want {
 			t.Errorf("%s.args() = %q; want %q", a, got, want)
@@ -40,7 +40,7 @@ func TestAccelArgs(t *testing.T) {
 }
 
 func TestCPUModel(t *testing.T) {
-	for a, want := range map[Accel]string{KVM: "host", TCG: "max", Icount: IcountCPUModel} {
+	for a, want := range map[Accel]string{KVM: "host", TCG: "max,-cx16", Icount: IcountCPUModel + ",-cx16"} {
 		if got := a.CPUModel(); got != want {
 			t.Errorf("%s.CPUModel() = %q; want %q", a, got, want)
 		}
