@@ -15,7 +15,7 @@ var (
 
 func validBoot() BootArgs {
 	return BootArgs{Version: ArgsVersion, Accel: vmrunner.Icount, Guest: sumA, StuckAfterMS: 60_000,
-		Class: HostClass{QEMUVersion: "7.2.22", CPUModel: vmrunner.IcountCPUModel},
+		Class: HostClass{QEMUVersion: "7.2.22", CPUModel: vmrunner.Icount.CPUModel()},
 		Boot: BootSpec{Kernel: sumA, Initramfs: sumB, KernelArgs: []string{"lpmbisect.samples=3", `lpmbisect.bench="LPMTrie/op=lookup"`},
 			Labels: Labels{Run: "r1", Side: "A", Boot: 1}}}
 }

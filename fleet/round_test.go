@@ -182,7 +182,7 @@ func TestIcountHostClass(t *testing.T) {
 	if !errors.Is(err, ErrMixedClasses) {
 		t.Errorf("Measure(no class, two classes on the queue) = %v; want ErrMixedClasses", err)
 	}
-	class := HostClass{QEMUVersion: "8.0.4", CPUModel: vmrunner.IcountCPUModel}
+	class := HostClass{QEMUVersion: "8.0.4", CPUModel: vmrunner.Icount.CPUModel()}
 	ex := &Executor{Client: c, Queue: "icount", Guest: guest, Class: &class, PollInterval: 200 * time.Millisecond}
 	if err := icountRunner(ex).Measure(ctx, 4); err != nil {
 		t.Fatalf("Measure(class %s) = %v", class, err)
@@ -195,7 +195,7 @@ func TestIcountHostClass(t *testing.T) {
 	if !strings.Contains(logs["old"].String(), "job for another host class") {
 		t.Logf("old never fetched a job of the other class (possible when new was always faster)")
 	}
-	other := HostClass{QEMUVersion: "9.9.9", CPUModel: vmrunner.IcountCPUModel}
+	other := HostClass{QEMUVersion: "9.9.9", CPUModel: vmrunner.Icount.CPUModel()}
 	err = icountRunner(&Executor{Client: c, Queue: "icount", Guest: guest, Class: &other}).Measure(ctx, 1)
 	if !errors.Is(err, ErrNoWorkers) {
 		t.Errorf("Measure(class nobody has) = %v; want ErrNoWorkers", err)

@@ -197,7 +197,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	rw := &runningWorker{Worker: w, queues: map[string]Queue{}, blobDir: filepath.Join(w.CacheDir, "blobs")}
 	qemuVersion, _ := vmrunner.QEMUVersion(w.QEMU)
 	rw.host = WorkerHost{Name: w.Name, Instance: newInstance(w.Name), Host: hostname, PID: os.Getpid(), CPUModel: hostCPUModel(), Cores: runtime.NumCPU(),
-		QEMUVersion: qemuVersion, IcountCPU: vmrunner.IcountCPUModel, Version: version.String(), GuestSHA256: guestSHA}
+		QEMUVersion: qemuVersion, IcountCPU: vmrunner.Icount.CPUModel(), Version: version.String(), GuestSHA256: guestSHA}
 	if err := rw.pickQueues(ctx); err != nil {
 		return err
 	}
