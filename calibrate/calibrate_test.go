@@ -346,6 +346,28 @@ func TestKeyOfPaired(t *testing.T) {
 	}
 }
 
+// TestKeyNamesBootArgs: a calibration measured with other fixed kernel
+// parameters (one stored before the icount boots skipped the APIC timer's
+// calibration has none) is another key, so its bounds are not used.
+func TestKeyNamesBootArgs(t *testing.T) {
+	icount, err := KeyOf(synthBoots(2, 1, "icount", icountRows[:1], 1)[0], *testHost, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcg, err := KeyOf(synthBoots(2, 1, "tcg", icountRows[:1], 1)[0], *testHost, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(icount.BootArgs, "noapictimer") || strings.Contains(tcg.BootArgs, "noapictimer") || tcg.BootArgs == "" {
+		t.Errorf("BootArgs: icount %q, tcg %q; want both with the skipped boot work, noapictimer under icount only", icount.BootArgs, tcg.BootArgs)
+	}
+	older := icount
+	older.BootArgs = ""
+	if older.ID() == icount.ID() {
+		t.Errorf("a key without boot arguments has the ID %s of today's", icount.ID())
+	}
+}
+
 func TestDateIsUTC(t *testing.T) {
 	when := time.Date(2025, 3, 1, 12, 0, 0, 0, time.FixedZone("X", 3600))
 	c := mustCompute(t, synthBoots(2, 1, "icount", icountRows[:1], 1), Options{Date: when})

@@ -87,7 +87,7 @@ func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 		accel = vmrunner.KVM
 	}
 	plan := setup.Plan.Wire()
-	k := Key{Accel: string(accel), CPUModel: accel.CPUModel(), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2)}
+	k := Key{Accel: string(accel), CPUModel: accel.CPUModel(), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel)}
 	if r, ok := setup.Remote.(Remote); ok {
 		var err error
 		if k.Host, k.QEMU, k.CPUModel, err = r.CalibrationClass(ctx); err != nil {
