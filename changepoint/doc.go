@@ -142,7 +142,10 @@
 // pass leaves them out of the segment before them, so that a bad newest
 // night does not withdraw the change point before it either (it did: it
 // widened that segment's variance). A bad newest night is still reported,
-// provisionally, and is an excursion the next night.
+// provisionally, and is an excursion the next night. The oldest nights,
+// with no level before them, are an excursion only once MinSegment nights
+// after them make a level: a series of two nights apart may as well be a
+// step at the second.
 //
 // Under instruction counts, which do not wander, an excursion is not
 // noise: it is a kernel that was different that night (a commit reverted

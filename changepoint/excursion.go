@@ -132,7 +132,8 @@ func findExcursions(values []float64, o Options) []Excursion {
 // night before it from the level before nor the night after it from the
 // level after departs in that direction (else the run is longer, and may
 // be a step). At the start of the series there is no level before, and
-// the level after alone decides.
+// the level after alone decides, once it has minSegment nights: with fewer,
+// the nights after the run may be the first of a step, as well.
 func scanExcursions(values []float64, n int, rule departure, minSegment int, skip []bool) []Excursion {
 	flagged := make([]bool, n)
 	var out []Excursion
@@ -152,7 +153,10 @@ func scanExcursions(values []float64, n int, rule departure, minSegment int, ski
 					after = append(after, values[j])
 				}
 			}
-			if len(after) == 0 {
+			if len(after) == 0 || math.IsNaN(levelBefore) && len(after) < minSegment {
+				// At the start of the series the level after alone
+				// decides, and only a level: fewer nights after the run
+				// may be the first of a step as well.
 				break
 			}
 			next := after[0] // the night after the run

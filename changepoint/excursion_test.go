@@ -256,3 +256,19 @@ func TestNoise(t *testing.T) {
 		t.Errorf("Noise(5 values) = %g; want 0: too few to measure", got)
 	}
 }
+
+// The oldest nights have no level before them: they are an excursion only
+// when the nights after them make a level, of MinSegment nights. A series
+// of two nights apart is a step or a bad first night, and nobody can say
+// which yet (an images series whose first night was 6.1 and second 6.12
+// called the first an excursion).
+func TestFirstNightsNeedALevelAfter(t *testing.T) {
+	o := changepoint.Options{NoiseFloor: 0.0003}
+	for after := 1; after <= 4; after++ {
+		v := append([]float64{1.0}, constant(after, 0.838)...)
+		got := excursionIndices(excursions(t, v, o))
+		if want := after >= changepoint.DefaultMinSegment; want != (len(got) == 1 && got[0] == 0) || !want && len(got) != 0 {
+			t.Errorf("Excursions(a first night 19 %% above %d nights) = %v; want night 0 only with a level of %d nights after it", after, got, changepoint.DefaultMinSegment)
+		}
+	}
+}
