@@ -22,9 +22,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testkernels"
+	"github.com/lpmbisect/lpmbisect/report"
 )
 
 // fortnightMinEffect is the series' minimum effect. The seven 6.1 builds
@@ -242,5 +244,79 @@ func checkOddNight(t *testing.T, db, odd string) {
 	}
 	if boots, err := h.Boots(context.Background(), exc[0].NightID); err != nil || len(boots) == 0 {
 		t.Errorf("the excursion's night has boots %d, %v; want its boots kept", len(boots), err)
+	}
+}
+
+// TestNightlyImagesSeries follows a directory that CI drops prebuilt
+// kernels into, on real Debian kernels: each night measures the newest
+// (imageTip, Candidates), the reference's stored boots stand, and a night
+// with no new kernel records "no change" without booting.
+func TestNightlyImagesSeries(t *testing.T) {
+	bootsInParallel(t)
+	vmArgs(t)
+	reference := testkernels.Deb(t, testkernels.Debian61)
+	tips := []string{testkernels.Deb(t, testkernels.Fortnight[5]), testkernels.Deb(t, testkernels.Fortnight[10])}
+	dir := t.TempDir()
+	images := filepath.Join(dir, "images")
+	os.Mkdir(images, 0o755)
+	cfg := filepath.Join(dir, "kernels.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`[measure]
+cache_dir = %q
+guest = %q
+boot_timeout = "120s"
+[bench]
+entries = 1000
+[nightly]
+db = %q
+state = %q
+boots = 2
+[[series]]
+name = "ci-images"
+images = %q
+reference = %q
+bench = "lookup"
+`, sharedCache(t), testguest.Path(t), filepath.Join(dir, "history.db"), filepath.Join(dir, "state"), images, reference)), 0o644)
+
+	dates := []string{"2026-11-01", "2026-11-02", "2026-11-03"}
+	for night, date := range dates {
+		if night < len(tips) { // CI dropped a new kernel; the third night has none
+			if err := os.Symlink(tips[night], filepath.Join(images, filepath.Base(tips[night]))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, stdout, stderr := runCLI(t, "nightly", "--config", cfg, "--date", date, "--no-insight")
+		t.Logf("night %d (%s): exit %d\n%s", night+1, date, code, stdout)
+		if code != 0 {
+			t.Fatalf("night %d: exit %d; want 0\n%s", night+1, code, stderr)
+		}
+		want := map[int]string{0: " 4 boots in ", 1: " 2 boots in ", 2: "the tip was measured on " + dates[1]}[night]
+		if !strings.Contains(stdout, want) {
+			t.Errorf("night %d: the report does not say %q (two boots of the tip and two of the reference, then the tip's alone, then none)", night+1, want)
+		}
+		if strings.Contains(stdout, "excursion on") {
+			t.Errorf("night %d: an excursion in a series of %d nights; the first nights need a level after them", night+1, night+1)
+		}
+	}
+
+	code, stdout, stderr := runCLI(t, "history", "--config", cfg, "--format", "json")
+	if code != 0 {
+		t.Fatalf("lpmbisect history: exit %d\n%s", code, stderr)
+	}
+	var doc report.HistoryDocument
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || len(doc.Series) != 1 || len(doc.Series[0].Nights) != len(dates) {
+		t.Fatalf("history JSON: %v; want one series of %d nights\n%s", err, len(dates), stdout)
+	}
+	for i, want := range []struct{ status, release string }{
+		{"measured", "6.1.0-56-cloud-amd64"}, {"measured", "6.12.115+deb12-cloud-amd64"}, {"no-change", "6.12.115+deb12-cloud-amd64"},
+	} {
+		n := doc.Series[0].Nights[i]
+		if n.Status != want.status || n.Tip.Release != want.release || n.Tip.Commit != "" {
+			t.Errorf("night %s: %s, tip %q (commit %q); want %s, tip %s, no commit", n.Date, n.Status, n.Tip.Release, n.Tip.Commit, want.status, want.release)
+		}
+	}
+	for _, row := range doc.Series[0].Nights[1].Rows {
+		if strings.Contains(row.Benchmark, "op=lookup") && (row.VsReference == nil || row.VsReference.Verdict != compare.Different || row.VsReference.Direction != "better") {
+			t.Errorf("night 2, %s against the 6.1 reference: %+v; want DIFFERENT, better", row.Benchmark, row.VsReference)
+		}
 	}
 }
