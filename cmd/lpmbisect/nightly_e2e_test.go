@@ -68,6 +68,30 @@ func fortnightRepo(t *testing.T, debs []string) (dir string, commits []string) {
 // The fortnight's nights: indexes into testkernels.Fortnight, the 6.1
 // builds in order with the first 6.12 build as night 4, the odd night, and
 // the other 6.12 builds from night 9, the step.
+// nightlyConfig writes dir/kernels.toml for a nightly test and returns its
+// path: the shared cache, the test guest, 1000 entries, two boots a night,
+// the history and state in dir, then more: keys of [nightly], then the
+// sections.
+func nightlyConfig(t *testing.T, dir, more string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "kernels.toml")
+	text := fmt.Sprintf(`[measure]
+cache_dir = %q
+guest = %q
+boot_timeout = "120s"
+[bench]
+entries = 1000
+[nightly]
+db = %q
+state = %q
+boots = 2
+`, sharedCache(t), testguest.Path(t), filepath.Join(dir, "history.db"), filepath.Join(dir, "state")) + more
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 var fortnightNights = []int{0, 1, 2, 7, 3, 4, 5, 6, 8, 9, 10, 11}
 
 const (
@@ -84,18 +108,7 @@ func TestNightlyFortnight(t *testing.T) {
 	}
 	repo, commits := fortnightRepo(t, debs)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "kernels.toml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`[measure]
-cache_dir = %q
-guest = %q
-boot_timeout = "120s"
-[bench]
-entries = 1000
-[nightly]
-db = %q
-state = %q
-notify = "cat >> %s/mails.txt"
-boots = 2
+	cfg := nightlyConfig(t, dir, fmt.Sprintf(`notify = "cat >> %s/mails.txt"
 keep_runs = 4
 [bisect]
 recheck_boots = 2
@@ -107,7 +120,7 @@ build_command = "./build.sh"
 reference = %q
 bench = "lookup"
 min_effect = %d.0
-`, sharedCache(t), testguest.Path(t), filepath.Join(dir, "history.db"), filepath.Join(dir, "state"), dir, repo, debs[len(debs)-1], fortnightMinEffect)), 0o644)
+`, dir, repo, debs[len(debs)-1], fortnightMinEffect))
 
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	date := func(night int) string { return start.AddDate(0, 0, night-1).Format(time.DateOnly) }
@@ -259,23 +272,12 @@ func TestNightlyImagesSeries(t *testing.T) {
 	dir := t.TempDir()
 	images := filepath.Join(dir, "images")
 	os.Mkdir(images, 0o755)
-	cfg := filepath.Join(dir, "kernels.toml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`[measure]
-cache_dir = %q
-guest = %q
-boot_timeout = "120s"
-[bench]
-entries = 1000
-[nightly]
-db = %q
-state = %q
-boots = 2
-[[series]]
+	cfg := nightlyConfig(t, dir, fmt.Sprintf(`[[series]]
 name = "ci-images"
 images = %q
 reference = %q
 bench = "lookup"
-`, sharedCache(t), testguest.Path(t), filepath.Join(dir, "history.db"), filepath.Join(dir, "state"), images, reference)), 0o644)
+`, images, reference))
 
 	dates := []string{"2026-11-01", "2026-11-02", "2026-11-03"}
 	for night, date := range dates {
