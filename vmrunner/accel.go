@@ -94,15 +94,16 @@ const IcountCPUModel = "Westmere-v1"
 // emulatedCPUOff are the CPU features every TCG boot (Icount and TCG)
 // takes off its model, because QEMU's emulation of them breaks guests.
 //
-// cx16 (CMPXCHG16B): QEMU 7.2 (Debian 12's) emulates it in a helper that
-// computes the flags from a stale lazy-flags state, and now and then the
-// guest's RFLAGS after it are the low bits of a pointer: reserved bits set,
-// often TF (a debug trap) or NT (IRET then faults). SLUB's per-CPU fast
-// path runs it on every kmalloc and kfree, so Debian's 6.12 panicked in
-// about one boot in 30 under load, in __kmalloc_node_noprof just after the
-// instruction ("Fatal exception in interrupt" after a double fault, or a
-// WARN in exc_debug_kernel). QEMU 8.0 emits the instruction inline and no
-// longer has that path. Without cx16 the kernel uses its
+// cx16 (CMPXCHG16B): under QEMU 7.2 (Debian 12's), now and then the
+// guest's RFLAGS just after the instruction are the low bits of a pointer
+// register: reserved bits set, often TF (a debug trap) or NT (IRET then
+// faults). 7.2 emulates it in a helper that derives the other flags from
+// QEMU's lazily computed flags, which a stale state would explain; later
+// QEMUs emit it inline. SLUB's per-CPU fast path runs it on every kmalloc
+// and kfree, so Debian's 6.12 panicked in about one boot in 30 under load,
+// in __kmalloc_node_noprof just after the instruction ("Fatal exception in
+// interrupt" after a double fault, or a WARN in exc_debug_kernel). Without
+// cx16 the kernel uses its
 // this_cpu_cmpxchg16b_emu fallback. Under a kernel compile, 3 of 65 boots
 // with cx16 panicked and none of 90 without, and the lookups, noop and
 // baselines counted the same to within their bounds (829.73 and 829.92
