@@ -439,8 +439,10 @@ func (e *Executor) wait(ctx context.Context, pending map[int64]*pendingJob, orde
 	return nil
 }
 
-// progress logs a job's new attempts and failed attempts, and adds a job
-// handed back from a worker that stopped answering to notices.
+// progress logs a job's new attempts and failed attempts, adds a job
+// handed back from a worker that stopped answering to notices, and tells
+// the runner when a job's boots start (measure.Job.Start), once: when its
+// first attempt is seen running.
 func (e *Executor) progress(p *pendingJob, s *jobState, notices *handBackNotices) {
 	if s.errorsCount > p.retries {
 		p.retries = s.errorsCount
