@@ -100,10 +100,12 @@ func (m *monitor) consoleLine(line string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, rip, ok := strings.Cut(line, "RIP: 0010:"); ok && m.oopsRIP == "" && m.panicText == "" {
-		m.oopsRIP = strings.TrimSpace(rip)
-		if len(m.oopsRIP) > maxRIPText {
-			m.oopsRIP = m.oopsRIP[:maxRIPText]
+	if m.oopsRIP == "" && m.panicText == "" {
+		if _, rip, ok := strings.Cut(line, "RIP: 0010:"); ok {
+			m.oopsRIP = strings.TrimSpace(rip)
+			if len(m.oopsRIP) > maxRIPText {
+				m.oopsRIP = m.oopsRIP[:maxRIPText]
+			}
 		}
 	}
 	if m.panicText == "" {
