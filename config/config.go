@@ -31,7 +31,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

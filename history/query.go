@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 const seriesColumns = `id, name, kind, source, branch, reference, bench, accel, tip_commit, tip_image_sha256, created_at, updated_at`

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 // SeriesKind says where a series' kernels come from.

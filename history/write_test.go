@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/compare"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 func TestRoundTrip(t *testing.T) {

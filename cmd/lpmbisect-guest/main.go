@@ -59,17 +59,17 @@ import (
 	"os"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/guest"
+	"github.com/lpmbisect/lpmbisect/guest/agent"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 func main() {
 	pid1 := os.Getpid() == 1
 	if pid1 {
-		guest.SetUpPID1() // mounts /proc, so it comes before the plan
+		agent.SetUpPID1() // mounts /proc, so it comes before the plan
 	}
 	start := time.Now()
-	opts := guest.Options{PID1: pid1}
+	opts := agent.Options{PID1: pid1}
 	cmdline, err := os.ReadFile("/proc/cmdline")
 	if err != nil {
 		opts.Infos = append(opts.Infos, fmt.Sprintf("read /proc/cmdline: %v", err))
@@ -82,13 +82,13 @@ func main() {
 		opts.PlanErr = fmt.Errorf("kernel command line: %w", opts.PlanErr)
 	}
 
-	err = guest.Run(opts)
+	err = agent.Run(opts)
 	if err != nil {
-		guest.Logf("%v", err)
+		agent.Logf("%v", err)
 	}
-	guest.Logf("done in %v", time.Since(start).Round(time.Millisecond))
+	agent.Logf("done in %v", time.Since(start).Round(time.Millisecond))
 	if pid1 {
-		guest.PowerOff() // never returns: PID 1 exiting panics the kernel
+		agent.PowerOff() // never returns: PID 1 exiting panics the kernel
 	}
 	if err != nil {
 		os.Exit(1)

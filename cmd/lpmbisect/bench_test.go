@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/internal/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testkernels"
-	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/vmrunner"
+	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 )
 
 // BenchmarkBootOverhead measures one `lpmbisect run` boot against a bare

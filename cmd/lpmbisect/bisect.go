@@ -12,15 +12,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/bisect"
-	"github.com/lpmbisect/lpmbisect/compare"
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/config/cliflag"
+	"github.com/lpmbisect/lpmbisect/flow/bisect"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
-	"github.com/lpmbisect/lpmbisect/internal/cliflag"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
-	"github.com/lpmbisect/lpmbisect/report"
-	"github.com/lpmbisect/lpmbisect/view"
+	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/present/view"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 // exitRunAbort is bisect-run's exit code for what must stop git bisect run

@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/bisect"
-	"github.com/lpmbisect/lpmbisect/internal/testkernels"
-	"github.com/lpmbisect/lpmbisect/kernel"
+	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 )
 
 // bisectArgs keep bisection tests short: one benchmark, small tries,

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/bisect"
-	"github.com/lpmbisect/lpmbisect/compare"
-	"github.com/lpmbisect/lpmbisect/view"
+	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/present/view"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 // TestWriteBisectionFiles checks which files a finished bisection's report

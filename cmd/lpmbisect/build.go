@@ -6,9 +6,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/bisect"
-	"github.com/lpmbisect/lpmbisect/build"
-	"github.com/lpmbisect/lpmbisect/internal/cliflag"
+	"github.com/lpmbisect/lpmbisect/config/cliflag"
+	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/host/kbuild"
 )
 
 // exitBuildFailed is build's exit code for a tree that does not build.
@@ -17,10 +17,10 @@ const exitBuildFailed = 1
 // buildOpts say how a kernel source tree is configured and built.
 func buildOpts(r *run) []opt { return cliflag.Keys(r.File, "build") }
 
-// buildOptions turns the build settings into build.Options (without Src/Dir).
-func (r *run) buildOptions() (build.Options, error) {
-	o, err := build.FromConfig(r.Build)
-	var fe *build.FragmentError
+// buildOptions turns the build settings into kbuild.Options (without Src/Dir).
+func (r *run) buildOptions() (kbuild.Options, error) {
+	o, err := kbuild.FromConfig(r.Build)
+	var fe *kbuild.FragmentError
 	if errors.As(err, &fe) {
 		return o, usageError("--fragment: %v", err)
 	}
@@ -29,16 +29,16 @@ func (r *run) buildOptions() (build.Options, error) {
 
 // buildTree builds the tree src with the build settings; its build
 // directory is a KERNEL for run, compare and bisect.
-func (r *run) buildTree(c *cli.Context, src string) (*build.Result, error) {
+func (r *run) buildTree(c *cli.Context, src string) (*kbuild.Result, error) {
 	o, err := r.buildOptions()
 	if err != nil {
 		return nil, err
 	}
 	o.Src, o.Dir, o.Notes = src, bisect.BuildDirFor(src, r.Build.BuildDir), r.log
-	r.log.Printf("building %s in %s (log: %s)", src, o.Dir, build.LogPath(o.Dir))
-	res, err := build.Build(c.Context, o)
+	r.log.Printf("building %s in %s (log: %s)", src, o.Dir, kbuild.LogPath(o.Dir))
+	res, err := kbuild.Build(c.Context, o)
 	switch {
-	case errors.Is(err, build.ErrBuildFailed):
+	case errors.Is(err, kbuild.ErrBuildFailed):
 		return nil, &exitError{code: exitBuildFailed, err: err}
 	case err != nil && c.Context.Err() != nil:
 		return nil, err

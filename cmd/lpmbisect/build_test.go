@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/flow/bisect"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
-	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
 )
 
 // fakeKernelTree makes a source tree and a fake make (see testkbuild)

@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/calibrate"
-	"github.com/lpmbisect/lpmbisect/internal/cliflag"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/config/cliflag"
+	"github.com/lpmbisect/lpmbisect/flow/calibrate"
+	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
 func calibrateCommand(r *run) *cli.Command {

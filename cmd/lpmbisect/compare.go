@@ -7,9 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/ab"
-	"github.com/lpmbisect/lpmbisect/internal/cliflag"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/config/cliflag"
+	"github.com/lpmbisect/lpmbisect/flow/ab"
+	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
 func compareCommand(r *run) *cli.Command {

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
-	"github.com/lpmbisect/lpmbisect/kernel"
-	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/vmrunner"
 )
 
 // Exit codes, documented in the README. They are stable: CI scripts rely

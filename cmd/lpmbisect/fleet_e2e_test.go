@@ -25,14 +25,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lpmbisect/lpmbisect/bisect"
-	"github.com/lpmbisect/lpmbisect/compare"
-	"github.com/lpmbisect/lpmbisect/fleet"
-	"github.com/lpmbisect/lpmbisect/internal/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testkbuild"
-	"github.com/lpmbisect/lpmbisect/internal/testkernels"
-	"github.com/lpmbisect/lpmbisect/internal/testpg"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/fleet"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testpg"
+	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 // fleetPlan is the small plan of the fleet tests: one benchmark, a few

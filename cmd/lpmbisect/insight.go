@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/lpmbisect/lpmbisect/ab"
-	"github.com/lpmbisect/lpmbisect/insight"
-	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/workloads"
+	"github.com/lpmbisect/lpmbisect/flow/ab"
+	"github.com/lpmbisect/lpmbisect/guest/workloads"
+	"github.com/lpmbisect/lpmbisect/host/insight"
+	"github.com/lpmbisect/lpmbisect/host/measure"
 )
 
 // insightFlags are the flags of the insight block ("Why it changed").

@@ -5,8 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/report"
-	"github.com/lpmbisect/lpmbisect/workloads"
+	"github.com/lpmbisect/lpmbisect/guest/workloads"
+	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
 func listCommand(r *run) *cli.Command {

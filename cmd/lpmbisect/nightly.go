@@ -9,13 +9,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/bisect"
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/nightly"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
-	"github.com/lpmbisect/lpmbisect/nightly"
-	"github.com/lpmbisect/lpmbisect/report"
-	"github.com/lpmbisect/lpmbisect/view"
+	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
 func nightlyCommand(r *run) *cli.Command {

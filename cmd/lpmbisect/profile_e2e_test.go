@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/insight"
-	"github.com/lpmbisect/lpmbisect/internal/testkernels"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/host/insight"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
 // profileDoc runs compare with args and returns the JSON report and the

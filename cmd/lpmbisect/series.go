@@ -9,9 +9,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/internal/cliflag"
-	"github.com/lpmbisect/lpmbisect/report"
-	"github.com/lpmbisect/lpmbisect/series"
+	"github.com/lpmbisect/lpmbisect/config/cliflag"
+	"github.com/lpmbisect/lpmbisect/flow/series"
+	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
 // seriesFlags are the flags only series has.

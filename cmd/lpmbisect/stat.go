@@ -6,11 +6,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/ab"
-	"github.com/lpmbisect/lpmbisect/compare"
-	"github.com/lpmbisect/lpmbisect/measure"
-	"github.com/lpmbisect/lpmbisect/report"
-	"github.com/lpmbisect/lpmbisect/view"
+	"github.com/lpmbisect/lpmbisect/flow/ab"
+	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/present/view"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 func statCommand(r *run) *cli.Command {

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/compare"
-	"github.com/lpmbisect/lpmbisect/insight"
-	"github.com/lpmbisect/lpmbisect/report"
+	"github.com/lpmbisect/lpmbisect/host/insight"
+	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
-// The results files are real runs kept in compare/testdata.
+// The results files are real runs kept in stats/compare/testdata.
 func testdataResults(name string) string {
-	return filepath.Join("..", "..", "compare", "testdata", name)
+	return filepath.Join("..", "..", "stats", "compare", "testdata", name)
 }
 
 func TestStatGivesVerdictsAgain(t *testing.T) {

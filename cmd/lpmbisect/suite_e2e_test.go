@@ -22,8 +22,8 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
-	"github.com/lpmbisect/lpmbisect/internal/testkernels"
-	"github.com/lpmbisect/lpmbisect/workloads"
+	"github.com/lpmbisect/lpmbisect/guest/workloads"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 )
 
 // medians returns the median value in unit of each benchmark's results.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/lpmbisect/lpmbisect/fleet"
-	"github.com/lpmbisect/lpmbisect/initramfs"
+	"github.com/lpmbisect/lpmbisect/flow/fleet"
+	"github.com/lpmbisect/lpmbisect/host/initramfs"
 )
 
 func workerCommand(r *run) *cli.Command {

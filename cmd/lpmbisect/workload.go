@@ -4,10 +4,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lpmbisect/lpmbisect/initramfs"
-	"github.com/lpmbisect/lpmbisect/measure"
+	"github.com/lpmbisect/lpmbisect/guest/workloads"
+	"github.com/lpmbisect/lpmbisect/host/initramfs"
+	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/wire"
-	"github.com/lpmbisect/lpmbisect/workloads"
 )
 
 // workloadFlags are --workload, --packet and --workload-maps: a user's BPF

@@ -18,7 +18,7 @@ import (
 var onlyImportedBy = map[string][]string{
 	// The renderer sits at the top of the graph: domain packages return
 	// data (package view), the command renders it and writes the files.
-	"report": {"cmd/lpmbisect"},
+	"present/report": {"cmd/lpmbisect"},
 }
 
 // layers is the package map: each package of the module at its place in
@@ -28,23 +28,26 @@ var onlyImportedBy = map[string][]string{
 // stay apart. docs/architecture.md draws the same map; a new package is
 // placed here, or the test fails naming it.
 var layers = [][]string{
-	// 0: contracts and leaves.
-	{"wire", "configs", "bpf", "changepoint", "internal/words", "internal/cachefile", "internal/cpuinfo",
-		"internal/git", "internal/interrupt", "internal/shellquote", "internal/importrule",
-		"internal/testkbuild", "internal/testkernels", "internal/testseries"},
-	// 1: kernel inputs, statistics, the VM, the guest's benchmarks.
-	{"kernel", "compare", "internal/version", "workloads", "vmrunner", "initramfs", "changepoint/internal/sim", "internal/testpg", "internal/testguest"},
+	// 0: the host–guest contract, leaves, and what needs nothing of ours.
+	{"wire", "internal/words", "internal/cachefile", "internal/cpuinfo", "internal/git",
+		"internal/interrupt", "internal/shellquote", "internal/importrule",
+		"guest/bpf", "stats/changepoint",
+		"internal/testbed/testkbuild", "internal/testbed/testkernels", "internal/testbed/testseries"},
+	// 1: kernel inputs, the VM, the initramfs; verdicts; the guest's benchmarks.
+	{"host/kernel", "host/vmrunner", "host/initramfs", "stats/compare", "guest/workloads",
+		"internal/version", "stats/changepoint/internal/sim",
+		"internal/testbed/testpg", "internal/testbed/testguest"},
 	// 2: what builds on one of those.
-	{"insight", "config", "history", "guest", "changepoint/internal/cpsim"},
-	// 3: measuring, building, the views.
-	{"measure", "build", "view", "internal/cliflag"},
-	// 4: calibration of a host.
-	{"calibrate", "internal/testsetup"},
-	// 5: the commands' domains, and the renderer.
-	{"ab", "bisect", "fleet", "report"},
+	{"host/insight", "guest/agent", "config", "history", "stats/changepoint/internal/cpsim"},
+	// 3: measuring and building; what reports show, as data.
+	{"host/measure", "host/kbuild", "present/view", "config/cliflag"},
+	// 4: calibration of a host, the first workflow.
+	{"flow/calibrate", "internal/testbed/testsetup"},
+	// 5: one comparison; bisections; the fleet; the renderer.
+	{"flow/ab", "flow/bisect", "flow/fleet", "present/report"},
 	// 6: nights, which bisect, and patch series, measured with a
 	// bisection's bench and state.
-	{"nightly", "series"},
+	{"flow/nightly", "flow/series"},
 	// 7: the programs.
 	{"cmd/lpmbisect", "cmd/lpmbisect-guest"},
 }

@@ -1,0 +1,41 @@
+package ab
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testsetup"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// TestCalibrate checks a comparison's start under icount: the documented
+// jitter bounds decide from DeterministicBoots boots and are recorded in
+// every result; the statistical rule needs the significance test's boots
+// and records none; boots beyond the cap are refused.
+func TestCalibrate(t *testing.T) {
+	plan := measure.GuestPlan(wire.DefaultPlan())
+	plan.Bench = "lookup"
+	s := testsetup.New(t, measure.Options{Accel: vmrunner.Icount, Plan: plan})
+	stats := compare.Options{Alpha: 0.05, MinEffect: 0.01, MaxBoots: 10}
+	o := Options{Setup: s, Compare: stats}
+	if err := o.Calibrate(context.Background(), 0, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if o.Start != compare.DeterministicBoots || o.Labels[wire.KeyJitterBounds] == "" || o.Selected == nil || o.Selected.String() != plan.Pattern() {
+		t.Errorf("Calibrate(icount) = start %d, labels %v, selected %v; want %d, the jitter bounds, the plan's benchmarks",
+			o.Start, o.Labels, o.Selected, compare.DeterministicBoots)
+	}
+	o = Options{Setup: s, Compare: stats}
+	if err := o.Calibrate(context.Background(), 0, false, true); err != nil || o.Start <= compare.DeterministicBoots || o.Labels[wire.KeyJitterBounds] != "" {
+		t.Errorf("Calibrate(statistical) = start %d, labels %v, %v; want more boots than %d, no bounds", o.Start, o.Labels, err, compare.DeterministicBoots)
+	}
+	o = Options{Setup: s, Compare: stats}
+	var be *compare.BootsError
+	if err := o.Calibrate(context.Background(), 11, false, false); !errors.As(err, &be) || be.Option != "boots" {
+		t.Errorf("Calibrate(11 boots, at most 10) = %v; want the BootsError of boots", err)
+	}
+}

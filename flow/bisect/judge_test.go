@@ -1,0 +1,86 @@
+package bisect
+
+import (
+	"context"
+	"testing"
+
+	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testsetup"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// Under icount, with no calibration of this host, the documented jitter
+// bounds decide the LPM lookups from DeterministicBoots boots a look;
+// --rule statistical and wall time keep the boots asked for, or take the
+// fewest with which a first look reaches both verdicts (0 below).
+func TestJudgeCalibrate(t *testing.T) {
+	setup := func(accel vmrunner.Accel) *measure.Setup {
+		return testsetup.New(t, measure.Options{Accel: accel, Plan: measure.GuestPlan(wire.DefaultPlan())})
+	}
+	for _, c := range []struct {
+		name        string
+		accel       vmrunner.Accel
+		boots       int
+		statistical bool
+		want        int
+		bounds      bool
+	}{
+		{"icount", vmrunner.Icount, 0, false, compare.DeterministicBoots, true},
+		{"icount, boots given", vmrunner.Icount, 5, false, 5, true},
+		{"icount, statistical", vmrunner.Icount, 0, true, 0, false},
+		{"tcg", vmrunner.TCG, 0, false, 0, false},
+	} {
+		j := Judge{Alpha: 0.05, MinEffectPct: 1}
+		deterministic := j.Calibrate(context.Background(), setup(c.accel), false, c.statistical)
+		b := &Bench{Judge: j, Boots: c.boots, Deterministic: deterministic, MaxBoots: 10}
+		want := c.want
+		if want == 0 {
+			var err error
+			if want, err = compare.StartBoots(j.Options(10), 1, false, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := b.boots(); got != want || (len(j.Bounds) > 0) != c.bounds {
+			t.Errorf("%s: first look of %d boots, bounds %v; want %d, bounds %v", c.name, got, j.Bounds, want, c.bounds)
+		}
+	}
+}
+
+// NewSetup calibrates the judge for the host before it makes the bench:
+// under icount the documented jitter bounds decide from DeterministicBoots
+// boots a look, the statistical rule keeps the boots asked for, and levels
+// no bisection can use are refused.
+func TestNewSetup(t *testing.T) {
+	m := testsetup.New(t, measure.Options{Accel: vmrunner.Icount, Plan: measure.GuestPlan(wire.DefaultPlan())})
+	o := Options{Judge: Judge{Alpha: 0.05, MinEffectPct: 1}, MaxBoots: 10, Reverse: true, RecheckBoots: 3}
+	s, err := NewSetup(context.Background(), m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := s.Bench; b.boots() != compare.DeterministicBoots || len(b.Judge.Bounds) == 0 || b.MaxBoots != 10 || !b.Reverse || s.RecheckBoots != 3 || s.Measure != m {
+		t.Errorf("NewSetup: %d boots a look, bounds %v, max %d, reverse %v, re-check %d; want %d, bounds, 10, true, 3",
+			b.boots(), b.Judge.Bounds, b.MaxBoots, b.Reverse, s.RecheckBoots, compare.DeterministicBoots)
+	}
+	o.Statistical = true
+	if s, err := NewSetup(context.Background(), m, o); err != nil || s.Bench.Boots != 0 || s.Bench.Deterministic || len(s.Bench.Judge.Bounds) > 0 {
+		t.Errorf("NewSetup(statistical) = %v; want 0 boots a look (the fewest that can decide), no bounds", err)
+	}
+	o.MaxBoots = 0
+	if _, err := NewSetup(context.Background(), m, o); err == nil {
+		t.Errorf("NewSetup(MaxBoots 0): no error")
+	}
+}
+
+// TestClassExitCode: the git bisect run contract, class by class.
+func TestClassExitCode(t *testing.T) {
+	for c, want := range map[Class]int{Good: 0, Bad: 1, Skip: 125} {
+		if got := c.ExitCode(); got != want {
+			t.Errorf("%v.ExitCode() = %d; want %d", c, got, want)
+		}
+	}
+	if ExitAbort < 128 || ExitAbort > 255 {
+		t.Errorf("ExitAbort = %d; git bisect run aborts on 128-255 only", ExitAbort)
+	}
+}

@@ -1,0 +1,208 @@
+package nightly
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// ErrImport is wrapped by Import's errors about its input.
+var ErrImport = errors.New("cannot import")
+
+// Imported says what Import did.
+type Imported struct {
+	Series  history.Series
+	Nights  int // nights stored (a night imported again replaces its rows)
+	Boots   int // boots stored; a boot stored before is not stored again
+	Changes []Change
+	// Excursions are the nights the pass now finds far from the nights on
+	// both sides of them that the history did not hold as such before.
+	Excursions []history.Excursion
+}
+
+// Import stores benchfmt results (from lpmbisect run or compare, or any
+// tool) in a series' history, one night per date, and runs the
+// change-point pass over the series. Every result must carry a date key
+// (YYYY-MM-DD, or an RFC 3339 time) and a commit key; results are grouped
+// into boots by their boot key within each file. Without a reference on a
+// night, its kernel line is the tip's own value (the host is not divided
+// out), and it has no host line. minEffectPct ties the pass's minimum
+// magnitude to the verdicts' minimum effect.
+func Import(ctx context.Context, db *history.DB, s history.Series, minEffectPct float64, files []string) (*Imported, error) {
+	type bootKey struct {
+		role       history.Role
+		file, boot string
+	}
+	type night struct {
+		date   string
+		commit string
+		boots  map[bootKey][]*benchfmt.Result
+		order  []bootKey
+		sides  map[string]bool
+		accel  string
+		kernel map[history.Role]history.Kernel
+	}
+	nights := map[string]*night{}
+	for _, path := range files {
+		results, err := measure.ReadResultsFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrImport, err)
+		}
+		if len(results) == 0 {
+			return nil, fmt.Errorf("%w: %s holds no results", ErrImport, path)
+		}
+		for _, r := range results {
+			date, commit := r.GetConfig(wire.KeyDate), r.GetConfig(wire.KeyCommit)
+			if t, err := time.Parse(time.RFC3339, date); err == nil {
+				date = t.UTC().Format(time.DateOnly)
+			}
+			file, line := r.Pos()
+			if _, err := time.Parse(time.DateOnly, date); err != nil || commit == "" {
+				return nil, fmt.Errorf("%w: %s:%d: a result needs %q (YYYY-MM-DD) and %q configuration lines, has %q and %q",
+					ErrImport, file, line, wire.KeyDate, wire.KeyCommit, date, commit)
+			}
+			n := nights[date]
+			if n == nil {
+				n = &night{date: date, commit: commit, boots: map[bootKey][]*benchfmt.Result{}, sides: map[string]bool{}, kernel: map[history.Role]history.Kernel{}}
+				nights[date] = n
+			}
+			n.sides[r.GetConfig(wire.KeySide)] = true
+			if n.accel == "" {
+				n.accel = r.GetConfig(wire.KeyAccel)
+			}
+			k := bootKey{role: history.Role(r.GetConfig(wire.KeyRole)), file: path, boot: r.GetConfig(wire.KeyBoot) + "/" + r.GetConfig(wire.KeySide)}
+			if _, ok := n.boots[k]; !ok {
+				n.order = append(n.order, k)
+			}
+			n.boots[k] = append(n.boots[k], r)
+		}
+	}
+	dates := make([]string, 0, len(nights))
+	for d := range nights {
+		dates = append(dates, d)
+	}
+	slices.Sort(dates)
+	imp := &Imported{}
+	err := db.Write(ctx, func(tx *history.Tx) error {
+		var err error
+		imp.Series, err = tx.PutSeries(ctx, s)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	accel := ""
+	for _, d := range dates {
+		n := nights[d]
+		both := n.sides[compare.SideA] && n.sides[compare.SideB]
+		var tip, ref [][]*benchfmt.Result
+		roles := map[bootKey]history.Role{}
+		for _, k := range n.order {
+			role := k.role
+			if role == "" {
+				role = history.RoleTip
+				if both && strings.HasSuffix(k.boot, "/"+compare.SideA) {
+					role = history.RoleReference
+				}
+			}
+			if role != history.RoleTip && role != history.RoleReference {
+				return nil, fmt.Errorf("%w: %s: %s %q is neither tip nor reference", ErrImport, k.file, wire.KeyRole, role)
+			}
+			roles[k] = role
+			if role == history.RoleTip {
+				tip = append(tip, n.boots[k])
+			} else {
+				ref = append(ref, n.boots[k])
+			}
+			first := n.boots[k][0]
+			n.kernel[role] = history.Kernel{Commit: first.GetConfig(wire.KeyCommit), Release: first.GetConfig(wire.KeyKernel), ImageSHA256: first.GetConfig(wire.KeyImage)}
+		}
+		if len(tip) == 0 {
+			return nil, fmt.Errorf("%w: night %s has reference results but no tip", ErrImport, d)
+		}
+		rows, err := importedRows(ref, tip)
+		if err != nil {
+			return nil, fmt.Errorf("%w: night %s: %v", ErrImport, d, err)
+		}
+		accel = cmpOr(accel, n.accel)
+		hn := history.Night{SeriesID: imp.Series.ID, Date: d, Status: history.StatusMeasured, Tip: n.kernel[history.RoleTip],
+			Reference: n.kernel[history.RoleReference], Accel: n.accel, Note: "imported", Finished: time.Now()}
+		err = db.Write(ctx, func(tx *history.Tx) error {
+			id, err := tx.PutNight(ctx, hn)
+			if err != nil {
+				return err
+			}
+			index := map[history.Role]int{}
+			for _, k := range n.order {
+				index[roles[k]]++
+				ok, err := tx.PutBoot(ctx, bootRecord(id, roles[k], index[roles[k]], "ok", n.boots[k]))
+				if err != nil {
+					return err
+				}
+				if ok {
+					imp.Boots++
+				}
+			}
+			if err := tx.SetNightRows(ctx, id, rows); err != nil {
+				return err
+			}
+			return tx.SetTip(ctx, imp.Series.ID, hn.Tip.Commit, hn.Tip.ImageSHA256)
+		})
+		if err != nil {
+			return imp, err
+		}
+		imp.Nights++
+	}
+	pass, err := updateChanges(ctx, db, imp.Series, changeOptions(accel, minEffectPct), nil, nil)
+	if err != nil {
+		return imp, err
+	}
+	err = db.Write(ctx, func(tx *history.Tx) error { return pass.store(ctx, tx, imp.Series.ID) })
+	imp.Changes, imp.Excursions = pass.changes, pass.newExcursions
+	return imp, err
+}
+
+// importedRows are an imported night's rows: as a measured night's when it
+// has a reference, else the tip alone with its value as the kernel line.
+func importedRows(ref, tip [][]*benchfmt.Result) ([]history.NightRow, error) {
+	if len(ref) > 0 {
+		vsRef, err := compare.Build(sides(ref, tip), compare.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return nightRows(vsRef, nil), nil
+	}
+	var all []*benchfmt.Result
+	for _, b := range tip {
+		all = append(all, b...)
+	}
+	sums, err := compare.Summarize(all)
+	if err != nil {
+		return nil, err
+	}
+	none := history.Estimate{Center: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+	var rows []history.NightRow
+	for _, s := range sums {
+		rows = append(rows, history.NightRow{Metric: history.Metric{Benchmark: s.Benchmark, Unit: s.Unit},
+			Tip: estimate(s.A), Reference: none, Ratio: s.A.Center})
+	}
+	return rows, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

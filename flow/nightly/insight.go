@@ -1,0 +1,78 @@
+package nightly
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/host/insight"
+	"github.com/lpmbisect/lpmbisect/host/measure"
+)
+
+// insightStore keeps, per kernel image, the insight document its guest
+// sent in the first boot of a night (the symbols, programs, call counts
+// and profile of measure.Insight), under the series' state directory and
+// the night's measurement parameters: a mail written nights later finds
+// the documents of both tips there.
+func (r *seriesRun) insightStore() *bisect.Store {
+	return &bisect.Store{Dir: filepath.Join(r.dir, "insight", r.setup.Bench.Params)}
+}
+
+// keepInsight keeps the documents the night's guests sent; failing to is
+// worth a warning, not the night.
+func (r *seriesRun) keepInsight(sides []*measure.Side) {
+	for _, s := range sides {
+		if s.Insight == nil {
+			continue
+		}
+		if err := r.insightStore().KeepInsight(s.Kernel.SHA256, s.Insight); err != nil {
+			r.logf("warning: %v (a mail of this tip explains it from its image only)", err)
+		}
+	}
+}
+
+// tipsInsight is the insight block of the tip before a change against the
+// tip after it: their images, a build directory's vmlinux, and what their
+// guests' passes found on the nights they were measured (keepInsight).
+// nil when a tip is unknown; a tip whose kernel is gone says so in its
+// side of the block.
+func (r *seriesRun) tipsInsight(before, after history.Kernel) *insight.Diff {
+	if r.setup == nil || before.Input == "" || after.Input == "" {
+		return nil
+	}
+	var sides []*measure.Side
+	for _, tip := range []history.Kernel{before, after} {
+		k, err := r.setup.Bench.Resolve(tip.Input)
+		if err != nil {
+			var opts insight.Options
+			return insight.Compare(insight.LoadKernel(before.Input, r.setup.Measure.CacheDir, opts), insight.LoadKernel(after.Input, r.setup.Measure.CacheDir, opts), opts)
+		}
+		side := &measure.Side{Kernel: k}
+		if side.Insight, err = r.insightStore().Insight(k.SHA256); err != nil {
+			side.InsightProblem = err.Error()
+		}
+		sides = append(sides, side)
+	}
+	in := r.setup.Bench.Insight
+	if in == nil {
+		in = &measure.Insight{}
+	}
+	return in.Diff(sides)
+}
+
+// attributeTips makes the profile rows of d split each tip's timed
+// numbers (its night's centre, rows before and after the change) by share.
+func attributeTips(d *insight.Diff, before, after []history.NightRow) {
+	if d == nil {
+		return
+	}
+	d.AttributeTimed(func(bench string, side int) (float64, string, bool) {
+		for _, row := range [2][]history.NightRow{before, after}[side] {
+			if row.Benchmark == bench && strings.HasSuffix(row.Unit, "/op") {
+				return row.Tip.Center, row.Unit, row.Tip.Boots > 0
+			}
+		}
+		return 0, "", false
+	})
+}

@@ -1,0 +1,390 @@
+package measure
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/host/initramfs"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/words"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// Options say how kernels are booted: what every command that boots shares
+// (run, compare, bisect, nightly, calibrate, a fleet worker). The zero value
+// of a field means its default.
+type Options struct {
+	// Accel is the accelerator asked for (default Auto: KVM where it
+	// works, else icount). NewSetup decides Auto where no boot is needed.
+	Accel vmrunner.Accel
+	// Plan is the guest's plan; Samples and Rounds of 0 take the
+	// accelerator's defaults (wire.DefaultSamples, wire.DefaultRounds).
+	Plan GuestPlan
+	// MemoryMB and CPUs size the guest (default 1024 MiB, 1 vCPU).
+	MemoryMB, CPUs int
+	// BootTimeout bounds the wait for the guest's first results,
+	// ProgressTimeout its longest silence once booted.
+	BootTimeout, ProgressTimeout time.Duration
+	QEMU                         string // default qemu-system-x86_64
+	// CacheDir holds unpacked kernels, initramfs images and run logs
+	// (default: the user cache directory's lpmbisect).
+	CacheDir string
+	// RunDir gets the console log and raw capture of every boot (default
+	// <CacheDir>/runs/<time>-<pid>).
+	RunDir string
+	// Guest is the guest binary (default: lpmbisect-guest beside the
+	// running executable).
+	Guest string
+	// Append are extra kernel parameters ("mitigations=off").
+	Append []string
+	// Files are packed into every initramfs besides the guest: a user's
+	// BPF object and its inputs (Plan.Workload).
+	Files []initramfs.File
+	// NoModules packs no kernel modules (results then travel over virtio
+	// only when it is built in, else over the serial fallback).
+	NoModules bool
+	// Parallel is how many boots may run at once (see Workers; 0: its
+	// default).
+	Parallel int
+	// Paired runs two kernels in pairs under wall-clock accelerators (see
+	// Paired); ignored under icount, whose counts need no pairs.
+	Paired bool
+	// Remote, when set, runs the boots instead of this host: a fleet's
+	// queue (fleet.Executor). Boots, looks and verdicts stay the same
+	// code; only where QEMU runs changes. Workers and Paired still shape
+	// the runs (a remote policy groups a paired round into one job).
+	Remote Executor
+	// Log gets progress lines and notes; Verbose, when set, every QEMU
+	// command line and the decisions behind a run.
+	Log, Verbose *log.Logger
+
+	probe vmrunner.KVMProbe // nil: /dev/kvm; tests give a fake
+}
+
+// OptionError is an Options field that cannot be used. Option names it as
+// its configuration key does ("cpus", "memory", "cache_dir"), so that a
+// command line can name its flag.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// ErrIcountCPUs says that icount runs one vCPU: single-threaded TCG counts
+// instructions, guests hang bringing up a second vCPU under icount, and
+// counts stop being deterministic.
+var ErrIcountCPUs = errors.New("icount needs exactly 1 vCPU")
+
+// Setup is Options checked and completed: what a command boots kernels
+// with.
+type Setup struct {
+	Options
+	Selector *vmrunner.Selector
+	VM       vmrunner.Config
+	Workers  int // boots at once
+}
+
+// NewSetup checks o, before any VM starts, and fills in its defaults. Its
+// errors are *OptionError, or the plan's *wire.ParamError.
+func NewSetup(o Options) (*Setup, error) {
+	if o.Accel == "" {
+		o.Accel = vmrunner.Auto
+	}
+	accel, err := vmrunner.ParseAccel(string(o.Accel))
+	if err != nil {
+		return nil, &OptionError{"accel", err}
+	}
+	if o.Log == nil {
+		o.Log = log.New(io.Discard, "", 0)
+	}
+	// Auto is decided here where no boot is needed (no usable /dev/kvm:
+	// icount), so that the plan's defaults, the calibration and the
+	// comparison rule are those of the accelerator the boots will use.
+	// Where /dev/kvm opens, the first boot decides (KVM, or icount if the
+	// guest makes no progress) and the plan keeps the wall-clock defaults.
+	sel := &vmrunner.Selector{Requested: accel, Log: o.Log, Probe: o.probe}
+	if decided := sel.Resolve(); decided != "" {
+		accel = decided
+	}
+	o.Accel = accel
+	if o.MemoryMB == 0 {
+		o.MemoryMB = 1024
+	}
+	if o.CPUs == 0 {
+		o.CPUs = 1
+	}
+	if o.Plan.Samples == 0 {
+		o.Plan.Samples = wire.DefaultSamples(wire.Accel(o.Accel))
+	}
+	if o.Plan.Rounds == 0 {
+		o.Plan.Rounds = wire.DefaultRounds(wire.Accel(o.Accel))
+	}
+	if err := o.Plan.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Accel == vmrunner.Icount && o.CPUs != 1:
+		return nil, &OptionError{"cpus", ErrIcountCPUs}
+	case o.MemoryMB < 128:
+		return nil, &OptionError{"memory", fmt.Errorf("%d MiB is too little: at least 128", o.MemoryMB)}
+	case o.CPUs < 1 || o.CPUs > 64:
+		return nil, &OptionError{"cpus", fmt.Errorf("%d vCPUs: between 1 and 64", o.CPUs)}
+	}
+	workers, err := Workers(o.Accel, o.Parallel)
+	if err != nil {
+		return nil, &OptionError{"parallel", err}
+	}
+	if o.CacheDir == "" {
+		if o.CacheDir, err = DefaultCacheDir(); err != nil {
+			return nil, &OptionError{"cache_dir", err}
+		}
+	}
+	if o.Guest == "" {
+		if o.Guest, err = initramfs.FindGuest(); err != nil {
+			return nil, &OptionError{"guest", err}
+		}
+	}
+	if o.RunDir == "" {
+		o.RunDir = filepath.Join(o.CacheDir, "runs", time.Now().Format("20060102-150405")+fmt.Sprintf("-%d", os.Getpid()))
+	}
+	s := &Setup{Options: o, Workers: workers, Selector: sel,
+		VM: vmrunner.Config{QEMU: o.QEMU, MemoryMB: o.MemoryMB, CPUs: o.CPUs,
+			BootDeadline: o.BootTimeout, ProgressDeadline: o.ProgressTimeout, Log: o.Verbose},
+	}
+	return s, nil
+}
+
+// prepare resolves kernel inputs and packs the initramfs of each (see the
+// package function Prepare), saying how results will travel when that is
+// worth knowing.
+func (s *Setup) prepare(inputs []string) ([]*Side, error) {
+	start := time.Now()
+	sides, err := Prepare(inputs, s.Guest, s.CacheDir, s.NoModules, s.Files...)
+	if err != nil {
+		return nil, err
+	}
+	for _, side := range sides {
+		if s.Verbose != nil {
+			s.Verbose.Printf("%s = %s (release %s, sha256 %s, initramfs %s, cached %v) in %s",
+				side.Name, side.Kernel.Input, side.Kernel.Release, words.ShortHash(side.Kernel.SHA256), filepath.Base(side.Image.Path), side.Image.Cached, Elapsed(start))
+		}
+		if side.ChannelNote != "" {
+			s.Log.Printf("%s: %s", side.Name, side.ChannelNote)
+		}
+		if s.Accel == vmrunner.Icount {
+			s.usePVH(side)
+		}
+	}
+	return sides, nil
+}
+
+// usePVH makes side boot its kernel ELF through PVH (PVHImage) when the
+// kernel has a PVH entry, and keeps the bzImage otherwise, saying why.
+// On a fleet the ELF is the blob its workers fetch and boot: larger than
+// the bzImage (tens of MiB, sent once per kernel), but every boot skips
+// the decompressor, and local and fleet boots count the same.
+func (s *Setup) usePVH(side *Side) {
+	elf, err := PVHImage(side.Kernel, s.CacheDir)
+	switch {
+	case err == nil:
+		side.BootImage = elf
+		if s.Verbose != nil {
+			s.Verbose.Printf("%s: boots %s through PVH (no decompressor)", side.Name, elf)
+		}
+	case errors.Is(err, ErrNoPVHEntry):
+		if s.Verbose != nil {
+			s.Verbose.Printf("%s: boots the bzImage: %v", side.Name, err)
+		}
+	default:
+		s.Log.Printf("%s: boots the bzImage: kernel ELF for a PVH boot: %v", side.Name, err)
+	}
+}
+
+// Pairs reports whether a run of n kernels runs in pairs: asked for, two
+// kernels, a wall-clock accelerator (icount counts need no pairs).
+func (s *Setup) Pairs(n int) bool { return s.Paired && n == 2 && s.Accel != vmrunner.Icount }
+
+// RunOptions are one measurement's own choices, besides its setup's.
+type RunOptions struct {
+	// Seed draws the order of the sides within each round (Runner.Seed).
+	Seed uint64
+	// Labels are added to every result of every side (Side.Labels); each
+	// side gets its own copy.
+	Labels map[string]string
+	// Names, when set, are what results call each input (Side.Label), in
+	// the inputs' order; "" keeps the kernel's release.
+	Names []string
+	// RunDir, when set, replaces the setup's run directory.
+	RunDir string
+	// Unpaired boots the inputs unpaired even where the setup pairs two
+	// kernels (a bisection measures candidates, not an A/B).
+	Unpaired bool
+	// Insight, when set, explains the first two inputs (A against B):
+	// it arms the guest's insight pass in the first boot of each side,
+	// unless the setup boots on a fleet, and Runner.InsightDiff builds
+	// the block once the boots are done.
+	Insight *Insight
+}
+
+// Start begins a measurement of inputs with this setup: it resolves them
+// and packs their initramfs images (Prepare), then returns a runner of
+// them, booting with this setup's executor (pairs when Pairs, else
+// Workers boots at once here, or the remote queue). Every command that
+// boots kernels begins here; the caller then sets what it wants to hear
+// of (OnBoot, Sink) and calls Measure (or hands the runner to
+// compare.Decide), and Finish at the end.
+func (s *Setup) Start(inputs []string, o RunOptions) (*Runner, error) {
+	sides, err := s.prepare(inputs)
+	if err != nil {
+		return nil, err
+	}
+	for i, side := range sides {
+		if o.Labels != nil {
+			side.Labels = maps.Clone(o.Labels)
+		}
+		if i < len(o.Names) && o.Names[i] != "" {
+			side.Label = o.Names[i]
+		}
+	}
+	paired := !o.Unpaired && s.Pairs(len(sides))
+	params, _ := s.ParamsKey() // "" when the guest cannot be read: Prepare says why
+	r := &Runner{
+		Sides: sides, Seed: o.Seed, GuestArgs: s.GuestArgs(), Params: params, Selector: s.Selector,
+		VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(paired, o.Seed), Paired: paired,
+	}
+	if o.RunDir != "" {
+		r.RunDir = o.RunDir
+	}
+	if r.insight = o.Insight.forSetup(s); r.insight != nil {
+		r.static = r.insight.static(sides)
+		if err := r.insight.arm(r, r.static); err != nil {
+			return nil, err
+		}
+	}
+	if len(sides) > 1 && s.Verbose != nil {
+		s.Verbose.Printf("boot order seed %d", o.Seed)
+	}
+	return r, nil
+}
+
+// GuestArgs is the guest's plan on the kernel command line, with --append.
+func (s *Setup) GuestArgs() []string { return append(s.Plan.KernelArgs(), s.Append...) }
+
+// ParamsKey is this setup's measurement parameters (the package's
+// ParamsKey).
+func (s *Setup) ParamsKey() (string, error) {
+	return ParamsKey(s.Accel, s.GuestArgs(), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
+}
+
+// ParamsKey identifies measurement parameters: results measured with
+// different keys are never compared (bisect keeps them apart), and every
+// result carries its key (wire.KeyParams). It covers the accelerator asked
+// for, the guest's run plan, the VM shape, the guest binary itself and the
+// files packed beside it (a user's BPF object and its inputs).
+func ParamsKey(accel vmrunner.Accel, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
+	fmt.Fprintf(h, "kernel-args=%s\n", strings.Join(vmrunner.FixedKernelArgs(accel), " "))
+	for _, a := range guestArgs {
+		fmt.Fprintf(h, "arg=%s\n", a)
+	}
+	f, err := os.Open(guest)
+	if err != nil {
+		return "", fmt.Errorf("guest binary: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("guest binary: %w", err)
+	}
+	for _, file := range files {
+		sum, err := cachefile.SHA256(file.Host)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", file.Archive, err)
+		}
+		fmt.Fprintf(h, "file=%s %s\n", file.Archive, sum)
+	}
+	return string(accel) + "-" + words.ShortHash(hex.EncodeToString(h.Sum(nil))), nil
+}
+
+// Executor is where this setup's boots run: Remote when set, else pairs
+// (drawn from seed) when paired, else Workers boots at once here.
+func (s *Setup) Executor(paired bool, seed uint64) Executor {
+	switch {
+	case s.Remote != nil:
+		return s.Remote
+	case paired:
+		return &Paired{Boot: s.Selector.Boot, Seed: seed}
+	}
+	return Local{Boot: s.Selector.Boot, Workers: s.Workers}
+}
+
+// Finish says what a finished run noted: pairs and pinning of a paired run
+// (verbose), and each distinct note of the guests (unsupported benchmarks,
+// failures).
+func (s *Setup) Finish(r *Runner) {
+	sum := r.Summary()
+	if r.Paired && s.Verbose != nil {
+		where := fmt.Sprintf("host CPU %d", sum.PinnedCPU)
+		if sum.PinnedCPU < 0 {
+			where = "no pinned CPU (affinity unreadable)"
+		}
+		s.Verbose.Printf("paired: %d complete pairs on %s, %d steps taken in turn", sum.Pairs, where, sum.Steps)
+	}
+	for _, n := range sum.Notes {
+		s.Log.Printf("%s: %s", n.Key, n.Text)
+	}
+}
+
+// Record boots each side of r boots times, writing every completed boot
+// to out, and closes out: complete under its final name when every boot
+// was taken, else under the partial name with the finished boots. hook,
+// when set, gets the runner first (progress). It returns where the
+// results are, and the run's error before out's.
+func (s *Setup) Record(ctx context.Context, r *Runner, boots int, out *ResultsFile, hook func(*Runner)) (string, error) {
+	r.Sink = out
+	if hook != nil {
+		hook(r)
+	}
+	runErr := r.Measure(ctx, boots)
+	s.Finish(r)
+	path, closeErr := s.CloseResults(out, runErr)
+	if runErr != nil {
+		return path, runErr
+	}
+	return path, closeErr
+}
+
+// CloseResults closes out after a run that ended with runErr: renamed to
+// its final name when the run completed, else kept as FILE.partial, which
+// it then names in the log, so no finished boot is lost from sight.
+func (s *Setup) CloseResults(out *ResultsFile, runErr error) (string, error) {
+	path, err := out.Close(runErr == nil)
+	if runErr != nil && out.Path() != "" && s.Log != nil {
+		s.Log.Printf("finished boots kept in %s", path)
+	}
+	return path, err
+}
+
+// DefaultCacheDir is where lpmbisect caches unpacked kernels, initramfs
+// images, run logs, calibrations and (by default) nightly's history: the
+// user cache directory's lpmbisect.
+func DefaultCacheDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("%w (name a cache directory)", err)
+	}
+	return filepath.Join(base, "lpmbisect"), nil
+}

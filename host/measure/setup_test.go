@@ -1,0 +1,246 @@
+package measure
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lpmbisect/lpmbisect/host/initramfs"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// NewSetup names the option it rejects as its configuration key does, so
+// a command line can name the flag.
+func TestNewSetupOptionErrors(t *testing.T) {
+	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
+	os.WriteFile(guest, []byte("not used"), 0o755)
+	ok := Options{Accel: "ICOUNT", Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir()}
+	s, err := NewSetup(ok)
+	if err != nil || s.Accel != vmrunner.Icount {
+		t.Fatalf("NewSetup(accel ICOUNT) = %v; want accel icount", err)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*Options)
+		option string
+	}{
+		{"unknown accel", func(o *Options) { o.Accel = "hvf" }, "accel"},
+		{"two vCPUs under icount", func(o *Options) { o.CPUs = 2 }, "cpus"},
+		{"too little memory", func(o *Options) { o.MemoryMB = 64 }, "memory"},
+		{"missing guest", func(o *Options) { o.Guest = ""; t.Setenv("PATH", t.TempDir()) }, "guest"},
+	} {
+		o := ok
+		c.change(&o)
+		var oe *OptionError
+		if _, err := NewSetup(o); !errors.As(err, &oe) || oe.Option != c.option {
+			t.Errorf("NewSetup(%s) error = %v; want an OptionError of %q", c.name, err, c.option)
+		}
+	}
+}
+
+// TestNewSetupAuto checks that auto is decided before any boot where
+// /dev/kvm does not open (icount, said once, with icount's plan defaults),
+// and left to the first boot where it opens (the wall-clock defaults), under
+// a fake probe: our machines have no KVM.
+func TestNewSetupAuto(t *testing.T) {
+	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
+	os.WriteFile(guest, []byte("not used"), 0o755)
+	plan := GuestPlan(wire.DefaultPlan())
+	plan.Samples, plan.Rounds = 0, 0 // the accelerator's defaults
+	for _, c := range []struct {
+		kvmOpens        bool
+		accel           vmrunner.Accel
+		samples, rounds int
+		says            string
+	}{
+		{false, vmrunner.Icount, wire.DefaultIcountSamples, wire.DefaultIcountRounds,
+			"accel auto: no usable /dev/kvm: fake; using icount: instruction counts, deterministic\n"},
+		{true, vmrunner.Auto, wire.DefaultWallClockSamples, wire.DefaultWallClockRounds, ""},
+	} {
+		var buf strings.Builder
+		o := Options{Plan: plan, Guest: guest, CacheDir: t.TempDir(), Log: log.New(&buf, "", 0),
+			probe: func() (bool, string) { return c.kvmOpens, "fake" }}
+		s, err := NewSetup(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Accel != c.accel || s.Plan.Samples != c.samples || s.Plan.Rounds != c.rounds || buf.String() != c.says {
+			t.Errorf("NewSetup(auto, /dev/kvm opens %v) = accel %s, %d samples × %d rounds, said %q; want %s, %d × %d, %q",
+				c.kvmOpens, s.Accel, s.Plan.Samples, s.Plan.Rounds, buf.String(), c.accel, c.samples, c.rounds, c.says)
+		}
+		if p, _ := s.ParamsKey(); !strings.HasPrefix(p, string(c.accel)+"-") {
+			t.Errorf("ParamsKey() = %q; want it to start with the decided accelerator %s", p, c.accel)
+		}
+	}
+}
+
+// TestRecord checks that a run's results file is complete under its final
+// name when every boot was taken, and keeps the finished boots under its
+// partial name when a boot failed.
+func TestRecord(t *testing.T) {
+	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
+	os.WriteFile(guest, []byte("not used"), 0o755)
+	s, err := NewSetup(Options{Accel: vmrunner.TCG, Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir(), RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		fail    map[string]vmrunner.Outcome
+		partial bool
+		results int
+	}{{"complete", nil, false, 4}, {"B does not boot", map[string]vmrunner.Outcome{"/k/B": vmrunner.Panic}, true, 1}} {
+		var booted []string
+		s.Remote = Local{Boot: fakeBoot(&booted, c.fail)}
+		final := filepath.Join(t.TempDir(), "results.txt")
+		out, err := CreateResultsFile(final)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hooked := false
+		r := &Runner{Sides: testSides(), Selector: s.Selector, VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(false, 0)}
+		path, err := s.Record(context.Background(), r, 2, out, func(*Runner) { hooked = true })
+		if want := map[bool]string{false: final, true: final + ".partial"}[c.partial]; path != want || (err != nil) != c.partial || !hooked {
+			t.Errorf("%s: Record = %q, %v, hook called %v; want %q, error %v, the hook called", c.name, path, err, hooked, want, c.partial)
+		}
+		if res, err := ReadResultsFile(path); err != nil || len(res) != c.results {
+			t.Errorf("%s: %s holds %d results (%v); want %d", c.name, path, len(res), err, c.results)
+		}
+	}
+}
+
+// TestParamsKey: the measurement parameters change with the accelerator,
+// the guest program, its plan and the VM's size, and with nothing else.
+func TestParamsKey(t *testing.T) {
+	dir := t.TempDir()
+	guest := filepath.Join(dir, "guest")
+	write := func(content string) {
+		if err := os.WriteFile(guest, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a guest program")
+	of := func(o Options) string {
+		o.Guest, o.CacheDir = guest, dir
+		if o.RunDir == "" {
+			o.RunDir = dir
+		}
+		if o.Accel == "" {
+			o.Accel = vmrunner.Icount
+		}
+		s, err := NewSetup(o)
+		if err != nil {
+			t.Fatalf("NewSetup: %v", err)
+		}
+		k, err := s.ParamsKey()
+		if err != nil {
+			t.Fatalf("ParamsKey: %v", err)
+		}
+		return k
+	}
+	plan := func(bench string, samples int) GuestPlan {
+		p := GuestPlan(wire.DefaultPlan())
+		p.Bench, p.Samples = bench, samples
+		return p
+	}
+	base := Options{Plan: plan("lookup", 2)}
+	want := of(base)
+	if !strings.HasPrefix(want, "icount-") || len(want) != len("icount-")+12 {
+		t.Fatalf("ParamsKey = %q; want icount- and 12 hex digits", want)
+	}
+	if got := of(Options{Plan: plan("lookup", 2), RunDir: filepath.Join(dir, "other")}); got != want {
+		t.Errorf("another run directory changed the params: %s, %s", got, want)
+	}
+	for name, o := range map[string]Options{
+		"other samples": {Plan: plan("lookup", 3)},
+		"other bench":   {Plan: plan("baseline", 2)},
+		"more memory":   {Plan: base.Plan, MemoryMB: 2048},
+		"an --append":   {Plan: base.Plan, Append: []string{"printk.time=1"}},
+		"a packed file": {Plan: base.Plan, Files: []initramfs.File{{Host: guest, Archive: wire.WorkloadObject}}},
+		"another accel": {Plan: base.Plan, Accel: vmrunner.TCG},
+	} {
+		if got := of(o); got == want {
+			t.Errorf("%s: params %s unchanged", name, got)
+		}
+	}
+	write("another guest program")
+	if got := of(base); got == want {
+		t.Errorf("another guest program: params %s unchanged", got)
+	}
+}
+
+// fakeKernel writes the start of an x86 bzImage whose setup header names
+// release, enough for kernel.Resolve.
+func fakeKernel(t *testing.T, dir, name, release string) string {
+	t.Helper()
+	b := make([]byte, 0x400)
+	b[0x1F1] = 1 // setup_sects
+	b[0x1FE], b[0x1FF] = 0x55, 0xAA
+	copy(b[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(b[0x206:], 0x020F)
+	binary.LittleEndian.PutUint16(b[0x20E:], 0x100)
+	copy(b[0x300:], release+" (user@host) #1 SMP\x00")
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestStart: the one way a measurement begins gives every side its own
+// copy of the labels, the names asked for, the run directory asked for,
+// and pairs only where the setup pairs and the caller does not refuse.
+func TestStart(t *testing.T) {
+	dir := t.TempDir()
+	// A guest must be a static x86-64 ELF executable: a bare header is one.
+	var hdr bytes.Buffer
+	binary.Write(&hdr, binary.LittleEndian, elf.Header64{
+		Ident: [elf.EI_NIDENT]byte{0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)},
+		Type:  uint16(elf.ET_EXEC), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT), Ehsize: 64,
+	})
+	guest := filepath.Join(dir, "guest")
+	if err := os.WriteFile(guest, hdr.Bytes(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, b := fakeKernel(t, dir, "vmlinuz-a", "6.1.0-a"), fakeKernel(t, dir, "vmlinuz-b", "6.12.0-b")
+	s, err := NewSetup(Options{Accel: vmrunner.TCG, Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: dir, RunDir: filepath.Join(dir, "runs"), NoModules: true, Paired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{wire.KeyDate: "2026-12-02"}
+	r, err := s.Start([]string{a, b}, RunOptions{Seed: 7, Labels: labels, Names: []string{"", "tip"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Sides) != 2 || r.Sides[0].Label != "6.1.0-a" || r.Sides[1].Label != "tip" {
+		t.Fatalf("sides %+v; want A labelled by its release and B named tip", r.Sides)
+	}
+	r.Sides[1].Labels[wire.KeyCommit] = "abc"
+	if _, shared := r.Sides[0].Labels[wire.KeyCommit]; shared || len(labels) != 1 {
+		t.Errorf("a label set on B reached A or the caller's map: A %v, caller %v", r.Sides[0].Labels, labels)
+	}
+	if !r.Paired || r.Seed != 7 || r.RunDir != s.RunDir || r.Params == "" {
+		t.Errorf("runner paired %v seed %d run dir %q params %q; want paired, seed 7, the setup's run directory, a params key", r.Paired, r.Seed, r.RunDir, r.Params)
+	}
+	r, err = s.Start([]string{a, b}, RunOptions{Unpaired: true, RunDir: filepath.Join(dir, "001")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Paired || r.RunDir != filepath.Join(dir, "001") {
+		t.Errorf("unpaired start: paired %v, run dir %q; want unpaired in 001", r.Paired, r.RunDir)
+	}
+	if _, ok := r.Exec.(Local); !ok {
+		t.Errorf("unpaired start runs on %T; want Local", r.Exec)
+	}
+	if _, err := s.Start([]string{guest}, RunOptions{}); err == nil {
+		t.Error("Start of a file that is no kernel succeeded; want the kernel's error")
+	}
+}

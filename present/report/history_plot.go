@@ -1,0 +1,588 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/present/view"
+)
+
+// Sizes of the trend plots of WriteHistoryHTML.
+const (
+	trendWidth  = 7 * vg.Inch
+	trendHeight = 4 * vg.Inch
+)
+
+// Colours of the trend plots: the tip is blue and the reference orange, as
+// A and B are in PlotRow; change points of the kernel line are red, those
+// of the host line brown; excursions are ringed in purple.
+var (
+	colorExcursion    = color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
+	colorRefBand      = color.NRGBA{R: 0xd6, G: 0x5f, B: 0x0e, A: 0x40}
+	colorKernelChange = color.RGBA{R: 0xd9, G: 0x30, B: 0x25, A: 0xff}
+	colorHostChange   = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
+	colorFailedNight  = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+)
+
+func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length) ([]byte, error) {
+	tp, err := v.trendPlot(t, w, h)
+	if err != nil {
+		return nil, err
+	}
+	canvas := vgsvg.New(w, h)
+	dc := draw.New(canvas)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	tp.plot.Draw(draw.Crop(dc, 0, 0, legendHeight, 0))
+	strip := draw.Crop(dc, 0, 0, 0, -(h - legendHeight))
+	tp.legends[0].legend.Draw(draw.Crop(strip, vg.Points(36), -w/2, 0, -vg.Points(2)))
+	tp.legends[1].legend.Draw(draw.Crop(strip, w/2, 0, 0, -vg.Points(2)))
+	var buf bytes.Buffer
+	if _, err := canvas.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("report: plot the trend of %s as SVG: %w", t.Metric, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// legendHeight is the height of the strip below a trend plot that holds
+// its legends, of up to three entries each.
+const legendHeight = 3*13 + 8
+
+// trendLegend is a legend drawn below the plot.
+type trendLegend struct{ legend plot.Legend }
+
+func newTrendLegend() trendLegend {
+	l := plot.NewLegend()
+	l.TextStyle.Font.Variant = "Sans"
+	l.TextStyle.Font.Size = vg.Points(8)
+	l.Top, l.Left = true, true
+	l.ThumbnailWidth = vg.Points(18)
+	l.Padding = vg.Points(2)
+	return trendLegend{legend: l}
+}
+
+func (l *trendLegend) add(name string, thumbs ...plot.Thumbnailer) {
+	l.legend.Add(name, thumbs...)
+}
+
+type trendPlot struct {
+	plot    *plot.Plot
+	legends [2]trendLegend // left: the lines; right: the marks
+}
+
+// trendPoints are the points of one line with their error bars.
+type trendPoints struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// trendPlot draws the trend of t for a canvas of width w and height h,
+// which the labels' placement depends on.
+func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, error) {
+	fail := func(what string, err error) (*trendPlot, error) {
+		return nil, fmt.Errorf("report: plot the trend of %s: %s: %w", t.Metric, what, err)
+	}
+	xOf := v.nightPositions()
+	p := plot.New()
+	sans(p)
+	p.Title.Text = fmt.Sprintf("%s (%s)", t.Benchmark, unitName(t.Unit))
+	p.Y.Label.Text = "tip vs reference, %"
+	p.Y.Label.TextStyle.Font.Size = vg.Points(9)
+	p.X.Label.TextStyle.Font.Size = vg.Points(9)
+	p.X.Tick.Label.Font.Size = vg.Points(8)
+	p.Y.Tick.Label.Font.Size = vg.Points(8)
+	if len(v.nights) > 0 {
+		p.X.Label.Text = fmt.Sprintf("night, %s to %s", v.nights[0].Date, v.nights[len(v.nights)-1].Date)
+	}
+	p.X.Tick.Marker = nightTicker{nights: v.nights, x: xOf}
+	p.Add(plotter.NewGrid())
+	tp := &trendPlot{plot: p, legends: [2]trendLegend{newTrendLegend(), newTrendLegend()}}
+
+	// The nights without a result for this metric: the gaps.
+	var gaps []history.Night
+	for _, n := range v.nights {
+		if _, ok := v.row(n.Date, t.Metric); !ok && failedNight(n.Status) {
+			gaps = append(gaps, n)
+		}
+	}
+	gapBetween := func(a, b string) bool {
+		return slices.ContainsFunc(gaps, func(n history.Night) bool { return n.Date > a && n.Date < b })
+	}
+
+	// The host line is relative to the first reference; the kernel line
+	// of nights without a reference (imported ones: their ratio is the
+	// tip's own value) to the first such tip.
+	ref0, tip0 := math.NaN(), math.NaN()
+	for _, pt := range t.Points {
+		if c := pt.Row.Reference.Center; c > 0 && !math.IsInf(c, 0) && math.IsNaN(ref0) {
+			ref0 = c
+		}
+		if c := pt.Row.Ratio; !pt.Row.HasReference() && c > 0 && !math.IsInf(c, 0) && math.IsNaN(tip0) {
+			tip0 = c
+		}
+	}
+	if !math.IsNaN(tip0) {
+		p.Y.Label.Text = "tip vs reference, % (without one: vs the first night)"
+		if math.IsNaN(ref0) {
+			p.Y.Label.Text = "tip vs the first night, % (no reference)"
+		}
+	}
+	finiteOr := func(v, or float64) float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return or
+		}
+		return v
+	}
+	var kernel, host trendPoints
+	var hostLo, hostHi []float64
+	var kernelDates, hostDates []string
+	lo, hi := math.Inf(1), math.Inf(-1)
+	grow := func(vs ...float64) {
+		for _, v := range vs {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	for _, pt := range t.Points {
+		r, x := pt.Row, xOf[pt.Night.Date]
+		if refC := r.Reference.Center; r.Ratio > 0 && !math.IsInf(r.Ratio, 0) {
+			y := 100 * (r.Ratio - 1)
+			if !r.HasReference() {
+				y, refC = 100*(r.Ratio/tip0-1), tip0
+			}
+			yLo, yHi := y, y
+			if refC > 0 && !math.IsInf(refC, 0) {
+				yLo = math.Min(y, finiteOr(100*(r.Tip.Lo/refC-1), y))
+				yHi = math.Max(y, finiteOr(100*(r.Tip.Hi/refC-1), y))
+			}
+			kernel.XYs = append(kernel.XYs, plotter.XY{X: x, Y: y})
+			kernel.YErrors = append(kernel.YErrors, struct{ Low, High float64 }{y - yLo, yHi - y})
+			kernelDates = append(kernelDates, pt.Night.Date)
+			grow(yLo, yHi)
+		}
+		if c := r.Reference.Center; c > 0 && !math.IsInf(c, 0) && ref0 > 0 {
+			y := 100 * (c/ref0 - 1)
+			yLo := math.Min(y, finiteOr(100*(r.Reference.Lo/ref0-1), y))
+			yHi := math.Max(y, finiteOr(100*(r.Reference.Hi/ref0-1), y))
+			host.XYs = append(host.XYs, plotter.XY{X: x, Y: y})
+			hostLo, hostHi = append(hostLo, yLo), append(hostHi, yHi)
+			hostDates = append(hostDates, pt.Night.Date)
+			grow(yLo, yHi)
+		}
+	}
+	if math.IsInf(lo, 0) {
+		lo, hi = 0, 0
+	}
+	// Instruction counts are flat to 0.03 %: a span of at least two
+	// percentage points keeps that noise from filling the plot.
+	if span := hi - lo; span < 2 {
+		lo, hi = lo-(2-span)/2, hi+(2-span)/2
+	}
+	span := hi - lo
+
+	var changes []history.ChangePoint
+	for _, cp := range v.changes {
+		if cp.Metric == t.Metric && cp.Status != history.ChangeWithdrawn {
+			changes = append(changes, cp)
+		}
+	}
+	xMin, xMax := 0.0, 0.0
+	if len(v.nights) > 0 {
+		xMin, xMax = xOf[v.nights[0].Date], xOf[v.nights[len(v.nights)-1].Date]
+	}
+	p.X.Min, p.X.Max = xMin-0.6, xMax+0.6
+
+	// The change points' labels go above the data, one under the other;
+	// their room sets the top of the Y range.
+	labels := v.placeLabels(changes, xOf, p.X.Min, p.X.Max, w)
+	bottom := lo - 0.06*span
+	if len(gaps) > 0 {
+		bottom = lo - 0.22*span
+	}
+	lines := 0
+	for _, l := range labels {
+		lines += l.lines
+	}
+	// The data area is the canvas less the legend, the title and the X
+	// axis (about 60 points); the labels need a line of 10 points each.
+	dataHeight := (h - legendHeight - vg.Points(60)).Points()
+	zone := math.Min(0.6, (10*float64(lines)+8)/dataHeight)
+	if lines == 0 {
+		zone = 0.05
+	}
+	top := hi + (hi-bottom)*zone/(1-zone)
+	p.Y.Min, p.Y.Max = bottom, top
+	perPoint := (top - bottom) / dataHeight // Y units per point
+
+	// The reference's band, under everything else.
+	bandRuns := runsOf(hostDates, gapBetween)
+	var refBand *plotter.Polygon
+	for _, run := range bandRuns {
+		var edge plotter.XYs
+		for _, i := range run {
+			edge = append(edge, plotter.XY{X: host.XYs[i].X, Y: hostHi[i]})
+		}
+		for _, i := range slices.Backward(run) {
+			edge = append(edge, plotter.XY{X: host.XYs[i].X, Y: hostLo[i]})
+		}
+		if len(run) == 1 { // a lone night: a narrow box
+			x := host.XYs[run[0]].X
+			edge = plotter.XYs{{X: x - 0.25, Y: hostHi[run[0]]}, {X: x + 0.25, Y: hostHi[run[0]]}, {X: x + 0.25, Y: hostLo[run[0]]}, {X: x - 0.25, Y: hostLo[run[0]]}}
+		}
+		band, err := plotter.NewPolygon(edge)
+		if err != nil {
+			return fail("reference band", err)
+		}
+		band.Color = colorRefBand
+		band.LineStyle.Width = 0
+		p.Add(band)
+		refBand = band
+	}
+	var refLine *plotter.Line
+	for _, run := range bandRuns {
+		var xys plotter.XYs
+		for _, i := range run {
+			xys = append(xys, host.XYs[i])
+		}
+		if len(xys) == 1 {
+			xys = plotter.XYs{{X: xys[0].X - 0.25, Y: xys[0].Y}, {X: xys[0].X + 0.25, Y: xys[0].Y}}
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return fail("reference centre", err)
+		}
+		l.LineStyle = draw.LineStyle{Color: colorB, Width: vg.Points(1)}
+		p.Add(l)
+		refLine = l
+	}
+
+	// The change points, under the tip's points.
+	type mark struct {
+		cp   history.ChangePoint
+		line *plotter.Line
+	}
+	var marks []mark
+	for i, cp := range changes {
+		x := labels[i].x
+		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: bottom}, {X: x, Y: top}})
+		if err != nil {
+			return fail("change point", err)
+		}
+		l.LineStyle = draw.LineStyle{Color: colorKernelChange, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}
+		if cp.Line == history.LineHost {
+			l.LineStyle = draw.LineStyle{Color: colorHostChange, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(1.5)}}
+		}
+		p.Add(l)
+		marks = append(marks, mark{cp: cp, line: l})
+	}
+	line := 0
+	for i, m := range marks {
+		lb := labels[i]
+		y := top - perPoint*(4+10*float64(line))
+		line += lb.lines
+		mark, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: lb.x, Y: y}}, Labels: []string{lb.text}})
+		if err != nil {
+			return fail("change point label", err)
+		}
+		style := &mark.TextStyle[0]
+		*style = labelStyle()
+		style.Color = m.line.LineStyle.Color
+		style.XAlign = draw.XLeft
+		mark.Offset = vg.Point{X: vg.Points(3)}
+		if lb.left {
+			style.XAlign = draw.XRight
+			mark.Offset = vg.Point{X: -vg.Points(3)}
+		}
+		p.Add(mark)
+	}
+
+	// The tip, by runs of nights without a gap.
+	var tipLine *plotter.Line
+	for _, run := range runsOf(kernelDates, gapBetween) {
+		if len(run) < 2 {
+			continue
+		}
+		var xys plotter.XYs
+		for _, i := range run {
+			xys = append(xys, kernel.XYs[i])
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return fail("tip line", err)
+		}
+		l.LineStyle = draw.LineStyle{Color: colorA, Width: vg.Points(0.8)}
+		p.Add(l)
+		tipLine = l
+	}
+	var tipDots *plotter.Scatter
+	if len(kernel.XYs) > 0 {
+		bars, err := plotter.NewYErrorBars(kernel)
+		if err != nil {
+			return fail("tip intervals", err)
+		}
+		bars.LineStyle.Color = colorA
+		bars.CapWidth = vg.Points(4)
+		dots, err := plotter.NewScatter(kernel.XYs)
+		if err != nil {
+			return fail("tip centres", err)
+		}
+		dots.GlyphStyle = draw.GlyphStyle{Color: colorA, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+		p.Add(bars, dots)
+		tipDots = dots
+	}
+
+	// The excursions: a ring around the night's point on its line, for
+	// the eye to tell a night left out of the change points from a step.
+	var ringXYs plotter.XYs
+	for _, e := range v.excursions {
+		xys, dates := kernel.XYs, kernelDates
+		if e.Line == history.LineHost {
+			xys, dates = host.XYs, hostDates
+		}
+		if i := slices.Index(dates, e.Night); e.Metric == t.Metric && i >= 0 {
+			ringXYs = append(ringXYs, xys[i])
+		}
+	}
+	var rings *plotter.Scatter
+	if len(ringXYs) > 0 {
+		var err error
+		if rings, err = plotter.NewScatter(ringXYs); err != nil {
+			return fail("excursions", err)
+		}
+		rings.GlyphStyle = draw.GlyphStyle{Color: colorExcursion, Radius: vg.Points(6), Shape: draw.RingGlyph{}}
+		p.Add(rings)
+	}
+
+	// The gaps.
+	var gapDots *plotter.Scatter
+	if len(gaps) > 0 {
+		var xys plotter.XYs
+		var names []string
+		y := lo - 0.1*span
+		for _, n := range gaps {
+			xys = append(xys, plotter.XY{X: xOf[n.Date], Y: y})
+			names = append(names, gapName(n.Status))
+		}
+		dots, err := plotter.NewScatter(xys)
+		if err != nil {
+			return fail("failed nights", err)
+		}
+		dots.GlyphStyle = draw.GlyphStyle{Color: colorFailedNight, Radius: vg.Points(3.5), Shape: draw.CrossGlyph{}}
+		labels, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: names})
+		if err != nil {
+			return fail("failed nights", err)
+		}
+		for i := range labels.TextStyle {
+			s := &labels.TextStyle[i]
+			s.Font.Variant = "Sans"
+			s.Font.Size = vg.Points(7)
+			s.Color = colorFailedNight
+			s.XAlign, s.YAlign = draw.XCenter, draw.YTop
+		}
+		labels.Offset = vg.Point{Y: -vg.Points(5)}
+		p.Add(dots, labels)
+		gapDots = dots
+	}
+
+	if tipDots != nil {
+		thumbs := []plot.Thumbnailer{tipDots}
+		if tipLine != nil {
+			thumbs = append([]plot.Thumbnailer{tipLine}, thumbs...)
+		}
+		tp.legends[0].add("tip ÷ reference: centre, bar: interval", thumbs...)
+	}
+	if refLine != nil {
+		tp.legends[0].add("reference ÷ its first night: centre, band: interval", refBand, refLine)
+	}
+	if rings != nil {
+		tp.legends[0].add("excursion: far from both neighbours, left out of the change points", rings)
+	}
+	kernelDone, hostDone := false, false
+	for _, m := range marks {
+		switch {
+		case m.cp.Line == history.LineHost && !hostDone:
+			tp.legends[1].add("change point of the reference (host or harness)", m.line)
+			hostDone = true
+		case m.cp.Line != history.LineHost && !kernelDone:
+			tp.legends[1].add("change point of the kernel, with its culprit", m.line)
+			kernelDone = true
+		}
+	}
+	if gapDots != nil {
+		tp.legends[1].add("night without results", gapDots)
+	}
+	return tp, nil
+}
+
+// labelStyle is the text style of a change point's label.
+func labelStyle() text.Style {
+	s := text.Style{Font: font.From(plot.DefaultFont, vg.Points(7.5)), Handler: plot.DefaultTextHandler, YAlign: draw.YTop}
+	s.Font.Variant = "Sans"
+	return s
+}
+
+// trendLabel is a change point's mark: where its line goes and how its
+// label reads and sits.
+type trendLabel struct {
+	x     float64 // between the nights either side of the step
+	text  string
+	lines int
+	left  bool // the label ends at the line instead of starting there
+}
+
+// placeLabels places the labels of changes on a plot whose X axis spans
+// [xLo, xHi] over about w less the Y axis: each label goes to the right of
+// its line if it fits there without crossing another change point's line,
+// else to its left; a label that fits on neither side is broken into two
+// lines and goes where there is more room.
+func (v *seriesView) placeLabels(changes []history.ChangePoint, xOf map[string]float64, xLo, xHi float64, w vg.Length) []trendLabel {
+	style := labelStyle()
+	perPoint := (xHi - xLo) / (w - vg.Points(55)).Points() // X units per point
+	out := make([]trendLabel, len(changes))
+	for i, cp := range changes {
+		x := xOf[cp.Night] - 0.5
+		if bx, ok := xOf[cp.BeforeNight]; ok {
+			x = (bx + xOf[cp.Night]) / 2
+		}
+		out[i] = trendLabel{x: x, text: plotLabel(cp), lines: 1}
+	}
+	crosses := func(lo, hi float64, self int) bool {
+		for j, l := range out {
+			if j != self && l.x > lo && l.x < hi {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range out {
+		l := &out[i]
+		fits := func(text string) (left, ok bool) {
+			width := (style.Width(text).Points() + 6) * perPoint
+			switch {
+			case l.x+width <= xHi && !crosses(l.x, l.x+width, i):
+				return false, true
+			case l.x-width >= xLo && !crosses(l.x-width, l.x, i):
+				return true, true
+			}
+			return false, false
+		}
+		if left, ok := fits(l.text); ok {
+			l.left = left
+			continue
+		}
+		l.text, l.lines = breakLabel(l.text), 2
+		if left, ok := fits(l.text); ok {
+			l.left = left
+			continue
+		}
+		l.left = l.x-xLo > xHi-l.x
+	}
+	return out
+}
+
+// breakLabel breaks a label in two lines at the space nearest its middle.
+func breakLabel(s string) string {
+	r := []rune(s)
+	best := -1
+	for i, c := range r {
+		if c == ' ' && (best < 0 || abs(i-len(r)/2) < abs(best-len(r)/2)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return s
+	}
+	return string(r[:best]) + "\n" + string(r[best+1:])
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// gapName is how a plot labels a night without results.
+func gapName(s history.NightStatus) string {
+	switch s {
+	case history.StatusBuildFailed:
+		return "build failed"
+	case history.StatusBootFailed:
+		return "boot failed"
+	case history.StatusInfraFailed:
+		return "infra failed"
+	case history.StatusRunning:
+		return "unfinished"
+	}
+	return string(s)
+}
+
+// runsOf splits the indices of dates (in order) into runs that no gap
+// separates.
+func runsOf(dates []string, gapBetween func(a, b string) bool) [][]int {
+	var runs [][]int
+	for i, d := range dates {
+		if i == 0 || gapBetween(dates[i-1], d) {
+			runs = append(runs, nil)
+		}
+		runs[len(runs)-1] = append(runs[len(runs)-1], i)
+	}
+	return runs
+}
+
+// nightPositions places the nights on the X axis: days since the first
+// night, or the nights' order if a date does not parse.
+func (v *seriesView) nightPositions() map[string]float64 {
+	xOf := make(map[string]float64, len(v.nights))
+	if len(v.nights) == 0 {
+		return xOf
+	}
+	day0, err := time.Parse(time.DateOnly, v.nights[0].Date)
+	for _, n := range v.nights {
+		d, errN := time.Parse(time.DateOnly, n.Date)
+		if err != nil || errN != nil {
+			clear(xOf)
+			for j, n := range v.nights {
+				xOf[n.Date] = float64(j)
+			}
+			return xOf
+		}
+		xOf[n.Date] = math.Round(d.Sub(day0).Hours() / 24)
+	}
+	return xOf
+}
+
+// nightTicker marks every night on the X axis and labels about 14 of them
+// with their month and day.
+type nightTicker struct {
+	nights []history.Night
+	x      map[string]float64
+}
+
+func (t nightTicker) Ticks(lo, hi float64) []plot.Tick {
+	stride := max(1, (len(t.nights)+13)/14)
+	var ticks []plot.Tick
+	for i, n := range t.nights {
+		tick := plot.Tick{Value: t.x[n.Date]}
+		if i%stride == 0 {
+			tick.Label = n.Date
+			if len(n.Date) == len(time.DateOnly) {
+				tick.Label = n.Date[5:] // MM-DD; the axis label has the years
+			}
+		}
+		ticks = append(ticks, tick)
+	}
+	return ticks
+}

@@ -1,0 +1,363 @@
+// Package report renders a comparison (a *compare.Report) for people and
+// programs: a terminal table with LKP-style headlines, Markdown for issues
+// and mailing lists, JSON for tools, and a self-contained HTML page with one
+// SVG plot per benchmark.
+//
+// Every format says the same things in the same order, because a maintainer
+// reads the first lines and stops:
+//
+//  1. the outcome (no regression, regression, inconclusive) and why;
+//  2. one headline per DIFFERENT benchmark ("…: -21.7% insn/op (better),
+//     DIFFERENT, p=0.008, 4+4 boots"), then the UNKNOWN ones with the boots
+//     a decision would need;
+//  3. warnings that change how to read everything else: environment drift
+//     (a control moved), no controls, instruction-count mode;
+//  4. the table, per unit, with each side's centre and spread, the change,
+//     p, boots and verdict;
+//  5. the run: kernels with image hashes, accelerator, boots and looks, the
+//     seed of the randomized boot order, α, minimum effect, command, date.
+//
+// A paired report (compare.Report.Paired: A's and B's boot of each round ran
+// side by side and took their samples in turn) says so once, with
+// PairedExplanation, and counts pairs wherever an unpaired one counts
+// boots per side: "8 pairs" for "8+8 boots". Its change is the median change
+// of the pairs (compare.Row.DeltaPct), not the distance between the sides'
+// centres, which move with the host's state.
+//
+// The report does not decide anything: verdicts, drift and the outcome come
+// from package compare, as data. Everything that puts them into words is
+// here, once for every format: the table (WriteTable), the headlines
+// (Headline, BootsLabel), the verdict rule (VerdictRule), the explanations
+// (InstructionsExplanation, PairedExplanation) and the formats of
+// percentages (FormatPct); the formats of changes, p-values and centres,
+// which the domain packages' own logs print too, are package view's
+// (view.FormatDelta, view.FormatP, view.FormatValue). view.Meta carries what
+// compare cannot know; the caller fills it.
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"golang.org/x/perf/benchunit"
+
+	"github.com/lpmbisect/lpmbisect/internal/words"
+	"github.com/lpmbisect/lpmbisect/present/view"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// Format is an output format of Write.
+type Format string
+
+const (
+	FormatText     Format = "text"
+	FormatMarkdown Format = "markdown"
+	FormatJSON     Format = "json"
+	FormatHTML     Format = "html"
+)
+
+// ParseFormat parses a --format value: text, markdown (or md), json, html.
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "text", "markdown", "json", "html":
+		return Format(s), nil
+	case "md":
+		return FormatMarkdown, nil
+	}
+	return "", fmt.Errorf("format %q is not text, markdown, json or html", s)
+}
+
+// Write renders rep in format f.
+func Write(w io.Writer, f Format, rep *compare.Report, meta view.Meta) error {
+	switch f {
+	case FormatText:
+		return writePrintable(w, func(w io.Writer) error { return WriteText(w, rep, meta) })
+	case FormatMarkdown:
+		return writePrintable(w, func(w io.Writer) error { return WriteMarkdown(w, rep, meta) })
+	case FormatJSON:
+		return WriteJSON(w, rep, meta)
+	case FormatHTML:
+		return WriteHTML(w, rep, meta)
+	}
+	return fmt.Errorf("report: unknown format %q (want text, markdown, json or html)", f)
+}
+
+// outcomeLine says the outcome and why: "NO REGRESSION (--fail-on
+// regression): no benchmark is worse; 2 benchmarks better".
+func outcomeLine(rep *compare.Report, failOn compare.FailOn) string {
+	return fmt.Sprintf("%s (--fail-on %v): %s", strings.ToUpper(rep.Outcome(failOn).String()), failOn, outcomeReason(rep, failOn))
+}
+
+// outcomeReason says why the outcome is what it is.
+func outcomeReason(rep *compare.Report, failOn compare.FailOn) string {
+	out := rep.Outcome(failOn)
+	different := func(r compare.Row) bool { return r.Verdict == compare.Different }
+	switch {
+	case rep.EnvironmentDrift:
+		return "a control moved, so the environment or harness changed between A and B; no change is blamed on the kernel"
+	case out == compare.Regression && failOn == compare.FailOnChange:
+		return count(rep, different) + " DIFFERENT"
+	case out == compare.Regression:
+		return count(rep, compare.Row.Worse) + " DIFFERENT for the worse"
+	case out == compare.Inconclusive && nonControls(rep) == 0:
+		return "no benchmark other than the controls was compared"
+	case out == compare.Inconclusive && rep.Paired:
+		return count(rep, func(r compare.Row) bool { return r.Verdict == compare.Unknown }) + " UNKNOWN at the pairs taken"
+	case out == compare.Inconclusive:
+		return count(rep, func(r compare.Row) bool { return r.Verdict == compare.Unknown }) + " UNKNOWN at the boots taken"
+	}
+	if n := count(rep, different); n != "no benchmark" {
+		return "no benchmark is worse; " + n + " better"
+	}
+	return "every benchmark is SAME"
+}
+
+// count counts non-control rows matching f, as "1 benchmark", "2 benchmarks"
+// or "no benchmark".
+func count(rep *compare.Report, f func(compare.Row) bool) string {
+	n := 0
+	for _, r := range rep.Rows {
+		if !r.Control && f(r) {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return "no benchmark"
+	case 1:
+		return "1 benchmark"
+	}
+	return fmt.Sprintf("%d benchmarks", n)
+}
+
+func nonControls(rep *compare.Report) int {
+	n := 0
+	for _, r := range rep.Rows {
+		if !r.Control {
+			n++
+		}
+	}
+	return n
+}
+
+// headlines returns one line per DIFFERENT benchmark. Controls are not
+// headlines: warnings says what their moves mean.
+func headlines(rep *compare.Report) []string {
+	var out []string
+	for _, r := range rep.Rows {
+		if r.Verdict == compare.Different && !r.Control {
+			out = append(out, Headline(r))
+		}
+	}
+	return out
+}
+
+// undecided returns one line per non-control UNKNOWN row: its change and
+// what a decision would need (boots per side, or pairs).
+func undecided(rep *compare.Report) []string {
+	var out []string
+	oneSided := map[string]int{} // benchmark → its line in out
+	var units [][]string         // of each line, the units of a one-sided benchmark
+	for _, r := range rep.Rows {
+		if r.Control || r.Verdict != compare.Unknown {
+			continue
+		}
+		line := Headline(r)
+		if !r.Compared() {
+			// Every unit of a benchmark measured on one side is: one
+			// line, its units listed.
+			if i, ok := oneSided[r.Benchmark]; ok {
+				units[i] = append(units[i], r.Unit)
+				continue
+			}
+			oneSided[r.Benchmark] = len(out)
+		}
+		units = append(units, []string{r.Unit})
+		switch {
+		case !r.Compared():
+		case floorTooClose(rep, r):
+			line += fmt.Sprintf("; the calibrated floor ±%s is too close to the change to show it", pct(r.MinEffect))
+		case r.BootsNeeded > compare.MaxBootsNeeded:
+			line += fmt.Sprintf("; a verdict is out of reach (>%d %s at this spread, leaning %v)", compare.MaxBootsNeeded, compare.Units(r.Paired), r.NeedFor)
+		case r.BootsNeeded > 0:
+			line += fmt.Sprintf("; a verdict needs ~%d %s at this spread (leaning %v)", r.BootsNeeded, compare.Units(r.Paired), r.NeedFor)
+		}
+		out = append(out, line)
+	}
+	for _, i := range oneSided {
+		out[i] += " (" + strings.Join(units[i], ", ") + ")"
+	}
+	return out
+}
+
+// warnings returns the paragraphs that change how to read the rest.
+func warnings(rep *compare.Report) []string {
+	var out []string
+	var moved []string
+	for _, r := range rep.Moved() {
+		move := fmt.Sprintf("%s %s %s (%s, p=%s)", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, absChange(r), view.FormatP(r.P))
+		if r.Drift {
+			out = append(out, "ENVIRONMENT DRIFT: control "+move+" moved enough to explain a minimum-effect change of a benchmark. "+
+				"The host, QEMU or the harness changed between the sides; no benchmark's change is attributed to the kernel. Re-run, ideally on a quieter host.")
+		} else {
+			moved = append(moved, move)
+		}
+	}
+	if len(moved) > 0 {
+		out = append(out, "Controls moved with the kernel: "+strings.Join(moved, "; ")+
+			". The harness's cost inside the kernel (the BPF program and bpf_loop around the operation) changed, "+
+			fmt.Sprintf("by less than %s of every benchmark: too little to explain a verdict. The benchmarks' changes include it.", pct(rep.MinEffect)))
+	}
+	if !rep.HasControls() {
+		out = append(out, "No control benchmark (noop, baseline) was compared: environment drift cannot be told apart from a kernel change.")
+	}
+	if rep.Instructions() {
+		out = append(out, InstructionsExplanation)
+	}
+	return out
+}
+
+// absChange formats the change from A to B in the row's unit, with its SI
+// prefix: "+2.000 insn/op", "+3.1n sec/op". Unpaired, it is B's centre minus
+// A's. Paired, it is A's centre times the row's change (the median change
+// of the pairs): the sides' centres move with the host's state, which the
+// pairs cancel, so their difference is not the change that was tested.
+func absChange(r compare.Row) string {
+	d := r.B.Center - r.A.Center
+	if r.Paired {
+		d = r.A.Center * r.DeltaPct / 100
+	}
+	sign := "+"
+	if d < 0 {
+		sign = "-"
+	}
+	return sign + benchunit.Scale(math.Abs(d), benchunit.ClassOf(r.Unit)) + " " + r.Unit
+}
+
+// boots describes the boots per side and the looks, e.g. "6+6 boots, looks
+// at 4, 6 of at most 12 per side", or for a paired report "10 pairs (A and B
+// side by side, steps in turn), looks at 6, 7 of at most 10 pairs".
+func boots(rep *compare.Report) string {
+	if rep.Paired {
+		return pairs(rep)
+	}
+	a, b := 0, 0
+	for _, r := range rep.Rows {
+		a, b = max(a, r.A.Boots), max(b, r.B.Boots)
+	}
+	s := fmt.Sprintf("%d+%d boots", a, b)
+	if l := rep.Look; l.MaxBoots > 0 {
+		s += fmt.Sprintf(", looks at %s of at most %d per side", joinInts(l.History), l.MaxBoots)
+	}
+	return s
+}
+
+// pairs is boots for a paired report. It counts the complete pairs of the
+// row with most of them, and says how many more pairs lack a side's boot.
+func pairs(rep *compare.Report) string {
+	complete := 0
+	seen := map[string]bool{}
+	for _, r := range rep.Rows {
+		complete = max(complete, r.Pairs)
+		for _, s := range []compare.Summary{r.A, r.B} {
+			for _, b := range s.PerBoot {
+				seen[b.Pair] = true
+			}
+		}
+	}
+	s := fmt.Sprintf("%d pairs", complete)
+	if extra := len(seen) - complete; extra > 0 {
+		s += fmt.Sprintf(" and %d incomplete", extra)
+	}
+	s += " (A and B side by side, steps in turn)"
+	if l := rep.Look; l.MaxBoots > 0 {
+		s += fmt.Sprintf(", looks at %s of at most %d pairs", joinInts(l.History), l.MaxBoots)
+	}
+	return s
+}
+
+func joinInts(vs []int) string {
+	s := ""
+	for i, v := range vs {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprint(v)
+	}
+	return s
+}
+
+// kernelLine describes a side's kernel: "6.1.0-57-cloud-amd64, image
+// sha256 fe69a84e207e, from linux-image-….deb".
+func kernelLine(side compare.SideInfo, k view.KernelInfo) string {
+	s := side.Kernel
+	if s == "" {
+		s = k.Release
+	}
+	if k.SHA256 != "" {
+		s += ", image sha256 " + words.ShortHash(k.SHA256)
+	}
+	if k.Input != "" {
+		s += ", from " + k.Input
+	}
+	return s
+}
+
+// runLines lists the run's parameters as label, value pairs.
+func runLines(rep *compare.Report, meta view.Meta) [][2]string {
+	var out [][2]string
+	add := func(k, v string) {
+		if v != "" {
+			out = append(out, [2]string{k, v})
+		}
+	}
+	add("kernel A", kernelLine(rep.A, meta.A))
+	add("kernel B", kernelLine(rep.B, meta.B))
+	add("accelerator", meta.Accel)
+	bootsLine := boots(rep)
+	if meta.Samples > 0 {
+		bootsLine += fmt.Sprintf(", %d samples per benchmark per boot", meta.Samples)
+	}
+	if meta.FailedBoots > 0 {
+		bootsLine += fmt.Sprintf(", %d failed boots left out", meta.FailedBoots)
+	}
+	add("boots", bootsLine)
+	for i, c := range meta.BootCost {
+		if c != nil {
+			add("boot cost "+string("AB"[i]), c.String()+" guest ticks")
+		}
+	}
+	switch {
+	case meta.Seed != nil && rep.Paired:
+		add("step order", fmt.Sprintf("A/B order of each step randomized, seed %d", *meta.Seed))
+	case meta.Seed != nil:
+		add("boot order", fmt.Sprintf("A/B interleaved in randomized order, seed %d", *meta.Seed))
+	}
+	add("statistics", fmt.Sprintf("α=%v family-wise over rows and looks, minimum effect %s, %s confidence intervals",
+		rep.Alpha, pct(rep.MinEffect), pct(rep.Confidence)))
+	add("command", meta.Command)
+	if !meta.Date.IsZero() {
+		add("date", meta.Date.UTC().Format(time.RFC3339))
+	}
+	add("host", meta.Host)
+	if f := meta.ResultsFile; f != "" {
+		// benchstat's tables split by every configuration key unless the
+		// per-boot ones are ignored.
+		col, ignore := compare.KeyKernel, "side,boot,image"
+		if rep.A.Kernel == rep.B.Kernel {
+			col, ignore = compare.KeySide, "boot,image" // one kernel on both sides
+		}
+		if rep.Paired {
+			ignore += "," + compare.KeyPair
+		}
+		if wire.Accel(meta.Accel).CountsInstructions() {
+			ignore += "," + wire.KeyPhases // each boot's own
+		}
+		add("raw results", fmt.Sprintf("%s (benchstat -col %s -ignore %s %s)", f, col, ignore, f))
+	}
+	return out
+}

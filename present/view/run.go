@@ -1,0 +1,56 @@
+package view
+
+import (
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/host/insight"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// Meta describes the run behind a comparison. Zero fields are left out of
+// reports.
+type Meta struct {
+	// A and B are the kernels compared.
+	A KernelInfo `json:"a,omitzero"`
+	B KernelInfo `json:"b,omitzero"`
+	// Accel is the accelerator the boots ran under: "kvm", "tcg" or
+	// "tcg-icount" (the value of the results' accel key).
+	Accel string `json:"accel,omitempty"`
+	// Seed is the seed of the randomized order of A and B boots; nil if the
+	// order was not randomized.
+	Seed *int64 `json:"seed,omitempty"`
+	// Samples is the number of samples per benchmark per boot.
+	Samples int `json:"samples,omitempty"`
+	// FailOn is the --fail-on rule the outcome is reported for.
+	FailOn compare.FailOn `json:"-"`
+	// Command is the command line that produced the results.
+	Command string `json:"command,omitempty"`
+	// Date is when the run started.
+	Date time.Time `json:"date,omitzero"`
+	// ResultsFile is the raw benchfmt file that plain benchstat reads.
+	ResultsFile string `json:"results_file,omitempty"`
+	// FailedBoots counts boots that did not complete (panic, stall,
+	// timeout) and so are not in the statistics.
+	FailedBoots int `json:"failed_boots,omitempty"`
+	// Host describes the machine (CPU model, cores), if known.
+	Host string `json:"host,omitempty"`
+	// BootCost is what each side's boots cost, phase by phase, under
+	// icount (measure.BootCosts); nil for a side without phases.
+	BootCost [2]*wire.BootCost `json:"boot_cost,omitzero"`
+	// Insight is the block that says why it changed (symbol sizes, the
+	// calls of the functions of interest, the benchmark programs, call
+	// counts), rendered after the table by every format; nil leaves it
+	// out. JSON carries it as Document.Insight.
+	Insight *insight.Diff `json:"-"`
+}
+
+// KernelInfo describes one side's kernel.
+type KernelInfo struct {
+	// Input is what the user passed: a bzImage, .deb or build directory.
+	Input string `json:"input,omitempty"`
+	// Release is the kernel release (uname -r), the label in results.
+	Release string `json:"release,omitempty"`
+	// SHA256 is the hex digest of the kernel image.
+	SHA256 string `json:"sha256,omitempty"`
+}
