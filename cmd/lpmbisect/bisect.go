@@ -15,6 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/config/cliflag"
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
@@ -24,8 +25,8 @@ import (
 )
 
 // exitRunAbort is bisect-run's exit code for what must stop git bisect run
-// (bisect.ExitAbort; the others are bisect.Class.ExitCode).
-const exitRunAbort = bisect.ExitAbort
+// (campaign.ExitAbort; the others are campaign.Class.ExitCode).
+const exitRunAbort = campaign.ExitAbort
 
 // bisectOpts are the flags of both bisect commands.
 func bisectOpts(r *run) []opt {
@@ -49,7 +50,7 @@ func (r *run) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, er
 	if err != nil {
 		return nil, err
 	}
-	bs, err := bisect.NewSetup(ctx, s, bisect.FromConfig(r.File, auto))
+	bs, err := bisect.NewSetup(ctx, s, campaign.FromConfig(r.File, auto))
 	if err != nil {
 		return nil, usageError("%v (check --boots, --max-boots and --alpha)", err)
 	}
@@ -84,7 +85,7 @@ func bisectRunCommand(r *run) *cli.Command {
 			return bisectError(err, r)
 		}
 		code := v.Class.ExitCode()
-		if code == bisect.ExitGood {
+		if code == campaign.ExitGood {
 			fmt.Fprintf(c.App.ErrWriter, "lpmbisect: %v (exit %d): %s\n", v.Class, code, v.Reason)
 			return nil
 		}
@@ -209,17 +210,17 @@ func bisectError(err error, r *run) error {
 	switch {
 	case err == nil, errors.As(err, &ee), errors.As(err, &se):
 		return err
-	case errors.Is(err, bisect.ErrEndpointsNotDifferent):
+	case errors.Is(err, campaign.ErrEndpointsNotDifferent):
 		return &exitError{code: exitInconclusive, err: fmt.Errorf("%w (raise --max-boots or lower --min-effect)", err)}
-	case errors.Is(err, bisect.ErrWrongDirection) && r.Bisect.Reverse:
+	case errors.Is(err, campaign.ErrWrongDirection) && r.Bisect.Reverse:
 		return usageError("%v (drop --reverse)", err)
-	case errors.Is(err, bisect.ErrWrongDirection):
+	case errors.Is(err, campaign.ErrWrongDirection):
 		return usageError("%v (add --reverse)", err)
 	case errors.Is(err, bisect.ErrNoEndpoint):
 		return usageError("%v (give --good and --bad, or start git bisect with both)", err)
 	case errors.Is(err, bisect.ErrTooFewImages), errors.Is(err, fs.ErrNotExist) && len(r.Bisect.Images) > 0:
 		return usageError("--images: %v", err)
-	case errors.Is(err, bisect.ErrOtherBisection), errors.Is(err, git.ErrGit), errors.Is(err, bisect.ErrEndpointBroken), errors.Is(err, git.ErrNotRepo):
+	case errors.Is(err, campaign.ErrOtherBisection), errors.Is(err, git.ErrGit), errors.Is(err, bisect.ErrEndpointBroken), errors.Is(err, git.ErrNotRepo):
 		return usageError("%v", err)
 	}
 	return err

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 )
@@ -138,7 +138,7 @@ func culpritRepoWith(t *testing.T, extra map[string]string) (dir string, commits
 }
 
 // readState reads the one state file of kind in dir.
-func readState(t *testing.T, dir, kind string) *bisect.State {
+func readState(t *testing.T, dir, kind string) *campaign.State {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, kind+"-*.json"))
 	if len(files) != 1 {
@@ -148,7 +148,7 @@ func readState(t *testing.T, dir, kind string) *bisect.State {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st bisect.State
+	var st campaign.State
 	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestGitBisectRunOnRealKernels(t *testing.T) {
 	st := readState(t, filepath.Join(dir, ".git", "lpmbisect"), "bisect-run")
 	skips := map[string]string{}
 	for _, s := range st.Steps {
-		if s.Verdict.Class == bisect.Skip {
+		if s.Verdict.Class == campaign.Skip {
 			skips[s.Commit] = s.Verdict.Reason
 		}
 	}
@@ -227,7 +227,7 @@ func TestBisectRepoOnRealKernelsResumes(t *testing.T) {
 			files, _ := filepath.Glob(filepath.Join(state, "git-*.json"))
 			if len(files) == 1 {
 				data, _ := os.ReadFile(files[0])
-				var st bisect.State
+				var st campaign.State
 				if json.Unmarshal(data, &st) == nil && len(st.Steps) >= 2 {
 					interrupted.Process.Signal(syscall.SIGINT)
 					return

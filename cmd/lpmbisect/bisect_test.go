@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
@@ -16,7 +17,7 @@ import (
 // goes to: the text to standard output and its file, every HTML page, and
 // beside each page the re-check's comparison, which the page links.
 func TestWriteBisectionFiles(t *testing.T) {
-	rep := bisect.Report{State: &bisect.State{}, Result: &bisect.Result{}}
+	rep := bisect.Report{State: &campaign.State{}, Result: &campaign.Result{}}
 	recheck := &compare.Report{A: compare.SideInfo{Name: compare.SideA, Kernel: "parent 0a1b2c3d4e5f"},
 		B: compare.SideInfo{Name: compare.SideB, Kernel: "culprit 1a4a0cb7985f"}, Alpha: 0.05, MinEffect: 0.01, Confidence: 0.95}
 	for _, tc := range []struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/config/cliflag"
-	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 )
 
@@ -34,7 +34,7 @@ func (r *run) buildTree(c *cli.Context, src string) (*kbuild.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Src, o.Dir, o.Notes = src, bisect.BuildDirFor(src, r.Build.BuildDir), r.log
+	o.Src, o.Dir, o.Notes = src, campaign.BuildDirFor(src, r.Build.BuildDir), r.log
 	r.log.Printf("building %s in %s (log: %s)", src, o.Dir, kbuild.LogPath(o.Dir))
 	res, err := kbuild.Build(c.Context, o)
 	switch {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/config"
-	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
 )
@@ -31,7 +31,7 @@ func TestBuildCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("lpmbisect build: exit %d\n%s", code, stderr)
 	}
-	dir := filepath.Join(src, bisect.DefaultBuildDir)
+	dir := filepath.Join(src, campaign.DefaultBuildDir)
 	if got := strings.TrimSpace(stdout); got != dir {
 		t.Errorf("lpmbisect build printed %q; want the build directory %s", got, dir)
 	}
@@ -134,9 +134,9 @@ func TestBisectRunCode(t *testing.T) {
 		err  error
 		want int
 	}{
-		{"good", nil, bisect.ExitGood},
-		{"bad", &exitError{code: bisect.ExitBad, err: errors.New("BAD"), verdict: true}, bisect.ExitBad},
-		{"skip", &exitError{code: bisect.ExitSkip, err: errors.New("SKIP"), verdict: true}, bisect.ExitSkip},
+		{"good", nil, campaign.ExitGood},
+		{"bad", &exitError{code: campaign.ExitBad, err: errors.New("BAD"), verdict: true}, campaign.ExitBad},
+		{"skip", &exitError{code: campaign.ExitSkip, err: errors.New("SKIP"), verdict: true}, campaign.ExitSkip},
 		{"usage", usageError("--boots 0"), exitRunAbort},
 		{"regression code without a verdict", &exitError{code: exitRegression, err: errors.New("x")}, exitRunAbort},
 		{"infrastructure", errors.New("QEMU died"), exitRunAbort},

@@ -25,7 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/flow/fleet"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
@@ -567,7 +567,7 @@ func TestFleetBisect(t *testing.T) {
 	st := readState(t, state, "git")
 	skips := map[string]string{}
 	for _, s := range st.Steps {
-		if s.Verdict.Class == bisect.Skip {
+		if s.Verdict.Class == campaign.Skip {
 			skips[s.Commit] = s.Verdict.Reason
 		}
 	}

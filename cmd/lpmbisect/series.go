@@ -65,7 +65,7 @@ func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
 	if err != nil {
 		return err
 	}
-	o.Setup = setup
+	o.Setup = setup.Setup
 	res, err := series.Run(c.Context, o)
 	if err != nil && res != nil && c.Context.Err() != nil {
 		// Interrupted: what was measured so far, then the signal's code.

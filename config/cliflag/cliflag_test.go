@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/config"
-	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 )
 
 // parse runs one command with the flags of f's keys on the line args and
@@ -52,8 +52,8 @@ func TestKeyUsage(t *testing.T) {
 		t.Errorf("Key(measure.max_boots) = %+v; want --max-boots bound to Measure.MaxBoots with the given usage", fl)
 	}
 	for _, fl := range Keys(&d, "build") {
-		if fl.Name == "build-dir" && !strings.Contains(fl.Usage, bisect.DefaultBuildDir) {
-			t.Errorf("--build-dir's usage %q does not name the default %s", fl.Usage, bisect.DefaultBuildDir)
+		if fl.Name == "build-dir" && !strings.Contains(fl.Usage, campaign.DefaultBuildDir) {
+			t.Errorf("--build-dir's usage %q does not name the default %s", fl.Usage, campaign.DefaultBuildDir)
 		}
 	}
 }

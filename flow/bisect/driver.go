@@ -3,20 +3,17 @@ package bisect
 import (
 	"context"
 	"log"
-	"os"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/host/kbuild"
-	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/present/view"
-	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Bisection is what every kind of bisection shares: the classifier, the
 // state, the re-check and the log.
 type Bisection struct {
-	Bench *Bench
-	State *State
+	Bench *campaign.Bench
+	State *campaign.State
 	// RecheckBoots is how many boots the re-check adds to the culprit and
 	// its parent (0: no re-check).
 	RecheckBoots int
@@ -36,7 +33,7 @@ func (bs *Bisection) noteMeasured() error {
 }
 
 // setEndpoints measures the endpoints and records the effect.
-func (bs *Bisection) setEndpoints(ctx context.Context, good, bad Candidate) error {
+func (bs *Bisection) setEndpoints(ctx context.Context, good, bad campaign.Candidate) error {
 	eff, err := bs.Bench.SetEndpoints(ctx, good, bad)
 	if serr := bs.noteMeasured(); serr != nil && err == nil {
 		err = serr
@@ -58,14 +55,14 @@ func (bs *Bisection) setEndpoints(ctx context.Context, good, bad Candidate) erro
 }
 
 // classify classifies a kernel, records the step and returns its class.
-func (bs *Bisection) classify(ctx context.Context, st Step, k Candidate) (Class, error) {
+func (bs *Bisection) classify(ctx context.Context, st campaign.Step, k campaign.Candidate) (campaign.Class, error) {
 	start := time.Now()
 	v, rk, err := bs.Bench.ClassifyKernel(ctx, k)
 	if serr := bs.noteMeasured(); serr != nil && err == nil {
 		err = serr
 	}
 	if err != nil {
-		return Skip, err
+		return campaign.Skip, err
 	}
 	st.Time, st.Verdict, st.Seconds = time.Now(), v, time.Since(start).Seconds()
 	st.Kernel = k.Input
@@ -76,7 +73,7 @@ func (bs *Bisection) classify(ctx context.Context, st Step, k Candidate) (Class,
 }
 
 // recheck re-checks a culprit against its parent, if asked to.
-func (bs *Bisection) recheck(ctx context.Context, parent, culprit Candidate) (*Recheck, error) {
+func (bs *Bisection) recheck(ctx context.Context, parent, culprit campaign.Candidate) (*campaign.Recheck, error) {
 	if bs.RecheckBoots <= 0 {
 		return nil, nil
 	}
@@ -99,40 +96,13 @@ func (bs *Bisection) recheck(ctx context.Context, parent, culprit Candidate) (*R
 }
 
 // finish completes and saves the result.
-func (bs *Bisection) finish(res *Result) (*Result, error) {
+func (bs *Bisection) finish(res *campaign.Result) (*campaign.Result, error) {
 	res.Steps = len(bs.State.Steps)
 	res.Measured = len(bs.State.Measured)
-	res.Confidence = Confidence(bs.State.Steps)
+	res.Confidence = campaign.Confidence(bs.State.Steps)
 	bs.State.Result = res
 	if err := bs.State.Save(); err != nil {
 		return res, err
 	}
 	return res, nil
-}
-
-// CandidateOf describes a built kernel for measuring.
-func CandidateOf(b *kbuild.Built, label, commit string) Candidate {
-	return Candidate{Input: b.Kernel, Label: label, Labels: map[string]string{
-		wire.KeyCommit: commit, wire.KeyCompiler: b.Compiler, wire.KeyKconfig: b.Kconfig,
-	}}
-}
-
-// BuildCommit builds the tree src (checked out at commit) unless the state
-// has its kernel already, keeps the kernel and records it. A tree that does
-// not build gives a Built with Failed set and its log kept under the state.
-func BuildCommit(ctx context.Context, s *State, builder kbuild.Builder, src, buildDir, commit string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*kbuild.Built, error) {
-	if b := s.Kernels[commit]; b != nil {
-		if b.Failed != "" {
-			return b, nil
-		}
-		if _, err := os.Stat(b.Kernel); err == nil {
-			return b, nil
-		}
-	}
-	b, err := kbuild.BuildKernel(ctx, builder, src, buildDir, commit, s.Dir(), resolve, log)
-	if err != nil {
-		return nil, err
-	}
-	s.Kernels[commit] = b
-	return b, s.Save()
 }

@@ -16,8 +16,10 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testcampaign"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
@@ -31,28 +33,28 @@ func TestImagesBisect(t *testing.T) {
 		case i == 4:
 			os.WriteFile(p, []byte("garbage"), 0o644)
 		case i == 8:
-			writeKernel(t, p, 838, "noboot")
+			testcampaign.WriteKernel(t, p, 838, "noboot")
 		case i <= 5:
-			writeKernel(t, p, 1065, fmt.Sprint(i))
+			testcampaign.WriteKernel(t, p, 1065, fmt.Sprint(i))
 		default:
-			writeKernel(t, p, 838, fmt.Sprint(i))
+			testcampaign.WriteKernel(t, p, 838, fmt.Sprint(i))
 		}
 		images = append(images, p)
 	}
 	stateDir := t.TempDir()
-	run := func(m *fakeMeasurer) (*Result, *State, error) {
-		st, err := OpenState(stateDir, State{Kind: KindImages, Images: images, Params: "test", Judge: "test", Reverse: true})
+	run := func(m *testcampaign.Measurer) (*campaign.Result, *campaign.State, error) {
+		st, err := campaign.OpenState(stateDir, campaign.State{Kind: campaign.KindImages, Images: images, Params: "test", Judge: "test", Reverse: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := newBench(t, m, filepath.Join(stateDir, "measurements"), true)
+		b := testcampaign.NewBench(t, m, filepath.Join(stateDir, "measurements"), true)
 		var logged bytes.Buffer
 		ib := &ImagesBisect{Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: log.New(&logged, "", 0)}, Images: images}
 		res, err := ib.Run(context.Background())
 		t.Logf("log:\n%s", logged.String())
 		return res, st, err
 	}
-	m := &fakeMeasurer{}
+	m := &testcampaign.Measurer{}
 	res, st, err := run(m)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestImagesBisect(t *testing.T) {
 		t.Errorf("ImagesBisect.Run() re-check = %+v; want confirmed", res.Recheck)
 	}
 	bound := int(math.Ceil(math.Log2(float64(len(images)-1)))) + 2
-	if n := m.imagesMeasured(); n > bound || res.Measured != n {
+	if n := m.ImagesMeasured(); n > bound || res.Measured != n {
 		t.Errorf("measured %d images (result says %d); want at most ⌈log2 %d⌉+2 = %d", n, res.Measured, len(images)-1, bound)
 	}
 	// What the report says (package report lays it out: its golden files).
@@ -77,13 +79,13 @@ func TestImagesBisect(t *testing.T) {
 	}
 
 	// Run again: the state has every step and the store every boot.
-	m2 := &fakeMeasurer{}
+	m2 := &testcampaign.Measurer{}
 	res2, _, err := run(m2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res2.FirstBad != res.FirstBad || m2.calls != 0 {
-		t.Errorf("second run: first bad %s, %d measurements; want %s with none", res2.FirstBad, m2.calls, res.FirstBad)
+	if res2.FirstBad != res.FirstBad || m2.Calls() != 0 {
+		t.Errorf("second run: first bad %s, %d measurements; want %s with none", res2.FirstBad, m2.Calls(), res.FirstBad)
 	}
 }
 
@@ -125,7 +127,7 @@ func gitRepo(t *testing.T, values []float64, broken, noboot map[int]bool) (dir s
 		if noboot[i] {
 			extra = append(extra, "noboot")
 		}
-		writeKernel(t, filepath.Join(dir, "kernel.txt"), v, extra...)
+		testcampaign.WriteKernel(t, filepath.Join(dir, "kernel.txt"), v, extra...)
 		os.Remove(filepath.Join(dir, "BROKEN"))
 		if broken[i] {
 			os.WriteFile(filepath.Join(dir, "BROKEN"), nil, 0o644)
@@ -145,22 +147,22 @@ func TestGitBisect(t *testing.T) {
 	values := []float64{1000, 1000, 1000, 1000, 1000, 1000, 1200, 1200, 1200}
 	dir, commits := gitRepo(t, values, map[int]bool{4: true}, map[int]bool{2: true})
 	stateDir := t.TempDir()
-	newRun := func(m *fakeMeasurer) *GitBisect {
-		st, err := OpenState(stateDir, State{Kind: KindGit, Repo: dir, Good: commits[0], Bad: commits[8], Params: "test", Judge: "test"})
+	newRun := func(m *testcampaign.Measurer) *GitBisect {
+		st, err := campaign.OpenState(stateDir, campaign.State{Kind: campaign.KindGit, Repo: dir, Good: commits[0], Bad: commits[8], Params: "test", Judge: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := newBench(t, m, filepath.Join(stateDir, "measurements"), false)
+		b := testcampaign.NewBench(t, m, filepath.Join(stateDir, "measurements"), false)
 		return &GitBisect{
 			Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: log.New(os.Stderr, "", 0)},
 			Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[8],
-			Builder: &kbuild.CommandBuilder{Command: "./build.sh"}, BuildDir: filepath.Join(t.TempDir(), "build"), Resolve: fakeResolve,
+			Builder: &kbuild.CommandBuilder{Command: "./build.sh"}, BuildDir: filepath.Join(t.TempDir(), "build"), Resolve: testcampaign.Resolve,
 		}
 	}
 
 	// Interrupt the first run at its fourth measurement.
 	ctx, cancel := context.WithCancel(context.Background())
-	m1 := &fakeMeasurer{cancel: cancel, cancelAt: 4}
+	m1 := &testcampaign.Measurer{Cancel: cancel, CancelAt: 4}
 	if _, err := newRun(m1).Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted Run() error = %v; want context.Canceled", err)
 	}
@@ -168,9 +170,9 @@ func TestGitBisect(t *testing.T) {
 	if !r.BisectInProgress(context.Background()) {
 		t.Errorf("an interrupted bisection should leave git bisect in progress, to resume")
 	}
-	decided := len(newRun(&fakeMeasurer{}).State.Steps)
+	decided := len(newRun(&testcampaign.Measurer{}).State.Steps)
 
-	m2 := &fakeMeasurer{}
+	m2 := &testcampaign.Measurer{}
 	g := newRun(m2)
 	res, err := g.Run(context.Background())
 	if err != nil {
@@ -184,19 +186,19 @@ func TestGitBisect(t *testing.T) {
 	}
 	// Steps decided before the interruption were not measured again.
 	for _, st := range g.State.Steps[:decided] {
-		if st.Image != "" && m2.boots[st.Image] > 0 && st.Commit != commits[6] && st.Commit != commits[5] {
+		if st.Image != "" && m2.Boots(st.Image) > 0 && st.Commit != commits[6] && st.Commit != commits[5] {
 			t.Errorf("resumed run measured %s again (decided before the interruption)", words.ShortHash(st.Commit))
 		}
 	}
-	if m2.boots[g.State.Kernels[commits[0]].Image] != 0 || m2.boots[g.State.Kernels[commits[8]].Image] != 0 {
+	if m2.Boots(g.State.Kernels[commits[0]].Image) != 0 || m2.Boots(g.State.Kernels[commits[8]].Image) != 0 {
 		t.Errorf("resumed run measured the endpoints again")
 	}
 	// Commit 4 does not build and 2 does not boot: skipped.
 	visited := map[string]bool{}
 	for _, st := range g.State.Steps {
 		visited[st.Commit] = true
-		t.Logf("%s", FormatStep(st))
-		if (st.Commit == commits[4] || st.Commit == commits[2]) && st.Verdict.Class != Skip {
+		t.Logf("%s", campaign.FormatStep(st))
+		if (st.Commit == commits[4] || st.Commit == commits[2]) && st.Verdict.Class != campaign.Skip {
 			t.Errorf("step %s = %s; want skip", words.ShortHash(st.Commit), st.Verdict.Class)
 		}
 		if st.Commit == commits[4] && !strings.Contains(st.Verdict.Reason, "build failed") {
@@ -227,17 +229,17 @@ func TestGitBisect(t *testing.T) {
 
 func TestGitBisectRefusesSameEndpoints(t *testing.T) {
 	dir, commits := gitRepo(t, []float64{1000, 1000.2, 1000.1}, nil, nil)
-	st, err := OpenState(t.TempDir(), State{Kind: KindGit, Repo: dir, Good: commits[0], Bad: commits[2]})
+	st, err := campaign.OpenState(t.TempDir(), campaign.State{Kind: campaign.KindGit, Repo: dir, Good: commits[0], Bad: commits[2]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &GitBisect{
-		Bisection: Bisection{Bench: newBench(t, &fakeMeasurer{}, t.TempDir(), false), State: st},
+		Bisection: Bisection{Bench: testcampaign.NewBench(t, &testcampaign.Measurer{}, t.TempDir(), false), State: st},
 		Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[2],
-		Builder: &kbuild.CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: fakeResolve,
+		Builder: &kbuild.CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: testcampaign.Resolve,
 	}
 	_, err = g.Run(context.Background())
-	if !errors.Is(err, ErrEndpointsNotDifferent) {
+	if !errors.Is(err, campaign.ErrEndpointsNotDifferent) {
 		t.Errorf("Run() on endpoints that measure the same: %v; want ErrEndpointsNotDifferent", err)
 	}
 	if (&git.Repo{Dir: dir}).BisectInProgress(context.Background()) {
@@ -250,15 +252,15 @@ func TestGitBisectSameImageIsSuspect(t *testing.T) {
 	// bisection blames 2; the test then asks for 3's re-check directly.
 	dir, commits := gitRepo(t, []float64{1000, 1000, 1200, 1200}, nil, nil)
 	os.WriteFile(filepath.Join(dir, "README"), []byte("docs only\n"), 0o644)
-	st, _ := OpenState(t.TempDir(), State{Kind: KindGit, Repo: dir, Good: commits[0], Bad: commits[3]})
+	st, _ := campaign.OpenState(t.TempDir(), campaign.State{Kind: campaign.KindGit, Repo: dir, Good: commits[0], Bad: commits[3]})
 	g := &GitBisect{
-		Bisection: Bisection{Bench: newBench(t, &fakeMeasurer{}, t.TempDir(), false), State: st, RecheckBoots: 4},
+		Bisection: Bisection{Bench: testcampaign.NewBench(t, &testcampaign.Measurer{}, t.TempDir(), false), State: st, RecheckBoots: 4},
 		Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[3],
-		Builder: &kbuild.CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: fakeResolve,
+		Builder: &kbuild.CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: testcampaign.Resolve,
 	}
-	b1 := &kbuild.Built{Kernel: writeKernel(t, filepath.Join(t.TempDir(), "k"), 1200), Image: "same"}
+	b1 := &kbuild.Built{Kernel: testcampaign.WriteKernel(t, filepath.Join(t.TempDir(), "k"), 1200), Image: "same"}
 	st.Kernels[commits[1]], st.Kernels[commits[2]] = b1, b1
-	res := &Result{FirstBad: commits[2]}
+	res := &campaign.Result{FirstBad: commits[2]}
 	if err := g.recheckCulprit(context.Background(), res); err != nil {
 		t.Fatal(err)
 	}
@@ -272,26 +274,26 @@ func TestGitBisectSameImageIsSuspect(t *testing.T) {
 
 func TestOpenStateIdentity(t *testing.T) {
 	dir := t.TempDir()
-	a, err := OpenState(dir, State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"})
+	a, err := campaign.OpenState(dir, campaign.State{Kind: campaign.KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Steps = append(a.Steps, Step{N: 1, Commit: "c", Verdict: Verdict{Class: Bad}})
+	a.Steps = append(a.Steps, campaign.Step{N: 1, Commit: "c", Verdict: campaign.Verdict{Class: campaign.Bad}})
 	if err := a.Save(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := OpenState(dir, State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"})
+	again, err := campaign.OpenState(dir, campaign.State{Kind: campaign.KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"})
 	if err != nil || len(again.Steps) != 1 || again.Path() != a.Path() {
 		t.Errorf("OpenState(same bisection) = %d steps at %s, %v; want the saved step at %s", len(again.Steps), again.Path(), err, a.Path())
 	}
-	other, err := OpenState(dir, State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "other"})
+	other, err := campaign.OpenState(dir, campaign.State{Kind: campaign.KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "other"})
 	if err != nil || len(other.Steps) != 0 || other.Path() == a.Path() {
 		t.Errorf("OpenState(other judge) = %d steps at %s, %v; want a new state beside the first", len(other.Steps), other.Path(), err)
 	}
 	// A state file edited to name another bisection is refused.
 	data, _ := os.ReadFile(a.Path())
 	os.WriteFile(a.Path(), []byte(strings.Replace(string(data), `"judge": "j"`, `"judge": "x"`, 1)), 0o644)
-	if _, err := OpenState(dir, State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"}); !errors.Is(err, ErrOtherBisection) {
+	if _, err := campaign.OpenState(dir, campaign.State{Kind: campaign.KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "p", Judge: "j"}); !errors.Is(err, campaign.ErrOtherBisection) {
 		t.Errorf("OpenState over another bisection's file: %v; want ErrOtherBisection", err)
 	}
 }
@@ -367,26 +369,26 @@ func TestBisectEndpointsComeFromTheStart(t *testing.T) {
 // empty measurement store, never the wall-time verdicts or results.
 func TestStateKeepsAccelsApart(t *testing.T) {
 	dir := t.TempDir()
-	want := State{Kind: KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "tcg-0123456789ab", Judge: "j"}
-	wall, err := OpenState(dir, want)
+	want := campaign.State{Kind: campaign.KindGit, Repo: "/r", Good: "g", Bad: "b", Params: "tcg-0123456789ab", Judge: "j"}
+	wall, err := campaign.OpenState(dir, want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wall.Steps = append(wall.Steps, Step{N: 1, Commit: "c", Verdict: Verdict{Class: Bad}})
+	wall.Steps = append(wall.Steps, campaign.Step{N: 1, Commit: "c", Verdict: campaign.Verdict{Class: campaign.Bad}})
 	if err := wall.Save(); err != nil {
 		t.Fatal(err)
 	}
-	ws := &Store{Dir: filepath.Join(dir, "measurements", want.Params)}
+	ws := &campaign.Store{Dir: filepath.Join(dir, "measurements", want.Params)}
 	boot := []*benchfmt.Result{{Name: []byte("BenchmarkLPMTrie/op=lookup"), Iters: 1, Values: []benchfmt.Value{{Value: 630, Unit: "sec/op"}}}}
 	if _, err := ws.Add("aaaa", [][]*benchfmt.Result{boot}, nil); err != nil {
 		t.Fatal(err)
 	}
 	want.Params = "icount-ba9876543210"
-	icount, err := OpenState(dir, want)
+	icount, err := campaign.OpenState(dir, want)
 	if err != nil || len(icount.Steps) != 0 || icount.Path() == wall.Path() {
 		t.Errorf("OpenState(icount params) = %d steps at %s, %v; want a new state beside the wall-time one", len(icount.Steps), icount.Path(), err)
 	}
-	is := &Store{Dir: filepath.Join(dir, "measurements", want.Params)}
+	is := &campaign.Store{Dir: filepath.Join(dir, "measurements", want.Params)}
 	if got, err := is.Load("aaaa"); err != nil || len(got) != 0 {
 		t.Errorf("icount store Load(image measured under tcg) = %d results, %v; want none", len(got), err)
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
@@ -36,7 +36,7 @@ type GitBisect struct {
 
 // Run runs the bisection to its end. On an error other than an interruption
 // it resets git bisect; interrupted, it leaves it in progress to resume.
-func (g *GitBisect) Run(ctx context.Context) (res *Result, err error) {
+func (g *GitBisect) Run(ctx context.Context) (res *campaign.Result, err error) {
 	s := g.State
 	if s.Result != nil {
 		g.logf("this bisection finished before: its result is in %s", s.Path())
@@ -111,7 +111,7 @@ func (g *GitBisect) Run(ctx context.Context) (res *Result, err error) {
 			return nil, err
 		}
 	}
-	res = &Result{Range: o.Candidates}
+	res = &campaign.Result{Range: o.Candidates}
 	if o.FirstBad != "" {
 		res.FirstBad = o.FirstBad
 		res.Subject = g.Repo.Subject(ctx, o.FirstBad)
@@ -137,20 +137,20 @@ func (g *GitBisect) reset(ctx context.Context) {
 }
 
 // endpoint builds an endpoint, which must build.
-func (g *GitBisect) endpoint(ctx context.Context, name, commit string) (Candidate, error) {
+func (g *GitBisect) endpoint(ctx context.Context, name, commit string) (campaign.Candidate, error) {
 	b, err := g.kernelFor(ctx, commit)
 	if err != nil {
-		return Candidate{}, err
+		return campaign.Candidate{}, err
 	}
 	if b.Failed != "" {
-		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, words.ShortHash(commit), b.Failed)
+		return campaign.Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, words.ShortHash(commit), b.Failed)
 	}
-	return CandidateOf(b, name+" "+words.ShortHash(commit), commit), nil
+	return campaign.CandidateOf(b, name+" "+words.ShortHash(commit), commit), nil
 }
 
 // kernelFor builds commit, checking it out first if needed.
 func (g *GitBisect) kernelFor(ctx context.Context, commit string) (*kbuild.Built, error) {
-	if b := g.State.Kernels[commit]; b != nil && (b.Failed != "" || exists(b.Kernel)) {
+	if b := g.State.Kernels[commit]; b.Stands() {
 		return b, nil
 	}
 	head, err := g.Repo.Head(ctx)
@@ -162,30 +162,30 @@ func (g *GitBisect) kernelFor(ctx context.Context, commit string) (*kbuild.Built
 			return nil, err
 		}
 	}
-	return BuildCommit(ctx, g.State, g.Builder, g.Repo.Dir, g.BuildDir, commit, g.Resolve, g.Log)
+	return campaign.BuildCommit(ctx, g.State, g.Builder, g.Repo.Dir, g.BuildDir, commit, g.Resolve, g.Log)
 }
 
 // step decides the checked-out commit, from the state if it was decided.
-func (g *GitBisect) step(ctx context.Context, commit string) (Class, error) {
+func (g *GitBisect) step(ctx context.Context, commit string) (campaign.Class, error) {
 	if st, ok := g.State.StepFor(commit, 0); ok {
 		g.logf("step for %s replayed from the state: %s", words.ShortHash(commit), st.Verdict.Class)
 		return st.Verdict.Class, nil
 	}
-	st := Step{Commit: commit, Subject: g.Repo.Subject(ctx, commit)}
+	st := campaign.Step{Commit: commit, Subject: g.Repo.Subject(ctx, commit)}
 	b, err := g.kernelFor(ctx, commit)
 	if err != nil {
-		return Skip, err
+		return campaign.Skip, err
 	}
 	if b.Failed != "" {
 		st.Time = time.Now()
-		st.Verdict = Verdict{Class: Skip, Reason: "build failed: " + b.Failed}
-		return Skip, g.State.AddStep(st, g.Log)
+		st.Verdict = campaign.Verdict{Class: campaign.Skip, Reason: "build failed: " + b.Failed}
+		return campaign.Skip, g.State.AddStep(st, g.Log)
 	}
-	return g.classify(ctx, st, CandidateOf(b, words.ShortHash(commit), commit))
+	return g.classify(ctx, st, campaign.CandidateOf(b, words.ShortHash(commit), commit))
 }
 
 // recheckCulprit re-checks the culprit against its first parent.
-func (g *GitBisect) recheckCulprit(ctx context.Context, res *Result) error {
+func (g *GitBisect) recheckCulprit(ctx context.Context, res *campaign.Result) error {
 	parent, err := g.Repo.Parent(ctx, res.FirstBad)
 	if err != nil {
 		return err
@@ -203,20 +203,15 @@ func (g *GitBisect) recheckCulprit(ctx context.Context, res *Result) error {
 		return nil
 	}
 	if pb.Image == cb.Image {
-		res.Recheck = sameImageRecheck(cb.Image)
+		res.Recheck = campaign.SameImageRecheck(cb.Image)
 		return nil
 	}
-	rc, err := g.recheck(ctx, CandidateOf(pb, "parent "+words.ShortHash(parent), parent), CandidateOf(cb, "culprit "+words.ShortHash(res.FirstBad), res.FirstBad))
+	rc, err := g.recheck(ctx, campaign.CandidateOf(pb, "parent "+words.ShortHash(parent), parent), campaign.CandidateOf(cb, "culprit "+words.ShortHash(res.FirstBad), res.FirstBad))
 	if err != nil {
 		return err
 	}
 	res.Recheck = rc
 	return nil
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // ErrEndpointBroken is wrapped when an endpoint does not build.

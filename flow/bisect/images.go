@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -27,7 +28,7 @@ type ImagesBisect struct {
 }
 
 // Run runs the search to its end.
-func (ib *ImagesBisect) Run(ctx context.Context) (*Result, error) {
+func (ib *ImagesBisect) Run(ctx context.Context) (*campaign.Result, error) {
 	n := len(ib.Images)
 	if ib.State.Result != nil {
 		ib.logf("this bisection finished before: its result is in %s", ib.State.Path())
@@ -48,21 +49,21 @@ func (ib *ImagesBisect) Run(ctx context.Context) (*Result, error) {
 	if err := ib.setEndpoints(ctx, good, bad); err != nil {
 		return nil, err
 	}
-	first, rng, err := SearchList(ctx, n, func(ctx context.Context, i int) (Class, error) {
+	first, rng, err := SearchList(ctx, n, func(ctx context.Context, i int) (campaign.Class, error) {
 		if st, ok := ib.State.StepFor("", i); ok {
 			ib.logf("step for #%d %s replayed from the state: %s", i+1, filepath.Base(ib.Images[i]), st.Verdict.Class)
 			return st.Verdict.Class, nil
 		}
 		k, err := ib.kernelAt(i)
 		if err != nil {
-			return Skip, err
+			return campaign.Skip, err
 		}
-		return ib.classify(ctx, Step{Index: i}, k)
+		return ib.classify(ctx, campaign.Step{Index: i}, k)
 	})
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	res := &campaign.Result{}
 	for _, i := range rng {
 		res.Range = append(res.Range, ib.Images[i])
 	}
@@ -85,9 +86,9 @@ func (ib *ImagesBisect) Run(ctx context.Context) (*Result, error) {
 
 // kernelAt describes the i-th kernel, with its compiler and configuration
 // when the kernel's config is known.
-func (ib *ImagesBisect) kernelAt(i int) (Candidate, error) {
+func (ib *ImagesBisect) kernelAt(i int) (campaign.Candidate, error) {
 	in := ib.Images[i]
-	k := Candidate{Input: in, Label: fmt.Sprintf("#%d %s", i+1, filepath.Base(in)), Labels: map[string]string{}}
+	k := campaign.Candidate{Input: in, Label: fmt.Sprintf("#%d %s", i+1, filepath.Base(in)), Labels: map[string]string{}}
 	if b := ib.State.Kernels[in]; b != nil {
 		k.Labels[wire.KeyCompiler], k.Labels[wire.KeyKconfig] = b.Compiler, b.Kconfig
 		return k, nil

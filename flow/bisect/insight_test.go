@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testcampaign"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -16,11 +18,11 @@ import (
 // fall in longest_prefix_match.isra.0 in proportion to the kernel's value
 // above 1000 (none for the culprit, 1000, as when it was inlined).
 type insightMeasurer struct {
-	fakeMeasurer
+	testcampaign.Measurer
 	asked []bool // per call of MeasureInsight: whether the pass was asked for
 }
 
-func (m *insightMeasurer) MeasureInsight(ctx context.Context, kernels []Candidate, boots int, in *measure.Insight) ([][]BootResults, [][]byte, error) {
+func (m *insightMeasurer) MeasureInsight(ctx context.Context, kernels []campaign.Candidate, boots int, in *measure.Insight) ([][]campaign.BootResults, [][]byte, error) {
 	m.asked = append(m.asked, in != nil)
 	out, err := m.Measure(ctx, kernels, boots)
 	docs := make([][]byte, len(kernels))
@@ -48,30 +50,30 @@ func (m *insightMeasurer) MeasureInsight(ctx context.Context, kernels []Candidat
 // shows the profile of the parent against the culprit from them.
 func TestRecheckKeepsGuestInsight(t *testing.T) {
 	dir := t.TempDir()
-	good := writeKernel(t, filepath.Join(dir, "good"), 1200)
-	bad := writeKernel(t, filepath.Join(dir, "bad"), 1000)
-	parent := writeKernel(t, filepath.Join(dir, "parent"), 1199.8, "parent")
-	culprit := writeKernel(t, filepath.Join(dir, "culprit"), 1000.1, "culprit")
+	good := testcampaign.WriteKernel(t, filepath.Join(dir, "good"), 1200)
+	bad := testcampaign.WriteKernel(t, filepath.Join(dir, "bad"), 1000)
+	parent := testcampaign.WriteKernel(t, filepath.Join(dir, "parent"), 1199.8, "parent")
+	culprit := testcampaign.WriteKernel(t, filepath.Join(dir, "culprit"), 1000.1, "culprit")
 	m := &insightMeasurer{}
-	b := newBench(t, m, t.TempDir(), true)
+	b := testcampaign.NewBench(t, m, t.TempDir(), true)
 	b.Insight = &measure.Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod}
 	ctx := context.Background()
-	if _, err := b.SetEndpoints(ctx, Candidate{Input: good}, Candidate{Input: bad}); err != nil {
+	if _, err := b.SetEndpoints(ctx, campaign.Candidate{Input: good}, campaign.Candidate{Input: bad}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Recheck(ctx, Candidate{Input: parent}, Candidate{Input: culprit}, 4); err != nil {
+	if _, err := b.Recheck(ctx, campaign.Candidate{Input: parent}, campaign.Candidate{Input: culprit}, 4); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.asked) != 1 || m.calls < 2 {
-		t.Errorf("insight pass asked for in %d of %d calls; want the re-check's only", len(m.asked), m.calls)
+	if len(m.asked) != 1 || m.Calls() < 2 {
+		t.Errorf("insight pass asked for in %d of %d calls; want the re-check's only", len(m.asked), m.Calls())
 	}
-	pk, _ := fakeResolve(parent)
-	ck, _ := fakeResolve(culprit)
+	pk, _ := testcampaign.Resolve(parent)
+	ck, _ := testcampaign.Resolve(culprit)
 	if doc, err := b.Store.Insight(pk.SHA256); err != nil || doc == nil {
 		t.Fatalf("stored insight of the parent: %v, %v; want the document", doc, err)
 	}
-	s := &Setup{Bench: b}
-	d := s.recheckInsight(pk, ck)
+	s := &campaign.Setup{Bench: b}
+	d := s.Bench.Store.InsightDiff(b.Insight, pk, ck)
 	if d == nil || len(d.Profiles) != 1 {
 		t.Fatalf("re-check insight %+v; want a profile diff", d)
 	}
@@ -80,7 +82,7 @@ func TestRecheckKeepsGuestInsight(t *testing.T) {
 		t.Errorf("share of longest_prefix_match.isra.0 parent %v → culprit %v; want 0.6 → 0", a, c)
 	}
 	b.Insight = nil
-	if d := s.recheckInsight(pk, ck); d == nil || len(d.Profiles) != 0 {
+	if d := s.Bench.Store.InsightDiff(b.Insight, pk, ck); d == nil || len(d.Profiles) != 0 {
 		t.Errorf("re-check insight without Bench.Insight %+v; want the images' block, no profile", d)
 	}
 }

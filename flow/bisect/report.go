@@ -8,8 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/host/insight"
-	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/present/view"
@@ -19,8 +18,8 @@ import (
 // Report is a finished bisection for people: the culprit, the effect, the
 // re-check, the confidence and every step (package report renders it).
 type Report struct {
-	State  *State
-	Result *Result
+	State  *campaign.State
+	Result *campaign.Result
 }
 
 // Culprit names what the bisection found, in one line.
@@ -31,7 +30,7 @@ func (r Report) Culprit() string {
 		what = "first improved"
 	}
 	switch {
-	case res.FirstBad != "" && s.Kind == KindImages:
+	case res.FirstBad != "" && s.Kind == campaign.KindImages:
 		return fmt.Sprintf("%s kernel: #%d %s", what, res.Index+1, res.FirstBad)
 	case res.FirstBad != "":
 		return fmt.Sprintf("%s commit: %s %s", what, res.FirstBad, res.Subject)
@@ -39,7 +38,7 @@ func (r Report) Culprit() string {
 		names := make([]string, len(res.Range))
 		for i, c := range res.Range {
 			names[i] = words.ShortHash(c)
-			if s.Kind == KindImages {
+			if s.Kind == campaign.KindImages {
 				names[i] = filepath.Base(c)
 			}
 		}
@@ -85,7 +84,7 @@ func (r Report) View(recheckHTML string) view.Bisection {
 	s, res := r.State, r.Result
 	v := view.Bisection{
 		Culprit: r.Culprit(), Verdict: r.Verdict(), Confidence: res.Confidence, RecheckP: -1,
-		Measured: res.Measured, Images: s.Kind == KindImages, StatePath: s.Path(), LogPath: s.LogPath(),
+		Measured: res.Measured, Images: s.Kind == campaign.KindImages, StatePath: s.Path(), LogPath: s.LogPath(),
 		RecheckHTML: recheckHTML,
 	}
 	if s.Effect != nil {
@@ -120,17 +119,17 @@ func (r Report) View(recheckHTML string) view.Bisection {
 			what = words.ShortHash(st.Commit) + " " + st.Subject
 		}
 		v.Steps = append(v.Steps, view.BisectionStep{N: st.N, What: what, Image: words.ShortHash(st.Image), Boots: st.Verdict.Boots,
-			Class: st.Verdict.Class.String(), Reason: st.Verdict.Reason, LogLine: FormatStep(st)})
+			Class: st.Verdict.Class.String(), Reason: st.Verdict.Reason, LogLine: campaign.FormatStep(st)})
 	}
 	return v
 }
 
-func viewRow(r EffectRow) view.BisectionRow {
+func viewRow(r campaign.EffectRow) view.BisectionRow {
 	return view.BisectionRow{Benchmark: r.Benchmark, Unit: r.Unit, A: r.A, B: r.B, DeltaPct: r.DeltaPct, Verdict: r.Verdict,
 		P: r.PValue(), BootsA: r.BootsA, BootsB: r.BootsB, Comparison: r.Comparison.String()}
 }
 
-func isSignal(e *Effect, k RowKey) bool {
+func isSignal(e *campaign.Effect, k campaign.RowKey) bool {
 	return e != nil && slices.Contains(e.Signal, k)
 }
 
@@ -172,15 +171,15 @@ func (s *Setup) Recheck(r Report) (*compare.Report, view.Meta, error) {
 	if res.FirstBad == "" || res.Recheck == nil || res.Recheck.SameImage {
 		return nil, run, nil
 	}
-	parent := Candidate{Input: res.Parent, Label: "parent " + filepath.Base(res.Parent)}
-	culprit := Candidate{Input: res.FirstBad, Label: "culprit " + filepath.Base(res.FirstBad)}
-	if st.Kind != KindImages {
+	parent := campaign.Candidate{Input: res.Parent, Label: "parent " + filepath.Base(res.Parent)}
+	culprit := campaign.Candidate{Input: res.FirstBad, Label: "culprit " + filepath.Base(res.FirstBad)}
+	if st.Kind != campaign.KindImages {
 		pb, cb := st.Kernels[res.Parent], st.Kernels[res.FirstBad]
 		if pb == nil || cb == nil {
 			return nil, run, fmt.Errorf("the state has no kernels for %s and its parent", words.ShortHash(res.FirstBad))
 		}
-		parent = Candidate{Input: pb.Kernel, Label: "parent " + words.ShortHash(res.Parent)}
-		culprit = Candidate{Input: cb.Kernel, Label: "culprit " + words.ShortHash(res.FirstBad)}
+		parent = campaign.Candidate{Input: pb.Kernel, Label: "parent " + words.ShortHash(res.Parent)}
+		culprit = campaign.Candidate{Input: cb.Kernel, Label: "culprit " + words.ShortHash(res.FirstBad)}
 	}
 	rep, pk, ck, err := s.Bench.CompareStored(parent, culprit)
 	if err != nil {
@@ -188,38 +187,7 @@ func (s *Setup) Recheck(r Report) (*compare.Report, view.Meta, error) {
 	}
 	run.A = view.KernelInfo{Input: parent.Input, Release: parent.Label, SHA256: pk.SHA256}
 	run.B = view.KernelInfo{Input: culprit.Input, Release: culprit.Label, SHA256: ck.SHA256}
-	run.Insight = s.recheckInsight(pk, ck)
+	run.Insight = s.Bench.Store.InsightDiff(s.Bench.Insight, pk, ck)
 	measure.AttributeTimed(run.Insight, rep)
 	return rep, run, nil
-}
-
-// recheckInsight is the insight block of the parent p against the culprit
-// c, with the guest documents the store kept of the re-check's boots.
-func (s *Setup) recheckInsight(p, c *kernel.Kernel) *insight.Diff {
-	in := s.Bench.Insight
-	if in == nil {
-		return KernelInsight(p, c)
-	}
-	sides := kernelSides(p, c)
-	for _, side := range sides {
-		doc, err := s.Bench.Store.Insight(side.Kernel.SHA256)
-		if err != nil {
-			side.InsightProblem = err.Error()
-		}
-		side.Insight = doc
-	}
-	return in.Diff(sides)
-}
-
-// kernelSides are kernels a and b as the sides of an insight block.
-func kernelSides(a, b *kernel.Kernel) []*measure.Side {
-	return []*measure.Side{{Name: "A", Kernel: a}, {Name: "B", Kernel: b}}
-}
-
-// KernelInsight is the insight block of kernel a against kernel b (the
-// parent against the culprit, a patch's parent against the patch) from
-// their images and, where the build's vmlinux is there
-// (kernel.BuildVmlinux), exact sizes.
-func KernelInsight(a, b *kernel.Kernel) *insight.Diff {
-	return (&measure.Insight{}).Diff(kernelSides(a, b))
 }

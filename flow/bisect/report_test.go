@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 )
 
@@ -16,17 +17,17 @@ import (
 func TestReportOutcome(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		res  Result
+		res  campaign.Result
 		want string // "" for success
 	}{
-		{"not re-checked", Result{FirstBad: "abc"}, ""},
-		{"confirmed", Result{FirstBad: "abc", Recheck: &Recheck{Confirmed: true}}, ""},
-		{"no culprit", Result{Range: []string{"a", "b"}}, "inconclusive: inconclusive"},
-		{"not confirmed", Result{FirstBad: "abc", Recheck: &Recheck{Parent: Verdict{Class: Good}, Culprit: Verdict{Class: Skip}}},
+		{"not re-checked", campaign.Result{FirstBad: "abc"}, ""},
+		{"confirmed", campaign.Result{FirstBad: "abc", Recheck: &campaign.Recheck{Confirmed: true}}, ""},
+		{"no culprit", campaign.Result{Range: []string{"a", "b"}}, "inconclusive: inconclusive"},
+		{"not confirmed", campaign.Result{FirstBad: "abc", Recheck: &campaign.Recheck{Parent: campaign.Verdict{Class: campaign.Good}, Culprit: campaign.Verdict{Class: campaign.Skip}}},
 			"inconclusive: suspect: the re-check did not confirm it (parent good, culprit skip against the endpoints)"},
-		{"same image", Result{FirstBad: "abc", Recheck: &Recheck{Confirmed: true, SameImage: true, Note: "same bzImage"}}, "inconclusive: suspect: same bzImage"},
+		{"same image", campaign.Result{FirstBad: "abc", Recheck: &campaign.Recheck{Confirmed: true, SameImage: true, Note: "same bzImage"}}, "inconclusive: suspect: same bzImage"},
 	} {
-		err := Report{State: &State{}, Result: &c.res}.Outcome()
+		err := Report{State: &campaign.State{}, Result: &c.res}.Outcome()
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: Outcome = %v; want success", c.name, err)
@@ -39,7 +40,7 @@ func TestReportOutcome(t *testing.T) {
 // TestSearchTarget checks that a target with images searches them and one
 // without searches the repository.
 func TestSearchTarget(t *testing.T) {
-	s := &Setup{}
+	s := &Setup{&campaign.Setup{}}
 	only := filepath.Join(t.TempDir(), "only.deb")
 	os.WriteFile(only, []byte("a kernel"), 0o644)
 	if _, _, err := s.Search(context.Background(), Target{Images: []string{only}, Repo: t.TempDir()}, "", ""); !errors.Is(err, ErrTooFewImages) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/internal/git"
@@ -37,39 +38,39 @@ type RunStep struct {
 
 // Run classifies the checked-out commit. A commit that does not build or
 // boot, or stays UNKNOWN, is Skip; an error means the bisection must stop.
-func (r *RunStep) Run(ctx context.Context) (Verdict, error) {
+func (r *RunStep) Run(ctx context.Context) (campaign.Verdict, error) {
 	head, err := r.Repo.Head(ctx)
 	if err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
 	good, err := r.endpoint(ctx, "good", r.Good)
 	if err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
 	bad, err := r.endpoint(ctx, "bad", r.Bad)
 	if err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
 	r.cleanWorktree(ctx)
 	if err := r.setEndpoints(ctx, good, bad); err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
 	if st, ok := r.State.StepFor(head, 0); ok {
 		r.logf("step for %s replayed from the state: %s", words.ShortHash(head), st.Verdict.Class)
 		return st.Verdict, nil
 	}
-	st := Step{Commit: head, Subject: r.Repo.Subject(ctx, head)}
-	b, err := BuildCommit(ctx, r.State, r.Builder, r.Src, r.BuildDir, head, r.Resolve, r.Log)
+	st := campaign.Step{Commit: head, Subject: r.Repo.Subject(ctx, head)}
+	b, err := campaign.BuildCommit(ctx, r.State, r.Builder, r.Src, r.BuildDir, head, r.Resolve, r.Log)
 	if err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
 	if b.Failed != "" {
 		st.Time = time.Now()
-		st.Verdict = Verdict{Class: Skip, Reason: "build failed: " + b.Failed}
+		st.Verdict = campaign.Verdict{Class: campaign.Skip, Reason: "build failed: " + b.Failed}
 		return st.Verdict, r.State.AddStep(st, r.Log)
 	}
-	if _, err := r.classify(ctx, st, CandidateOf(b, words.ShortHash(head), head)); err != nil {
-		return Verdict{}, err
+	if _, err := r.classify(ctx, st, campaign.CandidateOf(b, words.ShortHash(head), head)); err != nil {
+		return campaign.Verdict{}, err
 	}
 	last := r.State.Steps[len(r.State.Steps)-1]
 	return last.Verdict, nil
@@ -77,34 +78,34 @@ func (r *RunStep) Run(ctx context.Context) (Verdict, error) {
 
 // endpoint resolves an endpoint to a kernel, building a commit in the
 // worktree.
-func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (Candidate, error) {
+func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (campaign.Candidate, error) {
 	if e.Kernel != "" {
-		k := Candidate{Input: e.Kernel, Label: name + " " + filepath.Base(e.Kernel)}
+		k := campaign.Candidate{Input: e.Kernel, Label: name + " " + filepath.Base(e.Kernel)}
 		return k, nil
 	}
-	if b := r.State.Kernels[e.Commit]; b != nil && b.Failed == "" && exists(b.Kernel) {
-		return CandidateOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
+	if b := r.State.Kernels[e.Commit]; b.Stands() && b.Failed == "" {
+		return campaign.CandidateOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
 	}
 	wt := filepath.Join(r.State.Dir(), "worktree")
 	r.logf("building the %s endpoint %s in %s", name, words.ShortHash(e.Commit), wt)
 	if err := r.Repo.AddWorktree(ctx, wt, e.Commit); err != nil {
-		return Candidate{}, err
+		return campaign.Candidate{}, err
 	}
-	b, err := BuildCommit(ctx, r.State, r.Builder, wt, filepath.Join(r.State.Dir(), "worktree-build"), e.Commit, r.Resolve, r.Log)
+	b, err := campaign.BuildCommit(ctx, r.State, r.Builder, wt, filepath.Join(r.State.Dir(), "worktree-build"), e.Commit, r.Resolve, r.Log)
 	if err != nil {
-		return Candidate{}, err
+		return campaign.Candidate{}, err
 	}
 	if b.Failed != "" {
-		return Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, words.ShortHash(e.Commit), b.Failed)
+		return campaign.Candidate{}, fmt.Errorf("%w: the %s endpoint %s does not build: %s", ErrEndpointBroken, name, words.ShortHash(e.Commit), b.Failed)
 	}
-	return CandidateOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
+	return campaign.CandidateOf(b, name+" "+words.ShortHash(e.Commit), e.Commit), nil
 }
 
 // cleanWorktree removes the endpoints' worktree and build once both are
 // built: their kernels are kept in the state.
 func (r *RunStep) cleanWorktree(ctx context.Context) {
 	wt := filepath.Join(r.State.Dir(), "worktree")
-	if exists(wt) {
+	if _, err := os.Stat(wt); err == nil {
 		if err := r.Repo.RemoveWorktree(ctx, wt); err != nil {
 			r.logf("warning: %v", err)
 		}

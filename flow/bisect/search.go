@@ -3,6 +3,8 @@ package bisect
 import (
 	"context"
 	"errors"
+
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 )
 
 // SearchList finds the first bad element of an ordered list of n candidates
@@ -15,7 +17,7 @@ import (
 // skipped elements separate the last good from the first bad, the answer is
 // a range: first is -1 and rng lists the indices that may hold the change
 // (the skipped ones and the first bad).
-func SearchList(ctx context.Context, n int, test func(ctx context.Context, i int) (Class, error)) (first int, rng []int, err error) {
+func SearchList(ctx context.Context, n int, test func(ctx context.Context, i int) (campaign.Class, error)) (first int, rng []int, err error) {
 	if n < 2 {
 		return -1, nil, errors.New("bisect: need at least two candidates, a good and a bad one")
 	}
@@ -37,9 +39,9 @@ func SearchList(ctx context.Context, n int, test func(ctx context.Context, i int
 			return -1, nil, err
 		}
 		switch c {
-		case Good:
+		case campaign.Good:
 			lo = i
-		case Bad:
+		case campaign.Bad:
 			hi = i
 		default:
 			skipped[i] = true

@@ -6,21 +6,23 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 )
 
 // listOracle answers for a list: indices below change are good, the others
 // bad, except those in skip.
-func listOracle(change int, skip ...int) (func(context.Context, int) (Class, error), *[]int) {
+func listOracle(change int, skip ...int) (func(context.Context, int) (campaign.Class, error), *[]int) {
 	var tested []int
-	return func(_ context.Context, i int) (Class, error) {
+	return func(_ context.Context, i int) (campaign.Class, error) {
 		tested = append(tested, i)
 		switch {
 		case slices.Contains(skip, i):
-			return Skip, nil
+			return campaign.Skip, nil
 		case i < change:
-			return Good, nil
+			return campaign.Good, nil
 		}
-		return Bad, nil
+		return campaign.Bad, nil
 	}, &tested
 }
 
@@ -74,10 +76,10 @@ func TestSearchListSkips(t *testing.T) {
 func TestSearchListStopsOnError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := 0
-	_, _, err := SearchList(ctx, 100, func(context.Context, int) (Class, error) {
+	_, _, err := SearchList(ctx, 100, func(context.Context, int) (campaign.Class, error) {
 		calls++
 		cancel()
-		return Good, nil
+		return campaign.Good, nil
 	})
 	if err == nil || calls != 1 {
 		t.Errorf("SearchList after cancel: %d calls, error %v; want 1 call and an error", calls, err)

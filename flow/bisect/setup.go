@@ -4,135 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"os"
 	"path/filepath"
 
-	"github.com/lpmbisect/lpmbisect/config"
-	"github.com/lpmbisect/lpmbisect/host/kbuild"
-	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/internal/git"
 )
 
-// Setup is what every bisection is made from: how kernels are measured and
-// judged, and how a commit is built. The CLI's bisect and bisect-run fill
-// it from their flags; nightly tracking fills it from a series to bisect a
-// change point.
-type Setup struct {
-	Bench *Bench
-	// Measure is how Bench boots kernels.
-	Measure *measure.Setup
-	// BuildCommand, when set, builds each commit with this shell command
-	// (see CommandBuilder); otherwise Build is used (lpmbisect build).
-	BuildCommand string
-	Build        kbuild.Options
-	// RemoteBuilder, when set, builds each commit instead of BuildCommand
-	// and Build: elsewhere, on a fleet's build queue (fleet.Builder).
-	RemoteBuilder kbuild.Builder
-	// RecheckBoots is how many boots the re-check adds to the culprit and
-	// its parent (0: no re-check).
-	RecheckBoots int
-	Log          *log.Logger
-}
-
-// NewBench returns the bench of a bisection whose kernels are booted with m
-// and judged with j: Boots boots per look (0: the fewest with which one
-// look can decide), at most MaxBoots per kernel while UNKNOWN; reverse
-// looks for an improvement. Results are kept apart by m's measurement
-// parameters (measure.ParamsKey).
-func NewBench(m *measure.Setup, j Judge, boots, maxBoots int, reverse bool) (*Bench, error) {
-	if boots < 0 || maxBoots < 1 {
-		return nil, fmt.Errorf("boots per look %d and at most %d per kernel: must be positive", boots, maxBoots)
-	}
-	params, err := m.ParamsKey()
-	if err != nil {
-		return nil, err
-	}
-	b := &Bench{
-		Judge:    j,
-		Measurer: &VMMeasurer{Setup: m, Log: m.Log},
-		Resolve:  func(in string) (*kernel.Kernel, error) { return kernel.Resolve(in, m.CacheDir) },
-		Boots:    boots, MaxBoots: maxBoots, Reverse: reverse, Params: params, Log: m.Log,
-	}
-	if err := b.CheckLevels(); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// Options say how a bisection judges its kernels and how many boots it
-// spends on them.
-type Options struct {
-	Judge Judge
-	// Auto takes each benchmark's minimum effect from this host's
-	// calibration (at least Judge.MinEffectPct); Statistical judges
-	// deterministic rows with the significance test too (see
-	// calibrate.Use).
-	Auto, Statistical bool
-	// Boots per look (0: the fewest with which one look can decide, see
-	// Judge.Calibrate), at most MaxBoots per kernel while UNKNOWN.
-	Boots, MaxBoots int
-	// Reverse looks for an improvement.
-	Reverse bool
-	// RecheckBoots is Setup.RecheckBoots.
-	RecheckBoots int
-}
-
-// FromConfig returns the options that a configuration's [stats],
-// [measure] and [bisect] sections give; auto takes the minimum effects
-// from calibration (--min-effect auto).
-func FromConfig(f *config.File, auto bool) Options {
-	return Options{Judge: Judge{Alpha: f.Stats.Alpha, MinEffectPct: f.Stats.MinEffect}, Auto: auto, Statistical: f.Stats.Statistical(),
-		Boots: f.Measure.Boots, MaxBoots: f.Measure.MaxBoots, Reverse: f.Bisect.Reverse, RecheckBoots: f.Bisect.RecheckBoots}
-}
+// Setup is a campaign's set-up with the bisections it runs: over a git
+// range (Git, Search), over a list of images (Images), or one step of git
+// bisect run (Step).
+type Setup struct{ *campaign.Setup }
 
 // NewSetup returns the setup of the bisections whose kernels m boots, with
-// o's statistics calibrated for m's host; the caller adds how commits are
-// built. Its errors are NewBench's: levels no bisection can use.
-func NewSetup(ctx context.Context, m *measure.Setup, o Options) (*Setup, error) {
-	j := o.Judge
-	deterministic := j.Calibrate(ctx, m, o.Auto, o.Statistical)
-	bench, err := NewBench(m, j, o.Boots, o.MaxBoots, o.Reverse)
+// o's statistics calibrated for m's host (campaign.NewSetup).
+func NewSetup(ctx context.Context, m *measure.Setup, o campaign.Options) (*Setup, error) {
+	s, err := campaign.NewSetup(ctx, m, o)
 	if err != nil {
 		return nil, err
 	}
-	bench.Deterministic = deterministic
-	return &Setup{Bench: bench, Measure: m, RecheckBoots: o.RecheckBoots, Log: m.Log}, nil
+	return &Setup{s}, nil
 }
-
-// DefaultBuildDir is where a tree is built when no build directory is
-// given: inside the tree, so every lpmbisect command that builds it (build,
-// bisect-run, bisect, nightly) reuses the same objects. Kernel trees ignore
-// dot-directories (.gitignore has ".*"), so git does not see it.
-const DefaultBuildDir = ".lpmbisect-build"
-
-// BuildDirFor returns the build directory of the tree src: dir, or
-// src/DefaultBuildDir when dir is "".
-func BuildDirFor(src, dir string) string {
-	if dir != "" {
-		return dir
-	}
-	return filepath.Join(src, DefaultBuildDir)
-}
-
-// Builder returns the builder of the setup.
-func (s *Setup) Builder() kbuild.Builder {
-	if s.RemoteBuilder != nil {
-		return s.RemoteBuilder
-	}
-	if s.BuildCommand != "" {
-		return &kbuild.CommandBuilder{Command: s.BuildCommand}
-	}
-	return &kbuild.KbuildBuilder{Options: s.Build, Log: s.Log}
-}
-
-func (s *Setup) resolve(in string) (*kernel.Kernel, error) { return s.Bench.Resolve(in) }
 
 // Git bisects good..bad (revisions) of the repository that holds dir,
 // with its state in stateDir ("": <git-dir>/lpmbisect; a resumed run goes
 // on from it) and builds in buildDir ("": BuildDirFor).
-func (s *Setup) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buildDir string) (*Result, *State, error) {
+func (s *Setup) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buildDir string) (*campaign.Result, *campaign.State, error) {
 	repo, gitDir, err := git.Open(ctx, dir)
 	if err != nil {
 		return nil, nil, err
@@ -145,13 +43,13 @@ func (s *Setup) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buildDi
 	if err != nil {
 		return nil, nil, fmt.Errorf("bad: %w", err)
 	}
-	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(gitDir, "lpmbisect")), State{Kind: KindGit, Repo: repo.Dir, Good: good, Bad: bad})
+	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(gitDir, "lpmbisect")), campaign.State{Kind: campaign.KindGit, Repo: repo.Dir, Good: good, Bad: bad})
 	if err != nil {
 		return nil, nil, err
 	}
 	gb := &GitBisect{
 		Bisection: Bisection{Bench: s.Bench, State: st, RecheckBoots: s.RecheckBoots, Log: s.Log},
-		Repo:      repo, Good: good, Bad: bad, Builder: s.Builder(), BuildDir: BuildDirFor(repo.Dir, buildDir), Resolve: s.resolve,
+		Repo:      repo, Good: good, Bad: bad, Builder: s.Builder(), BuildDir: campaign.BuildDirFor(repo.Dir, buildDir), Resolve: s.Bench.Resolve,
 	}
 	res, err := gb.Run(ctx)
 	if err != nil && ctx.Err() != nil && s.Log != nil {
@@ -163,7 +61,7 @@ func (s *Setup) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buildDi
 // Images searches the ordered list of prebuilt kernels that args give (see
 // ExpandImages), the first good, the last bad, with its state in stateDir
 // ("": <cache>/bisect).
-func (s *Setup) Images(ctx context.Context, args []string, stateDir string) (*Result, *State, error) {
+func (s *Setup) Images(ctx context.Context, args []string, stateDir string) (*campaign.Result, *campaign.State, error) {
 	images, err := ExpandImages(args)
 	if err != nil {
 		return nil, nil, err
@@ -177,7 +75,7 @@ func (s *Setup) Images(ctx context.Context, args []string, stateDir string) (*Re
 		return nil, nil, fmt.Errorf("%w: %d kernel given; a bisection needs at least two (the first good, the last bad)", ErrTooFewImages, len(images))
 	}
 	cache := s.Measure.CacheDir
-	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(cache, "bisect")), State{Kind: KindImages, Images: images, Good: images[0], Bad: images[len(images)-1]})
+	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(cache, "bisect")), campaign.State{Kind: campaign.KindImages, Images: images, Good: images[0], Bad: images[len(images)-1]})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,7 +97,7 @@ type Target struct {
 
 // Search bisects t, with its state in stateDir and, for a repository, its
 // builds in buildDir (see Images and Git for their defaults).
-func (s *Setup) Search(ctx context.Context, t Target, stateDir, buildDir string) (*Result, *State, error) {
+func (s *Setup) Search(ctx context.Context, t Target, stateDir, buildDir string) (*campaign.Result, *campaign.State, error) {
 	if len(t.Images) > 0 {
 		return s.Images(ctx, t.Images, stateDir)
 	}
@@ -210,31 +108,31 @@ func (s *Setup) Search(ctx context.Context, t Target, stateDir, buildDir string)
 // for git bisect run, against the endpoints good and bad (kernels or
 // revisions; "" for the commits git bisect was started with), with its
 // state in stateDir ("": <git-dir>/lpmbisect).
-func (s *Setup) Step(ctx context.Context, dir, goodArg, badArg, stateDir, buildDir string) (Verdict, error) {
+func (s *Setup) Step(ctx context.Context, dir, goodArg, badArg, stateDir, buildDir string) (campaign.Verdict, error) {
 	repo, gitDir, err := git.Open(ctx, dir)
 	if err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
 	startBad, startGood, err := repo.BisectEndpoints(ctx)
 	if err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
 	good, err := endpoint(ctx, repo, "good", goodArg, startGood)
 	if err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
 	bad, err := endpoint(ctx, repo, "bad", badArg, startBad)
 	if err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
-	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(gitDir, "lpmbisect")), State{Kind: KindRun, Repo: repo.Dir, Good: good.Kernel + good.Commit, Bad: bad.Kernel + bad.Commit})
+	st, err := s.Bench.OpenState(orDefault(stateDir, filepath.Join(gitDir, "lpmbisect")), campaign.State{Kind: campaign.KindRun, Repo: repo.Dir, Good: good.Kernel + good.Commit, Bad: bad.Kernel + bad.Commit})
 	if err != nil {
-		return Verdict{}, err
+		return campaign.Verdict{}, err
 	}
 	step := &RunStep{
 		Bisection: Bisection{Bench: s.Bench, State: st, Log: s.Log},
 		Repo:      repo, Src: repo.Dir, Good: good, Bad: bad,
-		Builder: s.Builder(), BuildDir: BuildDirFor(repo.Dir, buildDir), Resolve: s.resolve,
+		Builder: s.Builder(), BuildDir: campaign.BuildDirFor(repo.Dir, buildDir), Resolve: s.Bench.Resolve,
 	}
 	return step.Run(ctx)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/internal/logtail"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -223,7 +224,7 @@ func orBuild(q Queue) string {
 // channel (vmrunner bounds it by the boot's limits) and the end of the
 // console log.
 func collect(res *vmrunner.Result, cfg vmrunner.Config) (*bootResult, error) {
-	raw, err := readBounded(filepath.Join(cfg.RunDir, "results.out"), int64(cfg.Limits.MaxBytes), false)
+	raw, err := readHead(filepath.Join(cfg.RunDir, "results.out"), int64(cfg.Limits.MaxBytes))
 	if err != nil {
 		return nil, fmt.Errorf("read results of the boot: %w", err)
 	}
@@ -235,28 +236,20 @@ func collect(res *vmrunner.Result, cfg vmrunner.Config) (*bootResult, error) {
 		return nil, fmt.Errorf("results capture of the boot does not decode as its stream did (%d results, complete %v; want %d, %v)",
 			len(got.Results), got.Complete, len(res.Stream.Results), res.Stream.Complete)
 	}
-	console, err := readBounded(res.ConsoleLog, MaxConsole, true)
+	console, err := logtail.Read(res.ConsoleLog, MaxConsole)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read console log of the boot: %w", err)
 	}
 	return &bootResult{res: res, raw: raw, console: console}, nil
 }
 
-// readBounded reads at most limit bytes of a file: its start, or with tail
-// its end.
-func readBounded(path string, limit int64, tail bool) ([]byte, error) {
+// readHead reads at most limit bytes from the start of a file.
+func readHead(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if tail {
-		if st, err := f.Stat(); err == nil && st.Size() > limit {
-			if _, err := f.Seek(st.Size()-limit, io.SeekStart); err != nil {
-				return nil, err
-			}
-		}
-	}
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 

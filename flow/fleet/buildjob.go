@@ -16,6 +16,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/internal/logtail"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
@@ -138,9 +139,9 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		return rw.interrupted(ctx, job.JobRow, "build")
 	case errors.Is(err, kbuild.ErrBuildFailed):
 		r.Detail = err.Error()
-		logTail, _ := readBounded(kbuild.LogPath(filepath.Join(base, "out")), MaxBuildLog, true)
+		logTail, _ := logtail.Read(kbuild.LogPath(filepath.Join(base, "out")), MaxBuildLog)
 		if res != nil && res.Log != "" {
-			logTail, _ = readBounded(res.Log, MaxBuildLog, true)
+			logTail, _ = logtail.Read(res.Log, MaxBuildLog)
 		}
 		r.Log = logTail
 	case err != nil:
@@ -154,7 +155,7 @@ func (w *buildWorker) Work(ctx context.Context, job *river.Job[BuildArgs]) error
 		if k, err := kernel.Resolve(res.Image, rw.CacheDir); err == nil {
 			r.Release = k.Release
 		}
-		r.Log, _ = readBounded(res.Log, MaxBuildLog, true)
+		r.Log, _ = logtail.Read(res.Log, MaxBuildLog)
 		sum, _, err := rw.db.putBlob(ctx, res.Image)
 		if err != nil {
 			return fmt.Errorf("store image of %s: %w", words.ShortHash(a.Commit), err)

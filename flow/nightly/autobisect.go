@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/present/view"
@@ -222,7 +223,7 @@ func (r *seriesRun) autoBisect(ctx context.Context, cp history.ChangePoint, done
 	state := filepath.Join(r.dir, "bisect", key.before+"_"+key.after+"_"+dir)
 	r.logf("bisecting change point %d (%s %+.2f%%) between %s (%s) and %s (%s)", cp.ID, cp.Benchmark, cp.DeltaPct,
 		points[before].Night.Date, describe(good), points[after].Night.Date, describe(bad))
-	var res *bisect.Result
+	var res *campaign.Result
 	if r.conf.Repo != "" {
 		res, _, err = setup.Git(ctx, filepath.Join(r.dir, "worktree"), good.Commit, bad.Commit, state, filepath.Join(r.dir, "build"))
 	} else {
@@ -238,7 +239,7 @@ func (r *seriesRun) autoBisect(ctx context.Context, cp history.ChangePoint, done
 	case res.Found():
 		b = history.Bisection{State: history.BisectFound, Culprit: res.FirstBad, Subject: res.Subject}
 	default:
-		b = history.Bisection{State: history.BisectFailed, Reason: (bisect.Report{State: &bisect.State{}, Result: res}).Culprit()}
+		b = history.Bisection{State: history.BisectFailed, Reason: (bisect.Report{State: &campaign.State{}, Result: res}).Culprit()}
 		if b.Reason == "" {
 			b.Reason = "the bisection named no culprit (see " + state + ")"
 		}

@@ -12,13 +12,14 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
 )
 
 // countingMeasurer counts the boots a night asks for and boots nothing.
 type countingMeasurer struct{ boots *int }
 
-func (m countingMeasurer) Measure(_ context.Context, kernels []bisect.Candidate, boots int) ([][]bisect.BootResults, error) {
+func (m countingMeasurer) Measure(_ context.Context, kernels []campaign.Candidate, boots int) ([][]campaign.BootResults, error) {
 	*m.boots += boots * len(kernels)
 	return nil, fmt.Errorf("the benchmark's night asked for %d boots", boots*len(kernels))
 }
@@ -73,7 +74,7 @@ func BenchmarkNightNoChange(b *testing.B) {
 
 	boots := 0
 	o := Options{Config: &cfg, SetupFor: func(*config.File, string) (*bisect.Setup, error) {
-		return &bisect.Setup{Bench: &bisect.Bench{Measurer: countingMeasurer{&boots}}}, nil
+		return &bisect.Setup{Setup: &campaign.Setup{Bench: &campaign.Bench{Measurer: countingMeasurer{&boots}}}}, nil
 	}}
 	start := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	night := 0

@@ -4,9 +4,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/host/insight"
+	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 )
 
@@ -15,8 +16,8 @@ import (
 // and profile of measure.Insight), under the series' state directory and
 // the night's measurement parameters: a mail written nights later finds
 // the documents of both tips there.
-func (r *seriesRun) insightStore() *bisect.Store {
-	return &bisect.Store{Dir: filepath.Join(r.dir, "insight", r.setup.Bench.Params)}
+func (r *seriesRun) insightStore() *campaign.Store {
+	return &campaign.Store{Dir: filepath.Join(r.dir, "insight", r.setup.Bench.Params)}
 }
 
 // keepInsight keeps the documents the night's guests sent; failing to is
@@ -41,24 +42,16 @@ func (r *seriesRun) tipsInsight(before, after history.Kernel) *insight.Diff {
 	if r.setup == nil || before.Input == "" || after.Input == "" {
 		return nil
 	}
-	var sides []*measure.Side
-	for _, tip := range []history.Kernel{before, after} {
+	var ks [2]*kernel.Kernel
+	for i, tip := range []history.Kernel{before, after} {
 		k, err := r.setup.Bench.Resolve(tip.Input)
 		if err != nil {
 			var opts insight.Options
 			return insight.Compare(insight.LoadKernel(before.Input, r.setup.Measure.CacheDir, opts), insight.LoadKernel(after.Input, r.setup.Measure.CacheDir, opts), opts)
 		}
-		side := &measure.Side{Kernel: k}
-		if side.Insight, err = r.insightStore().Insight(k.SHA256); err != nil {
-			side.InsightProblem = err.Error()
-		}
-		sides = append(sides, side)
+		ks[i] = k
 	}
-	in := r.setup.Bench.Insight
-	if in == nil {
-		in = &measure.Insight{}
-	}
-	return in.Diff(sides)
+	return r.insightStore().InsightDiff(r.setup.Bench.Insight, ks[0], ks[1])
 }
 
 // attributeTips makes the profile rows of d split each tip's timed

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
@@ -50,8 +51,8 @@ func TestTipsInsightFromKeptDocuments(t *testing.T) {
 	}
 	before, beforeSide := tip("6.1", 56)
 	after, afterSide := tip("6.12", 0)
-	r := &seriesRun{dir: dir, setup: &bisect.Setup{Bench: &bisect.Bench{Resolve: resolve, Params: "params",
-		Insight: &measure.Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod}}}}
+	r := &seriesRun{dir: dir, setup: &bisect.Setup{Setup: &campaign.Setup{Bench: &campaign.Bench{Resolve: resolve, Params: "params",
+		Insight: &measure.Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod}}}}}
 	r.keepInsight([]*measure.Side{beforeSide, {Kernel: beforeSide.Kernel}}) // the night of the tip before
 	r.keepInsight([]*measure.Side{afterSide})                               // a later night
 	d := r.tipsInsight(before, after)

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
 )
 
@@ -54,7 +54,7 @@ func (r *seriesRun) prune() {
 	// measurement parameters (insightStore).
 	if params, err := os.ReadDir(filepath.Join(r.dir, "insight")); err == nil {
 		for _, p := range params {
-			store := &bisect.Store{Dir: filepath.Join(r.dir, "insight", p.Name())}
+			store := &campaign.Store{Dir: filepath.Join(r.dir, "insight", p.Name())}
 			removed += store.PruneInsight(func(sha string) bool { return kernels[sha] })
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/host/measure"
@@ -38,7 +39,7 @@ func TestStandingReference(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewSetup: %v", err)
 		}
-		return &bisect.Setup{Measure: ms}
+		return &bisect.Setup{Setup: &campaign.Setup{Measure: ms}}
 	}
 	icount := setup(vmrunner.Icount)
 	ref := &kernel.Kernel{SHA256: strings.Repeat("ab", 32)}

@@ -11,12 +11,13 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/internal/logtail"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
@@ -26,7 +27,7 @@ import (
 // Options say which series to measure and how.
 type Options struct {
 	// Setup measures, judges and builds, as for a bisection.
-	Setup *bisect.Setup
+	Setup *campaign.Setup
 	// Repo is a directory of the repository.
 	Repo string
 	// Base is the revision the series applies to. Tip, without Mbox, is
@@ -40,7 +41,7 @@ type Options struct {
 	// incrementally.
 	Worktree string
 	// StateDir keeps the kernels and measurements ("": <git-dir>/lpmbisect);
-	// BuildDir is the build directory ("": bisect.BuildDirFor the tree).
+	// BuildDir is the build directory ("": campaign.BuildDirFor the tree).
 	StateDir, BuildDir string
 }
 
@@ -173,8 +174,8 @@ var (
 type run struct {
 	o     Options
 	repo  *git.Repo // where the patches are checked out and built
-	st    *bisect.State
-	bench *bisect.Bench
+	st    *campaign.State
+	bench *campaign.Bench
 	res   *Result
 	log   *log.Logger
 	build string
@@ -221,11 +222,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if stateDir == "" {
 		stateDir = filepath.Join(gitDir, "lpmbisect")
 	}
-	if r.st, err = r.bench.OpenState(stateDir, bisect.State{Kind: bisect.KindSeries, Repo: repo.Dir, Good: base, Bad: tip}); err != nil {
+	if r.st, err = r.bench.OpenState(stateDir, campaign.State{Kind: campaign.KindSeries, Repo: repo.Dir, Good: base, Bad: tip}); err != nil {
 		return nil, err
 	}
 	r.res.State = r.st.Path()
-	r.build = bisect.BuildDirFor(r.repo.Dir, o.BuildDir)
+	r.build = campaign.BuildDirFor(r.repo.Dir, o.BuildDir)
 	if err := r.measure(ctx, base, commits); err != nil {
 		return r.res, err
 	}
@@ -325,7 +326,7 @@ func (r *run) apply(ctx context.Context, repo *git.Repo, gitDir, base string) ([
 				return nil, err
 			}
 			p.Status, p.Detail = NotApplied, "does not apply"
-			p.LogTail = tail(err.Error(), 6)
+			p.LogTail = logtail.Lines(err.Error(), 6, nil)
 			r.res.Stopped = fmt.Sprintf("patch %d/%d %q does not apply on %s: the series stops there", p.N, len(t.Patches), p.Subject, words.ShortHash(base))
 			continue
 		}
@@ -348,7 +349,7 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 	if bb.Failed != "" {
 		return fmt.Errorf("%w: %s: %s", ErrBaseBroken, words.ShortHash(base), bb.Failed)
 	}
-	baseK := bisect.CandidateOf(bb, "base "+words.ShortHash(base), base)
+	baseK := campaign.CandidateOf(bb, "base "+words.ShortHash(base), base)
 	// The base alone first, so that a later boot failure is the patch's.
 	if _, _, _, err := r.bench.CompareKernels(ctx, baseK, baseK); err != nil {
 		if ctx.Err() == nil && errors.Is(err, measure.ErrBootFailed) {
@@ -372,7 +373,7 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 		p.Against, p.AgainstN, p.BuildSeconds = last.Labels[wire.KeyCommit], lastN, b.BuildSeconds
 		if b.Failed != "" {
 			p.Status, p.Detail, p.Log = BuildFailed, "does not build", b.BuildLog
-			p.LogTail = fileTail(b.BuildLog, 8)
+			p.LogTail = kbuild.LogTail(b.BuildLog, 8)
 			r.logf("%d/%d %s does not build (log: %s); the next patch is compared with %s", p.N, total, words.ShortHash(p.Commit), b.BuildLog, last.Label)
 			continue
 		}
@@ -385,16 +386,16 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 			r.logf("%d/%d %s: image identical to %s's (sha256 %s): nothing to boot", p.N, total, words.ShortHash(p.Commit), last.Label, words.ShortHash(b.Image))
 			continue
 		}
-		k := bisect.CandidateOf(b, fmt.Sprintf("%d/%d %s", p.N, total, words.ShortHash(p.Commit)), p.Commit)
+		k := campaign.CandidateOf(b, fmt.Sprintf("%d/%d %s", p.N, total, words.ShortHash(p.Commit)), p.Commit)
 		rep, lk, pk, err := r.bench.CompareKernels(ctx, last, k)
 		if err != nil {
-			if ctx.Err() != nil || !errors.Is(err, measure.ErrBootFailed) || bisect.FirstKernelFailed(err) {
+			if ctx.Err() != nil || !errors.Is(err, measure.ErrBootFailed) || campaign.FirstKernelFailed(err) {
 				// Not the patch's kernel: the host, or the kernel that
 				// booted before.
 				return err
 			}
 			p.Status, p.Detail = BootFailed, "did not boot"
-			p.LogTail = tail(err.Error(), 8)
+			p.LogTail = logtail.Lines(err.Error(), 8, nil)
 			r.logf("%d/%d %s did not boot: %v", p.N, total, words.ShortHash(p.Commit), err)
 			continue
 		}
@@ -405,7 +406,7 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 			return fmt.Errorf("%d/%d against the base: %w", p.N, total, err)
 		}
 		if p.Moved() {
-			p.Insight = bisect.KernelInsight(lk, pk)
+			p.Insight = campaign.KernelInsight(lk, pk)
 		}
 		r.logf("%d/%d %s: %s", p.N, total, words.ShortHash(p.Commit), describe(rep))
 		last, lastN, lastImage, lastVsBase = k, p.N, b.Image, p.VsBase
@@ -442,11 +443,10 @@ func (r *run) kernel(ctx context.Context, commit string) (*kbuild.Built, error) 
 		return nil, err
 	}
 	byTree := filepath.Join(r.st.Dir(), "trees", tree+".json")
-	usable := func(b *kbuild.Built) bool { return b != nil && (b.Failed != "" || exists(b.Kernel)) }
 	b := r.st.Kernels[commit]
-	if !usable(b) {
+	if !b.Stands() {
 		b = nil
-		if data, err := os.ReadFile(byTree); err == nil && json.Unmarshal(data, &b) == nil && usable(b) {
+		if data, err := os.ReadFile(byTree); err == nil && json.Unmarshal(data, &b) == nil && b.Stands() {
 			if b.Failed != "" {
 				r.logf("%s: tree %s did not build before (log: %s)", words.ShortHash(commit), words.ShortHash(tree), b.BuildLog)
 			} else {
@@ -466,11 +466,11 @@ func (r *run) kernel(ctx context.Context, commit string) (*kbuild.Built, error) 
 				return nil, err
 			}
 		}
-		if b, err = bisect.BuildCommit(ctx, r.st, r.o.Setup.Builder(), r.repo.Dir, r.build, commit, r.bench.Resolve, r.log); err != nil {
+		if b, err = campaign.BuildCommit(ctx, r.st, r.o.Setup.Builder(), r.repo.Dir, r.build, commit, r.bench.Resolve, r.log); err != nil {
 			return nil, err
 		}
 	}
-	if !exists(byTree) {
+	if _, err := os.Stat(byTree); err != nil {
 		data, err := json.Marshal(b)
 		if err != nil {
 			return nil, err
@@ -523,42 +523,4 @@ func patchSubject(s string) string {
 		s = strings.TrimSpace(s[i+1:])
 	}
 	return s
-}
-
-func tail(s string, n int) []string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
-}
-
-// fileTail returns the last n non-empty lines of a log file, bounded.
-func fileTail(path string, n int) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	const most = 64 << 10
-	if st, err := f.Stat(); err == nil && st.Size() > most {
-		f.Seek(st.Size()-most, 0)
-	}
-	buf := make([]byte, most)
-	k, _ := f.Read(buf)
-	var lines []string
-	for _, l := range strings.Split(string(buf[:k]), "\n") {
-		if l = strings.TrimRight(l, "\r "); l != "" && !strings.HasPrefix(l, "# lpmbisect") && !strings.HasPrefix(l, "make") {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

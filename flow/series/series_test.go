@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
-	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/host/measure"
@@ -46,10 +46,10 @@ type benchMeasurer struct {
 	failOn string         // boots of kernels whose content has this fail
 }
 
-func (m *benchMeasurer) Measure(ctx context.Context, ks []bisect.Candidate, boots int) ([][]bisect.BootResults, error) {
+func (m *benchMeasurer) Measure(ctx context.Context, ks []campaign.Candidate, boots int) ([][]campaign.BootResults, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([][]bisect.BootResults, len(ks))
+	out := make([][]campaign.BootResults, len(ks))
 	if m.boots == nil {
 		m.boots = map[string]int{}
 	}
@@ -65,7 +65,7 @@ func (m *benchMeasurer) Measure(ctx context.Context, ks []bisect.Candidate, boot
 			m.boots[string(data)]++
 			n := m.boots[string(data)]
 			rd := benchfmt.NewReader(bytes.NewReader(data), k.Input)
-			var boot bisect.BootResults
+			var boot campaign.BootResults
 			for rd.Scan() {
 				r, ok := rd.Result().(*benchfmt.Result)
 				if !ok {
@@ -141,12 +141,12 @@ func runGit(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-func setup(t *testing.T, mk string, m bisect.Measurer) *bisect.Setup {
-	b := &bisect.Bench{
-		Judge:    bisect.Judge{Alpha: 0.05, MinEffectPct: 1, Bounds: map[string]float64{lookup: 0.001}},
+func setup(t *testing.T, mk string, m campaign.Measurer) *campaign.Setup {
+	b := &campaign.Bench{
+		Judge:    campaign.Judge{Alpha: 0.05, MinEffectPct: 1, Bounds: map[string]float64{lookup: 0.001}},
 		Measurer: m, Resolve: fakeResolve, Boots: 2, MaxBoots: 4, Params: "test",
 	}
-	return &bisect.Setup{Bench: b, Build: kbuild.Options{Make: mk, Jobs: 1}}
+	return &campaign.Setup{Bench: b, Build: kbuild.Options{Make: mk, Jobs: 1}}
 }
 
 // row returns the lookup row of a report.
@@ -220,14 +220,14 @@ func TestRangeSeries(t *testing.T) {
 	}
 
 	// A rerun resumes from the state: nothing built, nothing booted.
-	calls, _ := os.ReadFile(filepath.Join(src, bisect.DefaultBuildDir, "calls.txt"))
+	calls, _ := os.ReadFile(filepath.Join(src, campaign.DefaultBuildDir, "calls.txt"))
 	o.Setup = setup(t, mk, &benchMeasurer{fail: true})
 	again, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("resumed: %v", err)
 	}
 	checkSeries(t, again)
-	if calls2, _ := os.ReadFile(filepath.Join(src, bisect.DefaultBuildDir, "calls.txt")); !bytes.Equal(calls, calls2) {
+	if calls2, _ := os.ReadFile(filepath.Join(src, campaign.DefaultBuildDir, "calls.txt")); !bytes.Equal(calls, calls2) {
 		t.Errorf("the rerun built again: make calls %q, then %q", calls, calls2)
 	}
 }
@@ -262,7 +262,7 @@ func TestMboxAfterRange(t *testing.T) {
 	if _, err := Run(context.Background(), Options{Setup: setup(t, mk, &benchMeasurer{}), Repo: src, Base: base, Tip: "main", StateDir: state}); err != nil {
 		t.Fatal(err)
 	}
-	calls, _ := os.ReadFile(filepath.Join(src, bisect.DefaultBuildDir, "calls.txt"))
+	calls, _ := os.ReadFile(filepath.Join(src, campaign.DefaultBuildDir, "calls.txt"))
 	mbox := filepath.Join(t.TempDir(), "series.mbox")
 	os.WriteFile(mbox, []byte(runGit(t, src, "format-patch", "--stdout", base+"..main")), 0o644)
 	var logged bytes.Buffer
@@ -281,10 +281,10 @@ func TestMboxAfterRange(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(wt, ".git")); err != nil {
 		t.Errorf("no series worktree at %s: %v", wt, err)
 	}
-	if _, err := os.Stat(filepath.Join(wt, bisect.DefaultBuildDir, "calls.txt")); err == nil {
+	if _, err := os.Stat(filepath.Join(wt, campaign.DefaultBuildDir, "calls.txt")); err == nil {
 		t.Errorf("the mbox's worktree built kernels; want the range's, by tree")
 	}
-	if calls2, _ := os.ReadFile(filepath.Join(src, bisect.DefaultBuildDir, "calls.txt")); !bytes.Equal(calls, calls2) {
+	if calls2, _ := os.ReadFile(filepath.Join(src, campaign.DefaultBuildDir, "calls.txt")); !bytes.Equal(calls, calls2) {
 		t.Errorf("the range's build directory built again")
 	}
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/internal/logtail"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
@@ -408,22 +409,25 @@ func reproducibleEnv() []string {
 	return env
 }
 
-// errorLines returns the last error lines of a build log, for the message.
+// isLogMarker says whether a line of a build log is lpmbisect's own (the
+// "# lpmbisect" lines it writes around make) or make's command echo, not
+// the compiler's: log tails leave them out.
+func isLogMarker(line string) bool {
+	return strings.HasPrefix(line, "# lpmbisect") || strings.HasPrefix(line, "make")
+}
+
+// LogTail returns the last n lines of the build log at path that the
+// compiler or a tool wrote, for a report of a build that failed.
+func LogTail(path string, n int) []string {
+	return logtail.File(path, n, isLogMarker)
+}
+
+// errorLines returns the last error lines of a build log, for the message:
+// the last two that say error, else the last two.
 func errorLines(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if len(data) > 64<<10 {
-		data = data[len(data)-64<<10:]
-	}
-	var errs, all []string
-	for _, l := range strings.Split(string(data), "\n") {
-		l = strings.TrimSpace(l)
-		if l == "" || strings.HasPrefix(l, "# lpmbisect") {
-			continue
-		}
-		all = append(all, l)
+	all := logtail.File(path, 1<<20, func(l string) bool { return strings.HasPrefix(l, "# lpmbisect") })
+	var errs []string
+	for _, l := range all {
 		if strings.Contains(l, "error") || strings.Contains(l, "Error") {
 			errs = append(errs, l)
 		}

@@ -126,6 +126,19 @@ type Built struct {
 	Failed string `json:"failed,omitempty"`
 }
 
+// Stands says whether a recorded build can be used again without building:
+// it failed (a fact, kept), or the kernel it kept is still there.
+func (b *Built) Stands() bool {
+	if b == nil {
+		return false
+	}
+	if b.Failed != "" {
+		return true
+	}
+	_, err := os.Stat(b.Kernel)
+	return err == nil
+}
+
 // BuildKernel builds the tree src (checked out at commit) in buildDir and
 // keeps the kernel it made under <keep>/kernels/<image sha256>, where the
 // next build cannot overwrite it, with its compiler and configuration hash.

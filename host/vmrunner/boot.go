@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lpmbisect/lpmbisect/internal/logtail"
 	"github.com/lpmbisect/lpmbisect/internal/shellquote"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -343,7 +344,7 @@ func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, w
 	case panicLine != "":
 		return Panic, panicLine
 	case waitErr != nil:
-		msg := strings.TrimSpace(lastLines(stderr, 3))
+		msg := strings.Join(logtail.Lines(stderr, 3, nil), "; ")
 		if msg == "" {
 			msg = waitErr.Error()
 		}
@@ -376,14 +377,6 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return b.Buffer.Write(p)
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "; ")
 }
 
 // channelPair returns the host's end (r) and QEMU's end (w) of a channel: a

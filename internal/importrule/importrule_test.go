@@ -29,7 +29,7 @@ var onlyImportedBy = map[string][]string{
 // placed here, or the test fails naming it.
 var layers = [][]string{
 	// 0: the host–guest contract, leaves, and what needs nothing of ours.
-	{"wire", "internal/words", "internal/cachefile", "internal/cpuinfo", "internal/git",
+	{"wire", "internal/words", "internal/logtail", "internal/cachefile", "internal/cpuinfo", "internal/git",
 		"internal/interrupt", "internal/shellquote", "internal/importrule",
 		"guest/bpf", "stats/changepoint",
 		"internal/testbed/testkbuild", "internal/testbed/testkernels", "internal/testbed/testseries"},
@@ -43,12 +43,14 @@ var layers = [][]string{
 	{"host/measure", "host/kbuild", "present/view", "config/cliflag"},
 	// 4: calibration of a host, the first workflow.
 	{"flow/calibrate", "internal/testbed/testsetup"},
-	// 5: one comparison; bisections; the fleet; the renderer.
-	{"flow/ab", "flow/bisect", "flow/fleet", "present/report"},
-	// 6: nights, which bisect, and patch series, measured with a
-	// bisection's bench and state.
+	// 5: one comparison; the campaigns' bench, state and store; the
+	// fleet; the renderer.
+	{"flow/ab", "flow/campaign", "flow/fleet", "present/report"},
+	// 6: bisections, and the campaigns' test fakes.
+	{"flow/bisect", "internal/testbed/testcampaign"},
+	// 7: nights, which bisect, and patch series.
 	{"flow/nightly", "flow/series"},
-	// 7: the programs.
+	// 8: the programs.
 	{"cmd/lpmbisect", "cmd/lpmbisect-guest"},
 }
 

@@ -1,4 +1,4 @@
-package bisect
+package campaign
 
 import (
 	"crypto/sha256"

@@ -1,7 +1,8 @@
-package bisect
+package campaign
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
@@ -9,6 +10,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testsetup"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 	"github.com/lpmbisect/lpmbisect/wire"
+	"golang.org/x/perf/benchfmt"
 )
 
 // Under icount, with no calibration of this host, the documented jitter
@@ -82,5 +84,41 @@ func TestClassExitCode(t *testing.T) {
 	}
 	if ExitAbort < 128 || ExitAbort > 255 {
 		t.Errorf("ExitAbort = %d; git bisect run aborts on 128-255 only", ExitAbort)
+	}
+}
+
+// A verdict reached at an early look is final, and compare does not test
+// the row again; the sequence keeps the p-value it was reached with, so a
+// step's confidence stays meaningful.
+func TestJudgeCarriesDecidedClaims(t *testing.T) {
+	boots := func(value float64, n, from int) []*benchfmt.Result {
+		var out []*benchfmt.Result
+		for i := from; i < from+n; i++ {
+			r := &benchfmt.Result{Name: benchfmt.Name("LPMTrie/op=lookup"), Iters: 1, Values: []benchfmt.Value{{Value: value * (1 + 1e-4*float64(i%3)), Unit: "insn/op"}}}
+			r.SetConfig("boot", fmt.Sprint(i+1))
+			out = append(out, r)
+		}
+		return out
+	}
+	j := Judge{Alpha: 0.05, MinEffectPct: 1}
+	s, err := j.sequence(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := boots(1000, 8, 0)
+	first, err := j.look(s, a, boots(1000, 4, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := RowKey{"LPMTrie/op=lookup", "insn/op"}
+	if first[k].Verdict != compare.Same || first[k].PClaim >= 1 {
+		t.Fatalf("first look = %s p(same)=%v; want SAME with its p", first[k].Verdict, first[k].PClaim)
+	}
+	second, err := j.look(s, a, boots(1000, 8, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second[k].Verdict != compare.Same || second[k].PClaim != first[k].PClaim {
+		t.Errorf("second look = %s p(same)=%v; want SAME carried with p(same)=%v", second[k].Verdict, second[k].PClaim, first[k].PClaim)
 	}
 }

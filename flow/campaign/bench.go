@@ -1,4 +1,4 @@
-package bisect
+package campaign
 
 import (
 	"context"
@@ -499,9 +499,9 @@ func (b *Bench) RecheckTarget(parent, culprit Candidate, extra int) (int, error)
 	return max(Boots(p.results), Boots(c.results)) + extra, nil
 }
 
-// sameImageRecheck is the re-check of a culprit whose kernel image
+// SameImageRecheck is the re-check of a culprit whose kernel image
 // (sha256 image) is its parent's: nothing to boot, and the note says why.
-func sameImageRecheck(image string) *Recheck {
+func SameImageRecheck(image string) *Recheck {
 	return &Recheck{SameImage: true, Note: fmt.Sprintf("the culprit's kernel image is identical to its parent's (sha256 %s): the commit cannot have changed the kernel; suspect noise or a change outside the image", words.ShortHash(image))}
 }
 
@@ -520,7 +520,7 @@ func (b *Bench) Recheck(ctx context.Context, parent, culprit Candidate, target i
 		return nil, fmt.Errorf("re-check: culprit: %w", err)
 	}
 	if p.k.SHA256 == c.k.SHA256 {
-		return sameImageRecheck(c.k.SHA256), nil
+		return SameImageRecheck(c.k.SHA256), nil
 	}
 	rc := &Recheck{}
 	if err := b.topUp(ctx, target, b.Insight, p, c); err != nil {

@@ -1,0 +1,185 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"path/filepath"
+
+	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/host/insight"
+	"github.com/lpmbisect/lpmbisect/host/kbuild"
+	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// Setup is what every campaign is made from: how kernels are measured and
+// judged, and how a commit is built. The CLI's bisect, bisect-run and
+// series fill it from their flags; nightly tracking fills it from a
+// series, to measure its nights and bisect a change point.
+type Setup struct {
+	Bench *Bench
+	// Measure is how Bench boots kernels.
+	Measure *measure.Setup
+	// BuildCommand, when set, builds each commit with this shell command
+	// (see CommandBuilder); otherwise Build is used (lpmbisect build).
+	BuildCommand string
+	Build        kbuild.Options
+	// RemoteBuilder, when set, builds each commit instead of BuildCommand
+	// and Build: elsewhere, on a fleet's build queue (fleet.Builder).
+	RemoteBuilder kbuild.Builder
+	// RecheckBoots is how many boots the re-check adds to the culprit and
+	// its parent (0: no re-check).
+	RecheckBoots int
+	Log          *log.Logger
+}
+
+// NewBench returns the bench of a bisection whose kernels are booted with m
+// and judged with j: Boots boots per look (0: the fewest with which one
+// look can decide), at most MaxBoots per kernel while UNKNOWN; reverse
+// looks for an improvement. Results are kept apart by m's measurement
+// parameters (measure.ParamsKey).
+func NewBench(m *measure.Setup, j Judge, boots, maxBoots int, reverse bool) (*Bench, error) {
+	if boots < 0 || maxBoots < 1 {
+		return nil, fmt.Errorf("boots per look %d and at most %d per kernel: must be positive", boots, maxBoots)
+	}
+	params, err := m.ParamsKey()
+	if err != nil {
+		return nil, err
+	}
+	b := &Bench{
+		Judge:    j,
+		Measurer: &VMMeasurer{Setup: m, Log: m.Log},
+		Resolve:  func(in string) (*kernel.Kernel, error) { return kernel.Resolve(in, m.CacheDir) },
+		Boots:    boots, MaxBoots: maxBoots, Reverse: reverse, Params: params, Log: m.Log,
+	}
+	if err := b.CheckLevels(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Options say how a bisection judges its kernels and how many boots it
+// spends on them.
+type Options struct {
+	Judge Judge
+	// Auto takes each benchmark's minimum effect from this host's
+	// calibration (at least Judge.MinEffectPct); Statistical judges
+	// deterministic rows with the significance test too (see
+	// calibrate.Use).
+	Auto, Statistical bool
+	// Boots per look (0: the fewest with which one look can decide, see
+	// Judge.Calibrate), at most MaxBoots per kernel while UNKNOWN.
+	Boots, MaxBoots int
+	// Reverse looks for an improvement.
+	Reverse bool
+	// RecheckBoots is Setup.RecheckBoots.
+	RecheckBoots int
+}
+
+// FromConfig returns the options that a configuration's [stats],
+// [measure] and [bisect] sections give; auto takes the minimum effects
+// from calibration (--min-effect auto).
+func FromConfig(f *config.File, auto bool) Options {
+	return Options{Judge: Judge{Alpha: f.Stats.Alpha, MinEffectPct: f.Stats.MinEffect}, Auto: auto, Statistical: f.Stats.Statistical(),
+		Boots: f.Measure.Boots, MaxBoots: f.Measure.MaxBoots, Reverse: f.Bisect.Reverse, RecheckBoots: f.Bisect.RecheckBoots}
+}
+
+// NewSetup returns the setup of the bisections whose kernels m boots, with
+// o's statistics calibrated for m's host; the caller adds how commits are
+// built. Its errors are NewBench's: levels no bisection can use.
+func NewSetup(ctx context.Context, m *measure.Setup, o Options) (*Setup, error) {
+	j := o.Judge
+	deterministic := j.Calibrate(ctx, m, o.Auto, o.Statistical)
+	bench, err := NewBench(m, j, o.Boots, o.MaxBoots, o.Reverse)
+	if err != nil {
+		return nil, err
+	}
+	bench.Deterministic = deterministic
+	return &Setup{Bench: bench, Measure: m, RecheckBoots: o.RecheckBoots, Log: m.Log}, nil
+}
+
+// DefaultBuildDir is where a tree is built when no build directory is
+// given: inside the tree, so every lpmbisect command that builds it (build,
+// bisect-run, bisect, nightly) reuses the same objects. Kernel trees ignore
+// dot-directories (.gitignore has ".*"), so git does not see it.
+const DefaultBuildDir = ".lpmbisect-build"
+
+// BuildDirFor returns the build directory of the tree src: dir, or
+// src/DefaultBuildDir when dir is "".
+func BuildDirFor(src, dir string) string {
+	if dir != "" {
+		return dir
+	}
+	return filepath.Join(src, DefaultBuildDir)
+}
+
+// Builder returns the builder of the setup.
+func (s *Setup) Builder() kbuild.Builder {
+	if s.RemoteBuilder != nil {
+		return s.RemoteBuilder
+	}
+	if s.BuildCommand != "" {
+		return &kbuild.CommandBuilder{Command: s.BuildCommand}
+	}
+	return &kbuild.KbuildBuilder{Options: s.Build, Log: s.Log}
+}
+
+// CandidateOf describes a built kernel for measuring.
+func CandidateOf(b *kbuild.Built, label, commit string) Candidate {
+	return Candidate{Input: b.Kernel, Label: label, Labels: map[string]string{
+		wire.KeyCommit: commit, wire.KeyCompiler: b.Compiler, wire.KeyKconfig: b.Kconfig,
+	}}
+}
+
+// BuildCommit builds the tree src (checked out at commit) unless the state
+// has its kernel already, keeps the kernel and records it. A tree that does
+// not build gives a Built with Failed set and its log kept under the state.
+func BuildCommit(ctx context.Context, s *State, builder kbuild.Builder, src, buildDir, commit string, resolve func(string) (*kernel.Kernel, error), log *log.Logger) (*kbuild.Built, error) {
+	if b := s.Kernels[commit]; b.Stands() {
+		return b, nil
+	}
+	b, err := kbuild.BuildKernel(ctx, builder, src, buildDir, commit, s.Dir(), resolve, log)
+	if err != nil {
+		return nil, err
+	}
+	s.Kernels[commit] = b
+	return b, s.Save()
+}
+
+// kernelSides are kernels a and b as the sides of an insight block.
+func kernelSides(a, b *kernel.Kernel) []*measure.Side {
+	return []*measure.Side{{Name: "A", Kernel: a}, {Name: "B", Kernel: b}}
+}
+
+// KernelInsight is the insight block of kernel a against kernel b (the
+// parent against the culprit, a patch's parent against the patch) from
+// their images and, where the build's vmlinux is there
+// (kernel.BuildVmlinux), exact sizes.
+func KernelInsight(a, b *kernel.Kernel) *insight.Diff {
+	return (&measure.Insight{}).Diff(kernelSides(a, b))
+}
+
+// InsightDiff is the insight block of kernel a against kernel b with the
+// guest documents s kept for their images (KeepInsight): what the guests'
+// insight pass in found. A nil in means no pass was asked for, and the
+// block comes from the images alone (KernelInsight). A document that
+// cannot be read says so in its side of the block. It is the one store →
+// insight diff: a bisection's re-check (parent against culprit) and a
+// night's mail (the tip before a change against the tip after it) both
+// read it.
+func (s *Store) InsightDiff(in *measure.Insight, a, b *kernel.Kernel) *insight.Diff {
+	if in == nil {
+		return KernelInsight(a, b)
+	}
+	sides := kernelSides(a, b)
+	for _, side := range sides {
+		doc, err := s.Insight(side.Kernel.SHA256)
+		if err != nil {
+			side.InsightProblem = err.Error()
+		}
+		side.Insight = doc
+	}
+	return in.Diff(sides)
+}
