@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -124,41 +125,73 @@ const (
 	UnitInsnPerOp = "insn/op"
 )
 
-// Accel is the accelerator the host runs the guest under, as the guest is
-// told it (lpmbisect.accel) and as results name it (KeyAccel). The host's
-// automatic choice is not an Accel: by the time a guest runs it is one of
-// these.
+// Accel is how QEMU executes the guest: the accelerator asked for (Auto
+// among them), the one a boot ran under, as the guest is told it
+// (lpmbisect.accel) and as results name it (KeyAccel). It is the one
+// accelerator type of lpmbisect, parsed in one place (ParseAccel).
+// Results from different accelerators are never comparable: icount
+// results are instruction counts, the others wall-clock time.
 type Accel string
 
 // Accelerators.
 const (
-	// AccelKVM runs the guest on the host CPU: wall-clock times.
+	// AccelAuto asks the host to choose: KVM when the guest makes progress
+	// under it, else AccelIcount. Where there is no working KVM (CI
+	// runners, cloud VMs, nested virtualization), wall time under TCG
+	// measures the emulator and whatever else the host runs, while
+	// instruction counts stay the same on a busy machine; TCG wall time is
+	// only ever used when asked for. It is never a boot's accelerator: by
+	// the time a guest runs, the host has decided (Decided).
+	AccelAuto Accel = "auto"
+	// AccelKVM runs the guest on the host CPU (needs a working /dev/kvm):
+	// wall-clock times.
 	AccelKVM Accel = "kvm"
-	// AccelTCG is QEMU's software emulation: wall-clock times.
+	// AccelTCG is QEMU's software emulation: slower, wall-clock times.
 	AccelTCG Accel = "tcg"
 	// AccelIcount is TCG with -icount shift=0,align=off,sleep=off: the
-	// guest clock counts instructions.
+	// guest clock advances one nanosecond per guest instruction, so
+	// in-guest timings are deterministic instruction counts (insn/op).
+	// They say nothing about cycles, cache misses or memory latency.
 	AccelIcount Accel = "icount"
 )
 
-// Accels lists the accelerators, in the order messages name them.
+// Accels lists the accelerators a boot runs under, in the order messages
+// name them.
 var Accels = []Accel{AccelKVM, AccelTCG, AccelIcount}
 
 // ErrUnknownAccel is returned by ParseAccel for a name that is not an Accel.
-var ErrUnknownAccel = fmt.Errorf("not an accelerator (want %s)", AccelNames())
+var ErrUnknownAccel = fmt.Errorf("not an accelerator (want %s)", orList(append([]Accel{AccelAuto}, Accels...)))
 
-// AccelNames names the accelerators for messages: "kvm, tcg or icount".
+// ErrNotBootAccel is returned by ParseBootAccel where a boot's accelerator
+// must be named (a guest's plan, a fleet job) and was not: AccelAuto, or
+// no accelerator at all.
+var ErrNotBootAccel = fmt.Errorf("not a boot's accelerator (want %s)", AccelNames())
+
+// AccelNames names the accelerators a boot runs under, for messages:
+// "kvm, tcg or icount".
 func AccelNames() string { return orList(Accels) }
 
-// ParseAccel returns the Accel named s, exactly as spelled (lower case).
+// ParseAccel returns the Accel named s, in any case: AccelAuto or one of
+// Accels.
 func ParseAccel(s string) (Accel, error) {
-	for _, a := range Accels {
-		if string(a) == s {
-			return a, nil
-		}
+	name := Accel(strings.ToLower(s))
+	if name == AccelAuto || slices.Contains(Accels, name) {
+		return name, nil
 	}
 	return "", fmt.Errorf("accelerator %q: %w", s, ErrUnknownAccel)
 }
+
+// ParseBootAccel returns the Accel a boot runs under named s, in any
+// case: one of Accels, never AccelAuto (ErrNotBootAccel).
+func ParseBootAccel(s string) (Accel, error) {
+	if a, err := ParseAccel(s); err == nil && a.Decided() {
+		return a, nil
+	}
+	return "", fmt.Errorf("accelerator %q: %w", s, ErrNotBootAccel)
+}
+
+// Decided reports whether a is a boot's accelerator, not AccelAuto.
+func (a Accel) Decided() bool { return a != AccelAuto && a != "" }
 
 // CountsInstructions reports whether the guest clock counts instructions
 // rather than nanoseconds under a.

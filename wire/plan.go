@@ -410,8 +410,8 @@ func (p Plan) Validate() error {
 			fmt.Errorf("%w: %d distinct prefixes, fewer than %s %d (raise %s)", ErrOutOfRange, 1<<p.PrefixLen, ParamEntries.Name(), p.Entries, ParamPrefixLen.Name())}
 	}
 	if p.Accel != "" {
-		if _, err := ParseAccel(string(p.Accel)); err != nil {
-			return &ParamError{ParamAccel, string(p.Accel), fmt.Errorf("%w: %w", ErrMalformed, ErrUnknownAccel)}
+		if _, err := ParseBootAccel(string(p.Accel)); err != nil {
+			return &ParamError{ParamAccel, string(p.Accel), fmt.Errorf("%w: %w", ErrMalformed, errors.Unwrap(err))}
 		}
 	}
 	if err := checkArgValue(p.Port); err != nil || strings.ContainsRune(p.Port, '/') {
@@ -533,9 +533,9 @@ func DecodePlan(cmdline string) (Plan, error) {
 		case ParamBatchEntries:
 			p.BatchEntries, err = parseCount(val)
 		case ParamAccel:
-			p.Accel, err = ParseAccel(val)
+			p.Accel, err = ParseBootAccel(val)
 			if err != nil {
-				err = fmt.Errorf("%w: %w", ErrMalformed, ErrUnknownAccel)
+				err = fmt.Errorf("%w: %w", ErrMalformed, errors.Unwrap(err))
 			}
 		case ParamPort:
 			p.Port = val

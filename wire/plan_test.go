@@ -147,7 +147,7 @@ func TestDecodePlanRejects(t *testing.T) {
 		{"lpmbisect.batch_entries=16777217", ParamBatchEntries, ErrOutOfRange},
 		{"lpmbisect.accel=hvf", ParamAccel, ErrMalformed},
 		{"lpmbisect.accel=tcg-icount", ParamAccel, ErrMalformed},
-		{"lpmbisect.accel=TCG", ParamAccel, ErrMalformed},
+		{"lpmbisect.accel=auto", ParamAccel, ErrMalformed},
 		{"lpmbisect.accel=", ParamAccel, ErrMalformed},
 		{"lpmbisect.port=", ParamPort, ErrMalformed},
 		{"lpmbisect.port=../x", ParamPort, ErrMalformed},
@@ -179,7 +179,7 @@ func TestParamErrorMessages(t *testing.T) {
 		{func(p *Plan) { p.Bench = "a b" }, `bench "a b" malformed: contains a space, a quote or a control character (want a regexp over result names)`},
 		{func(p *Plan) { p.Bench = "LPM(" }, "bench \"LPM(\" malformed: error parsing regexp: missing closing ): `LPM(`"},
 		{func(p *Plan) { p.Bench = strings.Repeat("x", 2000) }, `bench "` + strings.Repeat("x", 48) + `"… out of range: 2000 bytes, more than the 1024 the kernel command line leaves for it (use a shorter regexp)`},
-		{func(p *Plan) { p.Accel = "hvf" }, `accel "hvf" malformed: not an accelerator (want kvm, tcg or icount)`},
+		{func(p *Plan) { p.Accel = "hvf" }, `accel "hvf" malformed: not a boot's accelerator (want kvm, tcg or icount)`},
 		{func(p *Plan) { p.Port = "" }, `port "" malformed: not a port name (want a non-empty name without '/', spaces or quotes)`},
 		{func(p *Plan) { p.ProfilePeriod = 9973 }, "profile 9973 out of range [10000, 1000000000] (the kernel clamps shorter periods to 10 µs)"},
 		{func(p *Plan) { p.Fault = "boom" }, `fault "boom" malformed: want hang, flood, longline, garbage, panic, exit, nobpf, bimodal, throttle, lie-count, lie-sum, nan, inf, negative, huge, unasked, host-key, bad-utf8, escape, html, insight-big or insight-bad`},
@@ -293,9 +293,19 @@ func TestAccel(t *testing.T) {
 			t.Errorf("%s.Unit() = %q; want %q", tt.a, got, tt.unit)
 		}
 	}
-	for _, s := range []string{"", "auto", "KVM", "tcg-icount"} {
+	for s, want := range map[string]Accel{"auto": AccelAuto, "KVM": AccelKVM, "Icount": AccelIcount} {
+		if got, err := ParseAccel(s); got != want || err != nil {
+			t.Errorf("ParseAccel(%q) = %q, %v; want %q", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "hvf", "tcg-icount"} {
 		if _, err := ParseAccel(s); !errors.Is(err, ErrUnknownAccel) {
 			t.Errorf("ParseAccel(%q) = %v; want ErrUnknownAccel", s, err)
+		}
+	}
+	for _, s := range []string{"", "auto", "hvf"} {
+		if _, err := ParseBootAccel(s); !errors.Is(err, ErrNotBootAccel) {
+			t.Errorf("ParseBootAccel(%q) = %v; want ErrNotBootAccel", s, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // BenchmarkBootOverhead measures one `lpmbisect run` boot against a bare
@@ -30,7 +31,7 @@ func BenchmarkBootOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	bare := vmrunner.Config{
-		Kernel: sides[0].Kernel.Image, Initramfs: sides[0].Image.Path, Accel: vmrunner.TCG,
+		Kernel: sides[0].Kernel.Image, Initramfs: sides[0].Image.Path, Accel: wire.AccelTCG,
 		KernelArgs: append(plan.KernelArgs(), "lpmbisect.accel=tcg"), RunDir: b.TempDir(),
 	}
 	bareCmd := bare.CommandLine()

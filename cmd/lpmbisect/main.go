@@ -8,6 +8,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -20,7 +21,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/config/cliflag"
 	"github.com/lpmbisect/lpmbisect/flow/fleet"
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
 	"github.com/lpmbisect/lpmbisect/internal/shellquote"
 	"github.com/lpmbisect/lpmbisect/internal/version"
@@ -117,20 +117,17 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 	if controls {
 		o.Plan = o.Plan.WithControls()
 	}
-	// On a fleet, auto is the queue's accelerator, decided here once for
-	// every job of the run (workers never decide it). A bad --accel is
-	// NewSetup's to report.
-	if requested, err := vmrunner.ParseAccel(string(o.Accel)); err == nil && r.remote != nil && r.remote.queue != "" {
-		accel, why, err := fleet.ResolveAccel(requested, r.remote.queue)
-		if err != nil {
-			return nil, queueError("queue", err)
-		}
-		if why != "" {
-			r.log.Print(why)
-		}
-		o.Accel = accel
+	// On a fleet, auto is the queue's accelerator, decided once for every
+	// job of the run (workers never decide it).
+	if r.remote != nil && r.remote.queue != "" {
+		queue := r.remote.queue
+		o.DecideAuto = func() (wire.Accel, string, error) { return fleet.ResolveAccel(wire.AccelAuto, queue) }
 	}
 	s, err := measure.NewSetup(o)
+	var decide *measure.DecideAutoError
+	if errors.As(err, &decide) {
+		return nil, queueError("queue", decide.Err)
+	}
 	if err != nil {
 		return nil, flagError(err)
 	}

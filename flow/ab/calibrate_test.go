@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testsetup"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -19,7 +18,7 @@ import (
 func TestCalibrate(t *testing.T) {
 	plan := measure.GuestPlan(wire.DefaultPlan())
 	plan.Bench = "lookup"
-	s := testsetup.New(t, measure.Options{Accel: vmrunner.Icount, Plan: plan})
+	s := testsetup.New(t, measure.Options{Accel: wire.AccelIcount, Plan: plan})
 	stats := compare.Options{Alpha: 0.05, MinEffect: 0.01, MaxBoots: 10}
 	o := Options{Setup: s, Compare: stats}
 	if err := o.Calibrate(context.Background(), 0, false, false); err != nil {

@@ -67,7 +67,7 @@ type Key struct {
 }
 
 // bootArgs returns Key.BootArgs for boots under accel.
-func bootArgs(accel vmrunner.Accel) string {
+func bootArgs(accel wire.Accel) string {
 	return strings.Join(vmrunner.FixedKernelArgs(accel), " ")
 }
 
@@ -88,7 +88,7 @@ func KeyOf(results []*benchfmt.Result, host Host, paired bool) (Key, error) {
 		return Key{}, fmt.Errorf("calibrate: %w (no %q key)", ErrNoAccel, wire.KeyAccel)
 	}
 	k.Paired = paired && !wire.Accel(k.Accel).CountsInstructions()
-	k.BootArgs = bootArgs(vmrunner.Accel(k.Accel))
+	k.BootArgs = bootArgs(wire.Accel(k.Accel))
 	if k.QEMU, err = oneValue(results, wire.KeyQEMU); err != nil {
 		return Key{}, err
 	}

@@ -83,11 +83,11 @@ func ShelfFor(setup *measure.Setup, cacheDir string) Shelf {
 // of its setup.
 func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 	accel := setup.Accel
-	if accel == vmrunner.Auto {
-		accel = vmrunner.KVM
+	if accel == wire.AccelAuto {
+		accel = wire.AccelKVM
 	}
 	plan := setup.Plan.Wire()
-	k := Key{Accel: string(accel), CPUModel: accel.CPUModel(), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel)}
+	k := Key{Accel: string(accel), CPUModel: vmrunner.CPUModel(accel), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel)}
 	if r, ok := setup.Remote.(Remote); ok {
 		var err error
 		if k.Host, k.QEMU, k.CPUModel, err = r.CalibrationClass(ctx); err != nil {
@@ -212,7 +212,7 @@ func (b Bounds) Apply(opts *compare.Options, auto bool) {
 // nothing. With statistical the significance test decides every row: no
 // jitter bounds. It says on setup.Log where the statistics came from.
 func Use(ctx context.Context, setup *measure.Setup, opts *compare.Options, auto, statistical bool) (deterministic bool) {
-	if setup.Accel != vmrunner.Icount && !auto {
+	if setup.Accel != wire.AccelIcount && !auto {
 		return false
 	}
 	b, err := For(ctx, setup, setup.CacheDir)

@@ -12,6 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // TestRunIcount calibrates Debian 6.12 under icount from 3 boots (run at
@@ -25,7 +26,7 @@ func TestRunIcount(t *testing.T) {
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	cache := testkernels.Cache(t)
 	setup, err := measure.NewSetup(measure.Options{
-		Accel: vmrunner.Icount, Guest: testguest.Path(t), CacheDir: cache, RunDir: t.TempDir(),
+		Accel: wire.AccelIcount, Guest: testguest.Path(t), CacheDir: cache, RunDir: t.TempDir(),
 		Plan:        measure.GuestPlan{Bench: "lookup", Samples: 3, Entries: 10000},
 		BootTimeout: 2 * time.Minute,
 	})
@@ -42,8 +43,8 @@ func TestRunIcount(t *testing.T) {
 	if booted != 3 || c.Boots != 3 || c.Kernel != testkernels.Release612 {
 		t.Errorf("Run: %d boots reported, calibration of %d boots of %q; want 3, 3, %q", booted, c.Boots, c.Kernel, testkernels.Release612)
 	}
-	if c.Key.Accel != "icount" || c.Key.CPUModel != vmrunner.Icount.CPUModel() || c.Key.QEMU == "" || c.Key.Samples != 3 || c.Key.Rounds == 0 || c.Key.Paired {
-		t.Errorf("Run: key %+v; want icount on %s with a QEMU version, 3 samples, rounds, unpaired", c.Key, vmrunner.Icount.CPUModel())
+	if c.Key.Accel != "icount" || c.Key.CPUModel != vmrunner.CPUModel(wire.AccelIcount) || c.Key.QEMU == "" || c.Key.Samples != 3 || c.Key.Rounds == 0 || c.Key.Paired {
+		t.Errorf("Run: key %+v; want icount on %s with a QEMU version, 3 samples, rounds, unpaired", c.Key, vmrunner.CPUModel(wire.AccelIcount))
 	}
 	lookups := 0
 	for _, b := range c.Benchmarks {
@@ -83,7 +84,7 @@ func TestRunPaired(t *testing.T) {
 	deb := testkernels.Deb(t, testkernels.Debian61)
 	cache := testkernels.Cache(t)
 	setup, err := measure.NewSetup(measure.Options{
-		Accel: vmrunner.TCG, Guest: testguest.Path(t), CacheDir: cache, RunDir: t.TempDir(), Paired: true,
+		Accel: wire.AccelTCG, Guest: testguest.Path(t), CacheDir: cache, RunDir: t.TempDir(), Paired: true,
 		Plan:        measure.GuestPlan{Bench: "lookup/keys=sequential", Samples: 2, Entries: 1000},
 		BootTimeout: 3 * time.Minute,
 	})

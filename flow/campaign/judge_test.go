@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testsetup"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -18,21 +17,21 @@ import (
 // --rule statistical and wall time keep the boots asked for, or take the
 // fewest with which a first look reaches both verdicts (0 below).
 func TestJudgeCalibrate(t *testing.T) {
-	setup := func(accel vmrunner.Accel) *measure.Setup {
+	setup := func(accel wire.Accel) *measure.Setup {
 		return testsetup.New(t, measure.Options{Accel: accel, Plan: measure.GuestPlan(wire.DefaultPlan())})
 	}
 	for _, c := range []struct {
 		name        string
-		accel       vmrunner.Accel
+		accel       wire.Accel
 		boots       int
 		statistical bool
 		want        int
 		bounds      bool
 	}{
-		{"icount", vmrunner.Icount, 0, false, compare.DeterministicBoots, true},
-		{"icount, boots given", vmrunner.Icount, 5, false, 5, true},
-		{"icount, statistical", vmrunner.Icount, 0, true, 0, false},
-		{"tcg", vmrunner.TCG, 0, false, 0, false},
+		{"icount", wire.AccelIcount, 0, false, compare.DeterministicBoots, true},
+		{"icount, boots given", wire.AccelIcount, 5, false, 5, true},
+		{"icount, statistical", wire.AccelIcount, 0, true, 0, false},
+		{"tcg", wire.AccelTCG, 0, false, 0, false},
 	} {
 		j := Judge{Alpha: 0.05, MinEffectPct: 1}
 		deterministic := j.Calibrate(context.Background(), setup(c.accel), false, c.statistical)
@@ -55,7 +54,7 @@ func TestJudgeCalibrate(t *testing.T) {
 // boots a look, the statistical rule keeps the boots asked for, and levels
 // no bisection can use are refused.
 func TestNewSetup(t *testing.T) {
-	m := testsetup.New(t, measure.Options{Accel: vmrunner.Icount, Plan: measure.GuestPlan(wire.DefaultPlan())})
+	m := testsetup.New(t, measure.Options{Accel: wire.AccelIcount, Plan: measure.GuestPlan(wire.DefaultPlan())})
 	o := Options{Judge: Judge{Alpha: 0.05, MinEffectPct: 1}, MaxBoots: 10, Reverse: true, RecheckBoots: 3}
 	s, err := NewSetup(context.Background(), m, o)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 	"unicode"
 
@@ -92,8 +93,8 @@ func (c HostClass) String() string { return "QEMU " + c.QEMUVersion + " with CPU
 // BootArgs is a boot job: one boot, under icount, on any worker of the
 // queue whose HostClass matches.
 type BootArgs struct {
-	Version int            `json:"v"`
-	Accel   vmrunner.Accel `json:"accel"`
+	Version int        `json:"v"`
+	Accel   wire.Accel `json:"accel"`
 	// Guest is the SHA-256 of the guest binary the client packed: a
 	// worker whose own guest differs runs another lpmbisect.
 	Guest        string    `json:"guest"`
@@ -113,11 +114,11 @@ func (BootArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttem
 // comparison, on one host, one after the other, or (Paired) the two of a
 // pair side by side with paced guests, as measure.Paired runs them.
 type RoundArgs struct {
-	Version      int            `json:"v"`
-	Accel        vmrunner.Accel `json:"accel"`
-	Guest        string         `json:"guest"`
-	StuckAfterMS int64          `json:"stuck_after_ms"`
-	Paired       bool           `json:"paired,omitempty"`
+	Version      int        `json:"v"`
+	Accel        wire.Accel `json:"accel"`
+	Guest        string     `json:"guest"`
+	StuckAfterMS int64      `json:"stuck_after_ms"`
+	Paired       bool       `json:"paired,omitempty"`
 	// Seed draws the turns of a paired round (measure.Paired.Seed).
 	Seed  uint64     `json:"seed,omitempty"`
 	Boots []BootSpec `json:"boots"`
@@ -223,15 +224,15 @@ func checkStuck(kind string, ms int64) error {
 
 // checkBootAccel accepts the accelerators a boot job may name: those of
 // wire.Accels, not Auto.
-func checkBootAccel(kind string, a vmrunner.Accel) error {
-	if _, err := wire.ParseAccel(string(a)); err != nil {
+func checkBootAccel(kind string, a wire.Accel) error {
+	if _, err := wire.ParseBootAccel(string(a)); err != nil || string(a) != strings.ToLower(string(a)) {
 		return argsErr(kind, "accel", "%q: %s", clip(string(a)), wire.AccelNames())
 	}
 	return nil
 }
 
 // Validate checks the boot's values against their bounds.
-func (b BootSpec) Validate(kind string, accel vmrunner.Accel) error {
+func (b BootSpec) Validate(kind string, accel wire.Accel) error {
 	if err := checkSHA(kind, "kernel", b.Kernel); err != nil {
 		return err
 	}
@@ -256,7 +257,7 @@ func (b BootSpec) Validate(kind string, accel vmrunner.Accel) error {
 		return argsErr(kind, "memory_mb", "%d: between 128 and %d", b.MemoryMB, 1<<20)
 	case b.CPUs < 0 || b.CPUs > 64:
 		return argsErr(kind, "cpus", "%d: between 1 and 64", b.CPUs)
-	case accel == vmrunner.Icount && b.CPUs > 1:
+	case accel == wire.AccelIcount && b.CPUs > 1:
 		return argsErr(kind, "cpus", "%d under icount, which runs one vCPU", b.CPUs)
 	case b.MaxLine < 0 || b.MaxLine > vmrunner.DefaultLimits.MaxLine:
 		return argsErr(kind, "max_line", "%d: between 0 and %d", b.MaxLine, vmrunner.DefaultLimits.MaxLine)
@@ -296,7 +297,7 @@ func (a BootArgs) Validate() error {
 	if err := checkStuck(KindBoot, a.StuckAfterMS); err != nil {
 		return err
 	}
-	if a.Accel == vmrunner.Icount && (a.Class.QEMUVersion == "" || a.Class.CPUModel == "") {
+	if a.Accel == wire.AccelIcount && (a.Class.QEMUVersion == "" || a.Class.CPUModel == "") {
 		return argsErr(KindBoot, "class", "an icount boot names its QEMU version and CPU model")
 	}
 	if len(a.Class.QEMUVersion) > 64 || len(a.Class.CPUModel) > 64 {
@@ -326,7 +327,7 @@ func (a RoundArgs) Validate() error {
 		if len(a.Boots) != 2 || a.Boots[0].Labels.Pair < 1 || a.Boots[0].Labels.Pair != a.Boots[1].Labels.Pair {
 			return argsErr(KindRound, "boots", "a paired round is two boots of one pair")
 		}
-		if a.Accel == vmrunner.Icount {
+		if a.Accel == wire.AccelIcount {
 			return argsErr(KindRound, "paired", "icount boots are never paired")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 var (
@@ -14,8 +15,8 @@ var (
 )
 
 func validBoot() BootArgs {
-	return BootArgs{Version: ArgsVersion, Accel: vmrunner.Icount, Guest: sumA, StuckAfterMS: 60_000,
-		Class: HostClass{QEMUVersion: "7.2.22", CPUModel: vmrunner.Icount.CPUModel()},
+	return BootArgs{Version: ArgsVersion, Accel: wire.AccelIcount, Guest: sumA, StuckAfterMS: 60_000,
+		Class: HostClass{QEMUVersion: "7.2.22", CPUModel: vmrunner.CPUModel(wire.AccelIcount)},
 		Boot: BootSpec{Kernel: sumA, Initramfs: sumB, KernelArgs: []string{"lpmbisect.samples=3", `lpmbisect.bench="LPMTrie/op=lookup"`},
 			Labels: Labels{Run: "r1", Side: "A", Boot: 1}}}
 }
@@ -31,7 +32,7 @@ func TestBootArgsValidate(t *testing.T) {
 		want  error
 	}{
 		{"version", func(a *BootArgs) { a.Version = 2 }, "version", ErrArgsVersion},
-		{"accel auto", func(a *BootArgs) { a.Accel = vmrunner.Auto }, "accel", ErrBadArgs},
+		{"accel auto", func(a *BootArgs) { a.Accel = wire.AccelAuto }, "accel", ErrBadArgs},
 		{"guest", func(a *BootArgs) { a.Guest = "abc" }, "guest", ErrBadArgs},
 		{"kernel upper case", func(a *BootArgs) { a.Boot.Kernel = strings.ToUpper(sumA) }, "kernel", ErrBadArgs},
 		{"stuck too short", func(a *BootArgs) { a.StuckAfterMS = 10 }, "stuck_after_ms", ErrBadArgs},
@@ -63,7 +64,7 @@ func TestRoundArgsValidate(t *testing.T) {
 		x.Labels.Pair, y.Labels.Pair, y.Labels.Side = p1, p2, "B"
 		return []BootSpec{x, y}
 	}
-	ok := RoundArgs{Version: ArgsVersion, Accel: vmrunner.TCG, Guest: sumA, StuckAfterMS: 60_000, Paired: true, Boots: pair(3, 3)}
+	ok := RoundArgs{Version: ArgsVersion, Accel: wire.AccelTCG, Guest: sumA, StuckAfterMS: 60_000, Paired: true, Boots: pair(3, 3)}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("Validate(paired round) = %v", err)
 	}
@@ -72,7 +73,7 @@ func TestRoundArgsValidate(t *testing.T) {
 		"too many boots":  func(a *RoundArgs) { a.Boots = make([]BootSpec, MaxRoundBoots+1) },
 		"pairs differ":    func(a *RoundArgs) { a.Boots = pair(3, 4) },
 		"paired unpaired": func(a *RoundArgs) { a.Boots = pair(0, 0) },
-		"paired icount":   func(a *RoundArgs) { a.Accel = vmrunner.Icount },
+		"paired icount":   func(a *RoundArgs) { a.Accel = wire.AccelIcount },
 		"version":         func(a *RoundArgs) { a.Version = 0 },
 	} {
 		a := ok

@@ -41,7 +41,7 @@ func (w *bootWorker) Work(ctx context.Context, job *river.Job[BootArgs]) error {
 	if err := a.Validate(); err != nil {
 		return w.rw.refuse(job.JobRow, err)
 	}
-	if a.Accel == vmrunner.Icount && a.Class != w.rw.host.Class() {
+	if a.Accel == wire.AccelIcount && a.Class != w.rw.host.Class() {
 		// Another worker of the queue has the class; this one puts the
 		// job back without spending an attempt.
 		logEvent(w.rw.Log, "job for another host class", "job", job.ID, "wants", a.Class, "here", w.rw.host.Class(), "snooze", snoozeOtherClass)
@@ -92,7 +92,7 @@ func completeIn[T river.JobArgs](job *river.Job[T]) func(context.Context, pgx.Tx
 
 // bootJob is what boot and round jobs have in common.
 type bootJob struct {
-	accel  vmrunner.Accel
+	accel  wire.Accel
 	guest  string
 	boots  []BootSpec
 	paired bool

@@ -12,6 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/calibrate"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/version"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // calibrationClassPrefix names a queue's host class in calibration keys.
@@ -27,13 +28,13 @@ func (e *Executor) CalibrationClass(ctx context.Context) (calibrate.Host, string
 		return calibrate.Host{}, "", "", err
 	}
 	host := calibrate.Host{Name: calibrationClassPrefix + e.Queue}
-	if e.queue.Accel == vmrunner.Icount {
+	if e.queue.Accel == wire.AccelIcount {
 		return host, e.class.QEMUVersion, e.class.CPUModel, nil
 	}
 	if len(e.qemus) != 1 {
 		return calibrate.Host{}, "", "", fmt.Errorf("queue %s: %w: QEMU %v: wall-clock calibrations hold for one QEMU", e.Queue, ErrMixedClasses, e.qemus)
 	}
-	return host, e.qemus[0], e.queue.Accel.CPUModel(), nil
+	return host, e.qemus[0], vmrunner.CPUModel(e.queue.Accel), nil
 }
 
 // CalibrationShelf implements calibrate.Remote: the calibrations of the

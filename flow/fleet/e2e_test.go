@@ -17,10 +17,10 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // The small plan of the end-to-end tests: a few seconds per icount boot.
@@ -61,7 +61,7 @@ func e2eSetup(t *testing.T) (s *measure.Setup, start func(seed uint64) *measure.
 	t.Helper()
 	needQEMU(t)
 	debs := []string{testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612)}
-	s, err := measure.NewSetup(measure.Options{Accel: vmrunner.Icount, Plan: e2ePlan, CacheDir: sharedCache(t),
+	s, err := measure.NewSetup(measure.Options{Accel: wire.AccelIcount, Plan: e2ePlan, CacheDir: sharedCache(t),
 		Guest: testguest.Path(t), RunDir: t.TempDir(), Parallel: 2})
 	if err != nil {
 		t.Fatal(err)

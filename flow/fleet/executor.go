@@ -181,7 +181,7 @@ func (e *Executor) pickClass(ctx context.Context) error {
 		}
 		return fmt.Errorf("queue %s: %w: want a worker of %s, but %s (start one)", e.Queue, ErrNoWorkers, want, why)
 	}
-	if e.queue.Accel != vmrunner.Icount {
+	if e.queue.Accel != wire.AccelIcount {
 		return nil
 	}
 	if len(classes) > 1 {
@@ -245,7 +245,7 @@ func (e *Executor) Run(ctx context.Context, jobs []measure.Job, done func(measur
 	stuck := e.StuckAfter.Milliseconds()
 	for i, g := range groups {
 		var args river.JobArgs
-		if e.queue.Accel == vmrunner.Icount {
+		if e.queue.Accel == wire.AccelIcount {
 			args = BootArgs{Version: ArgsVersion, Accel: e.queue.Accel, Guest: e.guestSHA, Class: e.class, StuckAfterMS: stuck, Boot: specs[g[0]]}
 		} else {
 			r := RoundArgs{Version: ArgsVersion, Accel: e.queue.Accel, Guest: e.guestSHA, StuckAfterMS: stuck * int64(len(g)),
@@ -329,7 +329,7 @@ func (e *Executor) spec(ctx context.Context, j measure.Job) (BootSpec, error) {
 // the boots up to the next boot of a side already in the round).
 func (e *Executor) group(jobs []measure.Job) [][]int {
 	var groups [][]int
-	if e.queue.Accel == vmrunner.Icount {
+	if e.queue.Accel == wire.AccelIcount {
 		for i := range jobs {
 			groups = append(groups, []int{i})
 		}
@@ -532,13 +532,13 @@ ORDER BY r.boot`, p.id)
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s stored more than the limits allow", p.id, jobName(j), r.worker)
 		case !vmrunner.Outcome(r.outcome).Known():
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s stored outcome %q, which this lpmbisect does not know (run one lpmbisect version across the fleet)", p.id, jobName(j), r.worker, r.outcome)
-		case vmrunner.Accel(r.accel) != e.queue.Accel:
+		case wire.Accel(r.accel) != e.queue.Accel:
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s booted under %s, the queue's accelerator is %s", p.id, jobName(j), r.worker, r.accel, e.queue.Accel)
-		case e.queue.Accel == vmrunner.Icount && (HostClass{QEMUVersion: r.qemu, CPUModel: r.cpu}) != e.class:
+		case e.queue.Accel == wire.AccelIcount && (HostClass{QEMUVersion: r.qemu, CPUModel: r.cpu}) != e.class:
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s booted with QEMU %s and CPU model %s, the run's class is %s", p.id, jobName(j), r.worker, r.qemu, r.cpu, e.class)
 		}
 		res := &vmrunner.Result{Outcome: vmrunner.Outcome(r.outcome), Detail: r.detail, Stream: vmrunner.DecodeStream(r.raw, j.Config), Channel: r.channel,
-			Accel: vmrunner.Accel(r.accel), Duration: time.Duration(r.duration), Command: r.command, CPUModel: r.cpu, QEMUVersion: r.qemu,
+			Accel: wire.Accel(r.accel), Duration: time.Duration(r.duration), Command: r.command, CPUModel: r.cpu, QEMUVersion: r.qemu,
 			Phases: wire.ParseMarks(r.phases)}
 		if res.Outcome == vmrunner.OK && !res.Stream.Complete {
 			// The worker said ok; what it stored does not prove it.

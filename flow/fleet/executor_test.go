@@ -7,6 +7,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // TestReadDoesNotTrustTheWorker stores boot rows as a worker (or anything
@@ -20,7 +21,7 @@ func TestReadDoesNotTrustTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e := &Executor{Client: c, Queue: "tcg", queue: Queue{Name: "tcg", Accel: vmrunner.TCG}}
+	e := &Executor{Client: c, Queue: "tcg", queue: Queue{Name: "tcg", Accel: wire.AccelTCG}}
 	store := func(job int64, outcome, results string) {
 		t.Helper()
 		if _, err := c.db.pool.Exec(ctx, `

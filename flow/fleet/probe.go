@@ -14,6 +14,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/initramfs"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // probeTimeout bounds one QEMU query (-accel help, -cpu help).
@@ -29,8 +30,8 @@ type probe struct {
 	qemu, kvmKernel, guest, cacheDir string
 }
 
-func (p probe) run(ctx context.Context, want map[vmrunner.Accel]bool) map[vmrunner.Accel]error {
-	out := map[vmrunner.Accel]error{}
+func (p probe) run(ctx context.Context, want map[wire.Accel]bool) map[wire.Accel]error {
+	out := map[wire.Accel]error{}
 	if _, err := vmrunner.QEMUVersion(p.qemu); err != nil {
 		for a := range want {
 			out[a] = err
@@ -44,29 +45,29 @@ func (p probe) run(ctx context.Context, want map[vmrunner.Accel]bool) map[vmrunn
 		}
 		return out
 	}
-	if want[vmrunner.TCG] || want[vmrunner.Icount] {
+	if want[wire.AccelTCG] || want[wire.AccelIcount] {
 		var tcg error
 		if !accels["tcg"] {
 			tcg = fmt.Errorf("%s does not implement TCG (-accel help lists %s)", p.qemu, keys(accels))
 		}
-		if want[vmrunner.TCG] {
-			out[vmrunner.TCG] = tcg
+		if want[wire.AccelTCG] {
+			out[wire.AccelTCG] = tcg
 		}
-		if want[vmrunner.Icount] {
-			out[vmrunner.Icount] = tcg
+		if want[wire.AccelIcount] {
+			out[wire.AccelIcount] = tcg
 			if tcg == nil {
 				cpus, err := qemuList(ctx, p.qemu, "-cpu", "help")
 				switch {
 				case err != nil:
-					out[vmrunner.Icount] = err
+					out[wire.AccelIcount] = err
 				case !cpus[vmrunner.IcountCPUModel]: // the model; the features it takes off need no check
-					out[vmrunner.Icount] = fmt.Errorf("%s has no CPU model %s, which icount boots emulate", p.qemu, vmrunner.IcountCPUModel)
+					out[wire.AccelIcount] = fmt.Errorf("%s has no CPU model %s, which icount boots emulate", p.qemu, vmrunner.IcountCPUModel)
 				}
 			}
 		}
 	}
-	if want[vmrunner.KVM] {
-		out[vmrunner.KVM] = p.kvm(ctx, accels["kvm"])
+	if want[wire.AccelKVM] {
+		out[wire.AccelKVM] = p.kvm(ctx, accels["kvm"])
 	}
 	return out
 }
@@ -91,7 +92,7 @@ func (p probe) kvm(ctx context.Context, listed bool) error {
 	// deadline works; the boot is cut short after that.
 	ctx, cancel := context.WithTimeout(ctx, vmrunner.KVMProbeDeadline+10*time.Second)
 	defer cancel()
-	sel := &vmrunner.Selector{Requested: vmrunner.KVM}
+	sel := &vmrunner.Selector{Requested: wire.AccelKVM}
 	_, err = sel.Boot(ctx, vmrunner.Config{QEMU: p.qemu, Kernel: p.kvmKernel, Initramfs: img.Path,
 		RunDir: filepath.Join(dir, "boot"), BootDeadline: 2 * vmrunner.KVMProbeDeadline})
 	return err

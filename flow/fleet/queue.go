@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -23,7 +22,7 @@ const BuildQueue = "build"
 type Queue struct {
 	Name string
 	// Accel is the accelerator of a boot queue; "" for a build queue.
-	Accel vmrunner.Accel
+	Accel wire.Accel
 }
 
 // Build reports whether q is a queue of build jobs.
@@ -32,7 +31,7 @@ func (q Queue) Build() bool { return q.Accel == "" }
 // WallClock reports whether the boots of q measure wall-clock time: such
 // boots must not overlap on a host, and A and B of a comparison must run
 // on one host.
-func (q Queue) WallClock() bool { return q.Accel == vmrunner.TCG || q.Accel == vmrunner.KVM }
+func (q Queue) WallClock() bool { return q.Accel == wire.AccelTCG || q.Accel == wire.AccelKVM }
 
 // ErrQueueName is wrapped by ParseQueue's errors.
 var ErrQueueName = errors.New("not a queue name")
@@ -50,8 +49,8 @@ func ParseQueue(name string) (Queue, error) {
 	if prefix == BuildQueue {
 		return Queue{Name: name}, nil
 	}
-	if a, err := wire.ParseAccel(prefix); err == nil {
-		return Queue{Name: name, Accel: vmrunner.Accel(a)}, nil
+	if a, err := wire.ParseBootAccel(prefix); err == nil && string(a) == prefix {
+		return Queue{Name: name, Accel: a}, nil
 	}
 	return Queue{}, fmt.Errorf("queue %q: %w: %q before the first '-' is neither an accelerator (%s) nor build", name, ErrQueueName, prefix, wire.AccelNames())
 }
@@ -87,7 +86,7 @@ var ErrStuckAfter = fmt.Errorf("at least %v (the queue's rescuer looks every 30 
 // AccelError is a run under one accelerator sent to a queue of another.
 type AccelError struct {
 	Queue Queue
-	Accel vmrunner.Accel // the run's
+	Accel wire.Accel // the run's
 }
 
 func (e *AccelError) Error() string {
@@ -102,8 +101,8 @@ func (e *AccelError) Error() string {
 // itself, which would mix the units of one comparison). Any other
 // accelerator is returned as it is, for CheckBootQueue to check. why says
 // what Auto became and why, "" when requested is not Auto.
-func ResolveAccel(requested vmrunner.Accel, name string) (accel vmrunner.Accel, why string, err error) {
-	if requested != vmrunner.Auto {
+func ResolveAccel(requested wire.Accel, name string) (accel wire.Accel, why string, err error) {
+	if requested != wire.AccelAuto {
 		return requested, "", nil
 	}
 	q, err := ParseQueue(name)
@@ -121,7 +120,7 @@ func ResolveAccel(requested vmrunner.Accel, name string) (accel vmrunner.Accel, 
 // (ParseQueue; else ErrBuildQueueForBoots after the name) of that
 // accelerator (*AccelError), stuckAfter at least MinStuckAfter
 // (ErrStuckAfter after the duration).
-func CheckBootQueue(name string, accel vmrunner.Accel, stuckAfter time.Duration) (Queue, error) {
+func CheckBootQueue(name string, accel wire.Accel, stuckAfter time.Duration) (Queue, error) {
 	q, err := ParseQueue(name)
 	switch {
 	case err != nil:

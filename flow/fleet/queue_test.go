@@ -19,15 +19,15 @@ import (
 func TestParseQueue(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		accel     vmrunner.Accel
+		accel     wire.Accel
 		build     bool
 		wallClock bool
 	}{
-		{"icount", vmrunner.Icount, false, false},
-		{"icount-westmere", vmrunner.Icount, false, false},
-		{"tcg", vmrunner.TCG, false, true},
-		{"kvm-zen4", vmrunner.KVM, false, true},
-		{"kvm-skylake_sp", vmrunner.KVM, false, true},
+		{"icount", wire.AccelIcount, false, false},
+		{"icount-westmere", wire.AccelIcount, false, false},
+		{"tcg", wire.AccelTCG, false, true},
+		{"kvm-zen4", wire.AccelKVM, false, true},
+		{"kvm-skylake_sp", wire.AccelKVM, false, true},
 		{"build", "", true, false},
 		{"build-big", "", true, false},
 	} {
@@ -91,21 +91,21 @@ func TestWorkerCacheDir(t *testing.T) {
 }
 
 func TestCheckQueues(t *testing.T) {
-	if q, err := CheckBootQueue("icount", vmrunner.Icount, MinStuckAfter); err != nil || q.Name != "icount" {
+	if q, err := CheckBootQueue("icount", wire.AccelIcount, MinStuckAfter); err != nil || q.Name != "icount" {
 		t.Errorf("CheckBootQueue(icount) = %+v, %v; want the queue", q, err)
 	}
 	var ae *AccelError
 	for _, c := range []struct {
 		name  string
-		accel vmrunner.Accel
+		accel wire.Accel
 		stuck time.Duration
 		is    func(error) bool
 		text  string
 	}{
-		{"gpu", vmrunner.Icount, time.Minute, func(err error) bool { return errors.Is(err, ErrQueueName) }, `queue "gpu": not a queue name`},
-		{"build", vmrunner.Icount, time.Minute, func(err error) bool { return errors.Is(err, ErrBuildQueueForBoots) }, "build is a build queue"},
-		{"icount", vmrunner.Icount, time.Second, func(err error) bool { return errors.Is(err, ErrStuckAfter) }, "1s: at least 5s"},
-		{"kvm-zen4", vmrunner.TCG, time.Minute, func(err error) bool { return errors.As(err, &ae) && ae.Accel == vmrunner.TCG }, "queue kvm-zen4 boots under kvm"},
+		{"gpu", wire.AccelIcount, time.Minute, func(err error) bool { return errors.Is(err, ErrQueueName) }, `queue "gpu": not a queue name`},
+		{"build", wire.AccelIcount, time.Minute, func(err error) bool { return errors.Is(err, ErrBuildQueueForBoots) }, "build is a build queue"},
+		{"icount", wire.AccelIcount, time.Second, func(err error) bool { return errors.Is(err, ErrStuckAfter) }, "1s: at least 5s"},
+		{"kvm-zen4", wire.AccelTCG, time.Minute, func(err error) bool { return errors.As(err, &ae) && ae.Accel == wire.AccelTCG }, "queue kvm-zen4 boots under kvm"},
 	} {
 		if _, err := CheckBootQueue(c.name, c.accel, c.stuck); err == nil || !c.is(err) || !strings.HasPrefix(err.Error(), c.text) {
 			t.Errorf("CheckBootQueue(%s, %s, %v) = %v; want %q", c.name, c.accel, c.stuck, err, c.text)
@@ -123,26 +123,26 @@ func TestCheckQueues(t *testing.T) {
 // decided by the comparison before any job, whatever this host's /dev/kvm.
 func TestResolveAccel(t *testing.T) {
 	for _, c := range []struct {
-		requested vmrunner.Accel
+		requested wire.Accel
 		queue     string
-		want      vmrunner.Accel
+		want      wire.Accel
 		says      bool
 	}{
-		{vmrunner.Auto, "icount", vmrunner.Icount, true},
-		{vmrunner.Auto, "kvm-zen4", vmrunner.KVM, true},
-		{vmrunner.Auto, "tcg-slow", vmrunner.TCG, true},
-		{vmrunner.TCG, "kvm-zen4", vmrunner.TCG, false}, // CheckBootQueue refuses it
+		{wire.AccelAuto, "icount", wire.AccelIcount, true},
+		{wire.AccelAuto, "kvm-zen4", wire.AccelKVM, true},
+		{wire.AccelAuto, "tcg-slow", wire.AccelTCG, true},
+		{wire.AccelTCG, "kvm-zen4", wire.AccelTCG, false}, // CheckBootQueue refuses it
 	} {
 		got, why, err := ResolveAccel(c.requested, c.queue)
 		if err != nil || got != c.want || (why != "") != c.says {
 			t.Errorf("ResolveAccel(%s, %s) = %s, %q, %v; want %s (a line: %v)", c.requested, c.queue, got, why, err, c.want, c.says)
 		}
-		if _, err := CheckBootQueue(c.queue, got, MinStuckAfter); c.requested == vmrunner.Auto && err != nil {
+		if _, err := CheckBootQueue(c.queue, got, MinStuckAfter); c.requested == wire.AccelAuto && err != nil {
 			t.Errorf("CheckBootQueue(%s, ResolveAccel(auto)) = %v; want the queue", c.queue, err)
 		}
 	}
 	for _, q := range []string{"build", "gpu"} {
-		if a, _, err := ResolveAccel(vmrunner.Auto, q); err == nil {
+		if a, _, err := ResolveAccel(wire.AccelAuto, q); err == nil {
 			t.Errorf("ResolveAccel(auto, %s) = %s; want an error (no boot queue)", q, a)
 		}
 	}
@@ -155,8 +155,8 @@ func TestResolveAccel(t *testing.T) {
 func TestSpecRefusesOtherAccel(t *testing.T) {
 	for _, c := range []struct {
 		queue string
-		told  vmrunner.Accel
-	}{{"icount", vmrunner.TCG}, {"tcg", vmrunner.Icount}, {"kvm-zen4", vmrunner.Icount}} {
+		told  wire.Accel
+	}{{"icount", wire.AccelTCG}, {"tcg", wire.AccelIcount}, {"kvm-zen4", wire.AccelIcount}} {
 		q, err := ParseQueue(c.queue)
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // fakeSides returns two sides whose fake kernels report 500 and 400 ns/op
@@ -43,7 +44,7 @@ func fakeGuest(t *testing.T) string {
 }
 
 func fakeRunner(t *testing.T, sides []*measure.Side, exec measure.Executor, paired bool) *measure.Runner {
-	return &measure.Runner{Sides: sides, Seed: 7, GuestArgs: []string{"lpmbisect.samples=1"}, Selector: &vmrunner.Selector{Requested: vmrunner.TCG},
+	return &measure.Runner{Sides: sides, Seed: 7, GuestArgs: []string{"lpmbisect.samples=1"}, Selector: &vmrunner.Selector{Requested: wire.AccelTCG},
 		VM: vmrunner.Config{BootDeadline: 30 * time.Second, ProgressDeadline: 30 * time.Second}, RunDir: t.TempDir(), Exec: exec, Paired: paired}
 }
 
@@ -175,14 +176,14 @@ func TestIcountHostClass(t *testing.T) {
 	sides := fakeSides(t, 100*time.Millisecond)
 	icountRunner := func(ex *Executor) *measure.Runner {
 		r := fakeRunner(t, sides, ex, false)
-		r.Selector = &vmrunner.Selector{Requested: vmrunner.Icount}
+		r.Selector = &vmrunner.Selector{Requested: wire.AccelIcount}
 		return r
 	}
 	err = icountRunner(&Executor{Client: c, Queue: "icount", Guest: guest}).Measure(ctx, 1)
 	if !errors.Is(err, ErrMixedClasses) {
 		t.Errorf("Measure(no class, two classes on the queue) = %v; want ErrMixedClasses", err)
 	}
-	class := HostClass{QEMUVersion: "8.0.4", CPUModel: vmrunner.Icount.CPUModel()}
+	class := HostClass{QEMUVersion: "8.0.4", CPUModel: vmrunner.CPUModel(wire.AccelIcount)}
 	ex := &Executor{Client: c, Queue: "icount", Guest: guest, Class: &class, PollInterval: 200 * time.Millisecond}
 	if err := icountRunner(ex).Measure(ctx, 4); err != nil {
 		t.Fatalf("Measure(class %s) = %v", class, err)
@@ -195,7 +196,7 @@ func TestIcountHostClass(t *testing.T) {
 	if !strings.Contains(logs["old"].String(), "job for another host class") {
 		t.Logf("old never fetched a job of the other class (possible when new was always faster)")
 	}
-	other := HostClass{QEMUVersion: "9.9.9", CPUModel: vmrunner.Icount.CPUModel()}
+	other := HostClass{QEMUVersion: "9.9.9", CPUModel: vmrunner.CPUModel(wire.AccelIcount)}
 	err = icountRunner(&Executor{Client: c, Queue: "icount", Guest: guest, Class: &other}).Measure(ctx, 1)
 	if !errors.Is(err, ErrNoWorkers) {
 		t.Errorf("Measure(class nobody has) = %v; want ErrNoWorkers", err)

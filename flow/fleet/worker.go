@@ -27,6 +27,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/version"
 	"github.com/lpmbisect/lpmbisect/internal/words"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Worker works the jobs of some queues on this host: boots under the
@@ -197,7 +198,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	rw := &runningWorker{Worker: w, queues: map[string]Queue{}, blobDir: filepath.Join(w.CacheDir, "blobs")}
 	qemuVersion, _ := vmrunner.QEMUVersion(w.QEMU)
 	rw.host = WorkerHost{Name: w.Name, Instance: newInstance(w.Name), Host: hostname, PID: os.Getpid(), CPUModel: hostCPUModel(), Cores: runtime.NumCPU(),
-		QEMUVersion: qemuVersion, IcountCPU: vmrunner.Icount.CPUModel(), Version: version.String(), GuestSHA256: guestSHA}
+		QEMUVersion: qemuVersion, IcountCPU: vmrunner.CPUModel(wire.AccelIcount), Version: version.String(), GuestSHA256: guestSHA}
 	if err := rw.pickQueues(ctx); err != nil {
 		return err
 	}
@@ -267,7 +268,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // pickQueues parses the queues and keeps those that can be worked here.
 func (rw *runningWorker) pickQueues(ctx context.Context) error {
-	want := map[vmrunner.Accel]bool{}
+	want := map[wire.Accel]bool{}
 	var parsed []Queue
 	for _, name := range rw.Queues {
 		q, err := ParseQueue(name)
@@ -312,7 +313,7 @@ func (rw *runningWorker) pickQueues(ctx context.Context) error {
 		if q.WallClock() {
 			wallClock = append(wallClock, q.Name)
 		}
-		icount = icount || q.Accel == vmrunner.Icount
+		icount = icount || q.Accel == wire.AccelIcount
 	}
 	if len(rw.queues) == 0 {
 		return fmt.Errorf("worker: %w: %s", ErrNoQueues, strings.Join(rw.host.Dropped, "; "))
@@ -434,7 +435,7 @@ func (rw *runningWorker) riverClient() (*river.Client[pgx.Tx], error) {
 	queues := map[string]river.QueueConfig{}
 	for name, q := range rw.queues {
 		n := 1
-		if q.Accel == vmrunner.Icount {
+		if q.Accel == wire.AccelIcount {
 			n = rw.Slots
 			if n <= 0 {
 				n = runtime.NumCPU()

@@ -14,9 +14,9 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // needQEMU skips (fails under LPMBISECT_REQUIRE_VM=1) without QEMU.
@@ -135,7 +135,7 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 		{"undecodable", rawArgs(`{"v": "one"}`), "cannot unmarshal"},
 		{"another version", func() BootArgs { a := good(); a.Version = 2; return a }(), "version 2, this lpmbisect reads 1"},
 		{"guest of another lpmbisect", func() BootArgs { a := good(); a.Guest = sumB; return a }(), "guest binary differs from this worker's"},
-		{"accel not the queue's", func() BootArgs { a := good(); a.Accel = vmrunner.TCG; a.Class = HostClass{}; return a }(), "a tcg boot on queue icount"},
+		{"accel not the queue's", func() BootArgs { a := good(); a.Accel = wire.AccelTCG; a.Class = HostClass{}; return a }(), "a tcg boot on queue icount"},
 		{"blob that does not match", func() BootArgs { a := good(); a.Boot.Kernel = imgSHA; return a }(), "blob content does not match its SHA-256"},
 		{"blob that is missing", func() BootArgs { a := good(); a.Boot.Kernel = sumB; return a }(), "blob not in the fleet database"},
 		{"build on a boot queue", BuildArgs{Version: ArgsVersion, Tree: "t", Config: "c", Commit: strings.Repeat("ab", 20), StuckAfterMS: 60_000}, "a build on queue icount"},

@@ -16,6 +16,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/present/view"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Options say what one nightly run does.
@@ -144,7 +145,7 @@ func Run(ctx context.Context, o Options) ([]*Night, error) {
 		}
 		r := &seriesRun{o: o, db: db, conf: s, cfg: cfg.ForSeries(s), dir: filepath.Join(state, s.Name), log: o.Log}
 		if s.Accel == "" {
-			r.cfg.Measure.Accel = DefaultAccel
+			r.cfg.Measure.Accel = string(DefaultAccel)
 		}
 		n, err := r.run(ctx)
 		if err != nil && ctx.Err() != nil {
@@ -158,7 +159,7 @@ func Run(ctx context.Context, o Options) ([]*Night, error) {
 // DefaultAccel is the accelerator of a series that names none, whatever
 // [measure] says: instruction counts, because wall time changes with every
 // build's memory layout.
-const DefaultAccel = "icount"
+const DefaultAccel = wire.AccelIcount
 
 // OpenHistory opens the configuration's history database (see
 // HistoryLocation).

@@ -401,7 +401,7 @@ func (r *seriesRun) note(format string, args ...any) {
 func (r *seriesRun) standingReference(prev history.Night, prevRef [][]*benchfmt.Result, ref *kernel.Kernel) [][]*benchfmt.Result {
 	ms := r.setup.Measure
 	need := max(r.cfg.Measure.Boots, 1)
-	if ms.Accel != vmrunner.Icount || ms.Remote != nil || prev.Reference.ImageSHA256 != ref.SHA256 || len(prevRef) < need {
+	if ms.Accel != wire.AccelIcount || ms.Remote != nil || prev.Reference.ImageSHA256 != ref.SHA256 || len(prevRef) < need {
 		return nil
 	}
 	qemu, err := vmrunner.QEMUVersion(cmp.Or(ms.VM.QEMU, vmrunner.DefaultQEMU))
@@ -412,8 +412,8 @@ func (r *seriesRun) standingReference(prev history.Night, prevRef [][]*benchfmt.
 	if err != nil {
 		return nil
 	}
-	want := map[string]string{wire.KeyAccel: string(vmrunner.Icount), wire.KeyImage: words.ShortHash(ref.SHA256), wire.KeyQEMU: qemu,
-		wire.KeyCPUModel: vmrunner.Icount.CPUModel(), wire.KeyVersion: version.String(), wire.KeyParams: params}
+	want := map[string]string{wire.KeyAccel: string(wire.AccelIcount), wire.KeyImage: words.ShortHash(ref.SHA256), wire.KeyQEMU: qemu,
+		wire.KeyCPUModel: vmrunner.CPUModel(wire.AccelIcount), wire.KeyVersion: version.String(), wire.KeyParams: params}
 	for _, boot := range prevRef[:need] {
 		if len(boot) == 0 {
 			return nil

@@ -33,7 +33,7 @@ func TestStandingReference(t *testing.T) {
 	if err := os.WriteFile(qemu, []byte("#!/bin/sh\necho 'QEMU emulator version 7.2.22 (a test)'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	setup := func(accel vmrunner.Accel) *bisect.Setup {
+	setup := func(accel wire.Accel) *bisect.Setup {
 		ms, err := measure.NewSetup(measure.Options{Accel: accel, Guest: guest, QEMU: qemu, CacheDir: dir, RunDir: dir,
 			Plan: measure.GuestPlan{Bench: "lookup", Samples: 2, Entries: 1000}})
 		if err != nil {
@@ -41,12 +41,12 @@ func TestStandingReference(t *testing.T) {
 		}
 		return &bisect.Setup{Setup: &campaign.Setup{Measure: ms}}
 	}
-	icount := setup(vmrunner.Icount)
+	icount := setup(wire.AccelIcount)
 	ref := &kernel.Kernel{SHA256: strings.Repeat("ab", 32)}
 	prev := history.Night{Reference: history.Kernel{ImageSHA256: ref.SHA256}}
 	boot := func(change map[string]string) []*benchfmt.Result {
-		labels := map[string]string{wire.KeyAccel: string(vmrunner.Icount), wire.KeyImage: ref.SHA256[:12], wire.KeyQEMU: "7.2.22",
-			wire.KeyCPUModel: vmrunner.Icount.CPUModel(), wire.KeyVersion: version.String(), wire.KeyParams: paramsKey(t, icount)}
+		labels := map[string]string{wire.KeyAccel: string(wire.AccelIcount), wire.KeyImage: ref.SHA256[:12], wire.KeyQEMU: "7.2.22",
+			wire.KeyCPUModel: vmrunner.CPUModel(wire.AccelIcount), wire.KeyVersion: version.String(), wire.KeyParams: paramsKey(t, icount)}
 		for k, v := range change {
 			labels[k] = v
 		}
@@ -70,7 +70,7 @@ func TestStandingReference(t *testing.T) {
 		{"all the same", icount, prev, two(nil), true},
 		{"three stored, two needed", icount, prev, append(two(nil), boot(nil)), true},
 		{"one stored", icount, prev, two(nil)[:1], false},
-		{"wall time", setup(vmrunner.TCG), prev, two(nil), false},
+		{"wall time", setup(wire.AccelTCG), prev, two(nil), false},
 		{"another reference image", icount, history.Night{Reference: history.Kernel{ImageSHA256: strings.Repeat("cd", 32)}}, two(nil), false},
 		{"another QEMU", icount, prev, two(map[string]string{wire.KeyQEMU: "8.2.2"}), false},
 		{"another CPU model", icount, prev, two(map[string]string{wire.KeyCPUModel: "max"}), false},

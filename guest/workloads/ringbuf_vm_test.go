@@ -25,7 +25,6 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -40,7 +39,7 @@ const overwriteKernelEnv = "LPMBISECT_RB_OVERWRITE_KERNEL"
 func bootRingbuf(t *testing.T, kernel string) ([]*benchfmt.Result, []wire.Note) {
 	t.Helper()
 	setup, err := measure.NewSetup(measure.Options{
-		Accel: vmrunner.Icount, Guest: testguest.Path(t), CacheDir: testkernels.Cache(t), RunDir: t.TempDir(),
+		Accel: wire.AccelIcount, Guest: testguest.Path(t), CacheDir: testkernels.Cache(t), RunDir: t.TempDir(),
 		Plan:        measure.GuestPlan{Bench: "ringbuf", Samples: 3, Rounds: 2, Entries: 1000},
 		BootTimeout: 3 * time.Minute, ProgressTimeout: 3 * time.Minute,
 	})

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/config"
-	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // FromConfig returns the options that a configuration's [measure] and
@@ -13,7 +13,7 @@ import (
 // test's Plan.Fault) is left to it.
 func FromConfig(m config.Measure, b config.Bench) Options {
 	return Options{
-		Accel: vmrunner.Accel(m.Accel),
+		Accel: wire.Accel(m.Accel),
 		Plan: GuestPlan{Bench: b.Select, Samples: b.Samples, Entries: b.Entries, PrefixLen: b.PrefixLen,
 			BatchEntries: b.BatchEntries, Rounds: b.Rounds},
 		MemoryMB: m.MemoryMB, CPUs: m.CPUs, BootTimeout: m.BootTimeout.Duration, ProgressTimeout: m.ProgressTimeout.Duration,

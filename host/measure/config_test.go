@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/config"
-	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // TestFromConfig checks that every key of [measure] and [bench] that says
@@ -38,7 +38,7 @@ rounds = 2
 	}
 	got := FromConfig(f.Measure, f.Bench)
 	want := Options{
-		Accel:    vmrunner.Icount,
+		Accel:    wire.AccelIcount,
 		Plan:     GuestPlan{Bench: "lookup", Samples: 7, Entries: 100, PrefixLen: 16, BatchEntries: 50, Rounds: 2},
 		MemoryMB: 512, CPUs: 1, BootTimeout: 2 * time.Minute, ProgressTimeout: 30 * time.Second,
 		QEMU: "qemu-x", CacheDir: "/c", Guest: "/g", Append: []string{"mitigations=off", "quiet"}, NoModules: true, Parallel: 3,
@@ -46,7 +46,7 @@ rounds = 2
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("FromConfig =\n%+v\nwant\n%+v", got, want)
 	}
-	if d := FromConfig(config.Defaults().Measure, config.Defaults().Bench); len(d.Append) != 0 || d.Accel != vmrunner.Auto {
+	if d := FromConfig(config.Defaults().Measure, config.Defaults().Bench); len(d.Append) != 0 || d.Accel != wire.AccelAuto {
 		t.Errorf("FromConfig(defaults): Append %q, Accel %q; want none and auto", d.Append, d.Accel)
 	}
 }

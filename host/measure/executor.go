@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Job is one boot for an Executor to run.
@@ -120,13 +121,13 @@ var ErrParallelWallClock = errors.New("wall-clock boots must not overlap")
 // accelerators (tcg, kvm, auto) one, because VMs sharing the host slow each
 // other down. Asking for more than one there is an error wrapping
 // ErrParallelWallClock.
-func Workers(accel vmrunner.Accel, requested int) (int, error) {
+func Workers(accel wire.Accel, requested int) (int, error) {
 	switch {
 	case requested < 0:
 		return 0, fmt.Errorf("%d boots at once: must not be negative", requested)
-	case accel == vmrunner.Icount && requested == 0:
+	case accel == wire.AccelIcount && requested == 0:
 		return runtime.NumCPU(), nil
-	case accel == vmrunner.Icount:
+	case accel == wire.AccelIcount:
 		return requested, nil
 	case requested > 1:
 		return 0, fmt.Errorf("%d boots at once under %s: %w (only icount boots may run in parallel)", requested, accel, ErrParallelWallClock)

@@ -145,14 +145,14 @@ var ErrBootFailed = errors.New("did not deliver results")
 // accelFor is the accelerator the guest is told about. Under Auto the first
 // boot may still change it (KVM → TCG); the host relabels results with the
 // accelerator actually used.
-func accelFor(s *vmrunner.Selector) vmrunner.Accel {
+func accelFor(s *vmrunner.Selector) wire.Accel {
 	if s == nil {
-		return vmrunner.TCG
+		return wire.AccelTCG
 	}
 	if a := s.Accel(); a != "" {
 		return a
 	}
-	return vmrunner.KVM
+	return wire.AccelKVM
 }
 
 // labelResults labels a boot's results with what the host knows (kernel
@@ -161,7 +161,7 @@ func accelFor(s *vmrunner.Selector) vmrunner.Accel {
 func labelResults(s *Side, boot, pair int, seed uint64, params string, r *vmrunner.Result) []*benchfmt.Result {
 	out := make([]*benchfmt.Result, 0, len(r.Stream.Results))
 	phases := ""
-	if r.Accel == vmrunner.Icount {
+	if r.Accel == wire.AccelIcount {
 		phases = wire.FormatPhases(r.Phases) // the boot's, the same on each result
 	}
 	for _, res := range r.Stream.Results {

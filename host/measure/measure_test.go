@@ -39,7 +39,7 @@ func fakeBoot(log *[]string, fail map[string]vmrunner.Outcome) func(context.Cont
 	return func(_ context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
 		*log = append(*log, cfg.Kernel[len("/k/"):])
 		if o, ok := fail[cfg.Kernel]; ok {
-			return &vmrunner.Result{Outcome: o, Detail: "fake failure", Stream: wire.Decode(nil), Accel: vmrunner.TCG}, nil
+			return &vmrunner.Result{Outcome: o, Detail: "fake failure", Stream: wire.Decode(nil), Accel: wire.AccelTCG}, nil
 		}
 		var b bytes.Buffer
 		w := wire.NewWriter(&b)
@@ -47,7 +47,7 @@ func fakeBoot(log *[]string, fail map[string]vmrunner.Outcome) func(context.Cont
 		r.SetConfig(wire.KeyKernel, "guest-says")
 		w.Result(r)
 		w.End()
-		return &vmrunner.Result{Outcome: vmrunner.OK, Stream: wire.Decode(b.Bytes()), Accel: vmrunner.TCG, Channel: "virtio"}, nil
+		return &vmrunner.Result{Outcome: vmrunner.OK, Stream: wire.Decode(b.Bytes()), Accel: wire.AccelTCG, Channel: "virtio"}, nil
 	}
 }
 
@@ -164,18 +164,18 @@ func TestMeasureInParallel(t *testing.T) {
 
 func TestWorkers(t *testing.T) {
 	for _, tc := range []struct {
-		accel     vmrunner.Accel
+		accel     wire.Accel
 		requested int
 		want      int
 		err       bool
 	}{
-		{vmrunner.Icount, 0, runtime.NumCPU(), false},
-		{vmrunner.Icount, 3, 3, false},
-		{vmrunner.TCG, 0, 1, false},
-		{vmrunner.TCG, 1, 1, false},
-		{vmrunner.Auto, 2, 0, true},
-		{vmrunner.KVM, 4, 0, true},
-		{vmrunner.Icount, -1, 0, true},
+		{wire.AccelIcount, 0, runtime.NumCPU(), false},
+		{wire.AccelIcount, 3, 3, false},
+		{wire.AccelTCG, 0, 1, false},
+		{wire.AccelTCG, 1, 1, false},
+		{wire.AccelAuto, 2, 0, true},
+		{wire.AccelKVM, 4, 0, true},
+		{wire.AccelIcount, -1, 0, true},
 	} {
 		got, err := Workers(tc.accel, tc.requested)
 		if got != tc.want || (err != nil) != tc.err {
@@ -277,7 +277,7 @@ func vcpuBoot(vcpus string) func(context.Context, vmrunner.Config) (*vmrunner.Re
 		r.SetConfig(wire.KeyVCPUs, vcpus)
 		w.Result(r)
 		w.End()
-		return &vmrunner.Result{Outcome: vmrunner.OK, Stream: wire.Decode(b.Bytes()), Accel: vmrunner.TCG}, nil
+		return &vmrunner.Result{Outcome: vmrunner.OK, Stream: wire.Decode(b.Bytes()), Accel: wire.AccelTCG}, nil
 	}
 }
 
@@ -343,7 +343,7 @@ func TestRunWaitsForRunningBootsBeforeBlamingTheKernel(t *testing.T) {
 					if dir == "A-01" {
 						time.Sleep(50 * time.Millisecond) // ends after A-02
 					}
-					return &vmrunner.Result{Outcome: vmrunner.Panic, Detail: "Fatal exception in interrupt", Stream: wire.Decode(nil), Accel: vmrunner.Icount}, nil
+					return &vmrunner.Result{Outcome: vmrunner.Panic, Detail: "Fatal exception in interrupt", Stream: wire.Decode(nil), Accel: wire.AccelIcount}, nil
 				}
 				time.Sleep(50 * time.Millisecond) // A-01 is still running when A-02 panics
 				mu.Lock()

@@ -56,14 +56,14 @@ func (f *pacedFake) boot(_ context.Context, cfg vmrunner.Config) (*vmrunner.Resu
 		f.mu.Unlock()
 		if fail {
 			f.running.Add(-1)
-			return &vmrunner.Result{Outcome: vmrunner.Panic, Detail: "fake failure", Stream: wire.Decode(nil), Accel: vmrunner.TCG}, nil
+			return &vmrunner.Result{Outcome: vmrunner.Panic, Detail: "fake failure", Stream: wire.Decode(nil), Accel: wire.AccelTCG}, nil
 		}
 		r := &benchfmt.Result{Name: []byte("LPMTrie/op=lookup"), Iters: 1, Values: []benchfmt.Value{{Value: float64(100 + step), Unit: "ns/op"}}}
 		w.Result(r)
 		f.running.Add(-1)
 	}
 	w.End()
-	return &vmrunner.Result{Outcome: vmrunner.OK, Stream: wire.Decode(b.Bytes()), Accel: vmrunner.TCG, Channel: "virtio"}, nil
+	return &vmrunner.Result{Outcome: vmrunner.OK, Stream: wire.Decode(b.Bytes()), Accel: wire.AccelTCG, Channel: "virtio"}, nil
 }
 
 func runPairedFake(t *testing.T, f *pacedFake, pairs int, seed uint64) ([]*benchfmt.Result, *Summary, error) {

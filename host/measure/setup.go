@@ -27,7 +27,12 @@ import (
 type Options struct {
 	// Accel is the accelerator asked for (default Auto: KVM where it
 	// works, else icount). NewSetup decides Auto where no boot is needed.
-	Accel vmrunner.Accel
+	Accel wire.Accel
+	// DecideAuto, when set, decides Auto instead of this host: a fleet's
+	// run takes its boot queue's accelerator (fleet.ResolveAccel). why
+	// says what Auto became, for the log; an error is NewSetup's as a
+	// *DecideAutoError.
+	DecideAuto func() (accel wire.Accel, why string, err error)
 	// Plan is the guest's plan; Samples and Rounds of 0 take the
 	// accelerator's defaults (wire.DefaultSamples, wire.DefaultRounds).
 	Plan GuestPlan
@@ -83,6 +88,12 @@ type OptionError struct {
 func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
 func (e *OptionError) Unwrap() error { return e.Err }
 
+// DecideAutoError is NewSetup's error when Options.DecideAuto failed.
+type DecideAutoError struct{ Err error }
+
+func (e *DecideAutoError) Error() string { return "accel auto: " + e.Err.Error() }
+func (e *DecideAutoError) Unwrap() error { return e.Err }
+
 // ErrIcountCPUs says that icount runs one vCPU: single-threaded TCG counts
 // instructions, guests hang bringing up a second vCPU under icount, and
 // counts stop being deterministic.
@@ -98,12 +109,12 @@ type Setup struct {
 }
 
 // NewSetup checks o, before any VM starts, and fills in its defaults. Its
-// errors are *OptionError, or the plan's *wire.ParamError.
+// errors are *OptionError, *DecideAutoError, or the plan's *wire.ParamError.
 func NewSetup(o Options) (*Setup, error) {
 	if o.Accel == "" {
-		o.Accel = vmrunner.Auto
+		o.Accel = wire.AccelAuto
 	}
-	accel, err := vmrunner.ParseAccel(string(o.Accel))
+	accel, err := wire.ParseAccel(string(o.Accel))
 	if err != nil {
 		return nil, &OptionError{"accel", err}
 	}
@@ -115,6 +126,16 @@ func NewSetup(o Options) (*Setup, error) {
 	// comparison rule are those of the accelerator the boots will use.
 	// Where /dev/kvm opens, the first boot decides (KVM, or icount if the
 	// guest makes no progress) and the plan keeps the wall-clock defaults.
+	if accel == wire.AccelAuto && o.DecideAuto != nil {
+		decided, why, err := o.DecideAuto()
+		if err != nil {
+			return nil, &DecideAutoError{err}
+		}
+		if why != "" {
+			o.Log.Print(why)
+		}
+		accel = decided
+	}
 	sel := &vmrunner.Selector{Requested: accel, Log: o.Log, Probe: o.probe}
 	if decided := sel.Resolve(); decided != "" {
 		accel = decided
@@ -136,7 +157,7 @@ func NewSetup(o Options) (*Setup, error) {
 		return nil, err
 	}
 	switch {
-	case o.Accel == vmrunner.Icount && o.CPUs != 1:
+	case o.Accel == wire.AccelIcount && o.CPUs != 1:
 		return nil, &OptionError{"cpus", ErrIcountCPUs}
 	case o.MemoryMB < 128:
 		return nil, &OptionError{"memory", fmt.Errorf("%d MiB is too little: at least 128", o.MemoryMB)}
@@ -184,7 +205,7 @@ func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 		if side.ChannelNote != "" {
 			s.Log.Printf("%s: %s", side.Name, side.ChannelNote)
 		}
-		if s.Accel == vmrunner.Icount {
+		if s.Accel == wire.AccelIcount {
 			s.usePVH(side)
 		}
 	}
@@ -215,7 +236,7 @@ func (s *Setup) usePVH(side *Side) {
 
 // Pairs reports whether a run of n kernels runs in pairs: asked for, two
 // kernels, a wall-clock accelerator (icount counts need no pairs).
-func (s *Setup) Pairs(n int) bool { return s.Paired && n == 2 && s.Accel != vmrunner.Icount }
+func (s *Setup) Pairs(n int) bool { return s.Paired && n == 2 && s.Accel != wire.AccelIcount }
 
 // RunOptions are one measurement's own choices, besides its setup's.
 type RunOptions struct {
@@ -294,7 +315,7 @@ func (s *Setup) ParamsKey() (string, error) {
 // result carries its key (wire.KeyParams). It covers the accelerator asked
 // for, the guest's run plan, the VM shape, the guest binary itself and the
 // files packed beside it (a user's BPF object and its inputs).
-func ParamsKey(accel vmrunner.Accel, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
+func ParamsKey(accel wire.Accel, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
 	fmt.Fprintf(h, "kernel-args=%s\n", strings.Join(vmrunner.FixedKernelArgs(accel), " "))

@@ -24,7 +24,7 @@ func TestNewSetupOptionErrors(t *testing.T) {
 	os.WriteFile(guest, []byte("not used"), 0o755)
 	ok := Options{Accel: "ICOUNT", Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir()}
 	s, err := NewSetup(ok)
-	if err != nil || s.Accel != vmrunner.Icount {
+	if err != nil || s.Accel != wire.AccelIcount {
 		t.Fatalf("NewSetup(accel ICOUNT) = %v; want accel icount", err)
 	}
 	for _, c := range []struct {
@@ -57,13 +57,13 @@ func TestNewSetupAuto(t *testing.T) {
 	plan.Samples, plan.Rounds = 0, 0 // the accelerator's defaults
 	for _, c := range []struct {
 		kvmOpens        bool
-		accel           vmrunner.Accel
+		accel           wire.Accel
 		samples, rounds int
 		says            string
 	}{
-		{false, vmrunner.Icount, wire.DefaultIcountSamples, wire.DefaultIcountRounds,
+		{false, wire.AccelIcount, wire.DefaultIcountSamples, wire.DefaultIcountRounds,
 			"accel auto: no usable /dev/kvm: fake; using icount: instruction counts, deterministic\n"},
-		{true, vmrunner.Auto, wire.DefaultWallClockSamples, wire.DefaultWallClockRounds, ""},
+		{true, wire.AccelAuto, wire.DefaultWallClockSamples, wire.DefaultWallClockRounds, ""},
 	} {
 		var buf strings.Builder
 		o := Options{Plan: plan, Guest: guest, CacheDir: t.TempDir(), Log: log.New(&buf, "", 0),
@@ -88,7 +88,7 @@ func TestNewSetupAuto(t *testing.T) {
 func TestRecord(t *testing.T) {
 	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
 	os.WriteFile(guest, []byte("not used"), 0o755)
-	s, err := NewSetup(Options{Accel: vmrunner.TCG, Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir(), RunDir: t.TempDir()})
+	s, err := NewSetup(Options{Accel: wire.AccelTCG, Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir(), RunDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestParamsKey(t *testing.T) {
 			o.RunDir = dir
 		}
 		if o.Accel == "" {
-			o.Accel = vmrunner.Icount
+			o.Accel = wire.AccelIcount
 		}
 		s, err := NewSetup(o)
 		if err != nil {
@@ -165,7 +165,7 @@ func TestParamsKey(t *testing.T) {
 		"more memory":   {Plan: base.Plan, MemoryMB: 2048},
 		"an --append":   {Plan: base.Plan, Append: []string{"printk.time=1"}},
 		"a packed file": {Plan: base.Plan, Files: []initramfs.File{{Host: guest, Archive: wire.WorkloadObject}}},
-		"another accel": {Plan: base.Plan, Accel: vmrunner.TCG},
+		"another accel": {Plan: base.Plan, Accel: wire.AccelTCG},
 	} {
 		if got := of(o); got == want {
 			t.Errorf("%s: params %s unchanged", name, got)
@@ -211,7 +211,7 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := fakeKernel(t, dir, "vmlinuz-a", "6.1.0-a"), fakeKernel(t, dir, "vmlinuz-b", "6.12.0-b")
-	s, err := NewSetup(Options{Accel: vmrunner.TCG, Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: dir, RunDir: filepath.Join(dir, "runs"), NoModules: true, Paired: true})
+	s, err := NewSetup(Options{Accel: wire.AccelTCG, Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: dir, RunDir: filepath.Join(dir, "runs"), NoModules: true, Paired: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,51 +1,10 @@
 package vmrunner
 
 import (
-	"fmt"
 	"os"
-	"strings"
 
 	"github.com/lpmbisect/lpmbisect/wire"
 )
-
-// Accel is how QEMU executes the guest.
-type Accel string
-
-// Accelerators. Results from different accelerators are never comparable:
-// Icount results are instruction counts, the others wall-clock time.
-const (
-	// Auto uses KVM when the guest makes progress under it, else Icount:
-	// where there is no working KVM (CI runners, cloud VMs, nested
-	// virtualization), wall time under TCG measures the emulator and
-	// whatever else the host runs, while instruction counts stay the same
-	// on a busy machine. TCG wall time is only ever used when asked for.
-	Auto Accel = "auto"
-	// KVM runs the guest on the host CPU (needs a working /dev/kvm).
-	KVM Accel = Accel(wire.AccelKVM)
-	// TCG is QEMU's software emulation: slower, wall-clock times.
-	TCG Accel = Accel(wire.AccelTCG)
-	// Icount is TCG with -icount shift=0,align=off,sleep=off: the guest
-	// clock advances one nanosecond per guest instruction, so in-guest
-	// timings are deterministic instruction counts (reported as insn/op).
-	// They say nothing about cycles, cache misses or memory latency.
-	Icount Accel = Accel(wire.AccelIcount)
-)
-
-// ParseAccel parses an accelerator name, in any case: Auto or one of
-// wire.Accels.
-func ParseAccel(s string) (Accel, error) {
-	name := strings.ToLower(s)
-	if Accel(name) == Auto {
-		return Auto, nil
-	}
-	if a, err := wire.ParseAccel(name); err == nil {
-		return Accel(a), nil
-	}
-	return "", fmt.Errorf("unknown accelerator %q (use %s, %s)", s, Auto, wire.AccelNames())
-}
-
-// Unit is the benchmark unit results carry under this accelerator.
-func (a Accel) Unit() string { return wire.Accel(a).Unit() }
 
 // KVMProbe reports whether /dev/kvm can be used, and if not, why.
 type KVMProbe func() (usable bool, why string)
@@ -117,11 +76,11 @@ const emulatedCPUOff = ",-cx16"
 // "max" under TCG, whose wall-clock results gain from every feature QEMU
 // emulates. It is recorded with every result (wire.KeyCPUModel), so
 // results, calibrations and history of another model never mix.
-func (a Accel) CPUModel() string {
+func CPUModel(a wire.Accel) string {
 	switch a {
-	case KVM:
+	case wire.AccelKVM:
 		return "host"
-	case Icount:
+	case wire.AccelIcount:
 		return IcountCPUModel + emulatedCPUOff
 	default:
 		return "max" + emulatedCPUOff
@@ -129,13 +88,13 @@ func (a Accel) CPUModel() string {
 }
 
 // args returns QEMU's accelerator and CPU options.
-func (a Accel) args() []string {
+func qemuAccelArgs(a wire.Accel) []string {
 	switch a {
-	case KVM:
-		return []string{"-accel", "kvm", "-cpu", a.CPUModel()}
-	case Icount:
-		return []string{"-accel", "tcg", "-icount", "shift=0,align=off,sleep=off", "-cpu", a.CPUModel()}
+	case wire.AccelKVM:
+		return []string{"-accel", "kvm", "-cpu", CPUModel(a)}
+	case wire.AccelIcount:
+		return []string{"-accel", "tcg", "-icount", "shift=0,align=off,sleep=off", "-cpu", CPUModel(a)}
 	default:
-		return []string{"-accel", "tcg", "-cpu", a.CPUModel()}
+		return []string{"-accel", "tcg", "-cpu", CPUModel(a)}
 	}
 }

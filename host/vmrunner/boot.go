@@ -66,14 +66,14 @@ const DefaultQEMU = "qemu-system-x86_64"
 
 // Config describes one boot.
 type Config struct {
-	QEMU       string   // QEMU binary; default DefaultQEMU
-	Kernel     string   // bzImage
-	Initramfs  string   // cpio archive
-	KernelArgs []string // extra kernel parameters (the guest's run plan)
-	Accel      Accel    // KVM, TCG or Icount; use Selector for Auto
-	MemoryMB   int      // default 1024
-	CPUs       int      // default 1
-	RunDir     string   // per-boot directory for console.log and results.out
+	QEMU       string     // QEMU binary; default DefaultQEMU
+	Kernel     string     // bzImage
+	Initramfs  string     // cpio archive
+	KernelArgs []string   // extra kernel parameters (the guest's run plan)
+	Accel      wire.Accel // KVM, TCG or Icount; use Selector for Auto
+	MemoryMB   int        // default 1024
+	CPUs       int        // default 1
+	RunDir     string     // per-boot directory for console.log and results.out
 
 	// BootDeadline and ProgressDeadline, and StartDeadline, are wall
 	// time, except under Icount, where they are QEMU's CPU time (with a
@@ -117,7 +117,7 @@ type Result struct {
 	Detail     string       // why, for outcomes other than OK (panic line, problem)
 	Stream     *wire.Stream // what arrived on the results channel, even if incomplete
 	Channel    string       // "virtio" or "serial": where the results came from
-	Accel      Accel
+	Accel      wire.Accel
 	Duration   time.Duration
 	ConsoleLog string   // path of the console log
 	Command    []string // a QEMU command line that reproduces the boot by hand
@@ -166,7 +166,7 @@ func (c *Config) setDefaults() {
 		c.Limits = DefaultLimits
 	}
 	if c.Accel == "" {
-		c.Accel = TCG
+		c.Accel = wire.AccelTCG
 	}
 }
 
@@ -184,7 +184,7 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	res := &Result{Accel: cfg.Accel, CPUModel: cfg.Accel.CPUModel(), ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
+	res := &Result{Accel: cfg.Accel, CPUModel: CPUModel(cfg.Accel), ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
 	// A binary that cannot tell its version may still boot (a wrapper
 	// script): the result then says "" rather than failing the boot.
 	res.QEMUVersion, _ = QEMUVersion(cfg.QEMU)
@@ -259,7 +259,7 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	writers = nil
 
 	mon := &monitor{limits: cfg.Limits, start: start, pace: cfg.Pace, onKernelStart: cfg.onKernelStart}
-	if cfg.Accel == Icount {
+	if cfg.Accel == wire.AccelIcount {
 		// The guest's progress is its instructions, which QEMU's CPU
 		// time follows whatever else the host runs: a busy host slows
 		// an icount boot down without changing a count, and must not

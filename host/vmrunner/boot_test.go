@@ -493,7 +493,7 @@ func bootFake(t *testing.T, ctx context.Context, cfg Config) *Result {
 func TestBootOutcomes(t *testing.T) {
 	for _, c := range []struct {
 		guest   string
-		accel   Accel
+		accel   wire.Accel
 		limits  Limits
 		want    Outcome
 		results int    // how many results must have arrived (-1: any)
@@ -508,7 +508,7 @@ func TestBootOutcomes(t *testing.T) {
 		{guest: "panic", want: Panic, results: 1, detail: "Kernel panic - not syncing: Attempted to kill init!"},
 		{guest: "silent-exit", want: BootFailed, detail: `console ends: "early console in setup code"`},
 		{guest: "silent-hang", startDeadline: time.Second, want: BootFailed, detail: "did not start within 1s"},
-		{guest: "silent-hang", accel: KVM, startDeadline: time.Second, want: NoProgress, detail: "within 1s under KVM"},
+		{guest: "silent-hang", accel: wire.AccelKVM, startDeadline: time.Second, want: NoProgress, detail: "within 1s under KVM"},
 		{guest: "no-results", bootDeadline: time.Second, want: BootTimeout, detail: "boot deadline (1s)"},
 		{guest: "stall", progressDeadline: 500 * time.Millisecond, want: Stalled, results: 2, detail: "progress deadline"},
 		{guest: "truncated", want: Truncated, results: 2, detail: "no trailer"},
@@ -635,12 +635,12 @@ func TestBootCommandLineTooLong(t *testing.T) {
 
 func TestBootRecordsQEMUVersionAndCPUModel(t *testing.T) {
 	t.Parallel()
-	for _, accel := range []Accel{TCG, Icount} {
+	for _, accel := range []wire.Accel{wire.AccelTCG, wire.AccelIcount} {
 		cfg := fakeConfig(t, "ok")
 		cfg.Accel = accel
 		r := bootFake(t, context.Background(), cfg) // checks the -cpu QEMU got against CPUModel
-		if r.Outcome != OK || r.QEMUVersion != "7.2.22" || r.CPUModel != accel.CPUModel() {
-			t.Errorf("Boot(%s) = %s, QEMU %q, CPU %q; want %s, QEMU \"7.2.22\", CPU %q", accel, r.Outcome, r.QEMUVersion, r.CPUModel, OK, accel.CPUModel())
+		if r.Outcome != OK || r.QEMUVersion != "7.2.22" || r.CPUModel != CPUModel(accel) {
+			t.Errorf("Boot(%s) = %s, QEMU %q, CPU %q; want %s, QEMU \"7.2.22\", CPU %q", accel, r.Outcome, r.QEMUVersion, r.CPUModel, OK, CPUModel(accel))
 		}
 	}
 }

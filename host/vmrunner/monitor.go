@@ -246,7 +246,7 @@ func (m *monitor) check(cfg Config) (Outcome, string) {
 	unit := m.clock.unit()
 	first := m.firstResultAt.Load()
 	if cfg.StartDeadline > 0 && !m.kernelStarted.Load() && first == 0 && elapsed > cfg.StartDeadline {
-		if cfg.Accel == KVM {
+		if cfg.Accel == wire.AccelKVM {
 			return NoProgress, fmt.Sprintf("the kernel did not start within %s under KVM", cfg.StartDeadline)
 		}
 		return BootFailed, fmt.Sprintf("the kernel did not start within %s%s (no kernel banner on the console: a truncated or corrupt image, or not an x86-64 kernel?)", cfg.StartDeadline, unit)

@@ -12,12 +12,12 @@ import (
 )
 
 func TestCheckDeadlines(t *testing.T) {
-	cfg := Config{BootDeadline: time.Second, ProgressDeadline: time.Second, StartDeadline: 500 * time.Millisecond, Accel: KVM}
+	cfg := Config{BootDeadline: time.Second, ProgressDeadline: time.Second, StartDeadline: 500 * time.Millisecond, Accel: wire.AccelKVM}
 	m := &monitor{start: time.Now().Add(-700 * time.Millisecond)}
 	if got, _ := m.check(cfg); got != NoProgress {
 		t.Errorf("check(no banner after start deadline, KVM) = %q; want %q", got, NoProgress)
 	}
-	cfg.Accel = TCG
+	cfg.Accel = wire.AccelTCG
 	if got, detail := m.check(cfg); got != BootFailed || !strings.Contains(detail, "did not start") {
 		t.Errorf("check(no banner after start deadline, TCG) = %q (%s); want %q", got, detail, BootFailed)
 	}

@@ -52,8 +52,8 @@ func (c *Config) KernelCommandLine() string {
 // FixedKernelArgs are the kernel parameters every boot under accel gets
 // besides its plan: the boot work skipped (skippedBootWork), and under
 // icount the local APIC timer's calibration (icountBootWork).
-func FixedKernelArgs(accel Accel) []string {
-	if accel == Icount {
+func FixedKernelArgs(accel wire.Accel) []string {
+	if accel == wire.AccelIcount {
 		return slices.Concat(skippedBootWork, icountBootWork)
 	}
 	return skippedBootWork
@@ -126,7 +126,7 @@ func (c *Config) qemuArgs(chardev func(id, file string) string, paced bool) []st
 	args := []string{
 		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
 	}
-	args = append(args, c.Accel.args()...)
+	args = append(args, qemuAccelArgs(c.Accel)...)
 	cmdline := c.KernelCommandLine()
 	if paced {
 		cmdline += " " + wire.PacedArg

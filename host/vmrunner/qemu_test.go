@@ -12,7 +12,7 @@ import (
 )
 
 func TestCommandLine(t *testing.T) {
-	cfg := Config{Kernel: "/k/bzImage", Initramfs: "/c/i.cpio", RunDir: "/run/A-01", Accel: Icount,
+	cfg := Config{Kernel: "/k/bzImage", Initramfs: "/c/i.cpio", RunDir: "/run/A-01", Accel: wire.AccelIcount,
 		KernelArgs: []string{"lpmbisect.samples=3"}, MemoryMB: 512, CPUs: 2}
 	args := cfg.CommandLine()
 	line := strings.Join(args, " ")
@@ -97,7 +97,7 @@ func TestQEMUVersionCached(t *testing.T) {
 // The local APIC timer's calibration is skipped under icount alone: a
 // wall-clock boot keeps its tick where the kernel puts it.
 func TestNoAPICTimerUnderIcountOnly(t *testing.T) {
-	for accel, want := range map[Accel]bool{Icount: true, TCG: false, KVM: false} {
+	for accel, want := range map[wire.Accel]bool{wire.AccelIcount: true, wire.AccelTCG: false, wire.AccelKVM: false} {
 		line := strings.Fields((&Config{Accel: accel}).KernelCommandLine())
 		if got := slices.Contains(line, "noapictimer"); got != want {
 			t.Errorf("%s: noapictimer on the command line %v; want %v", accel, got, want)

@@ -24,7 +24,7 @@ const KVMProbeDeadline = 10 * time.Second
 // wall time is never chosen for Auto: without KVM it measures the emulator
 // and the host's load, while instruction counts do not move.
 type Selector struct {
-	Requested Accel
+	Requested wire.Accel
 	// Log receives one line saying which accelerator Auto chose and why (a
 	// warning when KVM was present but did not work); nil means silent.
 	Log *log.Logger
@@ -33,7 +33,7 @@ type Selector struct {
 	Probe KVMProbe
 
 	mu      sync.Mutex
-	decided Accel
+	decided wire.Accel
 }
 
 // KVMUnusableError is returned when KVM was requested explicitly (not Auto)
@@ -47,17 +47,17 @@ func (e *KVMUnusableError) Error() string {
 }
 
 // Accel returns the accelerator decided so far ("" while Auto is unresolved).
-func (s *Selector) Accel() Accel {
+func (s *Selector) Accel() wire.Accel {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.Requested != Auto {
+	if s.Requested != wire.AccelAuto {
 		return s.Requested
 	}
 	return s.decided
 }
 
 // autoFallback is the accelerator Auto uses where KVM does not work.
-const autoFallback = Icount
+const autoFallback = wire.AccelIcount
 
 // icountWhy is what the line about Auto's choice says Icount gives.
 const icountWhy = "using icount: instruction counts, deterministic"
@@ -74,10 +74,10 @@ func (s *Selector) probe() (bool, string) {
 // accelerator boots will use: the requested one, the decided one, or ""
 // while /dev/kvm opens and the first boot must show whether KVM runs
 // guests (Boot then decides, falling back to Icount).
-func (s *Selector) Resolve() Accel {
+func (s *Selector) Resolve() wire.Accel {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.Requested != Auto {
+	if s.Requested != wire.AccelAuto {
 		return s.Requested
 	}
 	if s.decided == "" {
@@ -104,14 +104,14 @@ func (s *Selector) fallBackWithoutKVM() bool {
 // not until its boot ends.
 func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 	switch s.Requested {
-	case TCG, Icount:
+	case wire.AccelTCG, wire.AccelIcount:
 		cfg.Accel = s.Requested
 		return Boot(ctx, cfg)
-	case KVM:
+	case wire.AccelKVM:
 		if ok, why := s.probe(); !ok {
 			return nil, &KVMUnusableError{Reason: "/dev/kvm cannot be used: " + why}
 		}
-		cfg.Accel, cfg.StartDeadline = KVM, KVMProbeDeadline
+		cfg.Accel, cfg.StartDeadline = wire.AccelKVM, KVMProbeDeadline
 		r, err := Boot(ctx, cfg)
 		if err == nil && kvmFailed(r) {
 			return r, &KVMUnusableError{Reason: "/dev/kvm is present but " + kvmFailure(r)}
@@ -124,7 +124,7 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 	if s.decided != "" {
 		cfg.Accel = s.decided
 		s.mu.Unlock()
-		if cfg.Accel == KVM {
+		if cfg.Accel == wire.AccelKVM {
 			cfg.StartDeadline = KVMProbeDeadline
 		}
 		return Boot(ctx, cfg)
@@ -137,15 +137,15 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 	// Probe with this boot. The lock is held until the guest shows it runs
 	// under KVM, or until the boot ended and the choice is made.
 	var released atomic.Bool
-	release := func(decided Accel, format string, args ...any) {
+	release := func(decided wire.Accel, format string, args ...any) {
 		if released.CompareAndSwap(false, true) {
 			s.decided = decided
 			s.say(format, args...)
 			s.mu.Unlock()
 		}
 	}
-	cfg.Accel, cfg.StartDeadline = KVM, KVMProbeDeadline
-	cfg.onKernelStart = func() { release(KVM, "accel auto: using KVM") }
+	cfg.Accel, cfg.StartDeadline = wire.AccelKVM, KVMProbeDeadline
+	cfg.onKernelStart = func() { release(wire.AccelKVM, "accel auto: using KVM") }
 	r, err := Boot(ctx, cfg)
 	switch {
 	case released.Load():
@@ -155,7 +155,7 @@ func (s *Selector) Boot(ctx context.Context, cfg Config) (*Result, error) {
 		s.mu.Unlock() // undecided: the next boot probes again
 		return r, err
 	case !kvmFailed(r):
-		release(KVM, "accel auto: using KVM")
+		release(wire.AccelKVM, "accel auto: using KVM")
 		return r, err
 	}
 	release(autoFallback, "warning: /dev/kvm is present but %s; %s", kvmFailure(r), icountWhy)

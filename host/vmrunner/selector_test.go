@@ -6,6 +6,8 @@ import (
 	"log"
 	"strings"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // TestSelectorAutoSaysOnce boots twice with Auto and checks the one line
@@ -17,19 +19,19 @@ func TestSelectorAutoSaysOnce(t *testing.T) {
 	for _, c := range []struct {
 		name, guest string
 		kvmOpens    bool
-		accel       Accel
+		accel       wire.Accel
 		says        string // after the logger's prefix
 	}{
-		{"kvm-works", "ok", true, KVM, "accel auto: using KVM"},
-		{"kvm-broken", "kvm-refused", true, Icount,
+		{"kvm-works", "ok", true, wire.AccelKVM, "accel auto: using KVM"},
+		{"kvm-broken", "kvm-refused", true, wire.AccelIcount,
 			"warning: /dev/kvm is present but QEMU could not run the guest under KVM (-accel kvm: failed to initialize kvm: Permission denied); using icount: instruction counts, deterministic"},
-		{"no-kvm", "ok", false, Icount, "accel auto: no usable /dev/kvm: " + noKVM + "; using icount: instruction counts, deterministic"},
+		{"no-kvm", "ok", false, wire.AccelIcount, "accel auto: no usable /dev/kvm: " + noKVM + "; using icount: instruction counts, deterministic"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var buf strings.Builder
 			probes := 0
-			sel := &Selector{Requested: Auto, Log: log.New(&buf, "P: ", 0), Probe: func() (bool, string) {
+			sel := &Selector{Requested: wire.AccelAuto, Log: log.New(&buf, "P: ", 0), Probe: func() (bool, string) {
 				probes++
 				if c.kvmOpens {
 					return true, ""
@@ -64,14 +66,14 @@ func TestSelectorAutoSaysOnce(t *testing.T) {
 // /dev/kvm does not open, and left to the first boot where it does.
 func TestSelectorResolve(t *testing.T) {
 	for _, c := range []struct {
-		requested Accel
+		requested wire.Accel
 		kvmOpens  bool
-		want      Accel
+		want      wire.Accel
 	}{
-		{Auto, false, Icount},
-		{Auto, true, ""},
-		{TCG, false, TCG},
-		{KVM, false, KVM},
+		{wire.AccelAuto, false, wire.AccelIcount},
+		{wire.AccelAuto, true, ""},
+		{wire.AccelTCG, false, wire.AccelTCG},
+		{wire.AccelKVM, false, wire.AccelKVM},
 	} {
 		var buf strings.Builder
 		sel := &Selector{Requested: c.requested, Log: log.New(&buf, "", 0), Probe: func() (bool, string) { return c.kvmOpens, "fake" }}
@@ -79,14 +81,14 @@ func TestSelectorResolve(t *testing.T) {
 			t.Errorf("Selector{%s, /dev/kvm opens %v}.Resolve() = %q; want %q", c.requested, c.kvmOpens, got, c.want)
 		}
 		sel.Resolve()
-		if lines := strings.Count(buf.String(), "\n"); c.want == Icount && c.requested == Auto && lines != 1 || c.requested != Auto && lines != 0 {
+		if lines := strings.Count(buf.String(), "\n"); c.want == wire.AccelIcount && c.requested == wire.AccelAuto && lines != 1 || c.requested != wire.AccelAuto && lines != 0 {
 			t.Errorf("Selector{%s}.Resolve() twice logged %q; want one line for Auto's choice, none otherwise", c.requested, buf.String())
 		}
 	}
 }
 
 func TestSelectorKVMUnusable(t *testing.T) {
-	sel := &Selector{Requested: KVM}
+	sel := &Selector{Requested: wire.AccelKVM}
 	_, err := sel.Boot(context.Background(), fakeConfig(t, "kvm-refused"))
 	var kvm *KVMUnusableError
 	if !errors.As(err, &kvm) {

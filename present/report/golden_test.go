@@ -373,10 +373,10 @@ func writeProgress(t *testing.T, w io.Writer) error {
 	bs := &measure.Side{Name: "B", Label: "6.12.117+deb12-cloud-amd64"}
 	p.BootStarts(a, 1, 0, 4)
 	p.BootEnded(measure.BootReport{Side: a, Boot: 1, Done: 1, Total: 4, Written: 30,
-		Result: &vmrunner.Result{Outcome: vmrunner.OK, Channel: "virtio", Accel: vmrunner.Icount, Duration: 7234 * time.Millisecond}})
+		Result: &vmrunner.Result{Outcome: vmrunner.OK, Channel: "virtio", Accel: wire.AccelIcount, Duration: 7234 * time.Millisecond}})
 	p.BootStarts(bs, 1, 1, 4)
 	p.BootEnded(measure.BootReport{Side: bs, Boot: 1, Done: 2, Total: 4,
-		Result: &vmrunner.Result{Outcome: vmrunner.Panic, Detail: "Kernel panic - not syncing: VFS", Accel: vmrunner.Icount,
+		Result: &vmrunner.Result{Outcome: vmrunner.Panic, Detail: "Kernel panic - not syncing: VFS", Accel: wire.AccelIcount,
 			Duration: 1960 * time.Millisecond, ConsoleLog: "run/B-1/console.log"}})
 	p.Done()
 	out := regexp.MustCompile(`elapsed [0-9.hms]+`).ReplaceAllString(b.String(), "elapsed ELAPSED")

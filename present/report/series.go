@@ -11,6 +11,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // FormatMail is the series' reply to its cover letter: plain text, 72
@@ -164,7 +165,7 @@ func seriesBody(w io.Writer, s view.Series, width int) error {
 			fmt.Fprintln(w, fold(fmt.Sprintf("  %-14s%s", kv[0], kv[1]), width))
 		}
 	}
-	if e.Accel == "icount" {
+	if wire.Accel(e.Accel).CountsInstructions() {
 		fmt.Fprintln(w, wrap("Under icount the guest clock counts instructions: the values are instructions per operation, deterministic, not time.", width, "  "))
 	}
 	fmt.Fprintf(w, "\nReproduce:\n%s\n", commandLines(s.Command, width))
