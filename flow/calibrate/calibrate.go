@@ -12,6 +12,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/stats/sample"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -366,7 +367,7 @@ func Compute(boots [][]*benchfmt.Result, o Options) (*Calibration, error) {
 			}
 		}
 		for k, vs := range samples {
-			medians[k][i] = compare.Median(vs)
+			medians[k][i] = sample.Median(vs)
 		}
 	}
 	instructions := wire.Accel(key.Accel).CountsInstructions()
@@ -392,7 +393,7 @@ func jitter(k rowKey, meds []float64, instructions bool, o Options) Benchmark {
 	b := Benchmark{Name: k.bench, Unit: k.unit, Medians: meds, Floor: math.NaN()}
 	ms := finite(meds)
 	b.Boots = len(ms)
-	b.Centre = compare.Median(ms)
+	b.Centre = sample.Median(ms)
 	var pairs []float64
 	for i := range ms {
 		for j := i + 1; j < len(ms); j++ {
@@ -464,7 +465,7 @@ func twoModes(medians []float64, gapFactor, resolution, lone float64) (bool, flo
 	}
 	lower, upper := s[:at+1], s[at+1:]
 	spread := math.Max(lower[len(lower)-1]-lower[0], upper[len(upper)-1]-upper[0])
-	centre := math.Abs(compare.Median(s))
+	centre := math.Abs(sample.Median(s))
 	if centre == 0 {
 		return false, 0
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
-	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/stats/sample"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -94,7 +94,7 @@ func bootMedians(t *testing.T, boots [][]*benchfmt.Result) []float64 {
 		if len(vals) == 0 {
 			t.Fatalf("a boot without %s results", e2eBench)
 		}
-		out = append(out, compare.Median(vals))
+		out = append(out, sample.Median(vals))
 	}
 	return out
 }
@@ -138,7 +138,7 @@ func checkMedians(t *testing.T, r *measure.Runner, local map[string][]float64) {
 		if len(got) != e2eBoots {
 			t.Errorf("side %s: %d completed remote boots; want %d", side, len(got), e2eBoots)
 		}
-		ref := compare.Median(want)
+		ref := sample.Median(want)
 		for i, m := range got {
 			if d := math.Abs(m-ref) / ref; d > icountJitter {
 				t.Errorf("side %s boot %d: remote median %.2f insn/op is %.3f%% from the local boots' %.2f; want within %.2f%%",
@@ -258,7 +258,7 @@ func logStats(t *testing.T, e *Executor, slots int) (handoff, delivery time.Dura
 	if len(waits) == 0 {
 		return 0, 0
 	}
-	handoff, delivery = time.Duration(compare.Median(waits)), time.Duration(compare.Median(delivered))
+	handoff, delivery = time.Duration(sample.Median(waits)), time.Duration(sample.Median(delivered))
 	t.Logf("queue overhead per job: could start to started median %v (max %v) over %d first attempts; stored to read by the client median %v (max %v) over %d jobs",
 		handoff.Round(time.Millisecond), time.Duration(slices.Max(waits)).Round(time.Millisecond), len(waits),
 		delivery.Round(time.Millisecond), time.Duration(slices.Max(delivered)).Round(time.Millisecond), len(delivered))

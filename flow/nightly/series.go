@@ -29,6 +29,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/stats/sample"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -544,12 +545,8 @@ func bootRecord(nightID int64, role history.Role, index int, outcome string, res
 	}
 	b := history.Boot{NightID: nightID, Role: role, Index: index, Outcome: outcome, Results: buf.String()}
 	for _, k := range order {
-		vs := slices.Sorted(slices.Values(values[k]))
-		med := vs[len(vs)/2]
-		if len(vs)%2 == 0 {
-			med = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
-		}
-		b.Summaries = append(b.Summaries, history.BootSummary{Benchmark: k.bench, Unit: k.unit, Median: med, Samples: len(vs), Min: vs[0], Max: vs[len(vs)-1]})
+		vs := values[k]
+		b.Summaries = append(b.Summaries, history.BootSummary{Benchmark: k.bench, Unit: k.unit, Median: sample.Median(vs), Samples: len(vs), Min: slices.Min(vs), Max: slices.Max(vs)})
 	}
 	return b
 }

@@ -3,7 +3,7 @@ package measure
 import (
 	"golang.org/x/perf/benchfmt"
 
-	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/stats/sample"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -84,5 +84,5 @@ func medianOf(cs []wire.PhaseCost, f func(wire.PhaseCost) float64) float64 {
 	for i, c := range cs {
 		v[i] = f(c)
 	}
-	return compare.Median(v)
+	return sample.Median(v)
 }

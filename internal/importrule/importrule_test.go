@@ -31,16 +31,16 @@ var layers = [][]string{
 	// 0: the host–guest contract, leaves, and what needs nothing of ours.
 	{"wire", "internal/words", "internal/logtail", "internal/cachefile", "internal/cpuinfo", "internal/git",
 		"internal/interrupt", "internal/shellquote", "internal/importrule",
-		"guest/bpf", "stats/changepoint",
+		"guest/bpf", "stats/sample",
 		"internal/testbed/testkbuild", "internal/testbed/testkernels", "internal/testbed/testseries"},
 	// 1: kernel inputs, the VM, the initramfs; verdicts; the guest's benchmarks.
 	{"host/kernel", "host/vmrunner", "host/initramfs", "stats/compare", "guest/workloads",
-		"internal/version", "stats/changepoint/internal/sim",
+		"internal/version", "stats/changepoint",
 		"internal/testbed/testpg", "internal/testbed/testguest"},
 	// 2: what builds on one of those.
-	{"host/insight", "guest/agent", "config", "history", "stats/changepoint/internal/cpsim"},
+	{"host/insight", "guest/agent", "config", "history", "stats/changepoint/internal/sim"},
 	// 3: measuring and building; what reports show, as data.
-	{"host/measure", "host/kbuild", "present/view", "config/cliflag"},
+	{"host/measure", "host/kbuild", "present/view", "config/cliflag", "stats/changepoint/internal/cpsim"},
 	// 4: calibration of a host, the first workflow.
 	{"flow/calibrate", "internal/testbed/testsetup"},
 	// 5: one comparison; the campaigns' bench, state and store; the

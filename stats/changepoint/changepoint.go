@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/lpmbisect/lpmbisect/stats/sample"
 )
 
 // Defaults, chosen from the simulations described in the package
@@ -210,7 +212,7 @@ func Update(values []float64, prev []ChangePoint, o Options) ([]ChangePoint, err
 		if end-from < o.MinSegment {
 			return math.NaN(), false
 		}
-		return median(slices.Clone(clean[max(from, end-excursionLevelNights):end])), true
+		return sample.Median(clean[max(from, end-excursionLevelNights):end]), true
 	}
 	if k := pendingNights(clean, level, newDeparture(values, o), o.MinSegment); k > 0 {
 		cps = detect(clean[:len(clean)-k], kept, o)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/lpmbisect/lpmbisect/stats/sample"
 )
 
 // An Excursion is a night whose value lay far from the levels on both
@@ -117,7 +119,7 @@ func findExcursions(values []float64, o Options) []Excursion {
 				before = append(before, values[j])
 			}
 		}
-		return median(before), len(before) >= o.MinSegment
+		return sample.Median(before), len(before) >= o.MinSegment
 	}
 	tail := pendingNights(values, level, rule, o.MinSegment)
 	return scanExcursions(values, len(values)-tail, rule, o.MinSegment, first)
@@ -145,7 +147,7 @@ func scanExcursions(values []float64, n int, rule departure, minSegment int, ski
 				before = append(before, values[j])
 			}
 		}
-		levelBefore := median(before)
+		levelBefore := sample.Median(before)
 		for r := 1; r < minSegment && i+r < n; r++ {
 			after = after[:0]
 			for j := i + r; j < n && len(after) < excursionLevelNights; j++ {
@@ -160,7 +162,7 @@ func scanExcursions(values []float64, n int, rule departure, minSegment int, ski
 				break
 			}
 			next := after[0] // the night after the run
-			levelAfter := median(after)
+			levelAfter := sample.Median(after)
 			d := rule.from(values[i], levelAfter)
 			switch {
 			case d == 0 || rule.from(next, levelAfter) == d:
@@ -220,19 +222,6 @@ func nearer(x, before, after float64) float64 {
 		return after
 	}
 	return before
-}
-
-// median of xs, which it sorts; NaN for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(xs)
-	h := len(xs) / 2
-	if len(xs)%2 == 1 {
-		return xs[h]
-	}
-	return (xs[h-1] + xs[h]) / 2
 }
 
 // check validates the options and the values.

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
 
+	"github.com/lpmbisect/lpmbisect/stats/sample"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -607,7 +608,7 @@ func summarise(g *group, thr *benchmath.Thresholds, confidence float64) (Summary
 	var spreads []float64
 	for _, id := range g.boots {
 		vs := g.samples[id]
-		b := Boot{ID: id, Pair: g.pairs[id], Median: Median(vs), Samples: len(vs), Min: slices.Min(vs), Max: slices.Max(vs)}
+		b := Boot{ID: id, Pair: g.pairs[id], Median: sample.Median(vs), Samples: len(vs), Min: slices.Min(vs), Max: slices.Max(vs)}
 		if len(vs) > 1 && b.Median != 0 {
 			b.Spread = (slices.Max(vs) - slices.Min(vs)) / math.Abs(b.Median)
 			spreads = append(spreads, b.Spread)
@@ -618,28 +619,12 @@ func summarise(g *group, thr *benchmath.Thresholds, confidence float64) (Summary
 	}
 	sum.Boots = len(medians)
 	if len(spreads) > 0 {
-		sum.WithinBoot = Median(spreads)
+		sum.WithinBoot = sample.Median(spreads)
 	}
 	s := benchmath.NewSample(medians, thr) // sorts medians in place; PerBoot keeps the order
 	bs := benchmath.AssumeNothing.Summary(s, confidence)
 	sum.Center, sum.Lo, sum.Hi = bs.Center, bs.Lo, bs.Hi
 	return sum, s
-}
-
-// Median returns the median of vs without modifying it (the mean of the two
-// middle values of an even count); NaN when vs is empty. A boot's value is
-// the median of its samples (Boot.Median).
-func Median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // maxBoots bounds the searches below; benchmath gives up at 50 too.

@@ -434,19 +434,3 @@ func separatedP(n1, n2 int) (two, one float64) {
 	}
 	return two, res.P
 }
-
-func TestMedian(t *testing.T) {
-	vs := []float64{5, 1, 4, 2}
-	if got := Median(vs); got != 3 {
-		t.Errorf("Median(%v) = %v; want 3", vs, got)
-	}
-	if !slices.Equal(vs, []float64{5, 1, 4, 2}) {
-		t.Errorf("Median reordered its input: %v", vs)
-	}
-	if got := Median([]float64{7, 1, 3}); got != 3 {
-		t.Errorf("Median(7, 1, 3) = %v; want 3", got)
-	}
-	if got := Median(nil); !math.IsNaN(got) {
-		t.Errorf("Median(nil) = %v; want NaN", got)
-	}
-}

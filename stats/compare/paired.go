@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/aclements/go-moremath/stats"
+	"github.com/lpmbisect/lpmbisect/stats/sample"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -79,7 +80,7 @@ func pairedRow(row *Row, opts Options) {
 		row.addNote("no complete pair: not compared")
 		return
 	}
-	row.DeltaPct = 100 * math.Expm1(Median(d))
+	row.DeltaPct = 100 * math.Expm1(sample.Median(d))
 	p, err := signedRankP(d, 0, stats.LocationDiffers)
 	if err != nil {
 		row.addNote(fmt.Sprintf("not tested: %v", err))
