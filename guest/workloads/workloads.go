@@ -531,11 +531,7 @@ func (rep *Reporter) runBenchmark(b *Benchmark, p Params, next func(taken int) e
 // Unsupported returns the text of the unsupported note for a benchmark
 // (full name with the "Benchmark" prefix) that lacks req.
 func Unsupported(name string, req Requirement) string {
-	text := fmt.Sprintf("%s needs %s (Linux %s)", name, req.Feature, req.MinKernel)
-	if req.Hint != "" {
-		text += "; " + req.Hint
-	}
-	return text
+	return name + " " + (&wire.UnsupportedError{Feature: req.Feature, MinKernel: req.MinKernel, Hint: req.Hint}).Error()
 }
 
 // result builds the benchmark result line of one sample.

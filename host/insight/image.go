@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Image is the code of one kernel, read from its ELF: the payload of a
@@ -105,7 +106,7 @@ func ImageFromPayload(path string, p *Payload) (*Image, error) {
 
 func newImage(path string, ef *elf.File, c Compression) (*Image, error) {
 	if ef.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("image %s: %w: %v code (only x86-64 is disassembled)", path, ErrNotSupported, ef.Machine)
+		return nil, fmt.Errorf("image %s: %w", path, &wire.UnsupportedError{Feature: ef.Machine.String() + " code", Hint: "only x86-64 is disassembled"})
 	}
 	text := ef.Section(".text")
 	if text == nil {

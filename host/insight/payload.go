@@ -17,6 +17,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // MaxPayloadSize bounds a decompressed payload (the vmlinux ELF and its
@@ -30,8 +31,6 @@ var (
 	// ErrPayloadTooLarge means the payload decompresses to more than
 	// MaxPayloadSize bytes.
 	ErrPayloadTooLarge = errors.New("payload too large")
-	// ErrNotSupported means a format this package does not read.
-	ErrNotSupported = errors.New("not supported")
 )
 
 // Compression is how a bzImage's payload is compressed (CONFIG_KERNEL_*).
@@ -167,10 +166,10 @@ func decompress(payload []byte) (Compression, []byte, error) {
 		if err != nil && strings.Contains(err.Error(), "filter") {
 			// The kernel's xz_wrap.sh adds the x86 BCJ filter, which
 			// github.com/ulikunitz/xz does not implement.
-			return "", nil, fmt.Errorf("%w: xz payload with a BCJ filter (%v); give the vmlinux, or build with CONFIG_KERNEL_ZSTD", ErrNotSupported, err)
+			return "", nil, &wire.UnsupportedError{Feature: fmt.Sprintf("xz payload with a BCJ filter (%v)", err), Hint: "give the vmlinux, or build with CONFIG_KERNEL_ZSTD"}
 		}
 	default:
-		return "", nil, fmt.Errorf("%w: %s-compressed payload (supported: gzip, lz4, zstd, xz without BCJ, none)", ErrNotSupported, kind)
+		return "", nil, &wire.UnsupportedError{Feature: fmt.Sprintf("%s-compressed payload", kind), Hint: "supported: gzip, lz4, zstd, xz without BCJ, none"}
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("decompress %s payload: %w", kind, err)

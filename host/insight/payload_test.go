@@ -16,6 +16,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // TestReadPayloadDebian extracts the vmlinux ELF of the two Debian
@@ -162,8 +163,8 @@ func TestExtractPayloadXZWithBCJ(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ExtractPayload(fakeBzImage(withSize(out, len(vmlinux)), 0x020f))
-	if !errors.Is(err, ErrNotSupported) {
-		t.Errorf("ExtractPayload(xz --x86 payload) = %v; want ErrNotSupported", err)
+	if !errors.Is(err, wire.ErrNotSupported) {
+		t.Errorf("ExtractPayload(xz --x86 payload) = %v; want wire.ErrNotSupported", err)
 	}
 }
 
@@ -188,7 +189,7 @@ func TestExtractPayloadRejects(t *testing.T) {
 		{"protocol 2.07", fakeBzImage(withSize(zstdPayload, len(vmlinux)), 0x0207), kernel.ErrNotBzImage},
 		{"truncated payload", good[:len(good)-10], kernel.ErrNotBzImage},
 		{"unknown compression", fakeBzImage([]byte("\x00\x01\x02\x03\x04\x05\x06\x07"), 0x020f), kernel.ErrNotBzImage},
-		{"bzip2", fakeBzImage(withSize([]byte("BZh91AY&SY"), 100), 0x020f), ErrNotSupported},
+		{"bzip2", fakeBzImage(withSize([]byte("BZh91AY&SY"), 100), 0x020f), wire.ErrNotSupported},
 		{"trailer above the bound", fakeBzImage(withSize(zstdPayload, MaxPayloadSize+1), 0x020f), ErrPayloadTooLarge},
 		{"zstd output above the trailer", fakeBzImage(withSize(zstdPayload, len(vmlinux)-1), 0x020f), ErrPayloadTooLarge},
 		{"lz4 output above the trailer", fakeBzImage(withSize(lz4Payload.Bytes(), 100), 0x020f), ErrPayloadTooLarge},

@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // arMagic starts every ar archive, and so every .deb.
@@ -190,7 +191,7 @@ func decompressor(name string, r io.Reader) (io.Reader, func(), error) {
 		}
 		return zr, zr.Close, nil
 	default:
-		return nil, nil, fmt.Errorf("%s: %w: %s compression (supported: xz, gz, zst, none)", name, ErrNotSupported, strings.TrimPrefix(ext, "."))
+		return nil, nil, fmt.Errorf("%s: %w", name, &wire.UnsupportedError{Feature: strings.TrimPrefix(ext, ".") + " compression", Hint: "supported: xz, gz, zst, none"})
 	}
 }
 

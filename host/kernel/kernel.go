@@ -53,6 +53,7 @@ import (
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Errors that tell the CLI what kind of mistake the user made. Errors from
@@ -65,9 +66,6 @@ var (
 	// truncated header, a .deb without boot/vmlinuz-*, a directory that is
 	// not a build directory.
 	ErrNotKernel = errors.New("not a kernel")
-	// ErrNotSupported means the input uses a format this package does not
-	// read, such as a .deb whose data.tar is bzip2- or lzma-compressed.
-	ErrNotSupported = errors.New("not supported")
 	// ErrNotBzImage means a file has no x86 setup header with a payload
 	// (boot protocol 2.08 or later) or no payload where the header says,
 	// so the code of the kernel cannot be read from it (Payload).
@@ -85,7 +83,7 @@ var (
 // package can resolve: missing, not a kernel, or in a format it does not
 // read. Such errors are the user's to fix, not the host's.
 func IsBadInput(err error) bool {
-	return errors.Is(err, ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotKernel) || errors.Is(err, ErrNotSupported)
+	return errors.Is(err, ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotKernel) || errors.Is(err, wire.ErrNotSupported)
 }
 
 // inputHint is what Resolve accepts, for error messages.
@@ -127,7 +125,7 @@ var hostModulesRoot = "/lib/modules"
 // else /lib/modules/<release> on the host; <dir of image>/config-<release>;
 // and the build directory when the image is its arch/x86/boot/bzImage.
 //
-// Errors wrap ErrNotFound, ErrNotKernel or ErrNotSupported when the input is
+// Errors wrap ErrNotFound, ErrNotKernel or wire.ErrNotSupported (a *wire.UnsupportedError) when the input is
 // at fault.
 func Resolve(input, cacheDir string) (*Kernel, error) {
 	k, err := resolve(input, cacheDir)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 func sha256Hex(b []byte) string {
@@ -200,7 +202,7 @@ func TestResolveDebRejects(t *testing.T) {
 		mentions string
 	}{
 		{"no vmlinuz", makeDeb("data.tar.gz", gzipBytes(t, headers)), ErrNotKernel, "no boot/vmlinuz-*"},
-		{"bzip2", makeDeb("data.tar.bz2", []byte("BZh9")), ErrNotSupported, "bz2"},
+		{"bzip2", makeDeb("data.tar.bz2", []byte("BZh9")), wire.ErrNotSupported, "bz2"},
 		{"no data member", makeAr(arMember{"debian-binary", []byte("2.0\n")}), ErrNotKernel, "without a data.tar"},
 		{"truncated", full[:len(full)-100], ErrNotKernel, "truncated .deb"},
 		{"path traversal", makeDeb("data.tar", escape), nil, "unsafe entry name"},
