@@ -32,13 +32,15 @@ type Image struct {
 // payload is decompressed (ReadPayload), or an ELF vmlinux, read in place.
 // Close releases it.
 func OpenImage(path string) (*Image, error) {
-	f, err := os.Open(path)
+	format, err := kernel.Sniff(path)
 	if err != nil {
 		return nil, fmt.Errorf("open image: %w", err)
 	}
-	magic := make([]byte, 4)
-	_, err = io.ReadFull(f, magic)
-	if err == nil && string(magic) == "\x7fELF" {
+	if format == kernel.FormatVmlinux {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open image: %w", err)
+		}
 		ef, err := elf.NewFile(f)
 		if err != nil {
 			f.Close()
@@ -52,7 +54,6 @@ func OpenImage(path string) (*Image, error) {
 		im.closer = f
 		return im, nil
 	}
-	f.Close()
 	p, err := ReadPayload(path)
 	if err != nil {
 		return nil, err
