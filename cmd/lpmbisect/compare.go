@@ -69,7 +69,7 @@ func runCompare(c *cli.Context, r *run) error {
 		return err
 	}
 	if format != report.FormatText { // the text report names it itself
-		r.log.Printf("raw results in %s (benchstat -col kernel -ignore side,boot,image,pair,phases %s)", res.Results, res.Results)
+		r.log.Printf("raw results in %s (%s)", res.Results, report.BenchstatCommand(res.Report, res.Meta.Accel, res.Results))
 	}
 	return outcomeError(res.Report, failOn)
 }

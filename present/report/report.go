@@ -345,19 +345,25 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 	}
 	add("host", meta.Host)
 	if f := meta.ResultsFile; f != "" {
-		// benchstat's tables split by every configuration key unless the
-		// per-boot ones are ignored.
-		col, ignore := compare.KeyKernel, "side,boot,image"
-		if rep.A.Kernel == rep.B.Kernel {
-			col, ignore = compare.KeySide, "boot,image" // one kernel on both sides
-		}
-		if rep.Paired {
-			ignore += "," + compare.KeyPair
-		}
-		if wire.Accel(meta.Accel).CountsInstructions() {
-			ignore += "," + wire.KeyPhases // each boot's own
-		}
-		add("raw results", fmt.Sprintf("%s (benchstat -col %s -ignore %s %s)", f, col, ignore, f))
+		add("raw results", fmt.Sprintf("%s (%s)", f, BenchstatCommand(rep, meta.Accel, f)))
 	}
 	return out
+}
+
+// BenchstatCommand is the benchstat command line that compares the two
+// sides of rep, measured under accel, from the results file f: benchstat's
+// tables split by every configuration key unless the per-boot ones are
+// ignored. Reports and the CLI's log give it with the results file.
+func BenchstatCommand(rep *compare.Report, accel, f string) string {
+	col, ignore := compare.KeyKernel, "side,boot,image"
+	if rep.A.Kernel == rep.B.Kernel {
+		col, ignore = compare.KeySide, "boot,image" // one kernel on both sides
+	}
+	if rep.Paired {
+		ignore += "," + compare.KeyPair
+	}
+	if wire.Accel(accel).CountsInstructions() {
+		ignore += "," + wire.KeyPhases // each boot's own
+	}
+	return fmt.Sprintf("benchstat -col %s -ignore %s %s", col, ignore, f)
 }
