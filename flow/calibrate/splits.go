@@ -12,6 +12,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // split is one self-compare: the boots (indices) on side A and on side B.
@@ -122,14 +123,14 @@ func floors(c *Calibration, boots [][]*benchfmt.Result, o Options) error {
 func pairsOf(boots [][]*benchfmt.Result) [][2]int {
 	byPair := map[int]*[2]int{}
 	for i, b := range boots {
-		pair, err := strconv.Atoi(b[0].GetConfig(compare.KeyPair))
+		pair, err := strconv.Atoi(b[0].GetConfig(wire.KeyPair))
 		if err != nil || pair < 1 {
 			return nil
 		}
 		if byPair[pair] == nil {
 			byPair[pair] = &[2]int{-1, -1}
 		}
-		switch b[0].GetConfig(compare.KeySide) {
+		switch b[0].GetConfig(wire.KeySide) {
 		case compare.SideA:
 			byPair[pair][0] = i
 		case compare.SideB:
@@ -198,10 +199,10 @@ func asBoot(results []*benchfmt.Result, side string, boot, pair int) []*benchfmt
 	rs := make([]*benchfmt.Result, 0, len(results))
 	for _, r := range results {
 		nr := &benchfmt.Result{Name: r.Name, Iters: r.Iters, Values: r.Values}
-		nr.SetConfig(compare.KeySide, side)
-		nr.SetConfig(compare.KeyBoot, strconv.Itoa(boot))
+		nr.SetConfig(wire.KeySide, side)
+		nr.SetConfig(wire.KeyBoot, strconv.Itoa(boot))
 		if pair > 0 {
-			nr.SetConfig(compare.KeyPair, strconv.Itoa(pair))
+			nr.SetConfig(wire.KeyPair, strconv.Itoa(pair))
 		}
 		rs = append(rs, nr)
 	}

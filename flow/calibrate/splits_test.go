@@ -11,6 +11,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // TestFloorHoldsForAdaptiveRuns checks the floor against the rule that
@@ -116,9 +117,9 @@ func pairedBoots(n int, host, own float64, seed uint64) [][]*benchfmt.Result {
 			side, pair = compare.SideB, i+1-n
 		}
 		for _, r := range b {
-			r.SetConfig(compare.KeySide, side)
-			r.SetConfig(compare.KeyBoot, strconv.Itoa(pair))
-			r.SetConfig(compare.KeyPair, strconv.Itoa(pair))
+			r.SetConfig(wire.KeySide, side)
+			r.SetConfig(wire.KeyBoot, strconv.Itoa(pair))
+			r.SetConfig(wire.KeyPair, strconv.Itoa(pair))
 		}
 	}
 	return boots
@@ -143,8 +144,8 @@ func TestPairedFloors(t *testing.T) {
 		var rs []*benchfmt.Result
 		for _, r := range b {
 			r = r.Clone()
-			r.SetConfig(compare.KeyPair, "") // "" deletes it
-			r.SetConfig(compare.KeySide, compare.SideA)
+			r.SetConfig(wire.KeyPair, "") // "" deletes it
+			r.SetConfig(wire.KeySide, compare.SideA)
 			rs = append(rs, r)
 		}
 		unpaired = append(unpaired, rs)

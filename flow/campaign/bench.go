@@ -16,6 +16,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Errors that stop a bisection before it starts.
@@ -630,7 +631,7 @@ func asSides(a, b *measured) []*benchfmt.Result {
 		name string
 	}{{a, compare.SideA}, {b, compare.SideB}} {
 		for _, r := range compare.AsSide(side.m.results, side.name) {
-			r.SetConfig(compare.KeyKernel, side.m.Label)
+			r.SetConfig(wire.KeyKernel, side.m.Label)
 			results = append(results, r)
 		}
 	}

@@ -355,12 +355,12 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 // tables split by every configuration key unless the per-boot ones are
 // ignored. Reports and the CLI's log give it with the results file.
 func BenchstatCommand(rep *compare.Report, accel, f string) string {
-	col, ignore := compare.KeyKernel, "side,boot,image"
+	col, ignore := wire.KeyKernel, "side,boot,image"
 	if rep.A.Kernel == rep.B.Kernel {
-		col, ignore = compare.KeySide, "boot,image" // one kernel on both sides
+		col, ignore = wire.KeySide, "boot,image" // one kernel on both sides
 	}
 	if rep.Paired {
-		ignore += "," + compare.KeyPair
+		ignore += "," + wire.KeyPair
 	}
 	if wire.Accel(accel).CountsInstructions() {
 		ignore += "," + wire.KeyPhases // each boot's own

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lpmbisect/lpmbisect/wire"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -23,7 +24,7 @@ type Source interface {
 type ABSource interface {
 	Source
 	// Results returns every result of the completed boots so far, labelled
-	// with KeySide, KeyBoot and, in a paired run, KeyPair.
+	// with wire.KeySide, wire.KeyBoot and, in a paired run, wire.KeyPair.
 	Results() []*benchfmt.Result
 }
 
@@ -261,8 +262,8 @@ func AsSide(results []*benchfmt.Result, side string) []*benchfmt.Result {
 	out := make([]*benchfmt.Result, len(results))
 	for i, r := range results {
 		c := r.Clone()
-		c.SetConfig(KeySide, side)
-		c.SetConfig(KeyKernel, side)
+		c.SetConfig(wire.KeySide, side)
+		c.SetConfig(wire.KeyKernel, side)
 		out[i] = c
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/wire"
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchproc"
 )
@@ -77,20 +78,20 @@ func TestResultsFileReadByBenchstat(t *testing.T) {
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			rep := readReport(t, path, Options{})
-			col := KeyKernel
+			col := wire.KeyKernel
 			if rep.A.Kernel == rep.B.Kernel {
-				col = KeySide
+				col = wire.KeySide
 			}
 			for _, proj := range []struct{ table, ignore string }{
 				{".config", "side,boot,image,pair"}, // benchstat -col kernel -ignore side,boot,image,pair
 				{"", "boot,image,pair"},             // benchstat -table '' -col kernel -ignore boot,image,pair
 			} {
-				if col == KeySide {
+				if col == wire.KeySide {
 					proj.ignore = strings.TrimPrefix(proj.ignore, "side,")
 				}
 				cells, cols := benchstatCells(t, proj.table, ".fullname", col, proj.ignore, path)
 				want := []string{rep.A.Kernel, rep.B.Kernel}
-				if col == KeySide {
+				if col == wire.KeySide {
 					want = []string{SideA, SideB}
 				}
 				slices.Sort(cols)
@@ -113,7 +114,7 @@ func TestResultsFileReadByBenchstat(t *testing.T) {
 				for _, row := range rep.Rows {
 					for i, s := range []Summary{row.A, row.B} {
 						c := []string{rep.A.Kernel, rep.B.Kernel}[i]
-						if col == KeySide {
+						if col == wire.KeySide {
 							c = []string{SideA, SideB}[i]
 						}
 						got := len(cells[[4]string{table, row.Benchmark, c, row.Unit}])

@@ -13,20 +13,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// Configuration keys that Build reads from each result: the host writes
-// them as benchfmt configuration lines (package wire holds every key).
-const (
-	KeySide   = wire.KeySide   // "A" or "B"
-	KeyKernel = wire.KeyKernel // kernel release of that side, used as its label
-	KeyBoot   = wire.KeyBoot   // boot number within the run, unique per side
-	// KeyPair marks a paired run (see "Pairs" in the package
-	// documentation): boots of A and B with the same pair value ran at the
-	// same time and are compared with each other. Either every result of a
-	// comparison has it or none has.
-	KeyPair = wire.KeyPair
-)
-
-// Side names, the values of KeySide.
+// Side names, the values of wire.KeySide.
 const (
 	SideA = "A"
 	SideB = "B"
@@ -447,19 +434,19 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 		if side == 1 {
 			info = &rep.B
 		}
-		if k := res.GetConfig(KeyKernel); k != "" {
+		if k := res.GetConfig(wire.KeyKernel); k != "" {
 			if info.Kernel != "" && info.Kernel != k {
 				return nil, fmt.Errorf("compare: %s: side %s has results from kernels %s and %s (write each kernel's results as its own side)",
 					pos(res), info.Name, info.Kernel, k)
 			}
 			info.Kernel = k
 		}
-		boot := res.GetConfig(KeyBoot)
+		boot := res.GetConfig(wire.KeyBoot)
 		if boot == "" {
 			return nil, fmt.Errorf("compare: %s: result has no %q key (samples must be grouped by boot; write a %q line before each boot's results)",
-				pos(res), KeyBoot, KeyBoot+": N")
+				pos(res), wire.KeyBoot, wire.KeyBoot+": N")
 		}
-		pair := res.GetConfig(KeyPair)
+		pair := res.GetConfig(wire.KeyPair)
 		if err := pb.add(res, side, boot, pair); err != nil {
 			return nil, err
 		}
@@ -489,7 +476,7 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 	for i, info := range []SideInfo{rep.A, rep.B} {
 		if !seen[i] {
 			return nil, fmt.Errorf("compare: no results for side %s (each result needs %q set to %s or %s)",
-				info.Name, KeySide, SideA, SideB)
+				info.Name, wire.KeySide, SideA, SideB)
 		}
 	}
 	for _, k := range order {
@@ -508,9 +495,9 @@ func Summarize(results []*benchfmt.Result) ([]Row, error) {
 	groups := map[key]*group{}
 	thr := benchmath.DefaultThresholds
 	for _, res := range results {
-		boot := res.GetConfig(KeyBoot)
+		boot := res.GetConfig(wire.KeyBoot)
 		if boot == "" {
-			return nil, fmt.Errorf("compare: %s: result has no %q key (samples must be grouped by boot)", pos(res), KeyBoot)
+			return nil, fmt.Errorf("compare: %s: result has no %q key (samples must be grouped by boot)", pos(res), wire.KeyBoot)
 		}
 		for _, v := range res.Values {
 			k := key{res.Name.String(), v.Unit}
@@ -532,15 +519,15 @@ func Summarize(results []*benchfmt.Result) ([]Row, error) {
 }
 
 func sideOf(res *benchfmt.Result) (int, error) {
-	switch s := res.GetConfig(KeySide); s {
+	switch s := res.GetConfig(wire.KeySide); s {
 	case SideA:
 		return 0, nil
 	case SideB:
 		return 1, nil
 	case "":
-		return 0, fmt.Errorf("compare: %s: result has no %q key (want %s or %s)", pos(res), KeySide, SideA, SideB)
+		return 0, fmt.Errorf("compare: %s: result has no %q key (want %s or %s)", pos(res), wire.KeySide, SideA, SideB)
 	default:
-		return 0, fmt.Errorf("compare: %s: %s is %q (want %s or %s)", pos(res), KeySide, s, SideA, SideB)
+		return 0, fmt.Errorf("compare: %s: %s is %q (want %s or %s)", pos(res), wire.KeySide, s, SideA, SideB)
 	}
 }
 

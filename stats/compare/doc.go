@@ -124,7 +124,7 @@
 // far more than a 1 % minimum effect. A paired run boots A and B in pairs: boot i of A
 // and boot i of B are alive at the same time, pinned to one host CPU, and
 // take their samples alternately, step by step, in a random order within
-// each step; every result carries the round as KeyPair. Host state then
+// each step; every result carries the round as wire.KeyPair. Host state then
 // moves both VMs of a pair alike and cancels in the ratio B_i/A_i, so the
 // pair is the unit: each row reduces pair i to d_i = ln(B_i/A_i) of the two
 // boots' medians and tests the d_i with the exact Wilcoxon signed-rank test

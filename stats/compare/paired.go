@@ -11,6 +11,7 @@ import (
 
 	"github.com/aclements/go-moremath/stats"
 	"github.com/lpmbisect/lpmbisect/stats/sample"
+	"github.com/lpmbisect/lpmbisect/wire"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -56,7 +57,7 @@ func (pb *pairBook) check(results int) error {
 	if pb.paired > 0 && pb.unpaired > 0 {
 		return fmt.Errorf("compare: %d of %d results carry a %q key and %d do not (%s has one, %s has none): "+
 			"mixed paired and unpaired input; a run is either paired or not, compare each kind on its own",
-			pb.paired, results, KeyPair, pb.unpaired, pos(pb.firstWith), pos(pb.firstWithout))
+			pb.paired, results, wire.KeyPair, pb.unpaired, pos(pb.firstWith), pos(pb.firstWithout))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/wire"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -66,11 +67,11 @@ func (r pairedRun) pair(rng *rand.Rand, n int, skip string) []*benchfmt.Result {
 // leaves the pair key out.
 func result(side, boot, pair, bench, unit string, v float64) *benchfmt.Result {
 	res := &benchfmt.Result{Name: benchfmt.Name(bench), Iters: 1000}
-	res.SetConfig(KeySide, side)
-	res.SetConfig(KeyKernel, "k")
-	res.SetConfig(KeyBoot, boot)
+	res.SetConfig(wire.KeySide, side)
+	res.SetConfig(wire.KeyKernel, "k")
+	res.SetConfig(wire.KeyBoot, boot)
 	if pair != "" {
-		res.SetConfig(KeyPair, pair)
+		res.SetConfig(wire.KeyPair, pair)
 	}
 	res.Values = []benchfmt.Value{{Value: v, Unit: unit}}
 	return res
@@ -121,7 +122,7 @@ func unpair(results []*benchfmt.Result) []*benchfmt.Result {
 	out := make([]*benchfmt.Result, len(results))
 	for i, r := range results {
 		out[i] = r.Clone()
-		out[i].SetConfig(KeyPair, "")
+		out[i].SetConfig(wire.KeyPair, "")
 	}
 	return out
 }
@@ -313,10 +314,10 @@ func TestPairedErrors(t *testing.T) {
 	mixed[0] = unpair(mixed[:1])[0]
 	twoPairs := slices.Clone(good)
 	twoPairs[1] = good[1].Clone()
-	twoPairs[1].SetConfig(KeyPair, "9") // boot 1 of A has samples in pairs 1 and 9
+	twoPairs[1].SetConfig(wire.KeyPair, "9") // boot 1 of A has samples in pairs 1 and 9
 	twoBoots := slices.Clone(good)
 	twoBoots[3] = good[3].Clone()
-	twoBoots[3].SetConfig(KeyPair, "1") // boots 1 and 2 of A in pair 1
+	twoBoots[3].SetConfig(wire.KeyPair, "1") // boots 1 and 2 of A in pair 1
 	for _, tc := range []struct {
 		name    string
 		results []*benchfmt.Result

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/wire"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -34,7 +35,7 @@ func realResults(t *testing.T, name string, boots int) []*benchfmt.Result {
 	}
 	var out []*benchfmt.Result
 	for _, r := range parse(t, string(text)) {
-		if n, err := strconv.Atoi(r.GetConfig(KeyBoot)); err != nil || boots == 0 || n <= boots {
+		if n, err := strconv.Atoi(r.GetConfig(wire.KeyBoot)); err != nil || boots == 0 || n <= boots {
 			out = append(out, r)
 		}
 	}

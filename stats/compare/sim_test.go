@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/lpmbisect/lpmbisect/wire"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -81,9 +82,9 @@ func (r simRun) boot(rng *rand.Rand, side string, n int, drift float64) []*bench
 		layout := r.noise.layout * rng.NormFloat64()
 		for range r.noise.samples {
 			res := &benchfmt.Result{Name: benchfmt.Name(b.name), Iters: 1000}
-			res.SetConfig(KeySide, side)
-			res.SetConfig(KeyKernel, "k")
-			res.SetConfig(KeyBoot, strconv.Itoa(n))
+			res.SetConfig(wire.KeySide, side)
+			res.SetConfig(wire.KeyKernel, "k")
+			res.SetConfig(wire.KeyBoot, strconv.Itoa(n))
 			x := v * math.Exp(host+layout+r.noise.sample*rng.NormFloat64())
 			res.Values = []benchfmt.Value{{Value: x, Unit: r.unit}}
 			out = append(out, res)
