@@ -13,6 +13,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/cpuinfo"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -125,14 +126,15 @@ func orNone(s string) string {
 	return s
 }
 
-// ID is a short hash of the whole key: what stores file it under.
+// ID is a short hash of the whole key (words.ShortHash of its SHA-256):
+// what stores file it under.
 func (k Key) ID() string {
 	data, err := json.Marshal(k)
 	if err != nil {
 		panic(err) // a struct of strings, ints and a bool always encodes
 	}
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
+	return words.ShortHash(hex.EncodeToString(sum[:]))
 }
 
 // fileName is the name of the key's file under <cache>/calibration: the
