@@ -31,7 +31,7 @@
 //	lpmbisect.insight=0|1    1: after the samples, the insight pass: send
 //	                         /proc/kallsyms, the benchmark programs' info
 //	                         and calls counted per operation (see
-//	                         guest/insight.go); 0: not in this boot [off]
+//	                         guest/agent/insightpass.go); 0: not in this boot [off]
 //	lpmbisect.count=F,G      functions the insight pass counts calls of
 //	lpmbisect.kallsyms=1|0   0: the insight pass does not send kallsyms
 //	                         (the host has a static symbol source) [1]

@@ -17,7 +17,7 @@
 //     ack it waits for before powering off;
 //   - pacing (pace.go): the ready note before each step and the host's go;
 //   - the run of a boot (run.go), in phases: set-up, channel, benchmarks
-//     (package workloads), the insight pass (insight.go), the trailer, and
+//     (package workloads), the insight pass (insightpass.go), the trailer, and
 //     the flush;
 //   - faults injected on purpose, for tests of the host (fault.go).
 //
