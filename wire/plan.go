@@ -205,6 +205,36 @@ const MaxWorkloadLen = 128
 
 var workloadName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
+// The results of a user's program (Plan.Workload) are named after it:
+// WorkloadBench is the program run by BPF_PROG_TEST_RUN, WorkloadNoop a
+// program of its type that returns at once, run the same way (the
+// harness: the test run's loop and context reset), and WorkloadOwn the
+// row the host derives from the two, boot by boot: the program's own
+// work, the total less the harness. The guest writes the first two; no
+// guest writes WorkloadOwn.
+func WorkloadBench(prog string) string { return workloadPrefix + prog }
+
+// WorkloadNoop is the name of the control of the program prog: see
+// WorkloadBench.
+func WorkloadNoop(prog string) string { return WorkloadBench(prog) + "/op=noop" }
+
+// WorkloadOwn is the name of the derived row of the program prog: see
+// WorkloadBench.
+func WorkloadOwn(prog string) string { return WorkloadBench(prog) + "/op=own" }
+
+const workloadPrefix = "Workload/prog="
+
+// WorkloadOf returns the program of a result name of a user's program
+// (WorkloadBench, WorkloadNoop, WorkloadOwn) and whether it is one.
+func WorkloadOf(bench string) (prog string, ok bool) {
+	rest, ok := strings.CutPrefix(bench, workloadPrefix)
+	if !ok {
+		return "", false
+	}
+	prog, _, _ = strings.Cut(rest, "/")
+	return prog, prog != ""
+}
+
 // Where the host packs a user's BPF program and its inputs (Plan.Workload)
 // in the initramfs: the ELF object, the packet its test runs get (optional:
 // the guest's default packet otherwise) and the key/value pairs to put in

@@ -82,10 +82,10 @@ func WorkloadBenchmarks(prog string) []*Benchmark {
 	u := &userProgram{name: prog, object: wire.WorkloadObject, packet: wire.WorkloadPacket, maps: wire.WorkloadMaps}
 	req := Requirement{Feature: "BPF_PROG_TEST_RUN with repetitions", MinKernel: "4.12", Probe: bpfProbe(func() error { return nil })}
 	return []*Benchmark{
-		{Name: "Workload/prog=" + prog + "/op=noop", Requires: []Requirement{req},
+		{Name: wire.WorkloadNoop(prog), Requires: []Requirement{req},
 			Doc: "a program of the same type as " + prog + " that returns at once, run the same way: BPF_PROG_TEST_RUN's loop and context reset, the part of the program's number that is not the program",
 			Run: u.run(true)},
-		{Name: "Workload/prog=" + prog, Requires: []Requirement{req},
+		{Name: wire.WorkloadBench(prog), Requires: []Requirement{req},
 			Doc: "the user's program " + prog + " (--workload), BPF_PROG_TEST_RUN on the --packet input (default: a 64-byte Ethernet/IPv4/UDP packet); the kernel's per-run average, whole nanoseconds, including the test run's loop (see op=noop)",
 			Run: u.run(false)},
 	}

@@ -34,9 +34,12 @@ type Options struct {
 	// 0.01 (LKP's floor for perf metrics).
 	MinEffect float64
 	// Controls are the names of benchmarks that measure the harness, not
-	// the kernel (see DefaultControls, used when Controls is nil; an empty
-	// non-nil slice means none). A control that moved enough to explain a
-	// minimum-effect change of a benchmark sets Report.EnvironmentDrift.
+	// the kernel (nil means the defaults: DefaultControls and the noop of
+	// every user's program, wire.WorkloadNoop; an empty non-nil slice
+	// means none). Each benchmark is weighed against the controls of its
+	// own harness (see checkDrift). Under wall time, a control that moved
+	// enough to explain a minimum-effect change of a benchmark of its
+	// harness sets Report.EnvironmentDrift.
 	Controls []string
 	// MaxBoots is the cap on boots per side of an adaptive run, which sets
 	// how α is spent over its looks. 0 means a fixed-size comparison: one
@@ -80,9 +83,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MinEffect == 0 {
 		o.MinEffect = defaultMinEffect
-	}
-	if o.Controls == nil {
-		o.Controls = DefaultControls
 	}
 	if !(o.Alpha > 0 && o.Alpha < 1) {
 		return o, fmt.Errorf("alpha %v is not between 0 and 1", o.Alpha)
@@ -136,6 +136,11 @@ type Report struct {
 	// change can be blamed on the kernel. The rows keep their verdicts;
 	// Outcome says Inconclusive.
 	EnvironmentDrift bool
+	// Deterministic is set when both sides' values are instruction counts
+	// (icount): they do not depend on the host's load, so a control that
+	// moved measures the kernel's own cost of the harness changing
+	// (Row.HarnessChanged), never environment drift.
+	Deterministic bool
 }
 
 // SideInfo describes one side of the comparison.
@@ -190,8 +195,15 @@ type Row struct {
 	// Control marks a benchmark that measures the harness (Options.Controls).
 	Control bool
 	// Drift marks a control that moved enough to explain a minimum-effect
-	// change of a benchmark: it sets Report.EnvironmentDrift.
+	// change of a benchmark: it sets Report.EnvironmentDrift. Only under
+	// wall time (see Report.Deterministic).
 	Drift bool
+	// HarnessChanged marks a control that moved under a deterministic
+	// instrument (Report.Deterministic): the kernel's cost of the harness
+	// around the operation changed, which the benchmarks of that harness
+	// include. It is reported, and it does not make the comparison
+	// inconclusive.
+	HarnessChanged bool
 	// Better is +1 if higher values are better in this unit, -1 if lower
 	// ones are (time and instructions per op), 0 if unknown.
 	Better int
@@ -469,6 +481,8 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Paired = pb.paired > 0
+	rep.Deterministic = inst[0].icount && inst[1].icount
+	order = deriveOwn(order, groups)
 	if p := opts.Previous; p != nil && p.Paired != rep.Paired {
 		return nil, fmt.Errorf("compare: the previous look was %s, these results are %s (a run is paired or not from its first look)",
 			pairedName(p.Paired), pairedName(rep.Paired))

@@ -45,7 +45,7 @@ func decideDeterministic(row *Row, bound float64) bool {
 	}{{"A", row.A}, {"B", row.B}} {
 		if spread := bootRange(side.s); spread > bound {
 			row.Rule, row.Bound = RuleStatistical, 0
-			row.addNote(fmt.Sprintf("boots of %s disagree by %.3g%%, more than the calibrated bound ±%.3g%%: decided by the statistical rule",
+			row.addNote(fmt.Sprintf("boots of %s disagree by %.3g%%, more than the jitter bound ±%.3g%%: decided by the statistical rule",
 				side.name, 100*spread, 100*bound))
 			return false
 		}
@@ -59,7 +59,7 @@ func decideDeterministic(row *Row, bound float64) bool {
 		row.Verdict, row.PSame = Same, 0
 	default:
 		row.Verdict, row.Final = Unknown, true
-		row.addNote(fmt.Sprintf("the change %.3g%% lies within the calibrated bound ±%.3g%% of the minimum effect %.3g%%: more boots cannot decide",
+		row.addNote(fmt.Sprintf("the change %.3g%% lies within the jitter bound ±%.3g%% of the minimum effect %.3g%%: more boots cannot decide",
 			100*d, 100*bound, 100*e))
 	}
 	return true

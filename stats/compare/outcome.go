@@ -134,8 +134,10 @@ func (r Row) Worse() bool {
 // count; the rule, in order:
 //
 //  1. If a control moved enough to explain a minimum-effect change
-//     (EnvironmentDrift), Inconclusive: something other than the kernel's
-//     map code changed, so no row can be blamed on it.
+//     (EnvironmentDrift, under wall time only), Inconclusive: something
+//     other than the kernel's map code changed, so no row can be blamed on
+//     it. Under instruction counts a control that moves is the kernel's
+//     harness cost (Row.HarnessChanged), and the rules below decide.
 //  2. If a row fails (failOn: a worse DIFFERENT row, or any DIFFERENT row),
 //     Regression, even if other rows are UNKNOWN.
 //  3. If a row is UNKNOWN, Inconclusive.
@@ -174,7 +176,7 @@ func (r *Report) Undecided(selected func(bench string) bool) []Row {
 	for _, row := range r.Rows {
 		sel := !row.Control
 		if selected != nil {
-			sel = selected(row.Benchmark)
+			sel = selected(sourceOf(row.Benchmark))
 		}
 		if sel && row.Undecided() {
 			out = append(out, row)

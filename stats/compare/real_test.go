@@ -82,16 +82,21 @@ func TestRealDebian61vs612(t *testing.T) {
 
 // TestRealControlsMoveWithKernel: from 6.1 to 6.12 the kernel's own
 // bpf_loop overhead changes, and with it the controls (noop 15.01 → 17.01
-// insn/op). That is the kernel, not the environment: two instructions
-// cannot explain a 1 % change of a 950-instruction lookup.
+// insn/op). That is the kernel, not the environment: instruction counts do
+// not move with the host, so under icount it is the harness's cost, never
+// drift.
 func TestRealControlsMoveWithKernel(t *testing.T) {
 	rep := realReport(t, "debian61-vs-612-icount.txt", 0, Options{})
 	if got := len(rep.Moved()); got == 0 {
 		t.Fatalf("Build(6.1 vs 6.12, icount).Moved() is empty; want the controls that changed with the kernel")
 	}
+	if !rep.Deterministic || rep.EnvironmentDrift {
+		t.Errorf("Build(6.1 vs 6.12, icount) Deterministic, EnvironmentDrift = %v, %v; want true, false", rep.Deterministic, rep.EnvironmentDrift)
+	}
 	for _, row := range rep.Moved() {
-		if !hasNote(row, "too little to explain a verdict") {
-			t.Errorf("Build(6.1 vs 6.12, icount) control %s notes = %q; want \"too little to explain a verdict\"", row.Benchmark, row.Notes)
+		if !row.HarnessChanged || row.Drift || !hasNote(row, "the kernel's cost of the harness changed") {
+			t.Errorf("Build(6.1 vs 6.12, icount) control %s HarnessChanged, Drift = %v, %v, notes = %q; want true, false, \"the kernel's cost of the harness changed\"",
+				row.Benchmark, row.HarnessChanged, row.Drift, row.Notes)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/perf/benchunit"
 
 	"github.com/lpmbisect/lpmbisect/internal/words"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // Verdict is the decision on one row. The zero value is Unknown.
@@ -315,22 +316,34 @@ func decide(rep *Report, opts Options) {
 	checkDrift(rep)
 }
 
-// checkDrift decides whether a control that moved (a DIFFERENT control row)
-// means environment drift, and sets Row.Drift and Report.EnvironmentDrift.
+// checkDrift decides what a control that moved (a DIFFERENT control row)
+// means, and sets Row.Drift and Report.EnvironmentDrift, or
+// Row.HarnessChanged. This is the one place that tells drift from a
+// kernel's harness cost.
 //
 // A control measures the harness around the map operation: the BPF program
 // and bpf_loop around nothing (noop) or around the key computation
-// (baseline). It moves when the host, QEMU or the guest program changed,
-// which must not be blamed on the kernel; but it also moves when the kernel
-// changed its helper-call or loop overhead. Debian 6.1 → 6.12 does that: in
-// instruction counts noop goes from 15 to 17 insn/op (+13 %), while lookups
-// fall by 174 insn/op. The harness cost enters every benchmark additively,
-// so what matters is its size against the benchmarks: a control is drift
+// (baseline), or for a user's program BPF_PROG_TEST_RUN's loop around a
+// program that returns at once (its noop, wire.WorkloadNoop). It moves when
+// the host, QEMU or the guest program changed, which must not be blamed on
+// the kernel; but it also moves when the kernel changed its helper-call,
+// loop or test-run overhead. Debian 6.1 → 6.12 does that: in instruction
+// counts noop goes from 16 to 18 insn/op (+13 %), while lookups fall by 174
+// insn/op.
+//
+// Under a deterministic instrument (Report.Deterministic: instruction
+// counts) the host cannot move a count, so a moved control is always the
+// kernel's harness cost changing (Row.HarnessChanged), never drift: the
+// report says what moved and by how much, and the verdicts stand.
+//
+// Under wall time the harness cost enters every benchmark of the harness
+// additively, so what matters is its size against them: a control is drift
 // when its absolute change is at least the minimum effect of some
-// non-control row in the same unit (|ΔB−A| >= MinEffect·|A's centre|), i.e.
-// when the harness alone could make that row DIFFERENT. A smaller move is
-// reported in the control's notes, and the verdicts stand. A control with no
-// non-control row in its unit to compare with is drift.
+// non-control row of its harness (harnessOf) in the same unit
+// (|ΔB−A| >= MinEffect·|A's centre|), i.e. when the harness alone could
+// make that row DIFFERENT. A smaller move is reported in the control's
+// notes, and the verdicts stand. A control with no non-control row of its
+// harness in its unit to compare with is drift.
 func checkDrift(rep *Report) {
 	for i := range rep.Rows {
 		c := &rep.Rows[i]
@@ -343,10 +356,17 @@ func checkDrift(rep *Report) {
 			// median change does not.
 			move = math.Abs(c.A.Center * c.DeltaPct / 100)
 		}
+		by := benchunit.Scale(move, benchunit.ClassOf(c.Unit)) + " " + c.Unit
+		if rep.Deterministic {
+			c.HarnessChanged = true
+			c.addNote(fmt.Sprintf("control moved by %s with the kernel: the kernel's cost of the harness changed (instruction counts do not depend on the host, so this is not drift)", by))
+			continue
+		}
+		harness := harnessOf(c.Benchmark)
 		var smallest *Row
 		for j := range rep.Rows {
 			r := &rep.Rows[j]
-			if r.Control || r.Unit != c.Unit || !r.Compared() || r.A.Center == 0 {
+			if r.Control || r.Unit != c.Unit || !r.Compared() || r.A.Center == 0 || harnessOf(r.Benchmark) != harness {
 				continue
 			}
 			if smallest == nil || math.Abs(r.A.Center) < math.Abs(smallest.A.Center) {
@@ -356,14 +376,14 @@ func checkDrift(rep *Report) {
 		switch {
 		case smallest == nil:
 			c.Drift = true
-			c.addNote("control moved and no benchmark in its unit to weigh it against: environment drift")
+			c.addNote("control moved and no benchmark of its harness in its unit to weigh it against: environment drift")
 		case move >= smallest.MinEffect*math.Abs(smallest.A.Center):
 			c.Drift = true
-			c.addNote(fmt.Sprintf("control moved by %s %s, at least %.4g%% of %s: environment drift",
-				benchunit.Scale(move, benchunit.ClassOf(c.Unit)), c.Unit, 100*smallest.MinEffect, smallest.Benchmark))
+			c.addNote(fmt.Sprintf("control moved by %s, at least %.4g%% of %s: environment drift",
+				by, 100*smallest.MinEffect, smallest.Benchmark))
 		default:
-			c.addNote(fmt.Sprintf("control moved by %s %s, under %.4g%% of every benchmark: the harness cost changed, too little to explain a verdict",
-				benchunit.Scale(move, benchunit.ClassOf(c.Unit)), c.Unit, 100*smallest.MinEffect))
+			c.addNote(fmt.Sprintf("control moved by %s, under %.4g%% of every benchmark: the harness cost changed, too little to explain a verdict",
+				by, 100*smallest.MinEffect))
 		}
 		if c.Drift {
 			rep.EnvironmentDrift = true
@@ -612,10 +632,14 @@ func (s Summary) medians() []float64 {
 	return out
 }
 
-// IsControl reports whether bench is one of controls (DefaultControls
-// when controls is nil): equal to one, or continuing one with "/".
+// IsControl reports whether bench is one of controls: equal to one, or
+// continuing one with "/". A nil controls means the defaults:
+// DefaultControls and the noop of every user's program (wire.WorkloadNoop).
 func IsControl(bench string, controls []string) bool {
 	if controls == nil {
+		if prog, ok := wire.WorkloadOf(bench); ok && bench == wire.WorkloadNoop(prog) {
+			return true
+		}
 		controls = DefaultControls
 	}
 	for _, c := range controls {
