@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,7 +139,11 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, er
 	c, err := Load(ctx, ShelfFor(setup, cacheDir), key, MaxAge)
 	switch {
 	case err == nil:
-		return c.bounds(hosts), nil
+		b = c.bounds(hosts)
+		if wire.Accel(key.Accel).CountsInstructions() {
+			b.defaults(setup.Plan.Names(), c.covers, true)
+		}
+		return b, nil
 	case errors.Is(err, ErrStale) && c != nil:
 		b.Source = fmt.Sprintf("the calibration of %s is stale (made %s, more than %d days ago: run lpmbisect calibrate again)",
 			key.Host.Name, c.Date.Format(time.DateOnly), int(MaxAge.Hours()/24))
@@ -148,16 +153,58 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, er
 		return b, err
 	}
 	if wire.Accel(key.Accel).CountsInstructions() {
-		for _, name := range setup.Plan.Names() {
-			for _, f := range DeterministicFamilies {
-				if name == f || strings.HasPrefix(name, f+"/") {
-					b.Jitter[name] = DefaultBound
-				}
-			}
-		}
-		b.Source += fmt.Sprintf("; the documented defaults: ±%.2g%% jitter for %s", 100*DefaultBound, strings.Join(DeterministicFamilies, ", "))
+		b.defaults(setup.Plan.Names(), func(string) bool { return false }, false)
 	}
 	return b, nil
+}
+
+// defaults gives the benchmarks names that calibrated does not cover the
+// documented default bound, DefaultBound, under icount: those of
+// DeterministicFamilies, and a user's --workload program with its noop
+// and its own-work row (wire.WorkloadOwn), which the deterministic rule
+// decides while each side's boots agree within the bound and the
+// statistical rule once they do not (a program with two modes shows them
+// as boots that disagree). Source says so; partly: what a stored
+// calibration left to the defaults.
+func (b *Bounds) defaults(names []string, calibrated func(name string) bool, partly bool) {
+	var given []string
+	for _, name := range names {
+		if calibrated(name) {
+			continue
+		}
+		if prog, ok := wire.WorkloadOf(name); ok {
+			b.Jitter[name] = DefaultBound
+			if name == wire.WorkloadBench(prog) && !calibrated(wire.WorkloadOwn(prog)) {
+				b.Jitter[wire.WorkloadOwn(prog)] = DefaultBound
+			}
+			given = append(given, name)
+			continue
+		}
+		for _, f := range DeterministicFamilies {
+			if name == f || strings.HasPrefix(name, f+"/") {
+				b.Jitter[name] = DefaultBound
+				given = append(given, name)
+			}
+		}
+	}
+	if len(given) == 0 {
+		return
+	}
+	families := slices.Clone(DeterministicFamilies)
+	if partly { // name what the calibration left to the defaults
+		families = slices.DeleteFunc(slices.Clone(given), func(n string) bool { _, ok := wire.WorkloadOf(n); return ok })
+	}
+	for _, name := range given {
+		if prog, ok := wire.WorkloadOf(name); ok && name == wire.WorkloadBench(prog) {
+			families = append(families, "your program "+prog+" (with its noop and own work) while its boots agree")
+		}
+	}
+	b.Source += fmt.Sprintf("; the documented defaults: ±%.2g%% jitter for %s", 100*DefaultBound, strings.Join(families, ", "))
+}
+
+// covers reports whether the calibration measured the benchmark name.
+func (c *Calibration) covers(name string) bool {
+	return slices.ContainsFunc(c.Benchmarks, func(r Benchmark) bool { return r.Name == name })
 }
 
 // bounds are the calibration's jitter bounds and floors. Source names

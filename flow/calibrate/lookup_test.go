@@ -1,9 +1,11 @@
 package calibrate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 func TestUseBounds(t *testing.T) {
@@ -26,5 +28,32 @@ func TestUseBounds(t *testing.T) {
 		if c.auto && opts.MinEffects["A"] != 0.03 {
 			t.Errorf("%s: auto: minimum effect of A %v; want its floor 0.03", c.name, opts.MinEffects["A"])
 		}
+	}
+}
+
+// A user's program gets the default bound with its noop and its own-work
+// row, so the deterministic rule can decide its first comparison at 2+2
+// boots; a calibration that measured a row keeps its verdict on it.
+func TestDefaultsForAUsersProgram(t *testing.T) {
+	names := []string{"LPMTrie/op=noop", wire.WorkloadNoop("xdp"), wire.WorkloadBench("xdp")}
+	b := Bounds{Jitter: map[string]float64{}}
+	b.defaults(names, func(string) bool { return false }, false)
+	for _, n := range append(names, wire.WorkloadOwn("xdp")) {
+		if b.Jitter[n] != DefaultBound {
+			t.Errorf("defaults: bound of %s = %v; want %v", n, b.Jitter[n], DefaultBound)
+		}
+	}
+	if !strings.Contains(b.Source, "your program xdp") {
+		t.Errorf("defaults: Source = %q; want it to name the program", b.Source)
+	}
+	opts := compare.Options{}
+	if !b.use(&opts, names, false, false) {
+		t.Errorf("use(program and controls) = false; want true: every row has a bound")
+	}
+
+	b = Bounds{Jitter: map[string]float64{"LPMTrie/op=noop": 0.0005}}
+	b.defaults(names, func(n string) bool { return n == "LPMTrie/op=noop" || n == wire.WorkloadBench("xdp") }, true)
+	if b.Jitter["LPMTrie/op=noop"] != 0.0005 || b.Jitter[wire.WorkloadBench("xdp")] != 0 || b.Jitter[wire.WorkloadNoop("xdp")] != DefaultBound {
+		t.Errorf("defaults beside a calibration = %v; want the calibrated noop kept, the calibrated (statistical) program left alone, its noop defaulted", b.Jitter)
 	}
 }

@@ -158,6 +158,9 @@ func needNote(rep *compare.Report, r compare.Row) string {
 		return fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at %s: SAME is withheld while the change is significant, DIFFERENT needs more than ±%s %s",
 			pct(eff), view.FormatDelta(r.DeltaPct), BootsLabel(r), pct(eff), spreadHint)
 	}
+	if rep.EnvironmentDrift {
+		return driftStop
+	}
 	claim := fmt.Sprintf("showing B within ±%s of A (SAME)", pct(eff))
 	if r.NeedFor == compare.Different {
 		claim = fmt.Sprintf("confirming the %s change (DIFFERENT)", view.FormatDelta(r.DeltaPct))

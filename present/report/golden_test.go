@@ -16,6 +16,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/calibrate"
 	"github.com/lpmbisect/lpmbisect/guest/workloads"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/present/view"
@@ -147,6 +148,12 @@ func goldenCases(t *testing.T) []goldenCase {
 			return build(t, resultsText("insn/op", append(benches, noop)), compare.Options{})
 		}, testMeta, FormatText, FormatMarkdown, FormatJSON)
 	}
+	// A user's program under instruction counts, no calibration: its
+	// harness (and bpf_loop's) moved with the kernel, which is no drift,
+	// and its own work is a line of its own.
+	comparison("compare-harness-icount", func(t *testing.T) *compare.Report {
+		return build(t, strings.Replace(resultsText("insn/op", harnessInput), "accel: tcg-icount", "accel: icount", 1), compare.Options{Bounds: harnessBounds})
+	}, view.Meta{FailOn: compare.FailOnRegression, Insight: harnessProfile()}, FormatText, FormatJSON)
 	comparison("compare-floors", func(*testing.T) *compare.Report { return floorsReport() }, view.Meta{}, FormatText, FormatMarkdown, FormatJSON)
 
 	historyCase := func(name string, h func() view.History) {
@@ -382,4 +389,29 @@ func writeProgress(t *testing.T, w io.Writer) error {
 	out := regexp.MustCompile(`elapsed [0-9.hms]+`).ReplaceAllString(b.String(), "elapsed ELAPSED")
 	_, err := io.WriteString(w, out)
 	return err
+}
+
+// harnessInput is a user's program on Debian 6.1 and 6.12 in instruction
+// counts (two boots a side, as measured): the bpf_loop noop 16 → 18, the
+// program's noop 61 → 90, the program 261 → 275.
+var harnessInput = []benchBoots{
+	{"LPMTrie/op=noop", []float64{16, 16}, []float64{18, 18}},
+	{"Workload/prog=xdp_lpm/op=noop", []float64{61, 61}, []float64{90, 90}},
+	{"Workload/prog=xdp_lpm", []float64{261, 261}, []float64{275, 275}},
+}
+
+// harnessBounds are the default bounds a comparison without calibration
+// gives them under icount.
+var harnessBounds = map[string]float64{"LPMTrie/op=noop": 0.002, "Workload/prog=xdp_lpm/op=noop": 0.002,
+	"Workload/prog=xdp_lpm": 0.002, "Workload/prog=xdp_lpm/op=own": 0.002}
+
+// harnessProfile is a profile of the program's noop, which names the
+// kernel functions its change is in.
+func harnessProfile() *insight.Diff {
+	d := profileDiff()
+	d.Profiles = append(d.Profiles, insight.ProfileDiff{Benchmark: "Workload/prog=xdp_lpm/op=noop", PerOpSource: "timed", PerOpUnit: "insn/op",
+		PerOpA: 61, PerOpB: 90, Rows: []insight.ProfileRow{
+			{Function: "bpf_test_run", ShareA: 0.5, ShareB: 0.6, DeltaPP: 10, PerOpA: 30.5, PerOpB: 54},
+			{Function: "xdp_test_run_batch", ShareA: 0.3, ShareB: 0.25, DeltaPP: -5, PerOpA: 18.3, PerOpB: 22.5}}})
+	return d
 }

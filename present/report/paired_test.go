@@ -340,7 +340,7 @@ func TestAbsChangePaired(t *testing.T) {
 		t.Fatalf("noop ×1.015, paired: control %v, verdict %v; want a DIFFERENT control", noop.Control, noop.Verdict)
 	}
 	want := fmt.Sprintf("LPMTrie/op=noop %s sec/op (%s, p=", view.FormatDelta(noop.DeltaPct), absChange(noop))
-	if ws := strings.Join(warnings(rep), "\n"); !strings.Contains(ws, want) {
+	if ws := strings.Join(warnings(rep, nil), "\n"); !strings.Contains(ws, want) {
 		t.Errorf("warnings(paired, noop ×1.015) lack %q:\n%s", want, ws)
 	}
 }

@@ -36,6 +36,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -44,6 +45,7 @@ import (
 
 	"golang.org/x/perf/benchunit"
 
+	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
@@ -179,6 +181,8 @@ func undecided(rep *compare.Report) []string {
 		units = append(units, []string{r.Unit})
 		switch {
 		case !r.Compared():
+		case rep.EnvironmentDrift && r.Undecided():
+			line += "; " + driftStop
 		case floorTooClose(rep, r):
 			line += fmt.Sprintf("; the calibrated floor ±%s is too close to the change to show it", pct(r.MinEffect))
 		case r.BootsNeeded > compare.MaxBootsNeeded:
@@ -194,18 +198,38 @@ func undecided(rep *compare.Report) []string {
 	return out
 }
 
-// warnings returns the paragraphs that change how to read the rest.
-func warnings(rep *compare.Report) []string {
+// driftStop says why an adaptive run took no more boots for an undecided
+// row: the controls drifted (compare.Report.NeedMoreBoots), and no
+// estimate of the boots a verdict needs is given, since the run did not
+// take them.
+const driftStop = "no more boots were taken: a control drifted, which more boots do not undo"
+
+// warnings returns the paragraphs that change how to read the rest. in,
+// when not nil, is the insight block, whose profiles name the kernel
+// functions a moved control's harness cost is in.
+func warnings(rep *compare.Report, in *insight.Diff) []string {
 	var out []string
 	var moved []string
+	harnesses := map[string][]compare.Row{} // moved controls under instruction counts, by harness
+	var order []string
 	for _, r := range rep.Moved() {
 		move := fmt.Sprintf("%s %s %s (%s, p=%s)", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, absChange(r), view.FormatP(r.P))
-		if r.Drift {
+		switch {
+		case r.HarnessChanged:
+			h := compare.HarnessOf(r.Benchmark)
+			if _, ok := harnesses[h]; !ok {
+				order = append(order, h)
+			}
+			harnesses[h] = append(harnesses[h], r)
+		case r.Drift:
 			out = append(out, "ENVIRONMENT DRIFT: control "+move+" moved enough to explain a minimum-effect change of a benchmark. "+
 				"The host, QEMU or the harness changed between the sides; no benchmark's change is attributed to the kernel. Re-run, ideally on a quieter host.")
-		} else {
+		default:
 			moved = append(moved, move)
 		}
+	}
+	for _, h := range order {
+		out = append(out, harnessParagraph(h, harnesses[h], in))
 	}
 	if len(moved) > 0 {
 		out = append(out, "Controls moved with the kernel: "+strings.Join(moved, "; ")+
@@ -219,6 +243,53 @@ func warnings(rep *compare.Report) []string {
 		out = append(out, InstructionsExplanation)
 	}
 	return out
+}
+
+// harnessParagraph says, for the controls of one harness that moved under
+// instruction counts (compare.Row.HarnessChanged), what moved and by how
+// much, what it means for the benchmarks of that harness, and which kernel
+// functions the profile puts the change in, when it profiled a control.
+func harnessParagraph(harness string, controls []compare.Row, in *insight.Diff) string {
+	var moves []string
+	for _, r := range controls {
+		moves = append(moves, fmt.Sprintf("%s %s %s (%s)", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, absChange(r)))
+	}
+	s := "HARNESS CHANGED WITH THE KERNEL: " + strings.Join(moves, "; ") + ". "
+	if prog, ok := wire.WorkloadOf(harness); ok {
+		s += fmt.Sprintf("The kernel's cost of running %s (BPF_PROG_TEST_RUN's loop and context reset around it) changed. "+
+			"%s includes it; %s is the program's own work without it, judged on its own line.", prog, wire.WorkloadBench(prog), wire.WorkloadOwn(prog))
+	} else {
+		s += "The kernel's cost of the harness around the map operations (the BPF program and bpf_loop) changed; the benchmarks' changes include it."
+	}
+	s += " Instruction counts do not depend on the host: this is the kernel, not drift, and re-running gives the same numbers."
+	if fns := profiledFunctions(controls, in); fns != "" {
+		s += " In the profile: " + fns + "."
+	}
+	return s
+}
+
+// profiledFunctions names the functions whose share of a control's
+// operation changed most in the insight block's profile of it (at most
+// three per control), "" when the block has no profile of these controls.
+func profiledFunctions(controls []compare.Row, in *insight.Diff) string {
+	if in == nil {
+		return ""
+	}
+	var out []string
+	for _, r := range controls {
+		for _, p := range in.Profiles {
+			if p.Benchmark != r.Benchmark || len(p.Rows) == 0 {
+				continue
+			}
+			var fns []string
+			for _, f := range p.Rows[:min(3, len(p.Rows))] {
+				fns = append(fns, fmt.Sprintf("%s %.1f → %.1f", f.Function, f.PerOpA, f.PerOpB))
+			}
+			unit := cmp.Or(p.PerOpUnit, r.Unit)
+			out = append(out, fmt.Sprintf("%s: %s %s", r.Benchmark, strings.Join(fns, ", "), unit))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // absChange formats the change from A to B in the row's unit, with its SI

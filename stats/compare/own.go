@@ -17,9 +17,11 @@ import (
 // its own: when the harness's cost changes with the kernel, that row says
 // what the program's own work did.
 
-// harnessOf names the harness a benchmark runs in: its program's for a
-// user's program, "" for the built-in families' bpf_loop.
-func harnessOf(bench string) string {
+// HarnessOf names the harness a benchmark runs in: its program's
+// (wire.WorkloadBench) for a user's program, "" for the built-in
+// families' bpf_loop. A control weighs only on the benchmarks of its
+// harness.
+func HarnessOf(bench string) string {
 	if prog, ok := wire.WorkloadOf(bench); ok {
 		return wire.WorkloadBench(prog)
 	}

@@ -339,7 +339,7 @@ func decide(rep *Report, opts Options) {
 // Under wall time the harness cost enters every benchmark of the harness
 // additively, so what matters is its size against them: a control is drift
 // when its absolute change is at least the minimum effect of some
-// non-control row of its harness (harnessOf) in the same unit
+// non-control row of its harness (HarnessOf) in the same unit
 // (|ΔB−A| >= MinEffect·|A's centre|), i.e. when the harness alone could
 // make that row DIFFERENT. A smaller move is reported in the control's
 // notes, and the verdicts stand. A control with no non-control row of its
@@ -362,11 +362,11 @@ func checkDrift(rep *Report) {
 			c.addNote(fmt.Sprintf("control moved by %s with the kernel: the kernel's cost of the harness changed (instruction counts do not depend on the host, so this is not drift)", by))
 			continue
 		}
-		harness := harnessOf(c.Benchmark)
+		harness := HarnessOf(c.Benchmark)
 		var smallest *Row
 		for j := range rep.Rows {
 			r := &rep.Rows[j]
-			if r.Control || r.Unit != c.Unit || !r.Compared() || r.A.Center == 0 || harnessOf(r.Benchmark) != harness {
+			if r.Control || r.Unit != c.Unit || !r.Compared() || r.A.Center == 0 || HarnessOf(r.Benchmark) != harness {
 				continue
 			}
 			if smallest == nil || math.Abs(r.A.Center) < math.Abs(smallest.A.Center) {
