@@ -77,10 +77,14 @@ type Look struct {
 
 // Row is compare.Row in JSON.
 type Row struct {
-	Benchmark string          `json:"benchmark"`
-	Unit      string          `json:"unit"`
-	Control   bool            `json:"control"`
-	Verdict   compare.Verdict `json:"verdict"`
+	Benchmark string `json:"benchmark"`
+	Unit      string `json:"unit"`
+	Control   bool   `json:"control"`
+	// HarnessChanged is set for a control that moved under instruction
+	// counts: the kernel's cost of the harness, not drift
+	// (compare.Row.HarnessChanged).
+	HarnessChanged bool            `json:"harness_changed,omitempty"`
+	Verdict        compare.Verdict `json:"verdict"`
 	// Worse is set for a DIFFERENT row that changed for the worse.
 	Worse bool `json:"worse"`
 	// DeltaPct is the change of B's centre from A's in percent; in a paired
@@ -185,7 +189,7 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 	}
 	for _, r := range rep.Rows {
 		row := Row{
-			Benchmark: r.Benchmark, Unit: r.Unit, Control: r.Control, Verdict: r.Verdict, Worse: r.Worse(),
+			Benchmark: r.Benchmark, Unit: r.Unit, Control: r.Control, HarnessChanged: r.HarnessChanged, Verdict: r.Verdict, Worse: r.Worse(),
 			P: r.P, PEffect: r.PEffect, PAdj: r.PAdj, PSame: r.PSame,
 			Pairs:       r.Pairs,
 			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots, Rule: r.Rule, Bound: r.Bound, Final: r.Final, FloorHides: r.FloorHides, MinEffect: r.MinEffect,
