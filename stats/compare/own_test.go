@@ -129,7 +129,7 @@ func TestWorkloadDriftUnderWallTime(t *testing.T) {
 		{"harness moved by 0.4 % of the program", 61, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := progRun{unit: "ns/op", lpmNoop: [2]float64{16, 16}, noop: [2]float64{60, tc.noopB}, prog: [2]float64{300, 330}, jitter: 0.001}
+			r := progRun{accel: "tcg", unit: "ns/op", lpmNoop: [2]float64{16, 16}, noop: [2]float64{60, tc.noopB}, prog: [2]float64{300, 330}, jitter: 0.001}
 			rep, err := Build(r.results(t, 8), Options{})
 			if err != nil {
 				t.Fatal(err)
