@@ -1,22 +1,6 @@
 #!/bin/sh
-# Builds the example BPF objects with Debian's clang (apt-get install clang
-# llvm). -ffile-prefix-map keeps the build directory out of the debug
-# info, so the objects are reproducible: CI builds them again and compares
-# them with the committed ones (--check).
+# Builds the example BPF objects (../bpf-build.sh); --check compares a new
+# build with the committed objects.
 set -eu
 cd "$(dirname "$0")"
-build() {
-	clang -target bpf -O2 -g -ffile-prefix-map="$PWD"=. -I/usr/include/x86_64-linux-gnu -c "$1.c" -o "$2"
-}
-if [ "${1:-}" = --check ]; then
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
-	for p in xdp_lpm broken; do
-		build "$p" "$tmp/$p.o"
-		cmp "$tmp/$p.o" "$p.o" || { echo "$p.o differs from a build of $p.c: run $0 and commit it" >&2; exit 1; }
-	done
-	exit 0
-fi
-for p in xdp_lpm broken; do
-	build "$p" "$p.o"
-done
+exec ../bpf-build.sh ${1:+"$1"} xdp_lpm broken
