@@ -397,3 +397,30 @@ func TestRawResultsIgnoresPhases(t *testing.T) {
 		}
 	}
 }
+
+// After drift the adaptive loop takes no more boots, so an undecided row
+// says that instead of estimating boots the run did not take; the update
+// row of icountInput (too noisy at 6+6 boots) shows it.
+func TestDriftStopsTheBootsEstimate(t *testing.T) {
+	benches := slices.Clone(icountInput[:4])
+	noop := &benches[3]
+	noop.b = slices.Clone(noop.a)
+	for i := range noop.b {
+		noop.b[i] *= 1.6
+	}
+	rep := build(t, resultsText("insn/op", benches), compare.Options{MaxBoots: 10})
+	if !rep.EnvironmentDrift || rep.NeedMoreBoots(nil) {
+		t.Fatalf("drift %v, NeedMoreBoots %v; want true, false", rep.EnvironmentDrift, rep.NeedMoreBoots(nil))
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, rep, view.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(b.String()), " ")
+	if !strings.Contains(text, "LPMTrie/op=update/keys=random/entries=10000: ") || !strings.Contains(text, driftStop) {
+		t.Errorf("WriteText(drift, update undecided) lacks the update's line saying %q:\n%s", driftStop, b.String())
+	}
+	if strings.Contains(text, "a verdict needs ~") || strings.Contains(text, "would need ~") {
+		t.Errorf("WriteText(drift) estimates boots the run will not take:\n%s", b.String())
+	}
+}
