@@ -51,6 +51,9 @@ func (bs *Bisection) setEndpoints(ctx context.Context, good, bad campaign.Candid
 	for _, k := range eff.Drift {
 		bs.logf("warning: control %s differs between the endpoints: the harness or host changed too", k)
 	}
+	for _, k := range eff.Harness {
+		bs.logf("control %s differs between the endpoints: the kernel's harness cost changed (instruction counts: not the host)", k)
+	}
 	return bs.State.Save()
 }
 

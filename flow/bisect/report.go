@@ -97,6 +97,9 @@ func (r Report) View(recheckHTML string) view.Bisection {
 		for _, k := range s.Effect.Drift {
 			v.Drift = append(v.Drift, k.String())
 		}
+		for _, k := range s.Effect.Harness {
+			v.Harness = append(v.Harness, k.String())
+		}
 	}
 	if rc := res.Recheck; rc != nil && !rc.SameImage {
 		for _, row := range rc.Rows {

@@ -139,8 +139,13 @@ type Effect struct {
 	// direction asked for.
 	Signal []RowKey `json:"signal"`
 	// Drift names control rows (harness measurements) that differ between
-	// the endpoints: the host or the harness changed, not only the kernel.
+	// the endpoints under wall time: the host or the harness changed, not
+	// only the kernel.
 	Drift []RowKey `json:"drift,omitempty"`
+	// Harness names control rows that differ under instruction counts:
+	// the kernel's own cost of the harness changed (compare decides which
+	// it is: compare.Row.HarnessChanged), never the host.
+	Harness []RowKey `json:"harness,omitempty"`
 }
 
 // EffectRow compares the bad endpoint with the good one on one row.
@@ -248,6 +253,8 @@ func (b *Bench) effectOf(rows map[RowKey]CompareRow) *Effect {
 		eff.Rows = append(eff.Rows, EffectRow{k, r})
 		regression := r.B > r.A
 		switch {
+		case r.Control && r.HarnessChanged:
+			eff.Harness = append(eff.Harness, k)
 		case r.Control && r.Verdict == compare.Different:
 			eff.Drift = append(eff.Drift, k)
 		case r.Control:

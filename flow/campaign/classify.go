@@ -178,7 +178,7 @@ func (j Judge) look(seq *compare.Sequence, a, b []*benchfmt.Result) (map[RowKey]
 			c.PClaim = row.ClaimP()
 		}
 		out[RowKey{row.Benchmark, row.Unit}] = CompareRow{Comparison: c, A: row.A.Center, B: row.B.Center,
-			BootsA: row.A.Boots, BootsB: row.B.Boots, Control: row.Control}
+			BootsA: row.A.Boots, BootsB: row.B.Boots, Control: row.Control, HarnessChanged: row.HarnessChanged}
 	}
 	return out, nil
 }
@@ -209,6 +209,9 @@ type CompareRow struct {
 	BootsA  int     `json:"boots_a"`
 	BootsB  int     `json:"boots_b"`
 	Control bool    `json:"control"` // a benchmark that measures the harness
+	// HarnessChanged: a control that moved under instruction counts, the
+	// kernel's cost of the harness, not drift (compare.Row.HarnessChanged).
+	HarnessChanged bool `json:"harness_changed,omitempty"`
 }
 
 // Classify decides a candidate from its comparisons with the endpoints on

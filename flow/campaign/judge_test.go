@@ -121,3 +121,19 @@ func TestJudgeCarriesDecidedClaims(t *testing.T) {
 		t.Errorf("second look = %s p(same)=%v; want SAME carried with p(same)=%v", second[k].Verdict, second[k].PClaim, first[k].PClaim)
 	}
 }
+
+// The endpoints' controls that moved are drift under wall time and the
+// kernel's harness cost under instruction counts, as compare decided.
+func TestEffectSplitsDriftFromHarness(t *testing.T) {
+	different := Comparison{Verdict: compare.Different}
+	rows := map[RowKey]CompareRow{
+		{"LPMTrie/op=noop", "insn/op"}:                 {Comparison: different, Control: true, HarnessChanged: true},
+		{"LPMTrie/op=noop", "sec/op"}:                  {Comparison: different, Control: true},
+		{"LPMTrie/op=lookup/keys=random", "insn/op"}:   {Comparison: different, A: 1000, B: 1100},
+		{"LPMTrie/op=baseline/keys=random", "insn/op"}: {Comparison: Comparison{Verdict: compare.Same}, Control: true},
+	}
+	eff := (&Bench{}).effectOf(rows)
+	if len(eff.Harness) != 1 || eff.Harness[0].Unit != "insn/op" || len(eff.Drift) != 1 || eff.Drift[0].Unit != "sec/op" || len(eff.Signal) != 1 {
+		t.Errorf("effectOf: harness %v, drift %v, signal %v; want the insn/op noop, the sec/op noop, the lookup", eff.Harness, eff.Drift, eff.Signal)
+	}
+}

@@ -22,13 +22,16 @@ func writeBisectionText(w io.Writer, r view.Bisection) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", r.Culprit)
 	fmt.Fprintf(&b, "verdict: %s\n", r.Verdict)
-	if len(r.Effect) > 0 || len(r.Drift) > 0 {
+	if len(r.Effect) > 0 || len(r.Drift) > 0 || len(r.Harness) > 0 {
 		fmt.Fprintf(&b, "effect, good → bad:\n")
 		for _, row := range r.Effect {
 			fmt.Fprintf(&b, "  %s\n", bisectionRowLine(row))
 		}
 		for _, d := range r.Drift {
 			fmt.Fprintf(&b, "  warning: control %s moved between the endpoints (harness or host drift)\n", d)
+		}
+		for _, h := range r.Harness {
+			fmt.Fprintf(&b, "  control %s moved with the kernel between the endpoints (its harness cost; instruction counts do not drift)\n", h)
 		}
 	}
 	if len(r.Recheck) > 0 {

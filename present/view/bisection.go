@@ -18,8 +18,10 @@ type Bisection struct {
 	// Effect compares the bad endpoint with the good one, Recheck the
 	// culprit with its parent (empty without a re-check).
 	Effect, Recheck []BisectionRow
-	// Drift names control rows that moved between the endpoints.
-	Drift []string
+	// Drift names control rows that moved between the endpoints under wall
+	// time, Harness those that moved under instruction counts (the
+	// kernel's harness cost, not drift).
+	Drift, Harness []string
 	// Confidence bounds the chance that no step's verdict was wrong, over
 	// Steps' claims; RecheckP is the re-check's largest p-value over the
 	// signal rows, or -1 without one.
