@@ -9,7 +9,7 @@ import (
 
 // SchemaVersion is the schema version this package reads and writes: the
 // last of its migrations.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // versionTable records every migration applied, one row each. Its name is
 // the database's mark of ownership.
@@ -172,6 +172,24 @@ var migrations = []migration{{
 			PRIMARY KEY (night_id, benchmark, unit, line),
 			FOREIGN KEY (night_id, benchmark, unit) REFERENCES lpmbisect_night_rows (night_id, benchmark, unit) ON DELETE CASCADE
 		)`,
+	},
+}, {
+	version:     3,
+	description: "triage: who set a change point's state, when and why (the audit log)",
+	statements: []string{
+		// One row per triage decision, never updated: the audit log. A
+		// change point's latest row is who triaged it last, and why.
+		`CREATE TABLE lpmbisect_triage (
+			id {{id}},
+			change_point_id BIGINT NOT NULL REFERENCES lpmbisect_change_points (id) ON DELETE CASCADE,
+			action TEXT NOT NULL,
+			status_before TEXT NOT NULL,
+			status_after TEXT NOT NULL,
+			comment TEXT NOT NULL,
+			who TEXT NOT NULL,
+			at {{time}} NOT NULL
+		)`,
+		`CREATE INDEX lpmbisect_triage_by_change_point ON lpmbisect_triage (change_point_id, id)`,
 	},
 }}
 

@@ -17,6 +17,7 @@ import "github.com/lpmbisect/lpmbisect/history"
 //		}
 //		hs.ChangePoints, err = db.ChangePoints(ctx, s.ID)
 //		hs.Excursions, err = db.Excursions(ctx, s.ID)
+//		hs.Triage, err = db.TriageLog(ctx, s.ID)
 //		h.Series = append(h.Series, hs)
 //	}
 //
@@ -43,6 +44,9 @@ type HistorySeries struct {
 	// leaves out of its statistics (package changepoint): the text formats
 	// list them apart from the change points, the plots mark them.
 	Excursions []history.Excursion
+	// Triage is the audit log of the series' change points, oldest first
+	// (history.DB.TriageLog): who set which state, when and why.
+	Triage []history.Triage
 }
 
 // MetricTrend is one metric's nights, as history.DB.Trend returns them.
