@@ -71,6 +71,7 @@ type servedSeries struct {
 	Latest               historyNight
 	NightCount, Open, Bisect int
 	Changes              []servedChange // replaces historySeriesPage.Changes
+	Index                bool           // the front page's line of the series
 	Triage               []servedTriage
 }
 
@@ -98,7 +99,7 @@ func actionOf(s history.ChangeStatus) string {
 	return string(s)
 }
 
-func newServedSeries(hs view.HistorySeries, only func(history.ChangePoint) bool) (servedSeries, error) {
+func newServedSeries(hs view.HistorySeries) (servedSeries, error) {
 	name := hs.Series.Name
 	sp, err := newHistorySeriesPage(hs, func(date string) string { return NightPath(name, date) })
 	if err != nil {
@@ -121,9 +122,6 @@ func newServedSeries(hs view.HistorySeries, only func(history.ChangePoint) bool)
 	last := history.LastTriage(hs.Triage)
 	for _, c := range sp.Changes {
 		cp := byID[c.ID]
-		if only != nil && !only(cp) {
-			continue
-		}
 		sc := servedChange{historyChange: c, Series: name, SeriesURL: ss.URL, Action: actionOf(cp.Status), Provisional: cp.Provisional}
 		if t, ok := last[c.ID]; ok {
 			sc.LastTriage = fmt.Sprintf("%s by %s on %s", t.Action, t.Who, t.At.UTC().Format("2006-01-02 15:04 MST"))
@@ -152,15 +150,16 @@ func writeServed(w io.Writer, title string, p servedPage) error {
 }
 
 // WriteServedIndex writes the served front page: every series with its
-// latest night and its open (untriaged) change points.
+// latest night and its count of untriaged change points.
 func WriteServedIndex(w io.Writer, h view.History) error {
 	var p servedPage
 	for _, hs := range h.Series {
-		ss, err := newServedSeries(hs, func(history.ChangePoint) bool { return false })
+		ss, err := newServedSeries(hs)
 		if err != nil {
 			return err
 		}
-		ss.Plots = nil
+		ss.Plots, ss.Excursions, ss.historySeriesPage.Nights, ss.Changes, ss.Triage = nil, nil, nil, nil, nil
+		ss.Index = true
 		p.Series = append(p.Series, ss)
 	}
 	p.Empty = "The history holds no series yet: lpmbisect nightly or lpmbisect history import adds them."
@@ -171,63 +170,35 @@ func WriteServedIndex(w io.Writer, h view.History) error {
 // triage forms (none when form is nil), excursions, trend plots, nights and
 // the audit log of its triage.
 func WriteServedSeries(w io.Writer, hs view.HistorySeries, form *TriageForm) error {
-	ss, err := newServedSeries(hs, nil)
+	ss, err := newServedSeries(hs)
 	if err != nil {
 		return err
 	}
 	return writeServed(w, "lpmbisect: "+hs.Series.Name, servedPage{Form: form, Series: []servedSeries{ss}})
 }
 
-// WriteServedAlerts writes the alerts page: the untriaged change points of
-// every series, each with its triage form.
-func WriteServedAlerts(w io.Writer, h view.History, form *TriageForm) error {
-	p := servedPage{Form: form, Empty: "No untriaged change points."}
+// WriteServedChanges writes a page of change points (view.History's
+// ChangesOnly: the alerts page, the bisections), each with its triage form,
+// under title; empty is what it says when there are none.
+func WriteServedChanges(w io.Writer, title, empty string, h view.History, form *TriageForm) error {
+	p := servedPage{Form: form, Empty: empty}
 	for _, hs := range h.Series {
-		ss, err := newServedSeries(hs, history.ChangePoint.Untriaged)
+		ss, err := newServedSeries(hs)
 		if err != nil {
 			return err
 		}
-		if len(ss.Changes) > 0 {
-			ss.Plots, ss.Excursions, ss.historySeriesPage.Nights, ss.Triage = nil, nil, nil, nil
-			p.Series = append(p.Series, ss)
-		}
+		p.Series = append(p.Series, ss)
 	}
-	return writeServed(w, "lpmbisect: alerts", p)
-}
-
-// WriteServedBisections writes the bisections the history holds: every
-// change point whose bisection was asked for, ran, found its culprit,
-// failed or was skipped.
-func WriteServedBisections(w io.Writer, h view.History, form *TriageForm) error {
-	p := servedPage{Form: form, Empty: "No bisections in the history yet (nightly's auto-bisect and \"bisect\" triage add them)."}
-	for _, hs := range h.Series {
-		ss, err := newServedSeries(hs, func(cp history.ChangePoint) bool { return cp.Bisect.State != history.BisectNone })
-		if err != nil {
-			return err
-		}
-		if len(ss.Changes) > 0 {
-			ss.Plots, ss.Excursions, ss.historySeriesPage.Nights, ss.Triage = nil, nil, nil, nil
-			p.Series = append(p.Series, ss)
-		}
-	}
-	return writeServed(w, "lpmbisect: bisections", p)
+	return writeServed(w, title, p)
 }
 
 // WriteServedNight writes a night's page: its kernels and measuring
 // environment, its rows with their verdicts, its change points, the raw
 // results of its boots for download and the benchstat command that reads
-// them. hs holds the series with (at least) the night; boots are the
-// night's boots.
+// them. hs is the series at that night (view.HistorySeries.AtNight), boots
+// the night's boots.
 func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots []history.Boot, form *TriageForm) error {
-	one := hs
-	one.Nights = []history.Night{n}
-	one.Trends = nil
-	for _, t := range hs.Trends {
-		if i := slices.IndexFunc(t.Points, func(p history.TrendPoint) bool { return p.Night.Date == n.Date }); i >= 0 {
-			one.Trends = append(one.Trends, view.MetricTrend{Metric: t.Metric, Points: t.Points[i : i+1]})
-		}
-	}
-	ss, err := newServedSeries(one, func(cp history.ChangePoint) bool { return cp.Night == n.Date })
+	ss, err := newServedSeries(hs)
 	if err != nil {
 		return err
 	}
@@ -308,7 +279,7 @@ var servedTemplate = newPage("served", historyParts+`{{define "changes"}}{{$form
 {{with index .Series 0}}{{template "nights" .}}{{with .Changes}}<h3>Change points at this night</h3>{{end}}{{template "changes" (servedChanges $page .)}}{{end}}
 {{else}}{{range .Series}}<h2><a href="{{.URL}}">{{.Name}}</a></h2>
 <p class="source">{{.Source}}<br>{{.Summary}}</p>
-{{if and (not .Changes) (not .Plots)}}<p class="latest">latest night: {{if .Latest.URL}}<a href="{{.Latest.URL}}">{{.Latest.Date}}</a> {{.Latest.Status}}, tip {{.Latest.Tip}}{{else}}none{{end}}; <span class="open">{{.Open}} untriaged</span> change points, {{.Bisect}} bisections</p>{{end}}
+{{if .Index}}<p class="latest">latest night: {{if .Latest.URL}}<a href="{{.Latest.URL}}">{{.Latest.Date}}</a> {{.Latest.Status}}, tip {{.Latest.Tip}}{{else}}none{{end}}; <span class="open">{{.Open}} untriaged</span> change points, {{.Bisect}} bisections</p>{{end}}
 {{with .Changes}}<h3>Change points</h3>{{end}}{{template "changes" (servedChanges $page .)}}
 {{template "excursions" .}}{{template "trends" .}}{{template "nights" .}}
 {{with .Triage}}<h3>Triage log</h3>
