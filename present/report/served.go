@@ -31,7 +31,9 @@ const (
 func SeriesPath(series string) string { return "/series/" + url.PathEscape(series) }
 
 // NightPath is the path of a night's page.
-func NightPath(series, date string) string { return SeriesPath(series) + "/nights/" + url.PathEscape(date) }
+func NightPath(series, date string) string {
+	return SeriesPath(series) + "/nights/" + url.PathEscape(date)
+}
 
 // ResultsPath is the path of the raw benchfmt results of a night's boots of
 // one role (tip, reference, …): a file plain benchstat reads.
@@ -66,13 +68,13 @@ type servedPage struct {
 
 type servedSeries struct {
 	historySeriesPage
-	URL                  string
-	Kind                 string
-	Latest               historyNight
+	URL                      string
+	Kind                     string
+	Latest                   historyNight
 	NightCount, Open, Bisect int
-	Changes              []servedChange // replaces historySeriesPage.Changes
-	Index                bool           // the front page's line of the series
-	Triage               []servedTriage
+	Changes                  []servedChange // replaces historySeriesPage.Changes
+	Index                    bool           // the front page's line of the series
+	Triage                   []servedTriage
 }
 
 type servedTriage struct {
@@ -261,7 +263,7 @@ func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots
 var servedTemplate = newPage("served", historyParts+`{{define "changes"}}{{$form := .Form}}{{$actions := .Actions}}{{with .Changes}}
 <ul class="changes">{{range .}}
 <li class="{{.Class}}" id="cp{{.ID}}"><span class="headline">#{{.ID}} {{.Headline}}</span> [<span class="state">{{.Status}}</span>]{{if .Provisional}} (provisional){{end}}<br><span class="detail">{{.Detail}}<br><span class="bisect">{{.Bisect}}</span>{{with .LastTriage}}<br><span class="triaged">{{.}}</span>{{end}}</span>
-{{if and $form .Live}}<form method="post" action="` + TriagePath + `" class="triage">
+{{if and $form .Live}}<form method="post" action="`+TriagePath+`" class="triage">
 <input type="hidden" name="csrf" value="{{$form.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><input type="hidden" name="return" value="{{$form.Return}}">
 <select name="action" aria-label="state">{{$cur := .Action}}{{range $actions}}<option value="{{.}}"{{if eq (print .) $cur}} selected{{end}}>{{if eq (print .) "bisect"}}bisect this{{else}}{{.}}{{end}}</option>{{end}}</select>
 <input name="comment" placeholder="comment" maxlength="4096" aria-label="comment">
@@ -269,7 +271,7 @@ var servedTemplate = newPage("served", historyParts+`{{define "changes"}}{{$form
 <input type="password" name="token" placeholder="token" autocomplete="off" aria-label="token">
 <button type="submit">triage</button>
 </form>{{end}}</li>{{end}}
-</ul>{{end}}{{end}}{{define "body"}}<nav class="served"><a href="/">series</a> · <a href="` + AlertsPath + `">alerts</a> · <a href="` + BisectionsPath + `">bisections</a> · <a href="?format=json">JSON</a></nav>
+</ul>{{end}}{{end}}{{define "body"}}<nav class="served"><a href="/">series</a> · <a href="`+AlertsPath+`">alerts</a> · <a href="`+BisectionsPath+`">bisections</a> · <a href="?format=json">JSON</a></nav>
 {{$page := .}}{{if not .Series}}<p>{{.Empty}}</p>{{end}}{{if .Night}}{{with index .Series 0}}<p><a href="{{.URL}}">{{.Name}}</a></p>{{end}}{{with .Night}}
 <p class="verdict">{{.Status}}{{with .Reason}}: {{.}}{{end}}</p>
 <dl class="run">{{range .Run}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl>
