@@ -11,6 +11,9 @@ import (
 // last of its migrations.
 const SchemaVersion = 3
 
+// generationVersion is the schema version that added lpmbisect_generation.
+const generationVersion = 3
+
 // versionTable records every migration applied, one row each. Its name is
 // the database's mark of ownership.
 const versionTable = "lpmbisect_history_schema"
@@ -175,7 +178,7 @@ var migrations = []migration{{
 	},
 }, {
 	version:     3,
-	description: "triage: who set a change point's state, when and why (the audit log)",
+	description: "triage: who set a change point's state, when and why (the audit log); a count of writes",
 	statements: []string{
 		// One row per triage decision, never updated: the audit log. A
 		// change point's latest row is who triaged it last, and why.
@@ -190,6 +193,14 @@ var migrations = []migration{{
 			at {{time}} NOT NULL
 		)`,
 		`CREATE INDEX lpmbisect_triage_by_change_point ON lpmbisect_triage (change_point_id, id)`,
+		// One row counting the writes: every Write adds one in its
+		// transaction, so a reader (lpmbisect serve's cache) knows in one
+		// cheap query whether anything changed.
+		`CREATE TABLE lpmbisect_generation (
+			id BIGINT PRIMARY KEY,
+			n BIGINT NOT NULL
+		)`,
+		`INSERT INTO lpmbisect_generation (id, n) VALUES (1, 0)`,
 	},
 }}
 

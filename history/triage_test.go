@@ -53,6 +53,10 @@ func TestTriage(t *testing.T) {
 			{kernel, "shrug", ChangeOpen, BisectRequested, ErrBadTriage},
 			{99999, ActionAcknowledge, "", BisectNone, ErrNotFound},
 		}
+		gen, err := db.Generation(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		logged := 0
 		for _, s := range steps {
 			_, err := db.Triage(ctx, s.id, s.action, "looked at it <b>", "alice@example")
@@ -69,6 +73,9 @@ func TestTriage(t *testing.T) {
 			if err != nil || cp.Status != s.want || cp.Bisect.State != s.bisect {
 				t.Errorf("after Triage(%d, %s): status %s, bisection %q, %v; want %s, %q", s.id, s.action, cp.Status, cp.Bisect.State, err, s.want, s.bisect)
 			}
+		}
+		if now, err := db.Generation(ctx); err != nil || now != gen+int64(logged) {
+			t.Errorf("Generation = %d, %v after %d triages from %d; want one more a write, none for a refused one", now, err, logged, gen)
 		}
 		log, err := db.TriageLog(ctx, seriesID)
 		if err != nil || len(log) != logged {

@@ -353,7 +353,11 @@ func bisectLine(cp history.ChangePoint) string {
 // plotLabel is bisectLine for a plot's change-point mark: short, with the
 // change first.
 func plotLabel(cp history.ChangePoint) string {
-	s := view.FormatDelta(cp.DeltaPct) + ": "
+	s := view.FormatDelta(cp.DeltaPct)
+	if cp.Status != history.ChangeOpen && cp.Status != history.ChangeWithdrawn {
+		s += " [" + string(cp.Status) + "]" // triaged: acknowledged, invalid, muted
+	}
+	s += ": "
 	switch {
 	case cp.Line == history.LineHost:
 		s += "host or harness changed"

@@ -35,6 +35,7 @@
 package serve
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/hmac"
@@ -92,6 +93,9 @@ type Server struct {
 	csrfKey []byte
 	log     *log.Logger
 	mux     *http.ServeMux
+	cache   pageCache
+	// csrfSlot stands for the session's CSRF token in cached pages.
+	csrfSlot string
 }
 
 // New returns the server of o.
@@ -110,6 +114,9 @@ func New(o Options) (*Server, error) {
 	if _, err := rand.Read(s.csrfKey); err != nil {
 		return nil, fmt.Errorf("serve: session key: %w", err)
 	}
+	slot := make([]byte, 16)
+	rand.Read(slot)
+	s.csrfSlot = "csrf-" + hex.EncodeToString(slot)
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("GET /series/{name}", s.series)
 	s.mux.HandleFunc("GET /series/{name}/nights/{date}", s.night)
@@ -146,7 +153,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	s.mux.ServeHTTP(w, r)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	gen, err := s.cache.generation(r.Context(), s.db)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "read the history: %v", err)
+		return
+	}
+	resp := s.cache.get(r.Method+" "+r.URL.RequestURI(), gen, func() *recorded {
+		rec := newRecorded()
+		s.mux.ServeHTTP(rec, r)
+		return rec
+	})
+	for k, v := range resp.header {
+		h[k] = v
+	}
+	body := resp.body.Bytes()
+	if s.token != nil && bytes.Contains(body, []byte(s.csrfSlot)) {
+		body = bytes.ReplaceAll(body, []byte(s.csrfSlot), []byte(s.csrfToken(s.session(w, r))))
+	}
+	w.WriteHeader(resp.status)
+	w.Write(body)
 }
 
 // Serve serves on l until ctx ends, then shuts down, giving requests in
@@ -202,7 +231,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, doc view.History, 
 	}
 	var form *report.TriageForm
 	if s.token != nil {
-		form = &report.TriageForm{CSRF: s.csrfToken(s.session(w, r)), Return: r.URL.Path}
+		form = &report.TriageForm{CSRF: s.csrfSlot, Return: r.URL.Path} // the session's, when sent
 	}
 	var b strings.Builder
 	if err := html(&b, form); err != nil {
@@ -434,6 +463,7 @@ func (s *Server) triage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, "%v", err)
 		return
 	}
+	s.cache.forget() // the next page shows the change
 	s.log.Printf("change point %d: %s by %s from %s", id, action, who, r.RemoteAddr)
 	if bearer || r.URL.Query().Get("format") == "json" {
 		w.Header().Set("Content-Type", "application/json")
