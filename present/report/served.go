@@ -189,6 +189,7 @@ func WriteServedChanges(w io.Writer, title, empty string, h view.History, form *
 		if err != nil {
 			return err
 		}
+		ss.Summary = "" // of the change points alone: no nights to count
 		p.Series = append(p.Series, ss)
 	}
 	return writeServed(w, title, p)
@@ -280,7 +281,7 @@ var servedTemplate = newPage("served", historyParts+`{{define "changes"}}{{$form
 {{with .Benchstat}}<p>Compare them with plain benchstat: <code>{{.}}</code></p>{{end}}{{end}}
 {{with index .Series 0}}{{template "nights" .}}{{with .Changes}}<h3>Change points at this night</h3>{{end}}{{template "changes" (servedChanges $page .)}}{{end}}
 {{else}}{{range .Series}}<h2><a href="{{.URL}}">{{.Name}}</a></h2>
-<p class="source">{{.Source}}<br>{{.Summary}}</p>
+<p class="source">{{.Source}}{{with .Summary}}<br>{{.}}{{end}}</p>
 {{if .Index}}<p class="latest">latest night: {{if .Latest.URL}}<a href="{{.Latest.URL}}">{{.Latest.Date}}</a> {{.Latest.Status}}, tip {{.Latest.Tip}}{{else}}none{{end}}; <span class="open">{{.Open}} untriaged</span> change points, {{.Bisect}} bisections</p>{{end}}
 {{with .Changes}}<h3>Change points</h3>{{end}}{{template "changes" (servedChanges $page .)}}
 {{template "excursions" .}}{{template "trends" .}}{{template "nights" .}}
