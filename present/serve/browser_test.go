@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,31 +50,7 @@ func TestBrowserTriage(t *testing.T) {
 		shots = t.TempDir()
 	}
 
-	loc := filepath.Join(t.TempDir(), "history.db")
-	importSeries(t, loc, "public", 60)
-	db, err := history.Open(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := New(Options{DB: db, Token: testToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(serveCtx, l) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("Serve = %v", err)
-		}
-	}()
-	base := "http://" + l.Addr().String()
+	db, base := serveLoopback(t, 60)
 
 	cps, err := db.ChangePoints(ctx, 0, history.ChangeOpen)
 	if err != nil || len(cps) == 0 {

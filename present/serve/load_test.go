@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -42,29 +40,12 @@ func TestLoad(t *testing.T) {
 	}
 	const firstNights, maxNights = 60, 400
 	ctx := context.Background()
-	loc := filepath.Join(t.TempDir(), "history.db")
-	importSeries(t, loc, "public", firstNights)
-	db, err := history.Open(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := New(Options{DB: db, Token: testToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go s.Serve(serveCtx, l)
-	page := "http://" + l.Addr().String() + report.SeriesPath("public")
+	db, base := serveLoopback(t, firstNights)
+	page := base + report.SeriesPath("public")
 
 	// The writer: its own connection to the history, as a nightly process
 	// has.
-	wdb, err := history.Open(ctx, loc)
+	wdb, err := history.Open(ctx, db.Location())
 	if err != nil {
 		t.Fatal(err)
 	}

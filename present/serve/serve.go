@@ -291,14 +291,23 @@ func (s *Server) nightOf(w http.ResponseWriter, r *http.Request) (view.HistorySe
 	return view.HistorySeries{}, history.Night{}, false
 }
 
-func (s *Server) night(w http.ResponseWriter, r *http.Request) {
+// nightBoots finds the request's night and reads its boots.
+func (s *Server) nightBoots(w http.ResponseWriter, r *http.Request) (view.HistorySeries, history.Night, []history.Boot, bool) {
 	hs, n, ok := s.nightOf(w, r)
 	if !ok {
-		return
+		return hs, n, nil, false
 	}
 	boots, err := s.db.Boots(r.Context(), n.ID)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, "read the night's boots: %v", err)
+		return hs, n, nil, false
+	}
+	return hs, n, boots, true
+}
+
+func (s *Server) night(w http.ResponseWriter, r *http.Request) {
+	hs, n, boots, ok := s.nightBoots(w, r)
+	if !ok {
 		return
 	}
 	s.page(w, r, view.History{Series: []view.HistorySeries{hs}}, func(out io.Writer, form *report.TriageForm) error {
@@ -314,13 +323,8 @@ func (s *Server) results(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "results are ROLE.txt (tip.txt, reference.txt)")
 		return
 	}
-	_, n, ok := s.nightOf(w, r)
+	_, n, boots, ok := s.nightBoots(w, r)
 	if !ok {
-		return
-	}
-	boots, err := s.db.Boots(r.Context(), n.ID)
-	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, "read the night's boots: %v", err)
 		return
 	}
 	var b strings.Builder

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -62,6 +63,38 @@ func testServer(t *testing.T, token string) (*httptest.Server, *history.DB) {
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return ts, db
+}
+
+// serveLoopback imports nights of the bad-night series into a fresh
+// history and serves it with the token on a loopback port until the test
+// ends; it returns the database and the server's base URL.
+func serveLoopback(t *testing.T, nights int) (*history.DB, string) {
+	t.Helper()
+	loc := filepath.Join(t.TempDir(), "history.db")
+	importSeries(t, loc, "public", nights)
+	db, err := history.Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{DB: db, Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+		db.Close()
+	})
+	return db, "http://" + l.Addr().String()
 }
 
 func get(t *testing.T, c *http.Client, u string) (int, string) {
