@@ -9,6 +9,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 )
@@ -45,7 +46,7 @@ func TestBisectRequested(t *testing.T) {
 		t.Fatal(err)
 	}
 	nights, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Setup, error) {
-		return &bisect.Setup{Bench: &bisect.Bench{}}, nil
+		return &bisect.Setup{Setup: &campaign.Setup{Bench: &campaign.Bench{}}}, nil
 	}})
 	if err != nil || len(nights) != 1 {
 		t.Fatalf("Run = %+v, %v", nights, err)

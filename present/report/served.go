@@ -11,7 +11,6 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/present/view"
-	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // The pages lpmbisect serve renders (package serve handles the requests,
@@ -36,10 +35,14 @@ func NightPath(series, date string) string {
 }
 
 // ResultsPath is the path of the raw benchfmt results of a night's boots of
-// one role (tip, reference, …): a file plain benchstat reads.
+// one role (tip, reference, …), or of all of them (NightResults): a file
+// plain benchstat reads.
 func ResultsPath(series, date string, role history.Role) string {
 	return NightPath(series, date) + "/results/" + url.PathEscape(string(role)) + ".txt"
 }
+
+// NightResults names the results file of every boot of a night.
+const NightResults history.Role = "night"
 
 // TriageForm is what a page's triage forms carry: the session's CSRF token
 // and the page to come back to. A nil *TriageForm renders no forms (a
@@ -236,7 +239,6 @@ func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots
 		byRole[b.Role] = append(byRole[b.Role], b)
 	}
 	slices.SortFunc(roles, func(a, b history.Role) int { return cmp.Compare(a, b) })
-	var files []string
 	for _, r := range roles {
 		outcomes := map[string]int{}
 		for _, b := range byRole[r] {
@@ -248,14 +250,10 @@ func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots
 		}
 		slices.Sort(o)
 		sn.Results = append(sn.Results, servedResults{Role: string(r), URL: ResultsPath(hs.Series.Name, n.Date, r), Boots: len(byRole[r]), Outcomes: strings.Join(o, ", ")})
-		if r == history.RoleReference || r == history.RoleTip {
-			files = append(files, string(r)+".txt")
-		}
 	}
-	if len(files) > 0 {
-		// The per-boot keys split benchstat's tables unless ignored; the
-		// files are the columns.
-		sn.Benchstat = "benchstat -ignore " + strings.Join([]string{wire.KeyKernel, wire.KeySide, wire.KeyBoot, wire.KeyImage, wire.KeyPhases}, ",") + " " + strings.Join(files, " ")
+	if len(boots) > 0 {
+		sn.Results = append(sn.Results, servedResults{Role: string(NightResults), URL: ResultsPath(hs.Series.Name, n.Date, NightResults), Boots: len(boots), Outcomes: "every boot of the night"})
+		sn.Benchstat = benchstatCommand(n.Tip.Release == n.Reference.Release, false, n.Accel, string(NightResults)+".txt")
 	}
 	title := fmt.Sprintf("lpmbisect: %s, night %s", hs.Series.Name, n.Date)
 	return writeServed(w, title, servedPage{Form: form, Series: []servedSeries{ss}, Night: sn})

@@ -320,7 +320,7 @@ func (s *Server) night(w http.ResponseWriter, r *http.Request) {
 func (s *Server) results(w http.ResponseWriter, r *http.Request) {
 	role, ok := strings.CutSuffix(r.PathValue("file"), ".txt")
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, "results are ROLE.txt (tip.txt, reference.txt)")
+		s.fail(w, r, http.StatusNotFound, "results are ROLE.txt (tip.txt, reference.txt, night.txt: every boot)")
 		return
 	}
 	_, n, boots, ok := s.nightBoots(w, r)
@@ -329,7 +329,7 @@ func (s *Server) results(w http.ResponseWriter, r *http.Request) {
 	}
 	var b strings.Builder
 	for _, boot := range boots {
-		if string(boot.Role) == role {
+		if string(boot.Role) == role || history.Role(role) == report.NightResults {
 			b.WriteString(boot.Results)
 			if !strings.HasSuffix(boot.Results, "\n") {
 				b.WriteByte('\n')
