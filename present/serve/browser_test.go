@@ -60,7 +60,8 @@ func TestBrowserTriage(t *testing.T) {
 	item := fmt.Sprintf("#cp%d", cp.ID)
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 1000))...)
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 1000),
+		chromedp.Flag("disable-dev-shm-usage", true))...) // containers' /dev/shm is small
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(alloc)
 	defer cancelBrowser()
