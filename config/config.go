@@ -44,6 +44,7 @@ type File struct {
 	Build   Build         `toml:"build"`
 	Bisect  Bisect        `toml:"bisect"`
 	Nightly Nightly       `toml:"nightly"`
+	Serve   Serve         `toml:"serve"`
 	Series  []Series      `toml:"series"`
 	Kernels []KernelEntry `toml:"kernel"`
 
@@ -146,6 +147,12 @@ type Nightly struct {
 	Bisect bool `toml:"bisect"`
 }
 
+// Serve is where lpmbisect serve listens and what its changes need.
+type Serve struct {
+	Listen    string `toml:"listen" usage:"address to listen on: host:port (loopback by default; anything else exposes the history's pages)"`
+	TokenFile string `toml:"token_file" usage:"file whose first line is the token every change (a triage) needs; without it the pages are read-only"`
+}
+
 // Series is a kernel nightly tracking follows: a git tree and branch, or a
 // directory (or list file) where CI drops prebuilt kernels. Its keys
 // override the [measure], [bench] and [stats] defaults for it.
@@ -199,6 +206,7 @@ func Defaults() File {
 		Build:   Build{Base: "tinyconfig", Make: "make"},
 		Bisect:  Bisect{RecheckBoots: 4},
 		Nightly: Nightly{Boots: 2, KeepRuns: 14, Bisect: true},
+		Serve:   Serve{Listen: "127.0.0.1:8080"},
 	}
 }
 
@@ -285,7 +293,7 @@ func (f *File) resolvePaths(dir string) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
-	for _, p := range []*string{&f.Measure.CacheDir, &f.Measure.Guest, &f.Build.Src, &f.Build.BuildDir, &f.Bisect.Repo, &f.Bisect.State, &f.Nightly.State} {
+	for _, p := range []*string{&f.Measure.CacheDir, &f.Measure.Guest, &f.Build.Src, &f.Build.BuildDir, &f.Bisect.Repo, &f.Bisect.State, &f.Nightly.State, &f.Serve.TokenFile} {
 		abs(p)
 	}
 	if f.Nightly.DB != "" {

@@ -45,6 +45,9 @@ type DB struct {
 	loc      string   // Redact(location)
 	scrub    Scrubber // hides location's password in every error
 	path     string   // SQLite: the database file (for the lock files)
+	// counted: the schema has lpmbisect_generation (version 3 on), which
+	// every Write counts in.
+	counted bool
 }
 
 // Open opens the history at location: a postgres:// or postgresql:// URL
@@ -278,6 +281,7 @@ func open(ctx context.Context, location string, migs []migration) (*DB, error) {
 		return nil, err
 	}
 	known := latest(migs)
+	db.counted = known >= generationVersion
 	switch {
 	case st.version > known:
 		db.Close()

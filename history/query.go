@@ -376,3 +376,14 @@ func (t *utcTime) Scan(src any) error {
 	}
 	return nil
 }
+
+// Generation counts the writes committed to the history: it changes
+// whenever anything a report shows may have changed (every Write adds one
+// in its transaction), so a reader can keep what it rendered until then.
+func (db *DB) Generation(ctx context.Context) (int64, error) {
+	var n int64
+	if err := (conn{q: db.sql, db: db}).queryRow(ctx, `SELECT n FROM lpmbisect_generation WHERE id = 1`).Scan(&n); err != nil {
+		return 0, db.errorf(err, "read the count of writes")
+	}
+	return n, nil
+}

@@ -9,7 +9,10 @@ import (
 
 // SchemaVersion is the schema version this package reads and writes: the
 // last of its migrations.
-const SchemaVersion = 2
+const SchemaVersion = 3
+
+// generationVersion is the schema version that added lpmbisect_generation.
+const generationVersion = 3
 
 // versionTable records every migration applied, one row each. Its name is
 // the database's mark of ownership.
@@ -172,6 +175,32 @@ var migrations = []migration{{
 			PRIMARY KEY (night_id, benchmark, unit, line),
 			FOREIGN KEY (night_id, benchmark, unit) REFERENCES lpmbisect_night_rows (night_id, benchmark, unit) ON DELETE CASCADE
 		)`,
+	},
+}, {
+	version:     3,
+	description: "triage: who set a change point's state, when and why (the audit log); a count of writes",
+	statements: []string{
+		// One row per triage decision, never updated: the audit log. A
+		// change point's latest row is who triaged it last, and why.
+		`CREATE TABLE lpmbisect_triage (
+			id {{id}},
+			change_point_id BIGINT NOT NULL REFERENCES lpmbisect_change_points (id) ON DELETE CASCADE,
+			action TEXT NOT NULL,
+			status_before TEXT NOT NULL,
+			status_after TEXT NOT NULL,
+			comment TEXT NOT NULL,
+			who TEXT NOT NULL,
+			at {{time}} NOT NULL
+		)`,
+		`CREATE INDEX lpmbisect_triage_by_change_point ON lpmbisect_triage (change_point_id, id)`,
+		// One row counting the writes: every Write adds one in its
+		// transaction, so a reader (lpmbisect serve's cache) knows in one
+		// cheap query whether anything changed.
+		`CREATE TABLE lpmbisect_generation (
+			id BIGINT PRIMARY KEY,
+			n BIGINT NOT NULL
+		)`,
+		`INSERT INTO lpmbisect_generation (id, n) VALUES (1, 0)`,
 	},
 }}
 

@@ -183,11 +183,20 @@ const (
 	ChangeOpen         ChangeStatus = "open"
 	ChangeAcknowledged ChangeStatus = "acknowledged"
 	ChangeMuted        ChangeStatus = "muted" // mails no more
+	// ChangeInvalid: a person judged it not a change of the kernel (a
+	// broken night, a harness change); it mails no more.
+	ChangeInvalid ChangeStatus = "invalid"
 	// ChangeWithdrawn: later analysis no longer finds it.
 	ChangeWithdrawn ChangeStatus = "withdrawn"
 )
 
-var changeStatuses = map[ChangeStatus]bool{ChangeOpen: true, ChangeAcknowledged: true, ChangeMuted: true, ChangeWithdrawn: true}
+var changeStatuses = map[ChangeStatus]bool{ChangeOpen: true, ChangeAcknowledged: true, ChangeMuted: true, ChangeInvalid: true, ChangeWithdrawn: true}
+
+// LiveStatuses are the statuses of the change points later analysis still
+// finds: every one but withdrawn.
+func LiveStatuses() []ChangeStatus {
+	return []ChangeStatus{ChangeOpen, ChangeAcknowledged, ChangeMuted, ChangeInvalid}
+}
 
 // BisectState is how far the automatic bisection of a change point got.
 type BisectState string
@@ -195,14 +204,17 @@ type BisectState string
 const (
 	BisectNone    BisectState = ""        // not started
 	BisectRunning BisectState = "running" // started; resumes if interrupted
-	BisectFound   BisectState = "found"   // Culprit names the commit
-	BisectFailed  BisectState = "failed"  // Reason says why
+	// BisectRequested: a person asked for it (Triage with ActionBisect);
+	// the next nightly run bisects it.
+	BisectRequested BisectState = "requested"
+	BisectFound     BisectState = "found"  // Culprit names the commit
+	BisectFailed    BisectState = "failed" // Reason says why
 	// BisectSkipped: not bisected, Reason says why (for example "below what
 	// this host resolves").
 	BisectSkipped BisectState = "skipped"
 )
 
-var bisectStates = map[BisectState]bool{BisectNone: true, BisectRunning: true, BisectFound: true, BisectFailed: true, BisectSkipped: true}
+var bisectStates = map[BisectState]bool{BisectNone: true, BisectRequested: true, BisectRunning: true, BisectFound: true, BisectFailed: true, BisectSkipped: true}
 
 // Bisection is the outcome of a change point's automatic bisection.
 type Bisection struct {

@@ -37,8 +37,14 @@ func (db *DB) Write(ctx context.Context, fn func(*Tx) error) error {
 			sqlTx.Rollback()
 		}
 	}()
-	if err := fn(&Tx{c: conn{q: sqlTx, db: db}, db: db}); err != nil {
+	tx := &Tx{c: conn{q: sqlTx, db: db}, db: db}
+	if err := fn(tx); err != nil {
 		return err
+	}
+	if db.counted {
+		if _, err := tx.c.exec(ctx, `UPDATE lpmbisect_generation SET n = n + 1 WHERE id = 1`); err != nil {
+			return db.errorf(err, "count the write")
+		}
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return db.errorf(err, "commit")

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"time"
 
@@ -71,6 +73,15 @@ func nightlyCommand(r *run) *cli.Command {
 	})
 }
 
+// triager is who a triage from this command line records: user@host.
+func triager() string {
+	who := cmp.Or(os.Getenv("USER"), os.Getenv("LOGNAME"), "unknown")
+	if host, err := os.Hostname(); err == nil && host != "" {
+		who += "@" + host
+	}
+	return who
+}
+
 // historyError adds the command that fixes a history database problem.
 func historyError(err error, r *run) error {
 	switch {
@@ -79,7 +90,7 @@ func historyError(err error, r *run) error {
 	case errors.Is(err, history.ErrLocked):
 		return &exitError{code: exitInfra, err: fmt.Errorf("%w (wait for it, or give --wait)", err)}
 	case errors.Is(err, history.ErrNewerSchema), errors.Is(err, history.ErrForeignDatabase), errors.Is(err, nightly.ErrNoSeries),
-		errors.Is(err, nightly.ErrImport), errors.Is(err, history.ErrNotFound):
+		errors.Is(err, nightly.ErrImport), errors.Is(err, history.ErrNotFound), errors.Is(err, history.ErrBadTriage):
 		return usageError("%v", err)
 	}
 	return err
@@ -88,6 +99,7 @@ func historyError(err error, r *run) error {
 func historyCommand(r *run) *cli.Command {
 	var series string
 	var mute bool
+	state, comment := string(history.ActionAcknowledge), ""
 	opts := []opt{configOpt(r),
 		{Name: "series", Ptr: &series, Usage: "only this series"},
 		{Name: "format", Ptr: &r.format, Usage: "on stdout: text, markdown, json"},
@@ -126,29 +138,42 @@ func historyCommand(r *run) *cli.Command {
 		return nil
 	})
 	cmd.Subcommands = []*cli.Command{
-		command("ack", "acknowledge change points (seen; --mute: mail them no more)", "ID...", []opt{configOpt(r),
-			{Name: "mute", Ptr: &mute, Usage: "mute instead: no more mail"}}, func(c *cli.Context) error {
+		command("ack", "triage change points: acknowledge (seen), or --state invalid|muted|untriaged|bisect, with a --comment", "ID...", []opt{configOpt(r),
+			{Name: "mute", Ptr: &mute, Usage: "mute instead: no more mail (--state muted)"},
+			{Name: "state", Ptr: &state, Usage: "acknowledged, invalid, muted, untriaged, or bisect (the next nightly bisects it)"},
+			{Name: "comment", Ptr: &comment, Usage: "why, for the audit log"}}, func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return usageError("history ack takes change point IDs (lpmbisect history shows them)")
+			}
+			if mute {
+				if state != string(history.ActionAcknowledge) {
+					return usageError("history ack: give --mute or --state, not both")
+				}
+				state = string(history.ActionMute)
+			}
+			action, err := history.ParseTriageAction(state)
+			if err != nil {
+				return usageError("--state: %v", err)
+			}
+			var ids []int64
+			for _, a := range c.Args().Slice() {
+				id, err := strconv.ParseInt(a, 10, 64)
+				if err != nil {
+					return usageError("history ack: %q is not a change point ID", a)
+				}
+				ids = append(ids, id)
 			}
 			db, err := open(c)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			status := history.ChangeAcknowledged
-			if mute {
-				status = history.ChangeMuted
-			}
-			for _, a := range c.Args().Slice() {
-				id, err := strconv.ParseInt(a, 10, 64)
+			for _, id := range ids {
+				cp, err := db.Triage(c.Context, id, action, comment, triager())
 				if err != nil {
-					return usageError("history ack: %q is not a change point ID", a)
-				}
-				if err := nightly.SetStatus(c.Context, db, id, status); err != nil {
 					return historyError(err, r)
 				}
-				r.log.Printf("change point %d %s", id, status)
+				r.log.Printf("change point %d %s (bisection: %s)", id, cp.Status, cmp.Or(string(cp.Bisect.State), "none"))
 			}
 			return nil
 		}),

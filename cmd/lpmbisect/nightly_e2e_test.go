@@ -15,6 +15,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
+	"io"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,10 +25,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/flow/nightly"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/present/serve"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
@@ -320,5 +326,52 @@ bench = "lookup"
 		if strings.Contains(row.Benchmark, "op=lookup") && (row.VsReference == nil || row.VsReference.Verdict != compare.Different || row.VsReference.Direction != "better") {
 			t.Errorf("night 2, %s against the 6.1 reference: %+v; want DIFFERENT, better", row.Benchmark, row.VsReference)
 		}
+	}
+	servedNight(t, cfg, "ci-images", dates[1], "6.12.115+deb12-cloud-amd64")
+}
+
+// servedNight checks lpmbisect serve's pages over a history that real
+// boots wrote: the night's page names its tip's release and gives the
+// benchstat command over its results, which hold every boot's benchfmt
+// lines with their kernel, and the series' JSON is history --format json's.
+func servedNight(t *testing.T, cfg, series, date, release string) {
+	t.Helper()
+	f, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := nightly.OpenHistory(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := serve.New(serve.Options{DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	read := func(path string) string {
+		resp, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s = %d %s", path, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	page := html.UnescapeString(read(report.NightPath(series, date))) // html/template writes + as &#43;
+	if !strings.Contains(page, release) || !strings.Contains(page, "benchstat -col kernel -ignore side,boot,image,phases night.txt") {
+		t.Errorf("the served page of night %s does not name its tip %s and the benchstat command:\n%s", date, release, page)
+	}
+	if results := read(report.ResultsPath(series, date, report.NightResults)); !strings.Contains(results, "kernel: "+release) || !strings.Contains(results, "BenchmarkLPMTrie/op=lookup") {
+		t.Errorf("night %s's served results do not hold the tip's boots", date)
+	}
+	var doc report.HistoryDocument
+	if err := json.Unmarshal([]byte(read(report.SeriesPath(series)+"?format=json")), &doc); err != nil || len(doc.Series) != 1 || doc.Series[0].Name != series {
+		t.Errorf("the series' JSON: %v, %+v", err, doc)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
@@ -73,6 +74,34 @@ func (r *seriesRun) notifyAndBisect(ctx context.Context) {
 	}
 	if err := r.mail(ctx, tell); err != nil {
 		r.logf("warning: the change points were not mailed: %v", err)
+	}
+}
+
+// bisectRequested bisects the series' change points that a person asked
+// to bisect (history.ActionBisect, from history ack --state bisect or the
+// served page), whatever [nightly] bisect says, and records the culprit,
+// or why there is none, where the page shows it.
+func (r *seriesRun) bisectRequested(ctx context.Context) {
+	cps, err := r.db.ChangePoints(ctx, r.n.Series.ID, history.LiveStatuses()...)
+	if err != nil {
+		r.logf("warning: cannot list the change points to bisect on request: %v", err)
+		return
+	}
+	done := map[bisectRange]history.Bisection{}
+	for _, cp := range cps {
+		if cp.Bisect.State != history.BisectRequested {
+			continue
+		}
+		cp.Bisect = r.autoBisect(ctx, cp, done)
+		if ctx.Err() != nil {
+			return // interrupted: still requested, the next run bisects it
+		}
+		if err := r.store(ctx, func(tx *history.Tx) error { _, err := tx.PutChangePoint(ctx, cp); return err }); err != nil {
+			r.logf("warning: cannot record the bisection of change point %d: %v", cp.ID, err)
+			continue
+		}
+		r.n.Alerts = append(r.n.Alerts, strings.TrimSpace(fmt.Sprintf("change point %d bisected on request: %s %s %s%s",
+			cp.ID, cp.Bisect.State, cp.Bisect.Culprit, cp.Bisect.Subject, cp.Bisect.Reason)))
 	}
 }
 

@@ -104,7 +104,7 @@ func (a *analysis) store(ctx context.Context, tx *history.Tx, seriesID int64) er
 // metric of a series, with tonight's rows (not yet stored) appended when
 // tonight is not nil.
 func updateChanges(ctx context.Context, db *history.DB, series history.Series, opts changepoint.Options, tonight *history.Night, rows []history.NightRow) (*analysis, error) {
-	stored, err := db.ChangePoints(ctx, series.ID, history.ChangeOpen, history.ChangeAcknowledged, history.ChangeMuted)
+	stored, err := db.ChangePoints(ctx, series.ID, history.LiveStatuses()...)
 	if err != nil {
 		return nil, err
 	}

@@ -44,25 +44,15 @@ func LoadHistory(ctx context.Context, db *history.DB, only string) (view.History
 		if hs.Excursions, err = db.Excursions(ctx, s.ID); err != nil {
 			return h, err
 		}
+		if hs.Triage, err = db.TriageLog(ctx, s.ID); err != nil {
+			return h, err
+		}
 		h.Series = append(h.Series, hs)
 	}
 	if only != "" && len(h.Series) == 0 {
 		return h, fmt.Errorf("%w: the history has no series %q", history.ErrNotFound, only)
 	}
 	return h, nil
-}
-
-// SetStatus acknowledges, mutes or reopens a change point.
-func SetStatus(ctx context.Context, db *history.DB, id int64, status history.ChangeStatus) error {
-	return db.Write(ctx, func(tx *history.Tx) error {
-		cp, err := db.ChangePoint(ctx, id)
-		if err != nil {
-			return err
-		}
-		cp.Status = status
-		_, err = tx.PutChangePoint(ctx, cp)
-		return err
-	})
 }
 
 // ImportSeries imports results files (see Import) into the history of the

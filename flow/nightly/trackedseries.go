@@ -94,6 +94,9 @@ func (r *seriesRun) run(ctx context.Context) (*Night, error) {
 	if r.n.Night.Status == history.StatusMeasured || r.n.Night.Status == history.StatusInconclusive {
 		r.notifyAndBisect(ctx)
 	}
+	if r.setup != nil && ctx.Err() == nil {
+		r.bisectRequested(ctx)
+	}
 	r.prune()
 	return r.n, nil
 }

@@ -33,7 +33,8 @@ import (
 //   - present/view: what reports show, as data, filled by the workflows;
 //   - flow: the workflows (calibration, one comparison, the campaign
 //     machinery, bisections, patch series, nights, the fleet);
-//   - present/report: the renderer, imported by the command alone;
+//   - present/report: the renderer, imported by the command and the server;
+//   - present/serve: the served history (pages, JSON, triage);
 //   - cmd: the programs.
 var folders = map[string][]string{
 	"wire":             {},
@@ -47,6 +48,7 @@ var folders = map[string][]string{
 	"present/view":     {"wire", "internal", "stats", "history", "host"},
 	"flow":             {"wire", "internal", "guest", "stats", "config", "history", "host", "present/view", "flow"},
 	"present/report":   {"wire", "internal", "guest", "stats", "history", "host", "present/view", "flow"},
+	"present/serve":    {"wire", "internal", "guest", "stats", "history", "host", "present/view", "flow", "present/report"},
 	"cmd":              {"*"},
 }
 

@@ -18,7 +18,8 @@ import (
 var onlyImportedBy = map[string][]string{
 	// The renderer sits at the top of the graph: domain packages return
 	// data (package view), the command renders it and writes the files.
-	"present/report": {"cmd/lpmbisect"},
+	// present/serve renders the served pages with it.
+	"present/report": {"cmd/lpmbisect", "present/serve"},
 }
 
 // layers is the package map: each package of the module at its place in
@@ -50,7 +51,9 @@ var layers = [][]string{
 	{"flow/bisect", "internal/testbed/testcampaign"},
 	// 7: nights, which bisect, and patch series.
 	{"flow/nightly", "flow/series"},
-	// 8: the programs.
+	// 8: the served history, over nights' history, rendered by report.
+	{"present/serve"},
+	// 9: the programs.
 	{"cmd/lpmbisect", "cmd/lpmbisect-guest"},
 }
 

@@ -177,7 +177,7 @@ func (v *seriesView) changesSummary() string {
 		}
 	}
 	var parts []string
-	for _, s := range []history.ChangeStatus{history.ChangeOpen, history.ChangeAcknowledged, history.ChangeMuted, history.ChangeWithdrawn} {
+	for _, s := range append(history.LiveStatuses(), history.ChangeWithdrawn) {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
@@ -332,6 +332,8 @@ func bisectLine(cp history.ChangePoint) string {
 			s += " " + b.Subject
 		}
 		return s
+	case history.BisectRequested:
+		return "bisection requested: the next nightly run bisects it"
 	case history.BisectRunning:
 		return "bisecting (resumes if interrupted)"
 	case history.BisectFailed:
@@ -351,7 +353,11 @@ func bisectLine(cp history.ChangePoint) string {
 // plotLabel is bisectLine for a plot's change-point mark: short, with the
 // change first.
 func plotLabel(cp history.ChangePoint) string {
-	s := view.FormatDelta(cp.DeltaPct) + ": "
+	s := view.FormatDelta(cp.DeltaPct)
+	if cp.Status != history.ChangeOpen && cp.Status != history.ChangeWithdrawn {
+		s += " [" + string(cp.Status) + "]" // triaged: acknowledged, invalid, muted
+	}
+	s += ": "
 	switch {
 	case cp.Line == history.LineHost:
 		s += "host or harness changed"

@@ -143,7 +143,8 @@ type ChangePointDoc struct {
 	Direction string `json:"direction"`
 	// Provisional: the next nights may still withdraw it.
 	Provisional bool `json:"provisional"`
-	// Status is open, acknowledged, muted or withdrawn.
+	// Status is open (untriaged), acknowledged, invalid, muted or
+	// withdrawn.
 	Status        string       `json:"status"`
 	FirstReported time.Time    `json:"first_reported,omitzero"`
 	Updated       time.Time    `json:"updated,omitzero"`
@@ -155,11 +156,38 @@ type ChangePointDoc struct {
 	Headline string `json:"headline"`
 	Range    string `json:"range"`
 	Outcome  string `json:"outcome"`
+	// Triage is the change point's audit log, oldest first: every state a
+	// person set (history ack, lpmbisect serve), by whom, when and why;
+	// absent when nobody triaged it.
+	Triage []TriageDoc `json:"triage,omitempty"`
+}
+
+// TriageDoc is one triage decision of the audit log.
+type TriageDoc struct {
+	// Action is untriaged, acknowledged, invalid, muted or bisect.
+	Action       string    `json:"action"`
+	StatusBefore string    `json:"status_before"`
+	StatusAfter  string    `json:"status_after"`
+	Comment      string    `json:"comment,omitempty"`
+	Who          string    `json:"who"`
+	At           time.Time `json:"at"`
+}
+
+func triageDocs(log []history.Triage, id int64) []TriageDoc {
+	var out []TriageDoc
+	for _, t := range log {
+		if t.ChangePointID == id {
+			out = append(out, TriageDoc{Action: string(t.Action), StatusBefore: string(t.StatusBefore), StatusAfter: string(t.StatusAfter),
+				Comment: t.Comment, Who: t.Who, At: t.At})
+		}
+	}
+	return out
 }
 
 // BisectionDoc is the automatic bisection of a change point.
 type BisectionDoc struct {
-	// State is "none" (not started), "running", "found" (Culprit and
+	// State is "none" (not started), "requested" (a person asked; the
+	// next nightly run bisects it), "running", "found" (Culprit and
 	// Subject name the commit), "failed" or "skipped" (Reason says why).
 	State   string `json:"state"`
 	Culprit string `json:"culprit,omitempty"`
@@ -216,6 +244,7 @@ func NewHistoryDocument(h view.History) HistoryDocument {
 				Bisect: BisectionDoc{State: cmp.Or(string(cp.Bisect.State), "none"), Culprit: cp.Bisect.Culprit,
 					Subject: cp.Bisect.Subject, Reason: cp.Bisect.Reason},
 				Headline: ChangePointHeadline(s.Name, cp), Range: v.changeRange(cp), Outcome: bisectLine(cp),
+				Triage: triageDocs(hs.Triage, cp.ID),
 			})
 		}
 		sd.Excursions = v.excursionDocs()

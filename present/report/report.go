@@ -426,11 +426,17 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 // tables split by every configuration key unless the per-boot ones are
 // ignored. Reports and the CLI's log give it with the results file.
 func BenchstatCommand(rep *compare.Report, accel, f string) string {
+	return benchstatCommand(rep.A.Kernel == rep.B.Kernel, rep.Paired, accel, f)
+}
+
+// benchstatCommand is BenchstatCommand for results whose two sides boot
+// one kernel (sameKernel) or two, paired or not.
+func benchstatCommand(sameKernel, paired bool, accel, f string) string {
 	col, ignore := wire.KeyKernel, "side,boot,image"
-	if rep.A.Kernel == rep.B.Kernel {
+	if sameKernel {
 		col, ignore = wire.KeySide, "boot,image" // one kernel on both sides
 	}
-	if rep.Paired {
+	if paired {
 		ignore += "," + wire.KeyPair
 	}
 	if wire.Accel(accel).CountsInstructions() {

@@ -17,6 +17,7 @@ import "github.com/lpmbisect/lpmbisect/history"
 //		}
 //		hs.ChangePoints, err = db.ChangePoints(ctx, s.ID)
 //		hs.Excursions, err = db.Excursions(ctx, s.ID)
+//		hs.Triage, err = db.TriageLog(ctx, s.ID)
 //		h.Series = append(h.Series, hs)
 //	}
 //
@@ -43,6 +44,9 @@ type HistorySeries struct {
 	// leaves out of its statistics (package changepoint): the text formats
 	// list them apart from the change points, the plots mark them.
 	Excursions []history.Excursion
+	// Triage is the audit log of the series' change points, oldest first
+	// (history.DB.TriageLog): who set which state, when and why.
+	Triage []history.Triage
 }
 
 // MetricTrend is one metric's nights, as history.DB.Trend returns them.
@@ -52,4 +56,60 @@ type HistorySeries struct {
 type MetricTrend struct {
 	history.Metric
 	Points []history.TrendPoint
+}
+
+// AtNight is the series restricted to one night (date): that night, its
+// point of every trend, its change points and excursions and their triage.
+func (hs HistorySeries) AtNight(date string) HistorySeries {
+	one := HistorySeries{Series: hs.Series}
+	for _, n := range hs.Nights {
+		if n.Date == date {
+			one.Nights = append(one.Nights, n)
+		}
+	}
+	for _, t := range hs.Trends {
+		for _, p := range t.Points {
+			if p.Night.Date == date {
+				one.Trends = append(one.Trends, MetricTrend{Metric: t.Metric, Points: []history.TrendPoint{p}})
+			}
+		}
+	}
+	for _, e := range hs.Excursions {
+		if e.Night == date {
+			one.Excursions = append(one.Excursions, e)
+		}
+	}
+	return one.withChanges(hs, func(cp history.ChangePoint) bool { return cp.Night == date })
+}
+
+// ChangesOnly is the history's change points that keep says to keep, and
+// their triage, without nights, trends or excursions; a series without
+// any such change point is left out (an alerts page, a list of
+// bisections).
+func (h History) ChangesOnly(keep func(history.ChangePoint) bool) History {
+	var out History
+	for _, hs := range h.Series {
+		if s := (HistorySeries{Series: hs.Series}).withChanges(hs, keep); len(s.ChangePoints) > 0 {
+			out.Series = append(out.Series, s)
+		}
+	}
+	return out
+}
+
+// withChanges adds from's change points that keep says to keep, with their
+// triage.
+func (hs HistorySeries) withChanges(from HistorySeries, keep func(history.ChangePoint) bool) HistorySeries {
+	ids := map[int64]bool{}
+	for _, cp := range from.ChangePoints {
+		if keep(cp) {
+			hs.ChangePoints = append(hs.ChangePoints, cp)
+			ids[cp.ID] = true
+		}
+	}
+	for _, t := range from.Triage {
+		if ids[t.ChangePointID] {
+			hs.Triage = append(hs.Triage, t)
+		}
+	}
+	return hs
 }

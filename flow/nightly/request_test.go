@@ -1,0 +1,69 @@
+package nightly
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/flow/bisect"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
+	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
+)
+
+// A bisection asked for by triage (history.ActionBisect) is taken up by the
+// next night's run of its series, even with [nightly] bisect off and a night
+// that measures nothing, and its outcome is recorded where the pages and
+// history show it: here a failure, because the images series' kernels are
+// gone, with the reason.
+func TestBisectRequested(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := config.Defaults()
+	cfg.Nightly.DB, cfg.Nightly.State, cfg.Nightly.Bisect = filepath.Join(dir, "history.db"), filepath.Join(dir, "state"), false
+	cfg.Series = []config.Series{{Name: "public", Images: filepath.Join(dir, "gone"), Reference: filepath.Join(dir, "reference.deb"), MinEffect: 5}}
+	rng := rand.New(rand.NewPCG(26, 2))
+	var files []string
+	for i := range 30 {
+		files = append(files, testseries.WriteBadNight(t, dir, i, rng))
+	}
+	db, err := OpenHistory(ctx, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := ImportSeries(ctx, db, &cfg, "public", files); err != nil {
+		t.Fatal(err)
+	}
+	cps, err := db.ChangePoints(ctx, 0, history.ChangeOpen)
+	if err != nil || len(cps) != 1 {
+		t.Fatalf("change points %+v, %v; want the step", cps, err)
+	}
+	if _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "find it", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	nights, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Setup, error) {
+		return &bisect.Setup{Setup: &campaign.Setup{Bench: &campaign.Bench{}}}, nil
+	}})
+	if err != nil || len(nights) != 1 {
+		t.Fatalf("Run = %+v, %v", nights, err)
+	}
+	cp, err := db.ChangePoint(ctx, cps[0].ID)
+	if err != nil || cp.Bisect.State != history.BisectFailed || !strings.Contains(cp.Bisect.Reason, "gone") {
+		t.Errorf("after the night: bisection %+v, %v; want failed, saying the images are gone", cp.Bisect, err)
+	}
+	alerted := false
+	for _, a := range nights[0].Alerts {
+		alerted = alerted || strings.Contains(a, "bisected on request")
+	}
+	if !alerted {
+		t.Errorf("the night's alerts %q do not tell the bisection on request", nights[0].Alerts)
+	}
+	// Asked again after a failure, it is taken up again.
+	if _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "", "alice"); err != nil {
+		t.Errorf("bisect again after a failure: %v", err)
+	}
+}

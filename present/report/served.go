@@ -1,0 +1,294 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/present/view"
+)
+
+// The pages lpmbisect serve renders (package serve handles the requests,
+// the token and the sessions): the history page's parts (change points,
+// trend plots, excursions, nights) with links between the pages and a
+// triage form beside every live change point. Every string is escaped by
+// html/template and made printable, as on the history page.
+
+// The paths of the served pages; package serve routes them.
+const (
+	AlertsPath     = "/alerts"
+	BisectionsPath = "/bisections"
+	TriagePath     = "/triage"
+)
+
+// SeriesPath is the path of a series' page.
+func SeriesPath(series string) string { return "/series/" + url.PathEscape(series) }
+
+// NightPath is the path of a night's page.
+func NightPath(series, date string) string {
+	return SeriesPath(series) + "/nights/" + url.PathEscape(date)
+}
+
+// ResultsPath is the path of the raw benchfmt results of a night's boots of
+// one role (tip, reference, …), or of all of them (NightResults): a file
+// plain benchstat reads.
+func ResultsPath(series, date string, role history.Role) string {
+	return NightPath(series, date) + "/results/" + url.PathEscape(string(role)) + ".txt"
+}
+
+// NightResults names the results file of every boot of a night.
+const NightResults history.Role = "night"
+
+// TriageForm is what a page's triage forms carry: the session's CSRF token
+// and the page to come back to. A nil *TriageForm renders no forms (a
+// server without a token file takes no changes).
+type TriageForm struct {
+	CSRF, Return string
+}
+
+// servedChange is a change point on a served page: the history page's line,
+// who triaged it last, and its form.
+type servedChange struct {
+	historyChange
+	Series, SeriesURL string
+	Action            string // the action that sets its current state, selected in its form
+	Provisional       bool
+	LastTriage        string
+}
+
+type servedPage struct {
+	Form    *TriageForm
+	Actions []history.TriageAction
+	Series  []servedSeries
+	Night   *servedNight
+	Empty   string // what an empty page says
+}
+
+type servedSeries struct {
+	historySeriesPage
+	URL                      string
+	Kind                     string
+	Latest                   historyNight
+	NightCount, Open, Bisect int
+	Changes                  []servedChange // replaces historySeriesPage.Changes
+	Index                    bool           // the front page's line of the series
+	Triage                   []servedTriage
+}
+
+type servedTriage struct {
+	At, Who, Action, Change, Comment string
+}
+
+type servedNight struct {
+	Date, Status, Reason, Benchstat string
+	Run                             [][2]string
+	Results                         []servedResults
+}
+
+type servedResults struct {
+	Role, URL string
+	Boots     int
+	Outcomes  string
+}
+
+// actionOf is the triage action whose state a change point is in.
+func actionOf(s history.ChangeStatus) string {
+	if s == history.ChangeOpen {
+		return string(history.ActionUntriage)
+	}
+	return string(s)
+}
+
+func newServedSeries(hs view.HistorySeries) (servedSeries, error) {
+	name := hs.Series.Name
+	sp, err := newHistorySeriesPage(hs, func(date string) string { return NightPath(name, date) })
+	if err != nil {
+		return servedSeries{}, err
+	}
+	ss := servedSeries{historySeriesPage: sp, URL: SeriesPath(name), Kind: string(hs.Series.Kind), NightCount: len(sp.Nights)}
+	if n := len(sp.Nights); n > 0 {
+		ss.Latest = sp.Nights[n-1]
+	}
+	byID := map[int64]history.ChangePoint{}
+	for _, cp := range hs.ChangePoints {
+		byID[cp.ID] = cp
+		if cp.Untriaged() {
+			ss.Open++
+		}
+		if cp.Bisect.State != history.BisectNone {
+			ss.Bisect++
+		}
+	}
+	last := history.LastTriage(hs.Triage)
+	for _, c := range sp.Changes {
+		cp := byID[c.ID]
+		sc := servedChange{historyChange: c, Series: name, SeriesURL: ss.URL, Action: actionOf(cp.Status), Provisional: cp.Provisional}
+		if t, ok := last[c.ID]; ok {
+			sc.LastTriage = fmt.Sprintf("%s by %s on %s", t.Action, t.Who, t.At.UTC().Format("2006-01-02 15:04 MST"))
+			if t.Comment != "" {
+				sc.LastTriage += ": " + t.Comment
+			}
+		}
+		ss.Changes = append(ss.Changes, sc)
+	}
+	for i := len(hs.Triage) - 1; i >= 0; i-- { // newest first
+		t := hs.Triage[i]
+		ss.Triage = append(ss.Triage, servedTriage{At: t.At.UTC().Format("2006-01-02 15:04:05 MST"), Who: t.Who,
+			Action: fmt.Sprintf("%s (%s → %s)", t.Action, t.StatusBefore, t.StatusAfter), Change: fmt.Sprintf("#%d", t.ChangePointID), Comment: t.Comment})
+	}
+	return ss, nil
+}
+
+func writeServed(w io.Writer, title string, p servedPage) error {
+	p.Actions = history.TriageActions()
+	return writePrintable(w, func(w io.Writer) error {
+		if err := writePage(w, servedTemplate, pageDoc{Title: title, Heading: title, Class: "history served", Page: p}); err != nil {
+			return fmt.Errorf("report: render %s: %w", title, err)
+		}
+		return nil
+	})
+}
+
+// WriteServedIndex writes the served front page: every series with its
+// latest night and its count of untriaged change points.
+func WriteServedIndex(w io.Writer, h view.History) error {
+	var p servedPage
+	for _, hs := range h.Series {
+		ss, err := newServedSeries(hs)
+		if err != nil {
+			return err
+		}
+		ss.Plots, ss.Excursions, ss.historySeriesPage.Nights, ss.Changes, ss.Triage = nil, nil, nil, nil, nil
+		ss.Index = true
+		p.Series = append(p.Series, ss)
+	}
+	p.Empty = "The history holds no series yet: lpmbisect nightly or lpmbisect history import adds them."
+	return writeServed(w, "lpmbisect: series", p)
+}
+
+// WriteServedSeries writes a series' page: its change points with their
+// triage forms (none when form is nil), excursions, trend plots, nights and
+// the audit log of its triage.
+func WriteServedSeries(w io.Writer, hs view.HistorySeries, form *TriageForm) error {
+	ss, err := newServedSeries(hs)
+	if err != nil {
+		return err
+	}
+	return writeServed(w, "lpmbisect: "+hs.Series.Name, servedPage{Form: form, Series: []servedSeries{ss}})
+}
+
+// WriteServedChanges writes a page of change points (view.History's
+// ChangesOnly: the alerts page, the bisections), each with its triage form,
+// under title; empty is what it says when there are none.
+func WriteServedChanges(w io.Writer, title, empty string, h view.History, form *TriageForm) error {
+	p := servedPage{Form: form, Empty: empty}
+	for _, hs := range h.Series {
+		ss, err := newServedSeries(hs)
+		if err != nil {
+			return err
+		}
+		ss.Summary = "" // of the change points alone: no nights to count
+		p.Series = append(p.Series, ss)
+	}
+	return writeServed(w, title, p)
+}
+
+// WriteServedNight writes a night's page: its kernels and measuring
+// environment, its rows with their verdicts, its change points, the raw
+// results of its boots for download and the benchstat command that reads
+// them. hs is the series at that night (view.HistorySeries.AtNight), boots
+// the night's boots.
+func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots []history.Boot, form *TriageForm) error {
+	ss, err := newServedSeries(hs)
+	if err != nil {
+		return err
+	}
+	ss.Plots, ss.Excursions = nil, nil
+	sn := &servedNight{Date: n.Date, Status: string(n.Status), Reason: n.Reason}
+	add := func(k, v string) {
+		if v != "" {
+			sn.Run = append(sn.Run, [2]string{k, v})
+		}
+	}
+	add("tip", strings.TrimSpace(n.Tip.Commit+" "+n.Tip.Subject))
+	add("tip image", n.Tip.ImageSHA256)
+	add("tip release", n.Tip.Release)
+	add("tip compiler", n.Tip.Compiler)
+	add("reference", n.Reference.Release)
+	add("reference image", n.Reference.ImageSHA256)
+	add("accelerator", n.Accel)
+	add("QEMU", n.QEMUVersion)
+	add("CPU model", n.CPUModel)
+	add("host", n.Host)
+	add("lpmbisect", n.ToolVersion)
+	if !n.Started.IsZero() {
+		add("started", n.Started.UTC().Format(time.RFC3339))
+	}
+	add("note", n.Note)
+	byRole := map[history.Role][]history.Boot{}
+	var roles []history.Role
+	for _, b := range boots {
+		if _, ok := byRole[b.Role]; !ok {
+			roles = append(roles, b.Role)
+		}
+		byRole[b.Role] = append(byRole[b.Role], b)
+	}
+	slices.SortFunc(roles, func(a, b history.Role) int { return cmp.Compare(a, b) })
+	for _, r := range roles {
+		outcomes := map[string]int{}
+		for _, b := range byRole[r] {
+			outcomes[b.Outcome]++
+		}
+		var o []string
+		for k, c := range outcomes {
+			o = append(o, fmt.Sprintf("%d %s", c, k))
+		}
+		slices.Sort(o)
+		sn.Results = append(sn.Results, servedResults{Role: string(r), URL: ResultsPath(hs.Series.Name, n.Date, r), Boots: len(byRole[r]), Outcomes: strings.Join(o, ", ")})
+	}
+	if len(boots) > 0 {
+		sn.Results = append(sn.Results, servedResults{Role: string(NightResults), URL: ResultsPath(hs.Series.Name, n.Date, NightResults), Boots: len(boots), Outcomes: "every boot of the night"})
+		sn.Benchstat = benchstatCommand(n.Tip.Release == n.Reference.Release, false, n.Accel, string(NightResults)+".txt")
+	}
+	title := fmt.Sprintf("lpmbisect: %s, night %s", hs.Series.Name, n.Date)
+	return writeServed(w, title, servedPage{Form: form, Series: []servedSeries{ss}, Night: sn})
+}
+
+var servedTemplate = newPage("served", historyParts+`{{define "changes"}}{{$form := .Form}}{{$actions := .Actions}}{{with .Changes}}
+<ul class="changes">{{range .}}
+<li class="{{.Class}}" id="cp{{.ID}}"><span class="headline">#{{.ID}} {{.Headline}}</span> [<span class="state">{{.Status}}</span>]{{if .Provisional}} (provisional){{end}}<br><span class="detail">{{.Detail}}<br><span class="bisect">{{.Bisect}}</span>{{with .LastTriage}}<br><span class="triaged">{{.}}</span>{{end}}</span>
+{{if and $form .Live}}<form method="post" action="`+TriagePath+`" class="triage">
+<input type="hidden" name="csrf" value="{{$form.CSRF}}"><input type="hidden" name="id" value="{{.ID}}"><input type="hidden" name="return" value="{{$form.Return}}">
+<select name="action" aria-label="state">{{$cur := .Action}}{{range $actions}}<option value="{{.}}"{{if eq (print .) $cur}} selected{{end}}>{{if eq (print .) "bisect"}}bisect this{{else}}{{.}}{{end}}</option>{{end}}</select>
+<input name="comment" placeholder="comment" maxlength="4096" aria-label="comment">
+<input name="who" placeholder="your name" maxlength="100" aria-label="your name">
+<input type="password" name="token" placeholder="token" autocomplete="off" aria-label="token">
+<button type="submit">triage</button>
+</form>{{end}}</li>{{end}}
+</ul>{{end}}{{end}}{{define "body"}}<nav class="served"><a href="/">series</a> · <a href="`+AlertsPath+`">alerts</a> · <a href="`+BisectionsPath+`">bisections</a> · <a href="?format=json">JSON</a></nav>
+{{$page := .}}{{if not .Series}}<p>{{.Empty}}</p>{{end}}{{if .Night}}{{with index .Series 0}}<p><a href="{{.URL}}">{{.Name}}</a></p>{{end}}{{with .Night}}
+<p class="verdict">{{.Status}}{{with .Reason}}: {{.}}{{end}}</p>
+<dl class="run">{{range .Run}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl>
+{{with .Results}}<h3>Raw results</h3>
+<ul>{{range .}}<li><a href="{{.URL}}" download>{{.Role}}.txt</a>: {{.Boots}} boots ({{.Outcomes}})</li>{{end}}</ul>{{end}}
+{{with .Benchstat}}<p>Compare them with plain benchstat: <code>{{.}}</code></p>{{end}}{{end}}
+{{with index .Series 0}}{{template "nights" .}}{{with .Changes}}<h3>Change points at this night</h3>{{end}}{{template "changes" (servedChanges $page .)}}{{end}}
+{{else}}{{range .Series}}<h2><a href="{{.URL}}">{{.Name}}</a></h2>
+<p class="source">{{.Source}}{{with .Summary}}<br>{{.}}{{end}}</p>
+{{if .Index}}<p class="latest">latest night: {{if .Latest.URL}}<a href="{{.Latest.URL}}">{{.Latest.Date}}</a> {{.Latest.Status}}, tip {{.Latest.Tip}}{{else}}none{{end}}; <span class="open">{{.Open}} untriaged</span> change points, {{.Bisect}} bisections</p>{{end}}
+{{with .Changes}}<h3>Change points</h3>{{end}}{{template "changes" (servedChanges $page .)}}
+{{template "excursions" .}}{{template "trends" .}}{{template "nights" .}}
+{{with .Triage}}<h3>Triage log</h3>
+<div class="scroll"><table class="triage-log"><thead><tr><th>when</th><th>change point</th><th>decision</th><th>who</th><th>comment</th></tr></thead><tbody>
+{{range .}}<tr><td class="date">{{.At}}</td><td>{{.Change}}</td><td>{{.Action}}</td><td>{{.Who}}</td><td>{{.Comment}}</td></tr>
+{{end}}</tbody></table></div>{{end}}
+{{end}}{{end}}{{end}}`, map[string]any{
+	"servedChanges": func(p servedPage, s servedSeries) map[string]any {
+		return map[string]any{"Form": p.Form, "Actions": p.Actions, "Changes": s.Changes}
+	},
+})
