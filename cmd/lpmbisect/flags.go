@@ -11,6 +11,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/config/cliflag"
+	"github.com/lpmbisect/lpmbisect/guest/workloads"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
@@ -53,6 +54,8 @@ type run struct {
 
 	insight  insightFlags  // --no-insight, --symbols, --debug-a, --debug-b (insight.go)
 	workload workloadFlags // --workload, --packet, --workload-maps (workload.go)
+	// workloadProgs are the --workload object's programs, once checked.
+	workloadProgs workloads.WorkloadPrograms
 }
 
 // vmOpts are the flags of the commands that boot kernels.

@@ -71,7 +71,7 @@ func checkEveryBenchmarkAnswered(t *testing.T, pattern, workload string, p workl
 		got[string(r.Name)] = true
 	}
 	unsupported := strings.Join(notes(stderr, "lpmbisect-unsupported"), "\n")
-	for _, b := range workloads.Select(workloads.RegistryWith(workload), regexp.MustCompile(workloads.ResolveBench(pattern)), p) {
+	for _, b := range workloads.Select(workloads.RegistryWith(workload, ""), regexp.MustCompile(workloads.ResolveBench(pattern)), p) {
 		name := b.FullName(p)
 		if !got[name] && !strings.Contains(unsupported, "Benchmark"+name+" needs ") {
 			t.Errorf("%s: neither results nor an unsupported note", name)
