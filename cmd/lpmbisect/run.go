@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/present/report"
-	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
@@ -82,7 +79,5 @@ func (r *run) writeVeristat(c *cli.Context, path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	object, _, _ := strings.Cut(r.workload.object, ":")
-	progs := view.Verifiers(rows, results, view.Workload{File: filepath.Base(object), Programs: r.workloadProgs.Verified})
-	return report.WriteVeristat(c.App.Writer, progs)
+	return report.WriteVeristat(c.App.Writer, r.verifiers(rows, results))
 }

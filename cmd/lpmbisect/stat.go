@@ -53,7 +53,7 @@ func statCommand(r *run) *cli.Command {
 // writeReports writes the report in format to standard output and, with
 // --html, the HTML report to its file.
 func (r *run) writeReports(c *cli.Context, format report.Format, rep *compare.Report, meta view.Meta) error {
-	meta.Verifier = r.verifiers(rep.Rows, meta.ResultsFile)
+	meta.Verifier = r.verifiersOf(rep.Rows, meta.ResultsFile)
 	if err := report.Write(c.App.Writer, format, rep, meta); err != nil || r.html == "" {
 		return err
 	}
@@ -100,9 +100,9 @@ func outcomeError(rep *compare.Report, failOn compare.FailOn) error {
 	return nil
 }
 
-// verifiers gathers the verifier rows of rows, with the rejection reasons
-// read from the results file at path (none if it cannot be read).
-func (r *run) verifiers(rows []compare.Row, path string) []view.VerifierProgram {
+// verifiersOf gathers the verifier rows of rows, with the rejection
+// reasons read from the results file at path (none if it cannot be read).
+func (r *run) verifiersOf(rows []compare.Row, path string) []view.VerifierProgram {
 	if !slices.ContainsFunc(rows, func(row compare.Row) bool { return strings.HasPrefix(row.Benchmark, wire.VerifierPrefix) }) {
 		return nil
 	}
@@ -110,6 +110,15 @@ func (r *run) verifiers(rows []compare.Row, path string) []view.VerifierProgram 
 	if path != "" {
 		results, _ = measure.ReadResultsFile(path)
 	}
-	object, _, _ := strings.Cut(r.workload.object, ":")
-	return view.Verifiers(rows, results, view.Workload{File: filepath.Base(object), Programs: r.workloadProgs.Verified})
+	return r.verifiers(rows, results)
+}
+
+// verifiers gathers the verifier rows of rows with the rejection reasons
+// in results, naming the --workload object when there is one.
+func (r *run) verifiers(rows []compare.Row, results []*benchfmt.Result) []view.VerifierProgram {
+	w := view.Workload{}
+	if object, _, _ := strings.Cut(r.workload.object, ":"); object != "" {
+		w = view.Workload{File: filepath.Base(object), Programs: r.workloadProgs.Verified}
+	}
+	return view.Verifiers(rows, results, w)
 }

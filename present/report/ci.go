@@ -177,3 +177,43 @@ func githubData(s string) string {
 func githubProperty(s string) string {
 	return strings.NewReplacer(":", "%3A", ",", "%2C").Replace(githubData(s))
 }
+
+// allWarnings are the warnings every format prints: compare's (warnings)
+// and the programs whose verifier verdict differs between the sides or
+// that a side rejects (verifierOutcomes).
+func allWarnings(rep *compare.Report, meta view.Meta) []string {
+	return append(warnings(rep), verifierOutcomes(meta)...)
+}
+
+// verifierOutcomes says, per program a side's verifier rejected, what
+// happened: "Verifier: xdp_movsx (movsx.o) starts verifying: A rejected it
+// (BPF_MOV uses reserved fields), B accepts it."
+func verifierOutcomes(meta view.Meta) []string {
+	var out []string
+	for _, p := range meta.Verifier {
+		a, b := p.A, p.B
+		why := func(s view.VerifierSide) string {
+			if s.Error == "" {
+				return ""
+			}
+			return " (" + s.Error + ")"
+		}
+		var s string
+		switch {
+		case a.Rejected && b.Rejected:
+			s = fmt.Sprintf("is rejected by both: A%s, B%s", why(a), why(b))
+		case a.Rejected && b.Present:
+			s = fmt.Sprintf("starts verifying: A rejected it%s, B accepts it", why(a))
+		case b.Rejected && a.Present:
+			s = fmt.Sprintf("stops verifying: A accepted it, B rejects it%s", why(b))
+		case a.Rejected:
+			s = "is rejected by A" + why(a)
+		case b.Rejected:
+			s = "is rejected by B" + why(b)
+		default:
+			continue
+		}
+		out = append(out, fmt.Sprintf("Verifier: %s (%s) %s.", p.Program, p.File, s))
+	}
+	return out
+}

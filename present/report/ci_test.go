@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -267,5 +269,36 @@ func TestKCIDBValidatorRejects(t *testing.T) {
 		if len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), c.want) {
 			t.Errorf("%s: validateKCIDB() = %v; want an error about %s", name, errs, c.want)
 		}
+	}
+}
+
+// TestVerifierOutcomeInEveryFormat: a program one side rejects is said so
+// in text, markdown, JSON and HTML.
+func TestVerifierOutcomeInEveryFormat(t *testing.T) {
+	rep, meta := verifierReport(t)
+	want := "Verifier: xdp_movsx (movsx.o) starts verifying: A rejected it (BPF_MOV uses reserved fields), B accepts it."
+	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON, FormatHTML} {
+		var b bytes.Buffer
+		if err := Write(&b, f, rep, meta); err != nil {
+			t.Fatal(err)
+		}
+		// Text wraps, markdown escapes: compare words.
+		got := strings.Join(strings.Fields(strings.ReplaceAll(b.String(), "\\", "")), " ")
+		if !strings.Contains(got, want) {
+			t.Errorf("Write(%s) lacks %q:\n%s", f, want, b.String())
+		}
+	}
+}
+
+// TestKCIDBOfDebianKernels validates the KCIDB document of Debian 6.1 vs
+// 6.12 (--workload examples/movsx/movsx.o --bench verifier under icount,
+// written by lpmbisect stat --format kcidb).
+func TestKCIDBOfDebianKernels(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("testdata", "kcidb-6.1-vs-6.12.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := validateKCIDB(doc); len(errs) > 0 {
+		t.Errorf("testdata/kcidb-6.1-vs-6.12.json: %v", errs)
 	}
 }

@@ -14,6 +14,11 @@ import (
 // (veristat's File column).
 const OwnObject = "lpmbisect"
 
+// UnknownWorkload is the File of a --workload program when the object is
+// not known (a results file given again to stat): the rows without
+// parameters, as lpmbisect's own take entries and prefix_len.
+const UnknownWorkload = "workload"
+
 // VerifierProgram is one program's verifier rows (wire.VerifierPrefix),
 // side by side: what veristat prints per program.
 type VerifierProgram struct {
@@ -60,7 +65,8 @@ func (s VerifierSide) Verdict() string {
 
 // Workload names the --workload object for verifier reports.
 type Workload struct {
-	// File is the object's base name; Programs, those it holds.
+	// File is the object's base name; Programs, those it holds (nil when
+	// not known: see UnknownWorkload).
 	File     string   `json:"file,omitempty"`
 	Programs []string `json:"programs,omitempty"`
 }
@@ -79,10 +85,13 @@ func Verifiers(rows []compare.Row, results []*benchfmt.Result, w Workload) []Ver
 		}
 		i, ok := index[r.Benchmark]
 		if !ok {
-			prog, _, _ := strings.Cut(rest, "/")
+			prog, params, _ := strings.Cut(rest, "/")
 			file := OwnObject
-			if slices.Contains(w.Programs, prog) {
+			switch {
+			case slices.Contains(w.Programs, prog):
 				file = w.File
+			case w.Programs == nil && params == "":
+				file = UnknownWorkload
 			}
 			i = len(out)
 			index[r.Benchmark] = i
