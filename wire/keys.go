@@ -282,11 +282,13 @@ const (
 	// UnitMarkReadMax is "mark_read", the longest read-mark chain; kernels
 	// that no longer print it have no value.
 	UnitMarkReadMax = "mark-read-max"
-	// UnitRejected is 1 on a load the verifier rejected; accepted loads
-	// have no value in it, so a program one kernel rejects and the other
-	// accepts has this row on one side only. The verifier's last lines
-	// are the result's KeyVerifierError.
-	UnitRejected = "rejected"
+	// UnitVerdict is the verifier's verdict on a load: VerdictAccepted
+	// or VerdictRejected. Both are positive, so a program one kernel
+	// rejects and the other accepts is a relative change of this row like
+	// any other, with a verdict, and bisectable ("which commit made my
+	// program stop verifying"); lower is better. A rejected load's result
+	// also carries the verifier's last lines (KeyVerifierError).
+	UnitVerdict = "verifier-verdict"
 
 	// KeyVerifierError is a rejected load's reason: the last lines of the
 	// verifier log, joined by " | ", at most MaxVerifierErrorLen bytes.
@@ -299,11 +301,17 @@ const (
 // VerifierUnits are the count units of a verifier row, in the order
 // reports show them.
 var VerifierUnits = []string{UnitInsnsProcessed, UnitInsnsVerified, UnitStatesTotal, UnitStatesPeak,
-	UnitStatesPerInsnMax, UnitMarkReadMax, UnitRejected}
+	UnitStatesPerInsnMax, UnitMarkReadMax, UnitVerdict}
+
+// Values of UnitVerdict.
+const (
+	VerdictAccepted = 1
+	VerdictRejected = 2
+)
 
 // LowerIsBetter reports whether unit is one of VerifierUnits, all of which
 // are costs: fewer instructions and states verify faster, and a rejection
-// is worse than none.
+// (VerdictRejected) is worse than an acceptance.
 func LowerIsBetter(unit string) bool {
 	for _, u := range VerifierUnits {
 		if u == unit {

@@ -20,7 +20,7 @@ import (
 // give the processed instructions, the states and the verification time,
 // and, for a program the verifier accepted, BPF_OBJ_GET_INFO_BY_FD's
 // verified_insns (Linux 5.16). A program the verifier rejects is not a
-// failed benchmark but an outcome: its samples carry wire.UnitRejected and
+// failed benchmark but an outcome: its samples carry wire.VerdictRejected and
 // the log's last lines (wire.KeyVerifierError), with the statistics the
 // verifier printed before it gave up. See wire.VerifierPrefix for the
 // units.
@@ -115,8 +115,9 @@ func verifierSample(st VerifierStats, verified uint32, hasVerified bool, reason 
 	if st.HasMarkRead {
 		add(st.MarkRead, wire.UnitMarkReadMax)
 	}
+	add(wire.VerdictAccepted, wire.UnitVerdict)
 	if reason != "" {
-		add(1, wire.UnitRejected)
+		s.Extra[len(s.Extra)-1].Value = wire.VerdictRejected
 		s.Labels = []benchfmt.Config{{Key: wire.KeyVerifierError, Value: []byte(reason), File: true}}
 	}
 	return s

@@ -59,16 +59,16 @@ func TestVerifierSample(t *testing.T) {
 	for _, m := range s.Extra {
 		units[m.Unit] = m.Value
 	}
-	if units[wire.UnitRejected] != 1 || units[wire.UnitInsnsProcessed] != 2 {
-		t.Errorf("verifierSample(rejected) extras = %v; want rejected 1, insns-processed 2", units)
+	if units[wire.UnitVerdict] != wire.VerdictRejected || units[wire.UnitInsnsProcessed] != 2 {
+		t.Errorf("verifierSample(rejected) extras = %v; want verifier-verdict %d, insns-processed 2", units, wire.VerdictRejected)
 	}
 	if _, ok := units[wire.UnitInsnsVerified]; ok {
 		t.Errorf("verifierSample(rejected) has %s without bpf_prog_info", wire.UnitInsnsVerified)
 	}
 	ok := verifierSample(VerifierStats{Processed: 9, Usec: 1, Found: true}, 9, true, "")
 	for _, m := range ok.Extra {
-		if m.Unit == wire.UnitRejected {
-			t.Errorf("verifierSample(accepted) has %s", wire.UnitRejected)
+		if m.Unit == wire.UnitVerdict && m.Value != wire.VerdictAccepted {
+			t.Errorf("verifierSample(accepted) verdict %v; want %d", m.Value, wire.VerdictAccepted)
 		}
 	}
 	if ok.Labels != nil {

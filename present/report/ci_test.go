@@ -24,13 +24,13 @@ func verifierResults() string {
 		for boot := 1; boot <= 4; boot++ {
 			fmt.Fprintf(&sb, "accel: icount\nside: %s\nboot: %d\n", side, boot)
 			if side == "A" {
-				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/entries=10000 1 256000 insn/op 49 insns-processed 49 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 3 mark-read-max\n")
-				sb.WriteString("BenchmarkVerifier/prog=xdp_lpm 1 90000 insn/op 30 insns-processed 30 insns-verified 2 states-total 2 states-peak 0 states-per-insn-max 1 mark-read-max\n")
-				sb.WriteString("verifier-error: BPF_MOV uses reserved fields\nBenchmarkVerifier/prog=xdp_movsx 1 27000 insn/op 7 insns-processed 0 states-total 0 states-peak 0 states-per-insn-max 0 mark-read-max 1 rejected\nverifier-error:\n")
+				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/entries=10000 1 256000 insn/op 49 insns-processed 49 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 3 mark-read-max 1 verifier-verdict\n")
+				sb.WriteString("BenchmarkVerifier/prog=xdp_lpm 1 90000 insn/op 30 insns-processed 30 insns-verified 2 states-total 2 states-peak 0 states-per-insn-max 1 mark-read-max 1 verifier-verdict\n")
+				sb.WriteString("verifier-error: BPF_MOV uses reserved fields\nBenchmarkVerifier/prog=xdp_movsx 1 27000 insn/op 7 insns-processed 0 states-total 0 states-peak 0 states-per-insn-max 0 mark-read-max 2 verifier-verdict\nverifier-error:\n")
 			} else {
-				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/entries=10000 1 300000 insn/op 52 insns-processed 52 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max\n")
-				sb.WriteString("BenchmarkVerifier/prog=xdp_lpm 1 95000 insn/op 30 insns-processed 30 insns-verified 2 states-total 2 states-peak 0 states-per-insn-max\n")
-				sb.WriteString("BenchmarkVerifier/prog=xdp_movsx 1 52000 insn/op 14 insns-processed 14 insns-verified 1 states-total 1 states-peak 0 states-per-insn-max\n")
+				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/entries=10000 1 300000 insn/op 52 insns-processed 52 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
+				sb.WriteString("BenchmarkVerifier/prog=xdp_lpm 1 95000 insn/op 30 insns-processed 30 insns-verified 2 states-total 2 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
+				sb.WriteString("BenchmarkVerifier/prog=xdp_movsx 1 52000 insn/op 14 insns-processed 14 insns-verified 1 states-total 1 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
 			}
 		}
 	}

@@ -47,7 +47,7 @@ type VerifierSide struct {
 	// DurationUs is the kernel's verification time in microseconds, as
 	// veristat prints it: under icount, thousands of instructions.
 	DurationUs float64
-	// Stats are the counts by unit (wire.VerifierUnits but rejected).
+	// Stats are the counts by unit (wire.VerifierUnits but the verdict).
 	Stats map[string]float64
 }
 
@@ -118,8 +118,8 @@ func Verifiers(rows []compare.Row, results []*benchfmt.Result, w Workload) []Ver
 				s.DurationUs = sum.Center * 1e6
 			case wire.UnitInsnPerOp:
 				s.DurationUs = sum.Center / 1000
-			case wire.UnitRejected:
-				s.Rejected = true
+			case wire.UnitVerdict:
+				s.Rejected = sum.Center > wire.VerdictAccepted
 			default:
 				s.Stats[r.Unit] = sum.Center
 			}
