@@ -179,7 +179,8 @@ func verifierRun(prog string, load func(Params) (*ebpf.CollectionSpec, error)) f
 }
 
 // verifierBenchmarks are the rows of lpmbisect's own programs: the LPM trie
-// bench's programs, as LPMTrie's benchmarks load them.
+// bench's programs, as LPMTrie's benchmarks load them, and the hash map
+// lookup and update programs (HashMap/map=hash, 4-byte keys).
 func verifierBenchmarks() []*Benchmark {
 	type own struct {
 		op   bpf.LPMOp
@@ -206,6 +207,20 @@ func verifierBenchmarks() []*Benchmark {
 				l := l
 				l.Entries, l.PrefixLen = p.Entries, p.PrefixLen
 				return l.Spec()
+			}),
+		})
+	}
+	for _, op := range []bpf.HashOp{bpf.HashLookup, bpf.HashUpdate} {
+		h := bpf.HashBench{Kind: bpf.Hash, Op: op, Keys: bpf.SequentialKeys, KeySize: 4}
+		out = append(out, &Benchmark{
+			Name:     wire.VerifierPrefix + h.ProgName(),
+			Doc:      fmt.Sprintf("the verifier's cost of the program of HashMap/map=hash/op=%v/key_size=4: verification time per load, instructions processed and verified, states", op),
+			Params:   []string{"entries"},
+			Requires: []Requirement{ReqVerifierStats, ReqHashMap, ReqBPFLoop},
+			Run: verifierRun(h.ProgName(), func(p Params) (*ebpf.CollectionSpec, error) {
+				h := h
+				h.Entries = p.Entries
+				return h.Spec()
 			}),
 		})
 	}
