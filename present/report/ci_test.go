@@ -266,6 +266,7 @@ func TestKCIDBValidatorRejects(t *testing.T) {
 			t.Fatalf("%s: %q not in the document", name, c.old)
 		}
 		errs := validateKCIDB([]byte(broken))
+		t.Logf("%s: %v", name, errs)
 		if len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), c.want) {
 			t.Errorf("%s: validateKCIDB() = %v; want an error about %s", name, errs, c.want)
 		}
@@ -291,8 +292,9 @@ func TestVerifierOutcomeInEveryFormat(t *testing.T) {
 }
 
 // TestKCIDBOfDebianKernels validates the KCIDB document of Debian 6.1 vs
-// 6.12 (--workload examples/movsx/movsx.o --bench verifier under icount,
-// written by lpmbisect stat --format kcidb).
+// 6.12 (compare --accel icount --bench verifier --no-controls --boots 4
+// --max-boots 4 --workload examples/movsx/movsx.o, then lpmbisect stat
+// --format kcidb of its results).
 func TestKCIDBOfDebianKernels(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("testdata", "kcidb-6.1-vs-6.12.json"))
 	if err != nil {
@@ -300,5 +302,11 @@ func TestKCIDBOfDebianKernels(t *testing.T) {
 	}
 	if errs := validateKCIDB(doc); len(errs) > 0 {
 		t.Errorf("testdata/kcidb-6.1-vs-6.12.json: %v", errs)
+	}
+	broken := strings.Replace(string(doc), `"major": 4`, `"major": 5`, 1)
+	errs := validateKCIDB([]byte(broken))
+	t.Logf("the same document with major 5: %v", errs)
+	if len(errs) != 1 {
+		t.Errorf("validateKCIDB(major 5) = %v; want one error", errs)
 	}
 }
