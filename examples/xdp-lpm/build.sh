@@ -1,6 +1,7 @@
 #!/bin/sh
-# Builds the example BPF objects with Debian's clang (apt-get install clang
-# llvm). -ffile-prefix-map keeps the build directory out of the debug
+# Builds the example BPF objects of its directory, one per .c file, with
+# Debian's clang (apt-get install clang llvm); other examples' build.sh
+# link to it. -ffile-prefix-map keeps the build directory out of the debug
 # info, so the objects are reproducible: CI builds them again and compares
 # them with the committed ones (--check).
 set -eu
@@ -11,12 +12,13 @@ build() {
 if [ "${1:-}" = --check ]; then
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	for p in xdp_lpm broken; do
+	for c in *.c; do
+		p=${c%.c}
 		build "$p" "$tmp/$p.o"
 		cmp "$tmp/$p.o" "$p.o" || { echo "$p.o differs from a build of $p.c: run $0 and commit it" >&2; exit 1; }
 	done
 	exit 0
 fi
-for p in xdp_lpm broken; do
-	build "$p" "$p.o"
+for c in *.c; do
+	build "${c%.c}" "${c%.c}.o"
 done
