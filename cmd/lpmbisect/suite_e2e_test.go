@@ -83,7 +83,6 @@ func checkEveryBenchmarkAnswered(t *testing.T, pattern, workload string, p workl
 var (
 	exampleWorkload     = filepath.Join("..", "..", "examples", "xdp-lpm", "xdp_lpm.o")
 	exampleWorkloadMaps = filepath.Join("..", "..", "examples", "xdp-lpm", "blocked.txt")
-	brokenWorkload      = filepath.Join("..", "..", "examples", "xdp-lpm", "broken.o")
 )
 
 // familyPattern picks one or a few benchmarks of every family, and the
