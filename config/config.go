@@ -71,7 +71,7 @@ type Measure struct {
 
 // Bench selects the benchmarks the guest runs and their parameters.
 type Bench struct {
-	Select string `toml:"select" flag:"bench" usage:"benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, hash, bloom, storage, all; comma-separated) or a regexp over result names (see lpmbisect list)"`
+	Select string `toml:"select" flag:"bench" usage:"benchmarks: a preset (lookup, controls, lpm, syscall, batch, ringbuf, hash, bloom, storage, verifier, all; comma-separated) or a regexp over result names (see lpmbisect list)"`
 	// Samples of 0 mean the accelerator's default (wire.DefaultSamples).
 	Samples      int `toml:"samples" usage:"samples per benchmark per boot (0: the accelerator's default, 1 under icount, 5 under a wall clock)"`
 	Entries      int `toml:"entries" usage:"map size: LPM trie, hash map and bloom filter entries (dense keys [0,N))"`

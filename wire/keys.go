@@ -252,3 +252,71 @@ func orList[T ~string](names []T) string {
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
+
+// The verifier's rows: every program the guest loads for its verifier
+// statistics is a benchmark VerifierPrefix+NAME whose samples are loads
+// of the program. Its first value is the verifier's own verification time
+// in the clock's unit per load (Accel.Unit: instructions under icount,
+// where the kernel's clock counts them); the others are counts, in these
+// units, read from the verifier log's statistics (BPF_LOG_STATS, Linux
+// 5.2) and BPF_OBJ_GET_INFO_BY_FD. Lower is better for all of them
+// (LowerIsBetter).
+const (
+	// VerifierPrefix starts the name of a verifier row; the program's
+	// name follows.
+	VerifierPrefix = "Verifier/prog="
+	// UnitInsnsProcessed is the instructions the verifier processed
+	// ("processed N insns"; veristat's Insns).
+	UnitInsnsProcessed = "insns-processed"
+	// UnitInsnsVerified is bpf_prog_info.verified_insns (Linux 5.16): the
+	// kernel's own record of the same count, absent on older kernels and
+	// for a rejected program.
+	UnitInsnsVerified = "insns-verified"
+	// UnitStatesTotal is the verifier states it created ("total_states";
+	// veristat's States).
+	UnitStatesTotal = "states-total"
+	// UnitStatesPeak is the most states it held at once ("peak_states").
+	UnitStatesPeak = "states-peak"
+	// UnitStatesPerInsnMax is "max_states_per_insn".
+	UnitStatesPerInsnMax = "states-per-insn-max"
+	// UnitMarkReadMax is "mark_read", the longest read-mark chain; kernels
+	// that no longer print it have no value.
+	UnitMarkReadMax = "mark-read-max"
+	// UnitVerdict is the verifier's verdict on a load: VerdictAccepted
+	// or VerdictRejected. Both are positive, so a program one kernel
+	// rejects and the other accepts is a relative change of this row like
+	// any other, with a verdict, and bisectable ("which commit made my
+	// program stop verifying"); lower is better. A rejected load's result
+	// also carries the verifier's last lines (KeyVerifierError).
+	UnitVerdict = "verifier-verdict"
+
+	// KeyVerifierError is a rejected load's reason: the last lines of the
+	// verifier log, joined by " | ", at most MaxVerifierErrorLen bytes.
+	// Only the results of rejected loads carry it.
+	KeyVerifierError = "verifier-error"
+	// MaxVerifierErrorLen bounds KeyVerifierError's value.
+	MaxVerifierErrorLen = 240
+)
+
+// VerifierUnits are the count units of a verifier row, in the order
+// reports show them.
+var VerifierUnits = []string{UnitInsnsProcessed, UnitInsnsVerified, UnitStatesTotal, UnitStatesPeak,
+	UnitStatesPerInsnMax, UnitMarkReadMax, UnitVerdict}
+
+// Values of UnitVerdict.
+const (
+	VerdictAccepted = 1
+	VerdictRejected = 2
+)
+
+// LowerIsBetter reports whether unit is one of VerifierUnits, all of which
+// are costs: fewer instructions and states verify faster, and a rejection
+// (VerdictRejected) is worse than an acceptance.
+func LowerIsBetter(unit string) bool {
+	for _, u := range VerifierUnits {
+		if u == unit {
+			return true
+		}
+	}
+	return false
+}

@@ -62,10 +62,15 @@ type Plan struct {
 	// ParamKallsyms). The pass still reads it to find the symbols to
 	// count.
 	SkipKallsyms bool
-	// Workload is the name of the user's BPF program that the guest runs
-	// as the Workload/prog=NAME benchmarks, from the object the host
-	// packed at WorkloadObject; "" for none.
+	// Workload names the user's BPF programs that the guest runs as the
+	// Workload/prog=NAME benchmarks (and verifies as Verifier/prog=NAME),
+	// from the object the host packed at WorkloadObject, joined by commas;
+	// "" for none.
 	Workload string
+	// Verify names, joined by commas, the further programs of that object
+	// the guest only loads and verifies (Verifier/prog=NAME): those
+	// BPF_PROG_TEST_RUN cannot run. "" for none.
+	Verify string
 	// ProfilePeriod arms the profile pass (ParamProfile) with its sample
 	// period; 0 leaves it out. It runs in the boot that runs the insight
 	// pass.
@@ -199,11 +204,21 @@ const (
 	MaxBatchEntries = 1 << 24
 )
 
-// MaxWorkloadLen bounds Plan.Workload: an ELF symbol name of a BPF program,
-// far longer than the kernel keeps (BPF_OBJ_NAME_LEN, 16).
-const MaxWorkloadLen = 128
+// MaxWorkloadLen bounds each of Plan.Workload and Plan.Verify: ELF symbol
+// names of BPF programs joined by commas, which must fit on the kernel
+// command line (2048 bytes on x86) beside the other parameters.
+const MaxWorkloadLen = 512
 
-var workloadName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var workloadNames = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$`)
+
+// Programs splits a comma-joined list of program names (Plan.Workload,
+// Plan.Verify); nil for "".
+func Programs(list string) []string {
+	if list == "" {
+		return nil
+	}
+	return strings.Split(list, ",")
+}
 
 // The results of a user's program (Plan.Workload) are named after it:
 // WorkloadBench is the program run by BPF_PROG_TEST_RUN, WorkloadNoop a
@@ -262,6 +277,7 @@ const (
 	ParamPaced        Param = "lpmbisect.paced"         // Plan.Paced: 1 or 0, omitted when 0
 	ParamFault        Param = "lpmbisect.fault"         // Plan.Fault, omitted when ""
 	ParamWorkload     Param = "lpmbisect.workload"      // Plan.Workload, omitted when ""
+	ParamVerify       Param = "lpmbisect.verify"        // Plan.Verify, omitted when ""
 )
 
 // InsightMode is Plan.Insight.
@@ -277,7 +293,7 @@ const (
 
 // Params lists every parameter, in the order KernelArgs writes them.
 var Params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
-	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamProfile, ParamFault}
+	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamVerify, ParamProfile, ParamFault}
 
 // ParamPrefix starts every run plan parameter. DecodePlan ignores the
 // parameters without it (they are the kernel's) and rejects unknown ones
@@ -455,8 +471,13 @@ func (p Plan) Validate() error {
 	if err := checkCount(p.Count); err != nil {
 		return err
 	}
-	if p.Workload != "" && !workloadName.MatchString(p.Workload) {
-		return &ParamError{ParamWorkload, p.Workload, fmt.Errorf("%w: not a BPF program name (want at most %d letters, digits and underscores)", ErrMalformed, MaxWorkloadLen)}
+	for _, l := range []struct {
+		param Param
+		val   string
+	}{{ParamWorkload, p.Workload}, {ParamVerify, p.Verify}} {
+		if l.val != "" && (len(l.val) > MaxWorkloadLen || !workloadNames.MatchString(l.val)) {
+			return &ParamError{l.param, l.val, fmt.Errorf("%w: not BPF program names (want letters, digits and underscores, joined by commas, at most %d bytes)", ErrMalformed, MaxWorkloadLen)}
+		}
 	}
 	if err := checkProfilePeriod(p.ProfilePeriod); err != nil {
 		return err
@@ -523,6 +544,9 @@ func (p Plan) KernelArgs() []string {
 	args = append(args, p.insightArgs()...)
 	if p.Workload != "" {
 		args = append(args, ParamWorkload.Arg(p.Workload))
+	}
+	if p.Verify != "" {
+		args = append(args, ParamVerify.Arg(p.Verify))
 	}
 	if p.Fault != "" {
 		args = append(args, ParamFault.Arg(p.Fault))
@@ -594,6 +618,8 @@ func DecodePlan(cmdline string) (Plan, error) {
 			}
 		case ParamWorkload:
 			p.Workload = val
+		case ParamVerify:
+			p.Verify = val
 		case ParamProfile:
 			p.ProfilePeriod, err = parseCount(val)
 		case ParamFault:

@@ -192,7 +192,7 @@ func TestParamErrorMessages(t *testing.T) {
 	}
 	_, err := DecodePlan("lpmbisect.sampels=3")
 	if want := "lpmbisect.sampels: unknown parameter (known: lpmbisect.bench, lpmbisect.samples, lpmbisect.entries, lpmbisect.rounds, " +
-		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms, lpmbisect.workload, lpmbisect.profile or lpmbisect.fault)"; err == nil || err.Error() != want {
+		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms, lpmbisect.workload, lpmbisect.verify, lpmbisect.profile or lpmbisect.fault)"; err == nil || err.Error() != want {
 		t.Errorf("DecodePlan(lpmbisect.sampels=3) = %v; want %s", err, want)
 	}
 }
@@ -232,17 +232,24 @@ func plans() []Plan {
 	add(func(p *Plan) { p.Insight = InsightOn })
 	add(func(p *Plan) { p.Insight, p.Count, p.SkipKallsyms = InsightOn, "trie_lookup_elem", true })
 	add(func(p *Plan) { p.SkipKallsyms = true })
+	add(func(p *Plan) { p.Workload, p.Verify = "xdp_a,xdp_b", "kprobe_c" })
 	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightArmed, 20011 })
 	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightOn, MinProfilePeriod })
 	return out
 }
 
 func TestWorkloadName(t *testing.T) {
-	for name, ok := range map[string]bool{"xdp_prog": true, "_x1": true, "1x": false, "a-b": false, "a b": false, strings.Repeat("a", MaxWorkloadLen+1): false} {
+	for name, ok := range map[string]bool{"xdp_prog": true, "_x1": true, "a,b_2": true, "1x": false, "a-b": false, "a b": false,
+		"a,": false, ",a": false, "a,,b": false, strings.Repeat("a", MaxWorkloadLen+1): false} {
 		p := DefaultPlan()
 		p.Workload = name
 		if err := p.Validate(); (err == nil) != ok {
 			t.Errorf("Validate() of workload %q = %v; want ok %v", name, err, ok)
+		}
+		p = DefaultPlan()
+		p.Verify = name
+		if err := p.Validate(); (err == nil) != ok {
+			t.Errorf("Validate() of verify %q = %v; want ok %v", name, err, ok)
 		}
 	}
 }

@@ -97,18 +97,7 @@ func culpritRepoWith(t *testing.T, extra map[string]string) (dir string, commits
 	src61, rel61 := debianTree(t, testkernels.Debian61)
 	src612, rel612 := debianTree(t, testkernels.Debian612)
 	dir = t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid",
-			"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := gitIn(t, dir)
 	git("init", "-q", "-b", "main")
 	conf := fmt.Sprintf("LPMBISECT_TEST_SRC61=%q\nLPMBISECT_TEST_REL61=%q\nLPMBISECT_TEST_SRC612=%q\nLPMBISECT_TEST_REL612=%q\n", src61, rel61, src612, rel612)
 	if err := os.WriteFile(filepath.Join(dir, ".git", "test-kernels.conf"), []byte(conf), 0o644); err != nil {
@@ -331,4 +320,22 @@ func profileRow(report, fn string) []float64 {
 		out = append(out, v)
 	}
 	return out
+}
+
+// gitIn returns a runner of git commands in dir, as a fixed author at a
+// fixed date, that fails the test on an error and returns the trimmed
+// output.
+func gitIn(t *testing.T, dir string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid",
+			"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/config/cliflag"
+	"github.com/lpmbisect/lpmbisect/guest/workloads"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
@@ -53,6 +54,10 @@ type run struct {
 
 	insight  insightFlags  // --no-insight, --symbols, --debug-a, --debug-b (insight.go)
 	workload workloadFlags // --workload, --packet, --workload-maps (workload.go)
+	// workloadProgs are the --workload object's programs, once checked.
+	workloadProgs workloads.WorkloadPrograms
+	// runFormat is run's --format: benchfmt or veristat.
+	runFormat string
 }
 
 // vmOpts are the flags of the commands that boot kernels.
@@ -84,7 +89,7 @@ func (r *run) stats() (auto bool, err error) {
 func (r *run) stdoutFormat() (report.Format, error) {
 	f, err := report.ParseFormat(r.format)
 	if err != nil || f == report.FormatHTML {
-		return f, usageError("--format %q: use text, markdown or json (and --html FILE for HTML)", r.format)
+		return f, usageError("--format %q: use text, markdown, json, veristat, kcidb or github (and --html FILE for HTML)", r.format)
 	}
 	return f, nil
 }
@@ -99,7 +104,7 @@ func verdictOpts(r *run) []opt {
 		cliflag.Key(r.File, "stats.alpha", "family-wise error rate of DIFFERENT claims (and of each SAME claim)")},
 		append(cliflag.Keys(r.File, "stats"),
 			opt{Name: "fail-on", Ptr: &r.failOn, Usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
-			opt{Name: "format", Ptr: &r.format, Usage: "report on stdout: text, markdown, json"},
+			opt{Name: "format", Ptr: &r.format, Usage: "report on stdout: text, markdown, json, veristat (veristat -C's CSV of the verifier rows), kcidb (a KCIDB v4 submission), github (GitHub Actions annotations)"},
 			opt{Name: "html", Ptr: &r.html, Usage: "also write an HTML report with SVG plots of every boot to this file"},
 			opt{Name: "no-controls", Ptr: &r.noControls, Usage: "do not run the noop and baseline controls alongside (stat: treat them as ordinary benchmarks)"})...)
 }

@@ -58,8 +58,6 @@ func TestBadInputBeforeAnyVM(t *testing.T) {
 		{"mistyped flag", append(append([]string{"run", "--acel", "tcg"}, common...), text), "did you mean --accel"},
 		{"unknown flag", []string{"run", "--no-such-flag", text}, "no-such-flag"},
 		{"workload not an object", append(append([]string{"run", "--workload", text}, common...), text), "--workload: read BPF object"},
-		{"workload of two programs", append(append([]string{"run", "--workload", brokenWorkload}, common...), text), "name one as FILE.o:PROGRAM"},
-		{"workload of a kprobe", append(append([]string{"run", "--workload", brokenWorkload + ":kprobe_gettid"}, common...), text), "cannot be run by BPF_PROG_TEST_RUN"},
 		{"workload without program", append(append([]string{"run", "--workload", exampleWorkload + ":nosuch"}, common...), text), `has no program "nosuch"`},
 		{"packet without workload", append(append([]string{"run", "--packet", text}, common...), text), "need --workload"},
 		{"missing packet", append(append([]string{"run", "--workload", exampleWorkload, "--packet", missing}, common...), text), "--packet"},

@@ -1,17 +1,22 @@
 package main
 
 import (
+	"bytes"
+
 	"github.com/urfave/cli/v2"
+	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 func runCommand(r *run) *cli.Command {
 	boots := 1
 	opts := append(vmOpts(r),
 		opt{Name: "boots", Ptr: &boots, Usage: "number of boots"},
-		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "results file (default: stdout)"})
+		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "results file (default: stdout)"},
+		opt{Name: "format", Ptr: &r.runFormat, Usage: "stdout: benchfmt (the results) or veristat (the verifier rows as veristat's CSV; the results go to --out)"})
 	return command("run", "boot one kernel and print its benchmark results (Go benchmark format)", "KERNEL", opts, func(c *cli.Context) error {
 		kernels, err := r.kernels(c, "run", "one KERNEL", 1)
 		if err != nil {
@@ -31,7 +36,16 @@ func runCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		out, err := measure.OpenResults(r.out, c.App.Writer)
+		stdout := c.App.Writer
+		var captured bytes.Buffer
+		switch r.runFormat {
+		case "", "benchfmt":
+		case "veristat":
+			stdout = &captured
+		default:
+			return usageError("--format %q: use benchfmt or veristat", r.runFormat)
+		}
+		out, err := measure.OpenResults(r.out, stdout)
 		if err != nil {
 			return usageError("--out: %v", err)
 		}
@@ -41,6 +55,29 @@ func runCommand(r *run) *cli.Command {
 		if err == nil && r.out != "" {
 			r.log.Printf("results in %s", path)
 		}
-		return err
+		if err != nil || r.runFormat != "veristat" {
+			return err
+		}
+		return r.writeVeristat(c, path, captured.Bytes())
 	})
+}
+
+// writeVeristat writes the verifier rows of one kernel's results (the
+// file at path, else data) as veristat's CSV on standard output.
+func (r *run) writeVeristat(c *cli.Context, path string, data []byte) error {
+	var results []*benchfmt.Result
+	var err error
+	if r.out != "" {
+		results, err = measure.ReadResultsFile(path)
+	} else {
+		results, err = measure.ReadResults(bytes.NewReader(data), "results")
+	}
+	if err != nil {
+		return err
+	}
+	rows, err := compare.Summarize(results)
+	if err != nil {
+		return err
+	}
+	return report.WriteVeristat(c.App.Writer, r.verifiers(rows, results))
 }

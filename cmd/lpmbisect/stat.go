@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
+
+	"golang.org/x/perf/benchfmt"
 
 	"github.com/urfave/cli/v2"
 
@@ -11,6 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 func statCommand(r *run) *cli.Command {
@@ -48,6 +53,7 @@ func statCommand(r *run) *cli.Command {
 // writeReports writes the report in format to standard output and, with
 // --html, the HTML report to its file.
 func (r *run) writeReports(c *cli.Context, format report.Format, rep *compare.Report, meta view.Meta) error {
+	meta.Verifier = r.verifiersOf(rep.Rows, meta.ResultsFile)
 	if err := report.Write(c.App.Writer, format, rep, meta); err != nil || r.html == "" {
 		return err
 	}
@@ -92,4 +98,27 @@ func outcomeError(rep *compare.Report, failOn compare.FailOn) error {
 		return &exitError{code: exitInconclusive, err: fmt.Errorf("inconclusive at %d %s (see the report)", rep.Look.Boots, compare.Units(rep.Paired))}
 	}
 	return nil
+}
+
+// verifiersOf gathers the verifier rows of rows, with the rejection
+// reasons read from the results file at path (none if it cannot be read).
+func (r *run) verifiersOf(rows []compare.Row, path string) []view.VerifierProgram {
+	if !slices.ContainsFunc(rows, func(row compare.Row) bool { return strings.HasPrefix(row.Benchmark, wire.VerifierPrefix) }) {
+		return nil
+	}
+	var results []*benchfmt.Result
+	if path != "" {
+		results, _ = measure.ReadResultsFile(path)
+	}
+	return r.verifiers(rows, results)
+}
+
+// verifiers gathers the verifier rows of rows with the rejection reasons
+// in results, naming the --workload object when there is one.
+func (r *run) verifiers(rows []compare.Row, results []*benchfmt.Result) []view.VerifierProgram {
+	w := view.Workload{}
+	if object, _, _ := strings.Cut(r.workload.object, ":"); object != "" {
+		w = view.Workload{File: filepath.Base(object), Programs: r.workloadProgs.Verified}
+	}
+	return view.Verifiers(rows, results, w)
 }

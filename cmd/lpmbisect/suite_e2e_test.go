@@ -71,7 +71,7 @@ func checkEveryBenchmarkAnswered(t *testing.T, pattern, workload string, p workl
 		got[string(r.Name)] = true
 	}
 	unsupported := strings.Join(notes(stderr, "lpmbisect-unsupported"), "\n")
-	for _, b := range workloads.Select(workloads.RegistryWith(workload), regexp.MustCompile(workloads.ResolveBench(pattern)), p) {
+	for _, b := range workloads.Select(workloads.RegistryWith(workload, ""), regexp.MustCompile(workloads.ResolveBench(pattern)), p) {
 		name := b.FullName(p)
 		if !got[name] && !strings.Contains(unsupported, "Benchmark"+name+" needs ") {
 			t.Errorf("%s: neither results nor an unsupported note", name)
@@ -83,7 +83,6 @@ func checkEveryBenchmarkAnswered(t *testing.T, pattern, workload string, p workl
 var (
 	exampleWorkload     = filepath.Join("..", "..", "examples", "xdp-lpm", "xdp_lpm.o")
 	exampleWorkloadMaps = filepath.Join("..", "..", "examples", "xdp-lpm", "blocked.txt")
-	brokenWorkload      = filepath.Join("..", "..", "examples", "xdp-lpm", "broken.o")
 )
 
 // familyPattern picks one or a few benchmarks of every family, and the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/guest/workloads"
@@ -19,15 +20,15 @@ type workloadFlags struct {
 func workloadOpts(r *run) []opt {
 	f := &r.workload
 	return []opt{
-		{Name: "workload", Ptr: &f.object, Usage: "FILE.o[:PROGRAM]: also measure this BPF program (XDP, TC, socket filter, cgroup skb, LWT) with BPF_PROG_TEST_RUN, beside a noop of its type; alone when --bench is not given"},
+		{Name: "workload", Ptr: &f.object, Usage: "FILE.o[:PROGRAM]: also load and verify every program of this BPF object (or PROGRAM alone) for its verifier statistics, and time those BPF_PROG_TEST_RUN runs (XDP, TC, socket filter, cgroup skb, LWT) beside a noop of their type; alone when --bench is not given"},
 		{Name: "packet", Ptr: &f.packet, Usage: "input of the --workload program's test runs (default: a 64-byte Ethernet/IPv4/UDP packet)"},
 		{Name: "workload-maps", Ptr: &f.maps, Usage: "entries for the --workload program's maps: lines of MAP KEY VALUE in hex"},
 	}
 }
 
-// applyWorkload checks the --workload program before any boot and adds it
-// to o: its files to every initramfs, its name to the plan, and, when
-// --bench was not given, a selection of its two benchmarks only.
+// applyWorkload checks the --workload object before any boot and adds it
+// to o: its files to every initramfs, its programs to the plan, and, when
+// --bench was not given, a selection of their benchmarks only.
 func (r *run) applyWorkload(o *measure.Options, benchGiven bool) error {
 	f := r.workload
 	if f.object == "" {
@@ -37,13 +38,14 @@ func (r *run) applyWorkload(o *measure.Options, benchGiven bool) error {
 		return nil
 	}
 	path, prog, _ := strings.Cut(f.object, ":")
-	name, _, err := workloads.InspectWorkload(path, prog)
+	progs, err := workloads.InspectWorkload(path, prog)
 	if err != nil {
 		return usageError("--workload: %v", err)
 	}
-	o.Plan.Workload = name
+	r.workloadProgs = progs
+	o.Plan.Workload, o.Plan.Verify = progs.Plan()
 	if !benchGiven {
-		o.Plan.Bench = "^Workload/"
+		o.Plan.Bench = workloadBench(progs)
 	}
 	o.Files = append(o.Files, initramfs.File{Host: path, Archive: wire.WorkloadObject})
 	for _, in := range []struct{ flag, path, archive string }{{"packet", f.packet, wire.WorkloadPacket}, {"workload-maps", f.maps, wire.WorkloadMaps}} {
@@ -56,4 +58,10 @@ func (r *run) applyWorkload(o *measure.Options, benchGiven bool) error {
 		o.Files = append(o.Files, initramfs.File{Host: in.path, Archive: in.archive})
 	}
 	return nil
+}
+
+// workloadBench selects the benchmarks of the --workload programs alone:
+// the timed ones' Workload rows and every one's verifier row.
+func workloadBench(p workloads.WorkloadPrograms) string {
+	return "^(Workload/|" + regexp.QuoteMeta(wire.VerifierPrefix) + "(" + strings.Join(p.Verified, "|") + ")$)"
 }

@@ -204,7 +204,7 @@ func (b *boot) benchmarks() ([]*workloads.Benchmark, workloads.Params, error) {
 	if err != nil {
 		return nil, p, errors.Join(err, b.w.Note(wire.KeyFailed, err.Error()))
 	}
-	benches := workloads.Select(workloads.RegistryWith(b.plan.Workload), re, p)
+	benches := workloads.Select(workloads.RegistryWith(b.plan.Workload, b.plan.Verify), re, p)
 	if len(benches) == 0 {
 		msg := fmt.Sprintf("no benchmark matches %s", wire.ParamBench.Arg(b.plan.Bench))
 		logf("%s", msg)

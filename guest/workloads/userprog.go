@@ -39,18 +39,36 @@ var testRunnable = map[ebpf.ProgramType]string{
 	ebpf.LWTXmit:      "4.12",
 }
 
-// ErrNotTestRunnable is returned by InspectWorkload for a program of a type
-// that lpmbisect cannot run with BPF_PROG_TEST_RUN and a packet.
-var ErrNotTestRunnable = errors.New("cannot be run by BPF_PROG_TEST_RUN with a packet")
+// WorkloadPrograms are the programs of a user's object that a run loads:
+// all of them are verified (Verifier/prog=NAME), and those in Timed, whose
+// type BPF_PROG_TEST_RUN runs with a packet, are also timed
+// (Workload/prog=NAME). Verified holds Timed's names too, in order.
+type WorkloadPrograms struct {
+	Timed, Verified []string
+}
 
-// InspectWorkload reads the BPF ELF object at path and returns the name and
-// type of its program named prog, or of its only program when prog is "".
-// It checks what the host can check before any boot: the object parses,
-// the program exists, and BPF_PROG_TEST_RUN runs its type with a packet.
-func InspectWorkload(path, prog string) (string, ebpf.ProgramType, error) {
+// Plan returns the programs as wire.Plan's Workload and Verify: the timed
+// ones, and the others.
+func (w WorkloadPrograms) Plan() (workload, verify string) {
+	var rest []string
+	for _, n := range w.Verified {
+		if !slices.Contains(w.Timed, n) {
+			rest = append(rest, n)
+		}
+	}
+	return strings.Join(w.Timed, ","), strings.Join(rest, ",")
+}
+
+// InspectWorkload reads the BPF ELF object at path and returns the programs
+// a run loads: every program in it, or only the one named prog when prog
+// is not "". It checks what the host can check before any boot: the object
+// parses, has programs (prog among them), and their names are not those of
+// lpmbisect's own verifier rows.
+func InspectWorkload(path, prog string) (WorkloadPrograms, error) {
+	var w WorkloadPrograms
 	spec, err := ebpf.LoadCollectionSpec(path)
 	if err != nil {
-		return "", 0, fmt.Errorf("read BPF object %s: %w (want an ELF object built with clang -target bpf)", path, err)
+		return w, fmt.Errorf("read BPF object %s: %w (want an ELF object built with clang -target bpf)", path, err)
 	}
 	var names []string
 	for n := range spec.Programs {
@@ -58,43 +76,53 @@ func InspectWorkload(path, prog string) (string, ebpf.ProgramType, error) {
 	}
 	slices.Sort(names)
 	switch {
-	case prog == "" && len(names) == 1:
-		prog = names[0]
-	case prog == "":
-		return "", 0, fmt.Errorf("%s holds %d programs (%s): name one as FILE.o:PROGRAM", path, len(names), strings.Join(names, ", "))
-	case spec.Programs[prog] == nil:
-		return "", 0, fmt.Errorf("%s has no program %q (it has: %s)", path, prog, strings.Join(names, ", "))
+	case len(names) == 0:
+		return w, fmt.Errorf("%s holds no BPF program (want an ELF object with programs in SEC(\"...\") sections)", path)
+	case prog != "" && spec.Programs[prog] == nil:
+		return w, fmt.Errorf("%s has no program %q (it has: %s)", path, prog, strings.Join(names, ", "))
+	case prog != "":
+		names = []string{prog}
 	}
-	t := spec.Programs[prog].Type
-	if _, ok := testRunnable[t]; !ok {
-		return "", 0, fmt.Errorf("program %s is of type %v, which %w (lpmbisect runs XDP, TC, socket filter, cgroup skb and LWT programs)", prog, t, ErrNotTestRunnable)
+	own := ownVerifierPrograms()
+	for _, n := range names {
+		if slices.Contains(own, n) {
+			return w, fmt.Errorf("%s: program %s has the name of one of lpmbisect's own programs (rename it)", path, n)
+		}
+		w.Verified = append(w.Verified, n)
+		if _, ok := testRunnable[spec.Programs[n].Type]; ok {
+			w.Timed = append(w.Timed, n)
+		}
 	}
-	return prog, t, nil
+	return w, nil
 }
 
-// WorkloadBenchmarks returns the benchmarks of the user's program prog
-// (wire.Plan.Workload), read in the guest from wire.WorkloadObject: the
-// program and its noop control. None for "".
-func WorkloadBenchmarks(prog string) []*Benchmark {
-	if prog == "" {
-		return nil
+// WorkloadBenchmarks returns the benchmarks of the user's programs
+// (wire.Plan.Workload and Verify), read in the guest from
+// wire.WorkloadObject: for each timed program, the program and its noop
+// control; for every program, its verifier row. None for "".
+func WorkloadBenchmarks(timed, verifyOnly string) []*Benchmark {
+	var out []*Benchmark
+	for _, prog := range wire.Programs(timed) {
+		u := &userProgram{name: prog, object: wire.WorkloadObject, packet: wire.WorkloadPacket, maps: wire.WorkloadMaps}
+		req := Requirement{Feature: "BPF_PROG_TEST_RUN with repetitions", MinKernel: "4.12", Probe: bpfProbe(func() error { return nil })}
+		out = append(out,
+			&Benchmark{Name: wire.WorkloadNoop(prog), Requires: []Requirement{req},
+				Doc: "a program of the same type as " + prog + " that returns at once, run the same way: BPF_PROG_TEST_RUN's loop and context reset, the part of the program's number that is not the program",
+				Run: u.run(true)},
+			&Benchmark{Name: wire.WorkloadBench(prog), Requires: []Requirement{req},
+				Doc: "the user's program " + prog + " (--workload), BPF_PROG_TEST_RUN on the --packet input (default: a 64-byte Ethernet/IPv4/UDP packet); the kernel's per-run average, whole nanoseconds, including the test run's loop (see op=noop)",
+				Run: u.run(false)})
 	}
-	u := &userProgram{name: prog, object: wire.WorkloadObject, packet: wire.WorkloadPacket, maps: wire.WorkloadMaps}
-	req := Requirement{Feature: "BPF_PROG_TEST_RUN with repetitions", MinKernel: "4.12", Probe: bpfProbe(func() error { return nil })}
-	return []*Benchmark{
-		{Name: wire.WorkloadNoop(prog), Requires: []Requirement{req},
-			Doc: "a program of the same type as " + prog + " that returns at once, run the same way: BPF_PROG_TEST_RUN's loop and context reset, the part of the program's number that is not the program",
-			Run: u.run(true)},
-		{Name: wire.WorkloadBench(prog), Requires: []Requirement{req},
-			Doc: "the user's program " + prog + " (--workload), BPF_PROG_TEST_RUN on the --packet input (default: a 64-byte Ethernet/IPv4/UDP packet); the kernel's per-run average, whole nanoseconds, including the test run's loop (see op=noop)",
-			Run: u.run(false)},
+	for _, prog := range append(wire.Programs(timed), wire.Programs(verifyOnly)...) {
+		out = append(out, workloadVerifier(prog, wire.WorkloadObject))
 	}
+	return out
 }
 
-// RegistryWith returns Registry with the benchmarks of the user's program
-// prog ("" for none).
-func RegistryWith(prog string) []*Benchmark {
-	return append(Registry(), WorkloadBenchmarks(prog)...)
+// RegistryWith returns Registry with the benchmarks of the user's programs
+// (wire.Plan.Workload and Verify; "" for none).
+func RegistryWith(timed, verifyOnly string) []*Benchmark {
+	return append(Registry(), WorkloadBenchmarks(timed, verifyOnly)...)
 }
 
 // userProgram is a user's program in the guest's files.

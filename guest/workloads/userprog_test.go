@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,22 +18,29 @@ var (
 )
 
 func TestInspectWorkload(t *testing.T) {
-	if name, typ, err := InspectWorkload(exampleObject, ""); err != nil || name != "xdp_lpm" || typ != ebpf.XDP {
-		t.Errorf("InspectWorkload(xdp_lpm.o, \"\") = %q, %v, %v; want xdp_lpm, XDP", name, typ, err)
+	for _, c := range []struct {
+		path, prog    string
+		timed, verify string
+	}{
+		{exampleObject, "", "xdp_lpm", ""},
+		{brokenObject, "", "xdp_unchecked", "kprobe_gettid"},
+		{brokenObject, "kprobe_gettid", "", "kprobe_gettid"},
+		{brokenObject, "xdp_unchecked", "xdp_unchecked", ""},
+	} {
+		w, err := InspectWorkload(c.path, c.prog)
+		timed, verify := w.Plan()
+		if err != nil || timed != c.timed || verify != c.verify {
+			t.Errorf("InspectWorkload(%s, %q) = %+v (plan %q, %q), %v; want plan %q, %q", c.path, c.prog, w, timed, verify, err, c.timed, c.verify)
+		}
 	}
 	for _, c := range []struct{ path, prog, want string }{
-		{brokenObject, "", "holds 2 programs (kprobe_gettid, xdp_unchecked): name one as FILE.o:PROGRAM"},
 		{brokenObject, "nosuch", `has no program "nosuch"`},
-		{brokenObject, "kprobe_gettid", "cannot be run by BPF_PROG_TEST_RUN with a packet"},
 		{exampleMaps, "", "want an ELF object"},
 	} {
-		_, _, err := InspectWorkload(c.path, c.prog)
+		_, err := InspectWorkload(c.path, c.prog)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("InspectWorkload(%s, %q) = %v; want one line with %q", c.path, c.prog, err, c.want)
 		}
-	}
-	if _, _, err := InspectWorkload(brokenObject, "kprobe_gettid"); !errors.Is(err, ErrNotTestRunnable) {
-		t.Errorf("InspectWorkload(kprobe) = %v; want ErrNotTestRunnable", err)
 	}
 }
 

@@ -173,11 +173,13 @@ type Requirement struct {
 
 // Sample is one timed measurement: Ops operations took Elapsed units of the
 // guest clock. Extra holds further values of the same sample (a derived
-// per-lookup time, a drop rate).
+// per-lookup time, a drop rate); Labels, configuration lines of this
+// sample's result alone (a rejected program's wire.KeyVerifierError).
 type Sample struct {
 	Ops     uint64
 	Elapsed uint64
 	Extra   []Metric
+	Labels  []benchfmt.Config
 }
 
 // Metric is one extra value of a sample, e.g. {12.5, "ns/lookup"}.
@@ -329,6 +331,7 @@ func Registry() []*Benchmark {
 	all = append(all, hashMapBenchmarks()...)
 	all = append(all, bloomBenchmarks()...)
 	all = append(all, storageBenchmarks()...)
+	all = append(all, verifierBenchmarks()...)
 	return all
 }
 
@@ -536,8 +539,7 @@ func Unsupported(name string, req Requirement) string {
 
 // result builds the benchmark result line of one sample.
 func (rep *Reporter) result(name string, p Params, s Sample) *benchfmt.Result {
-	cfg := make([]benchfmt.Config, len(rep.Config))
-	copy(cfg, rep.Config)
+	cfg := append(slices.Clone(rep.Config), s.Labels...)
 	values := []benchfmt.Value{{Value: round2(s.PerOp()), Unit: p.Clock.Unit()}}
 	for _, m := range s.Extra {
 		values = append(values, benchfmt.Value{Value: round2(m.Value), Unit: m.Unit})

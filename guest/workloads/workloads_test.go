@@ -102,11 +102,11 @@ func TestSelect(t *testing.T) {
 	for _, preset := range Presets {
 		counts[preset.Name] = len(names(preset.Name))
 	}
-	if counts["all"] != len(Select(Registry(), regexp.MustCompile("."), p)) || counts["lpm"] != 14 || counts["syscall"] != 10 || counts["batch"] != 28 || counts["ringbuf"] != 12 || counts["hash"] != 18 || counts["bloom"] != 6 || counts["storage"] != 6 {
-		t.Errorf("preset sizes = %v; want lpm 14, syscall 10, batch 28, ringbuf 12 (2 vCPUs), hash 18, bloom 6, storage 6", counts)
+	if counts["all"] != len(Select(Registry(), regexp.MustCompile("."), p)) || counts["lpm"] != 14 || counts["syscall"] != 10 || counts["batch"] != 28 || counts["ringbuf"] != 12 || counts["hash"] != 18 || counts["bloom"] != 6 || counts["storage"] != 6 || counts["verifier"] != 9 {
+		t.Errorf("preset sizes = %v; want lpm 14, syscall 10, batch 28, ringbuf 12 (2 vCPUs), hash 18, bloom 6, storage 6, verifier 9", counts)
 	}
-	if got := counts["lpm"] + counts["syscall"] + counts["batch"] + counts["ringbuf"] + counts["hash"] + counts["bloom"] + counts["storage"]; got != counts["all"] {
-		t.Errorf("presets lpm+syscall+batch+ringbuf+hash+bloom+storage select %d benchmarks; all selects %d", got, counts["all"])
+	if got := counts["lpm"] + counts["syscall"] + counts["batch"] + counts["ringbuf"] + counts["hash"] + counts["bloom"] + counts["storage"] + counts["verifier"]; got != counts["all"] {
+		t.Errorf("presets lpm+syscall+batch+ringbuf+hash+bloom+storage+verifier select %d benchmarks; all selects %d", got, counts["all"])
 	}
 }
 

@@ -111,5 +111,5 @@ func (g GuestPlan) Selected() []*workloads.Benchmark {
 	if err != nil {
 		return nil
 	}
-	return workloads.Select(workloads.RegistryWith(p.Workload), re, workloads.PlanParams(p))
+	return workloads.Select(workloads.RegistryWith(p.Workload, p.Verify), re, workloads.PlanParams(p))
 }

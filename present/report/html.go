@@ -37,7 +37,7 @@ func writeHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		Class:     outcomeClass(rep.Outcome(meta.FailOn)),
 		Headlines: headlines(rep),
 		Undecided: undecided(rep),
-		Warnings:  warnings(rep, meta.Insight),
+		Warnings:  allWarnings(rep, meta),
 		ALabel:    rep.A.Label(),
 		BLabel:    rep.B.Label(),
 		Run:       runLines(rep, meta),

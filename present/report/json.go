@@ -162,7 +162,7 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 		Summary:          outcomeLine(rep, meta.FailOn),
 		Headlines:        nonNil(headlines(rep)),
 		Undecided:        nonNil(undecided(rep)),
-		Warnings:         nonNil(warnings(rep, meta.Insight)),
+		Warnings:         nonNil(allWarnings(rep, meta)),
 		EnvironmentDrift: rep.EnvironmentDrift,
 		Instructions:     rep.Instructions(),
 		Paired:           rep.Paired,

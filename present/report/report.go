@@ -60,17 +60,25 @@ const (
 	FormatMarkdown Format = "markdown"
 	FormatJSON     Format = "json"
 	FormatHTML     Format = "html"
+	// FormatVeristat is veristat's compare CSV of the verifier rows
+	// (WriteVeristatCompare).
+	FormatVeristat Format = "veristat"
+	// FormatKCIDB is a KCIDB v4 submission (WriteKCIDB).
+	FormatKCIDB Format = "kcidb"
+	// FormatGitHub is GitHub Actions annotations (WriteGitHub).
+	FormatGitHub Format = "github"
 )
 
-// ParseFormat parses a --format value: text, markdown (or md), json, html.
+// ParseFormat parses a --format value: text, markdown (or md), json, html,
+// veristat, kcidb, github.
 func ParseFormat(s string) (Format, error) {
-	switch s {
-	case "text", "markdown", "json", "html":
+	switch Format(s) {
+	case FormatText, FormatMarkdown, FormatJSON, FormatHTML, FormatVeristat, FormatKCIDB, FormatGitHub:
 		return Format(s), nil
 	case "md":
 		return FormatMarkdown, nil
 	}
-	return "", fmt.Errorf("format %q is not text, markdown, json or html", s)
+	return "", fmt.Errorf("format %q is not text, markdown, json, html, veristat, kcidb or github", s)
 }
 
 // Write renders rep in format f.
@@ -84,6 +92,12 @@ func Write(w io.Writer, f Format, rep *compare.Report, meta view.Meta) error {
 		return WriteJSON(w, rep, meta)
 	case FormatHTML:
 		return WriteHTML(w, rep, meta)
+	case FormatVeristat:
+		return WriteVeristatCompare(w, meta.Verifier)
+	case FormatKCIDB:
+		return WriteKCIDB(w, rep, meta)
+	case FormatGitHub:
+		return WriteGitHub(w, rep, meta)
 	}
 	return fmt.Errorf("report: unknown format %q (want text, markdown, json or html)", f)
 }

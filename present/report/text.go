@@ -31,7 +31,7 @@ func WriteText(w io.Writer, rep *compare.Report, meta view.Meta) error {
 			fmt.Fprintln(bw, "  "+u)
 		}
 	}
-	for _, para := range warnings(rep, meta.Insight) {
+	for _, para := range allWarnings(rep, meta) {
 		fmt.Fprintln(bw)
 		fmt.Fprintln(bw, wrap(para, 100, ""))
 	}
@@ -96,7 +96,7 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 			fmt.Fprintf(bw, "- %s\n", mdEscape(u))
 		}
 	}
-	for _, para := range warnings(rep, meta.Insight) {
+	for _, para := range allWarnings(rep, meta) {
 		fmt.Fprintf(bw, "\n> %s\n", mdEscape(para))
 	}
 

@@ -43,6 +43,9 @@ type Meta struct {
 	// counts), rendered after the table by every format; nil leaves it
 	// out. JSON carries it as Document.Insight.
 	Insight *insight.Diff `json:"-"`
+	// Verifier are the verifier rows by program (Verifiers), for the
+	// formats that speak veristat's language; nil when there are none.
+	Verifier []VerifierProgram `json:"-"`
 }
 
 // KernelInfo describes one side's kernel.

@@ -652,10 +652,11 @@ func IsControl(bench string, controls []string) bool {
 
 // BetterOf returns +1 if higher values of unit are better, -1 if lower ones
 // are, 0 if unknown (see Changed). Costs per operation (sec/op, insn/op,
-// B/op) are lower is better; rates (…/s) higher.
+// B/op) and the verifier's counts (wire.LowerIsBetter) are lower is
+// better; rates (…/s) higher.
 func BetterOf(unit string) int {
 	switch {
-	case strings.HasSuffix(unit, "/op"):
+	case strings.HasSuffix(unit, "/op"), wire.LowerIsBetter(unit):
 		return -1
 	case strings.HasSuffix(unit, "/s"):
 		return 1

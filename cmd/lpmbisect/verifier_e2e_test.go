@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+)
+
+// movsxWorkload has one BPF ISA v4 instruction: Debian 6.1's verifier
+// rejects it, 6.12's accepts it.
+var movsxWorkload = filepath.Join("..", "..", "examples", "movsx", "movsx.o")
+
+// veristatRows reads veristat CSV, by program.
+func veristatRows(t *testing.T, text string) (head []string, rows map[string][]string) {
+	t.Helper()
+	recs, err := csv.NewReader(strings.NewReader(text)).ReadAll()
+	if err != nil || len(recs) < 2 {
+		t.Fatalf("veristat CSV: %v\n%s", err, text)
+	}
+	rows = map[string][]string{}
+	for _, r := range recs[1:] {
+		rows[r[1]] = r
+	}
+	return recs[0], rows
+}
+
+// TestVerifierOnDebianKernels compares Debian 6.1 with 6.12 under icount
+// on the verifier rows of lpmbisect's programs and of examples/movsx,
+// which only 6.12 accepts, in veristat's compare CSV, KCIDB and text; and
+// one kernel's rows of examples/xdp-lpm in veristat's CSV.
+func TestVerifierOnDebianKernels(t *testing.T) {
+	bootsInParallel(t)
+	args := vmArgs(t)
+	a, b := testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612)
+	out := filepath.Join(t.TempDir(), "ab.txt")
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--bench", "verifier", "--no-controls",
+		"--boots", "3", "--max-boots", "3", "--workload", movsxWorkload, "--format", "veristat", "--out", out}, args...), a, b)...)
+	if code != exitOK && code != exitRegression && code != exitInconclusive {
+		t.Fatalf("lpmbisect compare: exit %d\n%s", code, stderr)
+	}
+	t.Logf("veristat -C CSV:\n%s", stdout)
+	head, rows := veristatRows(t, stdout)
+	if strings.Join(head[:5], ",") != "file_name,prog_name,verdict_base,verdict_comp,verdict_diff" {
+		t.Errorf("header %v; want veristat -C's", head)
+	}
+	if r := rows["xdp_movsx"]; r == nil || strings.Join(r[:5], ",") != "movsx.o,xdp_movsx,failure,success,MISMATCH" {
+		t.Errorf("xdp_movsx row %v; want movsx.o, failure on 6.1, success on 6.12, MISMATCH", r)
+	}
+	r := rows["lpm_lookup"]
+	if r == nil || strings.Join(r[:5], ",") != "lpmbisect,lpm_lookup,success,success,MATCH" {
+		t.Fatalf("lpm_lookup row %v; want accepted by both", r)
+	}
+	if n, err := strconv.Atoi(r[8]); err != nil || n < 10 {
+		t.Errorf("lpm_lookup total_insns_base %q; want a count of processed instructions", r[8])
+	}
+
+	code, stdout, stderr = runCLI(t, "stat", "--format", "kcidb", out)
+	var doc struct {
+		Version struct{ Major int }
+		Tests   []struct {
+			Path, Status string
+			Number       *struct {
+				Value float64
+				Unit  string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || doc.Version.Major != 4 || len(doc.Tests) == 0 {
+		t.Fatalf("stat --format kcidb: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	found := false
+	for _, test := range doc.Tests {
+		if test.Path == "lpmbisect.Verifier.prog_xdp_movsx.insns-processed" && test.Status == "DONE" && test.Number != nil && test.Number.Value > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("stat --format kcidb lacks xdp_movsx's insns-processed on 6.12:\n%s", stdout)
+	}
+	_, stdout, _ = runCLI(t, "stat", out)
+	if text := strings.Join(strings.Fields(stdout), " "); !strings.Contains(text, "Verifier: xdp_movsx (workload) starts verifying: A rejected it (BPF_MOV uses reserved fields), B accepts it.") {
+		t.Errorf("stat's text does not say 6.1 rejects xdp_movsx:\n%s", stdout)
+	}
+
+	code, stdout, stderr = runCLI(t, append(append([]string{"run", "--accel", "icount", "--samples", "1", "--workload", exampleWorkload,
+		"--workload-maps", exampleWorkloadMaps, "--format", "veristat"}, args...), b)...)
+	if code != exitOK {
+		t.Fatalf("lpmbisect run --format veristat: exit %d\n%s", code, stderr)
+	}
+	t.Logf("veristat CSV of 6.12:\n%s", stdout)
+	head, rows = veristatRows(t, stdout)
+	if fmt.Sprint(head) != "[file_name prog_name verdict duration total_insns total_states peak_states max_states_per_insn mark_read_max_len]" {
+		t.Errorf("header %v; want veristat's CSV columns", head)
+	}
+	if r := rows["xdp_lpm"]; r == nil || r[0] != "xdp_lpm.o" || r[2] != "success" {
+		t.Errorf("xdp_lpm row %v; want xdp_lpm.o accepted", r)
+	}
+}

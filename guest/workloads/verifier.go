@@ -1,0 +1,257 @@
+package workloads
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/lpmbisect/lpmbisect/guest/bpf"
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// The Verifier/prog=NAME benchmarks load a program and report what its
+// verification cost: each sample is one load with the verifier log at
+// ebpf.LogLevelStats (BPF_LOG_STATS, Linux 5.2), whose statistics lines
+// give the processed instructions, the states and the verification time,
+// and, for a program the verifier accepted, BPF_OBJ_GET_INFO_BY_FD's
+// verified_insns (Linux 5.16). A program the verifier rejects is not a
+// failed benchmark but an outcome: its samples carry wire.VerdictRejected and
+// the log's last lines (wire.KeyVerifierError), with the statistics the
+// verifier printed before it gave up. See wire.VerifierPrefix for the
+// units.
+
+// ReqVerifierStats is the verifier log's statistics level.
+var ReqVerifierStats = Requirement{Feature: "verifier statistics (BPF_LOG_STATS)", MinKernel: "5.2", Probe: bpfProbe(func() error { return nil })}
+
+// verifierLogStart is the verifier log's first buffer: enough for the
+// statistics and the last lines of a rejection of a small program;
+// cilium/ebpf grows it when the kernel says it was too small.
+const verifierLogStart = 64 << 10
+
+// VerifierStats are the statistics of one verification.
+type VerifierStats struct {
+	// Processed, TotalStates, PeakStates and MaxStatesPerInsn are from
+	// the line "processed N insns (limit L) max_states_per_insn M
+	// total_states T peak_states P mark_read R".
+	Processed, TotalStates, PeakStates, MaxStatesPerInsn uint64
+	// MarkRead is that line's mark_read, which newer kernels do not
+	// print (HasMarkRead false).
+	MarkRead    uint64
+	HasMarkRead bool
+	// Usec is "verification time N usec": the kernel's clock around
+	// bpf_check, in microseconds (thousands of instructions under
+	// icount).
+	Usec uint64
+	// Found reports whether the log had the processed line at all.
+	Found bool
+}
+
+var (
+	processedLine = regexp.MustCompile(`^processed (\d+) insns \(limit \d+\) max_states_per_insn (\d+) total_states (\d+) peak_states (\d+)(?: mark_read (\d+))?`)
+	timeLine      = regexp.MustCompile(`^verification time (\d+) usec`)
+	stackLine     = regexp.MustCompile(`^stack depth `)
+)
+
+// ParseVerifierStats reads the statistics lines of a verifier log.
+func ParseVerifierStats(log []string) VerifierStats {
+	var s VerifierStats
+	num := func(v string) uint64 { n, _ := strconv.ParseUint(v, 10, 64); return n }
+	for _, l := range log {
+		l = strings.TrimSpace(l)
+		if m := processedLine.FindStringSubmatch(l); m != nil {
+			s.Found = true
+			s.Processed, s.MaxStatesPerInsn, s.TotalStates, s.PeakStates = num(m[1]), num(m[2]), num(m[3]), num(m[4])
+			if m[5] != "" {
+				s.MarkRead, s.HasMarkRead = num(m[5]), true
+			}
+		}
+		if m := timeLine.FindStringSubmatch(l); m != nil {
+			s.Usec = num(m[1])
+		}
+	}
+	return s
+}
+
+// isStatsLine reports whether l is one of the statistics lines, which
+// follow a rejection's reason.
+func isStatsLine(l string) bool {
+	return processedLine.MatchString(l) || timeLine.MatchString(l) || stackLine.MatchString(l)
+}
+
+// RejectionReason is the last lines of a rejected program's verifier log
+// before its statistics, joined by " | " and cut to
+// wire.MaxVerifierErrorLen bytes.
+func RejectionReason(log []string) string {
+	var lines []string
+	for _, l := range log {
+		if l = strings.TrimSpace(l); l != "" && !isStatsLine(l) {
+			lines = append(lines, l)
+		}
+	}
+	s := verifierTail(lines)
+	if len(s) > wire.MaxVerifierErrorLen {
+		s = strings.ToValidUTF8(s[:wire.MaxVerifierErrorLen-3], "") + "..."
+	}
+	return s
+}
+
+// verifierSample turns one verification into a sample: the
+// verification time per load, and the counts.
+func verifierSample(st VerifierStats, verified uint32, hasVerified bool, reason string) Sample {
+	s := Sample{Ops: 1, Elapsed: st.Usec * 1000}
+	add := func(v uint64, unit string) { s.Extra = append(s.Extra, Metric{Value: float64(v), Unit: unit}) }
+	add(st.Processed, wire.UnitInsnsProcessed)
+	if hasVerified {
+		add(uint64(verified), wire.UnitInsnsVerified)
+	}
+	add(st.TotalStates, wire.UnitStatesTotal)
+	add(st.PeakStates, wire.UnitStatesPeak)
+	add(st.MaxStatesPerInsn, wire.UnitStatesPerInsnMax)
+	if st.HasMarkRead {
+		add(st.MarkRead, wire.UnitMarkReadMax)
+	}
+	add(wire.VerdictAccepted, wire.UnitVerdict)
+	if reason != "" {
+		s.Extra[len(s.Extra)-1].Value = wire.VerdictRejected
+		s.Labels = []benchfmt.Config{{Key: wire.KeyVerifierError, Value: []byte(reason), File: true}}
+	}
+	return s
+}
+
+// verifyOnce loads program prog of spec (a copy, with its maps) with the
+// statistics log and returns its sample. A rejection is a sample; any
+// other failure to load is an error.
+func verifyOnce(spec *ebpf.CollectionSpec, prog string) (Sample, error) {
+	spec = spec.Copy()
+	for n := range spec.Programs {
+		if n != prog {
+			delete(spec.Programs, n)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+		Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats, LogSizeStart: verifierLogStart},
+	})
+	var verr *ebpf.VerifierError
+	switch {
+	case errors.As(err, &verr):
+		st := ParseVerifierStats(verr.Log)
+		return verifierSample(st, 0, false, RejectionReason(verr.Log)), nil
+	case err != nil:
+		return Sample{}, fmt.Errorf("load %s: %w", prog, err)
+	}
+	defer coll.Close()
+	p := coll.Programs[prog]
+	st := ParseVerifierStats(strings.Split(p.VerifierLog, "\n"))
+	if !st.Found {
+		return Sample{}, fmt.Errorf("load %s: the verifier log has no statistics line (log level %d ignored?)", prog, ebpf.LogLevelStats)
+	}
+	var verified uint32
+	hasVerified := false
+	if info, err := p.Info(); err == nil {
+		verified, hasVerified = info.VerifiedInstructions()
+	}
+	return verifierSample(st, verified, hasVerified, ""), nil
+}
+
+// verifierRun reports Params.Samples verifications of prog from the
+// collection spec that load returns.
+func verifierRun(prog string, load func(Params) (*ebpf.CollectionSpec, error)) func(*Run) error {
+	return func(r *Run) error {
+		spec, err := load(r.Params)
+		if err != nil {
+			return err
+		}
+		rejected := false
+		return reportSamples(r, func() (Sample, error) {
+			s, err := verifyOnce(spec, prog)
+			if err == nil && s.Labels != nil && !rejected {
+				rejected = true
+				r.Info("rejected by the verifier: " + string(s.Labels[0].Value))
+			}
+			return s, err
+		})
+	}
+}
+
+// verifierBenchmarks are the rows of lpmbisect's own programs: the LPM trie
+// bench's programs, as LPMTrie's benchmarks load them, and the hash map
+// lookup and update programs (HashMap/map=hash, 4-byte keys).
+func verifierBenchmarks() []*Benchmark {
+	type own struct {
+		op   bpf.LPMOp
+		keys bpf.KeyOrder
+	}
+	var out []*Benchmark
+	for _, o := range []own{{bpf.OpNoop, bpf.RandomKeys}, {bpf.OpBaseline, bpf.RandomKeys}, {bpf.OpLookup, bpf.RandomKeys},
+		{bpf.OpLookup, bpf.SequentialKeys}, {bpf.OpUpdate, bpf.RandomKeys}, {bpf.OpInsert, bpf.SequentialKeys}, {bpf.OpDelete, bpf.SequentialKeys}} {
+		l := bpf.LPMBench{Op: o.op, Keys: o.keys}
+		prog, name := l.ProgName(), l.ProgName()
+		if o.op == bpf.OpLookup && o.keys == bpf.SequentialKeys {
+			name += "_seq"
+		}
+		reqs := []Requirement{ReqVerifierStats, ReqBPFLoop}
+		if o.op.UsesTrie() {
+			reqs = append(reqs, ReqLPMTrie)
+		}
+		out = append(out, &Benchmark{
+			Name:     wire.VerifierPrefix + name,
+			Doc:      fmt.Sprintf("the verifier's cost of the program of LPMTrie/op=%v (keys %v): verification time per load, instructions processed and verified, states", o.op, o.keys),
+			Params:   []string{"entries", "prefix_len"},
+			Requires: reqs,
+			Run: verifierRun(prog, func(p Params) (*ebpf.CollectionSpec, error) {
+				l := l
+				l.Entries, l.PrefixLen = p.Entries, p.PrefixLen
+				return l.Spec()
+			}),
+		})
+	}
+	for _, op := range []bpf.HashOp{bpf.HashLookup, bpf.HashUpdate} {
+		h := bpf.HashBench{Kind: bpf.Hash, Op: op, Keys: bpf.SequentialKeys, KeySize: 4}
+		out = append(out, &Benchmark{
+			Name:     wire.VerifierPrefix + h.ProgName(),
+			Doc:      fmt.Sprintf("the verifier's cost of the program of HashMap/map=hash/op=%v/key_size=4: verification time per load, instructions processed and verified, states", op),
+			Params:   []string{"entries"},
+			Requires: []Requirement{ReqVerifierStats, ReqHashMap, ReqBPFLoop},
+			Run: verifierRun(h.ProgName(), func(p Params) (*ebpf.CollectionSpec, error) {
+				h := h
+				h.Entries = p.Entries
+				return h.Spec()
+			}),
+		})
+	}
+	return out
+}
+
+// ownVerifierPrograms are the programs of verifierBenchmarks' rows.
+func ownVerifierPrograms() []string {
+	var out []string
+	for _, b := range verifierBenchmarks() {
+		out = append(out, strings.TrimPrefix(b.Name, wire.VerifierPrefix))
+	}
+	return out
+}
+
+// workloadVerifier is the row of the user's program prog, loaded from the
+// object at object.
+func workloadVerifier(prog, object string) *Benchmark {
+	return &Benchmark{
+		Name:     wire.VerifierPrefix + prog,
+		Doc:      "the verifier's cost of the user's program " + prog + " (--workload): verification time per load, instructions processed and verified, states; or its rejection",
+		Requires: []Requirement{ReqVerifierStats},
+		Run: verifierRun(prog, func(Params) (*ebpf.CollectionSpec, error) {
+			spec, err := ebpf.LoadCollectionSpec(object)
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", object, err)
+			}
+			if spec.Programs[prog] == nil {
+				return nil, fmt.Errorf("the object has no program %q", prog)
+			}
+			return spec, nil
+		}),
+	}
+}

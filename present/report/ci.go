@@ -1,0 +1,219 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/internal/words"
+	"github.com/lpmbisect/lpmbisect/present/view"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+)
+
+// KCIDBOrigin is the origin of lpmbisect's KCIDB objects: every id starts
+// with it and a colon.
+const KCIDBOrigin = "lpmbisect"
+
+// KCIDB v4 objects, as much of them as lpmbisect fills (see
+// https://github.com/kernelci/kcidb, doc/submitter_guide.md).
+type (
+	kcidbDoc struct {
+		Version   kcidbVersion    `json:"version"`
+		Checkouts []kcidbCheckout `json:"checkouts"`
+		Builds    []kcidbBuild    `json:"builds"`
+		Tests     []kcidbTest     `json:"tests"`
+	}
+	kcidbVersion struct {
+		Major int `json:"major"`
+		Minor int `json:"minor"`
+	}
+	kcidbCheckout struct {
+		ID        string `json:"id"`
+		Origin    string `json:"origin"`
+		Valid     bool   `json:"valid"`
+		StartTime string `json:"start_time,omitempty"`
+		Comment   string `json:"comment,omitempty"`
+	}
+	kcidbBuild struct {
+		ID         string `json:"id"`
+		CheckoutID string `json:"checkout_id"`
+		Origin     string `json:"origin"`
+		Valid      bool   `json:"valid"`
+		Arch       string `json:"architecture"`
+		StartTime  string `json:"start_time,omitempty"`
+		Comment    string `json:"comment,omitempty"`
+	}
+	kcidbTest struct {
+		ID        string         `json:"id"`
+		BuildID   string         `json:"build_id"`
+		Origin    string         `json:"origin"`
+		Path      string         `json:"path"`
+		Status    string         `json:"status"`
+		StartTime string         `json:"start_time,omitempty"`
+		Number    *kcidbNumber   `json:"number,omitempty"`
+		Comment   string         `json:"comment,omitempty"`
+		Misc      map[string]any `json:"misc,omitempty"`
+	}
+	kcidbNumber struct {
+		Value  float64 `json:"value"`
+		Unit   string  `json:"unit,omitempty"`
+		Prefix string  `json:"prefix,omitempty"`
+	}
+)
+
+// kcidbPathPart keeps what a KCIDB test path node may hold.
+var kcidbPathPart = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// WriteKCIDB writes a comparison as a KCIDB v4 submission: kernel B is
+// the checkout and build under test, each row a test with status DONE
+// (lpmbisect measures; the verdict is in misc) and its centre on B as the
+// number with its unit; a verifier rejection on B is a test with status
+// FAIL and the verifier's last lines as its comment.
+func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
+	b := meta.B
+	if b.Release == "" && b.SHA256 == "" {
+		b = meta.A
+	}
+	key := words.ShortHash(b.SHA256)
+	if key == "" {
+		key = kcidbPathPart.ReplaceAllString(b.Release, "_")
+	}
+	start := ""
+	if !meta.Date.IsZero() {
+		start = meta.Date.UTC().Format(time.RFC3339)
+	}
+	doc := kcidbDoc{Version: kcidbVersion{4, 0}}
+	id := KCIDBOrigin + ":" + key
+	doc.Checkouts = []kcidbCheckout{{ID: id, Origin: KCIDBOrigin, Valid: true, StartTime: start, Comment: b.Release}}
+	doc.Builds = []kcidbBuild{{ID: id, CheckoutID: id, Origin: KCIDBOrigin, Valid: true, Arch: "x86_64", StartTime: start, Comment: b.Input}}
+	for _, r := range rep.Rows {
+		side := r.B
+		if side.Boots == 0 {
+			continue
+		}
+		path := kcidbPath(r.Benchmark, r.Unit)
+		doc.Tests = append(doc.Tests, kcidbTest{
+			ID: id + ":" + path, BuildID: id, Origin: KCIDBOrigin, Path: path, Status: "DONE", StartTime: start,
+			Number: &kcidbNumber{Value: side.Center, Unit: r.Unit},
+			Misc:   map[string]any{"verdict": r.Verdict.String(), "change_pct": r.DeltaPct, "boots": side.Boots, "accel": meta.Accel},
+		})
+	}
+	for _, p := range meta.Verifier {
+		if !p.B.Rejected {
+			continue
+		}
+		path := kcidbPath(p.Benchmark, "load")
+		doc.Tests = append(doc.Tests, kcidbTest{ID: id + ":" + path, BuildID: id, Origin: KCIDBOrigin, Path: path,
+			Status: "FAIL", StartTime: start, Comment: p.B.Error})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// kcidbPath is a row's test path: "lpmbisect." and the name's parts and
+// the unit, each kept to letters, digits, _ and -.
+func kcidbPath(bench, unit string) string {
+	parts := []string{KCIDBOrigin}
+	for _, p := range append(strings.Split(bench, "/"), unit) {
+		parts = append(parts, strings.Trim(kcidbPathPart.ReplaceAllString(p, "_"), "_"))
+	}
+	return strings.Join(parts, ".")
+}
+
+// WriteGitHub writes a comparison as GitHub Actions workflow commands: an
+// ::error line for each row DIFFERENT for the worse and each program B's
+// verifier rejects that A's accepted, a ::notice for each row DIFFERENT
+// for the better and each program only B's verifier accepts, a ::warning
+// for each UNKNOWN row, and nothing for SAME.
+func WriteGitHub(w io.Writer, rep *compare.Report, meta view.Meta) error {
+	for _, r := range rep.Rows {
+		if r.Control || !r.Compared() {
+			continue
+		}
+		level := ""
+		switch {
+		case r.Verdict == compare.Different && r.Worse():
+			level = "error"
+		case r.Verdict == compare.Different:
+			level = "notice"
+		case r.Verdict == compare.Unknown:
+			level = "warning"
+		default:
+			continue
+		}
+		msg := fmt.Sprintf("%s %s: %s → %s (%s), %v", r.Benchmark, r.Unit, view.FormatValue(r.A.Center, r.Unit), view.FormatValue(r.B.Center, r.Unit), view.FormatDelta(r.DeltaPct), r.Verdict)
+		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", level, githubProperty("lpmbisect: "+r.Benchmark), githubData(msg)); err != nil {
+			return err
+		}
+	}
+	for _, p := range meta.Verifier {
+		level, title, msg := "", "", ""
+		switch {
+		case p.B.Rejected && !p.A.Rejected:
+			level, title, msg = "error", " stops verifying", fmt.Sprintf("%s (%s): B's verifier rejects it, A's accepted it: %s", p.Program, p.File, p.B.Error)
+		case p.A.Rejected && !p.B.Rejected && p.B.Present:
+			level, title, msg = "notice", " starts verifying", fmt.Sprintf("%s (%s): B's verifier accepts it, A's rejected it: %s", p.Program, p.File, p.A.Error)
+		default:
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", level, githubProperty("lpmbisect: "+p.Program+title), githubData(msg)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// githubData escapes a workflow command's message (%, CR, LF).
+func githubData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// githubProperty escapes a workflow command's property value (also : and
+// ,).
+func githubProperty(s string) string {
+	return strings.NewReplacer(":", "%3A", ",", "%2C").Replace(githubData(s))
+}
+
+// allWarnings are the warnings every format prints: compare's (warnings)
+// and the programs whose verifier verdict differs between the sides or
+// that a side rejects (verifierOutcomes).
+func allWarnings(rep *compare.Report, meta view.Meta) []string {
+	return append(warnings(rep, meta.Insight), verifierOutcomes(meta)...)
+}
+
+// verifierOutcomes says, per program a side's verifier rejected, what
+// happened: "Verifier: xdp_movsx (movsx.o) starts verifying: A rejected it
+// (BPF_MOV uses reserved fields), B accepts it."
+func verifierOutcomes(meta view.Meta) []string {
+	var out []string
+	for _, p := range meta.Verifier {
+		a, b := p.A, p.B
+		why := func(s view.VerifierSide) string {
+			if s.Error == "" {
+				return ""
+			}
+			return " (" + s.Error + ")"
+		}
+		var s string
+		switch {
+		case a.Rejected && b.Rejected:
+			s = fmt.Sprintf("is rejected by both: A%s, B%s", why(a), why(b))
+		case a.Rejected && b.Present:
+			s = fmt.Sprintf("starts verifying: A rejected it%s, B accepts it", why(a))
+		case b.Rejected && a.Present:
+			s = fmt.Sprintf("stops verifying: A accepted it, B rejects it%s", why(b))
+		case a.Rejected:
+			s = "is rejected by A" + why(a)
+		case b.Rejected:
+			s = "is rejected by B" + why(b)
+		default:
+			continue
+		}
+		out = append(out, fmt.Sprintf("Verifier: %s (%s) %s.", p.Program, p.File, s))
+	}
+	return out
+}
