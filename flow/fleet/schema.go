@@ -142,6 +142,14 @@ CREATE TRIGGER lpmbisect_fleet_fence BEFORE UPDATE ON river_job FOR EACH ROW
 -- other boots and for rows stored before this column.
 ALTER TABLE lpmbisect_fleet_boot_results ADD COLUMN phases text NOT NULL DEFAULT '';
 `},
+	{"calibrations keyed by twelve-digit IDs", `
+-- A calibration's ID is words.ShortHash's twelve hex digits (calibrate.Key.ID);
+-- it was sixteen. Rows stored under the old IDs are kept, though no key
+-- finds them any more.
+ALTER TABLE lpmbisect_fleet_calibrations DROP CONSTRAINT lpmbisect_fleet_calibrations_key_id_check;
+ALTER TABLE lpmbisect_fleet_calibrations ADD CONSTRAINT lpmbisect_fleet_calibrations_key_id_check
+	CHECK (key_id ~ '^[0-9a-f]{12}([0-9a-f]{4})?$');
+`},
 }
 
 // MigrateResult says what Migrate did: River's schema version and ours,
