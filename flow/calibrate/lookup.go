@@ -164,12 +164,20 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, er
 // and its own-work row (wire.WorkloadOwn), which the deterministic rule
 // decides while each side's boots agree within the bound and the
 // statistical rule once they do not (a program with two modes shows them
-// as boots that disagree). Source says so; partly: what a stored
+// as boots that disagree), and the verifier's rows (wire.VerifierPrefix),
+// whose counts repeat exactly from load to load; their verification time
+// does not, falls to the statistical rule, and holds no boots
+// (wire.IsVerifierTime). Source says so; partly: what a stored
 // calibration left to the defaults.
 func (b *Bounds) defaults(names []string, calibrated func(name string) bool, partly bool) {
 	var given []string
 	for _, name := range names {
 		if calibrated(name) {
+			continue
+		}
+		if strings.HasPrefix(name, wire.VerifierPrefix) {
+			b.Jitter[name] = DefaultBound
+			given = append(given, name)
 			continue
 		}
 		if prog, ok := wire.WorkloadOf(name); ok {
@@ -192,7 +200,13 @@ func (b *Bounds) defaults(names []string, calibrated func(name string) bool, par
 	}
 	families := slices.Clone(DeterministicFamilies)
 	if partly { // name what the calibration left to the defaults
-		families = slices.DeleteFunc(slices.Clone(given), func(n string) bool { _, ok := wire.WorkloadOf(n); return ok })
+		families = slices.DeleteFunc(slices.Clone(given), func(n string) bool {
+			_, ok := wire.WorkloadOf(n)
+			return ok || strings.HasPrefix(n, wire.VerifierPrefix)
+		})
+	}
+	if slices.ContainsFunc(given, func(n string) bool { return strings.HasPrefix(n, wire.VerifierPrefix) }) {
+		families = append(families, "the verifier's counts while their boots agree (its verification time moves from load to load and never holds the boots)")
 	}
 	for _, name := range given {
 		if prog, ok := wire.WorkloadOf(name); ok && name == wire.WorkloadBench(prog) {

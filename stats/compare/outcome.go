@@ -3,6 +3,8 @@ package compare
 import (
 	"fmt"
 	"math"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // FailOn chooses which DIFFERENT rows fail a comparison in CI.
@@ -178,7 +180,10 @@ func (r *Report) Undecided(selected func(bench string) bool) []Row {
 		if selected != nil {
 			sel = selected(sourceOf(row.Benchmark))
 		}
-		if sel && row.Undecided() {
+		// A verifier row's verification time moves from load to load
+		// (wire.IsVerifierTime): it keeps the verdict the other rows'
+		// boots reach, and never holds the look loop on its own.
+		if sel && row.Undecided() && !wire.IsVerifierTime(row.Benchmark, row.Unit) {
 			out = append(out, row)
 		}
 	}
