@@ -53,6 +53,9 @@ func (b *KbuildBuilder) Build(ctx context.Context, src, buildDir string) (*Build
 	if err != nil {
 		return nil, err
 	}
+	if b.Log != nil {
+		b.Log.Printf("build in %s: %s", buildDir, r.Summary())
+	}
 	return &BuildOutput{Kernel: r.Dir, Log: r.Log, Duration: r.Duration, Config: r.Config}, nil
 }
 
