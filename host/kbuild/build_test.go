@@ -185,7 +185,7 @@ func TestReadFragment(t *testing.T) {
 	for _, o := range opts {
 		have[o[0]] = o[1]
 	}
-	for _, want := range []string{"CONFIG_BPF_SYSCALL", "CONFIG_BPF_JIT", "CONFIG_VIRTIO_PCI", "CONFIG_VIRTIO_CONSOLE", "CONFIG_SERIAL_8250_CONSOLE", "CONFIG_DEVTMPFS", "CONFIG_KPROBES", "CONFIG_TRACEPOINTS"} {
+	for _, want := range []string{"CONFIG_BPF_SYSCALL", "CONFIG_BPF_JIT", "CONFIG_VIRTIO_PCI", "CONFIG_VIRTIO_CONSOLE", "CONFIG_SERIAL_8250_CONSOLE", "CONFIG_DEVTMPFS", "CONFIG_KPROBES", "CONFIG_TRACEPOINTS", "CONFIG_PVH", "CONFIG_KERNEL_GZIP"} {
 		if have[want] != "y" {
 			t.Errorf("built-in fragment sets %s=%q; want y", want, have[want])
 		}
