@@ -247,6 +247,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	b := &builder{o: o, log: logf}
 	fmt.Fprintf(logf, "# lpmbisect build of %s in %s, %s\n", o.Src, o.Dir, start.Format(time.RFC3339))
 
+	os.Remove(filepath.Join(o.Dir, lastBuiltName))
 	key, err := o.configKey(ctx)
 	if err != nil {
 		return nil, err

@@ -152,6 +152,7 @@ func BuildKernel(ctx context.Context, builder Builder, src, buildDir, commit, ke
 	if log != nil {
 		log.Printf("building %s in %s", words.ShortHash(commit), buildDir)
 	}
+	os.Remove(filepath.Join(buildDir, lastBuiltName))
 	out, err := builder.Build(ctx, src, buildDir)
 	if errors.Is(err, ErrBuildFailed) && ctx.Err() == nil {
 		kept := filepath.Join(keep, "logs", commit+".log")
@@ -172,6 +173,9 @@ func BuildKernel(ctx context.Context, builder Builder, src, buildDir, commit, ke
 		if kernel.IsBadInput(err) {
 			return &Built{Failed: fmt.Sprintf("the build produced no kernel: %v (log: %s)", err, out.Log), BuildLog: out.Log}, nil
 		}
+		return nil, err
+	}
+	if err := SetLastBuilt(buildDir, commit); err != nil {
 		return nil, err
 	}
 	b := &Built{Kernel: kept, Image: k.SHA256, Release: k.Release, BuildLog: out.Log, BuildSeconds: out.Duration.Seconds()}
