@@ -680,3 +680,112 @@ func TestNeedsMigrationHint(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetSeries measures the series of TestSeriesOnRealKernels on the
+// fleet: every patch is a build job of the first worker (see fakeMake),
+// boots go to both, and patch N+1's build job runs while patch N boots.
+// It must give the local series' statuses and verdicts. Like
+// TestFleetBisect it takes minutes on a 2-core machine, so it runs with
+// LPMBISECT_FLEET_SERIES=1:
+//
+//	LPMBISECT_FLEET_SERIES=1 LPMBISECT_REQUIRE_VM=1 go test -run TestFleetSeries -v ./cmd/lpmbisect
+func TestFleetSeries(t *testing.T) {
+	if os.Getenv("LPMBISECT_FLEET_SERIES") != "1" {
+		t.Skip("set LPMBISECT_FLEET_SERIES=1 to measure a series on two workers, builds on one (minutes)")
+	}
+	args := vmArgs(t)
+	dir, commits := culpritRepoWith(t, map[string]string{"Makefile": "# not a kernel: build.sh builds\n", "Kconfig": "# not a kernel: build.sh builds\n"})
+	db, password := migratedFleet(t)
+	tools := t.TempDir()
+	mk := filepath.Join(tools, "make")
+	cfg := filepath.Join(tools, "worker.toml")
+	if err := os.WriteFile(mk, []byte(fakeMake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[build]\nmake = %q\n", mk)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, db, "w1", "--queues", "icount,build", "--tree", "culprit="+dir, "--config", cfg)
+	startWorker(t, db, "w2")
+	state := t.TempDir()
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, append(append([]string{"series", "--repo", dir, "--state", state, "--format", "json",
+		"--db", db, "--queue", "icount", "--build-queue", "build", "--tree", "culprit"}, bisectArgs...), append(args, "--boot-timeout", "4m", commits[1]+".."+commits[7])...)...)
+	t.Logf("series --db --queue icount --build-queue build (%s):\n%s", time.Since(start).Round(time.Second), stderr)
+	if code != exitInconclusive {
+		t.Fatalf("series on the fleet: exit %d; want %d as locally (a patch did not build, one did not boot)", code, exitInconclusive)
+	}
+	var doc struct {
+		Patches []struct {
+			Commit  string   `json:"commit"`
+			Status  string   `json:"status"`
+			LogTail []string `json:"log_tail"`
+		} `json:"patches"`
+		Benchmarks []struct {
+			Cells []struct {
+				VsParent *struct {
+					Verdict   string `json:"verdict"`
+					Direction string `json:"direction"`
+				} `json:"vs_parent"`
+			} `json:"cells"`
+		} `json:"benchmarks"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("series JSON: %v\n%s", err, stdout)
+	}
+	var got []string
+	for _, p := range doc.Patches {
+		got = append(got, p.Status)
+	}
+	if strings.Join(got, " ") != "boot-failed measured build-failed measured measured measured" {
+		t.Fatalf("statuses = %v; want the local series' (TestSeriesOnRealKernels)", got)
+	}
+	if !strings.Contains(strings.Join(doc.Patches[2].LogTail, "\n"), "expected ';'") {
+		t.Errorf("3/6's log tail = %q; want the compiler's error, from the worker", doc.Patches[2].LogTail)
+	}
+	if len(doc.Benchmarks) == 0 {
+		t.Fatal("no benchmark in the series report")
+	}
+	cells := doc.Benchmarks[0].Cells
+	if d := cells[4].VsParent; d == nil || d.Verdict != "DIFFERENT" || d.Direction != "better" {
+		t.Errorf("5/6 (6.1 → 6.12) vs parent = %+v; want DIFFERENT better", d)
+	}
+	for _, i := range []int{1, 3, 5} {
+		if d := cells[i].VsParent; d == nil || d.Verdict != "SAME" {
+			t.Errorf("%d/6 vs parent = %+v; want SAME (the same kernel)", i+1, d)
+		}
+	}
+	noSecret(t, password, "series --db", stdout, stderr)
+	// Every commit of the series and its base was a build job of w1's.
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	built := map[string]string{}
+	rows, err := conn.Query(context.Background(), "SELECT commit, worker, ok FROM lpmbisect_fleet_build_results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var commit, worker string
+		var ok bool
+		if err := rows.Scan(&commit, &worker, &ok); err != nil {
+			t.Fatal(err)
+		}
+		built[commit] = fmt.Sprintf("%s ok=%v", worker, ok)
+	}
+	rows.Close()
+	t.Logf("build jobs: %v", built)
+	for i := 1; i <= 7; i++ {
+		if want := fmt.Sprintf("w1 ok=%v", i != 4); built[commits[i]] != want {
+			t.Errorf("build job of commit %d = %q; want %q", i, built[commits[i]], want)
+		}
+	}
+	per := bootsPerWorker(fleetStatus(t, db, password))
+	t.Logf("boots per worker: %v", per)
+	if per["w1"] == 0 || per["w2"] == 0 {
+		t.Errorf("boots per worker = %v; want both workers to have booted", per)
+	}
+	assertNoQEMULeft(t)
+}
