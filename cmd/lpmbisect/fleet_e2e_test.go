@@ -537,20 +537,7 @@ func TestFleetBisect(t *testing.T) {
 		t.Skip("set LPMBISECT_FLEET_BISECT=1 to bisect on two workers, builds on one (4 to 8 minutes)")
 	}
 	args := vmArgs(t)
-	// What package build looks for in a kernel tree, beside build.sh.
-	dir, commits := culpritRepoWith(t, map[string]string{"Makefile": "# not a kernel: build.sh builds\n", "Kconfig": "# not a kernel: build.sh builds\n"})
-	db, password := migratedFleet(t)
-	tools := t.TempDir()
-	mk := filepath.Join(tools, "make")
-	cfg := filepath.Join(tools, "worker.toml")
-	if err := os.WriteFile(mk, []byte(fakeMake), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[build]\nmake = %q\n", mk)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	startWorker(t, db, "w1", "--queues", "icount,build", "--tree", "culprit="+dir, "--config", cfg)
-	startWorker(t, db, "w2")
+	dir, commits, db, password := buildingFleet(t)
 	state := t.TempDir()
 	start := time.Now()
 	code, stdout, stderr := runCLI(t, append(append([]string{"bisect", "--repo", dir, "--good", commits[0], "--bad", commits[8], "--reverse",
@@ -580,26 +567,7 @@ func TestFleetBisect(t *testing.T) {
 		t.Errorf("boots per worker = %v; want both workers to have booted", per)
 	}
 	// Every commit the bisection built was a build job of w1's.
-	conn, err := pgx.Connect(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	built := map[string]string{}
-	rows, err := conn.Query(context.Background(), "SELECT commit, worker, ok FROM lpmbisect_fleet_build_results")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var commit, worker string
-		var ok bool
-		if err := rows.Scan(&commit, &worker, &ok); err != nil {
-			t.Fatal(err)
-		}
-		built[commit] = fmt.Sprintf("%s ok=%v", worker, ok)
-	}
-	rows.Close()
-	t.Logf("build jobs: %v", built)
+	built := buildJobs(t, db)
 	for commit := range st.Kernels {
 		if want := fmt.Sprintf("w1 ok=%v", commit != commits[4]); built[commit] != want {
 			t.Errorf("build job of %s = %q; want %q", commit[:12], built[commit], want)
@@ -694,19 +662,7 @@ func TestFleetSeries(t *testing.T) {
 		t.Skip("set LPMBISECT_FLEET_SERIES=1 to measure a series on two workers, builds on one (minutes)")
 	}
 	args := vmArgs(t)
-	dir, commits := culpritRepoWith(t, map[string]string{"Makefile": "# not a kernel: build.sh builds\n", "Kconfig": "# not a kernel: build.sh builds\n"})
-	db, password := migratedFleet(t)
-	tools := t.TempDir()
-	mk := filepath.Join(tools, "make")
-	cfg := filepath.Join(tools, "worker.toml")
-	if err := os.WriteFile(mk, []byte(fakeMake), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[build]\nmake = %q\n", mk)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	startWorker(t, db, "w1", "--queues", "icount,build", "--tree", "culprit="+dir, "--config", cfg)
-	startWorker(t, db, "w2")
+	dir, commits, db, password := buildingFleet(t)
 	state := t.TempDir()
 	start := time.Now()
 	code, stdout, stderr := runCLI(t, append(append([]string{"series", "--repo", dir, "--state", state, "--format", "json",
@@ -715,68 +671,10 @@ func TestFleetSeries(t *testing.T) {
 	if code != exitInconclusive {
 		t.Fatalf("series on the fleet: exit %d; want %d as locally (a patch did not build, one did not boot)", code, exitInconclusive)
 	}
-	var doc struct {
-		Patches []struct {
-			Commit  string   `json:"commit"`
-			Status  string   `json:"status"`
-			LogTail []string `json:"log_tail"`
-		} `json:"patches"`
-		Benchmarks []struct {
-			Cells []struct {
-				VsParent *struct {
-					Verdict   string `json:"verdict"`
-					Direction string `json:"direction"`
-				} `json:"vs_parent"`
-			} `json:"cells"`
-		} `json:"benchmarks"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatalf("series JSON: %v\n%s", err, stdout)
-	}
-	var got []string
-	for _, p := range doc.Patches {
-		got = append(got, p.Status)
-	}
-	if strings.Join(got, " ") != "boot-failed measured build-failed measured measured measured" {
-		t.Fatalf("statuses = %v; want the local series' (TestSeriesOnRealKernels)", got)
-	}
-	if !strings.Contains(strings.Join(doc.Patches[2].LogTail, "\n"), "expected ';'") {
-		t.Errorf("3/6's log tail = %q; want the compiler's error, from the worker", doc.Patches[2].LogTail)
-	}
-	if len(doc.Benchmarks) == 0 {
-		t.Fatal("no benchmark in the series report")
-	}
-	cells := doc.Benchmarks[0].Cells
-	if d := cells[4].VsParent; d == nil || d.Verdict != "DIFFERENT" || d.Direction != "better" {
-		t.Errorf("5/6 (6.1 → 6.12) vs parent = %+v; want DIFFERENT better", d)
-	}
-	for _, i := range []int{1, 3, 5} {
-		if d := cells[i].VsParent; d == nil || d.Verdict != "SAME" {
-			t.Errorf("%d/6 vs parent = %+v; want SAME (the same kernel)", i+1, d)
-		}
-	}
+	checkRealSeries(t, stdout)
 	noSecret(t, password, "series --db", stdout, stderr)
 	// Every commit of the series and its base was a build job of w1's.
-	conn, err := pgx.Connect(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	built := map[string]string{}
-	rows, err := conn.Query(context.Background(), "SELECT commit, worker, ok FROM lpmbisect_fleet_build_results")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var commit, worker string
-		var ok bool
-		if err := rows.Scan(&commit, &worker, &ok); err != nil {
-			t.Fatal(err)
-		}
-		built[commit] = fmt.Sprintf("%s ok=%v", worker, ok)
-	}
-	rows.Close()
-	t.Logf("build jobs: %v", built)
+	built := buildJobs(t, db)
 	for i := 1; i <= 7; i++ {
 		if want := fmt.Sprintf("w1 ok=%v", i != 4); built[commits[i]] != want {
 			t.Errorf("build job of commit %d = %q; want %q", i, built[commits[i]], want)
@@ -788,4 +686,53 @@ func TestFleetSeries(t *testing.T) {
 		t.Errorf("boots per worker = %v; want both workers to have booted", per)
 	}
 	assertNoQEMULeft(t)
+}
+
+// buildingFleet is the fleet of TestFleetBisect and TestFleetSeries: the
+// bisection tests' repository (culpritRepoWith, with what package build
+// looks for in a kernel tree beside build.sh), worker w1 on the icount
+// and build queues, which builds it as tree "culprit" with fakeMake, and
+// worker w2 on the icount queue.
+func buildingFleet(t *testing.T) (dir string, commits []string, db, password string) {
+	t.Helper()
+	dir, commits = culpritRepoWith(t, map[string]string{"Makefile": "# not a kernel: build.sh builds\n", "Kconfig": "# not a kernel: build.sh builds\n"})
+	db, password = migratedFleet(t)
+	tools := t.TempDir()
+	mk := filepath.Join(tools, "make")
+	cfg := filepath.Join(tools, "worker.toml")
+	if err := os.WriteFile(mk, []byte(fakeMake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[build]\nmake = %q\n", mk)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, db, "w1", "--queues", "icount,build", "--tree", "culprit="+dir, "--config", cfg)
+	startWorker(t, db, "w2")
+	return dir, commits, db, password
+}
+
+// buildJobs reads the fleet's build results: commit → "worker ok=bool".
+func buildJobs(t *testing.T, db string) map[string]string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	built := map[string]string{}
+	rows, err := conn.Query(context.Background(), "SELECT commit, worker, ok FROM lpmbisect_fleet_build_results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var commit, worker string
+		var ok bool
+		if err := rows.Scan(&commit, &worker, &ok); err != nil {
+			t.Fatal(err)
+		}
+		built[commit] = fmt.Sprintf("%s ok=%v", worker, ok)
+	}
+	t.Logf("build jobs: %v", built)
+	return built
 }
