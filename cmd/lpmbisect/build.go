@@ -45,7 +45,7 @@ func (r *run) buildTree(c *cli.Context, src string) (*kbuild.Result, error) {
 	case err != nil:
 		return nil, usageError("%v", err)
 	}
-	r.log.Printf("built %s in %s: compiler %q, config %s", res.Image, res.Duration.Round(100*time.Millisecond), res.Compiler, res.ShortHash())
+	r.log.Printf("built %s in %s (%s): compiler %q, config %s", res.Image, res.Duration.Round(100*time.Millisecond), res.Summary(), res.Compiler, res.ShortHash())
 	return res, nil
 }
 

@@ -537,20 +537,7 @@ func TestFleetBisect(t *testing.T) {
 		t.Skip("set LPMBISECT_FLEET_BISECT=1 to bisect on two workers, builds on one (4 to 8 minutes)")
 	}
 	args := vmArgs(t)
-	// What package build looks for in a kernel tree, beside build.sh.
-	dir, commits := culpritRepoWith(t, map[string]string{"Makefile": "# not a kernel: build.sh builds\n", "Kconfig": "# not a kernel: build.sh builds\n"})
-	db, password := migratedFleet(t)
-	tools := t.TempDir()
-	mk := filepath.Join(tools, "make")
-	cfg := filepath.Join(tools, "worker.toml")
-	if err := os.WriteFile(mk, []byte(fakeMake), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[build]\nmake = %q\n", mk)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	startWorker(t, db, "w1", "--queues", "icount,build", "--tree", "culprit="+dir, "--config", cfg)
-	startWorker(t, db, "w2")
+	dir, commits, db, password := buildingFleet(t)
 	state := t.TempDir()
 	start := time.Now()
 	code, stdout, stderr := runCLI(t, append(append([]string{"bisect", "--repo", dir, "--good", commits[0], "--bad", commits[8], "--reverse",
@@ -580,26 +567,7 @@ func TestFleetBisect(t *testing.T) {
 		t.Errorf("boots per worker = %v; want both workers to have booted", per)
 	}
 	// Every commit the bisection built was a build job of w1's.
-	conn, err := pgx.Connect(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	built := map[string]string{}
-	rows, err := conn.Query(context.Background(), "SELECT commit, worker, ok FROM lpmbisect_fleet_build_results")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var commit, worker string
-		var ok bool
-		if err := rows.Scan(&commit, &worker, &ok); err != nil {
-			t.Fatal(err)
-		}
-		built[commit] = fmt.Sprintf("%s ok=%v", worker, ok)
-	}
-	rows.Close()
-	t.Logf("build jobs: %v", built)
+	built := buildJobs(t, db)
 	for commit := range st.Kernels {
 		if want := fmt.Sprintf("w1 ok=%v", commit != commits[4]); built[commit] != want {
 			t.Errorf("build job of %s = %q; want %q", commit[:12], built[commit], want)
@@ -679,4 +647,92 @@ func TestNeedsMigrationHint(t *testing.T) {
 			t.Errorf("lpmbisect %s on an unmigrated database = exit %d, %q; want exit %d and the hint %q once", c.args[0], code, stderr, exitUsage, c.hint)
 		}
 	}
+}
+
+// TestFleetSeries measures the series of TestSeriesOnRealKernels on the
+// fleet: every patch is a build job of the first worker (see fakeMake),
+// boots go to both, and patch N+1's build job runs while patch N boots.
+// It must give the local series' statuses and verdicts. Like
+// TestFleetBisect it takes minutes on a 2-core machine, so it runs with
+// LPMBISECT_FLEET_SERIES=1:
+//
+//	LPMBISECT_FLEET_SERIES=1 LPMBISECT_REQUIRE_VM=1 go test -run TestFleetSeries -v ./cmd/lpmbisect
+func TestFleetSeries(t *testing.T) {
+	if os.Getenv("LPMBISECT_FLEET_SERIES") != "1" {
+		t.Skip("set LPMBISECT_FLEET_SERIES=1 to measure a series on two workers, builds on one (minutes)")
+	}
+	args := vmArgs(t)
+	dir, commits, db, password := buildingFleet(t)
+	state := t.TempDir()
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, append(append([]string{"series", "--repo", dir, "--state", state, "--format", "json",
+		"--db", db, "--queue", "icount", "--build-queue", "build", "--tree", "culprit"}, bisectArgs...), append(args, "--boot-timeout", "4m", commits[1]+".."+commits[7])...)...)
+	t.Logf("series --db --queue icount --build-queue build (%s):\n%s", time.Since(start).Round(time.Second), stderr)
+	if code != exitInconclusive {
+		t.Fatalf("series on the fleet: exit %d; want %d as locally (a patch did not build, one did not boot)", code, exitInconclusive)
+	}
+	checkRealSeries(t, stdout)
+	noSecret(t, password, "series --db", stdout, stderr)
+	// Every commit of the series and its base was a build job of w1's.
+	built := buildJobs(t, db)
+	for i := 1; i <= 7; i++ {
+		if want := fmt.Sprintf("w1 ok=%v", i != 4); built[commits[i]] != want {
+			t.Errorf("build job of commit %d = %q; want %q", i, built[commits[i]], want)
+		}
+	}
+	per := bootsPerWorker(fleetStatus(t, db, password))
+	t.Logf("boots per worker: %v", per)
+	if per["w1"] == 0 || per["w2"] == 0 {
+		t.Errorf("boots per worker = %v; want both workers to have booted", per)
+	}
+	assertNoQEMULeft(t)
+}
+
+// buildingFleet is the fleet of TestFleetBisect and TestFleetSeries: the
+// bisection tests' repository (culpritRepoWith, with what package build
+// looks for in a kernel tree beside build.sh), worker w1 on the icount
+// and build queues, which builds it as tree "culprit" with fakeMake, and
+// worker w2 on the icount queue.
+func buildingFleet(t *testing.T) (dir string, commits []string, db, password string) {
+	t.Helper()
+	dir, commits = culpritRepoWith(t, map[string]string{"Makefile": "# not a kernel: build.sh builds\n", "Kconfig": "# not a kernel: build.sh builds\n"})
+	db, password = migratedFleet(t)
+	tools := t.TempDir()
+	mk := filepath.Join(tools, "make")
+	cfg := filepath.Join(tools, "worker.toml")
+	if err := os.WriteFile(mk, []byte(fakeMake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[build]\nmake = %q\n", mk)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, db, "w1", "--queues", "icount,build", "--tree", "culprit="+dir, "--config", cfg)
+	startWorker(t, db, "w2")
+	return dir, commits, db, password
+}
+
+// buildJobs reads the fleet's build results: commit → "worker ok=bool".
+func buildJobs(t *testing.T, db string) map[string]string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	built := map[string]string{}
+	rows, err := conn.Query(context.Background(), "SELECT commit, worker, ok FROM lpmbisect_fleet_build_results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var commit, worker string
+		var ok bool
+		if err := rows.Scan(&commit, &worker, &ok); err != nil {
+			t.Fatal(err)
+		}
+		built[commit] = fmt.Sprintf("%s ok=%v", worker, ok)
+	}
+	t.Logf("build jobs: %v", built)
+	return built
 }

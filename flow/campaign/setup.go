@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log"
 	"path/filepath"
+	"strings"
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/internal/git"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -140,12 +143,61 @@ func BuildCommit(ctx context.Context, s *State, builder kbuild.Builder, src, bui
 	if b := s.Kernels[commit]; b.Stands() {
 		return b, nil
 	}
-	b, err := kbuild.BuildKernel(ctx, builder, src, buildDir, commit, s.Dir(), resolve, log)
-	if err != nil {
-		return nil, err
+	b := unbuilt(ctx, s, src, buildDir, commit, log)
+	if b == nil {
+		var err error
+		if b, err = kbuild.BuildKernel(ctx, builder, src, buildDir, commit, s.Dir(), resolve, log); err != nil {
+			return nil, err
+		}
 	}
 	s.Kernels[commit] = b
 	return b, s.Save()
+}
+
+// unbuilt returns the kernel of the commit last built in buildDir when
+// commit changes no file that build read, as kbuild's dependency files in
+// buildDir record them (kbuild.Inputs): a documentation, tools or
+// selftests change then costs no build, and its image is that commit's.
+// It returns nil when the commit must be built: the build directory's last
+// build is unknown or not in the state, or a changed file was read.
+func unbuilt(ctx context.Context, s *State, src, buildDir, commit string, log *log.Logger) *kbuild.Built {
+	last := kbuild.LastBuilt(buildDir)
+	lb := s.Kernels[last]
+	if last == "" || last == commit || !lb.Stands() || lb.Failed != "" {
+		return nil
+	}
+	changed, err := (&git.Repo{Dir: src}).ChangedFiles(ctx, last, commit)
+	if err != nil {
+		return nil
+	}
+	in, err := kbuild.ReadInputs(src, buildDir)
+	if err != nil {
+		return nil
+	}
+	if same, why := in.SameKernel(changed); !same {
+		if log != nil {
+			log.Printf("%s: builds (%s)", words.ShortHash(commit), why)
+		}
+		return nil
+	}
+	if err := kbuild.SetLastBuilt(buildDir, commit); err != nil {
+		return nil
+	}
+	if log != nil {
+		log.Printf("%s: not built: since %s it changes %s, read by no build step (kbuild's dependency files in %s): %s's kernel, image %s",
+			words.ShortHash(commit), words.ShortHash(last), filesNamed(changed), buildDir, words.ShortHash(last), words.ShortHash(lb.Image))
+	}
+	b := *lb
+	b.BuildSeconds = 0
+	return &b
+}
+
+// filesNamed names files for a log line: up to three, then how many more.
+func filesNamed(files []string) string {
+	if len(files) <= 3 {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(files[:3], ", "), len(files)-3)
 }
 
 // kernelSides are kernels a and b as the sides of an insight block.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/insight"
@@ -350,6 +351,8 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 		return fmt.Errorf("%w: %s: %s", ErrBaseBroken, words.ShortHash(base), bb.Failed)
 	}
 	baseK := campaign.CandidateOf(bb, "base "+words.ShortHash(base), base)
+	kernels, stop := r.builds(ctx)
+	defer stop()
 	// The base alone first, so that a later boot failure is the patch's.
 	if _, _, _, err := r.bench.CompareKernels(ctx, baseK, baseK); err != nil {
 		if ctx.Err() == nil && errors.Is(err, measure.ErrBootFailed) {
@@ -362,11 +365,11 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 	last, lastN, lastImage := baseK, 0, bb.Image
 	var lastVsBase *compare.Report
 	total := len(r.res.Patches)
-	for _, p := range r.res.Patches {
+	for i, p := range r.res.Patches {
 		if p.Commit == "" {
 			continue
 		}
-		b, err := r.kernel(ctx, p.Commit)
+		b, err := kernels(i)
 		if err != nil {
 			return err
 		}
@@ -412,6 +415,51 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 		last, lastN, lastImage, lastVsBase = k, p.N, b.Image, p.VsBase
 	}
 	return nil
+}
+
+// builds returns the kernel of each patch (by index; see kernel), built
+// ahead of the boots where that is harmless: patch N+1 builds (make -j,
+// one job per CPU) while patch N boots, so neither waits for the other.
+// Under icount the counts do not depend on the host's load, and a fleet's
+// builds run elsewhere; boots measured in wall time would be disturbed by
+// a build beside them, so there each patch is built when its turn comes.
+// stop ends the builds ahead (cancelling one that runs) and waits for them.
+func (r *run) builds(ctx context.Context) (kernels func(i int) (*kbuild.Built, error), stop func()) {
+	s := r.o.Setup
+	if !(s.RemoteBuilder != nil || s.Measure == nil || s.Measure.Accel == wire.AccelIcount) {
+		return func(i int) (*kbuild.Built, error) { return r.kernel(ctx, r.res.Patches[i].Commit) }, func() {}
+	}
+	type built struct {
+		b   *kbuild.Built
+		err error
+	}
+	ahead, cancel := context.WithCancel(ctx)
+	done := make([]chan built, len(r.res.Patches))
+	for i := range done {
+		done[i] = make(chan built, 1)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var err error
+		for i, p := range r.res.Patches {
+			var b *kbuild.Built
+			if err == nil && p.Commit != "" {
+				b, err = r.kernel(ahead, p.Commit)
+			}
+			done[i] <- built{b, err}
+		}
+	}()
+	kernels = func(i int) (*kbuild.Built, error) {
+		select {
+		case res := <-done[i]:
+			return res.b, res.err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	return kernels, func() { cancel(); wg.Wait() }
 }
 
 // environment reads the accelerator, QEMU and CPU model from the base's

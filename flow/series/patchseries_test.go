@@ -207,6 +207,8 @@ func TestRangeSeries(t *testing.T) {
 	m := &benchMeasurer{}
 	state := t.TempDir()
 	o := Options{Setup: setup(t, mk, m), Repo: src, Base: base, Tip: "main", StateDir: state}
+	var logged bytes.Buffer
+	o.Setup.Log = log.New(&logged, "", 0)
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -219,8 +221,21 @@ func TestRangeSeries(t *testing.T) {
 		t.Errorf("the tree was left on %q; want main", head)
 	}
 
-	// A rerun resumes from the state: nothing built, nothing booted.
+	// The docs patch changes no file the base's build read (the fake
+	// make's dependency file names IMAGE and BROKEN): it is not built.
+	// Nor is 5/5, whose tree is 1/5's.
 	calls, _ := os.ReadFile(filepath.Join(src, campaign.DefaultBuildDir, "calls.txt"))
+	if n := strings.Count(string(calls), "bzImage"); n != 4 {
+		t.Errorf("make bzImage ran %d times; want 4 (the base, 2/5, 3/5, 4/5; not the docs patch, nor 5/5, whose tree is 1/5's): %q", n, calls)
+	}
+	if !strings.Contains(logged.String(), "changes README, read by no build step") {
+		t.Errorf("the log does not say why 1/5 was not built:\n%s", logged.String())
+	}
+	if b := res.Patches[0]; b.Status != SameImage {
+		t.Errorf("1/5 status %v; want the base's image", b.Status)
+	}
+
+	// A rerun resumes from the state: nothing built, nothing booted.
 	o.Setup = setup(t, mk, &benchMeasurer{fail: true})
 	again, err := Run(context.Background(), o)
 	if err != nil {

@@ -185,7 +185,7 @@ func TestReadFragment(t *testing.T) {
 	for _, o := range opts {
 		have[o[0]] = o[1]
 	}
-	for _, want := range []string{"CONFIG_BPF_SYSCALL", "CONFIG_BPF_JIT", "CONFIG_VIRTIO_PCI", "CONFIG_VIRTIO_CONSOLE", "CONFIG_SERIAL_8250_CONSOLE", "CONFIG_DEVTMPFS", "CONFIG_KPROBES", "CONFIG_TRACEPOINTS"} {
+	for _, want := range []string{"CONFIG_BPF_SYSCALL", "CONFIG_BPF_JIT", "CONFIG_VIRTIO_PCI", "CONFIG_VIRTIO_CONSOLE", "CONFIG_SERIAL_8250_CONSOLE", "CONFIG_DEVTMPFS", "CONFIG_KPROBES", "CONFIG_TRACEPOINTS", "CONFIG_PVH", "CONFIG_KERNEL_GZIP"} {
 		if have[want] != "y" {
 			t.Errorf("built-in fragment sets %s=%q; want y", want, have[want])
 		}
@@ -224,5 +224,120 @@ func TestFromConfig(t *testing.T) {
 	var ve *config.ValueError
 	if _, err := FromConfig(config.Build{Jobs: -1}); !errors.As(err, &ve) || ve.Key != "build.jobs" {
 		t.Errorf("FromConfig with jobs -1: %v; want the ValueError of build.jobs", err)
+	}
+}
+
+// TestBuildKeepsConfiguration checks that a build directory is configured
+// once per configuration key: the next build with the same options runs
+// make bzImage alone; other fragments, other make flags or a .config
+// edited by hand configure it again.
+func TestBuildKeepsConfiguration(t *testing.T) {
+	src, mk := fakeTree(t)
+	out := filepath.Join(t.TempDir(), "build")
+	frag := Fragment{Name: "test.config", Data: []byte("CONFIG_BPF_SYSCALL=y\n")}
+	o := Options{Src: src, Dir: out, Make: mk, Fragments: []Fragment{frag}, Ccache: CcacheOff}
+	build := func(o Options, wantCalls string, wantConfigured bool) *Result {
+		t.Helper()
+		os.Remove(filepath.Join(out, "calls.txt"))
+		r, err := Build(context.Background(), o)
+		if err != nil {
+			t.Fatalf("Build() error: %v", err)
+		}
+		if got := readFile(t, filepath.Join(out, "calls.txt")); got != wantCalls {
+			t.Errorf("make calls = %q; want %q", got, wantCalls)
+		}
+		if r.Configured != wantConfigured {
+			t.Errorf("Build().Configured = %v; want %v", r.Configured, wantConfigured)
+		}
+		return r
+	}
+	const all, buildOnly = " tinyconfig\n olddefconfig\n bzImage\n", " bzImage\n"
+	first := build(o, all, true)
+	second := build(o, buildOnly, false)
+	if second.Hash != first.Hash || len(second.Dropped) != len(first.Dropped) {
+		t.Errorf("kept configuration: hash %s, dropped %v; want %s, %v as configured", second.ShortHash(), second.Dropped, first.ShortHash(), first.Dropped)
+	}
+	if log := readFile(t, second.Log); !strings.Contains(log, "not configured again") {
+		t.Errorf("build log does not say the configuration was kept:\n%s", log)
+	}
+	o2 := o
+	o2.Fragments = []Fragment{frag, {Name: "more.config", Data: []byte("CONFIG_MORE=y\n")}}
+	build(o2, all, true)
+	build(o2, buildOnly, false)
+	o3 := o2
+	o3.MakeFlags = []string{"W=1"}
+	build(o3, all, true)
+	config := filepath.Join(out, ".config")
+	os.WriteFile(config, append([]byte(readFile(t, config)), "CONFIG_BY_HAND=y\n"...), 0o644)
+	r := build(o3, all, true)
+	if strings.Contains(readFile(t, config), "CONFIG_BY_HAND") {
+		t.Errorf("a .config edited by hand was kept")
+	}
+	if log := readFile(t, r.Log); !strings.Contains(log, ".config changed since the last build") {
+		t.Errorf("build log does not say why it configured again:\n%s", log)
+	}
+
+	// A tree that does not compile keeps the configuration too: the next
+	// commit of a bisection builds at once.
+	os.WriteFile(filepath.Join(src, "BROKEN"), nil, 0o644)
+	os.Remove(filepath.Join(out, "calls.txt"))
+	if _, err := Build(context.Background(), o3); !errors.Is(err, ErrBuildFailed) {
+		t.Fatalf("Build() of a broken tree: %v; want ErrBuildFailed", err)
+	}
+	os.Remove(filepath.Join(src, "BROKEN"))
+	build(o3, buildOnly, false)
+}
+
+// TestBuildCcache checks that the compiler is wrapped in the ccache given
+// and that the log says how the build used the cache, from ccache's
+// counters before and after.
+func TestBuildCcache(t *testing.T) {
+	src, mk := fakeTree(t)
+	out := filepath.Join(t.TempDir(), "build")
+	// Every --print-stats call counts 5 more hits and 1 more miss.
+	ccache := filepath.Join(t.TempDir(), "ccache")
+	script := "#!/bin/sh\nn=$(cat \"$0.n\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$0.n\"\n" +
+		"printf 'direct_cache_hit\\t%d\\npreprocessed_cache_hit\\t%d\\ncache_miss\\t%d\\nfiles_in_cache\\t9\\n' $((n*3)) $((n*2)) $n\n"
+	if err := os.WriteFile(ccache, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(context.Background(), Options{Src: src, Dir: out, Make: mk, MakeFlags: []string{"LLVM=1"}, Ccache: ccache})
+	if err != nil {
+		t.Fatalf("Build() error: %v", err)
+	}
+	if r.Ccache == nil || *r.Ccache != (CcacheUse{Hits: 5, Misses: 1}) {
+		t.Errorf("Build().Ccache = %v; want 5 hits, 1 miss", r.Ccache)
+	}
+	log := readFile(t, r.Log)
+	for _, want := range []string{"CC=" + ccache + " clang", "ccache: 5 hits, 1 misses (83.3% hit rate)"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("build log lacks %q:\n%s", want, log)
+		}
+	}
+	// ccache changes no object: the configuration is kept without it.
+	r, err = Build(context.Background(), Options{Src: src, Dir: out, Make: mk, MakeFlags: []string{"LLVM=1"}, Ccache: CcacheOff})
+	if err != nil || r.Configured || r.Ccache != nil {
+		t.Errorf("Build() without ccache = configured %v, ccache %v, %v; want the configuration kept, no ccache", r.Configured, r.Ccache, err)
+	}
+}
+
+func TestCompilerOf(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "gcc"},
+		{[]string{"LLVM=1"}, "clang"},
+		{[]string{"LLVM=-15"}, "clang-15"},
+		{[]string{"LLVM=/opt/llvm/bin/"}, "/opt/llvm/bin/clang"},
+		{[]string{"LLVM=1", "CC=ccache clang"}, "ccache clang"},
+		{[]string{"W=1", "CC=gcc-12"}, "gcc-12"},
+	} {
+		if got := compilerOf(c.flags); got != c.want {
+			t.Errorf("compilerOf(%q) = %q; want %q", c.flags, got, c.want)
+		}
+	}
+	if flags, used := withCcache([]string{"CC=ccache gcc"}, "/usr/bin/ccache"); used != "" || len(flags) != 1 {
+		t.Errorf("withCcache of a wrapped compiler = %q, %q; want it left alone", flags, used)
 	}
 }

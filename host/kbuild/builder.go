@@ -53,6 +53,9 @@ func (b *KbuildBuilder) Build(ctx context.Context, src, buildDir string) (*Build
 	if err != nil {
 		return nil, err
 	}
+	if b.Log != nil {
+		b.Log.Printf("build in %s: %s", buildDir, r.Summary())
+	}
 	return &BuildOutput{Kernel: r.Dir, Log: r.Log, Duration: r.Duration, Config: r.Config}, nil
 }
 
@@ -149,6 +152,7 @@ func BuildKernel(ctx context.Context, builder Builder, src, buildDir, commit, ke
 	if log != nil {
 		log.Printf("building %s in %s", words.ShortHash(commit), buildDir)
 	}
+	os.Remove(filepath.Join(buildDir, lastBuiltName))
 	out, err := builder.Build(ctx, src, buildDir)
 	if errors.Is(err, ErrBuildFailed) && ctx.Err() == nil {
 		kept := filepath.Join(keep, "logs", commit+".log")
@@ -169,6 +173,9 @@ func BuildKernel(ctx context.Context, builder Builder, src, buildDir, commit, ke
 		if kernel.IsBadInput(err) {
 			return &Built{Failed: fmt.Sprintf("the build produced no kernel: %v (log: %s)", err, out.Log), BuildLog: out.Log}, nil
 		}
+		return nil, err
+	}
+	if err := SetLastBuilt(buildDir, commit); err != nil {
 		return nil, err
 	}
 	b := &Built{Kernel: kept, Image: k.SHA256, Release: k.Release, BuildLog: out.Log, BuildSeconds: out.Duration.Seconds()}

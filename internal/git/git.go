@@ -180,6 +180,23 @@ func (r *Repo) Tree(ctx context.Context, commit string) (string, error) {
 	return r.git(ctx, "rev-parse", commit+"^{tree}")
 }
 
+// ChangedFiles lists the files that differ between the commits a and b,
+// relative to the top of the tree; a renamed file is listed under both its
+// names.
+func (r *Repo) ChangedFiles(ctx context.Context, a, b string) ([]string, error) {
+	out, err := r.git(ctx, "diff", "--name-only", "--no-renames", "-z", a, b)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
 // Body returns a commit's whole message.
 func (r *Repo) Body(ctx context.Context, commit string) string {
 	out, _ := r.git(ctx, "log", "-1", "--format=%B", commit)

@@ -43,7 +43,9 @@ done
 // script is a make that understands just enough of kbuild: tinyconfig
 // writes a small .config, olddefconfig "settles" it (dropping Options.Drop,
 // adding the compiler), bzImage copies the tree's IMAGE file, or fails when
-// the tree has a BROKEN file. Every call is appended to calls.txt in the
+// the tree has a BROKEN file, and writes a dependency file as kbuild's
+// fixdep does, naming both (so a change to any other file of the tree
+// changes no file the build read). Every call is appended to calls.txt in the
 // build directory.
 const script = MakeArgs + `[ -n "$out" ] || out=$src
 echo "$targets" >> "$out/calls.txt"
@@ -63,7 +65,8 @@ for t in $targets; do
         exit 2
       fi
       mkdir -p "$out/arch/x86/boot"
-      cp "$src/IMAGE" "$out/arch/x86/boot/bzImage" ;;
+      cp "$src/IMAGE" "$out/arch/x86/boot/bzImage"
+      printf 'savedcmd_arch/x86/boot/bzImage := test ! -e %s/BROKEN \&\& cp %s/IMAGE arch/x86/boot/bzImage\n\ndeps_arch/x86/boot/bzImage := \\\n  %s/IMAGE\n' "$src" "$src" "$src" > "$out/arch/x86/boot/.bzImage.cmd" ;;
     *) echo "fake make: unknown target $t" >&2; exit 2 ;;
   esac
 done
