@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The memory plugin (memplugin/memcount.c) is a QEMU TCG plugin that
@@ -95,6 +96,10 @@ type MemCounts struct {
 	// Complete is false when that line is missing (QEMU killed).
 	Marks    [6]uint64
 	Complete bool
+	// ArmedWall and ArmedCPU are the host time QEMU spent with the
+	// plugin instrumenting (from the guest's MemArm to its MemDisarm):
+	// wall time, and CPU time of the vCPU thread.
+	ArmedWall, ArmedCPU time.Duration
 }
 
 // MemSegment is one segment the guest opened and closed: the counts of
@@ -200,7 +205,7 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 			}
 			s.PCs = append(s.PCs, MemPC{PC: v[1], Accesses: v[2], L1D: v[3], LLC: v[4], DTLB: v[5]})
 		case "end":
-			if len(f) != 10 || f[1] != "segments" || f[3] != "marks" {
+			if len(f) != 13 || f[1] != "segments" || f[3] != "marks" || f[10] != "armed_ns" {
 				return nil, fmt.Errorf("line %d: malformed end line", n)
 			}
 			v, err := nums(4, 6)
@@ -208,6 +213,11 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 				return nil, err
 			}
 			copy(m.Marks[:], v)
+			t, err := nums(11, 2)
+			if err != nil {
+				return nil, err
+			}
+			m.ArmedWall, m.ArmedCPU = time.Duration(t[0]), time.Duration(t[1])
 			m.Complete = true
 		default:
 			return nil, fmt.Errorf("line %d: unknown record %q", n, f[0])

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <qemu-plugin.h>
 
@@ -83,6 +84,15 @@ static uint64_t segments, windows, insns, marks[MARK_MAX];
 static uint64_t cfg_l1d[2] = {48 * 1024, 12}, cfg_l1i[2] = {32 * 1024, 8},
                 cfg_llc[2] = {2 * 1024 * 1024, 16}, cfg_dtlb[2] = {64, 4};
 static uint64_t line_size = 64, page_size = 4096;
+/* Host time spent armed: wall (CLOCK_MONOTONIC) and the vCPU thread's CPU. */
+static uint64_t armed_at_wall, armed_at_cpu, armed_wall, armed_cpu;
+
+static uint64_t now_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int log2u(uint64_t v)
 {
@@ -290,6 +300,13 @@ static void mark_cb(unsigned int vcpu, void *udata)
     case DISARM:
         if (armed != (m == ARM)) {
             armed = m == ARM;
+            if (armed) {
+                armed_at_wall = now_ns(CLOCK_MONOTONIC);
+                armed_at_cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
+            } else {
+                armed_wall += now_ns(CLOCK_MONOTONIC) - armed_at_wall;
+                armed_cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - armed_at_cpu;
+            }
             qemu_plugin_reset(plugin_id, reset_done);
         }
         break;
@@ -354,8 +371,9 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
     if (out) {
-        fprintf(out, "end segments %" PRIu64 " marks %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-                segments, marks[1], marks[2], marks[3], marks[4], marks[5], marks[6]);
+        fprintf(out, "end segments %" PRIu64 " marks %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+                " armed_ns %" PRIu64 " %" PRIu64 "\n",
+                segments, marks[1], marks[2], marks[3], marks[4], marks[5], marks[6], armed_wall, armed_cpu);
         fclose(out);
         out = NULL;
     }

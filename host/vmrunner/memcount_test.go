@@ -1,0 +1,82 @@
+package vmrunner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const memcountSample = `memcount 1 l1d 49152 12 l1i 32768 8 llc 2097152 16 dtlb 64 4 line 64 page 4096
+segment 1 windows 10 insns 32537 l1d 7555 104 l1i 32000 1 llc 105 3 dtlb 7555 1
+pc 1 ffffffff81234567 5000 100 2 1
+pc 1 ffffffffc0001000 2555 4 1 0
+end segments 1 marks 12 12 1 1 1 1 armed_ns 2000000000 1500000000
+`
+
+func TestParseMemCounts(t *testing.T) {
+	m, err := parseMemCounts(strings.NewReader(memcountSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Segment(1)
+	if !m.Complete || s == nil || s.Windows != 10 || s.Insns != 32537 || s.L1D != (CacheCount{7555, 104}) || s.DTLB != (CacheCount{7555, 1}) || len(s.PCs) != 2 || s.PCs[0].PC != 0xffffffff81234567 || m.Marks != [6]uint64{12, 12, 1, 1, 1, 1} || m.ArmedCPU != 1500*time.Millisecond {
+		t.Errorf("parseMemCounts() = %+v, segment %+v", m, s)
+	}
+	if m.Segment(2) != nil {
+		t.Errorf("Segment(2) = %+v; want nil", m.Segment(2))
+	}
+}
+
+func TestParseMemCountsRejects(t *testing.T) {
+	for name, in := range map[string]string{
+		"empty":          "",
+		"no model":       "segment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\n",
+		"short segment":  "memcount 1 x\nsegment 1 windows 1\n",
+		"unknown record": "memcount 1 x\nhello\n",
+		"orphan pc":      "memcount 1 x\npc 3 ff 1 1 1 1\n",
+		"bad number":     "memcount 1 x\nsegment 1 windows x insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\n",
+	} {
+		if _, err := parseMemCounts(strings.NewReader(in)); err == nil {
+			t.Errorf("parseMemCounts(%s) = nil error; want one", name)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("memcount 1 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\n")
+	for range maxMemcountPCs + 1 {
+		b.WriteString("pc 1 ff 1 1 1 1\n")
+	}
+	if _, err := parseMemCounts(strings.NewReader(b.String())); err == nil {
+		t.Errorf("parseMemCounts(%d pc lines) = nil error; want the bound", maxMemcountPCs+1)
+	}
+}
+
+func TestMemoryPluginArgs(t *testing.T) {
+	dir := t.TempDir()
+	plugin := filepath.Join(dir, "memcount.so")
+	c := Config{Kernel: "k", Initramfs: "i", RunDir: dir, Accel: Icount, MemoryPlugin: plugin}
+	c.setDefaults()
+	args := c.CommandLine()
+	if i := slices.Index(args, "-plugin"); i < 0 || args[i+1] != plugin+",outfile="+filepath.Join(dir, memcountFile) || !slices.Contains(args, memoryRTC) {
+		t.Errorf("CommandLine() = %q; want -plugin %s,outfile=… and -rtc %s", args, plugin, memoryRTC)
+	}
+	var pe *MemoryPluginError
+	if err := c.checkMemoryPlugin(); !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("checkMemoryPlugin() of a missing plugin = %v; want a *MemoryPluginError wrapping ErrNotExist", err)
+	}
+	os.WriteFile(plugin, nil, 0o644)
+	if err := c.checkMemoryPlugin(); err != nil {
+		t.Errorf("checkMemoryPlugin() = %v; want nil", err)
+	}
+	c.Accel = TCG
+	if err := c.checkMemoryPlugin(); !errors.Is(err, ErrMemoryNotIcount) {
+		t.Errorf("checkMemoryPlugin() under TCG = %v; want ErrMemoryNotIcount", err)
+	}
+	c.MemoryPlugin = ""
+	if slices.Contains(c.CommandLine(), "-plugin") {
+		t.Errorf("CommandLine() without a plugin has -plugin")
+	}
+}
