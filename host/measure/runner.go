@@ -181,7 +181,7 @@ func (r *Runner) job(s *Side, pair int) Job {
 	cfg.KernelArgs = append(slices.Clone(r.GuestArgs), wire.ParamAccel.Arg(string(accelFor(r.Selector))))
 	if boot == 1 && !s.NoInsight { // an armed insight pass runs in the first boot of each side
 		cfg.KernelArgs = wire.ArmInsight(cfg.KernelArgs)
-		if r.insight != nil && r.insight.MemoryPlugin != "" && accelFor(r.Selector) == vmrunner.Icount {
+		if r.insight != nil && r.insight.MemoryPlugin != "" && accelFor(r.Selector) == wire.AccelIcount {
 			cfg.MemoryPlugin = r.insight.MemoryPlugin
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // The memory plugin (memplugin/memcount.c) is a QEMU TCG plugin that
@@ -58,7 +60,7 @@ func (c *Config) checkMemoryPlugin() error {
 	if c.MemoryPlugin == "" {
 		return nil
 	}
-	if c.Accel != Icount {
+	if c.Accel != wire.AccelIcount {
 		return &MemoryPluginError{c.MemoryPlugin, ErrMemoryNotIcount}
 	}
 	if _, err := os.Stat(c.MemoryPlugin); err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 const memcountSample = `memcount 1 l1d 49152 12 l1i 32768 8 llc 2097152 16 dtlb 64 4 line 64 page 4096
@@ -57,7 +59,7 @@ func TestParseMemCountsRejects(t *testing.T) {
 func TestMemoryPluginArgs(t *testing.T) {
 	dir := t.TempDir()
 	plugin := filepath.Join(dir, "memcount.so")
-	c := Config{Kernel: "k", Initramfs: "i", RunDir: dir, Accel: Icount, MemoryPlugin: plugin}
+	c := Config{Kernel: "k", Initramfs: "i", RunDir: dir, Accel: wire.AccelIcount, MemoryPlugin: plugin}
 	c.setDefaults()
 	args := c.CommandLine()
 	if i := slices.Index(args, "-plugin"); i < 0 || args[i+1] != plugin+",outfile="+filepath.Join(dir, memcountFile) || !slices.Contains(args, memoryRTC) {
@@ -71,7 +73,7 @@ func TestMemoryPluginArgs(t *testing.T) {
 	if err := c.checkMemoryPlugin(); err != nil {
 		t.Errorf("checkMemoryPlugin() = %v; want nil", err)
 	}
-	c.Accel = TCG
+	c.Accel = wire.AccelTCG
 	if err := c.checkMemoryPlugin(); !errors.Is(err, ErrMemoryNotIcount) {
 		t.Errorf("checkMemoryPlugin() under TCG = %v; want ErrMemoryNotIcount", err)
 	}
