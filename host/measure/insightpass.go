@@ -54,7 +54,7 @@ func (in *Insight) forSetup(s *Setup) *Insight {
 	}
 	c := *in
 	c.Guest, c.ProfilePeriod, c.MemoryPlugin = false, 0, ""
-	s.Log.Printf("insight from static sources only, and no profile or memory pass: boots on a fleet do not bring back the guest's pass (they are local only)")
+	s.Log.Printf("insight from static sources only, and no profile or memory pass: boots on a fleet do not bring back the guest's pass (the profile is local only, and so is the memory pass)")
 	return &c
 }
 

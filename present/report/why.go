@@ -238,8 +238,8 @@ type InsightDocument struct {
 	ProfileLines []string              `json:"profile_lines"`
 	// Memory compares the memory passes' counts per operation, and
 	// MemoryLines are the text report's lines for them.
-	Memory      []insight.MemoryDiff `json:"memory"`
-	MemoryLines []string             `json:"memory_lines"`
+	Memory      []insight.MemoryDiff `json:"memory,omitempty"`
+	MemoryLines []string             `json:"memory_lines,omitempty"`
 	Notes       []string             `json:"notes"`
 }
 
@@ -274,11 +274,11 @@ func NewInsightDocument(d *insight.Diff) InsightDocument {
 		Programs:    nonNil(d.Programs),
 		Counts:      nonNil(d.Counts),
 		Profiles:    nonNil(d.Profiles),
-		Memory:      nonNil(d.Memory),
+		Memory:      d.Memory,
 		Notes:       nonNil(d.Notes),
 	}
 	doc.ProfileLines = nonNil(profileLineList(d))
-	doc.MemoryLines = nonNil(memoryLineList(d))
+	doc.MemoryLines = memoryLineList(d)
 	doc.ProgramLines, doc.CountLines = []string{}, []string{}
 	for _, p := range d.Programs {
 		doc.ProgramLines = append(doc.ProgramLines, p.Line)
