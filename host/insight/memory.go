@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
@@ -28,8 +29,9 @@ var MemoryMetrics = []string{"l1d-miss/op", "llc-miss/op", "dtlb-miss/op", "mem-
 // within 0.5 % at 10000 entries and 3.5 % at 1000 (a trie about the L1D's
 // size, where conflicts depend on the pages), while the last level cache
 // and the dTLB (4 KiB pages over a slab whose pages fall elsewhere at each
-// boot) moved by up to 34 % and 70 %, so their rows say DIFFERENT only
-// beyond 52 % and 102 %.
+// boot) moved by up to 34 % and 230 % (0.044 and 0.145 misses per
+// sequential lookup on 6.1), so their rows say DIFFERENT only beyond 52 %
+// and 252 %.
 //
 // A row whose values differ by less than MemoryFloor events per operation
 // is SAME whatever its relative change: rare events (an L1I miss every
@@ -43,7 +45,7 @@ const (
 var MemoryBounds = map[string]float64{
 	"l1d-miss/op":   0.05,
 	"llc-miss/op":   0.50,
-	"dtlb-miss/op":  1.00,
+	"dtlb-miss/op":  2.50,
 	"mem-access/op": 0.002,
 	"l1i-miss/op":   0.20,
 	"insn/op":       0.002,
@@ -53,9 +55,13 @@ var MemoryBounds = map[string]float64{
 type MemorySummary struct {
 	// Model is the plugin's cache model ("l1d 49152 12 l1i …").
 	Model string `json:"model,omitempty"`
-	// Cost is the guest clock of the pass (instructions under icount).
-	Cost    uint64 `json:"cost"`
-	Problem string `json:"problem,omitempty"`
+	// Cost is the guest clock of the pass (instructions under icount);
+	// HostWall and HostCPU the host time QEMU spent instrumenting (from
+	// the guest's first mark to its last), wall and the vCPU thread's CPU.
+	Cost     uint64        `json:"cost"`
+	HostWall time.Duration `json:"host_wall_ns"`
+	HostCPU  time.Duration `json:"host_cpu_ns"`
+	Problem  string        `json:"problem,omitempty"`
 }
 
 // Memory is one benchmark's counts on one side, per operation.
@@ -102,7 +108,7 @@ func (s *Side) AddMemory(in Input) {
 		}
 		return
 	}
-	sum.Model = in.MemCounts.Model
+	sum.Model, sum.HostWall, sum.HostCPU = in.MemCounts.Model, in.MemCounts.ArmedWall, in.MemCounts.ArmedCPU
 	if in.MemoryProblem != "" {
 		sum.Problem = in.MemoryProblem
 	}

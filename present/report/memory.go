@@ -24,7 +24,7 @@ func memorySections(d *insight.Diff) []insightSection {
 			pass = append(pass, fmt.Sprintf("%s: no memory counts: %s", s.name, sum.Problem))
 			continue
 		}
-		l := fmt.Sprintf("%s: %s; the pass took %s instructions", s.name, sum.Model, bigCount(sum.Cost))
+		l := fmt.Sprintf("%s: %s; the pass took %s instructions, %.1f s of host CPU instrumented (%.1f s wall)", s.name, sum.Model, bigCount(sum.Cost), sum.HostCPU.Seconds(), sum.HostWall.Seconds())
 		if sum.Problem != "" {
 			l += " (" + sum.Problem + ")"
 		}
