@@ -3,6 +3,7 @@ package vmrunner
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -80,5 +81,50 @@ func TestMemoryPluginArgs(t *testing.T) {
 	c.MemoryPlugin = ""
 	if slices.Contains(c.CommandLine(), "-plugin") {
 		t.Errorf("CommandLine() without a plugin has -plugin")
+	}
+}
+
+// builtMemoryPlugin is the plugin scripts/setup built, or a skip.
+func builtMemoryPlugin(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("LPMBISECT_CACHE")
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			t.Skip(err)
+		}
+		dir = filepath.Join(base, "lpmbisect")
+	}
+	path := DefaultMemoryPlugin(dir)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no memory plugin: %v (run scripts/setup)", err)
+	}
+	if _, err := exec.LookPath(DefaultQEMU); err != nil {
+		t.Skip("no QEMU (run scripts/setup)")
+	}
+	return path
+}
+
+// TestMemoryPluginLoads loads the built plugin into Debian's QEMU (no
+// machine, quit at once from the monitor): QEMU accepts it, its file
+// has the model and end lines, and a bad argument makes QEMU refuse it.
+func TestMemoryPluginLoads(t *testing.T) {
+	plugin := builtMemoryPlugin(t)
+	out := filepath.Join(t.TempDir(), memcountFile)
+	run := func(arg string) (string, error) {
+		cmd := exec.Command(DefaultQEMU, "-M", "none", "-nodefaults", "-display", "none", "-monitor", "stdio", "-plugin", plugin+","+arg)
+		cmd.Stdin = strings.NewReader("quit\n")
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	if msg, err := run("outfile=" + out); err != nil {
+		t.Fatalf("qemu -plugin %s: %v\n%s", plugin, err, msg)
+	}
+	m, err := ReadMemCounts(out)
+	if err != nil || !m.Complete || !strings.HasPrefix(m.Model, "l1d 49152 12 l1i 32768 8 llc 2097152 16 dtlb 64 4") || len(m.Segments) != 0 {
+		t.Errorf("ReadMemCounts() = %+v, %v; want the default model, complete, no segments", m, err)
+	}
+	if msg, err := run("outfile=" + out + ",l1d=48K:7"); err == nil || !strings.Contains(msg, "power-of-two") {
+		t.Errorf("qemu -plugin with 48K 7-way L1D: %v\n%s; want QEMU to refuse it (no power-of-two sets)", err, msg)
 	}
 }

@@ -32,8 +32,8 @@
  * data TLB by virtual page number. An access that crosses a line
  * touches both lines. Nothing is prefetched. Plugin arguments (all
  * optional but outfile):
- *   outfile=PATH  l1d=SIZE,WAYS  l1i=SIZE,WAYS  llc=SIZE,WAYS
- *   dtlb=ENTRIES,WAYS  line=BYTES  page=BYTES  pcs=N
+ *   outfile=PATH  l1d=SIZE:WAYS  l1i=SIZE:WAYS  llc=SIZE:WAYS (SIZE may end in K or M)
+ *   dtlb=ENTRIES:WAYS  line=BYTES  page=BYTES  pcs=N (QEMU splits its -plugin argument at commas)
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -394,7 +394,7 @@ static bool parse_pair(const char *v, uint64_t pair[2])
     } else if (*end == 'M' || *end == 'm') {
         pair[0] <<= 20, end++;
     }
-    if (*end != ',') {
+    if (*end != ':') {
         return false;
     }
     pair[1] = strtoull(end + 1, &end, 0);
@@ -432,7 +432,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             ok = false;
         }
         if (!ok) {
-            fprintf(stderr, "memcount: bad argument %s (want outfile=PATH, l1d|l1i|llc=BYTES,WAYS, dtlb=ENTRIES,WAYS, line=, page=, pcs=)\n", k);
+            fprintf(stderr, "memcount: bad argument %s (want outfile=PATH, l1d|l1i|llc=BYTES:WAYS, dtlb=ENTRIES:WAYS, line=, page=, pcs=)\n", k);
             return 1;
         }
     }
