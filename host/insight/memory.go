@@ -158,6 +158,9 @@ func memoryFunctions(pcs []vmrunner.MemPC, name func(uint64) string, ops float64
 	sums := map[string]MemoryFunction{}
 	for _, pc := range pcs {
 		fn := name(pc.PC)
+		if pc.PC == vmrunner.PCOverflow {
+			fn = "[not attributed: the plugin's table was full]"
+		}
 		f := sums[fn]
 		f.Function = fn
 		f.Accesses += float64(pc.Accesses) / ops

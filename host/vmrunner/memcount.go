@@ -122,6 +122,10 @@ type MemSegment struct {
 // CacheCount is one cache's accesses and misses.
 type CacheCount struct{ Accesses, Misses uint64 }
 
+// PCOverflow is the PC of the plugin's line for every instruction that
+// found no room in its table (it keeps 262144): those are not attributed.
+const PCOverflow = 1<<64 - 1
+
 // MemPC is the data accesses and misses of one instruction.
 type MemPC struct{ PC, Accesses, L1D, LLC, DTLB uint64 }
 

@@ -53,7 +53,9 @@ enum mark { WINDOW_START = 1, WINDOW_STOP, ARM, BEGIN, END, DISARM, MARK_MAX };
 #define MAX_VCPUS 64
 #define MAX_SEGMENTS 4096
 /* Instructions with memory accesses tracked for attribution. */
-#define PC_SLOTS (1u << 16)
+#define PC_SLOTS (1u << 18)
+/* The pc of the slot of every instruction that found no room. */
+#define PC_OVERFLOW UINT64_MAX
 
 struct cache {
     const char *name;
@@ -159,8 +161,8 @@ static struct vcpu *vcpu_of(unsigned int i)
 
 static struct pcstat *pcstat_of(uint64_t pc)
 {
-    uint64_t h = (pc * 0x9e3779b97f4a7c15ull) >> 48;
-    for (unsigned probe = 0; probe < 64; probe++) {
+    uint64_t h = (pc * 0x9e3779b97f4a7c15ull) >> 46;
+    for (unsigned probe = 0; probe < 256; probe++) {
         struct pcstat *p = &pcs[(h + probe) & (PC_SLOTS - 1)];
         if (p->pc == pc) {
             return p;
@@ -170,6 +172,7 @@ static struct pcstat *pcstat_of(uint64_t pc)
             return p;
         }
     }
+    pcs[PC_SLOTS].pc = PC_OVERFLOW;
     return &pcs[PC_SLOTS];
 }
 
