@@ -181,7 +181,9 @@ func (r *Runner) job(s *Side, pair int) Job {
 	cfg.KernelArgs = append(slices.Clone(r.GuestArgs), wire.ParamAccel.Arg(string(accelFor(r.Selector))))
 	if boot == 1 && !s.NoInsight { // an armed insight pass runs in the first boot of each side
 		cfg.KernelArgs = wire.ArmInsight(cfg.KernelArgs)
-		if r.insight != nil && r.insight.MemoryPlugin != "" && accelFor(r.Selector) == wire.AccelIcount {
+		// Under icount, or under an auto not yet decided, which may fall
+		// back to icount (vmrunner leaves the plugin out of a KVM boot).
+		if r.insight != nil && r.insight.MemoryPlugin != "" && (accelFor(r.Selector) == wire.AccelIcount || r.Selector != nil && r.Selector.Accel() == "") {
 			cfg.MemoryPlugin = r.insight.MemoryPlugin
 		}
 	}
