@@ -99,6 +99,9 @@ type InsightDoc struct {
 	// Profile is what the profile pass sampled (ProfileDoc); nil when
 	// it was not armed.
 	Profile *ProfileDoc `json:"profile,omitempty"`
+	// Memory is what the memory pass ran (MemoryDoc); nil when it was
+	// not armed.
+	Memory *MemoryDoc `json:"memory,omitempty"`
 	// Problems are what the pass could not do, one line each.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -171,6 +174,9 @@ func (d *InsightDoc) Check() error {
 		if len(p.Jited) > MaxJitedBytes {
 			return fmt.Errorf("%w: %d bytes of JITed code for %s, more than %d", ErrInsightTooLarge, len(p.Jited), p.Program, MaxJitedBytes)
 		}
+	}
+	if d.Memory != nil && len(d.Memory.Benchmarks) > MaxInsightPrograms {
+		return fmt.Errorf("%w: memory counts of %d benchmarks, more than %d", ErrInsightTooLarge, len(d.Memory.Benchmarks), MaxInsightPrograms)
 	}
 	return d.Profile.check()
 }
@@ -333,6 +339,9 @@ func (p Plan) insightArgs() []string {
 	}
 	if p.ProfilePeriod > 0 {
 		args = append(args, ParamProfile.Arg(strconv.Itoa(p.ProfilePeriod)))
+	}
+	if p.Memory {
+		args = append(args, MemoryArg)
 	}
 	return args
 }

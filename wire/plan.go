@@ -75,6 +75,10 @@ type Plan struct {
 	// period; 0 leaves it out. It runs in the boot that runs the insight
 	// pass.
 	ProfilePeriod int
+	// Memory arms the memory pass (ParamMemory). It runs in the boot that
+	// runs the insight pass, which the host starts with the memory
+	// plugin loaded.
+	Memory bool
 	// Fault, TEST-ONLY, makes the guest misbehave (one of Faults), so the
 	// host's handling of broken guests can be tested with a real guest.
 	// "" for a normal boot.
@@ -293,7 +297,7 @@ const (
 
 // Params lists every parameter, in the order KernelArgs writes them.
 var Params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
-	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamVerify, ParamProfile, ParamFault}
+	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamVerify, ParamProfile, ParamMemory, ParamFault}
 
 // ParamPrefix starts every run plan parameter. DecodePlan ignores the
 // parameters without it (they are the kernel's) and rejects unknown ones
@@ -622,6 +626,11 @@ func DecodePlan(cmdline string) (Plan, error) {
 			p.Verify = val
 		case ParamProfile:
 			p.ProfilePeriod, err = parseCount(val)
+		case ParamMemory:
+			if val != "1" {
+				err = fmt.Errorf("%w: want 1", ErrMalformed)
+			}
+			p.Memory = true
 		case ParamFault:
 			if val == "" {
 				err = fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))

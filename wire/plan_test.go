@@ -192,7 +192,7 @@ func TestParamErrorMessages(t *testing.T) {
 	}
 	_, err := DecodePlan("lpmbisect.sampels=3")
 	if want := "lpmbisect.sampels: unknown parameter (known: lpmbisect.bench, lpmbisect.samples, lpmbisect.entries, lpmbisect.rounds, " +
-		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms, lpmbisect.workload, lpmbisect.verify, lpmbisect.profile or lpmbisect.fault)"; err == nil || err.Error() != want {
+		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms, lpmbisect.workload, lpmbisect.verify, lpmbisect.profile, lpmbisect.memory or lpmbisect.fault)"; err == nil || err.Error() != want {
 		t.Errorf("DecodePlan(lpmbisect.sampels=3) = %v; want %s", err, want)
 	}
 }
@@ -235,6 +235,7 @@ func plans() []Plan {
 	add(func(p *Plan) { p.Workload, p.Verify = "xdp_a,xdp_b", "kprobe_c" })
 	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightArmed, 20011 })
 	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightOn, MinProfilePeriod })
+	add(func(p *Plan) { p.Insight, p.ProfilePeriod, p.Memory = InsightArmed, 20011, true })
 	return out
 }
 

@@ -64,6 +64,11 @@ func (r *run) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, er
 	if bs.Bench.Insight, err = r.compareInsight(s.CacheDir, s.Plan); err != nil {
 		return nil, err
 	}
+	if bs.Bench.Insight != nil {
+		// A campaign's store keeps each image's guest document, not the
+		// host's plugin counts: the memory pass is compare's alone.
+		bs.Bench.Insight.MemoryPlugin = ""
+	}
 	return r.useFleetBuilds(bs)
 }
 

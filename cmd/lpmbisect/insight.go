@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 
 	"github.com/lpmbisect/lpmbisect/flow/ab"
 	"github.com/lpmbisect/lpmbisect/guest/workloads"
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 )
 
 // insightFlags are the flags of the insight block ("Why it changed").
@@ -74,6 +76,9 @@ func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan) (*measure.
 	if !r.insight.noProfile {
 		in.ProfilePeriod = insight.DefaultProfilePeriod
 	}
+	if in.MemoryPlugin, err = r.memoryPlugin(cacheDir); err != nil {
+		return nil, err
+	}
 	for i, f := range []struct{ name, path string }{{"debug-a", r.insight.debugA}, {"debug-b", r.insight.debugB}} {
 		if f.path == "" {
 			continue
@@ -85,6 +90,28 @@ func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan) (*measure.
 		in.Given[i] = given
 	}
 	return in, nil
+}
+
+// memoryPlugin is the memory pass's plugin: "" with --no-memory, or when
+// the default one was not built (said in the log); a plugin named but
+// missing is a usage error.
+func (r *run) memoryPlugin(cacheDir string) (string, error) {
+	if r.Measure.NoMemory {
+		return "", nil
+	}
+	path := r.Measure.MemoryPlugin
+	if path == "" {
+		path = vmrunner.DefaultMemoryPlugin(cacheDir)
+		if _, err := os.Stat(path); err != nil {
+			r.log.Printf("no memory pass: no plugin at %s (scripts/setup builds it; --no-memory says you do not want it)", path)
+			return "", nil
+		}
+		return path, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", usageError("--memory-plugin: %v (scripts/setup builds it into the cache directory)", err)
+	}
+	return path, nil
 }
 
 // statInsight reads the insight block saved beside a results file: nil

@@ -21,6 +21,10 @@ func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.P
 		doc.Profile = profilePass(benches, p, plan)
 		logf("profile pass: %d benchmarks in %d ns of guest clock (%s) %s", len(doc.Profile.Benchmarks), doc.Profile.Cost, doc.Profile.Weight, doc.Profile.Problem)
 	}
+	if plan.Memory {
+		doc.Memory = memoryPass(benches, p, plan)
+		logf("memory pass: %d benchmarks in %d ns of guest clock %s", len(doc.Memory.Benchmarks), doc.Memory.Cost, doc.Memory.Problem)
+	}
 	gz, err := wire.EncodeInsight(doc)
 	if errors.Is(err, wire.ErrInsightTooLarge) && doc.Kallsyms != "" {
 		doc.Kallsyms, doc.KallsymsProblem = "", fmt.Sprintf("left out: %v", err)

@@ -21,6 +21,14 @@ const (
 	cursorConsume
 )
 
+// WindowMarks are the immediates of two marker instructions, `r1 = imm`,
+// that a timed loop puts around its bpf_loop call (inside the clock
+// readings) when not 0: the x86 JIT emits each as `mov $imm, %edi`, which
+// the memory plugin recognises (wire.MemWindowStart, wire.MemWindowStop).
+// Only the memory pass loads marked programs: the marks are two
+// instructions per run inside the timed window.
+type WindowMarks struct{ Start, Stop int32 }
+
 // timedLoop is the main function of a program timed around one bpf_loop,
 // shared by every family of XDP and tracing benchmarks: it reads
 // bpf_ktime_get_ns, calls bpf_loop(loops, callback, &ctx, 0) with
@@ -40,6 +48,8 @@ type timedLoop struct {
 	// retZero makes the program return 0 instead of RetDone: fentry and
 	// fexit programs must.
 	retZero bool
+	// marks bracket the bpf_loop call, inside the clock readings.
+	marks WindowMarks
 }
 
 // main returns the instructions of the main function; it returns RetDone
@@ -73,6 +83,11 @@ func (t timedLoop) main() asm.Instructions {
 		// r6 = start time.
 		asm.FnKtimeGetNs.Call(),
 		asm.Mov.Reg(asm.R6, asm.R0),
+	)
+	if t.marks.Start != 0 {
+		insns = append(insns, asm.Mov.Imm(asm.R1, t.marks.Start))
+	}
+	insns = append(insns,
 		// r0 = bpf_loop(r9, callback, &ctx, 0)
 		asm.Mov.Reg(asm.R1, asm.R9),
 		asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: asm.R2, Src: asm.PseudoFunc, Constant: -1}.WithReference(callbackSymbol),
@@ -80,6 +95,11 @@ func (t timedLoop) main() asm.Instructions {
 		asm.Add.Imm(asm.R3, ctxCursor),
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnLoop.Call(),
+	)
+	if t.marks.Stop != 0 {
+		insns = append(insns, asm.Mov.Imm(asm.R1, t.marks.Stop))
+	}
+	insns = append(insns,
 		asm.Mov.Reg(asm.R8, asm.R0),
 	)
 	insns = append(insns, stopClock()...)

@@ -135,6 +135,8 @@ type LPMBench struct {
 	// Loops is the number of bpf_loop iterations per program run; 0
 	// means LoopIterations.
 	Loops uint32
+	// Marks, when set, bracket the timed bpf_loop for the memory plugin.
+	Marks WindowMarks
 }
 
 // ProgName is the name of the XDP program in the spec, e.g. "lpm_lookup".
@@ -262,7 +264,7 @@ const (
 // account for it in the stats (timedLoop). The callback follows, labelled
 // callbackSymbol.
 func (l LPMBench) loopMain() asm.Instructions {
-	t := timedLoop{name: l.ProgName(), loops: l.loops(), entries: l.Entries}
+	t := timedLoop{name: l.ProgName(), loops: l.loops(), entries: l.Entries, marks: l.Marks}
 	switch {
 	case l.Op.consumesKeys():
 		t.cursor = cursorConsume

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -286,6 +288,36 @@ func TestLPMUnrolledInKernel(t *testing.T) {
 				}
 				t.Logf("%+v: %.1f ns/op", u, float64(s.Nanoseconds)/float64(s.Iterations))
 			})
+		}
+	}
+}
+
+// TestWindowMarks checks that marks bracket the bpf_loop call inside the
+// clock readings, and that an unmarked program has none.
+func TestWindowMarks(t *testing.T) {
+	marks := WindowMarks{Start: 0x4c504d01, Stop: 0x4c504d02}
+	for _, marked := range []bool{false, true} {
+		l := LPMBench{Op: OpLookup, Keys: RandomKeys, Entries: 1000}
+		if marked {
+			l.Marks = marks
+		}
+		var seq []string
+		for _, ins := range l.loopMain() {
+			switch {
+			case ins.IsBuiltinCall() && ins.Constant == int64(asm.FnKtimeGetNs):
+				seq = append(seq, "clock")
+			case ins.IsBuiltinCall() && ins.Constant == int64(asm.FnLoop):
+				seq = append(seq, "loop")
+			case ins.OpCode == asm.Mov.Op(asm.ImmSource) && ins.Dst == asm.R1 && (ins.Constant == int64(marks.Start) || ins.Constant == int64(marks.Stop)):
+				seq = append(seq, fmt.Sprintf("mark %#x", ins.Constant))
+			}
+		}
+		want := "clock loop clock"
+		if marked {
+			want = "clock mark 0x4c504d01 loop mark 0x4c504d02 clock"
+		}
+		if got := strings.Join(seq, " "); got != want {
+			t.Errorf("marked %v: loopMain() = %s; want %s", marked, got, want)
 		}
 	}
 }

@@ -284,7 +284,7 @@ func runPrepared[S sampler](prepare func(*Run) (S, func(), error)) func(*Run) er
 // pass (lpmInstance) start from. closeAll releases the collection.
 func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll func(), err error) {
 	p := r.Params
-	l := bpf.LPMBench{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen}
+	l := bpf.LPMBench{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen, Marks: p.windowMarks()}
 	spec, err := l.Spec()
 	if err != nil {
 		return nil, nil, err

@@ -116,6 +116,19 @@ type Params struct {
 	// CPUs is the number of vCPUs of the guest (0: unknown). Benchmarks
 	// that need more (ring buffer producer sweeps) are not selected.
 	CPUs int
+	// MemoryMarks makes the programs of LPM trie benchmarks bracket their
+	// timed bpf_loop with the memory plugin's window marks
+	// (bpf.WindowMarks): set by the memory pass alone, never for timed
+	// samples (the marks are two instructions per run).
+	MemoryMarks bool
+}
+
+// windowMarks are the marks p asks the timed loops for.
+func (p Params) windowMarks() bpf.WindowMarks {
+	if !p.MemoryMarks {
+		return bpf.WindowMarks{}
+	}
+	return bpf.WindowMarks{Start: wire.MemWindowStart, Stop: wire.MemWindowStop}
 }
 
 // PlanParams returns the parameters of a run plan (CPUs unknown). The plan

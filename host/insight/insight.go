@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -38,6 +39,12 @@ type Input struct {
 	Counts   []wire.CallCount
 	// Profile is what the guest's profile pass sampled; nil without it.
 	Profile *wire.ProfileDoc
+	// Memory is what the guest's memory pass ran, MemCounts what the
+	// host's plugin counted in that boot, MemoryProblem why there are no
+	// counts when the plugin was loaded (nil, nil, "" without the pass).
+	Memory        *wire.MemoryDoc
+	MemCounts     *vmrunner.MemCounts
+	MemoryProblem string
 }
 
 // SymbolFile is the symbol source in the file path, given for a kernel: an
@@ -131,6 +138,10 @@ type Side struct {
 	// symbolized (nil and empty without one).
 	ProfileSummary *ProfileSummary `json:"profile_summary,omitempty"`
 	Profiles       []Profile       `json:"profiles,omitempty"`
+	// MemorySummary and Memory are the memory pass, per benchmark (nil
+	// and empty without one).
+	MemorySummary *MemorySummary `json:"memory_summary,omitempty"`
+	Memory        []Memory       `json:"memory,omitempty"`
 
 	// Err is the error behind Status, for errors.Is (ErrNoSymbols,
 	// ErrBuildIDMismatch, ErrAddressesHidden, …); nil when Status is "".
@@ -184,6 +195,7 @@ func Load(in Input, opts Options) *Side {
 			side.Calls = append(side.Calls, FunctionCalls{Function: f, Error: "no symbols"})
 		}
 		side.AddProfile(in.Profile)
+		side.AddMemory(in)
 		return side
 	case codeErr != nil:
 		side.Err = codeErr
@@ -192,6 +204,7 @@ func Load(in Input, opts Options) *Side {
 	side.Symbols = syms
 	side.Source = syms.Describe()
 	side.AddProfile(in.Profile)
+	side.AddMemory(in)
 	side.FunctionSizes = FunctionSizes(syms)
 	for _, f := range opts.functions() {
 		if im == nil {
@@ -314,6 +327,9 @@ type Diff struct {
 	// Profiles compare the guests' profiles, benchmark by benchmark;
 	// empty without a profile pass.
 	Profiles []ProfileDiff `json:"profiles,omitempty"`
+	// Memory compares the memory passes' counts per operation, benchmark
+	// by benchmark; empty without a memory pass.
+	Memory []MemoryDiff `json:"memory,omitempty"`
 	// Notes qualify the numbers ("sizes of A are approximate: …").
 	Notes []string `json:"notes,omitempty"`
 }
@@ -324,6 +340,7 @@ func Compare(a, b *Side, opts Options) *Diff {
 	d.Programs = comparePrograms(a.Programs, b.Programs)
 	d.Counts = compareCounts(a.Counts, b.Counts)
 	d.Profiles = compareProfiles(a.Profiles, b.Profiles)
+	d.Memory = compareMemory(a.Memory, b.Memory)
 	if a.Symbols == nil || b.Symbols == nil {
 		return d
 	}

@@ -96,11 +96,9 @@ func (s *Side) AddProfile(doc *wire.ProfileDoc) {
 // syms' _text.
 func symbolizeProfile(doc *wire.ProfileDoc, syms *Symbols) (*ProfileSummary, []Profile) {
 	sum := &ProfileSummary{Event: doc.Event, Weight: doc.Weight, Period: doc.Period, Cost: doc.Cost, Limits: doc.Limits, Problem: doc.Problem}
-	var offset uint64
-	if t := syms.Lookup("_text"); len(t) > 0 && doc.Text >= t[0].Addr {
-		offset = doc.Text - t[0].Addr
-	} else if sum.Problem == "" {
-		sum.Problem = "no _text in the symbols: kernel addresses cannot be placed (KASLR)"
+	offset, ok := kaslrOffset(syms, doc.Text)
+	if !ok && sum.Problem == "" {
+		sum.Problem = noTextProblem
 		return sum, nil
 	}
 	var out []Profile
@@ -110,19 +108,28 @@ func symbolizeProfile(doc *wire.ProfileDoc, syms *Symbols) (*ProfileSummary, []P
 	return sum, out
 }
 
-func symbolizeBench(b wire.BenchProfile, doc *wire.ProfileDoc, syms *Symbols, offset uint64) Profile {
-	p := Profile{Benchmark: b.Benchmark, Event: doc.Event, Weight: doc.Weight, Period: doc.Period,
-		Samples: b.Samples, Lost: b.Lost, Dropped: b.Dropped, Ops: b.Ops, Unit: b.Unit, Problem: b.Problem,
-		Functions: []FunctionShare{}}
-	if b.Ops > 0 {
-		p.PerOp = float64(b.Count) / float64(b.Ops)
+// noTextProblem says why a guest's addresses cannot be named.
+const noTextProblem = "no _text in the symbols: kernel addresses cannot be placed (KASLR)"
+
+// kaslrOffset is the KASLR offset of a guest whose _text was at text:
+// text less syms' _text; false when syms has none below it.
+func kaslrOffset(syms *Symbols, text uint64) (uint64, bool) {
+	if t := syms.Lookup("_text"); len(t) > 0 && text >= t[0].Addr {
+		return text - t[0].Addr, true
 	}
-	name := func(addr uint64) string {
+	return 0, false
+}
+
+// addressNamer names the run-time addresses of a guest: user space, the
+// extra symbols (BPF programs), the module area, else the function of
+// syms at the address less the KASLR offset.
+func addressNamer(syms *Symbols, offset uint64, extra []wire.ProfileSymbol) func(uint64) string {
+	return func(addr uint64) string {
 		switch {
 		case addr == 0 || wire.IsUser(addr):
 			return UserSpace
 		}
-		for _, s := range b.Symbols {
+		for _, s := range extra {
 			if addr >= s.Addr && addr < s.Addr+s.Size {
 				return s.Name
 			}
@@ -135,6 +142,16 @@ func symbolizeBench(b wire.BenchProfile, doc *wire.ProfileDoc, syms *Symbols, of
 		}
 		return UnknownCode
 	}
+}
+
+func symbolizeBench(b wire.BenchProfile, doc *wire.ProfileDoc, syms *Symbols, offset uint64) Profile {
+	p := Profile{Benchmark: b.Benchmark, Event: doc.Event, Weight: doc.Weight, Period: doc.Period,
+		Samples: b.Samples, Lost: b.Lost, Dropped: b.Dropped, Ops: b.Ops, Unit: b.Unit, Problem: b.Problem,
+		Functions: []FunctionShare{}}
+	if b.Ops > 0 {
+		p.PerOp = float64(b.Count) / float64(b.Ops)
+	}
+	name := addressNamer(syms, offset, b.Symbols)
 	self := map[string]uint64{}
 	type edge struct{ caller, callee string }
 	edges := map[edge]uint64{}

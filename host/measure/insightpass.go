@@ -38,6 +38,11 @@ type Insight struct {
 	// pass, sampling every ProfilePeriod ns of guest clock (instructions
 	// under icount; see wire.ProfileDoc).
 	ProfilePeriod int
+	// MemoryPlugin, when set, adds the memory pass (docs/memory.md): the
+	// first boot of each side loads this QEMU plugin (under icount
+	// only), and the guest runs each benchmark's operations again with
+	// the plugin counting cache and dTLB misses.
+	MemoryPlugin string
 }
 
 // forSetup is the insight a run booted by s can have: without the guest's
@@ -48,8 +53,8 @@ func (in *Insight) forSetup(s *Setup) *Insight {
 		return in
 	}
 	c := *in
-	c.Guest, c.ProfilePeriod = false, 0
-	s.Log.Printf("insight from static sources only, and no profile: boots on a fleet do not bring back the guest's pass (the profile is local only)")
+	c.Guest, c.ProfilePeriod, c.MemoryPlugin = false, 0, ""
+	s.Log.Printf("insight from static sources only, and no profile or memory pass: boots on a fleet do not bring back the guest's pass (the profile is local only, and so is the memory pass)")
 	return &c
 }
 
@@ -99,6 +104,9 @@ func (in *Insight) arm(runner *Runner, static [2]*insight.Side) error {
 		}
 		runner.GuestArgs = append(runner.GuestArgs, arg)
 	}
+	if in.MemoryPlugin != "" {
+		runner.GuestArgs = append(runner.GuestArgs, wire.MemoryArg)
+	}
 	for i, side := range runner.Sides[:min(len(runner.Sides), 2)] {
 		side.StaticSymbols = static[i] != nil
 	}
@@ -126,6 +134,7 @@ func (in *Insight) diff(sides []*Side, static [2]*insight.Side) *insight.Diff {
 				problem = "guest insight: " + err.Error()
 			} else {
 				given.Programs, given.Counts, given.Profile = doc.Programs, doc.Counts, doc.Profile
+				given.Memory = doc.Memory
 				if static[i] == nil && doc.Kallsyms != "" {
 					given.Kallsyms = []byte(doc.Kallsyms)
 				}
@@ -136,9 +145,11 @@ func (in *Insight) diff(sides []*Side, static [2]*insight.Side) *insight.Diff {
 		} else if side.InsightProblem != "" {
 			problem = "guest insight: " + side.InsightProblem
 		}
+		given.MemCounts, given.MemoryProblem = side.Memory, side.MemoryProblem
 		if s := static[i]; s != nil {
 			s.Programs, s.Counts = given.Programs, given.Counts
 			s.AddProfile(given.Profile)
+			s.AddMemory(given)
 			loaded[i] = s
 		} else {
 			loaded[i] = insight.Load(given, in.Options)

@@ -100,12 +100,12 @@ func TestInsightArmKeepsKallsymsOfStaticSides(t *testing.T) {
 func TestInsightOnAFleet(t *testing.T) {
 	var logged strings.Builder
 	s := &Setup{Options: Options{Log: log.New(&logged, "", 0)}}
-	in := &Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod}
+	in := &Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod, MemoryPlugin: "memcount.so"}
 	if got := in.forSetup(s); got != in {
 		t.Errorf("forSetup(local) = %+v; want the insight as given", got)
 	}
 	s.Remote = Local{}
-	if got := in.forSetup(s); got == nil || got.Guest || got.ProfilePeriod != 0 || !in.Guest || !strings.Contains(logged.String(), "static sources only") || !strings.Contains(logged.String(), "profile is local only") {
+	if got := in.forSetup(s); got == nil || got.Guest || got.ProfilePeriod != 0 || got.MemoryPlugin != "" || !in.Guest || !strings.Contains(logged.String(), "static sources only") || !strings.Contains(logged.String(), "profile is local only") {
 		t.Errorf("forSetup(fleet) = %+v (given %+v), log %q; want no guest pass, the given one unchanged, a note", got, in, logged.String())
 	}
 	if got := (*Insight)(nil).forSetup(s); got != nil {
@@ -119,7 +119,7 @@ func TestInsightOnAFleet(t *testing.T) {
 func TestArmProfile(t *testing.T) {
 	sides := []*Side{{Name: "A"}, {Name: "B"}}
 	runner := &Runner{Sides: sides}
-	in := &Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod}
+	in := &Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod, MemoryPlugin: "memcount.so"}
 	if err := in.arm(runner, [2]*insight.Side{}); err != nil || !slices.Contains(runner.GuestArgs, "lpmbisect.profile=20011") || !slices.Contains(runner.GuestArgs, "lpmbisect.insight=0") {
 		t.Errorf("arm: %q, %v; want the insight pass armed with lpmbisect.profile=20011", runner.GuestArgs, err)
 	}

@@ -51,6 +51,11 @@ type Side struct {
 	// was dropped.
 	Insight        []byte
 	InsightProblem string
+	// Memory is what the memory plugin counted in the boot that ran the
+	// insight pass (nil without the memory pass); MemoryProblem says why
+	// there is nothing when the plugin was loaded.
+	Memory        *vmrunner.MemCounts
+	MemoryProblem string
 	// BootImage is the file QEMU boots when it is not Kernel.Image: the
 	// kernel ELF for a PVH boot (PVHImage), which Setup.Prepare picks
 	// under icount.

@@ -181,6 +181,11 @@ func (r *Runner) job(s *Side, pair int) Job {
 	cfg.KernelArgs = append(slices.Clone(r.GuestArgs), wire.ParamAccel.Arg(string(accelFor(r.Selector))))
 	if boot == 1 && !s.NoInsight { // an armed insight pass runs in the first boot of each side
 		cfg.KernelArgs = wire.ArmInsight(cfg.KernelArgs)
+		// Under icount, or under an auto not yet decided, which may fall
+		// back to icount (vmrunner leaves the plugin out of a KVM boot).
+		if r.insight != nil && r.insight.MemoryPlugin != "" && (accelFor(r.Selector) == wire.AccelIcount || r.Selector != nil && r.Selector.Accel() == "") {
+			cfg.MemoryPlugin = r.insight.MemoryPlugin
+		}
 	}
 	if s.StaticSymbols { // on every boot of the side: one command line but for the pass's byte
 		cfg.KernelArgs = wire.SkipKallsyms(cfg.KernelArgs)
@@ -225,6 +230,9 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 		rep.Written, rep.Results = len(labelled), labelled
 		if s.Insight == nil {
 			s.Insight, s.InsightProblem = res.Stream.Insight, res.Stream.InsightProblem
+		}
+		if s.Memory == nil && j.Config.MemoryPlugin != "" {
+			s.Memory, s.MemoryProblem = res.Memory, res.MemoryProblem
 		}
 		r.results = append(r.results, labelled...)
 		r.boots[s.Name] = append(r.boots[s.Name], labelled)

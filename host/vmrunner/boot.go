@@ -105,6 +105,9 @@ type Config struct {
 	// PinCPUs, when set, restricts QEMU (all its threads) to these host
 	// CPUs from its start.
 	PinCPUs []int
+	// MemoryPlugin, when set, is the memory plugin to load (icount only;
+	// DefaultMemoryPlugin): Result.Memory holds what it counted.
+	MemoryPlugin string
 
 	// onKernelStart is called once when the console shows that the kernel
 	// runs (Selector uses it to decide Auto early).
@@ -131,6 +134,10 @@ type Result struct {
 	// Phases are the ends of the boot's phases that the guest marked on
 	// its console (icount only; wire.PhaseMark), in order.
 	Phases []wire.PhaseMark
+	// Memory is what the memory plugin counted (Config.MemoryPlugin);
+	// MemoryProblem says why there is nothing when it was loaded.
+	Memory        *MemCounts
+	MemoryProblem string
 }
 
 // ErrQEMUMissing is returned when the QEMU binary cannot be found.
@@ -180,6 +187,9 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if n := len(cfg.KernelCommandLine()); n > maxCommandLine {
 		return nil, &CommandLineTooLongError{Len: n, Max: maxCommandLine}
+	}
+	if err := cfg.checkMemoryPlugin(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
@@ -307,6 +317,15 @@ loop:
 	res.Stream, res.Channel = DecodeStream(data, cfg), channel
 	res.Phases = mon.phases // the console reader is done (wg.Wait)
 	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr.String())
+	if cfg.MemoryPlugin != "" {
+		m, err := ReadMemCounts(filepath.Join(cfg.RunDir, memcountFile))
+		if err != nil {
+			res.MemoryProblem = err.Error()
+		} else if !m.Complete {
+			res.MemoryProblem = "the memory plugin's output ends early (QEMU did not exit cleanly)"
+		}
+		res.Memory = m
+	}
 	return res, nil
 }
 

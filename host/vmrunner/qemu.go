@@ -141,7 +141,7 @@ func (c *Config) qemuArgs(chardev func(id, file string) string, paced bool) []st
 		"-chardev", chardev("results", resultsFile),
 		"-device", "virtserialport,chardev=results,name="+wire.PortName,
 	)
-	return args
+	return append(args, c.pluginArgs(c.RunDir)...)
 }
 
 func fileChardev(path func(file string) string) func(id, file string) string {

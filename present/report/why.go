@@ -71,7 +71,8 @@ func guestSections(d *insight.Diff) []insightSection {
 		}
 		out = append(out, sec)
 	}
-	return append(out, profileSections(d)...)
+	out = append(out, profileSections(d)...)
+	return append(out, memorySections(d)...)
 }
 
 // sideLine says where a side's symbols come from, and what is missing.
@@ -235,7 +236,11 @@ type InsightDocument struct {
 	// ProfileLines are the text report's lines for them and the passes.
 	Profiles     []insight.ProfileDiff `json:"profiles"`
 	ProfileLines []string              `json:"profile_lines"`
-	Notes        []string              `json:"notes"`
+	// Memory compares the memory passes' counts per operation, and
+	// MemoryLines are the text report's lines for them.
+	Memory      []insight.MemoryDiff `json:"memory,omitempty"`
+	MemoryLines []string             `json:"memory_lines,omitempty"`
+	Notes       []string             `json:"notes"`
 }
 
 // InsightSide is one side of an InsightDocument.
@@ -253,6 +258,9 @@ type InsightSide struct {
 	// by benchmark.
 	ProfileSummary *insight.ProfileSummary `json:"profile_summary,omitempty"`
 	Profiles       []insight.Profile       `json:"profiles,omitempty"`
+	// MemorySummary and Memory are the side's memory pass.
+	MemorySummary *insight.MemorySummary `json:"memory_summary,omitempty"`
+	Memory        []insight.Memory       `json:"memory,omitempty"`
 }
 
 // NewInsightDocument converts d for JSON.
@@ -266,9 +274,11 @@ func NewInsightDocument(d *insight.Diff) InsightDocument {
 		Programs:    nonNil(d.Programs),
 		Counts:      nonNil(d.Counts),
 		Profiles:    nonNil(d.Profiles),
+		Memory:      d.Memory,
 		Notes:       nonNil(d.Notes),
 	}
 	doc.ProfileLines = nonNil(profileLineList(d))
+	doc.MemoryLines = memoryLineList(d)
 	doc.ProgramLines, doc.CountLines = []string{}, []string{}
 	for _, p := range d.Programs {
 		doc.ProgramLines = append(doc.ProgramLines, p.Line)
@@ -293,5 +303,6 @@ func insightSide(s *insight.Side) InsightSide {
 		Source: s.Source, Status: s.Status, Problems: s.Problems,
 		Image: s.Image, Symbols: s.Symbols, Calls: nonNil(s.Calls),
 		ProfileSummary: s.ProfileSummary, Profiles: s.Profiles,
+		MemorySummary: s.MemorySummary, Memory: s.Memory,
 	}
 }

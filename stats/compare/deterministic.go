@@ -52,17 +52,49 @@ func decideDeterministic(row *Row, bound float64) bool {
 	}
 	d, e := math.Abs(row.DeltaPct/100), row.MinEffect
 	row.PAdj, row.PSame, row.PEffect = 1, 1, 1
-	switch {
-	case d > e+bound && !overlap(row.A, row.B):
-		row.Verdict, row.PAdj = Different, 0
-	case d+bound < e:
-		row.Verdict, row.PSame = Same, 0
+	switch row.Verdict = deterministicVerdict(d, e, bound, overlap(row.A, row.B)); row.Verdict {
+	case Different:
+		row.PAdj = 0
+	case Same:
+		row.PSame = 0
 	default:
-		row.Verdict, row.Final = Unknown, true
+		row.Final = true
 		row.addNote(fmt.Sprintf("the change %.3g%% lies within the jitter bound ±%.3g%% of the minimum effect %.3g%%: more boots cannot decide",
 			100*d, 100*bound, 100*e))
 	}
 	return true
+}
+
+// deterministicVerdict is the deterministic rule's verdict on a relative
+// change d (absolute) against the minimum effect e, with a jitter bound b,
+// where overlapping says whether the sides' values overlap.
+func deterministicVerdict(d, e, b float64, overlapping bool) Verdict {
+	switch {
+	case d > e+b && !overlapping:
+		return Different
+	case d+b < e:
+		return Same
+	}
+	return Unknown
+}
+
+// DecideExact is the deterministic rule for one value per side, each
+// exact up to a relative jitter bound (a count of a deterministic
+// instrument, such as the memory pass's misses per operation under
+// icount): DIFFERENT when the relative change of b against a exceeds
+// minEffect by more than bound, SAME when it stays below minEffect by more
+// than bound, else UNKNOWN. It returns the change in percent (0 when a is
+// 0 and b is not: then DIFFERENT if b exceeds the bound's share of
+// nothing, i.e. whenever b > 0).
+func DecideExact(a, b, minEffect, bound float64) (Verdict, float64) {
+	if a == b {
+		return deterministicVerdict(0, minEffect, bound, true), 0
+	}
+	if a == 0 {
+		return Different, 0
+	}
+	d := (b - a) / math.Abs(a)
+	return deterministicVerdict(math.Abs(d), minEffect, bound, false), 100 * d
 }
 
 // bootRange is a side's spread of per-boot medians relative to its centre.

@@ -178,3 +178,23 @@ func TestRaisedFloorHidesNoChange(t *testing.T) {
 		t.Errorf("one image against itself under a floor raised to 50%%: %v, FloorHides %v; want SAME", same.Verdict, same.FloorHides)
 	}
 }
+
+func TestDecideExact(t *testing.T) {
+	for _, c := range []struct {
+		a, b, e, bound float64
+		want           Verdict
+		delta          float64
+	}{
+		{2, 2, 0.02, 0.01, Same, 0},
+		{2, 2.5, 0.02, 0.01, Different, 25},
+		{2, 2.01, 0.02, 0.01, Same, 0.5},
+		{2, 2.05, 0.02, 0.01, Unknown, 2.5},
+		{0, 1, 0.02, 0.01, Different, 0},
+		{2, 2, 0.01, 0.02, Unknown, 0}, // a bound beyond the effect decides nothing
+	} {
+		v, d := DecideExact(c.a, c.b, c.e, c.bound)
+		if v != c.want || math.Abs(d-c.delta) > 1e-9 {
+			t.Errorf("DecideExact(%g, %g, %g, %g) = %s, %g; want %s, %g", c.a, c.b, c.e, c.bound, v, d, c.want, c.delta)
+		}
+	}
+}

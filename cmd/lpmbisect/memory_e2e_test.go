@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lpmbisect/lpmbisect/host/insight"
+	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+)
+
+// memoryPlugin is the plugin scripts/setup built into the user's cache
+// directory (LPMBISECT_CACHE, else the default).
+func memoryPlugin(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("LPMBISECT_CACHE")
+	if dir == "" {
+		var err error
+		if dir, err = measure.DefaultCacheDir(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := vmrunner.DefaultMemoryPlugin(dir)
+	if _, err := os.Stat(path); err != nil {
+		testkernels.Unavailable(t, "no memory plugin: %v (run scripts/setup)", err)
+	}
+	return path
+}
+
+// TestMemoryPassSelfCompare boots Debian 6.12 twice under icount with the
+// memory plugin (a self-comparison, one boot a side) and checks that the
+// why-block has the memory rows of the lookup, that the two boots agree
+// on L1D misses, accesses and instructions within their bounds
+// (insight.MemoryBounds) and no row is DIFFERENT, and that the
+// plugin counted the timed operations: its instructions per operation
+// inside the marked windows equal the timed insn/op within 0.5 % (the
+// two marks per run are the difference).
+func TestMemoryPassSelfCompare(t *testing.T) {
+	bootsInParallel(t)
+	args := vmArgs(t)
+	plugin := memoryPlugin(t)
+	deb := testkernels.Deb(t, testkernels.Debian612)
+	const bench = "LPMTrie/op=lookup/keys=random/entries=1000"
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
+		"--boots", "1", "--max-boots", "1", "--no-profile", "--bench", "LPMTrie/op=lookup/keys=random", "--memory-plugin", plugin, "--format", "json"}, args...), deb, deb)...)
+	if code != exitOK && code != exitInconclusive {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var doc report.Document
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("compare --format json: %v\n%s", err, stdout)
+	}
+	if doc.Insight == nil {
+		t.Fatalf("no insight block\n%s", stderr)
+	}
+	t.Log(strings.Join(doc.Insight.MemoryLines, "\n"))
+	var m *insight.MemoryDiff
+	for i := range doc.Insight.Memory {
+		if doc.Insight.Memory[i].Benchmark == bench {
+			m = &doc.Insight.Memory[i]
+		}
+	}
+	if m == nil || len(m.Rows) != len(insight.MemoryMetrics) {
+		t.Fatalf("memory of %s: %+v; want %d rows\n%s", bench, m, len(insight.MemoryMetrics), strings.Join(doc.Insight.MemoryLines, "\n"))
+	}
+	rows := map[string]insight.MemoryRow{}
+	for _, r := range m.Rows {
+		rows[r.Metric] = r
+		if r.Verdict == compare.Different {
+			t.Errorf("row %s %.4f → %.4f: DIFFERENT for a kernel compared with itself", r.Metric, r.A, r.B)
+		}
+	}
+	for _, metric := range []string{"l1d-miss/op", "mem-access/op", "insn/op"} {
+		r, bound := rows[metric], insight.MemoryBounds[metric]
+		if r.A <= 0 || math.Abs(r.B-r.A) > bound*r.A {
+			t.Errorf("row %s %.4f → %.4f; want positive counts within the bound ±%.2g%% of each other", metric, r.A, r.B, 100*bound)
+		}
+	}
+	var timed float64
+	for _, r := range doc.Rows {
+		if r.Benchmark == bench {
+			timed = r.A.Center
+		}
+	}
+	if got := rows["insn/op"].A; timed == 0 || math.Abs(got-timed) > 0.005*timed {
+		t.Errorf("the plugin counted %.2f insn/op inside the marks; the timed samples %.2f: want them within 0.5%%", got, timed)
+	}
+	// Debian 6.12 inlines longest_prefix_match: trie_lookup_elem takes
+	// nearly every L1D miss of a lookup, on both sides.
+	if len(m.Functions) == 0 || m.Functions[0].Function != "trie_lookup_elem" ||
+		m.Functions[0].L1DA < 0.9*rows["l1d-miss/op"].A || m.Functions[0].L1DB < 0.9*rows["l1d-miss/op"].B {
+		t.Errorf("functions %+v; want trie_lookup_elem first with ≥ 90%% of each side's L1D misses", m.Functions)
+	}
+}

@@ -1,0 +1,270 @@
+package insight
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+)
+
+// The memory pass (docs/memory.md): in the first boot of each side QEMU
+// loads the memory plugin, which models an L1D, L1I, unified LLC and
+// dTLB per vCPU, and the guest runs each benchmark's operations again,
+// their bpf_loop marked, so that the plugin counts the timed operations
+// alone. Under icount the counts are those of a deterministic guest.
+
+// MemoryMetrics are the rows of a memory comparison, in order.
+var MemoryMetrics = []string{"l1d-miss/op", "llc-miss/op", "dtlb-miss/op", "mem-access/op", "l1i-miss/op", "insn/op"}
+
+// MemoryMinEffect is the smallest relative change of a memory row that
+// counts (the deterministic rule's minimum effect), and MemoryBounds the
+// relative spread of two boots of one image that the rule allows for, per
+// metric (docs/memory.md, "Two boots of one image"): the boots' host I/O
+// lands at other guest instants, so the slab's physical pages differ a
+// little: accesses and instructions repeat within 0.03 %, L1D misses
+// within 0.5 % at 10000 entries and 3.5 % at 1000 (a trie about the L1D's
+// size, where conflicts depend on the pages), while the last level cache
+// and the dTLB (4 KiB pages over a slab whose pages fall elsewhere at each
+// boot) moved by up to 34 % and 230 % (0.044 and 0.145 misses per
+// sequential lookup on 6.1), so their rows say DIFFERENT only beyond 52 %
+// and 252 %.
+//
+// A row whose values differ by less than MemoryFloor events per operation
+// is SAME whatever its relative change: rare events (an L1I miss every
+// hundred lookups) move by large fractions of themselves between boots.
+const (
+	MemoryMinEffect = 0.02
+	MemoryFloor     = 0.02
+)
+
+// MemoryBounds are the deterministic rule's jitter bounds per metric.
+var MemoryBounds = map[string]float64{
+	"l1d-miss/op":   0.05,
+	"llc-miss/op":   0.50,
+	"dtlb-miss/op":  2.50,
+	"mem-access/op": 0.002,
+	"l1i-miss/op":   0.20,
+	"insn/op":       0.002,
+}
+
+// MemorySummary is one side's memory pass as a whole.
+type MemorySummary struct {
+	// Model is the plugin's cache model ("l1d 49152 12 l1i …").
+	Model string `json:"model,omitempty"`
+	// Cost is the guest clock of the pass (instructions under icount);
+	// HostWall and HostCPU the host time QEMU spent instrumenting (from
+	// the guest's first mark to its last), wall and the vCPU thread's CPU.
+	Cost     uint64        `json:"cost"`
+	HostWall time.Duration `json:"host_wall_ns"`
+	HostCPU  time.Duration `json:"host_cpu_ns"`
+	Problem  string        `json:"problem,omitempty"`
+}
+
+// Memory is one benchmark's counts on one side, per operation.
+type Memory struct {
+	Benchmark string `json:"benchmark"`
+	Ops       uint64 `json:"ops"`
+	Unit      string `json:"unit,omitempty"`
+	// PerOp holds each of MemoryMetrics per operation.
+	PerOp map[string]float64 `json:"per_op,omitempty"`
+	// Functions are the data misses by function, most first (from the
+	// plugin's instructions with the most misses); empty when not
+	// attributed (Attribution says why).
+	Functions   []MemoryFunction `json:"functions,omitempty"`
+	Attribution string           `json:"attribution,omitempty"`
+	Problem     string           `json:"problem,omitempty"`
+}
+
+// MemoryFunction is the data accesses and misses per operation of the
+// instructions of one function among the plugin's top instructions.
+type MemoryFunction struct {
+	Function string  `json:"function"`
+	Accesses float64 `json:"accesses"`
+	L1D      float64 `json:"l1d"`
+	LLC      float64 `json:"llc"`
+	DTLB     float64 `json:"dtlb"`
+}
+
+// AddMemory adds what the guest's memory pass ran and the plugin counted
+// (in.Memory, in.MemCounts), named with the side's symbols.
+func (s *Side) AddMemory(in Input) {
+	doc := in.Memory
+	if doc == nil {
+		return
+	}
+	sum := &MemorySummary{Cost: doc.Cost, Problem: doc.Problem}
+	s.MemorySummary = sum
+	switch {
+	case sum.Problem != "":
+		return
+	case in.MemCounts == nil:
+		sum.Problem = "the plugin counted nothing"
+		if in.MemoryProblem != "" {
+			sum.Problem += ": " + in.MemoryProblem
+		}
+		return
+	}
+	sum.Model, sum.HostWall, sum.HostCPU = in.MemCounts.Model, in.MemCounts.ArmedWall, in.MemCounts.ArmedCPU
+	if in.MemoryProblem != "" {
+		sum.Problem = in.MemoryProblem
+	}
+	var name func(uint64) string
+	attribution := "not attributed: no symbols"
+	if s.Symbols != nil {
+		if offset, ok := kaslrOffset(s.Symbols, doc.Text); ok {
+			name, attribution = addressNamer(s.Symbols, offset, nil), ""
+		} else {
+			attribution = "not attributed: " + noTextProblem
+		}
+	}
+	for _, b := range doc.Benchmarks {
+		m := Memory{Benchmark: b.Benchmark, Ops: b.Ops, Unit: b.Unit, Problem: b.Problem, Attribution: attribution}
+		seg := in.MemCounts.Segment(b.Segment)
+		switch {
+		case m.Problem != "":
+		case seg == nil:
+			m.Problem = fmt.Sprintf("the plugin wrote no segment %d", b.Segment)
+		case seg.Windows == 0:
+			m.Problem = "no counting window: the benchmark's programs carry no marks (only the LPM trie's timed loops do)"
+		case b.Ops == 0:
+			m.Problem = "no operations"
+		}
+		if m.Problem != "" {
+			s.Memory = append(s.Memory, m)
+			continue
+		}
+		ops := float64(b.Ops)
+		m.PerOp = map[string]float64{
+			"l1d-miss/op":   float64(seg.L1D.Misses) / ops,
+			"llc-miss/op":   float64(seg.LLC.Misses) / ops,
+			"dtlb-miss/op":  float64(seg.DTLB.Misses) / ops,
+			"mem-access/op": float64(seg.DTLB.Accesses) / ops,
+			"l1i-miss/op":   float64(seg.L1I.Misses) / ops,
+			"insn/op":       float64(seg.Insns) / ops,
+		}
+		if name != nil {
+			m.Functions = memoryFunctions(seg.PCs, name, ops)
+		}
+		s.Memory = append(s.Memory, m)
+	}
+}
+
+// memoryFunctions sums the plugin's top instructions by function.
+func memoryFunctions(pcs []vmrunner.MemPC, name func(uint64) string, ops float64) []MemoryFunction {
+	sums := map[string]MemoryFunction{}
+	for _, pc := range pcs {
+		fn := name(pc.PC)
+		if pc.PC == vmrunner.PCOverflow {
+			fn = "[not attributed: the plugin's table was full]"
+		}
+		f := sums[fn]
+		f.Function = fn
+		f.Accesses += float64(pc.Accesses) / ops
+		f.L1D += float64(pc.L1D) / ops
+		f.LLC += float64(pc.LLC) / ops
+		f.DTLB += float64(pc.DTLB) / ops
+		sums[fn] = f
+	}
+	var out []MemoryFunction
+	for _, f := range sums {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b MemoryFunction) int {
+		return cmp.Or(cmp.Compare(b.L1D+b.LLC+b.DTLB, a.L1D+a.LLC+a.DTLB), cmp.Compare(a.Function, b.Function))
+	})
+	return out
+}
+
+// MemoryDiff compares one benchmark's memory counts A → B.
+type MemoryDiff struct {
+	Benchmark string       `json:"benchmark"`
+	A         *Memory      `json:"a,omitempty"`
+	B         *Memory      `json:"b,omitempty"`
+	Rows      []MemoryRow  `json:"rows,omitempty"`
+	Functions []MemoryFRow `json:"functions,omitempty"`
+}
+
+// MemoryRow is one metric per operation, A → B, with the deterministic
+// rule's verdict (compare.DecideExact at MemoryMinEffect and the
+// metric's MemoryBounds, SAME below MemoryFloor).
+type MemoryRow struct {
+	Metric   string          `json:"metric"`
+	A        float64         `json:"a"`
+	B        float64         `json:"b"`
+	DeltaPct float64         `json:"delta_pct"`
+	Verdict  compare.Verdict `json:"verdict"`
+}
+
+// MemoryFRow is one function's L1D misses per operation A → B.
+type MemoryFRow struct {
+	Function string  `json:"function"`
+	L1DA     float64 `json:"l1d_a"`
+	L1DB     float64 `json:"l1d_b"`
+	LLCA     float64 `json:"llc_a"`
+	LLCB     float64 `json:"llc_b"`
+	DTLBA    float64 `json:"dtlb_a"`
+	DTLBB    float64 `json:"dtlb_b"`
+}
+
+// maxMemoryFunctions bounds the function rows of a memory diff.
+const maxMemoryFunctions = 8
+
+// compareMemory pairs the memory counts of a and b by benchmark.
+func compareMemory(a, b []Memory) []MemoryDiff {
+	p := pairUp(a, b, func(m Memory) string { return m.Benchmark })
+	var out []MemoryDiff
+	for _, k := range p.keys {
+		d := MemoryDiff{Benchmark: k}
+		if l := p.a[k]; len(l) > 0 {
+			d.A = &l[len(l)-1]
+		}
+		if l := p.b[k]; len(l) > 0 {
+			d.B = &l[len(l)-1]
+		}
+		if d.A != nil && d.B != nil && d.A.PerOp != nil && d.B.PerOp != nil {
+			for _, metric := range MemoryMetrics {
+				va, vb := d.A.PerOp[metric], d.B.PerOp[metric]
+				v, delta := compare.DecideExact(va, vb, MemoryMinEffect, MemoryBounds[metric])
+				if math.Abs(vb-va) < MemoryFloor {
+					v = compare.Same
+				}
+				d.Rows = append(d.Rows, MemoryRow{Metric: metric, A: va, B: vb, DeltaPct: delta, Verdict: v})
+			}
+			d.Functions = memoryFunctionRows(d.A.Functions, d.B.Functions)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func memoryFunctionRows(a, b []MemoryFunction) []MemoryFRow {
+	rows := map[string]*MemoryFRow{}
+	var names []string
+	for side, fs := range [][]MemoryFunction{a, b} {
+		for _, f := range fs {
+			r := rows[f.Function]
+			if r == nil {
+				r = &MemoryFRow{Function: f.Function}
+				rows[f.Function] = r
+				names = append(names, f.Function)
+			}
+			if side == 0 {
+				r.L1DA, r.LLCA, r.DTLBA = f.L1D, f.LLC, f.DTLB
+			} else {
+				r.L1DB, r.LLCB, r.DTLBB = f.L1D, f.LLC, f.DTLB
+			}
+		}
+	}
+	var out []MemoryFRow
+	for _, n := range names {
+		out = append(out, *rows[n])
+	}
+	slices.SortFunc(out, func(x, y MemoryFRow) int {
+		return cmp.Or(cmp.Compare(max(y.L1DA, y.L1DB), max(x.L1DA, x.L1DB)), cmp.Compare(x.Function, y.Function))
+	})
+	return out[:min(len(out), maxMemoryFunctions)]
+}

@@ -1,0 +1,240 @@
+package vmrunner
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lpmbisect/lpmbisect/wire"
+)
+
+// The memory plugin (memplugin/memcount.c) is a QEMU TCG plugin that
+// models per vCPU an L1 data cache, an L1 instruction cache, a unified
+// last level cache and a data TLB, and counts their accesses and misses
+// inside the windows the guest marks (wire.MemWindowStart …). A boot
+// whose Config names it (MemoryPlugin) loads it with an outfile in the
+// run directory, which Boot reads back (Result.Memory). scripts/setup
+// builds it against the plugin header of Debian's QEMU source package.
+
+// memcountFile is the plugin's outfile in the run directory.
+const memcountFile = "memcount.out"
+
+// Bounds of the plugin's file as read back: it writes at most 4096
+// segments of at most 256 instruction lines each.
+const (
+	maxMemcountBytes    = 8 << 20
+	maxMemcountSegments = 4096
+	maxMemcountPCs      = 256
+)
+
+// DefaultMemoryPlugin is where scripts/setup installs the plugin under
+// the cache directory cacheDir.
+func DefaultMemoryPlugin(cacheDir string) string {
+	return filepath.Join(cacheDir, "memplugin", "memcount.so")
+}
+
+// MemoryPluginError is returned by Boot when the plugin a boot asks for
+// cannot be loaded.
+type MemoryPluginError struct {
+	Path string
+	Err  error
+}
+
+func (e *MemoryPluginError) Error() string {
+	return fmt.Sprintf("memory plugin %s: %v (build it with scripts/setup, or leave the memory pass out)", e.Path, e.Err)
+}
+
+func (e *MemoryPluginError) Unwrap() error { return e.Err }
+
+// checkMemoryPlugin checks that the plugin a boot names exists, and
+// leaves it out of a boot that is not under icount, whose guest is not
+// deterministic (a boot of --accel auto that probes KVM first names it in
+// case it falls back to icount; the guest then says the pass is not
+// offered).
+func (c *Config) checkMemoryPlugin() error {
+	if c.Accel != wire.AccelIcount {
+		c.MemoryPlugin = ""
+	}
+	if c.MemoryPlugin == "" {
+		return nil
+	}
+	if _, err := os.Stat(c.MemoryPlugin); err != nil {
+		return &MemoryPluginError{c.MemoryPlugin, err}
+	}
+	return nil
+}
+
+// memoryRTC starts the guest's real-time clock at a fixed date and runs it
+// on the virtual clock in the boot that loads the plugin. The RTC is the
+// one input of the guest's random seed that icount does not fix (the TSC
+// is the instruction count, Westmere has no RDRAND): with it the boot's
+// random numbers repeat — the random keys of the benchmarks, KASLR, the
+// slab freelists' order — and so do the physical addresses of the
+// trie's nodes, which decide the cache sets they fall in. Without it two
+// boots of one image differed by 8 % in L1D misses per random lookup
+// (Debian 6.12, 1000 entries: 2.080 and 2.245).
+const memoryRTC = "base=2024-01-01T00:00:00,clock=vm"
+
+// pluginArgs are QEMU's -plugin arguments for the memory plugin.
+func (c *Config) pluginArgs(runDir string) []string {
+	if c.MemoryPlugin == "" {
+		return nil
+	}
+	return []string{"-plugin", c.MemoryPlugin + ",outfile=" + filepath.Join(runDir, memcountFile), "-rtc", memoryRTC}
+}
+
+// MemCounts is what the plugin wrote in one boot.
+type MemCounts struct {
+	// Model is the plugin's first line: the sizes it modelled.
+	Model    string
+	Segments []MemSegment
+	// Marks are the marks the plugin saw executed, by code
+	// (wire.MemWindowStart is 1 … wire.MemDisarm 6), from its last line;
+	// Complete is false when that line is missing (QEMU killed).
+	Marks    [6]uint64
+	Complete bool
+	// ArmedWall and ArmedCPU are the host time QEMU spent with the
+	// plugin instrumenting (from the guest's MemArm to its MemDisarm):
+	// wall time, and CPU time of the vCPU thread.
+	ArmedWall, ArmedCPU time.Duration
+}
+
+// MemSegment is one segment the guest opened and closed: the counts of
+// its windows.
+type MemSegment struct {
+	Number  int
+	Windows uint64 // counting windows (marked bpf_loop calls)
+	Insns   uint64 // instructions executed inside them
+	L1D     CacheCount
+	L1I     CacheCount
+	LLC     CacheCount
+	DTLB    CacheCount
+	// PCs are the instructions with the most misses (L1D + LLC + dTLB),
+	// most first, by virtual address.
+	PCs []MemPC
+}
+
+// CacheCount is one cache's accesses and misses.
+type CacheCount struct{ Accesses, Misses uint64 }
+
+// PCOverflow is the PC of the plugin's line for every instruction that
+// found no room in its table (it keeps 262144): those are not attributed.
+const PCOverflow = 1<<64 - 1
+
+// MemPC is the data accesses and misses of one instruction.
+type MemPC struct{ PC, Accesses, L1D, LLC, DTLB uint64 }
+
+// Segment returns segment n (from 1), or nil.
+func (m *MemCounts) Segment(n int) *MemSegment {
+	for i := range m.Segments {
+		if m.Segments[i].Number == n {
+			return &m.Segments[i]
+		}
+	}
+	return nil
+}
+
+// ReadMemCounts reads a plugin's file, bounded.
+func ReadMemCounts(path string) (*MemCounts, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read memory plugin output: %w", err)
+	}
+	defer f.Close()
+	m, err := parseMemCounts(io.LimitReader(f, maxMemcountBytes))
+	if err != nil {
+		return nil, fmt.Errorf("read memory plugin output %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func parseMemCounts(r io.Reader) (*MemCounts, error) {
+	m := &MemCounts{}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		nums := func(from int, want int) ([]uint64, error) {
+			if len(f) < from+want {
+				return nil, fmt.Errorf("line %d: %d fields, want %d", n, len(f), from+want)
+			}
+			out := make([]uint64, 0, want)
+			for _, s := range f[from : from+want] {
+				base := 10
+				if f[0] == "pc" && len(out) == 1 {
+					base = 16
+				}
+				v, err := strconv.ParseUint(s, base, 64)
+				if err != nil {
+					return nil, fmt.Errorf("line %d: %w", n, err)
+				}
+				out = append(out, v)
+			}
+			return out, nil
+		}
+		switch f[0] {
+		case "memcount":
+			m.Model = strings.Join(f[2:], " ")
+		case "segment":
+			// segment N windows W insns I l1d A M l1i A M llc A M dtlb A M
+			if len(f) != 18 || f[2] != "windows" || f[4] != "insns" || f[6] != "l1d" || f[9] != "l1i" || f[12] != "llc" || f[15] != "dtlb" {
+				return nil, fmt.Errorf("line %d: malformed segment line", n)
+			}
+			if len(m.Segments) >= maxMemcountSegments {
+				return nil, fmt.Errorf("more than %d segments", maxMemcountSegments)
+			}
+			v := make([]uint64, 0, 11)
+			for _, i := range []int{1, 3, 5, 7, 8, 10, 11, 13, 14, 16, 17} {
+				x, err := strconv.ParseUint(f[i], 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("line %d: %w", n, err)
+				}
+				v = append(v, x)
+			}
+			m.Segments = append(m.Segments, MemSegment{Number: int(v[0]), Windows: v[1], Insns: v[2],
+				L1D: CacheCount{v[3], v[4]}, L1I: CacheCount{v[5], v[6]}, LLC: CacheCount{v[7], v[8]}, DTLB: CacheCount{v[9], v[10]}})
+		case "pc":
+			v, err := nums(1, 6)
+			if err != nil {
+				return nil, err
+			}
+			s := m.Segment(int(v[0]))
+			if s == nil || len(s.PCs) >= maxMemcountPCs {
+				return nil, fmt.Errorf("line %d: pc line of segment %d, unknown or full", n, v[0])
+			}
+			s.PCs = append(s.PCs, MemPC{PC: v[1], Accesses: v[2], L1D: v[3], LLC: v[4], DTLB: v[5]})
+		case "end":
+			if len(f) != 13 || f[1] != "segments" || f[3] != "marks" || f[10] != "armed_ns" {
+				return nil, fmt.Errorf("line %d: malformed end line", n)
+			}
+			v, err := nums(4, 6)
+			if err != nil {
+				return nil, err
+			}
+			copy(m.Marks[:], v)
+			t, err := nums(11, 2)
+			if err != nil {
+				return nil, err
+			}
+			m.ArmedWall, m.ArmedCPU = time.Duration(t[0]), time.Duration(t[1])
+			m.Complete = true
+		default:
+			return nil, fmt.Errorf("line %d: unknown record %q", n, f[0])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if m.Model == "" {
+		return nil, errors.New("no model line (not the memory plugin's output?)")
+	}
+	return m, nil
+}

@@ -1,0 +1,67 @@
+package wire
+
+// The memory pass is part of the insight pass, like the profile pass: in
+// the boot that runs the insight pass (lpmbisect.insight=1) the host loads
+// its QEMU TCG plugin (host/vmrunner/memplugin), which models caches and
+// a data TLB, and the guest runs each benchmark's operations again with
+// the plugin counting. The host arms it with
+//
+//	lpmbisect.memory=1
+//
+// written on every boot of a run beside lpmbisect.insight, so that the
+// command lines of the timed boots and of the counting boot keep one
+// length. The counts travel through a file the plugin writes on the
+// host, not through the guest: the guest reports only which segment of
+// the plugin's file belongs to which benchmark and how many operations it
+// spans (MemoryDoc).
+
+// ParamMemory is Plan.Memory, written when the plan arms the pass.
+const ParamMemory Param = "lpmbisect.memory"
+
+// Marks the guest gives the plugin: an x86 `mov $imm32, %reg` whose
+// immediate is MemMarkBase|code. The BPF JIT emits one for a BPF `r = imm`
+// of a positive 32-bit constant, which is how a program brackets its
+// timed bpf_loop (MemWindowStart, MemWindowStop); the guest's user space
+// opens and closes a benchmark's segment (MemBegin, MemEnd) and switches
+// the plugin's instrumentation on and off (MemArm, MemDisarm).
+const (
+	MemMarkBase    = 0x4c504d00 // "LPM"
+	MemWindowStart = MemMarkBase | 1
+	MemWindowStop  = MemMarkBase | 2
+	MemArm         = MemMarkBase | 3
+	MemBegin       = MemMarkBase | 4
+	MemEnd         = MemMarkBase | 5
+	MemDisarm      = MemMarkBase | 6
+)
+
+// MemoryDoc is what the guest says of the memory pass on one kernel.
+type MemoryDoc struct {
+	// Cost is the guest clock the whole pass took (ns; instructions under
+	// icount), set-up and operations included.
+	Cost uint64 `json:"cost"`
+	// Text is the run-time address of _text (ProfileDoc.Text): the host
+	// names the plugin's instruction addresses with it; 0 when hidden.
+	Text uint64 `json:"text,omitempty"`
+	// Benchmarks are the benchmarks whose operations ran counted, in the
+	// order of their segments.
+	Benchmarks []BenchMemory `json:"benchmarks,omitempty"`
+	// Problem says why there are no counts at all ("" when there are).
+	Problem string `json:"problem,omitempty"`
+}
+
+// BenchMemory is one benchmark's counted operations.
+type BenchMemory struct {
+	Benchmark string `json:"benchmark"`
+	// Segment is the number of the plugin's segment (from 1) that counted
+	// the operations; 0 when none did (Problem says why).
+	Segment int `json:"segment"`
+	// Ops are the operations inside the segment's counting windows; Unit
+	// names one when it is not one of the benchmark's own operations.
+	Ops     uint64 `json:"ops"`
+	Unit    string `json:"unit,omitempty"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// MemoryArg arms the memory pass (lpmbisect.memory=1), to add to
+// InsightArgs'.
+var MemoryArg = ParamMemory.Arg("1")
