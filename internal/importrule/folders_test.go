@@ -2,13 +2,10 @@ package importrule
 
 import (
 	"fmt"
-	"go/parser"
-	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -111,47 +108,37 @@ func TestFoldersFind(t *testing.T) {
 // the folder plan does not allow, the harnesses imported outside tests,
 // and the packages in no folder of the plan, sorted.
 func folderViolations(root, module string, plan map[string][]string) ([]string, error) {
+	files, err := moduleFiles(root, module)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	seen := map[string]bool{}
-	fset := token.NewFileSet()
-	err := walkGo(root, func(rel string) error {
-		from := filepath.ToSlash(filepath.Dir(rel))
-		mine := folderOf(plan, from)
+	for _, f := range files {
+		mine := folderOf(plan, f.pkg)
 		if mine == "" {
-			if !seen[from] {
-				seen[from] = true
-				out = append(out, fmt.Sprintf("%s is in no folder of the plan: move it into one, or add its folder to internal/importrule's folders and docs/architecture.md", from))
+			if !seen[f.pkg] {
+				seen[f.pkg] = true
+				out = append(out, fmt.Sprintf("%s is in no folder of the plan: move it into one, or add its folder to internal/importrule's folders and docs/architecture.md", f.pkg))
 			}
-			return nil
+			continue
 		}
-		test := strings.HasSuffix(rel, "_test.go")
-		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ImportsOnly)
-		if err != nil {
-			return err
+		if f.test {
+			continue
 		}
-		for _, spec := range f.Imports {
-			imp, err := strconv.Unquote(spec.Path.Value)
-			if err != nil {
-				return err
-			}
-			pkg, ok := strings.CutPrefix(imp, module+"/")
-			if !ok {
-				continue
-			}
+		for _, pkg := range f.imports {
 			theirs := folderOf(plan, pkg)
 			switch {
-			case test:
 			case theirs == "internal/testbed" && mine != "internal/testbed":
-				out = append(out, fmt.Sprintf("%s imports %s: a test harness, for tests only", filepath.ToSlash(rel), pkg))
+				out = append(out, fmt.Sprintf("%s imports %s: a test harness, for tests only", f.rel, pkg))
 			case slices.Contains(plan[mine], "*") || slices.Contains(plan[mine], theirs):
 			default:
-				out = append(out, fmt.Sprintf("%s imports %s: folder %s may import only %s", filepath.ToSlash(rel), pkg, mine, strings.Join(plan[mine], ", ")))
+				out = append(out, fmt.Sprintf("%s imports %s: folder %s may import only %s", f.rel, pkg, mine, strings.Join(plan[mine], ", ")))
 			}
 		}
-		return nil
-	})
+	}
 	slices.Sort(out)
-	return out, err
+	return out, nil
 }
 
 // TestArchitectureDocListsEveryPackage fails when docs/architecture.md

@@ -113,48 +113,74 @@ func layerViolations(root, module string, layers [][]string) ([]string, error) {
 			layer[p] = i
 		}
 	}
+	files, err := moduleFiles(root, module)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	var out []string
+	for _, f := range files {
+		if f.test {
+			continue
+		}
+		mine, placed := layer[f.pkg]
+		if !placed {
+			if !seen[f.pkg] {
+				seen[f.pkg] = true
+				out = append(out, fmt.Sprintf("%s is in no layer of the package map: place it in internal/importrule's layers and docs/architecture.md", f.pkg))
+			}
+			continue
+		}
+		for _, pkg := range f.imports {
+			switch theirs, placed := layer[pkg]; {
+			case !placed:
+				// reported when its own files are walked
+			case theirs == mine:
+				out = append(out, fmt.Sprintf("%s imports %s, of its own layer %d: siblings stay apart", f.rel, pkg, mine))
+			case theirs > mine:
+				out = append(out, fmt.Sprintf("%s imports %s, of layer %d above its own %d: a stage never reaches up the flow", f.rel, pkg, theirs, mine))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// goFile is a Go file of the module as the import rules read it: its
+// path and package directory below the module root (slash-separated),
+// whether it is a test, and the module's packages it imports (paths below
+// the module root).
+type goFile struct {
+	rel, pkg string
+	test     bool
+	imports  []string
+}
+
+// moduleFiles reads the imports of every Go file of the module below root
+// (walkGo's), in the order of their paths: the one reader every rule of
+// this package checks.
+func moduleFiles(root, module string) ([]goFile, error) {
+	var files []goFile
 	fset := token.NewFileSet()
 	err := walkGo(root, func(rel string) error {
-		from := filepath.ToSlash(filepath.Dir(rel))
-		if strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
-		mine, placed := layer[from]
-		if !placed {
-			if !seen[from] {
-				seen[from] = true
-				out = append(out, fmt.Sprintf("%s is in no layer of the package map: place it in internal/importrule's layers and docs/architecture.md", from))
-			}
-			return nil
-		}
 		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ImportsOnly)
 		if err != nil {
 			return err
 		}
+		g := goFile{rel: filepath.ToSlash(rel), pkg: filepath.ToSlash(filepath.Dir(rel)), test: strings.HasSuffix(rel, "_test.go")}
 		for _, spec := range f.Imports {
 			imp, err := strconv.Unquote(spec.Path.Value)
 			if err != nil {
 				return err
 			}
-			pkg, ok := strings.CutPrefix(imp, module+"/")
-			if !ok {
-				continue
-			}
-			switch theirs, placed := layer[pkg]; {
-			case !placed:
-				// reported when its own files are walked
-			case theirs == mine:
-				out = append(out, fmt.Sprintf("%s imports %s, of its own layer %d: siblings stay apart", filepath.ToSlash(rel), pkg, mine))
-			case theirs > mine:
-				out = append(out, fmt.Sprintf("%s imports %s, of layer %d above its own %d: a stage never reaches up the flow", filepath.ToSlash(rel), pkg, theirs, mine))
+			if pkg, ok := strings.CutPrefix(imp, module+"/"); ok {
+				g.imports = append(g.imports, pkg)
 			}
 		}
+		files = append(files, g)
 		return nil
 	})
-	slices.Sort(out)
-	return out, err
+	return files, err
 }
 
 // walkGo calls fn with the path, relative to root, of every Go file of the
@@ -231,29 +257,21 @@ func TestImportRuleFinds(t *testing.T) {
 // import a package of rules from a package rules does not allow, in the
 // order of their paths.
 func violations(root, module string, rules map[string][]string) ([]string, error) {
+	files, err := moduleFiles(root, module)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	fset := token.NewFileSet()
-	err := walkGo(root, func(rel string) error {
-		from := filepath.ToSlash(filepath.Dir(rel))
-		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		for _, spec := range f.Imports {
-			imp, err := strconv.Unquote(spec.Path.Value)
-			if err != nil {
-				return err
-			}
-			pkg, ok := strings.CutPrefix(imp, module+"/")
+	for _, f := range files {
+		for _, pkg := range f.imports {
 			allowed, ruled := rules[pkg]
-			if !ok || !ruled || from == pkg || slices.Contains(allowed, from) {
+			if !ruled || f.pkg == pkg || slices.Contains(allowed, f.pkg) {
 				continue
 			}
-			out = append(out, fmt.Sprintf("%s imports %s: only %s may", filepath.ToSlash(rel), pkg, strings.Join(allowed, ", ")))
+			out = append(out, fmt.Sprintf("%s imports %s: only %s may", f.rel, pkg, strings.Join(allowed, ", ")))
 		}
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // moduleRoot finds the directory of go.mod above this package and the
