@@ -119,7 +119,7 @@ func findExcursions(values []float64, o Options) []Excursion {
 				before = append(before, values[j])
 			}
 		}
-		return sample.Median(before), len(before) >= o.MinSegment
+		return sample.MedianInPlace(before), len(before) >= o.MinSegment
 	}
 	tail := pendingNights(values, level, rule, o.MinSegment)
 	return scanExcursions(values, len(values)-tail, rule, o.MinSegment, first)
@@ -147,7 +147,7 @@ func scanExcursions(values []float64, n int, rule departure, minSegment int, ski
 				before = append(before, values[j])
 			}
 		}
-		levelBefore := sample.Median(before)
+		levelBefore := sample.MedianInPlace(before)
 		for r := 1; r < minSegment && i+r < n; r++ {
 			after = after[:0]
 			for j := i + r; j < n && len(after) < excursionLevelNights; j++ {
@@ -162,7 +162,7 @@ func scanExcursions(values []float64, n int, rule departure, minSegment int, ski
 				break
 			}
 			next := after[0] // the night after the run
-			levelAfter := sample.Median(after)
+			levelAfter := sample.MedianInPlace(after)
 			d := rule.from(values[i], levelAfter)
 			switch {
 			case d == 0 || rule.from(next, levelAfter) == d:

@@ -14,14 +14,20 @@ import (
 // or the mean of the two middle values of an even count; NaN when vs is
 // empty.
 func Median(vs []float64) float64 {
+	return MedianInPlace(slices.Clone(vs))
+}
+
+// MedianInPlace is Median for a caller that owns vs and does not need its
+// order: it sorts vs instead of a copy, so a hot loop over scratch slices
+// (changepoint's levels around each night) allocates nothing.
+func MedianInPlace(vs []float64) float64 {
 	if len(vs) == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
+	slices.Sort(vs)
+	n := len(vs)
 	if n%2 == 1 {
-		return s[n/2]
+		return vs[n/2]
 	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return (vs[n/2-1] + vs[n/2]) / 2
 }

@@ -23,6 +23,10 @@ func TestMedian(t *testing.T) {
 			t.Errorf("Median(%v) reordered its input to %v", tt.in, in)
 		}
 	}
+	in := []float64{4, 1, 3, 2}
+	if got := MedianInPlace(in); got != 2.5 || !slices.IsSorted(in) {
+		t.Errorf("MedianInPlace([4 1 3 2]) = %v, leaving %v; want 2.5, sorted", got, in)
+	}
 	if got := Median(nil); !math.IsNaN(got) {
 		t.Errorf("Median(nil) = %v; want NaN", got)
 	}
