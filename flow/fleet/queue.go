@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,7 +50,7 @@ func ParseQueue(name string) (Queue, error) {
 	if prefix == BuildQueue {
 		return Queue{Name: name}, nil
 	}
-	if a, err := wire.ParseBootAccel(prefix); err == nil && string(a) == prefix {
+	if a := wire.Accel(prefix); slices.Contains(wire.Accels, a) {
 		return Queue{Name: name, Accel: a}, nil
 	}
 	return Queue{}, fmt.Errorf("queue %q: %w: %q before the first '-' is neither an accelerator (%s) nor build", name, ErrQueueName, prefix, wire.AccelNames())
