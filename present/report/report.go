@@ -197,6 +197,8 @@ func undecided(rep *compare.Report) []string {
 		case !r.Compared():
 		case rep.EnvironmentDrift && r.Undecided():
 			line += "; " + driftStop
+		case wire.IsVerifierTime(r.Benchmark, r.Unit):
+			line += "; the verifier's own time moves from load to load, so it holds no boots (its counts decide)"
 		case floorTooClose(rep, r):
 			line += fmt.Sprintf("; the calibrated floor ±%s is too close to the change to show it", pct(r.MinEffect))
 		case r.BootsNeeded > compare.MaxBootsNeeded:
