@@ -82,11 +82,23 @@ func TestMemoryPassSelfCompare(t *testing.T) {
 			t.Errorf("row %s %.4f → %.4f; want positive counts within the bound ±%.2g%% of each other", metric, r.A, r.B, 100*bound)
 		}
 	}
+	// The same counts are rows of the compare table, beside insn/op, with
+	// the why-block's verdicts.
 	var timed float64
+	tabled := 0
 	for _, r := range doc.Rows {
-		if r.Benchmark == bench {
+		switch {
+		case r.Benchmark != bench:
+		case r.Unit == compare.UnitInstructions:
 			timed = r.A.Center
+		case r.A == nil || r.B == nil || r.A.Center != rows[r.Unit].A || r.B.Center != rows[r.Unit].B || r.Verdict != rows[r.Unit].Verdict:
+			t.Errorf("table row %s %s: %+v %+v %s; want the why-block's %+v", r.Benchmark, r.Unit, r.A, r.B, r.Verdict, rows[r.Unit])
+		default:
+			tabled++
 		}
+	}
+	if tabled != len(insight.MemoryMetrics)-1 {
+		t.Errorf("%d memory rows of %s in the compare table; want %d (all but insn/op)", tabled, bench, len(insight.MemoryMetrics)-1)
 	}
 	if got := rows["insn/op"].A; timed == 0 || math.Abs(got-timed) > 0.005*timed {
 		t.Errorf("the plugin counted %.2f insn/op inside the marks; the timed samples %.2f: want them within 0.5%%", got, timed)

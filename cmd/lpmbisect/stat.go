@@ -42,7 +42,7 @@ func statCommand(r *run) *cli.Command {
 			return usageError("%s: %v", path, err)
 		}
 		res.Meta.FailOn, res.Meta.Command = failOn, "lpmbisect stat "+strings.Join(c.Args().Slice(), " ")
-		res.Meta.Insight = r.statInsight(path, insightOpts)
+		res.AddInsight(r.statInsight(path, insightOpts))
 		if err := r.writeReports(c, format, res.Report, res.Meta); err != nil {
 			return err
 		}

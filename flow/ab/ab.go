@@ -127,11 +127,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(res.Summary.Accels) > 0 {
 		res.Meta.Accel = res.Summary.Accels[0]
 	}
-	if res.Meta.Insight = runner.InsightDiff(); res.Meta.Insight != nil {
-		measure.AttributeTimed(res.Meta.Insight, rep)
-		keepInsight(res.Results, res.Meta.Insight, s.Log)
+	if d := runner.InsightDiff(); d != nil {
+		measure.AttributeTimed(d, rep)
+		keepInsight(res.Results, d, s.Log)
+		res.AddInsight(d)
 	}
 	return res, nil
+}
+
+// AddInsight puts the insight block d into the result: into Meta, and its
+// memory counts (insight.Diff.MemoryRows) as rows of the report beside
+// the timed ones, where every format shows them and Outcome weighs them
+// (compare.Row.Exact). A nil d adds nothing.
+func (r *Result) AddInsight(d *insight.Diff) {
+	if d == nil {
+		return
+	}
+	r.Meta.Insight = d
+	if r.Report != nil {
+		r.Report.Rows = append(r.Report.Rows, d.MemoryRows()...)
+	}
 }
 
 // keepInsight keeps the insight block d beside the results file, where

@@ -3,7 +3,6 @@ package insight
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -227,16 +226,48 @@ func compareMemory(a, b []Memory) []MemoryDiff {
 		}
 		if d.A != nil && d.B != nil && d.A.PerOp != nil && d.B.PerOp != nil {
 			for _, metric := range MemoryMetrics {
-				va, vb := d.A.PerOp[metric], d.B.PerOp[metric]
-				v, delta := compare.DecideExact(va, vb, MemoryMinEffect, MemoryBounds[metric])
-				if math.Abs(vb-va) < MemoryFloor {
-					v = compare.Same
-				}
-				d.Rows = append(d.Rows, MemoryRow{Metric: metric, A: va, B: vb, DeltaPct: delta, Verdict: v})
+				r := memoryRow(k, metric, d.A.PerOp[metric], d.B.PerOp[metric])
+				d.Rows = append(d.Rows, MemoryRow{Metric: metric, A: r.A.Center, B: r.B.Center, DeltaPct: r.DeltaPct, Verdict: r.Verdict})
 			}
 			d.Functions = memoryFunctionRows(d.A.Functions, d.B.Functions)
 		}
 		out = append(out, d)
+	}
+	return out
+}
+
+// memoryRow is one metric's row of benchmark bench, A → B, decided by
+// the deterministic rule at the metric's bound (compare.ExactRow).
+func memoryRow(bench, metric string, a, b float64) compare.Row {
+	return compare.ExactRow(bench, metric, MemoryPassSource, a, b, MemoryMinEffect, MemoryBounds[metric], MemoryFloor)
+}
+
+// MemoryPassSource names the memory pass as the one "boot" of a memory
+// row's side (compare.Boot.ID): its counts come from the first boot of
+// each side.
+const MemoryPassSource = "memory pass"
+
+// MemoryNote is the note of every memory row of a compare table.
+var MemoryNote = fmt.Sprintf("counted once per side by the memory pass (the QEMU plugin's cache model, in the first boot of each side; docs/memory.md); SAME whenever the sides differ by less than %g per operation", MemoryFloor)
+
+// MemoryRows are the memory counts of d as rows of a compare table, one
+// per benchmark both sides counted and metric (MemoryMetrics without
+// insn/op, which the timed samples measure), in d's order of benchmarks.
+// Their verdicts are those of the rows in the why-block.
+func (d *Diff) MemoryRows() []compare.Row {
+	if d == nil {
+		return nil
+	}
+	var out []compare.Row
+	for _, m := range d.Memory {
+		for _, r := range m.Rows {
+			if r.Metric == compare.UnitInstructions {
+				continue
+			}
+			row := memoryRow(m.Benchmark, r.Metric, r.A, r.B)
+			row.Notes = []string{MemoryNote}
+			out = append(out, row)
+		}
 	}
 	return out
 }

@@ -98,6 +98,8 @@ func ruleNote(rep *compare.Report, r compare.Row) string {
 	switch {
 	case !r.Compared():
 		return ""
+	case r.Exact:
+		return fmt.Sprintf("deterministic rule on one count per side: jitter bound ±%s (two boots of one image), minimum effect ±%s", pct(r.Bound), pct(r.MinEffect))
 	case r.Rule == compare.RuleDeterministic:
 		return fmt.Sprintf("deterministic rule: calibrated jitter bound ±%s%s", pct(r.Bound), own)
 	case own != "":

@@ -223,6 +223,9 @@ func formatRow(row compare.Row) [numCols]string {
 		c[colDelta] = fmt.Sprintf("%+.2f%%", row.DeltaPct)
 	}
 	c[colP] = fmt.Sprintf("p=%.3f", row.P)
+	if row.Exact { // one count per side: no test
+		c[colP] = "-"
+	}
 	return c
 }
 

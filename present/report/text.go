@@ -206,6 +206,9 @@ func cells(r compare.Row) rowCells {
 		c.delta = view.FormatDelta(r.DeltaPct)
 		c.p = view.FormatP(r.P)
 	}
+	if r.Exact { // one count per side: no test
+		c.p = "–"
+	}
 	return c
 }
 

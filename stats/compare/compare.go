@@ -253,6 +253,12 @@ type Row struct {
 	// while its change is significant and beyond Options.MinEffect: a
 	// calibrated floor hid a change the user's floor sees.
 	FloorHides bool
+	// Exact marks a row of one exact count per side, measured outside the
+	// timed samples (ExactRow): its verdict is the deterministic rule's on
+	// the two values (DecideExact) and final. Outcome counts its DIFFERENT
+	// as any row's, but not its UNKNOWN: more boots cannot decide it, and
+	// the timed rows say whether the comparison was conclusive.
+	Exact bool
 }
 
 // Rule is how a row's verdict is decided.

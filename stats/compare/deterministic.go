@@ -148,3 +148,32 @@ func sortedNames(m map[string]float64) []string {
 	slices.Sort(names)
 	return names
 }
+
+// ExactRow is the row of one exact count per side, a and b, in unit (such
+// as the memory pass's misses per operation, counted once per side by a
+// deterministic instrument, up to a relative jitter bound): decided by
+// DecideExact at minEffect and bound, and SAME whenever a and b differ by
+// less than floor (absolute: a rare event moves by large fractions of
+// itself between boots of one image). source names what counted the
+// values, as the boot ID of each side's one value. The row is Final and
+// Exact (see Row.Exact): it has no p-value, and its claims' are 0.
+func ExactRow(bench, unit, source string, a, b, minEffect, bound, floor float64) Row {
+	v, delta := DecideExact(a, b, minEffect, bound)
+	if math.Abs(b-a) < floor {
+		v = Same
+	}
+	side := func(x float64) Summary {
+		return Summary{Center: x, Lo: x, Hi: x, Boots: 1, Samples: 1,
+			PerBoot: []Boot{{ID: source, Median: x, Samples: 1, Min: x, Max: x}}}
+	}
+	row := Row{Benchmark: bench, Unit: unit, A: side(a), B: side(b), DeltaPct: delta, Verdict: v,
+		P: 1, PEffect: 1, PAdj: 1, PSame: 1, Better: BetterOf(unit), MinEffect: minEffect,
+		Rule: RuleDeterministic, Bound: bound, Final: true, Exact: true}
+	switch v {
+	case Different:
+		row.PAdj, row.PEffect = 0, 0
+	case Same:
+		row.PSame = 0
+	}
+	return row
+}

@@ -198,3 +198,53 @@ func TestDecideExact(t *testing.T) {
 		}
 	}
 }
+
+func TestExactRow(t *testing.T) {
+	for _, c := range []struct {
+		a, b, floor float64
+		want        Verdict
+		worse       bool
+	}{
+		{6.46, 6.47, 0.02, Same, false},
+		{273.5, 187.6, 0.02, Different, false},
+		{187.6, 273.5, 0.02, Different, true},
+		{0.40, 0.41, 0.02, Same, false},     // within the floor, though 2.5 % apart
+		{0.40, 0.41, 0.001, Unknown, false}, // the same change above the floor
+	} {
+		r := ExactRow("LPMTrie/op=lookup", "l1d-miss/op", "memory pass", c.a, c.b, 0.02, 0.05, c.floor)
+		if r.Verdict != c.want || r.Worse() != c.worse {
+			t.Errorf("ExactRow(%g, %g, floor %g) = %s (worse %v); want %s (worse %v)", c.a, c.b, c.floor, r.Verdict, r.Worse(), c.want, c.worse)
+		}
+		if !r.Exact || !r.Final || r.Undecided() || !r.Compared() || r.A.CIPct() != 0 || r.Better != -1 {
+			t.Errorf("ExactRow(%g, %g) = %+v; want an exact, final, compared row with no interval, lower is better", c.a, c.b, r)
+		}
+	}
+}
+
+// An exact row's DIFFERENT fails a comparison as any row's, its UNKNOWN
+// does not make it inconclusive, and exact rows alone show nothing.
+func TestOutcomeWithExactRows(t *testing.T) {
+	timed := Row{Benchmark: "LPMTrie/op=lookup", Unit: UnitInstructions, Verdict: Same}
+	unknown := ExactRow("LPMTrie/op=lookup", "llc-miss/op", "memory pass", 0.25, 0.256, 0.02, 0.5, 0.001)
+	worse := ExactRow("LPMTrie/op=lookup", "l1d-miss/op", "memory pass", 2, 3, 0.02, 0.05, 0.02)
+	better := ExactRow("LPMTrie/op=lookup", "mem-access/op", "memory pass", 273, 187, 0.02, 0.002, 0.02)
+	for _, c := range []struct {
+		rows   []Row
+		failOn FailOn
+		want   Outcome
+	}{
+		{[]Row{timed, unknown}, FailOnRegression, NoRegression},
+		{[]Row{timed, worse}, FailOnRegression, Regression},
+		{[]Row{timed, better}, FailOnRegression, NoRegression},
+		{[]Row{timed, better}, FailOnChange, Regression},
+		{[]Row{unknown}, FailOnRegression, Inconclusive},
+	} {
+		rep := &Report{Rows: c.rows}
+		if got := rep.Outcome(c.failOn); got != c.want {
+			t.Errorf("Outcome(%v) of %d rows = %v; want %v", c.failOn, len(c.rows), got, c.want)
+		}
+	}
+	if unknown.Verdict != Unknown || worse.Verdict != Different || better.Verdict != Different {
+		t.Fatalf("verdicts %v %v %v; want UNKNOWN DIFFERENT DIFFERENT", unknown.Verdict, worse.Verdict, better.Verdict)
+	}
+}

@@ -172,6 +172,12 @@
 // the rule never calls it DIFFERENT. Row.Rule says which rule decided each
 // row, and the report says it too.
 //
+// A count measured once per side outside the timed samples (the memory
+// pass's misses per operation under icount) is an exact row (ExactRow,
+// Row.Exact): one value per side, decided by DecideExact at its own
+// minimum effect and jitter bound, final. Its DIFFERENT fails a comparison
+// as any row's does (Outcome); its UNKNOWN does not make it inconclusive.
+//
 // Instruction counts depend on the emulated CPU model and the QEMU version:
 // Build refuses to compare icount results whose sides (or whose boots on one
 // side) record different ones (ErrIncomparable).

@@ -142,8 +142,9 @@ func (r Row) Worse() bool {
 //     harness cost (Row.HarnessChanged), and the rules below decide.
 //  2. If a row fails (failOn: a worse DIFFERENT row, or any DIFFERENT row),
 //     Regression, even if other rows are UNKNOWN.
-//  3. If a row is UNKNOWN, Inconclusive.
-//  4. Otherwise NoRegression. A report without non-control rows is
+//  3. If a row is UNKNOWN, Inconclusive; an exact row's UNKNOWN (Row.Exact:
+//     a count of one pass per side, final) does not count here.
+//  4. Otherwise NoRegression. A report without timed non-control rows is
 //     Inconclusive: nothing was shown.
 func (r *Report) Outcome(failOn FailOn) Outcome {
 	if r.EnvironmentDrift {
@@ -154,14 +155,14 @@ func (r *Report) Outcome(failOn FailOn) Outcome {
 		if row.Control {
 			continue
 		}
-		any = true
+		any = any || !row.Exact
 		switch row.Verdict {
 		case Different:
 			if failOn == FailOnChange || row.Worse() {
 				return Regression
 			}
 		case Unknown:
-			unknown = true
+			unknown = unknown || !row.Exact
 		}
 	}
 	if unknown || !any {
