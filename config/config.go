@@ -68,7 +68,7 @@ type Measure struct {
 	NoModules       bool     `toml:"no_modules" usage:"do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"`
 	Append          string   `toml:"append" usage:"extra kernel parameters, e.g. \"mitigations=off\""`
 	NoMemory        bool     `toml:"no_memory" usage:"leave out the insight block's memory pass (under icount, cache and dTLB misses per operation from QEMU's TCG plugin in the first boot of each side)"`
-	MemoryPlugin    string   `toml:"memory_plugin" env:"LPMBISECT_MEMORY_PLUGIN" usage:"the memory pass's QEMU plugin (default: memplugin/memcount.so in the cache directory, as scripts/setup builds it)"`
+	MemoryPlugin    string   `toml:"memory_plugin" env:"LPMBISECT_MEMORY_PLUGIN" usage:"the memory pass's QEMU plugin (default: memplugin/memcount.so in the cache directory, else in the user's cache directory, where scripts/setup builds it)"`
 }
 
 // Bench selects the benchmarks the guest runs and their parameters.

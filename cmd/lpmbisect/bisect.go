@@ -61,13 +61,8 @@ func (r *run) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, er
 	bs.BuildCommand, bs.Build = r.Build.Command, o
 	// The re-check's boots explain the culprit (bisect) and the tips'
 	// boots a night's mail (nightly): bisect-run re-checks nothing.
-	if bs.Bench.Insight, err = r.compareInsight(s.CacheDir, s.Plan); err != nil {
+	if bs.Bench.Insight, err = r.compareInsight(s.CacheDir, s.Plan, false); err != nil {
 		return nil, err
-	}
-	if bs.Bench.Insight != nil {
-		// A campaign's store keeps each image's guest document, not the
-		// host's plugin counts: the memory pass is compare's alone.
-		bs.Bench.Insight.MemoryPlugin = ""
 	}
 	return r.useFleetBuilds(bs)
 }

@@ -51,7 +51,7 @@ func runCompare(c *cli.Context, r *run) error {
 	if err := o.Calibrate(c.Context, r.Measure.Boots, r.autoMinEffect, r.Stats.Statistical()); err != nil {
 		return usageError("%v", flagError(err))
 	}
-	if o.Insight, err = r.compareInsight(s.CacheDir, s.Plan); err != nil {
+	if o.Insight, err = r.compareInsight(s.CacheDir, s.Plan, true); err != nil {
 		return err
 	}
 	prog := report.NewProgress(r.log.Writer())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 
 	"github.com/lpmbisect/lpmbisect/flow/ab"
 	"github.com/lpmbisect/lpmbisect/guest/workloads"
@@ -62,8 +63,11 @@ func (r *run) insightOptions(cacheDir string) (insight.Options, error) {
 
 // compareInsight is what ab.Run needs for the insight block of a
 // comparison of the benchmarks plan selects, nil with --no-insight: their
-// functions of interest join insight's defaults.
-func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan) (*measure.Insight, error) {
+// functions of interest join insight's defaults. memory asks for the
+// memory pass (compare's alone: a campaign's store keeps each image's
+// guest document, not the host's plugin counts), which --no-memory
+// leaves out.
+func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan, memory bool) (*measure.Insight, error) {
 	if r.insight.off {
 		return nil, nil
 	}
@@ -76,8 +80,10 @@ func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan) (*measure.
 	if !r.insight.noProfile {
 		in.ProfilePeriod = insight.DefaultProfilePeriod
 	}
-	if in.MemoryPlugin, err = r.memoryPlugin(cacheDir); err != nil {
-		return nil, err
+	if memory {
+		if in.MemoryPlugin, err = r.memoryPlugin(cacheDir); err != nil {
+			return nil, err
+		}
 	}
 	for i, f := range []struct{ name, path string }{{"debug-a", r.insight.debugA}, {"debug-b", r.insight.debugB}} {
 		if f.path == "" {
@@ -101,15 +107,14 @@ func (r *run) memoryPlugin(cacheDir string) (string, error) {
 	}
 	path := r.Measure.MemoryPlugin
 	if path == "" {
-		path = vmrunner.DefaultMemoryPlugin(cacheDir)
-		if _, err := os.Stat(path); err != nil {
-			r.log.Printf("no memory pass: no plugin at %s (scripts/setup builds it; --no-memory says you do not want it)", path)
-			return "", nil
+		found, tried := vmrunner.FindMemoryPlugin(cacheDir)
+		if found == "" {
+			r.log.Printf("no memory pass: no plugin at %s (scripts/setup builds it; --no-memory says you do not want it)", strings.Join(tried, " or "))
 		}
-		return path, nil
+		return found, nil
 	}
 	if _, err := os.Stat(path); err != nil {
-		return "", usageError("--memory-plugin: %v (scripts/setup builds it into the cache directory)", err)
+		return "", usageError("--memory-plugin: %v (scripts/setup builds it under the user's cache directory)", err)
 	}
 	return path, nil
 }

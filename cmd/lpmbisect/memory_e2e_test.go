@@ -8,27 +8,19 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/insight"
-	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
-// memoryPlugin is the plugin scripts/setup built into the user's cache
-// directory (LPMBISECT_CACHE, else the default).
+// memoryPlugin is the plugin scripts/setup built (vmrunner.FindMemoryPlugin:
+// under LPMBISECT_CACHE, else the user's cache directory).
 func memoryPlugin(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("LPMBISECT_CACHE")
-	if dir == "" {
-		var err error
-		if dir, err = measure.DefaultCacheDir(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := vmrunner.DefaultMemoryPlugin(dir)
-	if _, err := os.Stat(path); err != nil {
-		testkernels.Unavailable(t, "no memory plugin: %v (run scripts/setup)", err)
+	path, tried := vmrunner.FindMemoryPlugin(os.Getenv("LPMBISECT_CACHE"))
+	if path == "" {
+		testkernels.Unavailable(t, "no memory plugin at %s (run scripts/setup)", strings.Join(tried, " or "))
 	}
 	return path
 }

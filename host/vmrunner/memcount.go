@@ -33,10 +33,41 @@ const (
 	maxMemcountPCs      = 256
 )
 
-// DefaultMemoryPlugin is where scripts/setup installs the plugin under
-// the cache directory cacheDir.
+// DefaultMemoryPlugin is the plugin's place under a cache directory
+// cacheDir: memplugin/memcount.so.
 func DefaultMemoryPlugin(cacheDir string) string {
 	return filepath.Join(cacheDir, "memplugin", "memcount.so")
+}
+
+// MemoryPluginPaths are where to look for the plugin when none is named,
+// in order: under the cache directory cacheDir (when not ""), then where
+// scripts/setup builds it, under the user's cache directory
+// (os.UserCacheDir()/lpmbisect: $XDG_CACHE_HOME or ~/.cache), which does
+// not move with the cache directory of a run. The plugin is a host tool
+// built once, not a cache entry of a run.
+func MemoryPluginPaths(cacheDir string) []string {
+	var out []string
+	if cacheDir != "" {
+		out = append(out, DefaultMemoryPlugin(cacheDir))
+	}
+	if base, err := os.UserCacheDir(); err == nil {
+		if p := DefaultMemoryPlugin(filepath.Join(base, "lpmbisect")); len(out) == 0 || p != out[0] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// FindMemoryPlugin is the first of MemoryPluginPaths(cacheDir) that
+// exists, and the places it looked; "" when none does.
+func FindMemoryPlugin(cacheDir string) (string, []string) {
+	paths := MemoryPluginPaths(cacheDir)
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return p, paths
+		}
+	}
+	return "", paths
 }
 
 // MemoryPluginError is returned by Boot when the plugin a boot asks for

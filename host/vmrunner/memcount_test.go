@@ -83,17 +83,9 @@ func TestMemoryPluginArgs(t *testing.T) {
 // builtMemoryPlugin is the plugin scripts/setup built, or a skip.
 func builtMemoryPlugin(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("LPMBISECT_CACHE")
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			t.Skip(err)
-		}
-		dir = filepath.Join(base, "lpmbisect")
-	}
-	path := DefaultMemoryPlugin(dir)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no memory plugin: %v (run scripts/setup)", err)
+	path, tried := FindMemoryPlugin(os.Getenv("LPMBISECT_CACHE"))
+	if path == "" {
+		t.Skipf("no memory plugin at %s (run scripts/setup)", strings.Join(tried, " or "))
 	}
 	if _, err := exec.LookPath(DefaultQEMU); err != nil {
 		t.Skip("no QEMU (run scripts/setup)")
@@ -122,5 +114,31 @@ func TestMemoryPluginLoads(t *testing.T) {
 	}
 	if msg, err := run("outfile=" + out + ",l1d=48K:7"); err == nil || !strings.Contains(msg, "power-of-two") {
 		t.Errorf("qemu -plugin with 48K 7-way L1D: %v\n%s; want QEMU to refuse it (no power-of-two sets)", err, msg)
+	}
+}
+
+// The plugin scripts/setup built under the user's cache directory is
+// found whatever cache directory a run uses; one under the run's cache
+// directory comes first.
+func TestFindMemoryPlugin(t *testing.T) {
+	user, run := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", user)
+	if got, tried := FindMemoryPlugin(run); got != "" || len(tried) != 2 {
+		t.Fatalf("FindMemoryPlugin(%s) = %q, %v; want nothing found in two places", run, got, tried)
+	}
+	built := DefaultMemoryPlugin(filepath.Join(user, "lpmbisect"))
+	for _, p := range []string{built, DefaultMemoryPlugin(run)} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("ELF"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := FindMemoryPlugin(run); got != p {
+			t.Errorf("FindMemoryPlugin(%s) = %q; want %s", run, got, p)
+		}
+	}
+	if got, tried := FindMemoryPlugin(""); got != built || len(tried) != 1 {
+		t.Errorf("FindMemoryPlugin(\"\") = %q, %v; want %s alone", got, tried, built)
 	}
 }
