@@ -26,21 +26,24 @@ func memoryPlugin(t *testing.T) string {
 }
 
 // TestMemoryPassSelfCompare boots Debian 6.12 twice under icount with the
-// memory plugin (a self-comparison, one boot a side) and checks that the
-// why-block has the memory rows of the lookup, that the two boots agree
-// on L1D misses, accesses and instructions within their bounds
-// (insight.MemoryBounds) and no row is DIFFERENT, and that the
-// plugin counted the timed operations: its instructions per operation
-// inside the marked windows equal the timed insn/op within 0.5 % (the
-// two marks per run are the difference).
+// memory plugin (a self-comparison, one boot a side) on an LPM trie lookup
+// and a hash map lookup (a second family whose timed bpf_loop carries the
+// marks) and checks, for each, that the why-block has its memory rows,
+// that the two boots agree on L1D misses, accesses and instructions within
+// their bounds (insight.MemoryBounds) and no row is DIFFERENT, that the
+// compare table has the same rows beside insn/op, and that the plugin
+// counted the timed operations: its instructions per operation inside the
+// marked windows equal the timed insn/op within 0.5 % (the two marks per
+// run are the difference).
 func TestMemoryPassSelfCompare(t *testing.T) {
 	bootsInParallel(t)
 	args := vmArgs(t)
 	plugin := memoryPlugin(t)
 	deb := testkernels.Deb(t, testkernels.Debian612)
-	const bench = "LPMTrie/op=lookup/keys=random/entries=1000"
+	const lpm, hash = "LPMTrie/op=lookup/keys=random/entries=1000", "HashMap/map=hash/op=lookup/key_size=4/entries=1000"
 	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--boots", "1", "--max-boots", "1", "--no-profile", "--bench", "LPMTrie/op=lookup/keys=random", "--memory-plugin", plugin, "--format", "json"}, args...), deb, deb)...)
+		"--boots", "1", "--max-boots", "1", "--no-profile", "--bench", "LPMTrie/op=lookup/keys=random|HashMap/map=hash/op=lookup/key_size=4",
+		"--memory-plugin", plugin, "--format", "json"}, args...), deb, deb)...)
 	if code != exitOK && code != exitInconclusive {
 		t.Fatalf("compare: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -52,53 +55,59 @@ func TestMemoryPassSelfCompare(t *testing.T) {
 		t.Fatalf("no insight block\n%s", stderr)
 	}
 	t.Log(strings.Join(doc.Insight.MemoryLines, "\n"))
-	var m *insight.MemoryDiff
-	for i := range doc.Insight.Memory {
-		if doc.Insight.Memory[i].Benchmark == bench {
-			m = &doc.Insight.Memory[i]
+	for _, bench := range []string{lpm, hash} {
+		var m *insight.MemoryDiff
+		for i := range doc.Insight.Memory {
+			if doc.Insight.Memory[i].Benchmark == bench {
+				m = &doc.Insight.Memory[i]
+			}
 		}
-	}
-	if m == nil || len(m.Rows) != len(insight.MemoryMetrics) {
-		t.Fatalf("memory of %s: %+v; want %d rows\n%s", bench, m, len(insight.MemoryMetrics), strings.Join(doc.Insight.MemoryLines, "\n"))
-	}
-	rows := map[string]insight.MemoryRow{}
-	for _, r := range m.Rows {
-		rows[r.Metric] = r
-		if r.Verdict == compare.Different {
-			t.Errorf("row %s %.4f → %.4f: DIFFERENT for a kernel compared with itself", r.Metric, r.A, r.B)
+		if m == nil || len(m.Rows) != len(insight.MemoryMetrics) {
+			t.Errorf("memory of %s: %+v; want %d rows\n%s", bench, m, len(insight.MemoryMetrics), strings.Join(doc.Insight.MemoryLines, "\n"))
+			continue
 		}
-	}
-	for _, metric := range []string{"l1d-miss/op", "mem-access/op", "insn/op"} {
-		r, bound := rows[metric], insight.MemoryBounds[metric]
-		if r.A <= 0 || math.Abs(r.B-r.A) > bound*r.A {
-			t.Errorf("row %s %.4f → %.4f; want positive counts within the bound ±%.2g%% of each other", metric, r.A, r.B, 100*bound)
+		rows := map[string]insight.MemoryRow{}
+		for _, r := range m.Rows {
+			rows[r.Metric] = r
+			if r.Verdict == compare.Different {
+				t.Errorf("%s: row %s %.4f → %.4f: DIFFERENT for a kernel compared with itself", bench, r.Metric, r.A, r.B)
+			}
 		}
-	}
-	// The same counts are rows of the compare table, beside insn/op, with
-	// the why-block's verdicts.
-	var timed float64
-	tabled := 0
-	for _, r := range doc.Rows {
-		switch {
-		case r.Benchmark != bench:
-		case r.Unit == compare.UnitInstructions:
-			timed = r.A.Center
-		case r.A == nil || r.B == nil || r.A.Center != rows[r.Unit].A || r.B.Center != rows[r.Unit].B || r.Verdict != rows[r.Unit].Verdict:
-			t.Errorf("table row %s %s: %+v %+v %s; want the why-block's %+v", r.Benchmark, r.Unit, r.A, r.B, r.Verdict, rows[r.Unit])
-		default:
-			tabled++
+		for _, metric := range []string{"l1d-miss/op", "mem-access/op", "insn/op"} {
+			r, bound := rows[metric], insight.MemoryBounds[metric]
+			if r.A <= 0 || math.Abs(r.B-r.A) > bound*r.A {
+				t.Errorf("%s: row %s %.4f → %.4f; want positive counts within the bound ±%.2g%% of each other", bench, metric, r.A, r.B, 100*bound)
+			}
 		}
-	}
-	if tabled != len(insight.MemoryMetrics)-1 {
-		t.Errorf("%d memory rows of %s in the compare table; want %d (all but insn/op)", tabled, bench, len(insight.MemoryMetrics)-1)
-	}
-	if got := rows["insn/op"].A; timed == 0 || math.Abs(got-timed) > 0.005*timed {
-		t.Errorf("the plugin counted %.2f insn/op inside the marks; the timed samples %.2f: want them within 0.5%%", got, timed)
-	}
-	// Debian 6.12 inlines longest_prefix_match: trie_lookup_elem takes
-	// nearly every L1D miss of a lookup, on both sides.
-	if len(m.Functions) == 0 || m.Functions[0].Function != "trie_lookup_elem" ||
-		m.Functions[0].L1DA < 0.9*rows["l1d-miss/op"].A || m.Functions[0].L1DB < 0.9*rows["l1d-miss/op"].B {
-		t.Errorf("functions %+v; want trie_lookup_elem first with ≥ 90%% of each side's L1D misses", m.Functions)
+		// The same counts are rows of the compare table, beside insn/op,
+		// with the why-block's verdicts.
+		var timed float64
+		tabled := 0
+		for _, r := range doc.Rows {
+			switch {
+			case r.Benchmark != bench:
+			case r.Unit == compare.UnitInstructions:
+				timed = r.A.Center
+			case r.A == nil || r.B == nil || r.A.Center != rows[r.Unit].A || r.B.Center != rows[r.Unit].B || r.Verdict != rows[r.Unit].Verdict:
+				t.Errorf("table row %s %s: %+v %+v %s; want the why-block's %+v", r.Benchmark, r.Unit, r.A, r.B, r.Verdict, rows[r.Unit])
+			default:
+				tabled++
+			}
+		}
+		if tabled != len(insight.MemoryMetrics)-1 {
+			t.Errorf("%d memory rows of %s in the compare table; want %d (all but insn/op)", tabled, bench, len(insight.MemoryMetrics)-1)
+		}
+		if got := rows["insn/op"].A; timed == 0 || math.Abs(got-timed) > 0.005*timed {
+			t.Errorf("%s: the plugin counted %.2f insn/op inside the marks; the timed samples %.2f: want them within 0.5%%", bench, got, timed)
+		}
+		if bench != lpm {
+			continue
+		}
+		// Debian 6.12 inlines longest_prefix_match: trie_lookup_elem takes
+		// nearly every L1D miss of a lookup, on both sides.
+		if len(m.Functions) == 0 || m.Functions[0].Function != "trie_lookup_elem" ||
+			m.Functions[0].L1DA < 0.9*rows["l1d-miss/op"].A || m.Functions[0].L1DB < 0.9*rows["l1d-miss/op"].B {
+			t.Errorf("functions %+v; want trie_lookup_elem first with ≥ 90%% of each side's L1D misses", m.Functions)
+		}
 	}
 }

@@ -73,6 +73,8 @@ type BloomBench struct {
 	// Loops is the number of bpf_loop iterations per run; 0 means
 	// LoopIterations.
 	Loops uint32
+	// Marks, when set, bracket the timed bpf_loop for the memory plugin.
+	Marks WindowMarks
 }
 
 // ProgName is the name of the XDP program in the spec, e.g. "bloom_lookup".
@@ -139,7 +141,7 @@ func (b BloomBench) Spec() (*ebpf.CollectionSpec, error) {
 	if err := b.validate(); err != nil {
 		return nil, fmt.Errorf("bloom filter %v program: %w", b.Op, err)
 	}
-	t := timedLoop{name: b.ProgName(), loops: loopsOr(b.Loops), entries: b.walked(), cursor: cursorWrap}
+	t := timedLoop{name: b.ProgName(), loops: loopsOr(b.Loops), entries: b.walked(), cursor: cursorWrap, marks: b.Marks}
 	insns := append(t.main(), b.callback()...)
 	prog := &ebpf.ProgramSpec{Name: b.ProgName(), Type: ebpf.XDP, License: "Dual MIT/GPL", Instructions: insns}
 	maps := map[string]*ebpf.MapSpec{StatsMapName: StatsSpec()}

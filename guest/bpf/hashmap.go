@@ -119,6 +119,8 @@ type HashBench struct {
 	// Loops is the number of bpf_loop iterations per run; 0 means
 	// LoopIterations.
 	Loops uint32
+	// Marks, when set, bracket the timed bpf_loop for the memory plugin.
+	Marks WindowMarks
 }
 
 // ProgName is the name of the XDP program in the spec, e.g. "hash_lookup".
@@ -197,7 +199,7 @@ func (h HashBench) Spec() (*ebpf.CollectionSpec, error) {
 	if err := h.validate(); err != nil {
 		return nil, fmt.Errorf("hash map %v program: %w", h.Op, err)
 	}
-	t := timedLoop{name: h.ProgName(), loops: loopsOr(h.Loops), entries: h.Entries}
+	t := timedLoop{name: h.ProgName(), loops: loopsOr(h.Loops), entries: h.Entries, marks: h.Marks}
 	if h.Keys == SequentialKeys {
 		t.cursor = cursorWrap
 	}

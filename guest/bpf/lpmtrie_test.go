@@ -293,31 +293,45 @@ func TestLPMUnrolledInKernel(t *testing.T) {
 }
 
 // TestWindowMarks checks that marks bracket the bpf_loop call inside the
-// clock readings, and that an unmarked program has none.
+// clock readings in every family timed around one bpf_loop, and that an
+// unmarked program has none.
 func TestWindowMarks(t *testing.T) {
 	marks := WindowMarks{Start: 0x4c504d01, Stop: 0x4c504d02}
 	for _, marked := range []bool{false, true} {
-		l := LPMBench{Op: OpLookup, Keys: RandomKeys, Entries: 1000}
+		var m WindowMarks
 		if marked {
-			l.Marks = marks
+			m = marks
 		}
-		var seq []string
-		for _, ins := range l.loopMain() {
-			switch {
-			case ins.IsBuiltinCall() && ins.Constant == int64(asm.FnKtimeGetNs):
-				seq = append(seq, "clock")
-			case ins.IsBuiltinCall() && ins.Constant == int64(asm.FnLoop):
-				seq = append(seq, "loop")
-			case ins.OpCode == asm.Mov.Op(asm.ImmSource) && ins.Dst == asm.R1 && (ins.Constant == int64(marks.Start) || ins.Constant == int64(marks.Stop)):
-				seq = append(seq, fmt.Sprintf("mark %#x", ins.Constant))
+		for name, spec := range map[string]func() (*ebpf.CollectionSpec, error){
+			"lpm":          LPMBench{Op: OpLookup, Keys: RandomKeys, Entries: 1000, Marks: m}.Spec,
+			"hash":         HashBench{Kind: Hash, Op: HashLookup, Keys: SequentialKeys, KeySize: 4, Entries: 1000, Marks: m}.Spec,
+			"bloom":        BloomBench{Op: BloomLookup, Hashes: 3, Entries: 1000, Marks: m}.Spec,
+			"task storage": TaskStorageBench{Op: StorageGet, Marks: m}.Spec,
+		} {
+			cs, err := spec()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
 			}
-		}
-		want := "clock loop clock"
-		if marked {
-			want = "clock mark 0x4c504d01 loop mark 0x4c504d02 clock"
-		}
-		if got := strings.Join(seq, " "); got != want {
-			t.Errorf("marked %v: loopMain() = %s; want %s", marked, got, want)
+			var seq []string
+			for _, p := range cs.Programs {
+				for _, ins := range p.Instructions {
+					switch {
+					case ins.IsBuiltinCall() && ins.Constant == int64(asm.FnKtimeGetNs):
+						seq = append(seq, "clock")
+					case ins.IsBuiltinCall() && ins.Constant == int64(asm.FnLoop):
+						seq = append(seq, "loop")
+					case ins.OpCode == asm.Mov.Op(asm.ImmSource) && ins.Dst == asm.R1 && (ins.Constant == int64(marks.Start) || ins.Constant == int64(marks.Stop)):
+						seq = append(seq, fmt.Sprintf("mark %#x", ins.Constant))
+					}
+				}
+			}
+			want := "clock loop clock"
+			if marked {
+				want = "clock mark 0x4c504d01 loop mark 0x4c504d02 clock"
+			}
+			if got := strings.Join(seq, " "); got != want {
+				t.Errorf("%s, marked %v: %s; want %s", name, marked, got, want)
+			}
 		}
 	}
 }

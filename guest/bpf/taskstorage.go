@@ -79,6 +79,8 @@ type TaskStorageBench struct {
 	// Loops is the number of bpf_loop iterations per run; 0 means
 	// LoopIterations.
 	Loops uint32
+	// Marks, when set, bracket the timed bpf_loop for the memory plugin.
+	Marks WindowMarks
 }
 
 // ProgName is the name of the program in the spec, e.g. "task_stg_get".
@@ -107,7 +109,7 @@ func (s TaskStorageBench) Spec() (*ebpf.CollectionSpec, error) {
 	if err := checkLoops(s.Loops); err != nil {
 		return nil, fmt.Errorf("task storage program: %w", err)
 	}
-	t := timedLoop{name: s.ProgName(), loops: loopsOr(s.Loops), retZero: true}
+	t := timedLoop{name: s.ProgName(), loops: loopsOr(s.Loops), retZero: true, marks: s.Marks}
 	insns := append(t.main(), s.callback()...)
 	prog := &ebpf.ProgramSpec{Name: s.ProgName(), Type: ebpf.RawTracepoint, License: "GPL", Instructions: insns}
 	if s.Driver == Fentry {

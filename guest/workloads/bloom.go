@@ -73,7 +73,7 @@ func bloomRun(b bpf.BloomBench) func(*Run) error {
 // bloomPrepare loads a BloomFilter benchmark's program with its maps
 // holding [0, entries): what its samples and the insight pass start from.
 func bloomPrepare(r *Run, b bpf.BloomBench) (*progBench, func(), error) {
-	b.Entries = r.Params.Entries
+	b.Entries, b.Marks = r.Params.Entries, r.Params.windowMarks()
 	b.ZeroSeed = HashSeed(r.Params.Clock) == wire.HashSeedZero
 	spec, err := b.Spec()
 	if err != nil {

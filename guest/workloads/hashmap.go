@@ -102,7 +102,7 @@ func hashRun(h bpf.HashBench) func(*Run) error {
 // hashPrepare loads a HashMap benchmark's program with its map full:
 // what its samples and the insight pass (hashInstance) start from.
 func hashPrepare(r *Run, h bpf.HashBench) (*progBench, func(), error) {
-	h.Entries = r.Params.Entries
+	h.Entries, h.Marks = r.Params.Entries, r.Params.windowMarks()
 	if h.Kind.LRU() {
 		cpus, err := ebpf.PossibleCPU()
 		if err != nil {

@@ -117,6 +117,7 @@ func (s *storageBench) sample(rounds int) (Sample, error) {
 
 // storagePrepare loads (and for fentry attaches) a task storage program.
 func storagePrepare(r *Run, s bpf.TaskStorageBench) (*storageBench, func(), error) {
+	s.Marks = r.Params.windowMarks()
 	spec, err := s.Spec()
 	if err != nil {
 		return nil, nil, err

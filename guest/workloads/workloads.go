@@ -116,8 +116,9 @@ type Params struct {
 	// CPUs is the number of vCPUs of the guest (0: unknown). Benchmarks
 	// that need more (ring buffer producer sweeps) are not selected.
 	CPUs int
-	// MemoryMarks makes the programs of LPM trie benchmarks bracket their
-	// timed bpf_loop with the memory plugin's window marks
+	// MemoryMarks makes the programs timed around one bpf_loop (the LPM
+	// trie's, the hash maps', the bloom filter's, task storage's) bracket
+	// their bpf_loop with the memory plugin's window marks
 	// (bpf.WindowMarks): set by the memory pass alone, never for timed
 	// samples (the marks are two instructions per run).
 	MemoryMarks bool

@@ -128,7 +128,7 @@ func (s *Side) AddMemory(in Input) {
 		case seg == nil:
 			m.Problem = fmt.Sprintf("the plugin wrote no segment %d", b.Segment)
 		case seg.Windows == 0:
-			m.Problem = "no counting window: the benchmark's programs carry no marks (only the LPM trie's timed loops do)"
+			m.Problem = "no counting window: the benchmark's programs carry no marks (only programs timed around one bpf_loop do: the LPM trie's, the hash maps', the bloom filter's, task storage's; docs/memory.md)"
 		case b.Ops == 0:
 			m.Problem = "no operations"
 		}
