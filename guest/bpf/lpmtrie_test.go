@@ -307,6 +307,7 @@ func TestWindowMarks(t *testing.T) {
 			"hash":         HashBench{Kind: Hash, Op: HashLookup, Keys: SequentialKeys, KeySize: 4, Entries: 1000, Marks: m}.Spec,
 			"bloom":        BloomBench{Op: BloomLookup, Hashes: 3, Entries: 1000, Marks: m}.Spec,
 			"task storage": TaskStorageBench{Op: StorageGet, Marks: m}.Spec,
+			"unrolled":     LPMUnrolled{Op: OpLookup, Keys: RandomKeys, Entries: 1000, Marks: m}.Spec,
 		} {
 			cs, err := spec()
 			if err != nil {
@@ -328,6 +329,12 @@ func TestWindowMarks(t *testing.T) {
 			want := "clock loop clock"
 			if marked {
 				want = "clock mark 0x4c504d01 loop mark 0x4c504d02 clock"
+			}
+			if name == "unrolled" { // no bpf_loop; a stop mark on the failure path too
+				want = "clock clock"
+				if marked {
+					want = "clock mark 0x4c504d01 mark 0x4c504d02 clock mark 0x4c504d02"
+				}
 			}
 			if got := strings.Join(seq, " "); got != want {
 				t.Errorf("%s, marked %v: %s; want %s", name, marked, got, want)

@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -23,6 +24,10 @@ type LPMUnrolled struct {
 	Keys      KeyOrder
 	Entries   uint32
 	PrefixLen uint32 // 0 means PrefixLen
+	// Marks, when set, bracket the operations for the memory plugin,
+	// inside the clock readings (and close the window on the failure
+	// path too).
+	Marks WindowMarks
 }
 
 // ProgName is the name of the XDP program in the spec.
@@ -51,6 +56,9 @@ func (u LPMUnrolled) Spec() (*ebpf.CollectionSpec, error) {
 		asm.FnKtimeGetNs.Call(),
 		asm.Mov.Reg(asm.R6, asm.R0),
 	}
+	if u.Marks.Start != 0 {
+		insns = append(insns, asm.Mov.Imm(asm.R1, u.Marks.Start))
+	}
 	for i := range UnrolledOps {
 		switch u.Keys {
 		case RandomKeys:
@@ -76,6 +84,9 @@ func (u LPMUnrolled) Spec() (*ebpf.CollectionSpec, error) {
 			insns = append(insns, asm.JNE.Imm(asm.R0, 0, "op_failed"))
 		}
 	}
+	if u.Marks.Stop != 0 {
+		insns = append(insns, asm.Mov.Imm(asm.R1, u.Marks.Stop))
+	}
 	insns = append(insns, stopClock()...)
 	insns = append(insns,
 		asm.Mov.Imm(asm.R1, UnrolledOps),
@@ -95,7 +106,11 @@ func (u LPMUnrolled) Spec() (*ebpf.CollectionSpec, error) {
 	if u.Op == OpLookup {
 		insns = append(insns, asm.Mov.Imm(asm.R0, -int32(unix.ENOENT)).WithSymbol("lookup_missed"))
 	}
-	insns = append(insns, recordFailure("op_failed", asm.R8, RetDone)...)
+	failed := recordFailure("op_failed", asm.R8, RetDone)
+	if u.Marks.Stop != 0 { // after the label's r3 = r0; r1 is free until the stats' address
+		failed = slices.Insert(failed, 1, asm.Mov.Imm(asm.R1, u.Marks.Stop))
+	}
+	insns = append(insns, failed...)
 	prog := &ebpf.ProgramSpec{Name: u.ProgName(), Type: ebpf.XDP, License: "Dual MIT/GPL", Instructions: insns}
 	return &ebpf.CollectionSpec{
 		Maps:     map[string]*ebpf.MapSpec{StatsMapName: StatsSpec(), TrieMapName: TrieSpec(u.Entries)},

@@ -54,7 +54,7 @@ func unrolledRun(op bpf.LPMOp, keys bpf.KeyOrder) func(*Run) error {
 // from. closeAll releases the collection.
 func unrolledPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll func(), err error) {
 	p := r.Params
-	u := bpf.LPMUnrolled{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen}
+	u := bpf.LPMUnrolled{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen, Marks: p.windowMarks()}
 	spec, err := u.Spec()
 	if err != nil {
 		return nil, nil, err

@@ -48,7 +48,10 @@ func Headline(r compare.Row) string {
 	case r.Verdict == compare.Different:
 		dir = " (better)"
 	}
-	if r.Rule == compare.RuleDeterministic {
+	switch {
+	case r.Exact && len(r.A.PerBoot) > 0:
+		return fmt.Sprintf("%s: %s %s%s, %v (deterministic rule, jitter bound ±%s), one count per side by the %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, pct(r.Bound), r.A.PerBoot[0].ID)
+	case r.Rule == compare.RuleDeterministic:
 		return fmt.Sprintf("%s: %s %s%s, %v (deterministic rule, jitter bound ±%s), %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, pct(r.Bound), BootsLabel(r))
 	}
 	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, view.FormatP(r.P), BootsLabel(r))

@@ -75,6 +75,10 @@ func TestMemoryRowsInEveryFormat(t *testing.T) {
 	if got := rep.Outcome(compare.FailOnRegression); got != compare.NoRegression {
 		t.Errorf("outcome %v; want no regression (fewer accesses is better; an UNKNOWN count leaves it conclusive)", got)
 	}
+	wantLine := "NO REGRESSION (--fail-on regression): no benchmark is worse; 2 benchmarks better; 1 benchmark UNKNOWN in a count taken once per side (final, not weighed)"
+	if got := outcomeLine(rep, compare.FailOnRegression); got != wantLine {
+		t.Errorf("outcome line %q; want %q", got, wantLine)
+	}
 	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON, FormatHTML, FormatKCIDB, FormatGitHub} {
 		var buf bytes.Buffer
 		if err := Write(&buf, f, rep, meta); err != nil {
@@ -88,10 +92,11 @@ func TestMemoryRowsInEveryFormat(t *testing.T) {
 		}
 	}
 	var text bytes.Buffer
-	if err := WriteTable(&text, rep); err != nil {
+	if err := WriteText(&text, rep, meta); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"273.5", "187.6", "-31.41%", "deterministic rule on one count per side: jitter bound ±0.2%", "counted once per side by the memory pass"} {
+	for _, want := range []string{"273.5", "187.6", "-31.41%", "deterministic rule on one count per side: jitter bound ±0.2%", "counted once per side by the memory pass",
+		"LPMTrie/op=lookup/keys=random/entries=10000: -31.4% mem-access/op (better), DIFFERENT (deterministic rule, jitter bound ±0.2%), one count per side by the memory pass"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table:\n%s\nwant %q", text.String(), want)
 		}

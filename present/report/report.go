@@ -122,15 +122,23 @@ func outcomeReason(rep *compare.Report, failOn compare.FailOn) string {
 	case out == compare.Inconclusive && nonControls(rep) == 0:
 		return "no benchmark other than the controls was compared"
 	case out == compare.Inconclusive && rep.Paired:
-		return count(rep, func(r compare.Row) bool { return r.Verdict == compare.Unknown }) + " UNKNOWN at the pairs taken"
+		return count(rep, timedUnknown) + " UNKNOWN at the pairs taken"
 	case out == compare.Inconclusive:
-		return count(rep, func(r compare.Row) bool { return r.Verdict == compare.Unknown }) + " UNKNOWN at the boots taken"
+		return count(rep, timedUnknown) + " UNKNOWN at the boots taken"
 	}
+	reason := "every benchmark is SAME"
 	if n := count(rep, different); n != "no benchmark" {
-		return "no benchmark is worse; " + n + " better"
+		reason = "no benchmark is worse; " + n + " better"
 	}
-	return "every benchmark is SAME"
+	if n := count(rep, func(r compare.Row) bool { return r.Exact && r.Verdict == compare.Unknown }); n != "no benchmark" {
+		reason += "; " + n + " UNKNOWN in a count taken once per side (final, not weighed)"
+	}
+	return reason
 }
+
+// timedUnknown is an UNKNOWN row that makes a comparison inconclusive:
+// not an exact row's (compare.Row.Exact).
+func timedUnknown(r compare.Row) bool { return r.Verdict == compare.Unknown && !r.Exact }
 
 // count counts non-control rows matching f, as "1 benchmark", "2 benchmarks"
 // or "no benchmark".
