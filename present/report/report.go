@@ -140,15 +140,17 @@ func outcomeReason(rep *compare.Report, failOn compare.FailOn) string {
 // not an exact row's (compare.Row.Exact).
 func timedUnknown(r compare.Row) bool { return r.Verdict == compare.Unknown && !r.Exact }
 
-// count counts non-control rows matching f, as "1 benchmark", "2 benchmarks"
-// or "no benchmark".
+// count counts the benchmarks with a non-control row matching f (a
+// benchmark once, whatever the number of its rows: insn/op and the memory
+// pass's), as "1 benchmark", "2 benchmarks" or "no benchmark".
 func count(rep *compare.Report, f func(compare.Row) bool) string {
-	n := 0
+	seen := map[string]bool{}
 	for _, r := range rep.Rows {
 		if !r.Control && f(r) {
-			n++
+			seen[r.Benchmark] = true
 		}
 	}
+	n := len(seen)
 	switch n {
 	case 0:
 		return "no benchmark"
