@@ -108,6 +108,10 @@ type Row struct {
 	Rule  compare.Rule `json:"rule,omitempty"`
 	Bound float64      `json:"bound,omitempty"`
 	Final bool         `json:"final,omitempty"`
+	// Exact marks a row of one count per side from the memory pass
+	// (compare.Row.Exact): its UNKNOWN does not make "outcome"
+	// inconclusive.
+	Exact bool `json:"exact,omitempty"`
 	// FloorHides: an UNKNOWN that a calibrated floor would have made SAME
 	// while the change is significant (compare.Row.FloorHides).
 	FloorHides bool    `json:"floor_hides,omitempty"`
@@ -192,7 +196,7 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 			Benchmark: r.Benchmark, Unit: r.Unit, Control: r.Control, HarnessChanged: r.HarnessChanged, Verdict: r.Verdict, Worse: r.Worse(),
 			P: r.P, PEffect: r.PEffect, PAdj: r.PAdj, PSame: r.PSame,
 			Pairs:       r.Pairs,
-			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots, Rule: r.Rule, Bound: r.Bound, Final: r.Final, FloorHides: r.FloorHides, MinEffect: r.MinEffect,
+			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots, Rule: r.Rule, Bound: r.Bound, Final: r.Final, Exact: r.Exact, FloorHides: r.FloorHides, MinEffect: r.MinEffect,
 			BootsNeeded: r.BootsNeeded,
 			A:           side(r.A), B: side(r.B),
 			Notes:    nonNil(rowNotes(rep, r)),
