@@ -24,11 +24,11 @@ func verifierResults() string {
 		for boot := 1; boot <= 4; boot++ {
 			fmt.Fprintf(&sb, "accel: icount\nside: %s\nboot: %d\n", side, boot)
 			if side == "A" {
-				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/entries=10000 1 256000 insn/op 49 insns-processed 49 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 3 mark-read-max 1 verifier-verdict\n")
+				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/keys=random/entries=10000 1 256000 insn/op 49 insns-processed 49 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 3 mark-read-max 1 verifier-verdict\n")
 				sb.WriteString("BenchmarkVerifier/prog=xdp_lpm 1 90000 insn/op 30 insns-processed 30 insns-verified 2 states-total 2 states-peak 0 states-per-insn-max 1 mark-read-max 1 verifier-verdict\n")
 				sb.WriteString("verifier-error: BPF_MOV uses reserved fields\nBenchmarkVerifier/prog=xdp_movsx 1 27000 insn/op 7 insns-processed 0 states-total 0 states-peak 0 states-per-insn-max 0 mark-read-max 2 verifier-verdict\nverifier-error:\n")
 			} else {
-				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/entries=10000 1 300000 insn/op 52 insns-processed 52 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
+				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/keys=random/entries=10000 1 300000 insn/op 52 insns-processed 52 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
 				sb.WriteString("BenchmarkVerifier/prog=xdp_lpm 1 95000 insn/op 30 insns-processed 30 insns-verified 2 states-total 2 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
 				sb.WriteString("BenchmarkVerifier/prog=xdp_movsx 1 52000 insn/op 14 insns-processed 14 insns-verified 1 states-total 1 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
 			}
@@ -55,7 +55,7 @@ func TestWriteVeristatCompare(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	want := []string{
 		"file_name,prog_name,verdict_base,verdict_comp,verdict_diff,duration_base,duration_comp,duration_diff,total_insns_base,total_insns_comp,total_insns_diff,total_states_base,total_states_comp,total_states_diff,peak_states_base,peak_states_comp,peak_states_diff,max_states_per_insn_base,max_states_per_insn_comp,max_states_per_insn_diff,mark_read_max_len_base,mark_read_max_len_comp,mark_read_max_len_diff",
-		"lpmbisect,lpm_lookup,success,success,MATCH,256,300,+44 (+17.19%),49,52,+3 (+6.12%),4,4,+0 (+0.00%),4,4,+0 (+0.00%),0,0,+0 (+0.00%),3,0,-3 (-100.00%)",
+		"lpmbisect,lpm_lookup/keys=random/entries=10000,success,success,MATCH,256,300,+44 (+17.19%),49,52,+3 (+6.12%),4,4,+0 (+0.00%),4,4,+0 (+0.00%),0,0,+0 (+0.00%),3,0,-3 (-100.00%)",
 		"movsx.o,xdp_lpm,success,success,MATCH,90,95,+5 (+5.56%),30,30,+0 (+0.00%),2,2,+0 (+0.00%),2,2,+0 (+0.00%),0,0,+0 (+0.00%),1,0,-1 (-100.00%)",
 		"movsx.o,xdp_movsx,failure,success,MISMATCH,27,52,+25 (+92.59%),7,14,+7 (+100.00%),0,1,+1 (+100.00%),0,1,+1 (+100.00%),0,0,+0 (+0.00%),0,0,+0 (+0.00%)",
 	}
@@ -74,7 +74,7 @@ func TestWriteVeristat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "file_name,prog_name,verdict,duration,total_insns,total_states,peak_states,max_states_per_insn,mark_read_max_len\n" +
-		"lpmbisect,lpm_lookup,success,256,49,4,4,0,3\nmovsx.o,xdp_lpm,success,90,30,2,2,0,1\nmovsx.o,xdp_movsx,failure,27,7,0,0,0,0\n"
+		"lpmbisect,lpm_lookup/keys=random/entries=10000,success,256,49,4,4,0,3\nmovsx.o,xdp_lpm,success,90,30,2,2,0,1\nmovsx.o,xdp_movsx,failure,27,7,0,0,0,0\n"
 	if b.String() != want {
 		t.Errorf("WriteVeristat() =\n%s\nwant\n%s", b.String(), want)
 	}
