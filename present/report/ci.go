@@ -1,6 +1,8 @@
 package report
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,18 +79,23 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	if b.Release == "" && b.SHA256 == "" {
 		b = meta.A
 	}
-	key := words.ShortHash(b.SHA256)
-	if key == "" {
-		key = kcidbPathPart.ReplaceAllString(b.Release, "_")
-	}
 	start := ""
 	if !meta.Date.IsZero() {
 		start = meta.Date.UTC().Format(time.RFC3339)
 	}
 	doc := kcidbDoc{Version: kcidbVersion{4, 0}}
-	id := KCIDBOrigin + ":" + key
+	id := KCIDBOrigin + ":" + kcidbKernelKey(b)
 	doc.Checkouts = []kcidbCheckout{{ID: id, Origin: KCIDBOrigin, Valid: true, StartTime: start, Comment: b.Release}}
 	doc.Builds = []kcidbBuild{{ID: id, CheckoutID: id, Origin: KCIDBOrigin, Valid: true, Arch: "x86_64", StartTime: start, Comment: b.Input}}
+	run := id + ":" + kcidbRunKey(rep, meta) + ":"
+	ids := map[string]int{}
+	testID := func(path string) string {
+		ids[path]++
+		if n := ids[path]; n > 1 { // two names that read alike once kept to the path's characters
+			return fmt.Sprintf("%s%s~%d", run, path, n)
+		}
+		return run + path
+	}
 	for _, r := range rep.Rows {
 		side := r.B
 		if side.Boots == 0 {
@@ -96,7 +103,7 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		}
 		path := kcidbPath(r.Benchmark, r.Unit)
 		doc.Tests = append(doc.Tests, kcidbTest{
-			ID: id + ":" + path, BuildID: id, Origin: KCIDBOrigin, Path: path, Status: "DONE", StartTime: start,
+			ID: testID(path), BuildID: id, Origin: KCIDBOrigin, Path: path, Status: "DONE", StartTime: start,
 			Number: &kcidbNumber{Value: side.Center, Unit: r.Unit},
 			Misc:   map[string]any{"verdict": r.Verdict.String(), "change_pct": r.DeltaPct, "boots": side.Boots, "accel": meta.Accel},
 		})
@@ -106,12 +113,40 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 			continue
 		}
 		path := kcidbPath(p.Benchmark, "load")
-		doc.Tests = append(doc.Tests, kcidbTest{ID: id + ":" + path, BuildID: id, Origin: KCIDBOrigin, Path: path,
+		doc.Tests = append(doc.Tests, kcidbTest{ID: testID(path), BuildID: id, Origin: KCIDBOrigin, Path: path,
 			Status: "FAIL", StartTime: start, Comment: p.B.Error})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// kcidbKernelKey is a kernel's local id in KCIDB ids: its image's short
+// hash, or, without one, its release kept to letters, digits, _ and -. The
+// checkout and the build of one image have the same id (KCIDB keeps ids
+// per object type): measuring the same image again is the same build.
+func kcidbKernelKey(k view.KernelInfo) string {
+	if key := words.ShortHash(k.SHA256); key != "" {
+		return key
+	}
+	return kcidbPathPart.ReplaceAllString(k.Release, "_")
+}
+
+// kcidbRunKey names one comparison among those of the same build, so that
+// each one's tests have ids of their own (KCIDB merges objects of one id):
+// a short hash of the other side's key, the start, the seed and every
+// row's centres and boots. Writing the same comparison again gives the
+// same ids, so a resubmission updates its tests instead of adding to them.
+func kcidbRunKey(rep *compare.Report, meta view.Meta) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", kcidbKernelKey(meta.A), kcidbKernelKey(meta.B), meta.Date.UTC().Format(time.RFC3339Nano))
+	if meta.Seed != nil {
+		fmt.Fprintf(h, "seed %d\x00", *meta.Seed)
+	}
+	for _, r := range rep.Rows {
+		fmt.Fprintf(h, "%s %s %g %d %g %d\x00", r.Benchmark, r.Unit, r.A.Center, r.A.Boots, r.B.Center, r.B.Boots)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // kcidbPath is a row's test path: "lpmbisect." and the name's parts and

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +112,9 @@ func TestWriteGitHub(t *testing.T) {
 // with its build_id; a test status among ERROR, FAIL, MISS, PASS, DONE and
 // SKIP; a test path of dot-separated names; a number with a numeric value
 // and, if given, a string unit and a metric or binary prefix; start times
-// in RFC 3339; no other top-level keys.
+// in RFC 3339; no other top-level keys; and, as each id must identify its
+// object uniquely among those of its origin, no id twice among the
+// objects of one type.
 func validateKCIDB(doc []byte) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -150,6 +153,7 @@ func validateKCIDB(doc []byte) []error {
 			bad("%s: not an array", kind)
 			continue
 		}
+		seen := map[string]int{}
 		for i, o := range objs {
 			obj, ok := o.(map[string]any)
 			if !ok {
@@ -164,6 +168,10 @@ func validateKCIDB(doc []byte) []error {
 			if local, ok := strings.CutPrefix(id, org+":"); !ok || local == "" {
 				bad("%s[%d].id = %v; want %q, a colon and a local id", kind, i, obj["id"], org)
 			}
+			if j, dup := seen[id]; dup {
+				bad("%s[%d].id = %q, the id of %s[%d]: want ids unique", kind, i, id, kind, j)
+			}
+			seen[id] = i
 			if p := parents[kind]; p != "" {
 				if s, _ := obj[p].(string); s == "" {
 					bad("%s[%d].%s: missing", kind, i, p)
@@ -243,6 +251,48 @@ func TestWriteKCIDBValid(t *testing.T) {
 	}
 }
 
+// TestKCIDBTestIDsPerComparison: the tests of two comparisons of one
+// build have ids of their own, and writing one comparison again gives the
+// same ids.
+func TestKCIDBTestIDsPerComparison(t *testing.T) {
+	rep, meta := verifierReport(t)
+	ids := func(meta view.Meta) ([]string, string) {
+		var b bytes.Buffer
+		if err := WriteKCIDB(&b, rep, meta); err != nil {
+			t.Fatal(err)
+		}
+		var doc kcidbDoc
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, test := range doc.Tests {
+			out = append(out, test.ID)
+		}
+		return out, doc.Builds[0].ID
+	}
+	first, build := ids(meta)
+	again, _ := ids(meta)
+	if !slices.Equal(first, again) {
+		t.Errorf("WriteKCIDB() twice of one comparison: test ids %v, then %v; want the same", first, again)
+	}
+	other := meta
+	other.A.SHA256 = strings.Repeat("e", 64)
+	later := meta
+	later.Date = meta.Date.Add(time.Hour)
+	for name, m := range map[string]view.Meta{"another A": other, "another start": later} {
+		got, gotBuild := ids(m)
+		if gotBuild != build {
+			t.Errorf("%s: build id %s; want B's %s", name, gotBuild, build)
+		}
+		for i := range got {
+			if got[i] == first[i] || !strings.HasPrefix(got[i], build+":") {
+				t.Errorf("%s: test id %s, first comparison's %s; want ids of its own under the build's", name, got[i], first[i])
+			}
+		}
+	}
+}
+
 // TestKCIDBValidatorRejects shows the validator fails on broken documents,
 // each breaking one rule.
 func TestKCIDBValidatorRejects(t *testing.T) {
@@ -254,6 +304,7 @@ func TestKCIDBValidatorRejects(t *testing.T) {
 	for name, c := range map[string]struct{ old, new, want string }{
 		"major 3":           {`"major": 4`, `"major": 3`, "version.major"},
 		"id without origin": {`"id": "lpmbisect:391d229a7c64"`, `"id": "391d229a7c64"`, "checkouts[0].id"},
+		"duplicate test id": {`.prog_xdp_lpm.insns-processed",`, `.prog_xdp_lpm.insn_op",`, "want ids unique"},
 		"bad status":        {`"status": "DONE"`, `"status": "OK"`, "status"},
 		"no build_id":       {`"build_id": "lpmbisect:391d229a7c64",`, ``, "build_id: missing"},
 		"number as string":  {`"value": 14,`, `"value": "14",`, "number.value"},
@@ -308,5 +359,19 @@ func TestKCIDBOfDebianKernels(t *testing.T) {
 	t.Logf("the same document with major 5: %v", errs)
 	if len(errs) != 1 {
 		t.Errorf("validateKCIDB(major 5) = %v; want one error", errs)
+	}
+}
+
+// TestKCIDBTestIDsOfPathsAlike: two rows whose names read alike once kept
+// to a path's characters still get ids of their own.
+func TestKCIDBTestIDsOfPathsAlike(t *testing.T) {
+	b1 := compare.Summary{Boots: 1, Center: 1}
+	rep := &compare.Report{Rows: []compare.Row{{Benchmark: "X/a=b", Unit: "u", B: b1}, {Benchmark: "X/a_b", Unit: "u", B: b1}}}
+	var b bytes.Buffer
+	if err := WriteKCIDB(&b, rep, testMeta); err != nil {
+		t.Fatal(err)
+	}
+	if errs := validateKCIDB(b.Bytes()); len(errs) > 0 {
+		t.Errorf("WriteKCIDB(rows X/a=b and X/a_b): %v\n%s", errs, b.String())
 	}
 }
