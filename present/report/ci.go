@@ -169,19 +169,12 @@ func WriteGitHub(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		if r.Control || !r.Compared() {
 			continue
 		}
-		level := ""
-		switch {
-		case r.Verdict == compare.Different && r.Worse():
-			level = "error"
-		case r.Verdict == compare.Different:
-			level = "notice"
-		case r.Verdict == compare.Unknown:
-			level = "warning"
-		default:
+		level := githubLevel(r.Verdict, r.Worse())
+		if level == "" {
 			continue
 		}
 		msg := fmt.Sprintf("%s %s: %s → %s (%s), %v", r.Benchmark, r.Unit, view.FormatValue(r.A.Center, r.Unit), view.FormatValue(r.B.Center, r.Unit), view.FormatDelta(r.DeltaPct), r.Verdict)
-		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", level, githubProperty("lpmbisect: "+r.Benchmark), githubData(msg)); err != nil {
+		if err := githubCommand(w, level, "lpmbisect: "+r.Benchmark, msg); err != nil {
 			return err
 		}
 	}
@@ -195,8 +188,71 @@ func WriteGitHub(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		default:
 			continue
 		}
-		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", level, githubProperty("lpmbisect: "+p.Program+title), githubData(msg)); err != nil {
+		if err := githubCommand(w, level, "lpmbisect: "+p.Program+title, msg); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// githubLevel is the workflow command of a row's verdict: error for
+// DIFFERENT for the worse, notice for DIFFERENT otherwise, warning for
+// UNKNOWN, "" (none) for SAME.
+func githubLevel(v compare.Verdict, worse bool) string {
+	switch {
+	case v == compare.Different && worse:
+		return "error"
+	case v == compare.Different:
+		return "notice"
+	case v == compare.Unknown:
+		return "warning"
+	}
+	return ""
+}
+
+// githubCommand writes one workflow command, its title and message
+// escaped.
+func githubCommand(w io.Writer, level, title, msg string) error {
+	_, err := fmt.Fprintf(w, "::%s title=%s::%s\n", level, githubProperty(title), githubData(msg))
+	return err
+}
+
+// WriteSeriesGitHub writes a series as GitHub Actions workflow commands,
+// per patch as WriteGitHub does per row: for each benchmark a patch moved
+// against its parent, an ::error when DIFFERENT for the worse, a ::notice
+// when DIFFERENT otherwise, a ::warning when UNKNOWN; an ::error for a
+// patch that does not apply, build or boot; nothing for SAME. Subjects
+// and details are untrusted text, escaped as every message is.
+func WriteSeriesGitHub(w io.Writer, s view.Series) error {
+	for i, p := range s.Patches {
+		patch := fmt.Sprintf("%d/%d %s %s", p.N, p.Total, words.ShortHash(p.Commit), p.Subject)
+		switch p.Status {
+		case "build-failed", "boot-failed", "not-applied":
+			if err := githubCommand(w, "error", fmt.Sprintf("lpmbisect: patch %d/%d %s", p.N, p.Total, parentCell(p, view.SeriesCell{})), patch+": "+p.Detail); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, b := range s.Benchmarks {
+			d := b.Cells[i].VsParent
+			if d == nil {
+				continue
+			}
+			level := githubLevel(d.Verdict, d.Direction == "worse")
+			if level == "" {
+				continue
+			}
+			against := "its parent"
+			if !p.Parent {
+				against = "the base"
+				if p.AgainstN > 0 {
+					against = fmt.Sprintf("patch %d/%d", p.AgainstN, p.Total)
+				}
+			}
+			msg := fmt.Sprintf("%s: %s %s %s against %s, %v", patch, b.Benchmark, b.Unit, view.FormatDelta(d.DeltaPct), against, d.Verdict)
+			if err := githubCommand(w, level, fmt.Sprintf("lpmbisect: patch %d/%d %s", p.N, p.Total, b.Benchmark), msg); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
