@@ -343,9 +343,10 @@ func TestVerifierOutcomeInEveryFormat(t *testing.T) {
 }
 
 // TestKCIDBOfDebianKernels validates the KCIDB document of Debian 6.1 vs
-// 6.12 (compare --accel icount --bench verifier --no-controls --boots 4
-// --max-boots 4 --workload examples/movsx/movsx.o, then lpmbisect stat
-// --format kcidb of its results).
+// 6.12 (compare --accel icount --bench 'Verifier/' --workload
+// examples/movsx/movsx.o: every program of lpmbisect's and movsx's, with
+// the LPM controls, 2 boots per side; then lpmbisect stat --format kcidb
+// of its results), and that its test ids are its build's and unique.
 func TestKCIDBOfDebianKernels(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("testdata", "kcidb-6.1-vs-6.12.json"))
 	if err != nil {
@@ -353,6 +354,22 @@ func TestKCIDBOfDebianKernels(t *testing.T) {
 	}
 	if errs := validateKCIDB(doc); len(errs) > 0 {
 		t.Errorf("testdata/kcidb-6.1-vs-6.12.json: %v", errs)
+	}
+	var parsed kcidbDoc
+	if err := json.Unmarshal(doc, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	progs := map[string]bool{}
+	for _, test := range parsed.Tests {
+		if !strings.HasPrefix(test.ID, parsed.Builds[0].ID+":") || !strings.HasSuffix(test.ID, ":"+test.Path) {
+			t.Errorf("test id %s; want the build's id, the comparison's key and the path %s", test.ID, test.Path)
+		}
+		if prog, ok := strings.CutPrefix(test.Path, "lpmbisect.Verifier.prog_"); ok {
+			progs[strings.SplitN(prog, ".", 2)[0]] = true
+		}
+	}
+	if len(progs) < 20 {
+		t.Errorf("the document has tests of %d programs; want every program of lpmbisect's benchmarks", len(progs))
 	}
 	broken := strings.Replace(string(doc), `"major": 4`, `"major": 5`, 1)
 	errs := validateKCIDB([]byte(broken))
