@@ -42,7 +42,7 @@ func TestVerifierOnDebianKernels(t *testing.T) {
 	a, b := testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612)
 	out := filepath.Join(t.TempDir(), "ab.txt")
 	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--bench", "verifier", "--no-controls",
-		"--boots", "3", "--max-boots", "3", "--workload", movsxWorkload, "--format", "veristat", "--out", out}, args...), a, b)...)
+		"--boots", "2", "--max-boots", "2", "--workload", movsxWorkload, "--format", "veristat", "--out", out}, args...), a, b)...)
 	if code != exitOK && code != exitRegression && code != exitInconclusive {
 		t.Fatalf("lpmbisect compare: exit %d\n%s", code, stderr)
 	}
