@@ -27,7 +27,8 @@ func TestGitHubSeriesScript(t *testing.T) {
 	git("commit", "-q", "--allow-empty", "-m", "patch 2")
 	tip := git("rev-parse", "HEAD")
 	args := filepath.Join(bin, "args")
-	fake := "#!/bin/sh\necho \"$@\" > " + args + "\necho '| patch | vs parent |'\necho '|---|---|'\necho '| 2/2 | -3.1% DIFFERENT |'\nexit 1\n"
+	fake := "#!/bin/sh\necho \"$@\" >> " + args + "\ncase \"$*\" in *'--format github'*) echo '::error title=lpmbisect%3A patch 2/2 X::2/2 -3.1%25 DIFFERENT'; exit 1;; esac\n" +
+		"echo '| patch | vs parent |'\necho '|---|---|'\necho '| 2/2 | -3.1% DIFFERENT |'\nexit 1\n"
 	if err := os.WriteFile(filepath.Join(bin, "lpmbisect"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +47,12 @@ func TestGitHubSeriesScript(t *testing.T) {
 		return string(out), code
 	}
 	out, code := run("GITHUB_BASE_REF=main", "GITHUB_SHA="+tip, "GITHUB_STEP_SUMMARY="+summary, "LPMBISECT_SERIES_ARGS=--accel icount")
-	if code != 1 || !strings.Contains(out, "::error title=lpmbisect::a patch regresses") {
-		t.Errorf("script on a regressing series: exit %d, output %q; want 1 and an ::error annotation", code, out)
+	if code != 1 || !strings.Contains(out, "::error title=lpmbisect::a patch regresses") || !strings.Contains(out, "::error title=lpmbisect%3A patch 2/2 X::") {
+		t.Errorf("script on a regressing series: exit %d, output %q; want 1, the patch's ::error annotation and the series' own", code, out)
 	}
 	got, _ := os.ReadFile(args)
-	if want := "series --repo . --format markdown --accel icount " + base + ".." + tip; strings.TrimSpace(string(got)) != want {
-		t.Errorf("lpmbisect %s; want lpmbisect %s", got, want)
+	if want := "series --repo . --format markdown --accel icount " + base + ".." + tip + "\nseries --repo . --format github --accel icount " + base + ".." + tip; strings.TrimSpace(string(got)) != want {
+		t.Errorf("lpmbisect ran as\n%s\nwant\n%s", got, want)
 	}
 	sum, _ := os.ReadFile(summary)
 	if !strings.Contains(string(sum), "## lpmbisect series "+base+".."+tip) || !strings.Contains(string(sum), "| 2/2 | -3.1% DIFFERENT |") {

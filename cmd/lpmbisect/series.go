@@ -28,7 +28,7 @@ func seriesCommand(r *run) *cli.Command {
 		opt{Name: "cover", Ptr: &sf.cover, Usage: "the cover letter in a file of its own (b4 am's .cover)"},
 		opt{Name: "worktree", Ptr: &sf.worktree, Usage: "where --mbox is applied, kept for incremental builds (default: <git-dir>/lpmbisect/series)"},
 		opt{Name: "fail-on", Ptr: &r.failOn, Usage: "what fails the exit code: regression (a patch worse than its parent) or change (any)"},
-		opt{Name: "format", Ptr: &r.format, Usage: "report on stdout: text, markdown, json, or mail (a plain-text reply to the cover letter)"},
+		opt{Name: "format", Ptr: &r.format, Usage: "report on stdout: text, markdown, json, mail (a plain-text reply to the cover letter) or github (GitHub Actions annotations per patch)"},
 		opt{Name: "html", Ptr: &r.html, Usage: "also write the report as HTML to this file"})
 	return command("series", "measure a patch series patch by patch: each patch against its parent and the base, with a reply for the list", "[BASE..TIP]", opts,
 		func(c *cli.Context) error { return runSeries(c, r, sf) })
@@ -59,6 +59,9 @@ func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
 	if r.format != string(report.FormatMail) {
 		if format, err = r.stdoutFormat(); err != nil {
 			return err
+		}
+		if format == report.FormatVeristat || format == report.FormatKCIDB {
+			return usageError("--format %s is compare's and stat's: series writes text, markdown, json, mail or github", format)
 		}
 	}
 	setup, err := r.bisectSetup(c.Context, false)

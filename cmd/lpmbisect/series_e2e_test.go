@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,27 @@ func TestSeriesOnRealKernels(t *testing.T) {
 		t.Errorf("lpmbisect series: exit %d; want %d (a patch did not build, one did not boot)", code, exitInconclusive)
 	}
 	checkRealSeries(t, stdout)
+
+	// The same series again, resumed from its state, as GitHub
+	// annotations: the patch that did not boot, the one that does not
+	// build, and 5/6 faster; nothing for the patches that are SAME.
+	github := slices.Clone(cmd)
+	github[slices.Index(github, "json")] = "github"
+	code, stdout, stderr = runCLI(t, append(github, commits[1]+".."+commits[7])...)
+	t.Logf("lpmbisect series --format github:\n%s", stdout)
+	if code != exitInconclusive {
+		t.Errorf("lpmbisect series --format github: exit %d; want %d\n%s", code, exitInconclusive, stderr)
+	}
+	for _, want := range []string{"::error title=lpmbisect%3A patch 1/6 did not boot::", "::error title=lpmbisect%3A patch 3/6 does not build::", "::notice title=lpmbisect%3A patch 5/6 "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("series --format github lacks %q", want)
+		}
+	}
+	for _, same := range []string{"patch 2/6", "patch 4/6", "patch 6/6"} {
+		if strings.Contains(stdout, same) {
+			t.Errorf("series --format github annotates %s, which is SAME", same)
+		}
+	}
 	assertNoQEMULeft(t)
 }
 

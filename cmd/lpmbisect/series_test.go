@@ -22,6 +22,7 @@ func TestSeriesUsage(t *testing.T) {
 		{"mbox without base", []string{"series", "--mbox", mbox}, "--base"},
 		{"mbox and range", []string{"series", "--mbox", mbox, "--base", "HEAD", "a..b"}, "not both"},
 		{"mail format elsewhere", []string{"compare", "--format", "mail", "a", "b"}, "--format"},
+		{"veristat for a series", []string{"series", "--format", "veristat", "a..b"}, "--format veristat is compare's and stat's"},
 		{"not a repository", append(append([]string{"series", "--repo", dir}, common...), "a..b"), "not in a git work tree"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/flow/ab"
+	"github.com/lpmbisect/lpmbisect/guest/workloads"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/present/view"
@@ -116,9 +117,9 @@ func (r *run) verifiersOf(rows []compare.Row, path string) []view.VerifierProgra
 // verifiers gathers the verifier rows of rows with the rejection reasons
 // in results, naming the --workload object when there is one.
 func (r *run) verifiers(rows []compare.Row, results []*benchfmt.Result) []view.VerifierProgram {
-	w := view.Workload{}
+	w := view.Workload{Own: workloads.OwnPrograms()}
 	if object, _, _ := strings.Cut(r.workload.object, ":"); object != "" {
-		w = view.Workload{File: filepath.Base(object), Programs: r.workloadProgs.Verified}
+		w.File, w.Programs = filepath.Base(object), r.workloadProgs.Verified
 	}
 	return view.Verifiers(rows, results, w)
 }

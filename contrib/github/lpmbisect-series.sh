@@ -1,6 +1,8 @@
 #!/bin/sh
-# Runs lpmbisect series on a pull request's commits and writes its
-# markdown report to the job's step summary. A GitHub Actions runner sets
+# Runs lpmbisect series on a pull request's commits, writes its markdown
+# report to the job's step summary and its per-patch annotations (--format
+# github, resumed from the series' state: no boot) to the log, where the
+# runner turns them into annotations. A GitHub Actions runner sets
 # GITHUB_BASE_REF (the target branch), GITHUB_SHA (the commit under test)
 # and GITHUB_STEP_SUMMARY (the summary file); LPMBISECT_SERIES_ARGS adds
 # flags (e.g. "--accel icount --build-command ./build.sh"). The exit code
@@ -18,6 +20,12 @@ trap 'rm -f "$report"' EXIT
 # shellcheck disable=SC2086 # LPMBISECT_SERIES_ARGS is a list of flags
 lpmbisect series --repo . --format markdown ${LPMBISECT_SERIES_ARGS:-} "$base..$GITHUB_SHA" >"$report"
 code=$?
+case $code in
+0 | 1 | 3)
+	# shellcheck disable=SC2086
+	lpmbisect series --repo . --format github ${LPMBISECT_SERIES_ARGS:-} "$base..$GITHUB_SHA"
+	;;
+esac
 {
 	echo "## lpmbisect series $base..$GITHUB_SHA"
 	echo

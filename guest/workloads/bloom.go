@@ -48,7 +48,7 @@ func bloomBenchmarks() []*Benchmark {
 			reqs = append([]Requirement{ReqHashMap}, reqs...)
 		}
 		return &Benchmark{Name: name, Doc: doc + " " + bloomDoc, Params: []string{"entries"}, Requires: reqs,
-			Functions: bloomFunctions[b.Op], Run: bloomRun(b), Instance: bloomInstance(b)}
+			Functions: bloomFunctions[b.Op], Run: bloomRun(b), Instance: bloomInstance(b), Spec: bloomSpec(b), Programs: []string{b.ProgName()}}
 	}
 	var out []*Benchmark
 	for _, h := range bloomHashes {
@@ -73,8 +73,7 @@ func bloomRun(b bpf.BloomBench) func(*Run) error {
 // bloomPrepare loads a BloomFilter benchmark's program with its maps
 // holding [0, entries): what its samples and the insight pass start from.
 func bloomPrepare(r *Run, b bpf.BloomBench) (*progBench, func(), error) {
-	b.Entries, b.Marks = r.Params.Entries, r.Params.windowMarks()
-	b.ZeroSeed = HashSeed(r.Params.Clock) == wire.HashSeedZero
+	b = bloomUnder(b, r.Params)
 	spec, err := b.Spec()
 	if err != nil {
 		return nil, nil, err
@@ -91,6 +90,19 @@ func bloomPrepare(r *Run, b bpf.BloomBench) (*progBench, func(), error) {
 	}
 	r.Info(fmt.Sprintf("filled %d entries with %s in %v", b.Entries, how, time.Since(start).Round(time.Millisecond)))
 	return &progBench{prog: coll.Programs[b.ProgName()], stats: coll.Maps[bpf.StatsMapName]}, coll.Close, nil
+}
+
+// bloomUnder completes a BloomFilter benchmark's program for p: its
+// entries and the hash seed.
+func bloomUnder(b bpf.BloomBench, p Params) bpf.BloomBench {
+	b.Entries, b.Marks = p.Entries, p.windowMarks()
+	b.ZeroSeed = HashSeed(p.Clock) == wire.HashSeedZero
+	return b
+}
+
+// bloomSpec builds the collection of a BloomFilter benchmark under p.
+func bloomSpec(b bpf.BloomBench) func(Params) (*ebpf.CollectionSpec, error) {
+	return func(p Params) (*ebpf.CollectionSpec, error) { return bloomUnder(b, p).Spec() }
 }
 
 // fillBloom puts the values [0, n) in the collection's bloom filter (one

@@ -70,6 +70,8 @@ func hashMapBenchmarks() []*Benchmark {
 			Params:   []string{"entries"},
 			Requires: []Requirement{ReqBPFLoop},
 			Run:      hashRun(h),
+			Spec:     hashSpec(h),
+			Programs: []string{h.ProgName()},
 		})
 	}
 	opDocs := map[bpf.HashOp]string{
@@ -88,6 +90,8 @@ func hashMapBenchmarks() []*Benchmark {
 					Functions: hashFunctions[kind][op],
 					Run:       hashRun(h),
 					Instance:  hashInstance(h),
+					Spec:      hashSpec(h),
+					Programs:  []string{h.ProgName()},
 				})
 			}
 		}
@@ -102,15 +106,10 @@ func hashRun(h bpf.HashBench) func(*Run) error {
 // hashPrepare loads a HashMap benchmark's program with its map full:
 // what its samples and the insight pass (hashInstance) start from.
 func hashPrepare(r *Run, h bpf.HashBench) (*progBench, func(), error) {
-	h.Entries, h.Marks = r.Params.Entries, r.Params.windowMarks()
-	if h.Kind.LRU() {
-		cpus, err := ebpf.PossibleCPU()
-		if err != nil {
-			return nil, nil, fmt.Errorf("size LRU map: %w", err)
-		}
-		h.Spare = lruSparePerCPU * uint32(cpus)
+	h, err := hashUnder(h, r.Params)
+	if err != nil {
+		return nil, nil, err
 	}
-	h.ZeroSeed = HashSeed(r.Params.Clock) == wire.HashSeedZero
 	spec, err := h.Spec()
 	if err != nil {
 		return nil, nil, err
@@ -129,6 +128,32 @@ func hashPrepare(r *Run, h bpf.HashBench) (*progBench, func(), error) {
 		r.Info(fmt.Sprintf("filled %d entries with %s in %v", h.Entries, how, time.Since(start).Round(time.Millisecond)))
 	}
 	return &progBench{prog: coll.Programs[h.ProgName()], stats: coll.Maps[bpf.StatsMapName]}, coll.Close, nil
+}
+
+// hashUnder completes a HashMap benchmark's program for p: its entries,
+// an LRU map's spare room, the hash seed.
+func hashUnder(h bpf.HashBench, p Params) (bpf.HashBench, error) {
+	h.Entries, h.Marks = p.Entries, p.windowMarks()
+	if h.Kind.LRU() {
+		cpus, err := ebpf.PossibleCPU()
+		if err != nil {
+			return h, fmt.Errorf("size LRU map: %w", err)
+		}
+		h.Spare = lruSparePerCPU * uint32(cpus)
+	}
+	h.ZeroSeed = HashSeed(p.Clock) == wire.HashSeedZero
+	return h, nil
+}
+
+// hashSpec builds the collection of a HashMap benchmark under p.
+func hashSpec(h bpf.HashBench) func(Params) (*ebpf.CollectionSpec, error) {
+	return func(p Params) (*ebpf.CollectionSpec, error) {
+		h, err := hashUnder(h, p)
+		if err != nil {
+			return nil, err
+		}
+		return h.Spec()
+	}
 }
 
 // hashInstance is hashPrepare for the insight pass; Operate runs one

@@ -100,6 +100,8 @@ func lpmTrieBenchmarks() []*Benchmark {
 			Requires: []Requirement{ReqBPFLoop},
 			Run:      lpmRun(op, keys),
 			Instance: lpmInstance(op, keys),
+			Spec:     lpmSpec(op, keys),
+			Programs: []string{bpf.LPMBench{Op: op}.ProgName()},
 		}
 		if op.UsesTrie() {
 			b.Requires = []Requirement{ReqLPMTrie, ReqBPFLoop}
@@ -132,6 +134,8 @@ func lpmTrieBenchmarks() []*Benchmark {
 			Params:   []string{"entries", "prefix_len"},
 			Requires: []Requirement{ReqLPMTrie, ReqFentry, ReqKernelBTF},
 			Run:      lpmFree,
+			Spec:     freeSpec,
+			Programs: []string{bpf.FreeEntryProgName, bpf.FreeExitProgName},
 		},
 	)
 	return out
@@ -284,8 +288,7 @@ func runPrepared[S sampler](prepare func(*Run) (S, func(), error)) func(*Run) er
 // pass (lpmInstance) start from. closeAll releases the collection.
 func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll func(), err error) {
 	p := r.Params
-	l := bpf.LPMBench{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen, Marks: p.windowMarks()}
-	spec, err := l.Spec()
+	spec, err := lpmSpec(op, keys)(p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -293,7 +296,7 @@ func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll
 	if err != nil {
 		return nil, nil, err
 	}
-	b = &progBench{prog: coll.Programs[l.ProgName()], stats: coll.Maps[bpf.StatsMapName]}
+	b = &progBench{prog: coll.Programs[bpf.LPMBench{Op: op}.ProgName()], stats: coll.Maps[bpf.StatsMapName]}
 	if op.UsesTrie() {
 		b.trie = &trie{m: coll.Maps[bpf.TrieMapName], entries: p.Entries, prefixLen: p.PrefixLen}
 		if op.StartsFull() {
@@ -313,6 +316,13 @@ func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll
 		b.resetTrie = func() error { _, err := b.trie.fill(); return err }
 	}
 	return b, coll.Close, nil
+}
+
+// lpmSpec builds the collection of an LPM trie benchmark under p.
+func lpmSpec(op bpf.LPMOp, keys bpf.KeyOrder) func(Params) (*ebpf.CollectionSpec, error) {
+	return func(p Params) (*ebpf.CollectionSpec, error) {
+		return bpf.LPMBench{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen, Marks: p.windowMarks()}.Spec()
+	}
 }
 
 // reportSamples takes Params.Samples samples and reports them.
@@ -473,29 +483,41 @@ func (b *progBench) rewind() error {
 // freesPerSample is the number of trie frees timed per free sample.
 const freesPerSample = 4
 
+// freeSpec builds the collection of LPMTrie/op=free for the running
+// kernel, whose BTF gives the offsets its programs read.
+func freeSpec(Params) (*ebpf.CollectionSpec, error) {
+	kspec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("load kernel BTF: %w", err)
+	}
+	off, err := bpf.MapOffsetsFromBTF(kspec)
+	if err != nil {
+		return nil, err
+	}
+	return bpf.TrieFreeSpec(off)
+}
+
+// untraceable says a load or attach error of a tracing program whose
+// target the kernel cannot trace (ESRCH, ENOENT) is ErrNotSupported.
+func untraceable(err error, target string) error {
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("%w: %s is not traceable on this kernel: %v", ebpf.ErrNotSupported, target, err)
+	}
+	return err
+}
+
 // lpmFree times the freeing of a full trie: each free creates a trie named
 // bpf.FreeTrieName, fills it, closes it and waits for the fexit program to
 // count the free.
 func lpmFree(r *Run) error {
 	p := r.Params
-	kspec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return fmt.Errorf("load kernel BTF: %w", err)
-	}
-	off, err := bpf.MapOffsetsFromBTF(kspec)
-	if err != nil {
-		return err
-	}
-	spec, err := bpf.TrieFreeSpec(off)
+	spec, err := freeSpec(p)
 	if err != nil {
 		return err
 	}
 	coll, err := loadCollection(r, "trie free programs", spec)
 	if err != nil {
-		if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("%w: %s is not traceable on this kernel: %v", ebpf.ErrNotSupported, bpf.FreeTarget, err)
-		}
-		return err
+		return untraceable(err, bpf.FreeTarget)
 	}
 	defer coll.Close()
 	for _, name := range []string{bpf.FreeEntryProgName, bpf.FreeExitProgName} {

@@ -103,6 +103,8 @@ func ringbufBenchmarks() []*Benchmark {
 					Requires: reqs,
 					MinCPUs:  p,
 					Run:      ringbufRun(api, mode, p),
+					Spec:     ringbufSpec(api, mode, p),
+					Programs: []string{bpf.RingbufProgName},
 				})
 			}
 		}
@@ -121,20 +123,32 @@ func ringbufSize(records int) uint32 {
 	return size
 }
 
-func ringbufRun(api bpf.RingbufAPI, mode string, producers int) func(*Run) error {
-	return func(r *Run) error {
-		rounds := r.Params.Rounds * ringbufRunsPerRound
-		size := ringbufSize(producers * rounds * ringbufBatch)
-		if mode == modeOverwrite {
-			size = ringbufOverwriteSize
-		}
-		spec, err := bpf.RingbufProducer{
+// ringbufRing is the ring buffer's size of a RingBuf benchmark under p.
+func ringbufRing(mode string, producers int, p Params) uint32 {
+	if mode == modeOverwrite {
+		return ringbufOverwriteSize
+	}
+	return ringbufSize(producers * p.Rounds * ringbufRunsPerRound * ringbufBatch)
+}
+
+// ringbufSpec builds the collection of a RingBuf benchmark under p.
+func ringbufSpec(api bpf.RingbufAPI, mode string, producers int) func(Params) (*ebpf.CollectionSpec, error) {
+	return func(p Params) (*ebpf.CollectionSpec, error) {
+		return bpf.RingbufProducer{
 			API:       api,
 			Batch:     ringbufBatch,
-			Size:      size,
+			Size:      ringbufRing(mode, producers, p),
 			Overwrite: mode == modeOverwrite,
 			NoWakeup:  mode != modeConsumer,
 		}.Spec()
+	}
+}
+
+func ringbufRun(api bpf.RingbufAPI, mode string, producers int) func(*Run) error {
+	return func(r *Run) error {
+		rounds := r.Params.Rounds * ringbufRunsPerRound
+		size := ringbufRing(mode, producers, r.Params)
+		spec, err := ringbufSpec(api, mode, producers)(r.Params)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/guest/bpf"
 )
@@ -69,6 +67,8 @@ func storageBenchmarks() []*Benchmark {
 				Requires:  reqs,
 				Functions: storageFunctions[op],
 				Run:       storageRun(s),
+				Spec:      func(Params) (*ebpf.CollectionSpec, error) { return s.Spec() },
+				Programs:  []string{s.ProgName()},
 			}
 			if op != bpf.StorageBaseline {
 				b.Instance = storageInstance(s)
@@ -132,10 +132,7 @@ func storagePrepare(r *Run, s bpf.TaskStorageBench) (*storageBench, func(), erro
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
 			coll.Close()
-			if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
-				return nil, nil, fmt.Errorf("%w: %s is not traceable on this kernel: %v", ebpf.ErrNotSupported, bpf.TaskStorageTarget, err)
-			}
-			return nil, nil, fmt.Errorf("attach fentry to %s: %w", bpf.TaskStorageTarget, err)
+			return nil, nil, untraceable(fmt.Errorf("attach fentry to %s: %w", bpf.TaskStorageTarget, err), bpf.TaskStorageTarget)
 		}
 		closeAll = func() { l.Close(); coll.Close() }
 	}

@@ -44,6 +44,8 @@ func syscallBenchmarks() []*Benchmark {
 		Requires: []Requirement{ReqLPMTrie, ReqKprobe},
 		Run:      syscallRun(0, 0),
 		Instance: syscallInstance(0, 0),
+		Spec:     syscallSpec(0, 0),
+		Programs: []string{bpf.SyscallProgName},
 	}}
 	for _, entries := range syscallEntries {
 		for _, lookups := range syscallLookups {
@@ -53,6 +55,8 @@ func syscallBenchmarks() []*Benchmark {
 				Requires: []Requirement{ReqLPMTrie, ReqKprobe},
 				Run:      syscallRun(lookups, entries),
 				Instance: syscallInstance(lookups, entries),
+				Spec:     syscallSpec(lookups, entries),
+				Programs: []string{bpf.SyscallProgName},
 			})
 		}
 	}
@@ -82,12 +86,21 @@ type syscallProg struct {
 	prog *ebpf.Program
 }
 
-func loadSyscallProg(r *Run, lookups int, entries uint32) (*syscallProg, error) {
-	key := bpf.KeyFor(bpf.PrefixLen, 0)
-	if entries > 0 {
-		key = bpf.KeyFor(bpf.PrefixLen, entries-1)
+// syscallSpec builds the collection of an LPMTrieSyscall benchmark: the
+// kprobe program looking up the trie's last key (the only one of an empty
+// trie, key 0).
+func syscallSpec(lookups int, entries uint32) func(Params) (*ebpf.CollectionSpec, error) {
+	return func(Params) (*ebpf.CollectionSpec, error) {
+		key := bpf.KeyFor(bpf.PrefixLen, 0)
+		if entries > 0 {
+			key = bpf.KeyFor(bpf.PrefixLen, entries-1)
+		}
+		return bpf.SyscallLookupsSpec(lookups, entries, key)
 	}
-	spec, err := bpf.SyscallLookupsSpec(lookups, entries, key)
+}
+
+func loadSyscallProg(r *Run, lookups int, entries uint32) (*syscallProg, error) {
+	spec, err := syscallSpec(lookups, entries)(r.Params)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,8 @@ func unrolledBenchmarks() []*Benchmark {
 				Requires: []Requirement{ReqLPMTrie, ReqXDPTestRun},
 				Run:      unrolledRun(op, keys),
 				Instance: unrolledInstance(op, keys),
+				Spec:     unrolledSpec(op, keys),
+				Programs: []string{bpf.LPMUnrolled{Op: op}.ProgName()},
 			})
 		}
 	}
@@ -54,8 +56,7 @@ func unrolledRun(op bpf.LPMOp, keys bpf.KeyOrder) func(*Run) error {
 // from. closeAll releases the collection.
 func unrolledPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll func(), err error) {
 	p := r.Params
-	u := bpf.LPMUnrolled{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen, Marks: p.windowMarks()}
-	spec, err := u.Spec()
+	spec, err := unrolledSpec(op, keys)(p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -71,7 +72,14 @@ func unrolledPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, clo
 		return nil, nil, err
 	}
 	r.Info(fmt.Sprintf("filled %d entries with %s in %v", p.Entries, how, time.Since(start).Round(time.Millisecond)))
-	return &progBench{prog: coll.Programs[u.ProgName()], stats: coll.Maps[bpf.StatsMapName], trie: t}, coll.Close, nil
+	return &progBench{prog: coll.Programs[bpf.LPMUnrolled{Op: op}.ProgName()], stats: coll.Maps[bpf.StatsMapName], trie: t}, coll.Close, nil
+}
+
+// unrolledSpec builds the collection of an unrolled benchmark under p.
+func unrolledSpec(op bpf.LPMOp, keys bpf.KeyOrder) func(Params) (*ebpf.CollectionSpec, error) {
+	return func(p Params) (*ebpf.CollectionSpec, error) {
+		return bpf.LPMUnrolled{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen, Marks: p.windowMarks()}.Spec()
+	}
 }
 
 // unrolledInstance is unrolledPrepare for the insight pass; Operate runs

@@ -83,7 +83,7 @@ func InspectWorkload(path, prog string) (WorkloadPrograms, error) {
 	case prog != "":
 		names = []string{prog}
 	}
-	own := ownVerifierPrograms()
+	own := OwnPrograms()
 	for _, n := range names {
 		if slices.Contains(own, n) {
 			return w, fmt.Errorf("%s: program %s has the name of one of lpmbisect's own programs (rename it)", path, n)

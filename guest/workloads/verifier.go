@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/perf/benchfmt"
 
-	"github.com/lpmbisect/lpmbisect/guest/bpf"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -141,6 +141,8 @@ func verifyOnce(spec *ebpf.CollectionSpec, prog string) (Sample, error) {
 	case errors.As(err, &verr):
 		st := ParseVerifierStats(verr.Log)
 		return verifierSample(st, 0, false, RejectionReason(verr.Log)), nil
+	case err != nil && spec.Programs[prog].AttachTo != "":
+		return Sample{}, fmt.Errorf("load %s: %w", prog, untraceable(err, spec.Programs[prog].AttachTo))
 	case err != nil:
 		return Sample{}, fmt.Errorf("load %s: %w", prog, err)
 	}
@@ -178,60 +180,77 @@ func verifierRun(prog string, load func(Params) (*ebpf.CollectionSpec, error)) f
 	}
 }
 
-// verifierBenchmarks are the rows of lpmbisect's own programs: the LPM trie
-// bench's programs, as LPMTrie's benchmarks load them, and the hash map
-// lookup and update programs (HashMap/map=hash, 4-byte keys).
-func verifierBenchmarks() []*Benchmark {
-	type own struct {
-		op   bpf.LPMOp
-		keys bpf.KeyOrder
+// verifierSweepKeys are the parts of benchmark names that sweep how a
+// program is run, not the program: benchmarks that differ only in them
+// load the same programs (TestVerifierRowsCoverEveryProgram checks it),
+// which get one Verifier row, verified from the first one's collection.
+var verifierSweepKeys = []string{"op", "producers"}
+
+// verifierRowName is the name of the Verifier row of program prog of the
+// benchmark named bench: wire.VerifierPrefix, the program's name, and the
+// parts of bench that set its programs apart from other benchmarks' of the
+// same name (bench's parts but the family and verifierSweepKeys; the
+// operation is in the program's name). A part keyed prog (TaskStorage's
+// driver) is written driver, as the row's own prog= names the program.
+// The benchmark's Params follow in the full name.
+func verifierRowName(prog, bench string) string {
+	name := wire.VerifierPrefix + prog
+	parts := strings.Split(bench, "/")
+	for _, part := range parts[1:] {
+		key, value, ok := strings.Cut(part, "=")
+		if !ok || slices.Contains(verifierSweepKeys, key) {
+			continue
+		}
+		if key == "prog" {
+			key = "driver"
+		}
+		name += "/" + key + "=" + value
 	}
+	return name
+}
+
+// verifierBenchmarks are the Verifier rows of every program the
+// benchmarks of all load (Benchmark.Spec and Programs): one per program
+// and variant (verifierRowName), in the order of all, with the
+// benchmark's parameters and requirements, so that a kernel without a
+// program's map type or helper reports its row unsupported.
+func verifierBenchmarks(all []*Benchmark) []*Benchmark {
 	var out []*Benchmark
-	for _, o := range []own{{bpf.OpNoop, bpf.RandomKeys}, {bpf.OpBaseline, bpf.RandomKeys}, {bpf.OpLookup, bpf.RandomKeys},
-		{bpf.OpLookup, bpf.SequentialKeys}, {bpf.OpUpdate, bpf.RandomKeys}, {bpf.OpInsert, bpf.SequentialKeys}, {bpf.OpDelete, bpf.SequentialKeys}} {
-		l := bpf.LPMBench{Op: o.op, Keys: o.keys}
-		prog, name := l.ProgName(), l.ProgName()
-		if o.op == bpf.OpLookup && o.keys == bpf.SequentialKeys {
-			name += "_seq"
+	seen := map[string]bool{}
+	for _, b := range all {
+		if b.Spec == nil {
+			continue
 		}
-		reqs := []Requirement{ReqVerifierStats, ReqBPFLoop}
-		if o.op.UsesTrie() {
-			reqs = append(reqs, ReqLPMTrie)
+		for _, prog := range b.Programs {
+			name := verifierRowName(prog, b.Name)
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			out = append(out, &Benchmark{
+				Name:     name,
+				Doc:      fmt.Sprintf("the verifier's cost of the program %s of %s: verification time per load, instructions processed and verified, states", prog, b.Name),
+				Params:   b.Params,
+				Requires: append([]Requirement{ReqVerifierStats}, b.Requires...),
+				Run:      verifierRun(prog, b.Spec),
+			})
 		}
-		out = append(out, &Benchmark{
-			Name:     wire.VerifierPrefix + name,
-			Doc:      fmt.Sprintf("the verifier's cost of the program of LPMTrie/op=%v (keys %v): verification time per load, instructions processed and verified, states", o.op, o.keys),
-			Params:   []string{"entries", "prefix_len"},
-			Requires: reqs,
-			Run: verifierRun(prog, func(p Params) (*ebpf.CollectionSpec, error) {
-				l := l
-				l.Entries, l.PrefixLen = p.Entries, p.PrefixLen
-				return l.Spec()
-			}),
-		})
-	}
-	for _, op := range []bpf.HashOp{bpf.HashLookup, bpf.HashUpdate} {
-		h := bpf.HashBench{Kind: bpf.Hash, Op: op, Keys: bpf.SequentialKeys, KeySize: 4}
-		out = append(out, &Benchmark{
-			Name:     wire.VerifierPrefix + h.ProgName(),
-			Doc:      fmt.Sprintf("the verifier's cost of the program of HashMap/map=hash/op=%v/key_size=4: verification time per load, instructions processed and verified, states", op),
-			Params:   []string{"entries"},
-			Requires: []Requirement{ReqVerifierStats, ReqHashMap, ReqBPFLoop},
-			Run: verifierRun(h.ProgName(), func(p Params) (*ebpf.CollectionSpec, error) {
-				h := h
-				h.Entries = p.Entries
-				return h.Spec()
-			}),
-		})
 	}
 	return out
 }
 
-// ownVerifierPrograms are the programs of verifierBenchmarks' rows.
-func ownVerifierPrograms() []string {
+// OwnPrograms are the names of the programs lpmbisect's own benchmarks
+// load (Benchmark.Programs), each once, in the order of Registry: the
+// names a --workload program may not take, and the programs of
+// lpmbisect's own Verifier rows.
+func OwnPrograms() []string {
 	var out []string
-	for _, b := range verifierBenchmarks() {
-		out = append(out, strings.TrimPrefix(b.Name, wire.VerifierPrefix))
+	for _, b := range Registry() {
+		for _, p := range b.Programs {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

@@ -1,9 +1,15 @@
 package workloads
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf/btf"
+	"github.com/lpmbisect/lpmbisect/guest/bpf"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -73,5 +79,103 @@ func TestVerifierSample(t *testing.T) {
 	}
 	if ok.Labels != nil {
 		t.Errorf("verifierSample(accepted) labels = %v; want none", ok.Labels)
+	}
+}
+
+// TestVerifierRowsCoverEveryProgram checks that every program any
+// benchmark loads has a Verifier row with the benchmark's requirements,
+// and that benchmarks sharing a row load the same program: a new family
+// that loads programs gets its rows by declaring Spec and Programs, and a
+// family that forgets them fails here.
+func TestVerifierRowsCoverEveryProgram(t *testing.T) {
+	// Families whose benchmarks load no BPF program: only maps.
+	noPrograms := []string{"MapBatch/"}
+	all := Registry()
+	rows := map[string]*Benchmark{}
+	for _, b := range all {
+		if strings.HasPrefix(b.Name, wire.VerifierPrefix) {
+			if rows[b.Name] != nil {
+				t.Errorf("two Verifier rows named %s", b.Name)
+			}
+			rows[b.Name] = b
+		}
+	}
+	type first struct {
+		bench, insns string
+	}
+	shared := map[string]first{}
+	for _, b := range all {
+		if strings.HasPrefix(b.Name, wire.VerifierPrefix) {
+			continue
+		}
+		if b.Spec == nil {
+			if !slices.ContainsFunc(noPrograms, func(f string) bool { return strings.HasPrefix(b.Name, f) }) {
+				t.Errorf("%s has no Spec: every benchmark that loads programs declares them (Spec, Programs) for its Verifier rows", b.Name)
+			}
+			continue
+		}
+		spec, err := b.Spec(DefaultParams)
+		if err != nil && b.Name == "LPMTrie/op=free" && (errors.Is(err, os.ErrNotExist) || errors.Is(err, btf.ErrNotSupported)) {
+			// Its offsets come from the running kernel's BTF.
+			spec, err = bpf.TrieFreeSpec(bpf.MapStructOffsets{Work: 8, MapType: 24, Name: 40})
+		}
+		if err != nil {
+			t.Errorf("%s: Spec(DefaultParams): %v", b.Name, err)
+			continue
+		}
+		var names []string
+		for n := range spec.Programs {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		if got := slices.Sorted(slices.Values(b.Programs)); !slices.Equal(got, names) {
+			t.Errorf("%s: Programs %v; its Spec loads %v", b.Name, got, names)
+		}
+		for _, prog := range names {
+			name := verifierRowName(prog, b.Name)
+			row := rows[name]
+			if row == nil {
+				t.Errorf("%s loads %s, which has no Verifier row %s", b.Name, prog, name)
+				continue
+			}
+			for _, req := range b.Requires {
+				if !slices.ContainsFunc(row.Requires, func(r Requirement) bool { return r.Feature == req.Feature }) {
+					t.Errorf("%s lacks %s's requirement %s", name, b.Name, req.Feature)
+				}
+			}
+			if !slices.Equal(row.Params, b.Params) {
+				t.Errorf("%s has parameters %v; %s has %v", name, row.Params, b.Name, b.Params)
+			}
+			ps := spec.Programs[prog]
+			insns := fmt.Sprintf("%v %v %s\n%v", ps.Type, ps.AttachType, ps.AttachTo, ps.Instructions)
+			if f, ok := shared[name]; !ok {
+				shared[name] = first{b.Name, insns}
+			} else if f.insns != insns {
+				t.Errorf("%s and %s share the row %s but load different programs %s (a part of their names that verifierSweepKeys drops shapes the program)", f.bench, b.Name, name, prog)
+			}
+		}
+	}
+	for name := range rows {
+		if _, ok := shared[name]; !ok && name != wire.VerifierPrefix {
+			t.Errorf("Verifier row %s verifies no benchmark's program", name)
+		}
+	}
+	if len(rows) < 50 {
+		t.Errorf("%d Verifier rows; want one per distinct program of every family", len(rows))
+	}
+}
+
+func TestVerifierRowName(t *testing.T) {
+	for _, c := range []struct{ prog, bench, want string }{
+		{"lpm_noop", "LPMTrie/op=noop", "Verifier/prog=lpm_noop"},
+		{"lpm_lookup", "LPMTrie/op=lookup/keys=random", "Verifier/prog=lpm_lookup/keys=random"},
+		{"hash_update", "HashMap/map=lru_hash/op=update/key_size=64", "Verifier/prog=hash_update/map=lru_hash/key_size=64"},
+		{"rb_producer", "RingBuf/api=output/mode=overwrite/producers=4", "Verifier/prog=rb_producer/api=output/mode=overwrite"},
+		{"task_stg_get", "TaskStorage/prog=fentry/op=get", "Verifier/prog=task_stg_get/driver=fentry"},
+		{"lpm_syscall", "LPMTrieSyscall/lookups=8/entries=8192", "Verifier/prog=lpm_syscall/lookups=8/entries=8192"},
+	} {
+		if got := verifierRowName(c.prog, c.bench); got != c.want {
+			t.Errorf("verifierRowName(%q, %q) = %q; want %q", c.prog, c.bench, got, c.want)
+		}
 	}
 }

@@ -248,6 +248,14 @@ type Benchmark struct {
 	Functions []string
 	// Run runs the benchmark and reports Params.Samples samples.
 	Run func(r *Run) error
+	// Spec, if set, builds the collection of BPF programs and maps the
+	// benchmark loads under p: its Run and Instance load what it returns
+	// and nothing else. Programs names its programs; each has a Verifier
+	// row (verifierBenchmarks), which verifies Spec's collection. Nil for
+	// benchmarks that load no program (MapBatch) and for the Verifier rows
+	// themselves.
+	Spec     func(p Params) (*ebpf.CollectionSpec, error)
+	Programs []string
 	// Instance, if set, loads the benchmark's programs for the insight
 	// pass (Insight), after the timed samples.
 	Instance func(p Params, logf func(string, ...any)) (*Instance, error)
@@ -345,7 +353,7 @@ func Registry() []*Benchmark {
 	all = append(all, hashMapBenchmarks()...)
 	all = append(all, bloomBenchmarks()...)
 	all = append(all, storageBenchmarks()...)
-	all = append(all, verifierBenchmarks()...)
+	all = append(all, verifierBenchmarks(all)...)
 	return all
 }
 

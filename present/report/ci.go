@@ -1,6 +1,8 @@
 package report
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,18 +79,23 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	if b.Release == "" && b.SHA256 == "" {
 		b = meta.A
 	}
-	key := words.ShortHash(b.SHA256)
-	if key == "" {
-		key = kcidbPathPart.ReplaceAllString(b.Release, "_")
-	}
 	start := ""
 	if !meta.Date.IsZero() {
 		start = meta.Date.UTC().Format(time.RFC3339)
 	}
 	doc := kcidbDoc{Version: kcidbVersion{4, 0}}
-	id := KCIDBOrigin + ":" + key
+	id := KCIDBOrigin + ":" + kcidbKernelKey(b)
 	doc.Checkouts = []kcidbCheckout{{ID: id, Origin: KCIDBOrigin, Valid: true, StartTime: start, Comment: b.Release}}
 	doc.Builds = []kcidbBuild{{ID: id, CheckoutID: id, Origin: KCIDBOrigin, Valid: true, Arch: "x86_64", StartTime: start, Comment: b.Input}}
+	run := id + ":" + kcidbRunKey(rep, meta) + ":"
+	ids := map[string]int{}
+	testID := func(path string) string {
+		ids[path]++
+		if n := ids[path]; n > 1 { // two names that read alike once kept to the path's characters
+			return fmt.Sprintf("%s%s~%d", run, path, n)
+		}
+		return run + path
+	}
 	for _, r := range rep.Rows {
 		side := r.B
 		if side.Boots == 0 {
@@ -96,7 +103,7 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		}
 		path := kcidbPath(r.Benchmark, r.Unit)
 		doc.Tests = append(doc.Tests, kcidbTest{
-			ID: id + ":" + path, BuildID: id, Origin: KCIDBOrigin, Path: path, Status: "DONE", StartTime: start,
+			ID: testID(path), BuildID: id, Origin: KCIDBOrigin, Path: path, Status: "DONE", StartTime: start,
 			Number: &kcidbNumber{Value: side.Center, Unit: r.Unit},
 			Misc:   map[string]any{"verdict": r.Verdict.String(), "change_pct": r.DeltaPct, "boots": side.Boots, "accel": meta.Accel},
 		})
@@ -106,12 +113,40 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 			continue
 		}
 		path := kcidbPath(p.Benchmark, "load")
-		doc.Tests = append(doc.Tests, kcidbTest{ID: id + ":" + path, BuildID: id, Origin: KCIDBOrigin, Path: path,
+		doc.Tests = append(doc.Tests, kcidbTest{ID: testID(path), BuildID: id, Origin: KCIDBOrigin, Path: path,
 			Status: "FAIL", StartTime: start, Comment: p.B.Error})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// kcidbKernelKey is a kernel's local id in KCIDB ids: its image's short
+// hash, or, without one, its release kept to letters, digits, _ and -. The
+// checkout and the build of one image have the same id (KCIDB keeps ids
+// per object type): measuring the same image again is the same build.
+func kcidbKernelKey(k view.KernelInfo) string {
+	if key := words.ShortHash(k.SHA256); key != "" {
+		return key
+	}
+	return kcidbPathPart.ReplaceAllString(k.Release, "_")
+}
+
+// kcidbRunKey names one comparison among those of the same build, so that
+// each one's tests have ids of their own (KCIDB merges objects of one id):
+// a short hash of the other side's key, the start, the seed and every
+// row's centres and boots. Writing the same comparison again gives the
+// same ids, so a resubmission updates its tests instead of adding to them.
+func kcidbRunKey(rep *compare.Report, meta view.Meta) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", kcidbKernelKey(meta.A), kcidbKernelKey(meta.B), meta.Date.UTC().Format(time.RFC3339Nano))
+	if meta.Seed != nil {
+		fmt.Fprintf(h, "seed %d\x00", *meta.Seed)
+	}
+	for _, r := range rep.Rows {
+		fmt.Fprintf(h, "%s %s %g %d %g %d\x00", r.Benchmark, r.Unit, r.A.Center, r.A.Boots, r.B.Center, r.B.Boots)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // kcidbPath is a row's test path: "lpmbisect." and the name's parts and
@@ -134,19 +169,12 @@ func WriteGitHub(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		if r.Control || !r.Compared() {
 			continue
 		}
-		level := ""
-		switch {
-		case r.Verdict == compare.Different && r.Worse():
-			level = "error"
-		case r.Verdict == compare.Different:
-			level = "notice"
-		case r.Verdict == compare.Unknown:
-			level = "warning"
-		default:
+		level := githubLevel(r.Verdict, r.Worse())
+		if level == "" {
 			continue
 		}
 		msg := fmt.Sprintf("%s %s: %s → %s (%s), %v", r.Benchmark, r.Unit, view.FormatValue(r.A.Center, r.Unit), view.FormatValue(r.B.Center, r.Unit), view.FormatDelta(r.DeltaPct), r.Verdict)
-		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", level, githubProperty("lpmbisect: "+r.Benchmark), githubData(msg)); err != nil {
+		if err := githubCommand(w, level, "lpmbisect: "+r.Benchmark, msg); err != nil {
 			return err
 		}
 	}
@@ -160,8 +188,71 @@ func WriteGitHub(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		default:
 			continue
 		}
-		if _, err := fmt.Fprintf(w, "::%s title=%s::%s\n", level, githubProperty("lpmbisect: "+p.Program+title), githubData(msg)); err != nil {
+		if err := githubCommand(w, level, "lpmbisect: "+p.Program+title, msg); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// githubLevel is the workflow command of a row's verdict: error for
+// DIFFERENT for the worse, notice for DIFFERENT otherwise, warning for
+// UNKNOWN, "" (none) for SAME.
+func githubLevel(v compare.Verdict, worse bool) string {
+	switch {
+	case v == compare.Different && worse:
+		return "error"
+	case v == compare.Different:
+		return "notice"
+	case v == compare.Unknown:
+		return "warning"
+	}
+	return ""
+}
+
+// githubCommand writes one workflow command, its title and message
+// escaped.
+func githubCommand(w io.Writer, level, title, msg string) error {
+	_, err := fmt.Fprintf(w, "::%s title=%s::%s\n", level, githubProperty(title), githubData(msg))
+	return err
+}
+
+// WriteSeriesGitHub writes a series as GitHub Actions workflow commands,
+// per patch as WriteGitHub does per row: for each benchmark a patch moved
+// against its parent, an ::error when DIFFERENT for the worse, a ::notice
+// when DIFFERENT otherwise, a ::warning when UNKNOWN; an ::error for a
+// patch that does not apply, build or boot; nothing for SAME. Subjects
+// and details are untrusted text, escaped as every message is.
+func WriteSeriesGitHub(w io.Writer, s view.Series) error {
+	for i, p := range s.Patches {
+		patch := fmt.Sprintf("%d/%d %s %s", p.N, p.Total, words.ShortHash(p.Commit), p.Subject)
+		switch p.Status {
+		case "build-failed", "boot-failed", "not-applied":
+			if err := githubCommand(w, "error", fmt.Sprintf("lpmbisect: patch %d/%d %s", p.N, p.Total, parentCell(p, view.SeriesCell{})), patch+": "+p.Detail); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, b := range s.Benchmarks {
+			d := b.Cells[i].VsParent
+			if d == nil {
+				continue
+			}
+			level := githubLevel(d.Verdict, d.Direction == "worse")
+			if level == "" {
+				continue
+			}
+			against := "its parent"
+			if !p.Parent {
+				against = "the base"
+				if p.AgainstN > 0 {
+					against = fmt.Sprintf("patch %d/%d", p.AgainstN, p.Total)
+				}
+			}
+			msg := fmt.Sprintf("%s: %s %s %s against %s, %v", patch, b.Benchmark, b.Unit, view.FormatDelta(d.DeltaPct), against, d.Verdict)
+			if err := githubCommand(w, level, fmt.Sprintf("lpmbisect: patch %d/%d %s", p.N, p.Total, b.Benchmark), msg); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +25,11 @@ func verifierResults() string {
 		for boot := 1; boot <= 4; boot++ {
 			fmt.Fprintf(&sb, "accel: icount\nside: %s\nboot: %d\n", side, boot)
 			if side == "A" {
-				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/entries=10000 1 256000 insn/op 49 insns-processed 49 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 3 mark-read-max 1 verifier-verdict\n")
+				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/keys=random/entries=10000 1 256000 insn/op 49 insns-processed 49 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 3 mark-read-max 1 verifier-verdict\n")
 				sb.WriteString("BenchmarkVerifier/prog=xdp_lpm 1 90000 insn/op 30 insns-processed 30 insns-verified 2 states-total 2 states-peak 0 states-per-insn-max 1 mark-read-max 1 verifier-verdict\n")
 				sb.WriteString("verifier-error: BPF_MOV uses reserved fields\nBenchmarkVerifier/prog=xdp_movsx 1 27000 insn/op 7 insns-processed 0 states-total 0 states-peak 0 states-per-insn-max 0 mark-read-max 2 verifier-verdict\nverifier-error:\n")
 			} else {
-				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/entries=10000 1 300000 insn/op 52 insns-processed 52 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
+				sb.WriteString("BenchmarkVerifier/prog=lpm_lookup/keys=random/entries=10000 1 300000 insn/op 52 insns-processed 52 insns-verified 4 states-total 4 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
 				sb.WriteString("BenchmarkVerifier/prog=xdp_lpm 1 95000 insn/op 30 insns-processed 30 insns-verified 2 states-total 2 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
 				sb.WriteString("BenchmarkVerifier/prog=xdp_movsx 1 52000 insn/op 14 insns-processed 14 insns-verified 1 states-total 1 states-peak 0 states-per-insn-max 1 verifier-verdict\n")
 			}
@@ -55,7 +56,7 @@ func TestWriteVeristatCompare(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	want := []string{
 		"file_name,prog_name,verdict_base,verdict_comp,verdict_diff,duration_base,duration_comp,duration_diff,total_insns_base,total_insns_comp,total_insns_diff,total_states_base,total_states_comp,total_states_diff,peak_states_base,peak_states_comp,peak_states_diff,max_states_per_insn_base,max_states_per_insn_comp,max_states_per_insn_diff,mark_read_max_len_base,mark_read_max_len_comp,mark_read_max_len_diff",
-		"lpmbisect,lpm_lookup,success,success,MATCH,256,300,+44 (+17.19%),49,52,+3 (+6.12%),4,4,+0 (+0.00%),4,4,+0 (+0.00%),0,0,+0 (+0.00%),3,0,-3 (-100.00%)",
+		"lpmbisect,lpm_lookup/keys=random/entries=10000,success,success,MATCH,256,300,+44 (+17.19%),49,52,+3 (+6.12%),4,4,+0 (+0.00%),4,4,+0 (+0.00%),0,0,+0 (+0.00%),3,0,-3 (-100.00%)",
 		"movsx.o,xdp_lpm,success,success,MATCH,90,95,+5 (+5.56%),30,30,+0 (+0.00%),2,2,+0 (+0.00%),2,2,+0 (+0.00%),0,0,+0 (+0.00%),1,0,-1 (-100.00%)",
 		"movsx.o,xdp_movsx,failure,success,MISMATCH,27,52,+25 (+92.59%),7,14,+7 (+100.00%),0,1,+1 (+100.00%),0,1,+1 (+100.00%),0,0,+0 (+0.00%),0,0,+0 (+0.00%)",
 	}
@@ -74,7 +75,7 @@ func TestWriteVeristat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "file_name,prog_name,verdict,duration,total_insns,total_states,peak_states,max_states_per_insn,mark_read_max_len\n" +
-		"lpmbisect,lpm_lookup,success,256,49,4,4,0,3\nmovsx.o,xdp_lpm,success,90,30,2,2,0,1\nmovsx.o,xdp_movsx,failure,27,7,0,0,0,0\n"
+		"lpmbisect,lpm_lookup/keys=random/entries=10000,success,256,49,4,4,0,3\nmovsx.o,xdp_lpm,success,90,30,2,2,0,1\nmovsx.o,xdp_movsx,failure,27,7,0,0,0,0\n"
 	if b.String() != want {
 		t.Errorf("WriteVeristat() =\n%s\nwant\n%s", b.String(), want)
 	}
@@ -111,7 +112,9 @@ func TestWriteGitHub(t *testing.T) {
 // with its build_id; a test status among ERROR, FAIL, MISS, PASS, DONE and
 // SKIP; a test path of dot-separated names; a number with a numeric value
 // and, if given, a string unit and a metric or binary prefix; start times
-// in RFC 3339; no other top-level keys.
+// in RFC 3339; no other top-level keys; and, as each id must identify its
+// object uniquely among those of its origin, no id twice among the
+// objects of one type.
 func validateKCIDB(doc []byte) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -150,6 +153,7 @@ func validateKCIDB(doc []byte) []error {
 			bad("%s: not an array", kind)
 			continue
 		}
+		seen := map[string]int{}
 		for i, o := range objs {
 			obj, ok := o.(map[string]any)
 			if !ok {
@@ -164,6 +168,10 @@ func validateKCIDB(doc []byte) []error {
 			if local, ok := strings.CutPrefix(id, org+":"); !ok || local == "" {
 				bad("%s[%d].id = %v; want %q, a colon and a local id", kind, i, obj["id"], org)
 			}
+			if j, dup := seen[id]; dup {
+				bad("%s[%d].id = %q, the id of %s[%d]: want ids unique", kind, i, id, kind, j)
+			}
+			seen[id] = i
 			if p := parents[kind]; p != "" {
 				if s, _ := obj[p].(string); s == "" {
 					bad("%s[%d].%s: missing", kind, i, p)
@@ -243,6 +251,48 @@ func TestWriteKCIDBValid(t *testing.T) {
 	}
 }
 
+// TestKCIDBTestIDsPerComparison: the tests of two comparisons of one
+// build have ids of their own, and writing one comparison again gives the
+// same ids.
+func TestKCIDBTestIDsPerComparison(t *testing.T) {
+	rep, meta := verifierReport(t)
+	ids := func(meta view.Meta) ([]string, string) {
+		var b bytes.Buffer
+		if err := WriteKCIDB(&b, rep, meta); err != nil {
+			t.Fatal(err)
+		}
+		var doc kcidbDoc
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, test := range doc.Tests {
+			out = append(out, test.ID)
+		}
+		return out, doc.Builds[0].ID
+	}
+	first, build := ids(meta)
+	again, _ := ids(meta)
+	if !slices.Equal(first, again) {
+		t.Errorf("WriteKCIDB() twice of one comparison: test ids %v, then %v; want the same", first, again)
+	}
+	other := meta
+	other.A.SHA256 = strings.Repeat("e", 64)
+	later := meta
+	later.Date = meta.Date.Add(time.Hour)
+	for name, m := range map[string]view.Meta{"another A": other, "another start": later} {
+		got, gotBuild := ids(m)
+		if gotBuild != build {
+			t.Errorf("%s: build id %s; want B's %s", name, gotBuild, build)
+		}
+		for i := range got {
+			if got[i] == first[i] || !strings.HasPrefix(got[i], build+":") {
+				t.Errorf("%s: test id %s, first comparison's %s; want ids of its own under the build's", name, got[i], first[i])
+			}
+		}
+	}
+}
+
 // TestKCIDBValidatorRejects shows the validator fails on broken documents,
 // each breaking one rule.
 func TestKCIDBValidatorRejects(t *testing.T) {
@@ -254,6 +304,7 @@ func TestKCIDBValidatorRejects(t *testing.T) {
 	for name, c := range map[string]struct{ old, new, want string }{
 		"major 3":           {`"major": 4`, `"major": 3`, "version.major"},
 		"id without origin": {`"id": "lpmbisect:391d229a7c64"`, `"id": "391d229a7c64"`, "checkouts[0].id"},
+		"duplicate test id": {`.prog_xdp_lpm.insns-processed",`, `.prog_xdp_lpm.insn_op",`, "want ids unique"},
 		"bad status":        {`"status": "DONE"`, `"status": "OK"`, "status"},
 		"no build_id":       {`"build_id": "lpmbisect:391d229a7c64",`, ``, "build_id: missing"},
 		"number as string":  {`"value": 14,`, `"value": "14",`, "number.value"},
@@ -292,9 +343,10 @@ func TestVerifierOutcomeInEveryFormat(t *testing.T) {
 }
 
 // TestKCIDBOfDebianKernels validates the KCIDB document of Debian 6.1 vs
-// 6.12 (compare --accel icount --bench verifier --no-controls --boots 4
-// --max-boots 4 --workload examples/movsx/movsx.o, then lpmbisect stat
-// --format kcidb of its results).
+// 6.12 (compare --accel icount --bench 'Verifier/' --workload
+// examples/movsx/movsx.o: every program of lpmbisect's and movsx's, with
+// the LPM controls, 2 boots per side; then lpmbisect stat --format kcidb
+// of its results), and that its test ids are its build's and unique.
 func TestKCIDBOfDebianKernels(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("testdata", "kcidb-6.1-vs-6.12.json"))
 	if err != nil {
@@ -303,10 +355,40 @@ func TestKCIDBOfDebianKernels(t *testing.T) {
 	if errs := validateKCIDB(doc); len(errs) > 0 {
 		t.Errorf("testdata/kcidb-6.1-vs-6.12.json: %v", errs)
 	}
+	var parsed kcidbDoc
+	if err := json.Unmarshal(doc, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	progs := map[string]bool{}
+	for _, test := range parsed.Tests {
+		if !strings.HasPrefix(test.ID, parsed.Builds[0].ID+":") || !strings.HasSuffix(test.ID, ":"+test.Path) {
+			t.Errorf("test id %s; want the build's id, the comparison's key and the path %s", test.ID, test.Path)
+		}
+		if prog, ok := strings.CutPrefix(test.Path, "lpmbisect.Verifier.prog_"); ok {
+			progs[strings.SplitN(prog, ".", 2)[0]] = true
+		}
+	}
+	if len(progs) < 20 {
+		t.Errorf("the document has tests of %d programs; want every program of lpmbisect's benchmarks", len(progs))
+	}
 	broken := strings.Replace(string(doc), `"major": 4`, `"major": 5`, 1)
 	errs := validateKCIDB([]byte(broken))
 	t.Logf("the same document with major 5: %v", errs)
 	if len(errs) != 1 {
 		t.Errorf("validateKCIDB(major 5) = %v; want one error", errs)
+	}
+}
+
+// TestKCIDBTestIDsOfPathsAlike: two rows whose names read alike once kept
+// to a path's characters still get ids of their own.
+func TestKCIDBTestIDsOfPathsAlike(t *testing.T) {
+	b1 := compare.Summary{Boots: 1, Center: 1}
+	rep := &compare.Report{Rows: []compare.Row{{Benchmark: "X/a=b", Unit: "u", B: b1}, {Benchmark: "X/a_b", Unit: "u", B: b1}}}
+	var b bytes.Buffer
+	if err := WriteKCIDB(&b, rep, testMeta); err != nil {
+		t.Fatal(err)
+	}
+	if errs := validateKCIDB(b.Bytes()); len(errs) > 0 {
+		t.Errorf("WriteKCIDB(rows X/a=b and X/a_b): %v\n%s", errs, b.String())
 	}
 }

@@ -37,8 +37,10 @@ func WriteSeries(w io.Writer, f Format, s view.Series) error {
 		return WriteSeriesHTML(w, s)
 	case FormatMail:
 		return writePrintable(w, func(w io.Writer) error { return WriteSeriesMail(w, s) })
+	case FormatGitHub:
+		return writePrintable(w, func(w io.Writer) error { return WriteSeriesGitHub(w, s) })
 	}
-	return fmt.Errorf("report: unknown format %q (want text, markdown, json, html or mail)", f)
+	return fmt.Errorf("report: unknown format %q (want text, markdown, json, html, mail or github)", f)
 }
 
 // seriesOutcomeLine says the series' outcome as compare says its own.

@@ -112,8 +112,9 @@ func TestSeriesFormats(t *testing.T) {
 func TestSeriesEscapesUntrustedText(t *testing.T) {
 	s := seriesFixture()
 	s.Patches[0].Subject = "bpf: \x1b]0;owned\x07 subject"
+	s.Patches[1].Subject = "bpf: \x1b[2J regressing subject"
 	s.Patches[2].LogTail = []string{"error: \x1b[2J"}
-	for _, f := range []Format{FormatText, FormatMarkdown, FormatHTML, FormatMail, FormatJSON} {
+	for _, f := range []Format{FormatText, FormatMarkdown, FormatHTML, FormatMail, FormatJSON, FormatGitHub} {
 		var b strings.Builder
 		if err := WriteSeries(&b, f, s); err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -121,5 +122,24 @@ func TestSeriesEscapesUntrustedText(t *testing.T) {
 		if strings.ContainsAny(b.String(), "\x1b\x07") {
 			t.Errorf("%s: a control character reached the output", f)
 		}
+	}
+}
+
+// TestSeriesGitHub: per patch, an ::error for a regression against its
+// parent and for a patch that does not build, a ::warning for an UNKNOWN
+// row (naming the patch it was compared with), nothing for SAME and for a
+// patch that left the image alone.
+func TestSeriesGitHub(t *testing.T) {
+	s := seriesFixture()
+	s.Benchmarks[0].Cells[3].VsParent = &view.SeriesDelta{DeltaPct: 1.5, Verdict: compare.Unknown, Boots: 2}
+	var b bytes.Buffer
+	if err := WriteSeries(&b, FormatGitHub, s); err != nil {
+		t.Fatal(err)
+	}
+	want := "::error title=lpmbisect%3A patch 2/5 LPMTrie/op=lookup/keys=random/entries=10000::2/5 661542c34f94 bpf: lpm_trie: use the out-of-line longest_prefix_match in lookup: LPMTrie/op=lookup/keys=random/entries=10000 insn/op +27.1%25 against its parent, DIFFERENT\n" +
+		"::error title=lpmbisect%3A patch 3/5 does not build::3/5 3713f2dc2916 bpf: lpm_trie: reject keys longer than the trie in update: does not build\n" +
+		"::warning title=lpmbisect%3A patch 4/5 LPMTrie/op=lookup/keys=random/entries=10000::4/5 20b4afed64c5 bpf: lpm_trie: fix the build of the key length check in update: LPMTrie/op=lookup/keys=random/entries=10000 insn/op +1.50%25 against patch 2/5, UNKNOWN\n"
+	if b.String() != want {
+		t.Errorf("WriteSeries(github) =\n%s\nwant\n%s", b.String(), want)
 	}
 }

@@ -97,7 +97,8 @@ func Write(w io.Writer, f Format, rep *compare.Report, meta view.Meta) error {
 	case FormatKCIDB:
 		return WriteKCIDB(w, rep, meta)
 	case FormatGitHub:
-		return WriteGitHub(w, rep, meta)
+		// The verifier's lines come from the guest: untrusted.
+		return writePrintable(w, func(w io.Writer) error { return WriteGitHub(w, rep, meta) })
 	}
 	return fmt.Errorf("report: unknown format %q (want text, markdown, json or html)", f)
 }

@@ -15,8 +15,8 @@ import (
 const OwnObject = "lpmbisect"
 
 // UnknownWorkload is the File of a --workload program when the object is
-// not known (a results file given again to stat): the rows without
-// parameters, as lpmbisect's own take entries and prefix_len.
+// not known (a results file given again to stat): the rows of programs
+// that are not lpmbisect's own (Workload.Own).
 const UnknownWorkload = "workload"
 
 // VerifierProgram is one program's verifier rows (wire.VerifierPrefix),
@@ -25,7 +25,11 @@ type VerifierProgram struct {
 	// File is the object the program came from: the --workload object's
 	// base name, or OwnObject.
 	File string `json:"file"`
-	// Program is the program's name.
+	// Program is the program's name and, for lpmbisect's own programs,
+	// the variant and parameters of its row ("hash_lookup/map=lru_hash/
+	// key_size=4/entries=10000"): the row's name after
+	// wire.VerifierPrefix, unique per row as veristat's prog_name must be
+	// (several benchmarks load programs of one name that differ).
 	Program string `json:"program"`
 	// Benchmark is the row's full name ("Verifier/prog=NAME[/…]").
 	Benchmark string `json:"benchmark"`
@@ -69,6 +73,9 @@ type Workload struct {
 	// not known: see UnknownWorkload).
 	File     string   `json:"file,omitempty"`
 	Programs []string `json:"programs,omitempty"`
+	// Own are the names of lpmbisect's own programs
+	// (workloads.OwnPrograms): their rows are OwnObject's.
+	Own []string `json:"-"`
 }
 
 // Verifiers gathers the verifier rows among rows (a comparison's, or one
@@ -85,17 +92,17 @@ func Verifiers(rows []compare.Row, results []*benchfmt.Result, w Workload) []Ver
 		}
 		i, ok := index[r.Benchmark]
 		if !ok {
-			prog, params, _ := strings.Cut(rest, "/")
+			prog, _, _ := strings.Cut(rest, "/")
 			file := OwnObject
 			switch {
 			case slices.Contains(w.Programs, prog):
 				file = w.File
-			case w.Programs == nil && params == "":
+			case w.Programs == nil && !slices.Contains(w.Own, prog):
 				file = UnknownWorkload
 			}
 			i = len(out)
 			index[r.Benchmark] = i
-			out = append(out, VerifierProgram{File: file, Program: prog, Benchmark: r.Benchmark, Verdicts: map[string]compare.Verdict{}})
+			out = append(out, VerifierProgram{File: file, Program: rest, Benchmark: r.Benchmark, Verdicts: map[string]compare.Verdict{}})
 		}
 		p := &out[i]
 		if r.B.Boots > 0 {
