@@ -88,6 +88,10 @@ type servedNight struct {
 	Date, Status, Reason, Benchstat string
 	Run                             [][2]string
 	Results                         []servedResults
+	// InsightAgainst says what the insight block compares tonight's tip
+	// with.
+	InsightAgainst string
+	insightBlock
 }
 
 type servedResults struct {
@@ -200,8 +204,9 @@ func WriteServedChanges(w io.Writer, title, empty string, h view.History, form *
 
 // WriteServedNight writes a night's page: its kernels and measuring
 // environment, its rows with their verdicts, its change points, the raw
-// results of its boots for download and the benchstat command that reads
-// them. hs is the series at that night (view.HistorySeries.AtNight), boots
+// results of its boots for download, the benchstat command that reads
+// them, and the insight block stored with the night (hs.Insight: why it
+// changed, the profiles), as compare's page shows it. hs is the series at that night (view.HistorySeries.AtNight), boots
 // the night's boots.
 func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots []history.Boot, form *TriageForm) error {
 	ss, err := newServedSeries(hs)
@@ -255,11 +260,17 @@ func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots
 		sn.Results = append(sn.Results, servedResults{Role: string(NightResults), URL: ResultsPath(hs.Series.Name, n.Date, NightResults), Boots: len(boots), Outcomes: "every boot of the night"})
 		sn.Benchstat = benchstatCommand(n.Tip.Release == n.Reference.Release, false, n.Accel, string(NightResults)+".txt")
 	}
+	if in, ok := hs.Insight[n.Date]; ok {
+		if sn.insightBlock, err = newInsightBlock(in.Diff); err != nil {
+			return err
+		}
+		sn.InsightAgainst = in.Against
+	}
 	title := fmt.Sprintf("lpmbisect: %s, night %s", hs.Series.Name, n.Date)
 	return writeServed(w, title, servedPage{Form: form, Series: []servedSeries{ss}, Night: sn})
 }
 
-var servedTemplate = newPage("served", historyParts+`{{define "changes"}}{{$form := .Form}}{{$actions := .Actions}}{{with .Changes}}
+var servedTemplate = newPage("served", historyParts+insightPart+`{{define "changes"}}{{$form := .Form}}{{$actions := .Actions}}{{with .Changes}}
 <ul class="changes">{{range .}}
 <li class="{{.Class}}" id="cp{{.ID}}"><span class="headline">#{{.ID}} {{.Headline}}</span> [<span class="state">{{.Status}}</span>]{{if .Provisional}} (provisional){{end}}<br><span class="detail">{{.Detail}}<br><span class="bisect">{{.Bisect}}</span>{{with .LastTriage}}<br><span class="triaged">{{.}}</span>{{end}}</span>
 {{if and $form .Live}}<form method="post" action="`+TriagePath+`" class="triage">
@@ -276,7 +287,8 @@ var servedTemplate = newPage("served", historyParts+`{{define "changes"}}{{$form
 <dl class="run">{{range .Run}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl>
 {{with .Results}}<h3>Raw results</h3>
 <ul>{{range .}}<li><a href="{{.URL}}" download>{{.Role}}.txt</a>: {{.Boots}} boots ({{.Outcomes}})</li>{{end}}</ul>{{end}}
-{{with .Benchstat}}<p>Compare them with plain benchstat: <code>{{.}}</code></p>{{end}}{{end}}
+{{with .Benchstat}}<p>Compare them with plain benchstat: <code>{{.}}</code></p>{{end}}
+{{if .Insight}}<p class="against">{{.InsightAgainst}}</p>{{end}}{{template "insight" .}}{{end}}
 {{with index .Series 0}}{{template "nights" .}}{{with .Changes}}<h3>Change points at this night</h3>{{end}}{{template "changes" (servedChanges $page .)}}{{end}}
 {{else}}{{range .Series}}<h2><a href="{{.URL}}">{{.Name}}</a></h2>
 <p class="source">{{.Source}}{{with .Summary}}<br>{{.}}{{end}}</p>

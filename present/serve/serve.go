@@ -7,7 +7,7 @@
 //
 //	/                                        every series, its latest night, its untriaged change points
 //	/series/NAME                             change points with their triage forms, trend plots, nights, triage log
-//	/series/NAME/nights/DATE                 one night: kernels, rows, change points, raw results, benchstat's command
+//	/series/NAME/nights/DATE                 one night: kernels, rows, change points, insight and profiles, raw results, benchstat's command
 //	/series/NAME/nights/DATE/results/ROLE.txt the raw benchfmt results of the night's boots of ROLE (tip, reference)
 //	/alerts                                  the untriaged change points of every series
 //	/bisections                              every change point whose bisection was asked for, ran or ended
@@ -309,6 +309,14 @@ func (s *Server) night(w http.ResponseWriter, r *http.Request) {
 	hs, n, boots, ok := s.nightBoots(w, r)
 	if !ok {
 		return
+	}
+	in, found, err := nightly.NightInsight(r.Context(), s.db, n.ID)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "read the night's insight block: %v", err)
+		return
+	}
+	if found {
+		hs.Insight = map[string]view.NightInsight{n.Date: in}
 	}
 	s.page(w, r, view.History{Series: []view.HistorySeries{hs}}, func(out io.Writer, form *report.TriageForm) error {
 		return report.WriteServedNight(out, hs, n, boots, form)
