@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
@@ -21,10 +22,17 @@ import (
 
 // The paths of the served pages; package serve routes them.
 const (
-	AlertsPath     = "/alerts"
-	BisectionsPath = "/bisections"
-	TriagePath     = "/triage"
+	AlertsPath      = "/alerts"
+	BisectionsPath  = "/bisections"
+	PatchSeriesPath = "/patch-series"
+	TriagePath      = "/triage"
 )
+
+// PatchSeriesRunPath is the path of a stored patch-series run's page.
+func PatchSeriesRunPath(id int64) string { return fmt.Sprintf("%s/%d", PatchSeriesPath, id) }
+
+// servedNav heads every served page: the links between them.
+const servedNav = `<nav class="served"><a href="/">series</a> · <a href="` + AlertsPath + `">alerts</a> · <a href="` + BisectionsPath + `">bisections</a> · <a href="` + PatchSeriesPath + `">patch series</a> · <a href="?format=json">JSON</a></nav>`
 
 // SeriesPath is the path of a series' page.
 func SeriesPath(series string) string { return "/series/" + url.PathEscape(series) }
@@ -67,6 +75,16 @@ type servedPage struct {
 	Series  []servedSeries
 	Night   *servedNight
 	Empty   string // what an empty page says
+	// PatchSeries lists the stored patch-series runs (their page);
+	// RunsPage says this is it.
+	PatchSeries []servedPatchSeries
+	RunsPage    bool
+}
+
+type servedPatchSeries struct {
+	URL, Recorded, Title, Range, Outcome, Host, Command string
+	ID                                                  int64
+	Patches                                             int
 }
 
 type servedSeries struct {
@@ -270,6 +288,54 @@ func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots
 	return writeServed(w, title, servedPage{Form: form, Series: []servedSeries{ss}, Night: sn})
 }
 
+// WriteServedPatchSeriesList writes the page of the patch-series runs the
+// history holds (lpmbisect series with a history), newest first, each
+// linked to its report.
+func WriteServedPatchSeriesList(w io.Writer, runs []history.PatchSeriesRun) error {
+	p := servedPage{RunsPage: true, Empty: "No patch-series runs in the history yet: lpmbisect series records its runs when the configuration names a [nightly] db."}
+	for _, r := range runs {
+		rng := words.ShortHash(r.Base)
+		if r.Tip != "" {
+			rng += ".." + words.ShortHash(r.Tip)
+		}
+		p.PatchSeries = append(p.PatchSeries, servedPatchSeries{URL: PatchSeriesRunPath(r.ID), ID: r.ID, Recorded: r.Recorded.UTC().Format("2006-01-02 15:04 MST"),
+			Title: r.Title, Range: rng, Patches: r.Patches, Outcome: r.Outcome, Host: r.Host, Command: r.Command})
+	}
+	return writeServed(w, "lpmbisect: patch series", p)
+}
+
+// PatchSeriesDoc is the JSON of lpmbisect serve's patch-series page, version 1:
+// each run without its report (PatchSeriesRunPath serves it).
+type PatchSeriesDoc struct {
+	Version int                 `json:"version"`
+	Runs    []PatchSeriesRunDoc `json:"patch_series"`
+}
+
+// PatchSeriesRunDoc is one stored run of lpmbisect series.
+type PatchSeriesRunDoc struct {
+	ID       int64     `json:"id"`
+	URL      string    `json:"url"`
+	Recorded time.Time `json:"recorded"`
+	Repo     string    `json:"repo"`
+	Base     string    `json:"base"`
+	Tip      string    `json:"tip,omitempty"`
+	Title    string    `json:"title"`
+	Patches  int       `json:"patches"`
+	Outcome  string    `json:"outcome"`
+	Command  string    `json:"command"`
+	Host     string    `json:"host"`
+}
+
+// NewPatchSeriesDocument converts the stored runs for JSON.
+func NewPatchSeriesDocument(runs []history.PatchSeriesRun) PatchSeriesDoc {
+	doc := PatchSeriesDoc{Version: 1, Runs: []PatchSeriesRunDoc{}}
+	for _, r := range runs {
+		doc.Runs = append(doc.Runs, PatchSeriesRunDoc{ID: r.ID, URL: PatchSeriesRunPath(r.ID), Recorded: r.Recorded, Repo: r.Repo,
+			Base: r.Base, Tip: r.Tip, Title: r.Title, Patches: r.Patches, Outcome: r.Outcome, Command: r.Command, Host: r.Host})
+	}
+	return doc
+}
+
 var servedTemplate = newPage("served", historyParts+insightPart+`{{define "changes"}}{{$form := .Form}}{{$actions := .Actions}}{{with .Changes}}
 <ul class="changes">{{range .}}
 <li class="{{.Class}}" id="cp{{.ID}}"><span class="headline">#{{.ID}} {{.Headline}}</span> [<span class="state">{{.Status}}</span>]{{if .Provisional}} (provisional){{end}}<br><span class="detail">{{.Detail}}<br><span class="bisect">{{.Bisect}}</span>{{with .LastTriage}}<br><span class="triaged">{{.}}</span>{{end}}</span>
@@ -281,8 +347,10 @@ var servedTemplate = newPage("served", historyParts+insightPart+`{{define "chang
 <input type="password" name="token" placeholder="token" autocomplete="off" aria-label="token">
 <button type="submit">triage</button>
 </form>{{end}}</li>{{end}}
-</ul>{{end}}{{end}}{{define "body"}}<nav class="served"><a href="/">series</a> · <a href="`+AlertsPath+`">alerts</a> · <a href="`+BisectionsPath+`">bisections</a> · <a href="?format=json">JSON</a></nav>
-{{$page := .}}{{if not .Series}}<p>{{.Empty}}</p>{{end}}{{if .Night}}{{with index .Series 0}}<p><a href="{{.URL}}">{{.Name}}</a></p>{{end}}{{with .Night}}
+</ul>{{end}}{{end}}{{define "body"}}`+servedNav+`
+{{$page := .}}{{if .RunsPage}}{{with .PatchSeries}}<div class="scroll"><table class="patch-series"><thead><tr><th>run</th><th>recorded</th><th>series</th><th>range</th><th>patches</th><th>outcome</th><th>host</th></tr></thead><tbody>
+{{range .}}<tr><td><a href="{{.URL}}">#{{.ID}}</a></td><td class="date">{{.Recorded}}</td><td>{{.Title}}</td><td><code>{{.Range}}</code></td><td class="num">{{.Patches}}</td><td>{{.Outcome}}</td><td>{{.Host}}</td></tr>
+{{end}}</tbody></table></div>{{else}}<p>{{$page.Empty}}</p>{{end}}{{else if not .Series}}<p>{{.Empty}}</p>{{end}}{{if .Night}}{{with index .Series 0}}<p><a href="{{.URL}}">{{.Name}}</a></p>{{end}}{{with .Night}}
 <p class="verdict">{{.Status}}{{with .Reason}}: {{.}}{{end}}</p>
 <dl class="run">{{range .Run}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl>
 {{with .Results}}<h3>Raw results</h3>
