@@ -9,7 +9,7 @@ import (
 
 // SchemaVersion is the schema version this package reads and writes: the
 // last of its migrations.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // generationVersion is the schema version that added lpmbisect_generation.
 const generationVersion = 3
@@ -201,6 +201,37 @@ var migrations = []migration{{
 			n BIGINT NOT NULL
 		)`,
 		`INSERT INTO lpmbisect_generation (id, n) VALUES (1, 0)`,
+	},
+}, {
+	version:     4,
+	description: "a night's insight block (why it changed, the profiles); patch-series runs",
+	statements: []string{
+		// The insight block of a night's tip against the kernel it was
+		// compared with (package insight's Diff as JSON, opaque here),
+		// written with the night: a night's page shows why it changed
+		// after the run directory that held the guests' documents is gone.
+		`CREATE TABLE lpmbisect_night_insight (
+			night_id BIGINT PRIMARY KEY REFERENCES lpmbisect_nights (id) ON DELETE CASCADE,
+			against TEXT NOT NULL,
+			document TEXT NOT NULL,
+			recorded_at {{time}} NOT NULL
+		)`,
+		// One row per lpmbisect series run: what it measured and its
+		// reports as they were rendered (JSON and text), never updated.
+		`CREATE TABLE lpmbisect_patch_series (
+			id {{id}},
+			repo TEXT NOT NULL,
+			base TEXT NOT NULL,
+			tip TEXT NOT NULL,
+			title TEXT NOT NULL,
+			patches BIGINT NOT NULL,
+			outcome TEXT NOT NULL,
+			command TEXT NOT NULL,
+			host TEXT NOT NULL,
+			document TEXT NOT NULL,
+			report TEXT NOT NULL,
+			recorded_at {{time}} NOT NULL
+		)`,
 	},
 }}
 

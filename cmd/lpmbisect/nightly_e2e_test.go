@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,40 +271,63 @@ func checkOddNight(t *testing.T, db, odd string) {
 // TestNightlyImagesSeries follows a directory that CI drops prebuilt
 // kernels into, on real Debian kernels: each night measures the newest
 // (imageTip, Candidates), the reference's stored boots stand, and a night
-// with no new kernel records "no change" without booting.
+// with no new kernel records "no change" without booting. Three nights of
+// 6.1 builds, then CI drops two 6.12 builds at once: the night measures
+// the newer and stores its insight block against the last tip (the
+// guests' profiles), which the night's served page shows. The step is a
+// provisional change point, which nightly does not bisect by itself; a
+// sheriff asks for it on the page ("bisect this"), and nightly run again
+// on the night already recorded bisects it over the kernels CI dropped
+// between the nights around it, and names the 6.12 build that no night
+// measured, where the served pages show it.
 func TestNightlyImagesSeries(t *testing.T) {
 	bootsInParallel(t)
 	vmArgs(t)
 	reference := testkernels.Deb(t, testkernels.Debian61)
-	tips := []string{testkernels.Deb(t, testkernels.Fortnight[5]), testkernels.Deb(t, testkernels.Fortnight[10])}
+	// CI's drops, night by night: 6.1.0-54, -55, -56, then 6.12.107 and
+	// 6.12.111 together, then nothing.
+	drops := [][]string{{testkernels.Fortnight[3]}, {testkernels.Fortnight[4]}, {testkernels.Fortnight[5]}, {testkernels.Fortnight[7], testkernels.Fortnight[8]}, nil}
 	dir := t.TempDir()
 	images := filepath.Join(dir, "images")
 	os.Mkdir(images, 0o755)
-	cfg := nightlyConfig(t, dir, fmt.Sprintf(`[[series]]
+	cfg := nightlyConfig(t, dir, fmt.Sprintf(`[bisect]
+recheck_boots = 2
+[[series]]
 name = "ci-images"
 images = %q
 reference = %q
 bench = "lookup"
-`, images, reference))
+min_effect = %d.0
+`, images, reference, fortnightMinEffect))
 
-	dates := []string{"2026-11-01", "2026-11-02", "2026-11-03"}
+	dates := []string{"2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05"}
+	const step = 3 // the night of the 6.12 build
 	for night, date := range dates {
-		if night < len(tips) { // CI dropped a new kernel; the third night has none
-			if err := os.Symlink(tips[night], filepath.Join(images, filepath.Base(tips[night]))); err != nil {
+		for _, pkg := range drops[night] {
+			deb := testkernels.Deb(t, pkg)
+			if err := os.Symlink(deb, filepath.Join(images, filepath.Base(deb))); err != nil {
 				t.Fatal(err)
 			}
+			time.Sleep(10 * time.Millisecond) // CI's order, by modification time
 		}
-		code, stdout, stderr := runCLI(t, "nightly", "--config", cfg, "--date", date, "--no-insight")
+		args := []string{"nightly", "--config", cfg, "--date", date}
+		if night != step-1 && night != step {
+			// The step's insight block compares the tips of the night
+			// before and of the step: only their first boots need the
+			// guest's pass.
+			args = append(args, "--no-insight")
+		}
+		code, stdout, stderr := runCLI(t, args...)
 		t.Logf("night %d (%s): exit %d\n%s", night+1, date, code, stdout)
 		if code != 0 {
-			t.Fatalf("night %d: exit %d; want 0\n%s", night+1, code, stderr)
+			t.Fatalf("night %d: exit %d; want 0 (nothing new, or an improvement)\n%s", night+1, code, stderr)
 		}
-		want := map[int]string{0: " 4 boots in ", 1: " 2 boots in ", 2: "the tip was measured on " + dates[1]}[night]
+		want := map[int]string{0: " 4 boots in ", 1: " 2 boots in ", 2: " 2 boots in ", 3: " 2 boots in ", 4: "the tip was measured on " + dates[step]}[night]
 		if !strings.Contains(stdout, want) {
 			t.Errorf("night %d: the report does not say %q (two boots of the tip and two of the reference, then the tip's alone, then none)", night+1, want)
 		}
-		if strings.Contains(stdout, "excursion on") {
-			t.Errorf("night %d: an excursion in a series of %d nights; the first nights need a level after them", night+1, night+1)
+		if night == step && !strings.Contains(stdout, "provisional") {
+			t.Errorf("night %d, the 6.12 build: no provisional change point", night+1)
 		}
 	}
 
@@ -315,19 +340,167 @@ bench = "lookup"
 		t.Fatalf("history JSON: %v; want one series of %d nights\n%s", err, len(dates), stdout)
 	}
 	for i, want := range []struct{ status, release string }{
-		{"measured", "6.1.0-56-cloud-amd64"}, {"measured", "6.12.115+deb12-cloud-amd64"}, {"no-change", "6.12.115+deb12-cloud-amd64"},
+		{"measured", "6.1.0-54-cloud-amd64"}, {"measured", "6.1.0-55-cloud-amd64"}, {"measured", "6.1.0-56-cloud-amd64"},
+		{"measured", "6.12.111+deb12-cloud-amd64"}, {"no-change", "6.12.111+deb12-cloud-amd64"},
 	} {
 		n := doc.Series[0].Nights[i]
 		if n.Status != want.status || n.Tip.Release != want.release || n.Tip.Commit != "" {
 			t.Errorf("night %s: %s, tip %q (commit %q); want %s, tip %s, no commit", n.Date, n.Status, n.Tip.Release, n.Tip.Commit, want.status, want.release)
 		}
 	}
-	for _, row := range doc.Series[0].Nights[1].Rows {
+	for _, row := range doc.Series[0].Nights[step].Rows {
 		if strings.Contains(row.Benchmark, "op=lookup") && (row.VsReference == nil || row.VsReference.Verdict != compare.Different || row.VsReference.Direction != "better") {
-			t.Errorf("night 2, %s against the 6.1 reference: %+v; want DIFFERENT, better", row.Benchmark, row.VsReference)
+			t.Errorf("night %d, %s against the 6.1 reference: %+v; want DIFFERENT, better", step+1, row.Benchmark, row.VsReference)
 		}
 	}
-	servedNight(t, cfg, "ci-images", dates[1], "6.12.115+deb12-cloud-amd64")
+	servedNight(t, cfg, "ci-images", dates[step], "6.12.111+deb12-cloud-amd64")
+	servedInsight(t, cfg, "ci-images", dates[step])
+
+	// "Bisect this" on the step's change point, by the page's own
+	// request (the bearer token instead of the form's session), then
+	// nightly run again on the night already recorded.
+	id := bisectThis(t, cfg, "ci-images", dates[step])
+	code, stdout, stderr = runCLI(t, "nightly", "--config", cfg, "--date", dates[len(dates)-1], "--no-insight")
+	t.Logf("night %s again: exit %d\n%s", dates[len(dates)-1], code, stdout)
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("change point %d bisected on request: found", id)) {
+		t.Fatalf("nightly run again on a recorded night: exit %d; want 0 and the bisection on request found\n%s", code, stderr)
+	}
+	servedCulprit(t, cfg, "ci-images", id, "6.12.107+deb12")
+	assertNoQEMULeft(t)
+}
+
+// servedPages serves cfg's history, as lpmbisect serve does (with token
+// when it is not ""), until the test ends, and returns a reader of its
+// pages that fails the test on an answer other than 200.
+func servedPages(t *testing.T, cfg, token string) (url string, read func(path string) string) {
+	t.Helper()
+	f, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := nightly.OpenHistory(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serve.New(serve.Options{DB: db, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() {
+		ts.Close()
+		db.Close()
+	})
+	return ts.URL, func(path string) string {
+		t.Helper()
+		resp, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s = %d %s", path, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+}
+
+// servedInsight checks the served page of a night that ran the guest's
+// pass on its tip and on the last tip: the insight block stored with the
+// night, with the lookup's profile (longest_prefix_match's share gone in
+// 6.12, where it is inlined), as HTML and as JSON.
+func servedInsight(t *testing.T, cfg, series, date string) {
+	t.Helper()
+	_, read := servedPages(t, cfg, "")
+	page := html.UnescapeString(read(report.NightPath(series, date)))
+	const profile = "Profile of LPMTrie/op=lookup/keys=random/entries=1000 (A → B)"
+	if !strings.Contains(page, "<h2>Why it changed</h2>") || !strings.Contains(page, profile) || !strings.Contains(page, "A: the tip of ") {
+		t.Errorf("night %s's page has no insight block with the lookup's profile", date)
+	}
+	if lpm := profileRow(page, "longest_prefix_match.isra.0"); len(lpm) < 2 || lpm[0] < 30 || lpm[1] != 0 {
+		t.Errorf("night %s's profile row of longest_prefix_match.isra.0: %v; want a large share before the change (≥ 30%%), none after", date, lpm)
+	}
+	var doc report.HistoryDocument
+	if err := json.Unmarshal([]byte(read(report.NightPath(series, date)+"?format=json")), &doc); err != nil || len(doc.Series) != 1 || len(doc.Series[0].Nights) != 1 {
+		t.Fatalf("night %s's JSON: %v", date, err)
+	}
+	if in := doc.Series[0].Nights[0].Insight; in == nil || len(in.Block.Profiles) == 0 || !strings.Contains(strings.Join(in.Block.ProfileLines, "\n"), profile) {
+		t.Errorf("night %s's JSON has no insight block with the lookup's profile: %+v", date, in)
+	}
+}
+
+// bisectThis asks for the bisection of the series' change point of the
+// random lookups on the kernel line at night date, as the page's form
+// does (POST /triage, history.DB.Triage), and returns its ID.
+func bisectThis(t *testing.T, cfg, series, date string) int64 {
+	t.Helper()
+	const token = "bisect-this-token"
+	url, read := servedPages(t, cfg, token)
+	var doc report.HistoryDocument
+	if err := json.Unmarshal([]byte(read(report.SeriesPath(series)+"?format=json")), &doc); err != nil || len(doc.Series) != 1 {
+		t.Fatalf("the series' JSON: %v", err)
+	}
+	var id int64
+	for _, cp := range doc.Series[0].ChangePoints {
+		if cp.Line == "kernel" && cp.Night == date && strings.Contains(cp.Benchmark, "op=lookup/keys=random") && cp.Status == "open" {
+			id = cp.ID
+			if cp.Bisect.State != "none" {
+				t.Errorf("change point %d: bisection %s before it was asked for; want none (provisional: not bisected by itself)", id, cp.Bisect.State)
+			}
+		}
+	}
+	if id == 0 {
+		t.Fatalf("no open kernel-line change point of the random lookups at %s: %+v", date, doc.Series[0].ChangePoints)
+	}
+	form := neturl.Values{"id": {fmt.Sprint(id)}, "action": {"bisect"}, "who": {"sheriff"}, "comment": {"which 6.12 build?"}}
+	req, _ := http.NewRequest(http.MethodPost, url+report.TriagePath, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"bisect":"requested"`) {
+		t.Fatalf("POST %s bisect %d = %d %s; want the bisection requested", report.TriagePath, id, resp.StatusCode, body)
+	}
+	if page := read(report.BisectionsPath); !strings.Contains(page, "the next nightly run bisects it") {
+		t.Errorf("the bisections page does not show the request")
+	}
+	return id
+}
+
+// servedCulprit checks that the served pages show change point id's
+// bisection found, its culprit the kernel named culprit.
+func servedCulprit(t *testing.T, cfg, series string, id int64, culprit string) {
+	t.Helper()
+	_, read := servedPages(t, cfg, "")
+	var doc report.HistoryDocument
+	if err := json.Unmarshal([]byte(read(report.BisectionsPath+"?format=json")), &doc); err != nil || len(doc.Series) != 1 {
+		t.Fatalf("the bisections' JSON: %v", err)
+	}
+	found := false
+	for _, cp := range doc.Series[0].ChangePoints {
+		if cp.ID == id {
+			found = true
+			t.Logf("change point %d: bisect %s, culprit %s, %s", id, cp.Bisect.State, cp.Bisect.Culprit, cp.Outcome)
+			if cp.Bisect.State != "found" || !strings.Contains(cp.Bisect.Culprit, culprit) {
+				t.Errorf("change point %d: bisection %+v; want found, the culprit %s", id, cp.Bisect, culprit)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the bisections' JSON has no change point %d", id)
+	}
+	for _, path := range []string{report.SeriesPath(series), report.BisectionsPath} {
+		page := html.UnescapeString(read(path))
+		i := strings.Index(page, fmt.Sprintf(`id="cp%d"`, id))
+		if i < 0 || !strings.Contains(page[i:min(len(page), i+2000)], "culprit ") || !strings.Contains(page[i:min(len(page), i+2000)], culprit) {
+			t.Errorf("%s does not show change point %d's culprit %s", path, id, culprit)
+		}
+	}
 }
 
 // servedNight checks lpmbisect serve's pages over a history that real

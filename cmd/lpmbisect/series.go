@@ -10,8 +10,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lpmbisect/lpmbisect/config/cliflag"
+	"github.com/lpmbisect/lpmbisect/flow/nightly"
 	"github.com/lpmbisect/lpmbisect/flow/series"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
 // seriesFlags are the flags only series has.
@@ -92,7 +94,36 @@ func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
 		}
 		r.log.Printf("HTML report in %s", r.html)
 	}
+	if err := recordSeries(c, r, v); err != nil {
+		return err
+	}
 	return seriesOutcomeError(v.Outcome, failOn)
+}
+
+// recordSeries stores the run in the history when the configuration names
+// one ([nightly] db), where lpmbisect serve lists it.
+func recordSeries(c *cli.Context, r *run, v view.Series) error {
+	if r.File.Nightly.DB == "" {
+		return nil
+	}
+	var doc, text strings.Builder
+	if err := report.WriteSeriesRecord(&doc, v); err != nil {
+		return err
+	}
+	if err := report.WriteSeries(&text, report.FormatText, v); err != nil {
+		return err
+	}
+	db, err := nightly.OpenHistory(c.Context, r.File)
+	if err != nil {
+		return historyError(err, r)
+	}
+	defer db.Close()
+	id, err := series.Record(c.Context, db, v, doc.String(), text.String())
+	if err != nil {
+		return &exitError{code: exitInfra, err: fmt.Errorf("record the series in the history %s: %w (the report above stands; [nightly] db names the history)", db.Location(), err)}
+	}
+	r.log.Printf("recorded as patch-series run %d in the history %s (lpmbisect serve shows it at %s)", id, db.Location(), report.PatchSeriesRunPath(id))
+	return nil
 }
 
 // seriesError gives a series' errors their exit codes.

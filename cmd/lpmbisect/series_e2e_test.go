@@ -1,10 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/flow/nightly"
+	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/present/serve"
 )
 
 // TestSeriesOnRealKernels measures commits 1..7 of the bisection tests'
@@ -15,13 +26,23 @@ func TestSeriesOnRealKernels(t *testing.T) {
 	bootsInParallel(t)
 	args := vmArgs(t)
 	dir, commits := culpritRepo(t)
-	cmd := append(append(append([]string{"series", "--repo", dir, "--build-command", "./build.sh", "--state", t.TempDir(), "--format", "json"}, bisectArgs...), args...), "--boot-timeout", "4m")
+	// A configuration that names a history: the run is recorded there.
+	hist := t.TempDir()
+	cfg := filepath.Join(hist, "kernels.toml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "[nightly]\ndb = %q\n", filepath.Join(hist, "history.db")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := append(append(append([]string{"series", "--config", cfg, "--repo", dir, "--build-command", "./build.sh", "--state", t.TempDir(), "--format", "json"}, bisectArgs...), args...), "--boot-timeout", "4m")
 	code, stdout, stderr := runCLI(t, append(cmd, commits[1]+".."+commits[7])...)
 	t.Logf("lpmbisect series:\n%s", stderr)
 	if code != exitInconclusive {
 		t.Errorf("lpmbisect series: exit %d; want %d (a patch did not build, one did not boot)", code, exitInconclusive)
 	}
 	checkRealSeries(t, stdout)
+	if !strings.Contains(stderr, "recorded as patch-series run 1 in the history") {
+		t.Errorf("lpmbisect series does not say it recorded the run in the history")
+	}
+	servedPatchSeries(t, cfg, commits[1], commits[7])
 
 	// The same series again, resumed from its state, as GitHub
 	// annotations: the patch that did not boot, the one that does not
@@ -44,6 +65,57 @@ func TestSeriesOnRealKernels(t *testing.T) {
 		}
 	}
 	assertNoQEMULeft(t)
+}
+
+// servedPatchSeries checks lpmbisect serve's pages of the series run
+// recorded in cfg's history: the list names it, its page is the series'
+// report (the 6.1 → 6.12 patch with why it changed), and its JSON is
+// series --format json's.
+func servedPatchSeries(t *testing.T, cfg, base, tip string) {
+	t.Helper()
+	f, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := nightly.OpenHistory(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := serve.New(serve.Options{DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	read := func(path string) string {
+		resp, err := ts.Client().Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s = %d %s", path, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	run := report.PatchSeriesRunPath(1)
+	if list := read(report.PatchSeriesPath); !strings.Contains(list, `href="`+run+`"`) || !strings.Contains(list, base[:12]+".."+tip[:12]) {
+		t.Errorf("the patch-series page does not link run 1 of %s..%s:\n%s", base[:12], tip[:12], list)
+	}
+	var list report.PatchSeriesDoc
+	if err := json.Unmarshal([]byte(read(report.PatchSeriesPath+"?format=json")), &list); err != nil || len(list.Runs) != 1 ||
+		list.Runs[0].Patches != 6 || list.Runs[0].Outcome != "inconclusive" || list.Runs[0].Base != base || list.Runs[0].Tip != tip {
+		t.Errorf("the patch-series JSON: %v %+v; want run 1, 6 patches, inconclusive, %s..%s", err, list, base, tip)
+	}
+	page := read(run)
+	for _, want := range []string{"5/6", "6/6", "why it changed", "expected &#39;;&#39;", `href="` + report.PatchSeriesPath + `"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run's page lacks %q", want)
+		}
+	}
+	checkRealSeries(t, read(run+"?format=json"))
 }
 
 // checkRealSeries checks the JSON report of the series commits 1..7 of

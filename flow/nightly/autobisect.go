@@ -105,6 +105,23 @@ func (r *seriesRun) bisectRequested(ctx context.Context) {
 	}
 }
 
+// bisectRequestedAgain bisects the change points asked for on a night
+// already recorded (nightly run again on its date): the night measures
+// nothing, but a request waits for no new night. The boot setup is made
+// only when there is a request.
+func (r *seriesRun) bisectRequestedAgain(ctx context.Context) {
+	cps, err := r.db.ChangePoints(ctx, r.n.Series.ID, history.LiveStatuses()...)
+	if err != nil || !slices.ContainsFunc(cps, func(cp history.ChangePoint) bool { return cp.Bisect.State == history.BisectRequested }) {
+		return
+	}
+	if r.setup, err = r.o.SetupFor(&r.cfg, filepath.Join(r.dir, "runs", r.o.Date)); err != nil {
+		r.logf("warning: cannot bisect the change points asked for: %v", err)
+		r.n.Alerts = append(r.n.Alerts, fmt.Sprintf("bisections asked for wait: no boot setup: %v", err))
+		return
+	}
+	r.bisectRequested(ctx)
+}
+
 // mail writes the mail body of change points (Options.WriteMail) into the
 // series' state directory (mail/<night>.md), pipes it to the configured
 // notify command (with its subject, Options.MailSubject, in

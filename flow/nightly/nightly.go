@@ -14,6 +14,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -76,6 +77,12 @@ type Night struct {
 	// yet: the night before last or the one before, when tonight came
 	// back (see package changepoint).
 	Excursions []history.Excursion
+	// Insight is the insight block of the tip against the last measured
+	// tip (InsightAgainst says which), or against the reference on a
+	// series' first night: stored with the night. nil without the guest's
+	// insight pass (--no-insight).
+	Insight        *insight.Diff
+	InsightAgainst string
 	// Mail is the mail body written for the night's new change points
 	// ("" for none).
 	Mail string

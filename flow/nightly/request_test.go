@@ -62,8 +62,31 @@ func TestBisectRequested(t *testing.T) {
 	if !alerted {
 		t.Errorf("the night's alerts %q do not tell the bisection on request", nights[0].Alerts)
 	}
-	// Asked again after a failure, it is taken up again.
+	// Asked again after a failure, it is taken up again, by nightly run
+	// again on the night already recorded: a request waits for no new
+	// night.
 	if _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "", "alice"); err != nil {
-		t.Errorf("bisect again after a failure: %v", err)
+		t.Fatalf("bisect again after a failure: %v", err)
+	}
+	setups := 0
+	again, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Setup, error) {
+		setups++
+		return &bisect.Setup{Setup: &campaign.Setup{Bench: &campaign.Bench{}}}, nil
+	}})
+	if err != nil || len(again) != 1 {
+		t.Fatalf("Run again on the recorded night = %+v, %v", again, err)
+	}
+	if cp, err := db.ChangePoint(ctx, cps[0].ID); err != nil || cp.Bisect.State != history.BisectFailed {
+		t.Errorf("after the night run again: bisection %+v, %v; want it taken up (failed again)", cp.Bisect, err)
+	}
+	if a := strings.Join(again[0].Alerts, "\n"); !strings.Contains(a, "recorded before") || !strings.Contains(a, "bisected on request") {
+		t.Errorf("the recorded night's alerts %q; want it recorded before and the bisection on request", a)
+	}
+	// Run once more with nothing asked for: no setup is made.
+	if _, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Setup, error) {
+		setups++
+		return nil, nil
+	}}); err != nil || setups != 1 {
+		t.Errorf("a recorded night with no request made %d boot setups, %v; want none", setups-1, err)
 	}
 }

@@ -1,6 +1,10 @@
 package nightly
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -9,6 +13,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
 // insightStore keeps, per kernel image, the insight document its guest
@@ -68,4 +73,65 @@ func attributeTips(d *insight.Diff, before, after []history.NightRow) {
 		}
 		return 0, "", false
 	})
+}
+
+// nightInsight is the insight block of tonight's tip against the last
+// measured tip (prev; its rows split the profile's timed numbers), or
+// against the reference ref on a series' first night: what the night's
+// page shows under its verdicts. None without the guest's insight pass.
+func (r *seriesRun) nightInsight(ctx context.Context, prev history.Night, ref *kernel.Kernel) {
+	if r.setup.Bench.Insight == nil {
+		return
+	}
+	tip := r.n.Night.Tip
+	if prev.ID != 0 && prev.Tip.Input != "" {
+		r.n.Insight = r.tipsInsight(prev.Tip, tip)
+		prevRows, err := r.db.NightRows(ctx, prev.ID)
+		if err == nil {
+			attributeTips(r.n.Insight, prevRows, r.n.Rows)
+		}
+		r.n.InsightAgainst = fmt.Sprintf("A: the tip of %s (%s), B: tonight's tip (%s)", prev.Date, describe(prev.Tip), describe(tip))
+		return
+	}
+	tk, err := r.setup.Bench.Resolve(tip.Input)
+	if err != nil {
+		return
+	}
+	r.n.Insight = r.insightStore().InsightDiff(r.setup.Bench.Insight, ref, tk)
+	r.n.InsightAgainst = fmt.Sprintf("A: the reference (%s), B: tonight's tip (%s), the series' first night", describe(r.n.Night.Reference), describe(tip))
+}
+
+// putInsight stores the night's insight block with the night (compact:
+// without the sides' function sizes, which only a redrawn size table
+// needs).
+func (r *seriesRun) putInsight(ctx context.Context, tx *history.Tx) error {
+	if r.n.Insight == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := insight.EncodeDiff(&b, r.n.Insight.Compact()); err != nil {
+		return fmt.Errorf("store the night's insight block: %w", err)
+	}
+	if b.Len() > history.MaxDocumentBytes {
+		r.logf("warning: the night's insight block is %d bytes, more than the history keeps (%d): not stored", b.Len(), history.MaxDocumentBytes)
+		return nil
+	}
+	return tx.PutNightInsight(ctx, history.NightInsight{NightID: r.n.Night.ID, Against: r.n.InsightAgainst, Document: b.String()})
+}
+
+// NightInsight reads back the insight block nightly stored with a night
+// (putInsight); ok is false when the night has none.
+func NightInsight(ctx context.Context, db *history.DB, nightID int64) (in view.NightInsight, ok bool, err error) {
+	stored, err := db.NightInsight(ctx, nightID)
+	if errors.Is(err, history.ErrNotFound) {
+		return in, false, nil
+	}
+	if err != nil {
+		return in, false, err
+	}
+	d, err := insight.DecodeDiff(strings.NewReader(stored.Document))
+	if err != nil {
+		return in, false, fmt.Errorf("the insight block of night %d: %w", nightID, err)
+	}
+	return view.NightInsight{Against: stored.Against, Diff: d}, true, nil
 }

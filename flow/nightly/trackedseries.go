@@ -76,7 +76,9 @@ func (r *seriesRun) run(ctx context.Context) (*Night, error) {
 	if done, err := r.db.Night(ctx, r.n.Series.ID, r.o.Date); err == nil && done.Status != history.StatusRunning {
 		r.n.Night = done
 		r.n.Rows, _ = r.db.NightRows(ctx, done.ID)
-		r.n.Alerts = append(r.n.Alerts, fmt.Sprintf("night %s was recorded before (%s): nothing to do", r.o.Date, done.Status))
+		r.n.Alerts = append(r.n.Alerts, fmt.Sprintf("night %s was recorded before (%s): nothing to measure", r.o.Date, done.Status))
+		// A bisection asked for since is still the next run's to do.
+		r.bisectRequestedAgain(ctx)
 		return r.n, nil
 	}
 	r.n.Night = history.Night{SeriesID: r.n.Series.ID, Date: r.o.Date, Started: start, Accel: r.cfg.Measure.Accel,
@@ -159,7 +161,11 @@ func (r *seriesRun) measure(ctx context.Context) error {
 	if rebuilt != "" && len(boots[sidePrevious]) > 0 {
 		prevTip = boots[sidePrevious]
 	}
-	return r.judge(boots[sideReference], boots[sideTip], prevTip, prevRef, prev)
+	if err := r.judge(boots[sideReference], boots[sideTip], prevTip, prevRef, prev); err != nil {
+		return err
+	}
+	r.nightInsight(ctx, prev, ref)
+	return nil
 }
 
 // tip finds tonight's tip (and builds it): ok is false when the night ends
@@ -607,6 +613,9 @@ func (r *seriesRun) finish(ctx context.Context) error {
 			return nil
 		}
 		if err := tx.SetNightRows(ctx, n.ID, r.n.Rows); err != nil {
+			return err
+		}
+		if err := r.putInsight(ctx, tx); err != nil {
 			return err
 		}
 		if err := tx.SetTip(ctx, r.n.Series.ID, n.Tip.Commit, n.Tip.ImageSHA256); err != nil {

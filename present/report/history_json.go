@@ -74,6 +74,17 @@ type NightDoc struct {
 	// Rows are the night's benchmarks, by benchmark and unit; none for a
 	// night without results.
 	Rows []NightRowDoc `json:"rows"`
+	// Insight is the insight block stored with the night, on a night's
+	// own page (lpmbisect serve); absent elsewhere and for a night without
+	// one.
+	Insight *NightInsightDoc `json:"insight,omitempty"`
+}
+
+// NightInsightDoc is a night's insight block: Against says what side A
+// is, Block is compare's JSON insight block.
+type NightInsightDoc struct {
+	Against string          `json:"against"`
+	Block   InsightDocument `json:"block"`
 }
 
 // KernelDoc identifies a kernel; a prebuilt image has no commit.
@@ -231,6 +242,9 @@ func NewHistoryDocument(h view.History) HistoryDocument {
 				nd.Rows = append(nd.Rows, NightRowDoc{Benchmark: r.Benchmark, Unit: r.Unit, Control: compare.IsControl(r.Benchmark, nil),
 					Tip: estimateDoc(r.Tip), Reference: estimateDoc(r.Reference), Ratio: finite(r.Ratio),
 					VsPrevious: comparisonDoc(r.VsPrevious, r.Unit), VsReference: comparisonDoc(r.VsReference, r.Unit)})
+			}
+			if in, ok := hs.Insight[n.Date]; ok && in.Diff != nil {
+				nd.Insight = &NightInsightDoc{Against: in.Against, Block: NewInsightDocument(in.Diff)}
 			}
 			sd.Nights = append(sd.Nights, nd)
 		}

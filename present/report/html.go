@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
+	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
@@ -48,19 +49,11 @@ func writeHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	if rep.Paired {
 		page.Explanation = PairedExplanation
 	}
-	if meta.Insight != nil {
-		var b strings.Builder
-		if err := WriteInsightText(&b, meta.Insight); err != nil {
-			return err
-		}
-		page.Insight = strings.TrimPrefix(b.String(), insightTitle+"\n")
-		page.InsightTitle = insightTitle
-		figs, err := profileFigures(meta.Insight)
-		if err != nil {
-			return err
-		}
-		page.Profiles = figs
+	block, err := newInsightBlock(meta.Insight)
+	if err != nil {
+		return err
 	}
+	page.insightBlock = block
 	for _, r := range rep.Rows {
 		c := cells(r)
 		hr := htmlRow{
@@ -129,12 +122,41 @@ type htmlPage struct {
 	// PairedExplanation. BootsHead heads the boots column.
 	Paired                 bool
 	Explanation, BootsHead string
-	// Insight is the insight block as the text report has it, under
-	// InsightTitle; "" without one.
-	Insight, InsightTitle string
-	// Profiles are the charts of the insight block's profiles.
-	Profiles []htmlFigure
+	insightBlock
 }
+
+// insightBlock is the insight block on a page (template "insight"): the
+// text report's block under InsightTitle and a chart per profile; empty
+// without one.
+type insightBlock struct {
+	Insight, InsightTitle string
+	Profiles              []htmlFigure
+}
+
+// newInsightBlock renders d for a page; a nil d gives an empty block.
+func newInsightBlock(d *insight.Diff) (insightBlock, error) {
+	if d == nil {
+		return insightBlock{}, nil
+	}
+	var b strings.Builder
+	if err := WriteInsightText(&b, d); err != nil {
+		return insightBlock{}, err
+	}
+	figs, err := profileFigures(d)
+	if err != nil {
+		return insightBlock{}, err
+	}
+	return insightBlock{Insight: strings.TrimPrefix(b.String(), insightTitle+"\n"), InsightTitle: insightTitle, Profiles: figs}, nil
+}
+
+// insightPart renders an insightBlock (the pages' "insight" template).
+const insightPart = `{{define "insight"}}{{with .Insight}}<h2>{{$.InsightTitle}}</h2>
+<div class="scroll"><pre class="insight">{{.}}</pre></div>
+{{range $.Profiles}}<figure>
+<figcaption>{{.Caption}}</figcaption>
+{{.SVG}}
+</figure>
+{{end}}{{end}}{{end}}`
 
 type htmlRow struct {
 	Benchmark, Unit, A, B, Delta, P, Boots string
@@ -146,7 +168,7 @@ type htmlRow struct {
 	SVG                                    template.HTML
 }
 
-var htmlTemplate = newPage("compare", `{{define "body"}}<p class="outcome {{.Class}}">{{.Outcome}}</p>
+var htmlTemplate = newPage("compare", insightPart+`{{define "body"}}<p class="outcome {{.Class}}">{{.Outcome}}</p>
 {{with .Headlines}}<ul class="headlines">{{range .}}
 <li><strong>{{.}}</strong></li>{{end}}
 </ul>{{end}}
@@ -167,13 +189,7 @@ var htmlTemplate = newPage("compare", `{{define "body"}}<p class="outcome {{.Cla
 {{end}}{{with .Notes}}<ol class="notes">{{range .}}
 <li>{{.}}</li>{{end}}
 </ol>{{end}}
-{{with .Insight}}<h2>{{$.InsightTitle}}</h2>
-<div class="scroll"><pre class="insight">{{.}}</pre></div>
-{{range $.Profiles}}<figure>
-<figcaption>{{.Caption}}</figcaption>
-{{.SVG}}
-</figure>
-{{end}}{{end}}<h2>Per-boot values</h2>
+{{template "insight" .}}<h2>Per-boot values</h2>
 <p>Each point is one boot (the median of its samples), the bar spans that boot's samples, the dashed line is the side's centre.{{if .Paired}} Boots sit in pair order, pair by pair at the same place on both sides, and a grey line joins the two boots of each pair: its slope is the pair's change.{{end}}</p>
 {{range .Rows}}<figure>
 <figcaption>{{.Benchmark}}: {{.Verdict}}, {{.Delta}}, p={{.P}}, {{.BootsLabel}}</figcaption>

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
@@ -256,17 +257,78 @@ func WriteSeriesMarkdown(w io.Writer, s view.Series) error {
 
 // WriteSeriesJSON writes the series as JSON (view.Series).
 func WriteSeriesJSON(w io.Writer, s view.Series) error {
-	doc := struct {
-		view.Series
-		Outcome string `json:"outcome"`
-		FailOn  string `json:"fail_on"`
-	}{s, s.Outcome.String(), s.FailOn.String()}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(newSeriesDoc(s))
+}
+
+// seriesDoc is WriteSeriesJSON's document; Insight is the series record's
+// addition (WriteSeriesRecord).
+type seriesDoc struct {
+	view.Series
+	Outcome string `json:"outcome"`
+	FailOn  string `json:"fail_on"`
+	// Insight is each moved patch's insight block, by patch number: what
+	// the text and HTML formats show under "why it changed".
+	Insight map[int]*insight.Diff `json:"insight,omitempty"`
+}
+
+func newSeriesDoc(s view.Series) seriesDoc {
+	return seriesDoc{Series: s, Outcome: s.Outcome.String(), FailOn: s.FailOn.String()}
+}
+
+// WriteSeriesRecord writes what the history keeps of a series run
+// (history.PatchSeriesRun.Document): WriteSeriesJSON's document with the
+// insight block of each patch that moved (compact: package insight's
+// Diff.Compact), from which ReadSeriesRecord gives back the view every
+// format renders.
+func WriteSeriesRecord(w io.Writer, s view.Series) error {
+	doc := newSeriesDoc(s)
+	for _, p := range s.Patches {
+		if p.Insight != nil {
+			if doc.Insight == nil {
+				doc.Insight = map[int]*insight.Diff{}
+			}
+			doc.Insight[p.N] = p.Insight.Compact()
+		}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
 }
 
-var seriesHTML = newPage("series", `{{define "body"}}<p class="outcome {{.Class}}">{{.Outcome}}</p>
+// ReadSeriesRecord reads back a series written by WriteSeriesRecord,
+// within insight.MaxDiffFileBytes.
+func ReadSeriesRecord(r io.Reader) (view.Series, error) {
+	lr := &io.LimitedReader{R: r, N: insight.MaxDiffFileBytes + 1}
+	var doc seriesDoc
+	if err := json.NewDecoder(lr).Decode(&doc); err != nil {
+		if lr.N <= 0 {
+			return view.Series{}, fmt.Errorf("report: read series record: %w: more than %d bytes", insight.ErrTooLarge, insight.MaxDiffFileBytes)
+		}
+		return view.Series{}, fmt.Errorf("report: read series record: %w", err)
+	}
+	s := doc.Series
+	var err error
+	if s.FailOn, err = compare.ParseFailOn(doc.FailOn); err != nil {
+		return s, fmt.Errorf("report: read series record: %w", err)
+	}
+	known := false
+	for _, o := range []compare.Outcome{compare.NoRegression, compare.Regression, compare.Inconclusive} {
+		if o.String() == doc.Outcome {
+			s.Outcome, known = o, true
+		}
+	}
+	if !known {
+		return s, fmt.Errorf("report: read series record: outcome %q is none of compare's", doc.Outcome)
+	}
+	for i := range s.Patches {
+		s.Patches[i].Insight = doc.Insight[s.Patches[i].N]
+	}
+	return s, nil
+}
+
+var seriesHTML = newPage("series", `{{define "body"}}{{if .Served}}`+servedNav+`{{end}}<p class="outcome {{.Class}}">{{.Outcome}}</p>
 <p>Base <code>{{short .Base}}</code> {{.BaseSubject}}</p>
 {{if .Stopped}}<p class="warning">{{.Stopped}}</p>{{end}}
 {{range .Benchmarks}}<h2><code>{{.Benchmark}}</code> ({{.Unit}}), base {{value .Base .Unit}}</h2>
@@ -279,10 +341,16 @@ var seriesHTML = newPage("series", `{{define "body"}}<p class="outcome {{.Class}
 
 // WriteSeriesHTML writes the series as a self-contained HTML page.
 func WriteSeriesHTML(w io.Writer, s view.Series) error {
-	return writePrintable(w, func(w io.Writer) error { return writeSeriesHTML(w, s) })
+	return writePrintable(w, func(w io.Writer) error { return writeSeriesHTML(w, s, false) })
 }
 
-func writeSeriesHTML(w io.Writer, s view.Series) error {
+// WriteServedPatchSeries writes a stored patch-series run's served page:
+// WriteSeriesHTML's, under the links of the served pages.
+func WriteServedPatchSeries(w io.Writer, s view.Series) error {
+	return writePrintable(w, func(w io.Writer) error { return writeSeriesHTML(w, s, true) })
+}
+
+func writeSeriesHTML(w io.Writer, s view.Series, served bool) error {
 	type row struct{ N, Commit, Subject, Parent, ParentClass, Base string }
 	type bench struct {
 		view.SeriesBenchmark
@@ -294,7 +362,8 @@ func writeSeriesHTML(w io.Writer, s view.Series) error {
 		Class, Outcome string
 		Benchmarks     []bench
 		Notes          []note
-	}{Series: s, Outcome: seriesOutcomeLine(s), Class: outcomeClass(s.Outcome)}
+		Served         bool
+	}{Series: s, Outcome: seriesOutcomeLine(s), Class: outcomeClass(s.Outcome), Served: served}
 	for _, b := range s.Benchmarks {
 		pb := bench{SeriesBenchmark: b}
 		for i, p := range s.Patches {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
@@ -21,10 +22,17 @@ import (
 
 // The paths of the served pages; package serve routes them.
 const (
-	AlertsPath     = "/alerts"
-	BisectionsPath = "/bisections"
-	TriagePath     = "/triage"
+	AlertsPath      = "/alerts"
+	BisectionsPath  = "/bisections"
+	PatchSeriesPath = "/patch-series"
+	TriagePath      = "/triage"
 )
+
+// PatchSeriesRunPath is the path of a stored patch-series run's page.
+func PatchSeriesRunPath(id int64) string { return fmt.Sprintf("%s/%d", PatchSeriesPath, id) }
+
+// servedNav heads every served page: the links between them.
+const servedNav = `<nav class="served"><a href="/">series</a> · <a href="` + AlertsPath + `">alerts</a> · <a href="` + BisectionsPath + `">bisections</a> · <a href="` + PatchSeriesPath + `">patch series</a> · <a href="?format=json">JSON</a></nav>`
 
 // SeriesPath is the path of a series' page.
 func SeriesPath(series string) string { return "/series/" + url.PathEscape(series) }
@@ -67,6 +75,16 @@ type servedPage struct {
 	Series  []servedSeries
 	Night   *servedNight
 	Empty   string // what an empty page says
+	// PatchSeries lists the stored patch-series runs (their page);
+	// RunsPage says this is it.
+	PatchSeries []servedPatchSeries
+	RunsPage    bool
+}
+
+type servedPatchSeries struct {
+	URL, Recorded, Title, Range, Outcome, Host, Command string
+	ID                                                  int64
+	Patches                                             int
 }
 
 type servedSeries struct {
@@ -88,6 +106,10 @@ type servedNight struct {
 	Date, Status, Reason, Benchstat string
 	Run                             [][2]string
 	Results                         []servedResults
+	// InsightAgainst says what the insight block compares tonight's tip
+	// with.
+	InsightAgainst string
+	insightBlock
 }
 
 type servedResults struct {
@@ -200,8 +222,9 @@ func WriteServedChanges(w io.Writer, title, empty string, h view.History, form *
 
 // WriteServedNight writes a night's page: its kernels and measuring
 // environment, its rows with their verdicts, its change points, the raw
-// results of its boots for download and the benchstat command that reads
-// them. hs is the series at that night (view.HistorySeries.AtNight), boots
+// results of its boots for download, the benchstat command that reads
+// them, and the insight block stored with the night (hs.Insight: why it
+// changed, the profiles), as compare's page shows it. hs is the series at that night (view.HistorySeries.AtNight), boots
 // the night's boots.
 func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots []history.Boot, form *TriageForm) error {
 	ss, err := newServedSeries(hs)
@@ -255,11 +278,65 @@ func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots
 		sn.Results = append(sn.Results, servedResults{Role: string(NightResults), URL: ResultsPath(hs.Series.Name, n.Date, NightResults), Boots: len(boots), Outcomes: "every boot of the night"})
 		sn.Benchstat = benchstatCommand(n.Tip.Release == n.Reference.Release, false, n.Accel, string(NightResults)+".txt")
 	}
+	if in, ok := hs.Insight[n.Date]; ok {
+		if sn.insightBlock, err = newInsightBlock(in.Diff); err != nil {
+			return err
+		}
+		sn.InsightAgainst = in.Against
+	}
 	title := fmt.Sprintf("lpmbisect: %s, night %s", hs.Series.Name, n.Date)
 	return writeServed(w, title, servedPage{Form: form, Series: []servedSeries{ss}, Night: sn})
 }
 
-var servedTemplate = newPage("served", historyParts+`{{define "changes"}}{{$form := .Form}}{{$actions := .Actions}}{{with .Changes}}
+// WriteServedPatchSeriesList writes the page of the patch-series runs the
+// history holds (lpmbisect series with a history), newest first, each
+// linked to its report.
+func WriteServedPatchSeriesList(w io.Writer, runs []history.PatchSeriesRun) error {
+	p := servedPage{RunsPage: true, Empty: "No patch-series runs in the history yet: lpmbisect series records its runs when the configuration names a [nightly] db."}
+	for _, r := range runs {
+		rng := words.ShortHash(r.Base)
+		if r.Tip != "" {
+			rng += ".." + words.ShortHash(r.Tip)
+		}
+		p.PatchSeries = append(p.PatchSeries, servedPatchSeries{URL: PatchSeriesRunPath(r.ID), ID: r.ID, Recorded: r.Recorded.UTC().Format("2006-01-02 15:04 MST"),
+			Title: r.Title, Range: rng, Patches: r.Patches, Outcome: r.Outcome, Host: r.Host, Command: r.Command})
+	}
+	return writeServed(w, "lpmbisect: patch series", p)
+}
+
+// PatchSeriesDoc is the JSON of lpmbisect serve's patch-series page, version 1:
+// each run without its report (PatchSeriesRunPath serves it).
+type PatchSeriesDoc struct {
+	Version int                 `json:"version"`
+	Runs    []PatchSeriesRunDoc `json:"patch_series"`
+}
+
+// PatchSeriesRunDoc is one stored run of lpmbisect series.
+type PatchSeriesRunDoc struct {
+	ID       int64     `json:"id"`
+	URL      string    `json:"url"`
+	Recorded time.Time `json:"recorded"`
+	Repo     string    `json:"repo"`
+	Base     string    `json:"base"`
+	Tip      string    `json:"tip,omitempty"`
+	Title    string    `json:"title"`
+	Patches  int       `json:"patches"`
+	Outcome  string    `json:"outcome"`
+	Command  string    `json:"command"`
+	Host     string    `json:"host"`
+}
+
+// NewPatchSeriesDocument converts the stored runs for JSON.
+func NewPatchSeriesDocument(runs []history.PatchSeriesRun) PatchSeriesDoc {
+	doc := PatchSeriesDoc{Version: 1, Runs: []PatchSeriesRunDoc{}}
+	for _, r := range runs {
+		doc.Runs = append(doc.Runs, PatchSeriesRunDoc{ID: r.ID, URL: PatchSeriesRunPath(r.ID), Recorded: r.Recorded, Repo: r.Repo,
+			Base: r.Base, Tip: r.Tip, Title: r.Title, Patches: r.Patches, Outcome: r.Outcome, Command: r.Command, Host: r.Host})
+	}
+	return doc
+}
+
+var servedTemplate = newPage("served", historyParts+insightPart+`{{define "changes"}}{{$form := .Form}}{{$actions := .Actions}}{{with .Changes}}
 <ul class="changes">{{range .}}
 <li class="{{.Class}}" id="cp{{.ID}}"><span class="headline">#{{.ID}} {{.Headline}}</span> [<span class="state">{{.Status}}</span>]{{if .Provisional}} (provisional){{end}}<br><span class="detail">{{.Detail}}<br><span class="bisect">{{.Bisect}}</span>{{with .LastTriage}}<br><span class="triaged">{{.}}</span>{{end}}</span>
 {{if and $form .Live}}<form method="post" action="`+TriagePath+`" class="triage">
@@ -270,13 +347,16 @@ var servedTemplate = newPage("served", historyParts+`{{define "changes"}}{{$form
 <input type="password" name="token" placeholder="token" autocomplete="off" aria-label="token">
 <button type="submit">triage</button>
 </form>{{end}}</li>{{end}}
-</ul>{{end}}{{end}}{{define "body"}}<nav class="served"><a href="/">series</a> · <a href="`+AlertsPath+`">alerts</a> · <a href="`+BisectionsPath+`">bisections</a> · <a href="?format=json">JSON</a></nav>
-{{$page := .}}{{if not .Series}}<p>{{.Empty}}</p>{{end}}{{if .Night}}{{with index .Series 0}}<p><a href="{{.URL}}">{{.Name}}</a></p>{{end}}{{with .Night}}
+</ul>{{end}}{{end}}{{define "body"}}`+servedNav+`
+{{$page := .}}{{if .RunsPage}}{{with .PatchSeries}}<div class="scroll"><table class="patch-series"><thead><tr><th>run</th><th>recorded</th><th>series</th><th>range</th><th>patches</th><th>outcome</th><th>host</th></tr></thead><tbody>
+{{range .}}<tr><td><a href="{{.URL}}">#{{.ID}}</a></td><td class="date">{{.Recorded}}</td><td>{{.Title}}</td><td><code>{{.Range}}</code></td><td class="num">{{.Patches}}</td><td>{{.Outcome}}</td><td>{{.Host}}</td></tr>
+{{end}}</tbody></table></div>{{else}}<p>{{$page.Empty}}</p>{{end}}{{else if not .Series}}<p>{{.Empty}}</p>{{end}}{{if .Night}}{{with index .Series 0}}<p><a href="{{.URL}}">{{.Name}}</a></p>{{end}}{{with .Night}}
 <p class="verdict">{{.Status}}{{with .Reason}}: {{.}}{{end}}</p>
 <dl class="run">{{range .Run}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl>
 {{with .Results}}<h3>Raw results</h3>
 <ul>{{range .}}<li><a href="{{.URL}}" download>{{.Role}}.txt</a>: {{.Boots}} boots ({{.Outcomes}})</li>{{end}}</ul>{{end}}
-{{with .Benchstat}}<p>Compare them with plain benchstat: <code>{{.}}</code></p>{{end}}{{end}}
+{{with .Benchstat}}<p>Compare them with plain benchstat: <code>{{.}}</code></p>{{end}}
+{{if .Insight}}<p class="against">{{.InsightAgainst}}</p>{{end}}{{template "insight" .}}{{end}}
 {{with index .Series 0}}{{template "nights" .}}{{with .Changes}}<h3>Change points at this night</h3>{{end}}{{template "changes" (servedChanges $page .)}}{{end}}
 {{else}}{{range .Series}}<h2><a href="{{.URL}}">{{.Name}}</a></h2>
 <p class="source">{{.Source}}{{with .Summary}}<br>{{.}}{{end}}</p>

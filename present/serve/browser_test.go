@@ -146,5 +146,24 @@ func TestBrowserTriage(t *testing.T) {
 	if got, _ := db.ChangePoint(ctx, cp.ID); got.Status != history.ChangeAcknowledged {
 		t.Errorf("the history has change point %d %s; want acknowledged", cp.ID, got.Status)
 	}
+	// A night with its insight block: the text block and the profile's
+	// chart, drawn.
+	putInsight(t, db, "public", cp.Night, testInsight())
+	var block string
+	var chartWidth int64
+	err = chromedp.Run(bctx,
+		chromedp.Navigate(base+report.NightPath("public", cp.Night)),
+		chromedp.WaitVisible("pre.insight", chromedp.ByQuery),
+		chromedp.Text("pre.insight", &block, chromedp.ByQuery),
+		chromedp.ScrollIntoView("pre.insight", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("figure svg.plot").getBoundingClientRect().width`, &chartWidth),
+		shot("serve-night-insight.png"),
+	)
+	if err != nil {
+		t.Fatalf("browser, the night's insight: %v", err)
+	}
+	if !strings.Contains(block, "longest_prefix_match.isra.0") || chartWidth < 200 {
+		t.Errorf("the night's page: insight block %q, profile chart %d px wide; want the profile's rows and a drawn chart", block, chartWidth)
+	}
 	t.Logf("browser triage in %v; screenshots in %s", time.Since(start).Round(time.Millisecond), shots)
 }

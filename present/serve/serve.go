@@ -7,10 +7,12 @@
 //
 //	/                                        every series, its latest night, its untriaged change points
 //	/series/NAME                             change points with their triage forms, trend plots, nights, triage log
-//	/series/NAME/nights/DATE                 one night: kernels, rows, change points, raw results, benchstat's command
+//	/series/NAME/nights/DATE                 one night: kernels, rows, change points, insight and profiles, raw results, benchstat's command
 //	/series/NAME/nights/DATE/results/ROLE.txt the raw benchfmt results of the night's boots of ROLE (tip, reference)
 //	/alerts                                  the untriaged change points of every series
 //	/bisections                              every change point whose bisection was asked for, ran or ended
+//	/patch-series                            the runs of lpmbisect series the history holds
+//	/patch-series/ID                         one run: its report (lpmbisect series --html's), its JSON
 //	POST /triage                             id, action, comment, who; the token; the form's session token
 //
 // Every page answers ?format=json with the JSON of package report's
@@ -123,13 +125,15 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /series/{name}/nights/{date}/results/{file}", s.results)
 	s.mux.HandleFunc("GET "+report.AlertsPath, s.alerts)
 	s.mux.HandleFunc("GET "+report.BisectionsPath, s.bisections)
+	s.mux.HandleFunc("GET "+report.PatchSeriesPath, s.patchSeriesList)
+	s.mux.HandleFunc("GET "+report.PatchSeriesPath+"/{id}", s.patchSeries)
 	s.mux.HandleFunc("POST "+report.TriagePath, s.triage)
 	s.mux.HandleFunc("GET "+report.TriagePath, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "POST")
 		s.fail(w, r, http.StatusMethodNotAllowed, "a triage is a POST of the page's form")
 	})
 	s.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, "no page %q (the pages are /, /series/NAME, %s and %s)", r.URL.Path, report.AlertsPath, report.BisectionsPath)
+		s.fail(w, r, http.StatusNotFound, "no page %q (the pages are /, /series/NAME, %s, %s and %s)", r.URL.Path, report.AlertsPath, report.BisectionsPath, report.PatchSeriesPath)
 	})
 	return s, nil
 }
@@ -215,32 +219,19 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, format s
 
 // page renders a page as HTML, or as JSON when ?format=json asks.
 func (s *Server) page(w http.ResponseWriter, r *http.Request, doc view.History, html func(io.Writer, *report.TriageForm) error) {
-	switch f := r.URL.Query().Get("format"); f {
-	case "", "html":
-	case "json":
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report.NewHistoryDocument(doc)); err != nil {
-			s.log.Printf("%s: %v", r.URL.Path, err)
-		}
+	f, ok := s.format(w, r)
+	if !ok {
 		return
-	default:
-		s.fail(w, r, http.StatusBadRequest, "format %q: use html or json", f)
+	}
+	if f == "json" {
+		s.writeJSON(w, r, report.NewHistoryDocument(doc))
 		return
 	}
 	var form *report.TriageForm
 	if s.token != nil {
 		form = &report.TriageForm{CSRF: s.csrfSlot, Return: r.URL.Path} // the session's, when sent
 	}
-	var b strings.Builder
-	if err := html(&b, form); err != nil {
-		s.fail(w, r, http.StatusInternalServerError, "render: %v", err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	io.WriteString(w, b.String())
+	s.writeHTML(w, r, func(out io.Writer) error { return html(out, form) })
 }
 
 // load is the history of one series ("" for all), or a failure answered.
@@ -310,6 +301,14 @@ func (s *Server) night(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	in, found, err := nightly.NightInsight(r.Context(), s.db, n.ID)
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "read the night's insight block: %v", err)
+		return
+	}
+	if found {
+		hs.Insight = map[string]view.NightInsight{n.Date: in}
+	}
 	s.page(w, r, view.History{Series: []view.HistorySeries{hs}}, func(out io.Writer, form *report.TriageForm) error {
 		return report.WriteServedNight(out, hs, n, boots, form)
 	})
@@ -364,8 +363,95 @@ func (s *Server) bisections(w http.ResponseWriter, r *http.Request) {
 	h = h.ChangesOnly(func(cp history.ChangePoint) bool { return cp.Bisect.State != history.BisectNone })
 	s.page(w, r, h, func(out io.Writer, form *report.TriageForm) error {
 		return report.WriteServedChanges(out, "lpmbisect: bisections",
-			"No bisections in the history yet: nightly's auto-bisect and the \"bisect this\" triage add them. (Patch series runs live in lpmbisect series' state directory, not in the history.)", h, form)
+			"No bisections in the history yet: nightly's auto-bisect and the \"bisect this\" triage add them. (Patch-series runs are on "+report.PatchSeriesPath+".)", h, form)
 	})
+}
+
+// format is the request's ?format: "html" or "json", or false when it is
+// neither (answered).
+func (s *Server) format(w http.ResponseWriter, r *http.Request) (string, bool) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "html":
+		return "html", true
+	case "json":
+		return f, true
+	default:
+		s.fail(w, r, http.StatusBadRequest, "format %q: use html or json", f)
+		return "", false
+	}
+}
+
+func (s *Server) patchSeriesList(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.format(w, r)
+	if !ok {
+		return
+	}
+	runs, err := s.db.PatchSeriesRuns(r.Context())
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "read the patch-series runs: %v", err)
+		return
+	}
+	if f == "json" {
+		s.writeJSON(w, r, report.NewPatchSeriesDocument(runs))
+		return
+	}
+	s.writeHTML(w, r, func(out io.Writer) error { return report.WriteServedPatchSeriesList(out, runs) })
+}
+
+// patchSeries serves a stored run: its report, by the renderer of
+// lpmbisect series --html, or as JSON the document lpmbisect series
+// --format json wrote, with each moved patch's insight block.
+func (s *Server) patchSeries(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.format(w, r)
+	if !ok {
+		return
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.fail(w, r, http.StatusNotFound, "no patch-series run %q (runs are numbered; see %s)", r.PathValue("id"), report.PatchSeriesPath)
+		return
+	}
+	run, err := s.db.PatchSeriesRun(r.Context(), id)
+	if errors.Is(err, history.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, "no patch-series run %d (see %s)", id, report.PatchSeriesPath)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "read the patch-series run: %v", err)
+		return
+	}
+	if f == "json" {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, run.Document)
+		return
+	}
+	v, err := report.ReadSeriesRecord(strings.NewReader(run.Document))
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "patch-series run %d: %v", id, err)
+		return
+	}
+	s.writeHTML(w, r, func(out io.Writer) error { return report.WriteServedPatchSeries(out, v) })
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, doc any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		s.log.Printf("%s: %v", r.URL.Path, err)
+	}
+}
+
+// writeHTML renders a page, whole or, failing, not at all.
+func (s *Server) writeHTML(w http.ResponseWriter, r *http.Request, render func(io.Writer) error) {
+	var b strings.Builder
+	if err := render(&b); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, "render: %v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	io.WriteString(w, b.String())
 }
 
 // sessionCookie names the browser's session, to which a form's CSRF token

@@ -1,6 +1,9 @@
 package view
 
-import "github.com/lpmbisect/lpmbisect/history"
+import (
+	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/host/insight"
+)
 
 // History is what the history reports show (report.WriteHistory): every
 // series with its nights, its metrics' trends and its change points, as
@@ -47,6 +50,17 @@ type HistorySeries struct {
 	// Triage is the audit log of the series' change points, oldest first
 	// (history.DB.TriageLog): who set which state, when and why.
 	Triage []history.Triage
+	// Insight holds, by night (YYYY-MM-DD), the insight block stored with
+	// the night (history.NightInsight, read back): filled for a night's
+	// page, nil in a whole history.
+	Insight map[string]NightInsight
+}
+
+// NightInsight is a night's insight block: why its tip differs from the
+// kernel it was compared with (Against says which is side A).
+type NightInsight struct {
+	Against string
+	Diff    *insight.Diff
 }
 
 // MetricTrend is one metric's nights, as history.DB.Trend returns them.
@@ -78,6 +92,9 @@ func (hs HistorySeries) AtNight(date string) HistorySeries {
 		if e.Night == date {
 			one.Excursions = append(one.Excursions, e)
 		}
+	}
+	if in, ok := hs.Insight[date]; ok {
+		one.Insight = map[string]NightInsight{date: in}
 	}
 	return one.withChanges(hs, func(cp history.ChangePoint) bool { return cp.Night == date })
 }
