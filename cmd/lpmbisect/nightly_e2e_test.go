@@ -509,33 +509,7 @@ func servedCulprit(t *testing.T, cfg, series string, id int64, culprit string) {
 // lines with their kernel, and the series' JSON is history --format json's.
 func servedNight(t *testing.T, cfg, series, date, release string) {
 	t.Helper()
-	f, err := config.Load(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := nightly.OpenHistory(context.Background(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := serve.New(serve.Options{DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s)
-	defer ts.Close()
-	read := func(path string) string {
-		resp, err := ts.Client().Get(ts.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Errorf("GET %s = %d %s", path, resp.StatusCode, body)
-		}
-		return string(body)
-	}
+	_, read := servedPages(t, cfg, "")
 	page := html.UnescapeString(read(report.NightPath(series, date))) // html/template writes + as &#43;
 	if !strings.Contains(page, release) || !strings.Contains(page, "benchstat -col kernel -ignore side,boot,image,phases night.txt") {
 		t.Errorf("the served page of night %s does not name its tip %s and the benchstat command:\n%s", date, release, page)

@@ -1,21 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/config"
-	"github.com/lpmbisect/lpmbisect/flow/nightly"
 	"github.com/lpmbisect/lpmbisect/present/report"
-	"github.com/lpmbisect/lpmbisect/present/serve"
 )
 
 // TestSeriesOnRealKernels measures commits 1..7 of the bisection tests'
@@ -73,33 +67,7 @@ func TestSeriesOnRealKernels(t *testing.T) {
 // series --format json's.
 func servedPatchSeries(t *testing.T, cfg, base, tip string) {
 	t.Helper()
-	f, err := config.Load(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := nightly.OpenHistory(context.Background(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := serve.New(serve.Options{DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s)
-	defer ts.Close()
-	read := func(path string) string {
-		resp, err := ts.Client().Get(ts.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Errorf("GET %s = %d %s", path, resp.StatusCode, body)
-		}
-		return string(body)
-	}
+	_, read := servedPages(t, cfg, "")
 	run := report.PatchSeriesRunPath(1)
 	if list := read(report.PatchSeriesPath); !strings.Contains(list, `href="`+run+`"`) || !strings.Contains(list, base[:12]+".."+tip[:12]) {
 		t.Errorf("the patch-series page does not link run 1 of %s..%s:\n%s", base[:12], tip[:12], list)
