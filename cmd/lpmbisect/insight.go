@@ -80,7 +80,7 @@ func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan, memory boo
 	if !r.insight.noProfile {
 		in.ProfilePeriod = insight.DefaultProfilePeriod
 	}
-	if memory {
+	if memory && workloads.Countable(plan.Selected()) {
 		if in.MemoryPlugin, err = r.memoryPlugin(cacheDir); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,8 @@
 package measure
 
 import (
+	"context"
+	"errors"
 	"log"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/initramfs"
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -139,5 +142,55 @@ func TestNoInsightSideBootsWithoutThePass(t *testing.T) {
 	armed := func(s *Side) bool { return slices.Contains(r.job(s, 0).Config.KernelArgs, "lpmbisect.insight=1") }
 	if armed(ref) || !armed(tip) || armed(tip) {
 		t.Error("the pass ran in the reference's first boot, missed the tip's first, or ran in the tip's second")
+	}
+}
+
+// QEMU dying in the boot that loads the memory plugin is not the kernel's
+// failure: the run goes on, the memory pass is given up with a reason, and
+// the side's next boot runs the insight pass without the plugin.
+func TestPluginFaultRunsTheInsightPassAgain(t *testing.T) {
+	var armed, plugins []string
+	faulted := false
+	boot := func(_ context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
+		side := cfg.Kernel[len("/k/"):]
+		if slices.Contains(cfg.KernelArgs, "lpmbisect.insight=1") {
+			armed = append(armed, side)
+			if cfg.MemoryPlugin != "" {
+				plugins = append(plugins, side)
+			}
+		}
+		if side == "A" && cfg.MemoryPlugin != "" && !faulted {
+			faulted = true
+			return &vmrunner.Result{Outcome: vmrunner.QEMUError, Detail: "QEMU failed: ERROR:../../plugins/core.c:473:qemu_plugin_vcpu_mem_cb: code should not be reached",
+				Stream: wire.Decode(nil), Accel: wire.AccelTCG}, nil
+		}
+		var log []string
+		return fakeBoot(&log, nil)(context.Background(), cfg)
+	}
+	r := &Runner{Seed: 1, Sides: testSides(), Exec: Local{Boot: boot}, RunDir: t.TempDir(), GuestArgs: []string{"lpmbisect.insight=0"},
+		Selector: &vmrunner.Selector{Requested: wire.AccelIcount}, insight: &Insight{MemoryPlugin: "/p/memcount.so"}}
+	if err := r.Measure(context.Background(), 2); err != nil {
+		t.Fatalf("Measure with a plugin fault on A: %v; want the run to go on", err)
+	}
+	sum := r.Summary()
+	if sum.OK["A"] != 2 || sum.OK["B"] != 2 || len(sum.Failed) != 1 {
+		t.Errorf("boots ok %v, %d failed; want 2 a side and the faulted boot noted", sum.OK, len(sum.Failed))
+	}
+	slices.Sort(armed)
+	slices.Sort(plugins)
+	if !slices.Equal(armed, []string{"A", "A", "B"}) || !slices.Equal(plugins, []string{"A", "B"}) {
+		t.Errorf("insight pass armed in boots of %v, the plugin loaded in %v; want A twice (the second without the plugin) and B once with it", armed, plugins)
+	}
+	a, b := r.Sides[0], r.Sides[1]
+	if !strings.Contains(a.MemoryProblem, "code should not be reached") || !strings.Contains(a.MemoryProblem, "memory pass is left out") || b.MemoryProblem != "" {
+		t.Errorf("memory problems A %q, B %q; want A's to name QEMU's fault and say the pass is left out", a.MemoryProblem, b.MemoryProblem)
+	}
+
+	// The kernel's own failure in that boot still stops the run.
+	r = &Runner{Seed: 1, Sides: testSides(), Exec: Local{Boot: func(_ context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
+		return &vmrunner.Result{Outcome: vmrunner.Panic, Detail: "Kernel panic", Stream: wire.Decode(nil), Accel: wire.AccelTCG}, nil
+	}}, RunDir: t.TempDir(), GuestArgs: []string{"lpmbisect.insight=0"}, Selector: &vmrunner.Selector{Requested: wire.AccelIcount}, insight: &Insight{MemoryPlugin: "/p/memcount.so"}}
+	if err := r.Measure(context.Background(), 2); !errors.Is(err, ErrBootFailed) {
+		t.Errorf("Measure with a panic in the plugin's boot: %v; want ErrBootFailed", err)
 	}
 }

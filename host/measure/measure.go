@@ -67,6 +67,11 @@ type Side struct {
 	// NoInsight leaves an armed insight pass out of this side's boots: a
 	// side whose findings nobody reads (nightly's reference).
 	NoInsight bool
+
+	// insightAgain arms the insight pass in the side's next boot, without
+	// the memory plugin: QEMU died in the boot that loaded it (Runner's
+	// plugin fault rule).
+	insightAgain bool
 }
 
 // Prepare resolves kernel inputs and packs the initramfs of each, with
