@@ -276,11 +276,9 @@ func Functions(benches []*Benchmark) []string {
 }
 
 // Countable says whether any of benches has an insight instance, the one
-// thing the memory pass counts (under marks): without one, a boot need not
-// load the memory plugin at all. QEMU 7.2's plugin core can abort a boot
-// that loads it ("qemu_plugin_vcpu_mem_cb: code should not be reached",
-// seen once on Debian 6.1 loading the Verifier rows' programs), so a boot
-// that has nothing to count is not exposed to it.
+// thing the memory pass counts (under marks): without one (the Verifier
+// rows alone, a user's programs), a boot need not load the memory plugin,
+// and an emulator's plugin is one more thing that can fail.
 func Countable(benches []*Benchmark) bool {
 	return slices.ContainsFunc(benches, func(b *Benchmark) bool { return b.Instance != nil })
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,6 +112,27 @@ func (c *Config) checkMemoryPlugin() error {
 // boots of one image differed by 8 % in L1D misses per random lookup
 // (Debian 6.12, 1000 entries: 2.080 and 2.245).
 const memoryRTC = "base=2024-01-01T00:00:00,clock=vm"
+
+// memoryCodeCacheMiB is QEMU's code cache (the TCG accelerator's tb-size,
+// in MiB) in a boot that loads the plugin; by default it is an eighth of
+// the guest's memory (64 MiB for 512). A full cache is flushed, and a
+// flush while the plugin's memory callbacks are in place can abort QEMU
+// 7.2 (memplugin/memcount.c, DISARM): the blocks translated with
+// callbacks are several times larger, so the cache is made big enough
+// never to fill in a boot. QEMU maps it lazily: what is never used costs
+// no memory.
+const memoryCodeCacheMiB = 1024
+
+// pluginAccel returns accel, QEMU's accelerator arguments, with the code
+// cache of a boot that loads the plugin (memoryCodeCacheMiB).
+func (c *Config) pluginAccel(accel []string) []string {
+	if c.MemoryPlugin == "" || len(accel) < 2 || accel[0] != "-accel" || accel[1] != "tcg" {
+		return accel
+	}
+	accel = slices.Clone(accel)
+	accel[1] += ",tb-size=" + strconv.Itoa(memoryCodeCacheMiB)
+	return accel
+}
 
 // pluginArgs are QEMU's -plugin arguments for the memory plugin.
 func (c *Config) pluginArgs(runDir string) []string {

@@ -66,6 +66,12 @@ func TestMemoryPluginArgs(t *testing.T) {
 	if i := slices.Index(args, "-plugin"); i < 0 || args[i+1] != plugin+",outfile="+filepath.Join(dir, memcountFile) || !slices.Contains(args, memoryRTC) {
 		t.Errorf("CommandLine() = %q; want -plugin %s,outfile=… and -rtc %s", args, plugin, memoryRTC)
 	}
+	if i := slices.Index(args, "-accel"); i < 0 || args[i+1] != "tcg,tb-size=1024" {
+		t.Errorf("CommandLine() = %q; want a code cache that the plugin's blocks never fill (-accel tcg,tb-size=1024)", args)
+	}
+	if plain := (Config{Kernel: "k", Initramfs: "i", RunDir: dir, Accel: wire.AccelIcount}).CommandLine(); !slices.Contains(plain, "tcg") {
+		t.Errorf("CommandLine() without the plugin = %q; want QEMU's own code cache (-accel tcg)", plain)
+	}
 	var pe *MemoryPluginError
 	if err := c.checkMemoryPlugin(); !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("checkMemoryPlugin() of a missing plugin = %v; want a *MemoryPluginError wrapping ErrNotExist", err)

@@ -24,7 +24,16 @@
  *   START (1)   a window opens (the BPF program, after its first clock)
  *   STOP (2)    the window closes (after bpf_loop returns)
  *   END (5)     close the segment: its record is written
- *   DISARM (6)  stop instrumenting (reset and flush again)
+ *   DISARM (6)  stop counting and instrumenting new blocks; no reset:
+ *               a flush then would free the memory callbacks' arrays
+ *               that QEMU 7.2 may still point at (CPUState.plugin_mem_cbs
+ *               is not cleared on every exit from a block, upstream's
+ *               "accel/tcg: Clear plugin_mem_cbs on TB exit" in 9.0), and
+ *               the next helper's memory access in the guest aborts QEMU
+ *               in qemu_plugin_vcpu_mem_cb. The blocks translated while
+ *               armed keep their callbacks, which return at once, until
+ *               QEMU exits. ARM is the one reset: before it no block has
+ *               a memory callback, so its flush frees none.
  *
  * Caches are indexed and tagged by guest physical address when QEMU
  * gives one (RAM), else by virtual address; instruction fetches by
@@ -81,7 +90,7 @@ static struct vcpu vcpus[MAX_VCPUS];
 static struct pcstat pcs[PC_SLOTS + 1]; /* the last: every pc that did not fit */
 static unsigned pcs_out = 64;
 static FILE *out;
-static bool armed, in_segment;
+static bool armed, disarmed, in_segment;
 static uint64_t segments, windows, insns, marks[MARK_MAX];
 static uint64_t cfg_l1d[2] = {48 * 1024, 12}, cfg_l1i[2] = {32 * 1024, 8},
                 cfg_llc[2] = {2 * 1024 * 1024, 16}, cfg_dtlb[2] = {64, 4};
@@ -300,17 +309,22 @@ static void mark_cb(unsigned int vcpu, void *udata)
         v->counting = false;
         break;
     case ARM:
-    case DISARM:
-        if (armed != (m == ARM)) {
-            armed = m == ARM;
-            if (armed) {
-                armed_at_wall = now_ns(CLOCK_MONOTONIC);
-                armed_at_cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
-            } else {
-                armed_wall += now_ns(CLOCK_MONOTONIC) - armed_at_wall;
-                armed_cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - armed_at_cpu;
-            }
+        /* Once per boot: a second ARM would flush blocks that have
+         * memory callbacks (see DISARM above). */
+        if (!armed && !disarmed) {
+            armed = true;
+            armed_at_wall = now_ns(CLOCK_MONOTONIC);
+            armed_at_cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
             qemu_plugin_reset(plugin_id, reset_done);
+        }
+        break;
+    case DISARM:
+        if (armed) {
+            armed = false;
+            disarmed = true;
+            v->counting = false;
+            armed_wall += now_ns(CLOCK_MONOTONIC) - armed_at_wall;
+            armed_cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - armed_at_cpu;
         }
         break;
     case BEGIN:
