@@ -65,6 +65,30 @@ func decideDeterministic(row *Row, bound float64) bool {
 	return true
 }
 
+// decideZeros is the deterministic rule for a row whose count is 0 in
+// every sample of both sides (a verifier statistic a program never
+// reaches: max_states_per_insn of a program without a branch, or
+// mark_read where nothing was read): a relative change is undefined, but
+// there is none, so with DeterministicBoots boots a side it is SAME. It
+// reports whether it decided; a row with boots missing keeps its note.
+// A 0 on one side only (0 → n) is not decided: no jitter bound covers a
+// change from nothing, and the row says so.
+func decideZeros(row *Row, bound float64) bool {
+	if row.A.Boots < DeterministicBoots || row.B.Boots < DeterministicBoots {
+		row.addNote(fmt.Sprintf("0 on both sides; the deterministic rule needs %d boots per side", DeterministicBoots))
+		return false
+	}
+	row.Rule, row.Bound, row.Verdict = RuleDeterministic, bound, Same
+	row.PAdj, row.PSame, row.PEffect = 1, 0, 1
+	row.addNote("0 in every sample of both sides: no change")
+	return true
+}
+
+// allZero reports whether every sample of a side is 0 (a side with boots).
+func allZero(s Summary) bool {
+	return s.Boots > 0 && !slices.ContainsFunc(s.PerBoot, func(b Boot) bool { return b.Min != 0 || b.Max != 0 || b.Median != 0 })
+}
+
 // deterministicVerdict is the deterministic rule's verdict on a relative
 // change d (absolute) against the minimum effect e, with a jitter bound b,
 // where overlapping says whether the sides' values overlap.

@@ -3,6 +3,7 @@ package compare
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,6 +44,41 @@ func TestDeterministicRule(t *testing.T) {
 			if row.Verdict != tc.want || row.Final != tc.final || row.Rule != tc.rule {
 				t.Errorf("Build(%s) = %v final %v rule %s (Δ=%+.3f%%, notes %q); want %v final %v rule %s",
 					tc.name, row.Verdict, row.Final, row.Rule, row.DeltaPct, row.Notes, tc.want, tc.final, tc.rule)
+			}
+		})
+	}
+}
+
+// A count that is 0 in every boot of both sides (a verifier statistic a
+// program never reaches) is SAME by the deterministic rule, though no
+// relative change exists; a 0 on one side, one boot a side, or no bound
+// leave it without a verdict.
+func TestDeterministicZeros(t *testing.T) {
+	zero := [][]float64{{0}, {0}}
+	bounded := Options{Bounds: map[string]float64{bench: 0.002}, MaxBoots: 10}
+	for _, tc := range []struct {
+		name string
+		opts Options
+		a, b [][]float64
+		want Verdict
+		note string
+	}{
+		{"0 → 0", bounded, zero, zero, Same, "0 in every sample of both sides"},
+		{"0 → 1", bounded, zero, [][]float64{{1}, {1}}, Unknown, "centre of A is not positive"},
+		{"a 1 among A's samples", bounded, [][]float64{{0, 1}, {0}}, zero, Unknown, "boots of A disagree"},
+		{"one boot a side", bounded, [][]float64{{0}}, [][]float64{{0}}, Unknown, "needs 2 boots per side"},
+		{"no bound (wall time)", Options{MaxBoots: 10}, zero, zero, Unknown, "centre of A is not positive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := buildWith(t, tc.opts, side{"A", "a", bench, "states-per-insn-max", tc.a}, side{"B", "b", bench, "states-per-insn-max", tc.b})
+			row := oneRow(t, rep)
+			if row.Verdict != tc.want || !strings.Contains(strings.Join(row.Notes, "; "), tc.note) {
+				t.Errorf("Build(%s) = %v, notes %q; want %v and a note saying %q", tc.name, row.Verdict, row.Notes, tc.want, tc.note)
+			}
+			decided := slices.ContainsFunc(rep.Look.Decided, func(d Decision) bool { return d.Unit == row.Unit && d.Verdict == Same })
+			if decided != (tc.want == Same) || tc.want == Same && (row.Rule != RuleDeterministic || row.DecidedBoots != 2) {
+				t.Errorf("Build(%s): rule %s, decided at %d boots, in the look's decisions %v; want a decision of the deterministic rule at 2 boots exactly when SAME",
+					tc.name, row.Rule, row.DecidedBoots, decided)
 			}
 		})
 	}

@@ -170,7 +170,10 @@
 // back to the statistical rule, with the look's level as any other row. A
 // kernel compared with itself differs by its jitter, at most b < e + b, so
 // the rule never calls it DIFFERENT. Row.Rule says which rule decided each
-// row, and the report says it too.
+// row, and the report says it too. A count that is 0 in every sample of
+// both sides has no relative change, but no change either: with a bound
+// and two boots a side the rule calls it SAME. A 0 on side A only (0 → n)
+// stays UNKNOWN: no bound covers a change from nothing.
 //
 // A count measured once per side outside the timed samples (the memory
 // pass's misses per operation under icount) is an exact row (ExactRow,

@@ -199,7 +199,7 @@ func decide(rep *Report, opts Options) {
 	}
 
 	// The rows that enter the tests, and the look's boots.
-	var tested []*Row
+	var tested, zeros []*Row
 	bootsA, bootsB := 0, 0
 	pairs := -1
 	for i := range rep.Rows {
@@ -214,6 +214,10 @@ func decide(rep *Report, opts Options) {
 		}
 		bootsA, bootsB = max(bootsA, row.A.Boots), max(bootsB, row.B.Boots)
 		if !row.tested() {
+			if _, ok := opts.Bounds[row.Benchmark]; ok && !paired && allZero(row.A) && allZero(row.B) {
+				zeros = append(zeros, row)
+				continue
+			}
 			row.addNote("centre of A is not positive: a relative change is undefined, no verdict")
 			continue
 		}
@@ -247,6 +251,19 @@ func decide(rep *Report, opts Options) {
 			}
 		}
 		stat = append(stat, row)
+	}
+	for _, row := range zeros {
+		row.MinEffect = opts.effectFor(row.Benchmark)
+		if decideZeros(row, opts.Bounds[row.Benchmark]) {
+			k := key{row.Benchmark, row.Unit}
+			row.DecidedLook, row.DecidedBoots = look.Number, look.Boots
+			if d, was := decided[k]; was {
+				row.DecidedLook, row.DecidedBoots = d.Look, d.Boots
+			} else {
+				decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: Same, Look: look.Number,
+					Boots: look.Boots, P: row.ClaimP(), Rule: RuleDeterministic, Bound: row.Bound}
+			}
+		}
 	}
 
 	allowed := spentBy(rep.Alpha, look.Boots, opts.MaxBoots)
@@ -308,7 +325,7 @@ func decide(rep *Report, opts Options) {
 			delete(decided, key{d.Benchmark, d.Unit})
 		}
 	}
-	for _, row := range tested {
+	for _, row := range slices.Concat(tested, zeros) {
 		if d, ok := decided[key{row.Benchmark, row.Unit}]; ok {
 			rep.Look.Decided = append(rep.Look.Decided, d)
 		}
