@@ -2,6 +2,7 @@ package vmrunner
 
 import (
 	"os"
+	"strconv"
 
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -87,14 +88,19 @@ func CPUModel(a wire.Accel) string {
 	}
 }
 
-// args returns QEMU's accelerator and CPU options.
-func qemuAccelArgs(a wire.Accel) []string {
+// qemuAccelArgs returns QEMU's accelerator and CPU options; codeCacheMiB,
+// when positive, sets TCG's code cache (tb-size; KVM has none).
+func qemuAccelArgs(a wire.Accel, codeCacheMiB int) []string {
+	tcg := "tcg"
+	if codeCacheMiB > 0 {
+		tcg += ",tb-size=" + strconv.Itoa(codeCacheMiB)
+	}
 	switch a {
 	case wire.AccelKVM:
 		return []string{"-accel", "kvm", "-cpu", CPUModel(a)}
 	case wire.AccelIcount:
-		return []string{"-accel", "tcg", "-icount", "shift=0,align=off,sleep=off", "-cpu", CPUModel(a)}
+		return []string{"-accel", tcg, "-icount", "shift=0,align=off,sleep=off", "-cpu", CPUModel(a)}
 	default:
-		return []string{"-accel", "tcg", "-cpu", CPUModel(a)}
+		return []string{"-accel", tcg, "-cpu", CPUModel(a)}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,15 +122,13 @@ const memoryRTC = "base=2024-01-01T00:00:00,clock=vm"
 // no memory.
 const memoryCodeCacheMiB = 1024
 
-// pluginAccel returns accel, QEMU's accelerator arguments, with the code
-// cache of a boot that loads the plugin (memoryCodeCacheMiB).
-func (c *Config) pluginAccel(accel []string) []string {
-	if c.MemoryPlugin == "" || len(accel) < 2 || accel[0] != "-accel" || accel[1] != "tcg" {
-		return accel
+// codeCacheMiB is the code cache a boot asks QEMU for: memoryCodeCacheMiB
+// with the plugin, else QEMU's default (0).
+func (c *Config) codeCacheMiB() int {
+	if c.MemoryPlugin == "" {
+		return 0
 	}
-	accel = slices.Clone(accel)
-	accel[1] += ",tb-size=" + strconv.Itoa(memoryCodeCacheMiB)
-	return accel
+	return memoryCodeCacheMiB
 }
 
 // pluginArgs are QEMU's -plugin arguments for the memory plugin.

@@ -126,7 +126,7 @@ func (c *Config) qemuArgs(chardev func(id, file string) string, paced bool) []st
 	args := []string{
 		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
 	}
-	args = append(args, c.pluginAccel(qemuAccelArgs(c.Accel))...)
+	args = append(args, qemuAccelArgs(c.Accel, c.codeCacheMiB())...)
 	cmdline := c.KernelCommandLine()
 	if paced {
 		cmdline += " " + wire.PacedArg
