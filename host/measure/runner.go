@@ -187,6 +187,7 @@ func (r *Runner) job(s *Side, pair int) Job {
 		// back to icount (vmrunner leaves the plugin out of a KVM boot).
 		if !s.insightAgain && r.insight != nil && r.insight.MemoryPlugin != "" && (accelFor(r.Selector) == wire.AccelIcount || r.Selector != nil && r.Selector.Accel() == "") {
 			cfg.MemoryPlugin = r.insight.MemoryPlugin
+			cfg.KernelArgs = wire.LoadPlugin(cfg.KernelArgs) // the guest's memory pass, and its exact profile
 		}
 		s.insightAgain = false
 	}
