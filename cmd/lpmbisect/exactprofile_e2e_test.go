@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -28,19 +27,7 @@ func TestExactProfileDebian61To612(t *testing.T) {
 	plugin := memoryPlugin(t)
 	a, b := testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612)
 	const bench = "LPMTrie/op=lookup/keys=random/entries=1000"
-	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--boots", "1", "--max-boots", "1", "--no-controls", "--bench", "LPMTrie/op=lookup/keys=random",
-		"--memory-plugin", plugin, "--format", "json"}, args...), a, b)...)
-	if code != exitOK && code != exitInconclusive {
-		t.Fatalf("compare: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	var doc report.Document
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatalf("compare --format json: %v\n%s", err, stdout)
-	}
-	if doc.Insight == nil {
-		t.Fatalf("no insight block\n%s", stderr)
-	}
+	doc := pluginCompare(t, append([]string{"--no-controls", "--bench", "LPMTrie/op=lookup/keys=random", "--memory-plugin", plugin}, args...), a, b)
 	t.Log(strings.Join(doc.Insight.ProfileLines, "\n"))
 	var p *insight.ProfileDiff
 	for i := range doc.Insight.Profiles {

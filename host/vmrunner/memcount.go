@@ -270,6 +270,19 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 			}
 			return out, nil
 		}
+		// segmentLine reads a line of want numbers after its name, the
+		// first a segment's, which must exist and have room for it.
+		segmentLine := func(want int, room func(*MemSegment) bool) (*MemSegment, []uint64, error) {
+			v, err := nums(1, want)
+			if err != nil {
+				return nil, nil, err
+			}
+			s := m.Segment(int(v[0]))
+			if s == nil || !room(s) || len(f) != 1+want {
+				return nil, nil, fmt.Errorf("line %d: %s line of segment %d, unknown, full or malformed", n, f[0], v[0])
+			}
+			return s, v, nil
+		}
 		switch f[0] {
 		case "memcount":
 			if len(f) < 2 {
@@ -299,33 +312,21 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 			m.Segments = append(m.Segments, MemSegment{Number: int(v[0]), Windows: v[1], Insns: v[2],
 				L1D: CacheCount{v[3], v[4]}, L1I: CacheCount{v[5], v[6]}, LLC: CacheCount{v[7], v[8]}, DTLB: CacheCount{v[9], v[10]}})
 		case "pc":
-			v, err := nums(1, 6)
+			s, v, err := segmentLine(6, func(s *MemSegment) bool { return len(s.PCs) < maxMemcountPCs })
 			if err != nil {
 				return nil, err
-			}
-			s := m.Segment(int(v[0]))
-			if s == nil || len(s.PCs) >= maxMemcountPCs {
-				return nil, fmt.Errorf("line %d: pc line of segment %d, unknown or full", n, v[0])
 			}
 			s.PCs = append(s.PCs, MemPC{PC: v[1], Accesses: v[2], L1D: v[3], LLC: v[4], DTLB: v[5]})
 		case "exec":
-			v, err := nums(1, 3)
+			s, v, err := segmentLine(3, func(s *MemSegment) bool { return len(s.Execs) < maxMemcountExecs })
 			if err != nil {
 				return nil, err
-			}
-			s := m.Segment(int(v[0]))
-			if s == nil || len(s.Execs) >= maxMemcountExecs || len(f) != 4 {
-				return nil, fmt.Errorf("line %d: exec line of segment %d, unknown, full or malformed", n, v[0])
 			}
 			s.Execs = append(s.Execs, PCCount{PC: v[1], Count: v[2]})
 		case "call":
-			v, err := nums(1, 4)
+			s, v, err := segmentLine(4, func(s *MemSegment) bool { return len(s.Calls) < maxMemcountCalls })
 			if err != nil {
 				return nil, err
-			}
-			s := m.Segment(int(v[0]))
-			if s == nil || len(s.Calls) >= maxMemcountCalls || len(f) != 5 {
-				return nil, fmt.Errorf("line %d: call line of segment %d, unknown, full or malformed", n, v[0])
 			}
 			s.Calls = append(s.Calls, CallSite{Site: v[1], Target: v[2], Count: v[3]})
 		case "flow":
