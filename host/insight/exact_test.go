@@ -175,15 +175,15 @@ func TestSampledProfileUnreliable(t *testing.T) {
 		unreliable    bool
 	}{{9150, 0, false}, {9150, 1, false}, {9600, 400, true}, {216, 43305, true}} {
 		p := &Profile{Samples: tc.samples, Lost: tc.lost}
-		why := p.Unreliable()
+		why := p.unreliable()
 		if (why != "") != tc.unreliable {
-			t.Errorf("%d samples, %d lost: Unreliable() = %q; want unreliable %v", tc.samples, tc.lost, why, tc.unreliable)
+			t.Errorf("%d samples, %d lost: unreliable() = %q; want unreliable %v", tc.samples, tc.lost, why, tc.unreliable)
 		}
 	}
-	if why := (&Profile{Samples: 216, Lost: 43305}).Unreliable(); !strings.Contains(why, "99.5%") {
-		t.Errorf("Unreliable() = %q; want the share lost", why)
+	if why := (&Profile{Samples: 216, Lost: 43305}).unreliable(); !strings.Contains(why, "99.5%") {
+		t.Errorf("unreliable() = %q; want the share lost", why)
 	}
-	if why := (&Profile{Exact: true}).Unreliable(); why != "" {
-		t.Errorf("an exact profile: Unreliable() = %q; want none", why)
+	if why := (&Profile{Exact: true}).unreliable(); why != "" {
+		t.Errorf("an exact profile: unreliable() = %q; want none", why)
 	}
 }

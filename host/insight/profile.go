@@ -60,7 +60,10 @@ type Profile struct {
 	Insns   uint64               `json:"insns,omitempty"`
 	Special map[string]uint64    `json:"special,omitempty"`
 	Flow    *vmrunner.FlowCounts `json:"flow,omitempty"`
-	Problem string               `json:"problem,omitempty"`
+	// Unreliable says why a sampled profile's shares are not the
+	// operation's: it lost more than MaxLostShare of its samples.
+	Unreliable string `json:"unreliable,omitempty"`
+	Problem    string `json:"problem,omitempty"`
 }
 
 // MaxLostShare is the largest share of a sampled profile's due samples
@@ -70,10 +73,10 @@ type Profile struct {
 // samples saw, not the operation.
 const MaxLostShare = 0.03
 
-// Unreliable says why a sampled profile's shares cannot be read as the
+// unreliable says why a sampled profile's shares cannot be read as the
 // operation's ("" when they can): it lost more than MaxLostShare of the
 // samples due.
-func (p *Profile) Unreliable() string {
+func (p *Profile) unreliable() string {
 	if p == nil || p.Exact || p.Lost == 0 {
 		return ""
 	}
@@ -207,6 +210,7 @@ func symbolizeBench(b wire.BenchProfile, doc *wire.ProfileDoc, syms *Symbols, of
 	if b.Ops > 0 {
 		p.PerOp = float64(b.Count) / float64(b.Ops)
 	}
+	p.Unreliable = p.unreliable()
 	name := addressNamer(syms, offset, b.Symbols)
 	self := map[string]uint64{}
 	type edge struct{ caller, callee string }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/host/insight"
@@ -38,8 +39,11 @@ func profilePassLines(d *insight.Diff) []string {
 			lines = append(lines, fmt.Sprintf("%s: exact for %s: the memory plugin counted every instruction and call inside the timed windows, in the memory pass (%s instructions)",
 				s.name, words.Plural(sum.Exact, "benchmark"), bigCount(sum.ExactCost)))
 		}
+		sampled := slices.ContainsFunc(s.side.Profiles, func(p insight.Profile) bool { return !p.Exact })
 		switch {
 		case sum.Event == "":
+		case sum.Exact > 0 && !sampled && sum.Problem == "":
+			// The plugin profiled every benchmark: the sampling pass had none.
 		case sum.Problem != "":
 			lines = append(lines, fmt.Sprintf("%s: no sampled profile: %s", s.name, sum.Problem))
 		default:
@@ -104,8 +108,8 @@ func profileLines(p *insight.ProfileDiff) []string {
 		name string
 		pr   *insight.Profile
 	}{{"A", p.A}, {"B", p.B}} {
-		if why := s.pr.Unreliable(); why != "" {
-			lines = append(lines, fmt.Sprintf("%s is %s", s.name, why))
+		if s.pr != nil && s.pr.Unreliable != "" {
+			lines = append(lines, fmt.Sprintf("%s is %s", s.name, s.pr.Unreliable))
 		}
 	}
 	lines = append(lines, fmt.Sprintf("%s split by self share: %.2f → %.2f (%s)", unit, p.PerOpA, p.PerOpB, split))
