@@ -183,6 +183,13 @@ func TestSampledProfileUnreliable(t *testing.T) {
 	if why := (&Profile{Samples: 216, Lost: 43305}).unreliable(); !strings.Contains(why, "99.5%") {
 		t.Errorf("unreliable() = %q; want the share lost", why)
 	}
+	// The guest's counts, symbolized: the profile carries the reason.
+	side := Load(Input{Kallsyms: []byte("ffffffff81000000 T _text\nffffffff81000100 T trie_lookup_elem\nffffffff81000600 T _etext\n")}, Options{})
+	side.AddProfile(&wire.ProfileDoc{Event: wire.EventCPUClock, Weight: "instructions", Period: 20011, Text: 0xffffffff81000000,
+		Benchmarks: []wire.BenchProfile{{Benchmark: "b", Ops: 1000, Samples: 216, Lost: 43305, Sites: []wire.ProfileSite{{IP: 0xffffffff81000110, Samples: 216}}}}})
+	if len(side.Profiles) != 1 || !strings.Contains(side.Profiles[0].Unreliable, "43305 of 43521") {
+		t.Errorf("AddProfile(216 samples, 43305 lost) = %+v; want it marked unreliable", side.Profiles)
+	}
 	if why := (&Profile{Exact: true}).unreliable(); why != "" {
 		t.Errorf("an exact profile: unreliable() = %q; want none", why)
 	}

@@ -76,3 +76,16 @@ func TestHeadlineNamesMitigationCode(t *testing.T) {
 		}
 	}
 }
+
+// A sampled profile that lost most of its samples says so in its lines.
+func TestUnreliableProfileSaysSo(t *testing.T) {
+	a := insight.Profile{Benchmark: "b", Event: "cpu-clock", Weight: "instructions", Samples: 216, Lost: 43305, Ops: 1000, PerOp: 800,
+		Unreliable: "unreliable: 43305 of 43521 samples due were lost", Functions: []insight.FunctionShare{{Function: "trie_lookup_elem", Samples: 216, Share: 1}}}
+	b := a
+	b.Lost, b.Unreliable = 0, ""
+	d := insight.Compare(&insight.Side{Profiles: []insight.Profile{a}}, &insight.Side{Profiles: []insight.Profile{b}}, insight.Options{})
+	lines := strings.Join(profileLines(&d.Profiles[0]), "\n")
+	if !strings.Contains(lines, "A is unreliable: 43305 of 43521") || strings.Contains(lines, "B is unreliable") {
+		t.Errorf("profile lines:\n%s\nwant A, and A alone, said unreliable", lines)
+	}
+}
