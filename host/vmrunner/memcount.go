@@ -204,7 +204,17 @@ type CallSite struct{ Site, Target, Count uint64 }
 // instructions (QEMU runs each as a block); None are blocks that end
 // without a branch.
 type FlowCounts struct {
-	Call, IndirectCall, Ret, Jmp, IndirectJmp, Jcc, Taken, Other, Rep, None, Diverted uint64
+	Call         uint64 `json:"call"`
+	IndirectCall uint64 `json:"indirect_call"`
+	Ret          uint64 `json:"ret"`
+	Jmp          uint64 `json:"jmp"`
+	IndirectJmp  uint64 `json:"indirect_jmp"`
+	Jcc          uint64 `json:"jcc"`
+	Taken        uint64 `json:"taken"`
+	Other        uint64 `json:"other"`
+	Rep          uint64 `json:"rep"`
+	None         uint64 `json:"none"`
+	Diverted     uint64 `json:"diverted"`
 }
 
 // CacheCount is one cache's accesses and misses.
