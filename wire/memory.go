@@ -33,6 +33,9 @@ const (
 	MemBegin       = MemMarkBase | 4
 	MemEnd         = MemMarkBase | 5
 	MemDisarm      = MemMarkBase | 6
+	// MemBeginWide opens a segment that also counts the kernel outside
+	// the windows (the deferred work pass; closed by MemEnd).
+	MemBeginWide = MemMarkBase | 7
 )
 
 // MemoryDoc is what the guest says of the memory pass on one kernel.
