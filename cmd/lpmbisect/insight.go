@@ -84,6 +84,7 @@ func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan, memory boo
 		if in.MemoryPlugin, err = r.memoryPlugin(cacheDir); err != nil {
 			return nil, err
 		}
+		in.NoCycleModel, in.NoDeferred = r.Measure.NoCycles, r.Measure.NoDeferred
 	}
 	for i, f := range []struct{ name, path string }{{"debug-a", r.insight.debugA}, {"debug-b", r.insight.debugB}} {
 		if f.path == "" {

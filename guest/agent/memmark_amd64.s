@@ -20,6 +20,21 @@ TEXT ·memEnd(SB),NOSPLIT,$0-0
 	BYTE $0xbf; BYTE $0x05; BYTE $0x4d; BYTE $0x50; BYTE $0x4c
 	RET
 
+// func memBeginWide()
+TEXT ·memBeginWide(SB),NOSPLIT,$0-0
+	BYTE $0xbf; BYTE $0x07; BYTE $0x4d; BYTE $0x50; BYTE $0x4c
+	RET
+
+// func memPause()
+TEXT ·memPause(SB),NOSPLIT,$0-0
+	BYTE $0xbf; BYTE $0x08; BYTE $0x4d; BYTE $0x50; BYTE $0x4c
+	RET
+
+// func memResume()
+TEXT ·memResume(SB),NOSPLIT,$0-0
+	BYTE $0xbf; BYTE $0x09; BYTE $0x4d; BYTE $0x50; BYTE $0x4c
+	RET
+
 // func memDisarm()
 TEXT ·memDisarm(SB),NOSPLIT,$0-0
 	BYTE $0xbf; BYTE $0x06; BYTE $0x4d; BYTE $0x50; BYTE $0x4c

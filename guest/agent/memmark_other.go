@@ -7,4 +7,8 @@ func memBegin()  {}
 func memEnd()    {}
 func memDisarm() {}
 
+func memBeginWide() {}
+func memPause()     {}
+func memResume()    {}
+
 const haveMemMarks = false

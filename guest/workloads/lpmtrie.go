@@ -311,9 +311,9 @@ func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll
 	}
 	switch op {
 	case bpf.OpInsert:
-		b.resetTrie = b.trie.empty
+		b.resetTrie = func() error { return p.untimed(b.trie.empty) }
 	case bpf.OpDelete:
-		b.resetTrie = func() error { _, err := b.trie.fill(); return err }
+		b.resetTrie = func() error { return p.untimed(func() error { _, err := b.trie.fill(); return err }) }
 	}
 	return b, coll.Close, nil
 }

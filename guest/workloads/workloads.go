@@ -122,6 +122,25 @@ type Params struct {
 	// (bpf.WindowMarks): set by the memory pass alone, never for timed
 	// samples (the marks are two instructions per run).
 	MemoryMarks bool
+	// Harness, when set, runs the work a benchmark's harness does between
+	// its timed runs (refilling or emptying a trie): the memory pass
+	// brackets it so that its deferred work pass does not count it as
+	// work the operations left for later. Nil: run it as it is.
+	Harness Harness
+}
+
+// Harness runs a benchmark's own work between its timed runs (see
+// Params.Harness).
+type Harness interface {
+	Untimed(work func() error) error
+}
+
+// untimed runs work as p.Harness says.
+func (p Params) untimed(work func() error) error {
+	if p.Harness == nil {
+		return work()
+	}
+	return p.Harness.Untimed(work)
 }
 
 // windowMarks are the marks p asks the timed loops for.

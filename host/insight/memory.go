@@ -17,8 +17,12 @@ import (
 // their bpf_loop marked, so that the plugin counts the timed operations
 // alone. Under icount the counts are those of a deterministic guest.
 
-// MemoryMetrics are the rows of a memory comparison, in order.
-var MemoryMetrics = []string{"l1d-miss/op", "llc-miss/op", "dtlb-miss/op", "mem-access/op", "l1i-miss/op", "insn/op"}
+// MemoryMetrics are the rows of a memory comparison, in order: a row is
+// there when both sides have its count (the cycle model's, from
+// MetricL2Miss on, only with it, and the L2's only on a core that has one
+// modelled).
+var MemoryMetrics = []string{"l1d-miss/op", MetricL2Miss, "llc-miss/op", "dtlb-miss/op", "mem-access/op", "l1i-miss/op",
+	MetricBranches, MetricCondMispred, MetricIndMispred, MetricRetMispred, MetricDeferredInsn, MetricEstCycles, "insn/op"}
 
 // MemoryMinEffect is the smallest relative change of a memory row that
 // counts (the deterministic rule's minimum effect), and MemoryBounds the
@@ -41,14 +45,22 @@ const (
 	MemoryFloor     = 0.02
 )
 
-// MemoryBounds are the deterministic rule's jitter bounds per metric.
+// MemoryBounds are the deterministic rule's jitter bounds per metric
+// (est-cycles/op's follows from its terms': estimateBound).
 var MemoryBounds = map[string]float64{
-	"l1d-miss/op":   0.05,
-	"llc-miss/op":   0.50,
-	"dtlb-miss/op":  2.50,
-	"mem-access/op": 0.002,
-	"l1i-miss/op":   0.20,
-	"insn/op":       0.002,
+	"l1d-miss/op":      0.05,
+	"llc-miss/op":      0.50,
+	"dtlb-miss/op":     2.50,
+	"mem-access/op":    0.002,
+	"l1i-miss/op":      0.20,
+	"insn/op":          0.002,
+	MetricL2Miss:       0.05,
+	MetricBranches:     0.002,
+	MetricCondMispred:  0.05,
+	MetricIndMispred:   0.05,
+	MetricRetMispred:   0.02,
+	MetricDeferredInsn: 0.10,
+	MetricEstCycles:    0.02,
 }
 
 // MemorySummary is one side's memory pass as a whole.
@@ -69,8 +81,13 @@ type Memory struct {
 	Benchmark string `json:"benchmark"`
 	Ops       uint64 `json:"ops"`
 	Unit      string `json:"unit,omitempty"`
-	// PerOp holds each of MemoryMetrics per operation.
+	// PerOp holds each of MemoryMetrics per operation that was counted.
 	PerOp map[string]float64 `json:"per_op,omitempty"`
+	// Cycles is the cost model's estimate (nil without the cycle model),
+	// Deferred what the operations left for later (nil without the
+	// deferred work pass).
+	Cycles   *Cycles   `json:"cycles,omitempty"`
+	Deferred *Deferred `json:"deferred,omitempty"`
 	// Functions are the data misses by function, most first (from the
 	// plugin's instructions with the most misses); empty when not
 	// attributed (Attribution says why).
@@ -152,6 +169,13 @@ func (s *Side) AddMemory(in Input) {
 			"l1i-miss/op":   float64(seg.L1I.Misses) / ops,
 			"insn/op":       float64(seg.Insns) / ops,
 		}
+		var branches float64
+		if f := seg.Flow; f != nil {
+			branches = float64(f.Call + f.IndirectCall + f.Ret + f.Jmp + f.IndirectJmp + f.Jcc)
+		}
+		var def events
+		m.Deferred, def = deferredWork(b.Deferred, in.MemCounts, name)
+		m.Cycles = cycleMetrics(m.PerOp, in.MemCounts.Core, windowEvents(seg), m.Deferred, def, ops, branches)
 		if name != nil {
 			m.Functions = memoryFunctions(seg.PCs, name, ops)
 			if p, ok := exactProfile(b, seg, locate(b.Programs)); ok {
@@ -206,6 +230,9 @@ type MemoryRow struct {
 	B        float64         `json:"b"`
 	DeltaPct float64         `json:"delta_pct"`
 	Verdict  compare.Verdict `json:"verdict"`
+	// Bound is the jitter bound the rule used when it is not the
+	// metric's MemoryBounds (est-cycles/op's: estimateBound).
+	Bound float64 `json:"bound,omitempty"`
 }
 
 // MemoryFRow is one function's L1D misses per operation A → B.
@@ -236,8 +263,17 @@ func compareMemory(a, b []Memory) []MemoryDiff {
 		}
 		if d.A != nil && d.B != nil && d.A.PerOp != nil && d.B.PerOp != nil {
 			for _, metric := range MemoryMetrics {
-				r := memoryRow(k, metric, d.A.PerOp[metric], d.B.PerOp[metric])
-				d.Rows = append(d.Rows, MemoryRow{Metric: metric, A: r.A.Center, B: r.B.Center, DeltaPct: r.DeltaPct, Verdict: r.Verdict})
+				a, okA := d.A.PerOp[metric]
+				b, okB := d.B.PerOp[metric]
+				if !okA || !okB {
+					continue
+				}
+				var bound float64
+				if metric == MetricEstCycles {
+					bound = estimateBound(d.A.Cycles, d.B.Cycles)
+				}
+				r := memoryRow(k, metric, a, b, bound)
+				d.Rows = append(d.Rows, MemoryRow{Metric: metric, A: r.A.Center, B: r.B.Center, DeltaPct: r.DeltaPct, Verdict: r.Verdict, Bound: bound})
 			}
 			d.Functions = memoryFunctionRows(d.A.Functions, d.B.Functions)
 		}
@@ -247,10 +283,24 @@ func compareMemory(a, b []Memory) []MemoryDiff {
 }
 
 // memoryRow is one metric's row of benchmark bench, A → B, decided by
-// the deterministic rule at the metric's bound (compare.ExactRow).
-func memoryRow(bench, metric string, a, b float64) compare.Row {
-	return compare.ExactRow(bench, metric, MemoryPassSource, a, b, MemoryMinEffect, MemoryBounds[metric], MemoryFloor)
+// the deterministic rule at the metric's bound, or at bound when it is not
+// 0, and its floor (compare.ExactRow).
+func memoryRow(bench, metric string, a, b, bound float64) compare.Row {
+	if bound == 0 {
+		bound = MemoryBounds[metric]
+	}
+	floor := MemoryFloor
+	if f, ok := memoryFloors[metric]; ok {
+		floor = f
+	}
+	return compare.ExactRow(bench, metric, MemoryPassSource, a, b, MemoryMinEffect, bound, floor)
 }
+
+// memoryFloors are the floors of the rows whose counts are not events of
+// one kind: an estimate's cycles, and the deferred instructions, which a
+// wait's timers move by up to half an instruction an operation between
+// two boots of one image (docs/cycles.md).
+var memoryFloors = map[string]float64{MetricEstCycles: 1, MetricDeferredInsn: 1}
 
 // MemoryPassSource names the memory pass as the one "boot" of a memory
 // row's side (compare.Boot.ID): its counts come from the first boot of
@@ -274,8 +324,11 @@ func (d *Diff) MemoryRows() []compare.Row {
 			if r.Metric == compare.UnitInstructions {
 				continue
 			}
-			row := memoryRow(m.Benchmark, r.Metric, r.A, r.B)
+			row := memoryRow(m.Benchmark, r.Metric, r.A, r.B, r.Bound)
 			row.Notes = []string{MemoryNote}
+			if note, ok := cycleNotes[r.Metric]; ok {
+				row.Notes = append(row.Notes, note)
+			}
 			out = append(out, row)
 		}
 	}

@@ -186,8 +186,9 @@ func (r *Runner) job(s *Side, pair int) Job {
 		// Under icount, or under an auto not yet decided, which may fall
 		// back to icount (vmrunner leaves the plugin out of a KVM boot).
 		if !s.insightAgain && r.insight != nil && r.insight.MemoryPlugin != "" && (accelFor(r.Selector) == wire.AccelIcount || r.Selector != nil && r.Selector.Accel() == "") {
-			cfg.MemoryPlugin = r.insight.MemoryPlugin
-			cfg.KernelArgs = wire.LoadPlugin(cfg.KernelArgs) // the guest's memory pass, and its exact profile
+			cfg.MemoryPlugin, cfg.NoCycleModel = r.insight.MemoryPlugin, r.insight.NoCycleModel
+			// the guest's memory pass, its exact profile, and its deferred work pass
+			cfg.KernelArgs = wire.LoadPlugin(cfg.KernelArgs, !r.insight.NoCycleModel && !r.insight.NoDeferred)
 		}
 		s.insightAgain = false
 	}

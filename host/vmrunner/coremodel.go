@@ -79,10 +79,11 @@ var coreModels = []CoreModel{
 	{
 		// The default model: Golden Cove's L1s and a 2 MiB last level
 		// (Sapphire Rapids' L2), with Sapphire Rapids' predictor and
-		// weights; its misses beyond the 2 MiB go to memory.
+		// weights; the cost model weighs its misses beyond the 2 MiB as
+		// hits in Sapphire Rapids' L3.
 		Name: DefaultCoreModel, L1D: CacheGeometry{48 << 10, 12}, L1I: CacheGeometry{32 << 10, 8},
 		LLC: CacheGeometry{2 << 20, 16}, DTLB: CacheGeometry{64, 4}, Branch: intelBranch,
-		Costs: Costs{Width: 6, L1: 5, L2: 16, L3: 16, Memory: 420, Mispredict: 14, Locked: 12, Serial: 85},
+		Costs: Costs{Width: 6, L1: 5, L2: 16, L3: 125, Memory: 420, Mispredict: 14, Locked: 12, Serial: 85},
 	},
 	{
 		Name: "zen2", L1D: CacheGeometry{32 << 10, 8}, L1I: CacheGeometry{32 << 10, 8}, L2: CacheGeometry{512 << 10, 8},

@@ -291,7 +291,7 @@ func TestPluginDecodesFlow(t *testing.T) {
 		"int3":                     "other|0||",
 		"nop":                      "none|0||",
 		"inc %eax":                 "none|0||", // ff /0, not a call
-		"verw 0x0(%rip)":           "none|0|verw|",
+		"verw 0x0(%rip)":           "none|0|verw|serial",
 		"lfence":                   "none|0|lfence|serial",
 		"wrmsr":                    "none|0|wrmsr|serial",
 		"sldt %eax":                "none|0||", // 0f 00 /0, not VERW

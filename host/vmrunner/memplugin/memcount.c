@@ -66,7 +66,11 @@
  * operations warm. BEGIN_WIDE (7) opens a segment that also counts the
  * kernel's execution outside the windows (addresses in the upper half),
  * for the deferred work that the operations leave to kworkers, softirqs
- * and RCU callbacks: its counts go to an "outside" bank, written apart.
+ * and RCU callbacks: its counts go to an "outside" bank, written apart;
+ * PAUSE (8) and RESUME (9) bracket the guest's harness work inside it (a
+ * trie refilled between timed runs), which is not deferred work. With
+ * warm=1 the model also runs, uncounted, on every other kernel
+ * instruction while armed.
  *
  * Plugin arguments (all
  * optional but outfile):
@@ -98,7 +102,7 @@
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 #define MARK_BASE 0x4c504d00u /* "LPM" */
-enum mark { WINDOW_START = 1, WINDOW_STOP, ARM, BEGIN, END, DISARM, BEGIN_WIDE, MARK_MAX };
+enum mark { WINDOW_START = 1, WINDOW_STOP, ARM, BEGIN, END, DISARM, BEGIN_WIDE, PAUSE, RESUME, MARK_MAX };
 
 #define MAX_VCPUS 64
 #define MAX_SEGMENTS 4096
@@ -140,6 +144,7 @@ struct vcpu {
     struct cache l1d, l1i, l2, llc, dtlb;
     bool counting;       /* inside a window of an open segment, or of a warm-up */
     enum bank win_bank;  /* WINDOW, or WARMUP outside a segment */
+    bool paused;         /* between PAUSE and RESUME: the guest's harness, not deferred work */
     /* The last instruction of the block that ran last, inside a window
      * (or, in a wide segment, in the kernel), until the next block starts
      * and resolves it (resolve_flow), and the bank it counts towards. */
@@ -262,15 +267,28 @@ static bool in_kernel(uint64_t pc)
 }
 
 /* bank_of says which bank an instruction at pc counts towards on v, and
- * whether it counts at all. */
+ * whether it runs the model at all: inside a window, its bank; the kernel
+ * outside the windows of a wide segment, OUTSIDE unless the guest paused
+ * it (its harness's own work between timed runs); with warm=1 any other
+ * kernel execution while armed runs the model uncounted (WARMUP), so that
+ * the caches hold what the kernel touched between the windows (a trie
+ * refilled by a syscall, a freed node reused). User space outside the
+ * windows never runs the model. */
 static bool bank_of(const struct vcpu *v, uint64_t pc, enum bank *bank)
 {
     if (v->counting) {
         *bank = v->win_bank;
         return true;
     }
-    if (wide && in_segment && in_kernel(pc)) {
+    if (!in_kernel(pc)) {
+        return false;
+    }
+    if (wide && in_segment && !v->paused) {
         *bank = OUTSIDE;
+        return true;
+    }
+    if (warm && armed) {
+        *bank = WARMUP;
         return true;
     }
     return false;
@@ -713,6 +731,12 @@ static void mark_cb(unsigned int vcpu, void *udata)
             armed_wall += now_ns(CLOCK_MONOTONIC) - armed_at_wall;
             armed_cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - armed_at_cpu;
         }
+        break;
+    case PAUSE:
+        v->paused = true;
+        break;
+    case RESUME:
+        v->paused = false;
         break;
     case BEGIN:
     case BEGIN_WIDE:

@@ -159,7 +159,8 @@ static enum special special_of(const uint8_t *b, size_t n)
  * model: a locked read-modify-write (a LOCK prefix, or XCHG with a memory
  * operand, which is locked without one), or an instruction that waits for
  * all before it to complete (LFENCE, MFENCE, CPUID, WRMSR, IRET, a write
- * to a control register). */
+ * to a control register; and VERW, which with the microcode of the
+ * MDS-era mitigations clears the CPU's buffers). */
 enum insn_class { CLASS_NONE, CLASS_LOCK, CLASS_SERIAL };
 
 static enum insn_class class_of(const uint8_t *b, size_t n)
@@ -188,6 +189,9 @@ static enum insn_class class_of(const uint8_t *b, size_t n)
     }
     if (b[i] != 0x0f || i + 1 >= n) {
         return CLASS_NONE;
+    }
+    if (b[i + 1] == 0x00 && i + 2 < n && ((b[i + 2] >> 3) & 7) == 5) {
+        return CLASS_SERIAL; /* verw */
     }
     switch (b[i + 1]) {
     case 0xa2: /* cpuid */
