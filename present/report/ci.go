@@ -159,14 +159,16 @@ func kcidbPath(bench, unit string) string {
 	return strings.Join(parts, ".")
 }
 
-// WriteGitHub writes a comparison as GitHub Actions workflow commands: an
+// WriteGitHub writes a comparison as GitHub Actions workflow commands, for
+// the rows that are weighed (compare.Row.Weighed: not the controls, nor a
+// user's program's total, whose own work is): an
 // ::error line for each row DIFFERENT for the worse and each program B's
 // verifier rejects that A's accepted, a ::notice for each row DIFFERENT
 // for the better and each program only B's verifier accepts, a ::warning
 // for each UNKNOWN row, and nothing for SAME.
 func WriteGitHub(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	for _, r := range rep.Rows {
-		if r.Control || !r.Compared() {
+		if !r.Weighed() || !r.Compared() {
 			continue
 		}
 		level := githubLevel(r.Verdict, r.Worse())

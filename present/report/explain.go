@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/present/view"
@@ -47,6 +48,9 @@ func Headline(r compare.Row) string {
 		dir = " (worse)"
 	case r.Verdict == compare.Different:
 		dir = " (better)"
+	}
+	if r.Total && dir != "" {
+		dir = strings.TrimSuffix(dir, ")") + ", with its test-run harness: not weighed, op=own is)"
 	}
 	switch {
 	case r.Exact && len(r.A.PerBoot) > 0:

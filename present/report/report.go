@@ -141,13 +141,14 @@ func outcomeReason(rep *compare.Report, failOn compare.FailOn) string {
 // not an exact row's (compare.Row.Exact).
 func timedUnknown(r compare.Row) bool { return r.Verdict == compare.Unknown && !r.Exact }
 
-// count counts the benchmarks with a non-control row matching f (a
-// benchmark once, whatever the number of its rows: insn/op and the memory
-// pass's), as "1 benchmark", "2 benchmarks" or "no benchmark".
+// count counts the benchmarks with a weighed row (compare.Row.Weighed)
+// matching f (a benchmark once, whatever the number of its rows: insn/op
+// and the memory pass's), as "1 benchmark", "2 benchmarks" or "no
+// benchmark".
 func count(rep *compare.Report, f func(compare.Row) bool) string {
 	seen := map[string]bool{}
 	for _, r := range rep.Rows {
-		if !r.Control && f(r) {
+		if r.Weighed() && f(r) {
 			seen[r.Benchmark] = true
 		}
 	}
@@ -164,7 +165,7 @@ func count(rep *compare.Report, f func(compare.Row) bool) string {
 func nonControls(rep *compare.Report) int {
 	n := 0
 	for _, r := range rep.Rows {
-		if !r.Control {
+		if r.Weighed() {
 			n++
 		}
 	}

@@ -132,8 +132,14 @@ func (r Row) Worse() bool {
 	return r.Better == 0 || r.Direction() == Worse
 }
 
-// Outcome decides the comparison for CI. Only rows that are not controls
-// count; the rule, in order:
+// Weighed reports whether the row counts for the outcome and the look
+// loop: neither a control nor a user's program's total (Row.Total), whose
+// own-work row counts instead.
+func (r Row) Weighed() bool { return !r.Control && !r.Total }
+
+// Outcome decides the comparison for CI. Only weighed rows count
+// (Row.Weighed: not the controls, and for a user's program its own work,
+// not its total with the test-run harness); the rule, in order:
 //
 //  1. If a control moved enough to explain a minimum-effect change
 //     (EnvironmentDrift, under wall time only), Inconclusive: something
@@ -152,7 +158,7 @@ func (r *Report) Outcome(failOn FailOn) Outcome {
 	}
 	var unknown, any bool
 	for _, row := range r.Rows {
-		if row.Control {
+		if !row.Weighed() {
 			continue
 		}
 		any = any || !row.Exact
@@ -172,14 +178,14 @@ func (r *Report) Outcome(failOn FailOn) Outcome {
 }
 
 // Undecided returns the rows that more boots could still decide
-// (Row.Undecided) whose benchmark is selected. A nil selected means every
-// row that is not a control.
+// (Row.Undecided) whose benchmark is selected and that are weighed
+// (Row.Weighed). A nil selected means every such row.
 func (r *Report) Undecided(selected func(bench string) bool) []Row {
 	var out []Row
 	for _, row := range r.Rows {
-		sel := !row.Control
+		sel := row.Weighed()
 		if selected != nil {
-			sel = selected(sourceOf(row.Benchmark))
+			sel = selected(sourceOf(row.Benchmark)) && !row.Total
 		}
 		// A verifier row's verification time moves from load to load
 		// (wire.IsVerifierTime): it keeps the verdict the other rows'

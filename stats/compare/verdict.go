@@ -202,12 +202,17 @@ func decide(rep *Report, opts Options) {
 	var tested, zeros []*Row
 	bootsA, bootsB := 0, 0
 	pairs := -1
+	total := totals(rep.Rows)
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
 		row.Control = IsControl(row.Benchmark, opts.Controls)
+		row.Total = total[key{row.Benchmark, row.Unit}]
 		row.Better = BetterOf(row.Unit)
 		if row.Control {
 			row.addNote("control: measures the harness, not the kernel")
+		}
+		if row.Total {
+			row.addNote("the program with its test-run harness: reported, not weighed; its op=own row decides the outcome")
 		}
 		if !row.Compared() {
 			continue
