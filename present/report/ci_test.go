@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchproc"
+
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
@@ -390,5 +393,60 @@ func TestKCIDBTestIDsOfPathsAlike(t *testing.T) {
 	}
 	if errs := validateKCIDB(b.Bytes()); len(errs) > 0 {
 		t.Errorf("WriteKCIDB(rows X/a=b and X/a_b): %v\n%s", errs, b.String())
+	}
+}
+
+// TestBenchstatCommandOfVerifierRows: the benchstat command the report
+// suggests for results with verifier rows ignores the keys that annotate a
+// single load (the rejection's reason, the program and attach types), so
+// that benchstat, which puts each combination of configuration keys in a
+// table of its own (its -table .config), sees one table, where every
+// sample of each row and side is in one cell.
+func TestBenchstatCommandOfVerifierRows(t *testing.T) {
+	rep, _ := verifierReport(t)
+	cmd := strings.Fields(BenchstatCommand(rep, "tcg-icount", "results.txt"))
+	if len(cmd) != 6 || cmd[1] != "-col" || cmd[3] != "-ignore" {
+		t.Fatalf("BenchstatCommand() = %q; want benchstat -col KEY -ignore KEYS FILE", cmd)
+	}
+	col, ignore := cmd[2], cmd[4]
+	for _, key := range []string{"verifier-error", "prog-type", "attach-type"} {
+		if !slices.Contains(strings.Split(ignore, ","), key) {
+			t.Errorf("BenchstatCommand() = %q; want %s ignored", cmd, key)
+		}
+	}
+	tables := func(ignore string) (map[string]bool, map[string]int) {
+		var parser benchproc.ProjectionParser
+		filter, _ := benchproc.NewFilter("*")
+		tableBy, err := parser.Parse(".config", filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		colBy, _ := parser.Parse(col, filter)
+		rowBy, _ := parser.Parse(".fullname", filter)
+		if _, err := parser.Parse(ignore, filter); err != nil {
+			t.Fatal(err)
+		}
+		out, cells := map[string]bool{}, map[string]int{}
+		r := benchfmt.NewReader(strings.NewReader(verifierResults()), "results.txt")
+		for r.Scan() {
+			if res, ok := r.Result().(*benchfmt.Result); ok {
+				table := tableBy.Project(res).StringValues()
+				out[table] = true
+				cells[table+" "+rowBy.Project(res).StringValues()+" "+colBy.Project(res).StringValues()]++
+			}
+		}
+		return out, cells
+	}
+	got, cells := tables(ignore)
+	if len(got) != 1 {
+		t.Errorf("benchstat -col %s -ignore %s: %d tables %v; want 1", col, ignore, len(got), got)
+	}
+	for cell, n := range cells {
+		if n != 4 {
+			t.Errorf("benchstat -col %s -ignore %s: cell %s has %d samples; want the 4 boots'", col, ignore, cell, n)
+		}
+	}
+	if got, _ := tables("boot,image,phases"); len(got) < 2 {
+		t.Errorf("benchstat -ignore boot,image,phases: %d tables; want the rejected loads' apart, which is why the result keys are ignored", len(got))
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -450,25 +451,35 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 }
 
 // BenchstatCommand is the benchstat command line that compares the two
-// sides of rep, measured under accel, from the results file f: benchstat's
-// tables split by every configuration key unless the per-boot ones are
-// ignored. Reports and the CLI's log give it with the results file.
+// sides of rep, measured under accel, from the results file f: benchstat
+// puts the results of each combination of configuration keys in a table of
+// its own, so every key that is no dimension of a benchmark is ignored:
+// those of a boot (its side, number, image, pair and phases) and those of
+// a single result (wire.ResultKeys, which the verifier rows' loads carry:
+// a program one boot's verifier rejects would have its samples split).
+// Reports and the CLI's log give it with the results file.
 func BenchstatCommand(rep *compare.Report, accel, f string) string {
-	return benchstatCommand(rep.A.Kernel == rep.B.Kernel, rep.Paired, accel, f)
+	var results []string
+	if slices.ContainsFunc(rep.Rows, func(r compare.Row) bool { return strings.HasPrefix(r.Benchmark, wire.VerifierPrefix) }) {
+		results = wire.ResultKeys
+	}
+	return benchstatCommand(rep.A.Kernel == rep.B.Kernel, rep.Paired, accel, f, results...)
 }
 
 // benchstatCommand is BenchstatCommand for results whose two sides boot
-// one kernel (sameKernel) or two, paired or not.
-func benchstatCommand(sameKernel, paired bool, accel, f string) string {
-	col, ignore := wire.KeyKernel, "side,boot,image"
+// one kernel (sameKernel) or two, paired or not, whose results carry the
+// keys results of their own.
+func benchstatCommand(sameKernel, paired bool, accel, f string, results ...string) string {
+	col, ignore := wire.KeyKernel, []string{wire.KeySide, wire.KeyBoot, wire.KeyImage}
 	if sameKernel {
-		col, ignore = wire.KeySide, "boot,image" // one kernel on both sides
+		col, ignore = wire.KeySide, []string{wire.KeyBoot, wire.KeyImage} // one kernel on both sides
 	}
 	if paired {
-		ignore += "," + wire.KeyPair
+		ignore = append(ignore, wire.KeyPair)
 	}
 	if wire.Accel(accel).CountsInstructions() {
-		ignore += "," + wire.KeyPhases // each boot's own
+		ignore = append(ignore, wire.KeyPhases) // each boot's own
 	}
-	return fmt.Sprintf("benchstat -col %s -ignore %s %s", col, ignore, f)
+	ignore = append(ignore, results...)
+	return fmt.Sprintf("benchstat -col %s -ignore %s %s", col, strings.Join(ignore, ","), f)
 }
