@@ -282,7 +282,7 @@ func verifierBenchmarks(all []*Benchmark) []*Benchmark {
 			seen[name] = true
 			out = append(out, &Benchmark{
 				Name:     name,
-				Doc:      fmt.Sprintf("the verifier's cost of the program %s of %s: verification time per load, instructions processed and verified, states", prog, b.Name),
+				Doc:      fmt.Sprintf("the verifier's cost of the program %s of %s: verification time per load, instructions processed and verified, states, stack depth, program and JIT sizes", prog, b.Name),
 				Params:   b.Params,
 				Requires: append([]Requirement{ReqVerifierStats}, b.Requires...),
 				Run:      verifierRun(prog, b.Spec),
@@ -313,7 +313,7 @@ func OwnPrograms() []string {
 func workloadVerifier(prog, object string) *Benchmark {
 	return &Benchmark{
 		Name:     wire.VerifierPrefix + prog,
-		Doc:      "the verifier's cost of the user's program " + prog + " (--workload): verification time per load, instructions processed and verified, states; or its rejection",
+		Doc:      "the verifier's cost of the user's program " + prog + " (--workload): verification time per load, instructions processed and verified, states, stack depth, program and JIT sizes; or its rejection",
 		Requires: []Requirement{ReqVerifierStats},
 		Run: verifierRun(prog, func(Params) (*ebpf.CollectionSpec, error) {
 			spec, err := ebpf.LoadCollectionSpec(object)

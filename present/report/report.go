@@ -64,7 +64,7 @@ const (
 	// FormatVeristat is veristat's compare CSV of the verifier rows
 	// (WriteVeristatCompare).
 	FormatVeristat Format = "veristat"
-	// FormatKCIDB is a KCIDB v4 submission (WriteKCIDB).
+	// FormatKCIDB is a KCIDB v4.4 submission (WriteKCIDB).
 	FormatKCIDB Format = "kcidb"
 	// FormatGitHub is GitHub Actions annotations (WriteGitHub).
 	FormatGitHub Format = "github"
@@ -94,7 +94,7 @@ func Write(w io.Writer, f Format, rep *compare.Report, meta view.Meta) error {
 	case FormatHTML:
 		return WriteHTML(w, rep, meta)
 	case FormatVeristat:
-		return WriteVeristatCompare(w, meta.Verifier)
+		return WriteVeristatCompare(w, meta.Verifier, meta.Veristat)
 	case FormatKCIDB:
 		return WriteKCIDB(w, rep, meta)
 	case FormatGitHub:
