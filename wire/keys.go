@@ -325,6 +325,14 @@ const (
 var VerifierUnits = []string{UnitInsnsProcessed, UnitInsnsVerified, UnitStatesTotal, UnitStatesPeak,
 	UnitStatesPerInsnMax, UnitMarkReadMax, UnitStackBytes, UnitProgInsns, UnitJitedBytes, UnitVerdict}
 
+// LoadedProgramUnits are the units of a verifier row that describe the
+// program as the kernel took it (its size as loaded, its JITed size, the
+// stack the verifier gave it) rather than what verifying it cost: reported
+// with their verdicts, as veristat reports them, but not weighed in a
+// comparison's outcome. A kernel whose JIT writes 15 more bytes for every
+// program does not fail a user's CI by that.
+var LoadedProgramUnits = []string{UnitStackBytes, UnitProgInsns, UnitJitedBytes}
+
 // ResultKeys are the configuration keys that annotate a single result
 // rather than say what was measured: a verifier row's load carries them.
 // They are no dimension of a benchmark, and benchstat, which puts the

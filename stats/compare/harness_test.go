@@ -273,3 +273,34 @@ func TestAdaptiveGoesOnWhenTheHarnessMoves(t *testing.T) {
 		})
 	}
 }
+
+// A verifier row's description of the program as loaded (its JITed size,
+// here 204 → 287 bytes as Debian 6.1 → 6.12 JIT examples/xdp-lpm) is
+// reported with its verdict but weighs in no outcome: what verifying cost
+// (the instructions processed, the same here) does.
+func TestLoadedProgramRowsNotWeighed(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("accel: icount\nqemu: 7.2\ncpu-model: Westmere-v1\n")
+	for i, side := range []string{"A", "B"} {
+		fmt.Fprintf(&b, "side: %s\nkernel: %s\n", side, strings.ToLower(side))
+		for boot := 1; boot <= 2; boot++ {
+			fmt.Fprintf(&b, "boot: %d\nBenchmarkVerifier/prog=xdp_lpm 1 49 insns-processed 43 prog-insns %d jited-bytes 16 stack-bytes 1 verifier-verdict\n", boot, []int{204, 287}[i])
+		}
+	}
+	rep, err := Build(parse(t, b.String()), Options{Bounds: map[string]float64{"Verifier/prog=xdp_lpm": 0.002}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jited Row
+	for _, r := range rep.Rows {
+		if r.Unit == wire.UnitJitedBytes {
+			jited = r
+		}
+	}
+	if jited.Verdict != Different || !jited.Worse() || jited.Weighed() {
+		t.Errorf("jited-bytes row: %v, worse %v, weighed %v; want DIFFERENT for the worse, not weighed", jited.Verdict, jited.Worse(), jited.Weighed())
+	}
+	if got := rep.Outcome(FailOnChange); got != NoRegression {
+		t.Errorf("Outcome(change) = %v; want no regression: only the JITed size changed", got)
+	}
+}

@@ -211,8 +211,13 @@ func decide(rep *Report, opts Options) {
 		if row.Control {
 			row.addNote("control: measures the harness, not the kernel")
 		}
-		if row.Total {
+		switch {
+		case row.Total:
 			row.addNote("the program with its test-run harness: reported, not weighed; its op=own row decides the outcome")
+		case slices.Contains(wire.LoadedProgramUnits, row.Unit):
+			row.addNote("describes the program as loaded (size, JITed size, stack), not what verifying it cost: reported, not weighed")
+		case wire.IsVerifierTime(row.Benchmark, row.Unit):
+			row.addNote("the verifier's own time moves from load to load: reported, not weighed; its counts are")
 		}
 		if !row.Compared() {
 			continue
