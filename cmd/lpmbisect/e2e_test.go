@@ -202,14 +202,16 @@ func TestAutoFallsBackFromBrokenKVM(t *testing.T) {
 	}
 	switch accel {
 	case "icount":
-		// Where /dev/kvm exists but guests do not run: say so.
+		// Where /dev/kvm opens but guests do not run: say why, from the
+		// probe (now, or kept from an earlier run).
 		if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
 			f.Close()
-			if !strings.Contains(lines[0], "warning") {
-				t.Errorf("fell back to icount with a usable /dev/kvm but no warning: %q", lines[0])
+			if !strings.Contains(lines[0], "/dev/kvm opens, but KVM does not run guests here: ") {
+				t.Errorf("fell back to icount with a /dev/kvm that opens, saying %q; want why KVM does not run guests", lines[0])
 			}
-		} else if !strings.HasSuffix(lines[0], "; using icount: instruction counts, deterministic") {
-			t.Errorf("auto chose icount without /dev/kvm, saying %q; want why and what icount gives", lines[0])
+		}
+		if !strings.HasSuffix(lines[0], "; using icount: instruction counts, deterministic") {
+			t.Errorf("auto chose icount, saying %q; want why and what icount gives", lines[0])
 		}
 		t.Logf("auto chose icount: %s (%s to the end of the run)", lines[0], time.Since(start).Round(time.Second))
 	case "kvm":
@@ -230,8 +232,11 @@ func TestExplicitKVMFailsClearly(t *testing.T) {
 	if code == 0 {
 		t.Skipf("KVM works on this machine (accel %s)", parseResults(t, stdout)[0].GetConfig("accel"))
 	}
-	if code != exitInfra || !strings.Contains(stderr, "--accel kvm ") || !strings.Contains(stderr, "--accel tcg") {
-		t.Errorf("lpmbisect run --accel kvm on a broken KVM: exit %d; want %d with a message naming the way out\n%s", code, exitInfra, stderr)
+	// Refused before anything runs, by the probe or its kept verdict,
+	// saying why and which accelerator to ask for instead.
+	if code != exitInfra || !strings.Contains(stderr, "lpmbisect: KVM unusable: /dev/kvm opens, but KVM does not run guests here: ") ||
+		!strings.Contains(stderr, "(use --accel icount, or --accel auto, which chooses icount here by itself)") {
+		t.Errorf("lpmbisect run --accel kvm on a broken KVM: exit %d; want %d with a message saying why and naming the way out\n%s", code, exitInfra, stderr)
 	}
 	assertNoQEMULeft(t)
 }

@@ -25,11 +25,11 @@ func runCommand(r *run) *cli.Command {
 		if boots < 1 {
 			return usageError("--boots must be at least 1")
 		}
-		s, err := r.setup(false, false)
-		if err != nil {
+		if err := writable("out", r.out); err != nil {
 			return err
 		}
-		if err := writable("out", r.out); err != nil {
+		s, err := r.setup(false, false, kernels...)
+		if err != nil {
 			return err
 		}
 		runner, err := s.Start(kernels, measure.RunOptions{})
