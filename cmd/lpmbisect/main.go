@@ -88,7 +88,7 @@ func newApp(r *run, stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler:            func(*cli.Context, error) {}, // exit codes are ours
 		Commands: []*cli.Command{runCommand(r), compareCommand(r), statCommand(r), listCommand(r), buildCommand(r),
 			bisectRunCommand(r), bisectCommand(r), seriesCommand(r), nightlyCommand(r), historyCommand(r), calibrateCommand(r),
-			workerCommand(r), fleetCommand(r), serveCommand(r)},
+			workerCommand(r), fleetCommand(r), serveCommand(r), hostCommand(r)},
 	}
 }
 
