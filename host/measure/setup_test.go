@@ -101,7 +101,7 @@ func TestNewSetupDecidesAccelOnce(t *testing.T) {
 				if kept := strings.Contains(buf.String(), "kept from the probe of"); setup == 2 && c.boots > 0 && !kept {
 					t.Errorf("setup 2 said %q; want it to say the verdict was kept", buf.String())
 				}
-				t.Logf("setup %d: %s", setup, strings.TrimSpace(buf.String()))
+				t.Logf("setup %d: %d probe boots in all; %s", setup, len(qemu.Boots(t)), strings.TrimSpace(buf.String()))
 			}
 			qemu.CheckGone(t)
 		})
