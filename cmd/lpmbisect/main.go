@@ -119,6 +119,9 @@ func (r *run) setup(paired, controls bool, kernels ...string) (*measure.Setup, e
 	if controls {
 		o.Plan = o.Plan.WithControls()
 	}
+	if err := r.checkFleet(); err != nil {
+		return nil, err
+	}
 	// On a fleet, auto is the queue's accelerator, decided once for every
 	// job of the run (workers never decide it).
 	if r.remote != nil && r.remote.queue != "" {
