@@ -128,9 +128,9 @@ func (s *KVMStatus) Source() string {
 // not open (no probe, no QEMU started); else as the verdict kept for this
 // KVMHost says, or, when none is kept (or Reprobe), as a probe of the
 // kernels shows (KVMProbe.Probe), kept for the next time. Without a
-// kernel to probe with and no verdict kept, KVM is not known to work. Its
-// errors: QEMU missing or not answering --version, the kernels' own, and
-// ctx's.
+// kernel to probe with and no verdict kept, or without a QEMU that tells
+// its version, KVM is not known to work. Its errors: the kernels' own, a
+// probe's (QEMU that cannot be started), and ctx's.
 func CheckKVM(ctx context.Context, c KVMCheck) (*KVMStatus, error) {
 	if c.Device == "" {
 		c.Device = DefaultKVMDevice
@@ -145,8 +145,9 @@ func CheckKVM(ctx context.Context, c KVMCheck) (*KVMStatus, error) {
 	}
 	st.Opens = true
 	host, err := identifyKVMHost(c.QEMU, c.Device)
-	if err != nil {
-		return nil, err
+	if err != nil { // no verdict can be kept or read, nor a probe run
+		st.Why = c.Device + " opens, but KVM was not probed: " + err.Error()
+		return st, nil
 	}
 	if c.CacheDir != "" {
 		st.CacheFile = host.file(c.CacheDir)

@@ -174,6 +174,12 @@ func TestChooseAccelCachesVerdict(t *testing.T) {
 	if ch, err := ChooseAccel(context.Background(), wire.AccelAuto, unprobed); err != nil || ch.Accel != wire.AccelIcount || !strings.Contains(ch.Line, "not probed: no kernel to probe it with") {
 		t.Errorf("ChooseAccel(auto, no kernel) = %+v, %v; want icount, not probed", ch, err)
 	}
+	// Nor without a QEMU: icount, whose boots then say QEMU is missing.
+	noQEMU := unprobed
+	noQEMU.QEMU = filepath.Join(t.TempDir(), "no-qemu-here")
+	if ch, err := ChooseAccel(context.Background(), wire.AccelAuto, noQEMU); err != nil || ch.Accel != wire.AccelIcount || !strings.Contains(ch.Line, "not probed: qemu-system-x86_64 not found") {
+		t.Errorf("ChooseAccel(auto, no QEMU) = %+v, %v; want icount, not probed", ch, err)
+	}
 	// TCG and icount look at nothing.
 	for _, a := range []wire.Accel{wire.AccelTCG, wire.AccelIcount} {
 		if ch, err := ChooseAccel(context.Background(), a, noKVM); err != nil || ch.Accel != a || ch.Line != "" || ch.KVM != nil {
