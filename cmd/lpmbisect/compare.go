@@ -43,7 +43,7 @@ func runCompare(c *cli.Context, r *run) error {
 	if !c.IsSet("seed") { // before the setup: a fleet's paired rounds draw their turns from it
 		r.seed = uint64(time.Now().UnixNano())
 	}
-	s, err := r.setup(r.paired, !r.noControls)
+	s, err := r.setup(r.paired, !r.noControls, kernels...)
 	if err != nil {
 		return err
 	}

@@ -30,11 +30,16 @@ func runCommand(r *run) *cli.Command {
 		if err := r.readVeristatEmit(); err != nil {
 			return err
 		}
-		s, err := r.setup(false, false)
-		if err != nil {
-			return err
+		switch r.runFormat {
+		case "", "benchfmt", "veristat":
+		default:
+			return usageError("--format %q: use benchfmt or veristat", r.runFormat)
 		}
 		if err := writable("out", r.out); err != nil {
+			return err
+		}
+		s, err := r.setup(false, false, kernels...)
+		if err != nil {
 			return err
 		}
 		runner, err := s.Start(kernels, measure.RunOptions{})
@@ -43,12 +48,8 @@ func runCommand(r *run) *cli.Command {
 		}
 		stdout := c.App.Writer
 		var captured bytes.Buffer
-		switch r.runFormat {
-		case "", "benchfmt":
-		case "veristat":
+		if r.runFormat == "veristat" {
 			stdout = &captured
-		default:
-			return usageError("--format %q: use benchfmt or veristat", r.runFormat)
 		}
 		out, err := measure.OpenResults(r.out, stdout)
 		if err != nil {
