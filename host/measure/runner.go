@@ -187,6 +187,7 @@ func (r *Runner) job(s *Side, pair int) Job {
 		// Under icount only: the plugin counts what TCG runs.
 		if !s.insightAgain && r.insight != nil && r.insight.MemoryPlugin != "" && cfg.Accel == wire.AccelIcount {
 			cfg.MemoryPlugin = r.insight.MemoryPlugin
+			cfg.KernelArgs = wire.LoadPlugin(cfg.KernelArgs) // the guest's memory pass, and its exact profile
 		}
 		s.insightAgain = false
 	}

@@ -214,6 +214,8 @@ func goldenCases(t *testing.T) []goldenCase {
 		goldenCase{"insight-profile.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, profileDiff()) }},
 		goldenCase{"insight-profile.md", func(t *testing.T, w io.Writer) error { return WriteInsightMarkdown(w, profileDiff()) }},
 		goldenCase{"insight-profile.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, profileDiff()) }},
+		goldenCase{"insight-exact-profile.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, exactProfileDiff()) }},
+		goldenCase{"insight-exact-profile.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, exactProfileDiff()) }},
 		goldenCase{"benchmarks.txt", func(t *testing.T, w io.Writer) error {
 			return WriteBenchmarks(w, testBenchmarks(), workloads.Params{Entries: 10000, PrefixLen: 32, BatchEntries: 1000})
 		}},

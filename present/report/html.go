@@ -36,7 +36,7 @@ func writeHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		Outcome:   outcomeLine(rep, meta.FailOn),
 		Rule:      capitalize(VerdictRule(rep)),
 		Class:     outcomeClass(rep.Outcome(meta.FailOn)),
-		Headlines: headlines(rep),
+		Headlines: headlines(rep, meta.Insight),
 		Undecided: undecided(rep),
 		Warnings:  allWarnings(rep, meta),
 		ALabel:    rep.A.Label(),

@@ -167,7 +167,7 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 		Outcome:          rep.Outcome(meta.FailOn).String(),
 		FailOn:           meta.FailOn.String(),
 		Summary:          outcomeLine(rep, meta.FailOn),
-		Headlines:        nonNil(headlines(rep)),
+		Headlines:        nonNil(headlines(rep, meta.Insight)),
 		Undecided:        nonNil(undecided(rep)),
 		Warnings:         nonNil(allWarnings(rep, meta)),
 		EnvironmentDrift: rep.EnvironmentDrift,

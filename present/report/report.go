@@ -174,15 +174,39 @@ func nonControls(rep *compare.Report) int {
 }
 
 // headlines returns one line per DIFFERENT benchmark. Controls are not
-// headlines: warnings says what their moves mean.
-func headlines(rep *compare.Report) []string {
+// headlines: warnings says what their moves mean. in, when not nil, is the
+// insight block: a benchmark's first line carries the mitigation code its
+// exact profile counted per operation, A → B, beside the verdict.
+func headlines(rep *compare.Report, in *insight.Diff) []string {
 	var out []string
+	said := map[string]bool{}
 	for _, r := range rep.Rows {
 		if r.Verdict == compare.Different && !r.Control {
-			out = append(out, Headline(r))
+			line := Headline(r)
+			if !said[r.Benchmark] {
+				said[r.Benchmark] = true
+				if m := mitigationLine(in, r.Benchmark); m != "" {
+					line += "; " + m
+				}
+			}
+			out = append(out, line)
 		}
 	}
 	return out
+}
+
+// mitigationLine is the mitigation code per operation of bench's exact
+// profile, A → B ("" without one).
+func mitigationLine(in *insight.Diff, bench string) string {
+	if in == nil {
+		return ""
+	}
+	for i := range in.Profiles {
+		if in.Profiles[i].Benchmark == bench {
+			return in.Profiles[i].MitigationLine(insight.HeadlineMitigationMin)
+		}
+	}
+	return ""
 }
 
 // undecided returns one line per non-control UNKNOWN row: its change and

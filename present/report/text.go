@@ -19,7 +19,7 @@ import (
 func WriteText(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "lpmbisect compare %s vs %s\n%s\n", rep.A.Label(), rep.B.Label(), outcomeLine(rep, meta.FailOn))
-	if hs := headlines(rep); len(hs) > 0 {
+	if hs := headlines(rep, meta.Insight); len(hs) > 0 {
 		fmt.Fprintln(bw)
 		for _, h := range hs {
 			fmt.Fprintln(bw, "  "+h)
@@ -84,7 +84,7 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "### lpmbisect compare: %s vs %s\n\n", mdEscape(rep.A.Label()), mdEscape(rep.B.Label()))
 	fmt.Fprintf(bw, "**%s**\n", mdEscape(outcomeLine(rep, meta.FailOn)))
-	if hs := headlines(rep); len(hs) > 0 {
+	if hs := headlines(rep, meta.Insight); len(hs) > 0 {
 		fmt.Fprintln(bw)
 		for _, h := range hs {
 			fmt.Fprintf(bw, "- **%s**\n", mdEscape(h))
