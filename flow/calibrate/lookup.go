@@ -78,7 +78,7 @@ func ShelfFor(setup *measure.Setup, cacheDir string) Shelf {
 // setup need, before any boot: the host (this one, or the host class of
 // its remote, see Remote), the setup's accelerator (auto, which setup
 // leaves undecided only where /dev/kvm opens, as kvm), the QEMU version and the CPU model that
-// accelerator emulates (of this host's QEMU binary, or the class's), the
+// accelerator emulates with the setup's CPU profile (of this host's QEMU binary, or the class's), the
 // plan's samples and rounds, and whether two kernels would run in pairs.
 // It is the key Run's results give, so a comparison finds the calibration
 // of its setup.
@@ -88,11 +88,15 @@ func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 		accel = wire.AccelKVM
 	}
 	plan := setup.Plan.Wire()
-	k := Key{Accel: string(accel), CPUModel: vmrunner.CPUModel(accel), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel)}
+	cpu := setup.VM.CPU
+	k := Key{Accel: string(accel), CPUModel: cpu.QEMUModel(accel), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel, cpu)}
 	if r, ok := setup.Remote.(Remote); ok {
 		var err error
 		if k.Host, k.QEMU, k.CPUModel, err = r.CalibrationClass(ctx); err != nil {
 			return Key{}, fmt.Errorf("calibrate: %w", err)
+		}
+		if !cpu.IsDefault() { // the class's boots run the profile's model
+			k.CPUModel = cpu.QEMUModel(accel)
 		}
 		return k, nil
 	}
