@@ -442,6 +442,7 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 		add("date", meta.Date.UTC().Format(time.RFC3339))
 	}
 	add("host", meta.Host)
+	out = append(out, cpuLines(meta)...)
 	if f := meta.ResultsFile; f != "" {
 		add("raw results", fmt.Sprintf("%s (%s)", f, BenchstatCommand(rep, meta.Accel, f)))
 	}
@@ -453,12 +454,21 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 // tables split by every configuration key unless the per-boot ones are
 // ignored. Reports and the CLI's log give it with the results file.
 func BenchstatCommand(rep *compare.Report, accel, f string) string {
-	return benchstatCommand(rep.A.Kernel == rep.B.Kernel, rep.Paired, accel, f)
+	var differ []string
+	for _, d := range rep.Differences { // one kernel on two set-ups
+		differ = append(differ, d.Key)
+	}
+	if len(differ) > 0 {
+		differ = append(differ, wire.KeyParams)
+	}
+	return benchstatCommand(rep.A.Kernel == rep.B.Kernel, rep.Paired, accel, f, differ...)
 }
 
 // benchstatCommand is BenchstatCommand for results whose two sides boot
-// one kernel (sameKernel) or two, paired or not.
-func benchstatCommand(sameKernel, paired bool, accel, f string) string {
+// one kernel (sameKernel) or two, paired or not; differ are the keys
+// whose values differ between the sides besides the kernel's. Every
+// kernel says its own vulnerabilities lines.
+func benchstatCommand(sameKernel, paired bool, accel, f string, differ ...string) string {
 	col, ignore := wire.KeyKernel, "side,boot,image"
 	if sameKernel {
 		col, ignore = wire.KeySide, "boot,image" // one kernel on both sides
@@ -468,6 +478,9 @@ func benchstatCommand(sameKernel, paired bool, accel, f string) string {
 	}
 	if wire.Accel(accel).CountsInstructions() {
 		ignore += "," + wire.KeyPhases // each boot's own
+	}
+	for _, k := range append([]string{wire.KeyVulnerabilities}, differ...) {
+		ignore += "," + k
 	}
 	return fmt.Sprintf("benchstat -col %s -ignore %s %s", col, ignore, f)
 }
