@@ -14,6 +14,7 @@ import (
 	"log"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -106,6 +107,7 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 	o := measure.FromConfig(r.Measure, r.Bench)
 	o.Plan.Fault, o.RunDir, o.Paired, o.Log = r.fault, r.runDir, paired, r.log
+	o.CPUProfileB, o.AppendB = r.cpuProfileB, strings.Fields(r.appendB)
 	if r.verbose {
 		o.Verbose = r.log
 	}

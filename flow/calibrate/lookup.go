@@ -281,12 +281,47 @@ func Use(ctx context.Context, setup *measure.Setup, opts *compare.Options, auto,
 		return false
 	}
 	b, err := For(ctx, setup, setup.CacheDir)
+	if err == nil {
+		b, err = sideB(ctx, setup, b)
+	}
 	if err != nil {
 		setup.Log.Printf("warning: calibration not read: %v", err)
 		return false
 	}
 	setup.Log.Printf("statistics from %s", b.Source)
 	return b.use(opts, setup.Plan.Names(), auto, statistical)
+}
+
+// sideB returns the bounds of a comparison whose side B boots another CPU
+// profile than A (measure.Options.CPUProfileB): each side's jitter is its
+// own model's, so a benchmark keeps a jitter bound, or a floor, only where
+// both models have one, the wider of the two, and Source names both; a
+// setup whose sides share one profile keeps a, A's.
+func sideB(ctx context.Context, setup *measure.Setup, a Bounds) (Bounds, error) {
+	cpuA, cpuB := setup.VM.CPU, setup.Variants(2)[1].CPU
+	if cpuB.Name == cpuA.Name {
+		return a, nil
+	}
+	other := *setup
+	other.VM.CPU = cpuB
+	b, err := For(ctx, &other, setup.CacheDir)
+	if err != nil {
+		return a, err
+	}
+	out := Bounds{Jitter: wider(a.Jitter, b.Jitter), Floors: wider(a.Floors, b.Floors),
+		Source: fmt.Sprintf("for A (CPU profile %s) %s; for B (CPU profile %s) %s; each benchmark the wider of the two", cpuA.Label(), a.Source, cpuB.Label(), b.Source)}
+	return out, nil
+}
+
+// wider is, for every name both maps have, the larger value.
+func wider(a, b map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for name, va := range a {
+		if vb, ok := b[name]; ok {
+			out[name] = math.Max(va, vb)
+		}
+	}
+	return out
 }
 
 // use is Use with the bounds found, for the benchmarks names.

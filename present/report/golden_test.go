@@ -226,6 +226,9 @@ func goldenCases(t *testing.T) []goldenCase {
 		goldenCase{"insight-profile.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, profileDiff()) }},
 		goldenCase{"insight-profile.md", func(t *testing.T, w io.Writer) error { return WriteInsightMarkdown(w, profileDiff()) }},
 		goldenCase{"insight-profile.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, profileDiff()) }},
+		goldenCase{"cpu-profiles.txt", func(t *testing.T, w io.Writer) error {
+			return WriteCPUProfiles(w, append([]vmrunner.CPUProfile{{}}, vmrunner.CPUProfiles...))
+		}},
 		goldenCase{"benchmarks.txt", func(t *testing.T, w io.Writer) error {
 			return WriteBenchmarks(w, testBenchmarks(), workloads.Params{Entries: 10000, PrefixLen: 32, BatchEntries: 1000})
 		}},
