@@ -152,14 +152,7 @@ func sidesDiffer(rep *compare.Report, meta view.Meta) string {
 				sides[i] = append(sides[i], d.Key+" "+orNone(v))
 			}
 		}
-		switch d.Key {
-		case wire.KeyCPUModel:
-			what = append(what, "CPU")
-		case wire.KeyAppend:
-			what = append(what, "kernel command line")
-		case wire.KeyQEMU:
-			what = append(what, "QEMU version")
-		}
+		what = append(what, differenceWords[d.Key])
 	}
 	kernel := rep.A.Kernel
 	if kernel == "" {
@@ -168,6 +161,9 @@ func sidesDiffer(rep *compare.Report, meta view.Meta) string {
 	return fmt.Sprintf("THE SIDES DIFFER BY %s, NOT BY KERNEL: both boot %s, A with %s, B with %s. Every change below is what that difference costs this kernel.",
 		strings.ToUpper(strings.Join(what, " and ")), kernel, strings.Join(sides[0], " and "), strings.Join(sides[1], " and "))
 }
+
+// differenceWords name the keys of compare.Difference in a sentence.
+var differenceWords = map[string]string{wire.KeyCPUModel: "CPU", wire.KeyAppend: "kernel command line", wire.KeyQEMU: "QEMU version"}
 
 func orNone(s string) string {
 	if s == "" {

@@ -256,7 +256,7 @@ func warnings(rep *compare.Report, in *insight.Diff) []string {
 		}
 	}
 	for _, h := range order {
-		out = append(out, harnessParagraph(h, harnesses[h], in))
+		out = append(out, harnessParagraph(h, harnesses[h], in, changedWith(rep)))
 	}
 	if len(moved) > 0 {
 		out = append(out, "Controls moved with the kernel: "+strings.Join(moved, "; ")+
@@ -272,23 +272,37 @@ func warnings(rep *compare.Report, in *insight.Diff) []string {
 	return out
 }
 
+// changedWith is what a comparison's sides differ by, in words: "kernel",
+// or for one kernel on two set-ups (compare.Report.Differences) "CPU",
+// "kernel command line" or "QEMU version".
+func changedWith(rep *compare.Report) string {
+	if !rep.OneKernel || len(rep.Differences) == 0 {
+		return "kernel"
+	}
+	var w []string
+	for _, d := range rep.Differences {
+		w = append(w, differenceWords[d.Key])
+	}
+	return strings.Join(w, " and ")
+}
+
 // harnessParagraph says, for the controls of one harness that moved under
 // instruction counts (compare.Row.HarnessChanged), what moved and by how
 // much, what it means for the benchmarks of that harness, and which kernel
 // functions the profile puts the change in, when it profiled a control.
-func harnessParagraph(harness string, controls []compare.Row, in *insight.Diff) string {
+func harnessParagraph(harness string, controls []compare.Row, in *insight.Diff, with string) string {
 	var moves []string
 	for _, r := range controls {
 		moves = append(moves, fmt.Sprintf("%s %s %s (%s)", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, absChange(r)))
 	}
-	s := "HARNESS CHANGED WITH THE KERNEL: " + strings.Join(moves, "; ") + ". "
+	s := "HARNESS CHANGED WITH THE " + strings.ToUpper(with) + ": " + strings.Join(moves, "; ") + ". "
 	if prog, ok := wire.WorkloadOf(harness); ok {
 		s += fmt.Sprintf("The kernel's cost of running %s (BPF_PROG_TEST_RUN's loop and context reset around it) changed. "+
 			"%s includes it; %s is the program's own work without it, judged on its own line.", prog, wire.WorkloadBench(prog), wire.WorkloadOwn(prog))
 	} else {
 		s += "The kernel's cost of the harness around the map operations (the BPF program and bpf_loop) changed; the benchmarks' changes include it."
 	}
-	s += " Instruction counts do not depend on the host: this is the kernel, not drift, and re-running gives the same numbers."
+	s += " Instruction counts do not depend on the host: this is the " + with + ", not drift, and re-running gives the same numbers."
 	if fns := profiledFunctions(controls, in); fns != "" {
 		s += " In the profile: " + fns + "."
 	}

@@ -433,3 +433,16 @@ func TestDriftStopsTheBootsEstimate(t *testing.T) {
 		t.Errorf("WriteText(drift) estimates boots the run will not take:\n%s", b.String())
 	}
 }
+
+// TestHarnessChangedWithTheCPU: under instruction counts a control that
+// moved between two set-ups of one kernel moved with what differs, which
+// the paragraph names instead of the kernel.
+func TestHarnessChangedWithTheCPU(t *testing.T) {
+	rep := build(t, strings.Replace(resultsText("insn/op", harnessInput), "accel: tcg-icount", "accel: icount", 1), compare.Options{Bounds: harnessBounds})
+	rep.B.Kernel, rep.OneKernel = rep.A.Kernel, true
+	rep.Differences = []compare.Difference{{Key: wire.KeyCPUModel, A: "x", B: "y"}}
+	text := strings.Join(warnings(rep, nil), "\n")
+	if !strings.Contains(text, "HARNESS CHANGED WITH THE CPU: ") || !strings.Contains(text, "this is the CPU, not drift") || strings.Contains(text, "WITH THE KERNEL") {
+		t.Errorf("warnings(one kernel, two CPUs) = %q; want the harness changed with the CPU", text)
+	}
+}

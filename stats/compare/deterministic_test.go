@@ -189,6 +189,12 @@ func TestOneKernelOnTwoInstruments(t *testing.T) {
 	if err != nil || !rep.OneKernel || len(rep.Differences) != 0 {
 		t.Errorf("Build(one image, one setup) = %+v, %v; want one kernel, no differences", rep, err)
 	}
+	noop := strings.ReplaceAll(text("A", "aaa", zen2, ""), "BenchmarkX", "BenchmarkLPMTrie/op=noop") +
+		strings.ReplaceAll(strings.ReplaceAll(text("B", "aaa", "Westmere-v1,-cx16", ""), "BenchmarkX", "BenchmarkLPMTrie/op=noop"), " 100 insn/op", " 90 insn/op")
+	rep, err = Build(parse(t, noop), Options{Bounds: map[string]float64{"LPMTrie/op=noop": 0.002}})
+	if err != nil || len(rep.Rows) != 1 || !rep.Rows[0].HarnessChanged || !hasNote(rep.Rows[0], "with the set-up (one kernel on both sides)") {
+		t.Errorf("Build(a noop that moved between two CPU models of one kernel) = %+v, %v; want the harness changed with the set-up", rep, err)
+	}
 	if _, err := Build(parse(t, text("A", "aaa", zen2, "")+text("B", "bbb", "Westmere-v1,-cx16", "")), Options{}); !errors.Is(err, ErrIncomparable) {
 		t.Errorf("Build(two images, two CPU models) = %v; want ErrIncomparable", err)
 	}
