@@ -34,7 +34,8 @@ func TestVulnerabilities(t *testing.T) {
 		}
 	}
 	got := vulnerabilities(dir)
-	want := []wire.Vulnerability{{"long", strings.Repeat("x", wire.MaxVulnerabilityTextLen)}, {"meltdown", "Mitigation: PTI"}, {"spectre_v2", "Mitigation: Retpolines; STIBP: disabled"}}
+	want := []wire.Vulnerability{{Name: "long", Text: strings.Repeat("x", wire.MaxVulnerabilityTextLen)}, {Name: "meltdown", Text: "Mitigation: PTI"},
+		{Name: "spectre_v2", Text: "Mitigation: Retpolines; STIBP: disabled"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("vulnerabilities(dir) = %q; want %q", got, want)
 	}
