@@ -56,7 +56,7 @@ func TestCalibrateTwoCPUs(t *testing.T) {
 	if o.Start != compare.DeterministicBoots || o.Labels[wire.KeyJitterBounds] == "" {
 		t.Errorf("Calibrate(zen2 against default) = start %d, labels %v; want %d, the jitter bounds", o.Start, o.Labels, compare.DeterministicBoots)
 	}
-	if got := said.String(); !strings.Contains(got, "for A (CPU profile zen2)") || !strings.Contains(got, "for B (CPU profile default)") {
+	if got := said.String(); !strings.Contains(got, "A (CPU profile zen2)") || !strings.Contains(got, "B (CPU profile default)") {
 		t.Errorf("Calibrate(zen2 against default) said %q; want where each side's statistics came from", got)
 	}
 }

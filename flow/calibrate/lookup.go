@@ -309,7 +309,7 @@ func sideB(ctx context.Context, setup *measure.Setup, a Bounds) (Bounds, error) 
 		return a, err
 	}
 	out := Bounds{Jitter: wider(a.Jitter, b.Jitter), Floors: wider(a.Floors, b.Floors),
-		Source: fmt.Sprintf("for A (CPU profile %s) %s; for B (CPU profile %s) %s; each benchmark the wider of the two", cpuA.Label(), a.Source, cpuB.Label(), b.Source)}
+		Source: fmt.Sprintf("each side's CPU model, the wider per benchmark: A (CPU profile %s) %s; B (CPU profile %s) %s", cpuA.Label(), a.Source, cpuB.Label(), b.Source)}
 	return out, nil
 }
 
