@@ -45,6 +45,7 @@ type File struct {
 	Bisect  Bisect        `toml:"bisect"`
 	Nightly Nightly       `toml:"nightly"`
 	Serve   Serve         `toml:"serve"`
+	Report  Report        `toml:"report"`
 	Series  []Series      `toml:"series"`
 	Kernels []KernelEntry `toml:"kernel"`
 
@@ -93,6 +94,14 @@ type Stats struct {
 	// (compare.Options.Bounds), RuleStatistical always runs the
 	// significance test, as under wall time.
 	Rule string `toml:"rule" usage:"how deterministic (icount) rows are judged: auto (a calibrated jitter bound decides, from 2 boots a side) or statistical (always the significance test)"`
+}
+
+// Report shapes what the reports say, beyond the verdicts.
+type Report struct {
+	// VeristatEmit chooses the stats of the veristat format as veristat's
+	// --emit does (report.ParseVeristatEmit); "" for every stat of
+	// veristat's CSV.
+	VeristatEmit string `toml:"veristat_emit" usage:"stats of --format veristat, comma-separated, as veristat's --emit takes them (file,prog,verdict,states is what BPF CI's veristat_compare.py reads; default: every stat of veristat's CSV)"`
 }
 
 // The values of Stats.Rule.

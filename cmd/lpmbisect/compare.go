@@ -41,11 +41,14 @@ func runCompare(c *cli.Context, r *run) error {
 	if err := writable("out", r.out); err != nil {
 		return err
 	}
+	if _, err := r.insightInput(); err != nil { // before the setup, whose accelerator may need a probe boot
+		return err
+	}
 	opts.MaxBoots = r.Measure.MaxBoots
 	if !c.IsSet("seed") { // before the setup: a fleet's paired rounds draw their turns from it
 		r.seed = uint64(time.Now().UnixNano())
 	}
-	s, err := r.setup(r.paired, !r.noControls)
+	s, err := r.setup(r.paired, !r.noControls, kernels...)
 	if err != nil {
 		return err
 	}

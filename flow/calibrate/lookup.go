@@ -76,17 +76,15 @@ func ShelfFor(setup *measure.Setup, cacheDir string) Shelf {
 
 // KeyFor returns the key of the calibration that comparisons made with
 // setup need, before any boot: the host (this one, or the host class of
-// its remote, see Remote), the setup's accelerator (auto, which setup
-// leaves undecided only where /dev/kvm opens, as kvm), the QEMU version and the CPU model that
-// accelerator emulates with the setup's CPU profile (of this host's QEMU binary, or the class's), the
+// its remote, see Remote), the setup's accelerator (decided by the setup,
+// never auto), the QEMU version and the CPU model that accelerator
+// emulates with the setup's CPU profile (of this host's QEMU binary, or the
+// class's), the
 // plan's samples and rounds, and whether two kernels would run in pairs.
 // It is the key Run's results give, so a comparison finds the calibration
 // of its setup.
 func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 	accel := setup.Accel
-	if accel == wire.AccelAuto {
-		accel = wire.AccelKVM
-	}
 	plan := setup.Plan.Wire()
 	cpu := setup.VM.CPU
 	k := Key{Accel: string(accel), CPUModel: cpu.QEMUModel(accel), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel, cpu)}

@@ -168,7 +168,7 @@ func TestPluginFaultRunsTheInsightPassAgain(t *testing.T) {
 		return fakeBoot(&log, nil)(context.Background(), cfg)
 	}
 	r := &Runner{Seed: 1, Sides: testSides(), Exec: Local{Boot: boot}, RunDir: t.TempDir(), GuestArgs: []string{"lpmbisect.insight=0"},
-		Selector: &vmrunner.Selector{Requested: wire.AccelIcount}, insight: &Insight{MemoryPlugin: "/p/memcount.so"}}
+		VM: vmrunner.Config{Accel: wire.AccelIcount}, insight: &Insight{MemoryPlugin: "/p/memcount.so"}}
 	if err := r.Measure(context.Background(), 2); err != nil {
 		t.Fatalf("Measure with a plugin fault on A: %v; want the run to go on", err)
 	}
@@ -189,7 +189,7 @@ func TestPluginFaultRunsTheInsightPassAgain(t *testing.T) {
 	// The kernel's own failure in that boot still stops the run.
 	r = &Runner{Seed: 1, Sides: testSides(), Exec: Local{Boot: func(_ context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
 		return &vmrunner.Result{Outcome: vmrunner.Panic, Detail: "Kernel panic", Stream: wire.Decode(nil), Accel: wire.AccelTCG}, nil
-	}}, RunDir: t.TempDir(), GuestArgs: []string{"lpmbisect.insight=0"}, Selector: &vmrunner.Selector{Requested: wire.AccelIcount}, insight: &Insight{MemoryPlugin: "/p/memcount.so"}}
+	}}, RunDir: t.TempDir(), GuestArgs: []string{"lpmbisect.insight=0"}, VM: vmrunner.Config{Accel: wire.AccelIcount}, insight: &Insight{MemoryPlugin: "/p/memcount.so"}}
 	if err := r.Measure(context.Background(), 2); !errors.Is(err, ErrBootFailed) {
 		t.Errorf("Measure with a panic in the plugin's boot: %v; want ErrBootFailed", err)
 	}

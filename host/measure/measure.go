@@ -162,19 +162,6 @@ var ErrNoResults = errors.New("no benchmark produced results")
 // comparison.
 var ErrBootFailed = errors.New("did not deliver results")
 
-// accelFor is the accelerator the guest is told about. Under Auto the first
-// boot may still change it (KVM → TCG); the host relabels results with the
-// accelerator actually used.
-func accelFor(s *vmrunner.Selector) wire.Accel {
-	if s == nil {
-		return wire.AccelTCG
-	}
-	if a := s.Accel(); a != "" {
-		return a
-	}
-	return wire.AccelKVM
-}
-
 // labelResults labels a boot's results with what the host knows (kernel
 // label, accelerator used, side, boot, pair when not 0, image, order seed)
 // and returns them; the guest's own labels are kept where the host has none.

@@ -1,26 +1,10 @@
 package vmrunner
 
 import (
-	"os"
 	"strconv"
 
 	"github.com/lpmbisect/lpmbisect/wire"
 )
-
-// KVMProbe reports whether /dev/kvm can be used, and if not, why.
-type KVMProbe func() (usable bool, why string)
-
-// kvmUsable reports whether /dev/kvm can be opened for reading and writing,
-// and if not, why. Usable is not the same as working: nested or broken
-// virtualization may accept the open and then never run the guest.
-func kvmUsable() (bool, string) {
-	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
-	if err != nil {
-		return false, err.Error()
-	}
-	f.Close()
-	return true, ""
-}
 
 // IcountCPUModel is the QEMU CPU model that Icount boots emulate.
 //

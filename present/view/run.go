@@ -50,6 +50,10 @@ type Meta struct {
 	// Verifier are the verifier rows by program (Verifiers), for the
 	// formats that speak veristat's language; nil when there are none.
 	Verifier []VerifierProgram `json:"-"`
+	// Veristat are the stats the veristat format emits, by veristat's
+	// names, in order, as veristat's --emit chooses them; nil for all of
+	// them, in the order of veristat's own CSV.
+	Veristat []string `json:"-"`
 }
 
 // KernelInfo describes one side's kernel.

@@ -213,6 +213,12 @@ type Row struct {
 
 	// Control marks a benchmark that measures the harness (Options.Controls).
 	Control bool
+	// Total marks a user's program's row (wire.WorkloadBench) whose
+	// own-work row (wire.WorkloadOwn) is in the report: it includes the
+	// test run's harness, which its noop measures, so it is reported with
+	// its verdict but, like a control, not weighed (Row.Weighed): the
+	// program's own work is what runs in production.
+	Total bool
 	// Drift marks a control that moved enough to explain a minimum-effect
 	// change of a benchmark: it sets Report.EnvironmentDrift. Only under
 	// wall time (see Report.Deterministic).
