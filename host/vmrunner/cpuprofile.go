@@ -10,9 +10,9 @@ import (
 
 // CPUProfile is the identity of a production CPU that TCG boots (icount
 // and tcg) give the guest: its vendor, family, model and stepping on the
-// TCG-safe model every TCG boot emulates (IcountCPUModel without
-// emulatedCPUOff), and the kernel parameters that make the kernel run
-// closer to what it runs on that CPU.
+// TCG-safe model icount boots emulate (IcountCPUModel, less
+// emulatedCPUOff and profileCPUOff), and the kernel parameters that make
+// the kernel run closer to what it runs on that CPU.
 //
 // The kernel chooses its speculation mitigations from the CPU's identity
 // and from what the CPU says of itself: CPUID's speculation-control bits
@@ -24,7 +24,7 @@ import (
 // *_NO bit as clear, and what the identity does not rule out it takes as
 // vulnerable. KernelArgs switch off, by the kernel's own parameters, what
 // the real CPU's *_NO bits would; what needs microcode or a CPUID feature
-// (IBRS, eIBRS, IBPB, the VERW that clears buffers, BHI_DIS_S) cannot be
+// (IBRS, eIBRS, IBPB, BHI_DIS_S, the microcode behind VERW) cannot be
 // added. Mitigations lists, per Debian kernel, what the kernels choose on
 // the profile under TCG, measured, beside what the real CPU runs, cited in
 // docs/cpu-profiles.md; TestCPUProfilesBoot checks the measured lines
