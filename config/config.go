@@ -68,6 +68,7 @@ type Measure struct {
 	Guest           string   `toml:"guest" env:"LPMBISECT_GUEST" usage:"guest binary (default: lpmbisect-guest beside this executable)"`
 	NoModules       bool     `toml:"no_modules" usage:"do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"`
 	Append          string   `toml:"append" usage:"extra kernel parameters, e.g. \"mitigations=off\""`
+	CPUProfile      string   `toml:"cpu_profile" usage:"the production CPU whose identity tcg and icount boots give the kernel, which chooses its mitigations by it: a profile of lpmbisect list --cpu-profiles (zen2, skylake-server, …) or default; a profile makes auto icount"`
 	NoMemory        bool     `toml:"no_memory" usage:"leave out the insight block's memory pass (under icount, cache and dTLB misses per operation from QEMU's TCG plugin in the first boot of each side)"`
 	MemoryPlugin    string   `toml:"memory_plugin" env:"LPMBISECT_MEMORY_PLUGIN" usage:"the memory pass's QEMU plugin (default: memplugin/memcount.so in the cache directory, else in the user's cache directory, where scripts/setup builds it)"`
 }

@@ -72,9 +72,12 @@ type Config struct {
 	Initramfs  string     // cpio archive
 	KernelArgs []string   // extra kernel parameters (the guest's run plan)
 	Accel      wire.Accel // KVM, TCG or Icount (ChooseAccel decides Auto before a run)
-	MemoryMB   int        // default 1024
-	CPUs       int        // default 1
-	RunDir     string     // per-boot directory for console.log and results.out
+	// CPU is the CPU profile TCG boots emulate (the zero value: the
+	// default model); under KVM only the default is allowed.
+	CPU      CPUProfile
+	MemoryMB int    // default 1024
+	CPUs     int    // default 1
+	RunDir   string // per-boot directory for console.log and results.out
 
 	// BootDeadline and ProgressDeadline, and StartDeadline, are wall
 	// time, except under Icount, where they are QEMU's CPU time (with a
@@ -122,8 +125,9 @@ type Result struct {
 	ConsoleLog string   // path of the console log
 	Command    []string // a QEMU command line that reproduces the boot by hand
 
-	// CPUModel is the QEMU CPU model the guest ran on (Accel.CPUModel);
-	// instruction counts compare only between boots on one model.
+	// CPUModel is the QEMU CPU model the guest ran on (Config.CPU's
+	// QEMUModel); instruction counts compare only between boots on one
+	// model.
 	CPUModel string
 	// QEMUVersion is the binary's version as QEMUVersion reports it
 	// ("7.2.22"), or "" when the binary did not tell.
@@ -131,11 +135,20 @@ type Result struct {
 	// Phases are the ends of the boot's phases that the guest marked on
 	// its console (icount only; wire.PhaseMark), in order.
 	Phases []wire.PhaseMark
+	// QEMUWarnings are the warnings QEMU printed (its stderr's lines that
+	// say "warning:", the last maxQEMUWarnings): a CPU model that asks
+	// for a feature TCG does not emulate is one ("TCG doesn't support
+	// requested feature"), and the guest then runs on less than the model
+	// says.
+	QEMUWarnings []string
 	// Memory is what the memory plugin counted (Config.MemoryPlugin);
 	// MemoryProblem says why there is nothing when it was loaded.
 	Memory        *MemCounts
 	MemoryProblem string
 }
+
+// maxQEMUWarnings bounds Result.QEMUWarnings.
+const maxQEMUWarnings = 8
 
 // ErrQEMUMissing is returned when the QEMU binary cannot be found.
 var ErrQEMUMissing = errors.New("qemu-system-x86_64 not found (install it: apt-get install qemu-system-x86)")
@@ -195,10 +208,13 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.checkMemoryPlugin(); err != nil {
 		return nil, err
 	}
+	if cfg.Accel == wire.AccelKVM && !cfg.CPU.IsDefault() {
+		return nil, ErrCPUProfileUnderKVM
+	}
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	res := &Result{Accel: cfg.Accel, CPUModel: CPUModel(cfg.Accel), ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
+	res := &Result{Accel: cfg.Accel, CPUModel: cfg.CPU.QEMUModel(cfg.Accel), ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
 	// A binary that cannot tell its version may still boot (a wrapper
 	// script): the result then says "" rather than failing the boot.
 	res.QEMUVersion, _ = QEMUVersion(cfg.QEMU)
@@ -322,6 +338,7 @@ loop:
 	res.Stream, res.Channel = DecodeStream(data, cfg), channel
 	res.Phases = mon.phases // the console reader is done (wg.Wait)
 	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr.String())
+	res.QEMUWarnings = logtail.Lines(stderr.String(), maxQEMUWarnings, func(l string) bool { return !strings.Contains(l, "warning:") })
 	if cfg.MemoryPlugin != "" {
 		m, err := ReadMemCounts(filepath.Join(cfg.RunDir, memcountFile))
 		if err != nil {
