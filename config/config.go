@@ -45,6 +45,7 @@ type File struct {
 	Bisect  Bisect        `toml:"bisect"`
 	Nightly Nightly       `toml:"nightly"`
 	Serve   Serve         `toml:"serve"`
+	Report  Report        `toml:"report"`
 	Series  []Series      `toml:"series"`
 	Kernels []KernelEntry `toml:"kernel"`
 
@@ -67,6 +68,7 @@ type Measure struct {
 	Guest           string   `toml:"guest" env:"LPMBISECT_GUEST" usage:"guest binary (default: lpmbisect-guest beside this executable)"`
 	NoModules       bool     `toml:"no_modules" usage:"do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"`
 	Append          string   `toml:"append" usage:"extra kernel parameters, e.g. \"mitigations=off\""`
+	CPUProfile      string   `toml:"cpu_profile" usage:"the production CPU whose identity tcg and icount boots give the kernel, which chooses its mitigations by it: a profile of lpmbisect list --cpu-profiles (zen2, skylake-server, …) or default; a profile makes auto icount"`
 	NoMemory        bool     `toml:"no_memory" usage:"leave out the insight block's memory pass (under icount, cache and dTLB misses per operation from QEMU's TCG plugin in the first boot of each side)"`
 	MemoryPlugin    string   `toml:"memory_plugin" env:"LPMBISECT_MEMORY_PLUGIN" usage:"the memory pass's QEMU plugin (default: memplugin/memcount.so in the cache directory, else in the user's cache directory, where scripts/setup builds it)"`
 	NoCycles        bool     `toml:"no_cycles" usage:"leave out the memory pass's cycle model: its branch model (mispredictions per op), the warming of its caches and predictors by each benchmark's warm-up, the deferred work pass and est-cycles/op (docs/cycles.md); the pass then counts as it did without them"`
@@ -94,6 +96,14 @@ type Stats struct {
 	// (compare.Options.Bounds), RuleStatistical always runs the
 	// significance test, as under wall time.
 	Rule string `toml:"rule" usage:"how deterministic (icount) rows are judged: auto (a calibrated jitter bound decides, from 2 boots a side) or statistical (always the significance test)"`
+}
+
+// Report shapes what the reports say, beyond the verdicts.
+type Report struct {
+	// VeristatEmit chooses the stats of the veristat format as veristat's
+	// --emit does (report.ParseVeristatEmit); "" for every stat of
+	// veristat's CSV.
+	VeristatEmit string `toml:"veristat_emit" usage:"stats of --format veristat, comma-separated, as veristat's --emit takes them (file,prog,verdict,states is what BPF CI's veristat_compare.py reads; default: every stat of veristat's CSV)"`
 }
 
 // The values of Stats.Rule.

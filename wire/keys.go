@@ -69,6 +69,12 @@ const (
 	// KeyCPUModel is the model QEMU emulated (its -cpu value, "host" under
 	// KVM). Icount instruction counts are comparable only for one model.
 	KeyCPUModel = "cpu-model"
+	// KeyAppend is the kernel parameters a boot got besides its run plan
+	// and the fixed ones (lpmbisect's --append, and a comparison's
+	// --append-b on side B), on the results of boots that got any. A CPU
+	// profile's own parameters are not in it: the model (KeyCPUModel)
+	// names the profile, whose parameters are its own.
+	KeyAppend = "append"
 	// KeyPhases is where an icount boot's guest clock went, phase by
 	// phase (FormatPhases): instructions, and the idle time the clock
 	// skipped, from QEMU's start to the guest's flush, read from the
@@ -282,6 +288,20 @@ const (
 	// UnitMarkReadMax is "mark_read", the longest read-mark chain; kernels
 	// that no longer print it have no value.
 	UnitMarkReadMax = "mark-read-max"
+	// UnitStackBytes is the stack depth the verifier computed, in bytes,
+	// summed over the program's subprograms ("stack depth A+B" of the
+	// statistics log, Linux 5.2; veristat's stack_depth).
+	UnitStackBytes = "stack-bytes"
+	// UnitProgInsns is the program's size as loaded, in instructions of 8
+	// bytes (a 64-bit immediate load counts 2), its subprograms included
+	// (veristat's prog_size: what the loader gave the kernel, before the
+	// verifier rewrote it).
+	UnitProgInsns = "prog-insns"
+	// UnitJitedBytes is the size of the program's JITed code in bytes
+	// (bpf_prog_info.jited_prog_len, Linux 4.13; veristat's
+	// prog_size_jited); absent for a rejected program and when the kernel
+	// does not say (JIT off, or restricted by sysctl).
+	UnitJitedBytes = "jited-bytes"
 	// UnitVerdict is the verifier's verdict on a load: VerdictAccepted
 	// or VerdictRejected. Both are positive, so a program one kernel
 	// rejects and the other accepts is a relative change of this row like
@@ -296,12 +316,36 @@ const (
 	KeyVerifierError = "verifier-error"
 	// MaxVerifierErrorLen bounds KeyVerifierError's value.
 	MaxVerifierErrorLen = 240
+	// KeyProgType and KeyAttachType are the program type and expected
+	// attach type a verifier row's load gave the kernel, as libbpf names
+	// them (libbpf_bpf_prog_type_str, libbpf_bpf_attach_type_str: "xdp",
+	// "kprobe", "trace_fentry"; the attach type 0 of a program that has
+	// none is "cgroup_inet_ingress", as veristat writes it). Every result
+	// of a verifier row carries them.
+	KeyProgType   = "prog-type"
+	KeyAttachType = "attach-type"
 )
 
 // VerifierUnits are the count units of a verifier row, in the order
 // reports show them.
 var VerifierUnits = []string{UnitInsnsProcessed, UnitInsnsVerified, UnitStatesTotal, UnitStatesPeak,
-	UnitStatesPerInsnMax, UnitMarkReadMax, UnitVerdict}
+	UnitStatesPerInsnMax, UnitMarkReadMax, UnitStackBytes, UnitProgInsns, UnitJitedBytes, UnitVerdict}
+
+// LoadedProgramUnits are the units of a verifier row that describe the
+// program as the kernel took it (its size as loaded, its JITed size, the
+// stack the verifier gave it) rather than what verifying it cost: reported
+// with their verdicts, as veristat reports them, but not weighed in a
+// comparison's outcome. A kernel whose JIT writes 15 more bytes for every
+// program does not fail a user's CI by that.
+var LoadedProgramUnits = []string{UnitStackBytes, UnitProgInsns, UnitJitedBytes}
+
+// ResultKeys are the configuration keys that annotate a single result
+// rather than say what was measured: a verifier row's load carries them.
+// They are no dimension of a benchmark, and benchstat, which puts the
+// results of each combination of keys in a table of its own, must ignore
+// them, or a program that one boot's verifier rejects has its samples
+// split across tables.
+var ResultKeys = []string{KeyVerifierError, KeyProgType, KeyAttachType}
 
 // IsVerifierTime reports whether a row of results (benchmark name, unit)
 // is a verifier row's verification time: its value in the clock's unit,

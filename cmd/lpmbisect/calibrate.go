@@ -27,7 +27,7 @@ func calibrateCommand(r *run) *cli.Command {
 		if err != nil {
 			return err
 		}
-		s, err := r.setup(r.paired, true)
+		s, err := r.setup(r.paired, true, kernels...)
 		if err != nil {
 			return err
 		}

@@ -71,7 +71,7 @@ func flagHint(err error) string {
 	var long *vmrunner.CommandLineTooLongError
 	switch {
 	case errors.As(err, &kvm):
-		return " (--accel kvm cannot run guests here: use --accel icount, or --accel auto to fall back by itself)"
+		return " (use --accel icount, or --accel auto, which chooses icount here by itself)"
 	case errors.As(err, &long):
 		return " (shorten --append or --bench)"
 	}

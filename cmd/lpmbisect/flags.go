@@ -58,6 +58,22 @@ type run struct {
 	workloadProgs workloads.WorkloadPrograms
 	// runFormat is run's --format: benchfmt or veristat.
 	runFormat string
+	// cpuProfileB and appendB are compare's --cpu-profile-b and
+	// --append-b: side B's own CPU profile and extra kernel parameters.
+	cpuProfileB, appendB string
+	// veristatEmit are the stats of the veristat format
+	// (--veristat-emit, once read by readVeristatEmit).
+	veristatEmit []string
+}
+
+// readVeristatEmit reads --veristat-emit (report.veristat_emit).
+func (r *run) readVeristatEmit() error {
+	emit, err := report.ParseVeristatEmit(r.Report.VeristatEmit)
+	if err != nil {
+		return flagError(&config.ValueError{Key: "report.veristat_emit", Detail: err.Error()})
+	}
+	r.veristatEmit = emit
+	return nil
 }
 
 // vmOpts are the flags of the commands that boot kernels.
@@ -100,13 +116,14 @@ func configOpt(r *run) opt {
 
 // verdictOpts shape verdicts and reports (compare and stat).
 func verdictOpts(r *run) []opt {
-	return append([]opt{minEffectOpt(r),
+	opts := append([]opt{minEffectOpt(r),
 		cliflag.Key(r.File, "stats.alpha", "family-wise error rate of DIFFERENT claims (and of each SAME claim)")},
 		append(cliflag.Keys(r.File, "stats"),
 			opt{Name: "fail-on", Ptr: &r.failOn, Usage: "what fails the exit code: regression (only a change for the worse) or change (any)"},
-			opt{Name: "format", Ptr: &r.format, Usage: "report on stdout: text, markdown, json, veristat (veristat -C's CSV of the verifier rows), kcidb (a KCIDB v4 submission), github (GitHub Actions annotations)"},
+			opt{Name: "format", Ptr: &r.format, Usage: "report on stdout: text, markdown, json, veristat (veristat -C's CSV of the verifier rows), kcidb (a KCIDB v4.4 submission), github (GitHub Actions annotations)"},
 			opt{Name: "html", Ptr: &r.html, Usage: "also write an HTML report with SVG plots of every boot to this file"},
 			opt{Name: "no-controls", Ptr: &r.noControls, Usage: "do not run the noop and baseline controls alongside (stat: treat them as ordinary benchmarks)"})...)
+	return append(opts, cliflag.Keys(r.File, "report")...)
 }
 
 // flagError turns a library error about a value into a usage error that

@@ -103,18 +103,26 @@ func (r *run) fleetURL() string {
 	return ""
 }
 
+// checkFleet checks --db and --queue before the setup, whose accelerator
+// may need a probe boot: a usage error comes before any VM starts.
+func (r *run) checkFleet() error {
+	if r.remote == nil || r.remote.queue == "" && (r.remote.db == "" || r.remote.buildQueue != "") {
+		return nil // boots here (builds, perhaps, on the fleet)
+	}
+	if r.remote.queue == "" {
+		return usageError("--db names the fleet, --queue NAME sends the boots there: give both (or neither, to boot here)")
+	}
+	_, err := r.fleetDB("--queue " + r.remote.queue)
+	return err
+}
+
 // useFleet makes s boot on the fleet when --queue is given: a
 // fleet.Executor as its remote policy, so verdicts, looks, reports and exit
-// codes are the local code's. Without --queue it changes nothing.
+// codes are the local code's. Without --queue it changes nothing. The
+// flags were checked by checkFleet.
 func (r *run) useFleet(s *measure.Setup) error {
-	if r.remote == nil || (r.remote.queue == "" && r.remote.db == "") {
+	if r.remote == nil || r.remote.queue == "" {
 		return nil
-	}
-	switch {
-	case r.remote.queue == "" && r.remote.buildQueue != "":
-		return nil // builds on the fleet, boots here
-	case r.remote.queue == "":
-		return usageError("--db names the fleet, --queue NAME sends the boots there: give both (or neither, to boot here)")
 	}
 	url, err := r.fleetDB("--queue " + r.remote.queue)
 	if err != nil {

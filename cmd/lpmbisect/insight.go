@@ -61,31 +61,20 @@ func (r *run) insightOptions(cacheDir string) (insight.Options, error) {
 	return o, nil
 }
 
-// compareInsight is what ab.Run needs for the insight block of a
-// comparison of the benchmarks plan selects, nil with --no-insight: their
-// functions of interest join insight's defaults. memory asks for the
-// memory pass (compare's alone: a campaign's store keeps each image's
-// guest document, not the host's plugin counts), which --no-memory
-// leaves out.
-func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan, memory bool) (*measure.Insight, error) {
+// insightInput reads the insight flags that need neither a kernel nor a
+// setup (--symbols, --debug-a, --debug-b, a named --memory-plugin): nil
+// with --no-insight. Commands call it before their setup too, so that a
+// mistake in these flags is a usage error before any kernel is looked at,
+// the accelerator's probe included.
+func (r *run) insightInput() (*measure.Insight, error) {
 	if r.insight.off {
 		return nil, nil
 	}
-	opts, err := r.insightOptions(cacheDir)
+	opts, err := r.insightOptions("")
 	if err != nil {
 		return nil, err
 	}
-	opts = opts.WithFunctions(workloads.Functions(plan.Selected()))
 	in := &measure.Insight{Options: opts, Guest: true} // not on a fleet (measure.Setup.Start)
-	if !r.insight.noProfile {
-		in.ProfilePeriod = insight.DefaultProfilePeriod
-	}
-	if memory && workloads.Countable(plan.Selected()) {
-		if in.MemoryPlugin, err = r.memoryPlugin(cacheDir); err != nil {
-			return nil, err
-		}
-		in.NoCycleModel, in.NoDeferred = r.Measure.NoCycles, r.Measure.NoDeferred
-	}
 	for i, f := range []struct{ name, path string }{{"debug-a", r.insight.debugA}, {"debug-b", r.insight.debugB}} {
 		if f.path == "" {
 			continue
@@ -96,28 +85,52 @@ func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan, memory boo
 		}
 		in.Given[i] = given
 	}
+	if path := r.Measure.MemoryPlugin; path != "" && !r.Measure.NoMemory {
+		if _, err := os.Stat(path); err != nil {
+			return nil, usageError("--memory-plugin: %v (scripts/setup builds it under the user's cache directory)", err)
+		}
+	}
+	return in, nil
+}
+
+// compareInsight is what ab.Run needs for the insight block of a
+// comparison of the benchmarks plan selects, nil with --no-insight: their
+// functions of interest join insight's defaults. memory asks for the
+// memory pass (compare's alone: a campaign's store keeps each image's
+// guest document, not the host's plugin counts), which --no-memory
+// leaves out.
+func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan, memory bool) (*measure.Insight, error) {
+	in, err := r.insightInput()
+	if in == nil || err != nil {
+		return in, err
+	}
+	in.Options.CacheDir = cacheDir
+	in.Options = in.Options.WithFunctions(workloads.Functions(plan.Selected()))
+	if !r.insight.noProfile {
+		in.ProfilePeriod = insight.DefaultProfilePeriod
+	}
+	if memory && workloads.Countable(plan.Selected()) {
+		in.MemoryPlugin = r.memoryPlugin(cacheDir)
+		in.NoCycleModel, in.NoDeferred = r.Measure.NoCycles, r.Measure.NoDeferred
+	}
 	return in, nil
 }
 
 // memoryPlugin is the memory pass's plugin: "" with --no-memory, or when
-// the default one was not built (said in the log); a plugin named but
-// missing is a usage error.
-func (r *run) memoryPlugin(cacheDir string) (string, error) {
+// the default one was not built (said in the log); a plugin named is
+// checked by insightInput.
+func (r *run) memoryPlugin(cacheDir string) string {
 	if r.Measure.NoMemory {
-		return "", nil
+		return ""
 	}
-	path := r.Measure.MemoryPlugin
-	if path == "" {
-		found, tried := vmrunner.FindMemoryPlugin(cacheDir)
-		if found == "" {
-			r.log.Printf("no memory pass: no plugin at %s (scripts/setup builds it; --no-memory says you do not want it)", strings.Join(tried, " or "))
-		}
-		return found, nil
+	if path := r.Measure.MemoryPlugin; path != "" {
+		return path
 	}
-	if _, err := os.Stat(path); err != nil {
-		return "", usageError("--memory-plugin: %v (scripts/setup builds it under the user's cache directory)", err)
+	found, tried := vmrunner.FindMemoryPlugin(cacheDir)
+	if found == "" {
+		r.log.Printf("no memory pass: no plugin at %s (scripts/setup builds it; --no-memory says you do not want it)", strings.Join(tried, " or "))
 	}
-	return path, nil
+	return found
 }
 
 // statInsight reads the insight block saved beside a results file: nil

@@ -14,6 +14,7 @@ import (
 	"log"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -88,7 +89,7 @@ func newApp(r *run, stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler:            func(*cli.Context, error) {}, // exit codes are ours
 		Commands: []*cli.Command{runCommand(r), compareCommand(r), statCommand(r), listCommand(r), buildCommand(r),
 			bisectRunCommand(r), bisectCommand(r), seriesCommand(r), nightlyCommand(r), historyCommand(r), calibrateCommand(r),
-			workerCommand(r), fleetCommand(r), serveCommand(r)},
+			workerCommand(r), fleetCommand(r), serveCommand(r), hostCommand(r)},
 	}
 }
 
@@ -101,11 +102,14 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 	return usageError("%v (see --help)", err)
 }
 
-// setup checks the boot options before any VM starts; controls adds the
-// harness controls to the plan, paired asks for pairs.
-func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
+// setup checks the boot options and decides the accelerator, before
+// anything is planned and before any VM of the run starts; controls adds
+// the harness controls to the plan, paired asks for pairs, and kernels
+// are the run's kernels, which probe KVM if it must be probed.
+func (r *run) setup(paired, controls bool, kernels ...string) (*measure.Setup, error) {
 	o := measure.FromConfig(r.Measure, r.Bench)
-	o.Plan.Fault, o.RunDir, o.Paired, o.Log = r.fault, r.runDir, paired, r.log
+	o.Plan.Fault, o.RunDir, o.Paired, o.Log, o.ProbeKernels = r.fault, r.runDir, paired, r.log, kernels
+	o.CPUProfileB, o.AppendB = r.cpuProfileB, strings.Fields(r.appendB)
 	if r.verbose {
 		o.Verbose = r.log
 	}
@@ -116,6 +120,9 @@ func (r *run) setup(paired, controls bool) (*measure.Setup, error) {
 	}
 	if controls {
 		o.Plan = o.Plan.WithControls()
+	}
+	if err := r.checkFleet(); err != nil {
+		return nil, err
 	}
 	// On a fleet, auto is the queue's accelerator, decided once for every
 	// job of the run (workers never decide it).

@@ -66,7 +66,7 @@ func TestProfileDebian61To612(t *testing.T) {
 	const bench = "LPMTrie/op=lookup/keys=random/entries=1000"
 	out := filepath.Join(t.TempDir(), "ab.txt")
 	doc, p := profileDoc(t, bench, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--boots", "1", "--max-boots", "1", "--bench", "LPMTrie/op=lookup/keys=random", "--format", "json", "--out", out}, args...),
+		"--boots", "1", "--max-boots", "1", "--no-memory", "--bench", "LPMTrie/op=lookup/keys=random", "--format", "json", "--out", out}, args...),
 		testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612))...)
 	checkNotThrottled(t, p.A, "A")
 	checkNotThrottled(t, p.B, "B")
@@ -125,7 +125,7 @@ func TestProfileSeesThrottling(t *testing.T) {
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	const bench = "LPMTrie/op=lookup/keys=sequential/entries=1000"
 	_, p := profileDoc(t, bench, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--boots", "1", "--max-boots", "1", "--no-controls", "--fault", "throttle", "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json"}, args...),
+		"--boots", "1", "--max-boots", "1", "--no-controls", "--no-memory", "--fault", "throttle", "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json"}, args...),
 		deb, deb)...)
 	for _, s := range []struct {
 		name string

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/lpmbisect/lpmbisect/config/cliflag"
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
@@ -17,6 +18,7 @@ func runCommand(r *run) *cli.Command {
 		opt{Name: "boots", Ptr: &boots, Usage: "number of boots"},
 		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "results file (default: stdout)"},
 		opt{Name: "format", Ptr: &r.runFormat, Usage: "stdout: benchfmt (the results) or veristat (the verifier rows as veristat's CSV; the results go to --out)"})
+	opts = append(opts, cliflag.Keys(r.File, "report")...)
 	return command("run", "boot one kernel and print its benchmark results (Go benchmark format)", "KERNEL", opts, func(c *cli.Context) error {
 		kernels, err := r.kernels(c, "run", "one KERNEL", 1)
 		if err != nil {
@@ -25,11 +27,19 @@ func runCommand(r *run) *cli.Command {
 		if boots < 1 {
 			return usageError("--boots must be at least 1")
 		}
-		s, err := r.setup(false, false)
-		if err != nil {
+		if err := r.readVeristatEmit(); err != nil {
 			return err
 		}
+		switch r.runFormat {
+		case "", "benchfmt", "veristat":
+		default:
+			return usageError("--format %q: use benchfmt or veristat", r.runFormat)
+		}
 		if err := writable("out", r.out); err != nil {
+			return err
+		}
+		s, err := r.setup(false, false, kernels...)
+		if err != nil {
 			return err
 		}
 		runner, err := s.Start(kernels, measure.RunOptions{})
@@ -38,12 +48,8 @@ func runCommand(r *run) *cli.Command {
 		}
 		stdout := c.App.Writer
 		var captured bytes.Buffer
-		switch r.runFormat {
-		case "", "benchfmt":
-		case "veristat":
+		if r.runFormat == "veristat" {
 			stdout = &captured
-		default:
-			return usageError("--format %q: use benchfmt or veristat", r.runFormat)
 		}
 		out, err := measure.OpenResults(r.out, stdout)
 		if err != nil {
@@ -79,5 +85,5 @@ func (r *run) writeVeristat(c *cli.Context, path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	return report.WriteVeristat(c.App.Writer, r.verifiers(rows, results))
+	return report.WriteVeristat(c.App.Writer, r.verifiers(rows, results), r.veristatEmit)
 }

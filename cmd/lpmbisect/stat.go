@@ -54,7 +54,7 @@ func statCommand(r *run) *cli.Command {
 // writeReports writes the report in format to standard output and, with
 // --html, the HTML report to its file.
 func (r *run) writeReports(c *cli.Context, format report.Format, rep *compare.Report, meta view.Meta) error {
-	meta.Verifier = r.verifiersOf(rep.Rows, meta.ResultsFile)
+	meta.Verifier, meta.Veristat = r.verifiersOf(rep.Rows, meta.ResultsFile), r.veristatEmit
 	if err := report.Write(c.App.Writer, format, rep, meta); err != nil || r.html == "" {
 		return err
 	}
@@ -84,6 +84,9 @@ func (r *run) verdicts() (compare.FailOn, report.Format, compare.Options, error)
 		opts.Controls = []string{}
 	}
 	if err := writable("html", r.html); err != nil {
+		return failOn, format, opts, err
+	}
+	if err := r.readVeristatEmit(); err != nil {
 		return failOn, format, opts, err
 	}
 	return failOn, format, opts, nil

@@ -26,7 +26,7 @@ func workerCommand(r *run) *cli.Command {
 		{Name: "cache-dir", Ptr: &w.cacheDir, Usage: "fetched kernels and initramfs images, boot logs, build trees (default: <user cache dir>/lpmbisect/worker-NAME)"},
 		{Name: "guest", Ptr: &r.Measure.Guest, Env: "LPMBISECT_GUEST", Usage: "guest binary; clients must pack the same one (default: lpmbisect-guest beside this executable)"},
 		{Name: "qemu", Ptr: &r.Measure.QEMU, Usage: "QEMU binary"},
-		{Name: "kvm-probe-kernel", Ptr: &w.kvmKernel, Usage: "a bzImage to boot once at start to see whether KVM runs guests here (without one, kvm queues are dropped)"},
+		{Name: "kvm-probe-kernel", Ptr: &w.kvmKernel, Usage: "a kernel (bzImage, .deb) to boot once under KVM at start, to see whether KVM runs guests here, when no verdict is kept in the cache directory (without either, kvm queues are dropped)"},
 		{Name: "tree", Ptr: &w.trees, Usage: "NAME=DIR: a kernel git tree build jobs may name (repeatable; its origin is fetched for commits it lacks); builds use the [build] section of --config as configuration \"default\""},
 	}
 	return command("worker", "work a fleet's boot and build jobs on this host until SIGINT or SIGTERM (one log line per event on stderr)", "", opts, func(c *cli.Context) error {

@@ -63,6 +63,20 @@ func TestCompareUserProgram(t *testing.T) {
 			t.Errorf("side %c: own work %v; want the program %v less its noop %v, positive", "AB"[i], s.o, s.t, s.n)
 		}
 	}
+	// The exit code follows the program's own work, what runs in
+	// production: its total, harness included, is reported, not weighed.
+	if !total.Total || own.Total {
+		t.Errorf("total %v, own %v; want the program's row marked as its total, the own row not", total.Total, own.Total)
+	}
+	wantCode := exitOK
+	for _, r := range doc.Rows {
+		if r.Worse && (compare.Row{Benchmark: r.Benchmark, Unit: r.Unit, Control: r.Control, Total: r.Total}).Weighed() {
+			wantCode = exitRegression
+		}
+	}
+	if code != wantCode {
+		t.Errorf("exit %d; want %d (own work %v, worse %v; total %v, worse %v)", code, wantCode, own.Verdict, own.Worse, total.Verdict, total.Worse)
+	}
 	// The harness's change and the program's own work on lines of their own.
 	var harness, ownLine bool
 	for _, w := range doc.Warnings {

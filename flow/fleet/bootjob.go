@@ -146,8 +146,10 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 	defer os.RemoveAll(runDir)
 	jobs := make([]measure.Job, len(bj.boots))
 	for i, b := range bj.boots {
+		cpu, _ := vmrunner.LookupCPUProfile(b.CPUProfile) // Validate checked the name
 		jobs[i] = measure.Job{Boot: i + 1, Pair: b.Labels.Pair, Config: vmrunner.Config{
-			QEMU: rw.QEMU, Kernel: paths[b.Kernel], Initramfs: paths[b.Initramfs], KernelArgs: b.KernelArgs,
+			CPU:  cpu,
+			QEMU: rw.QEMU, Accel: bj.accel, Kernel: paths[b.Kernel], Initramfs: paths[b.Initramfs], KernelArgs: b.KernelArgs,
 			MemoryMB: b.MemoryMB, CPUs: b.CPUs, RunDir: filepath.Join(runDir, fmt.Sprint(i)),
 			BootDeadline:     time.Duration(b.BootDeadlineMS) * time.Millisecond,
 			ProgressDeadline: time.Duration(b.ProgressDeadlineMS) * time.Millisecond,
@@ -158,10 +160,12 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 			jobs[i].Config.Limits = vmrunner.DefaultLimits
 		}
 	}
-	sel := &vmrunner.Selector{Requested: bj.accel}
-	var exec measure.Executor = measure.Local{Boot: sel.Boot, Workers: 1}
+	// Every boot runs under the job's accelerator, its queue's (checked
+	// above): never another. A boot that KVM fails ends the job with the
+	// error, and no result.
+	var exec measure.Executor = measure.Local{Boot: vmrunner.Boot, Workers: 1}
 	if bj.paired {
-		exec = &measure.Paired{Boot: sel.Boot, Seed: bj.seed}
+		exec = &measure.Paired{Boot: vmrunner.Boot, Seed: bj.seed}
 	}
 	results := make([]*bootResult, len(jobs))
 	err := exec.Run(ctx, jobs, func(j measure.Job, res *vmrunner.Result) error {
@@ -178,6 +182,14 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 		return nil
 	})
 	var tooLong *vmrunner.CommandLineTooLongError
+	var kvm *vmrunner.KVMUnusableError
+	if errors.As(err, &kvm) && rw.kvm != nil {
+		// The next start of this worker drops its kvm queues, until KVM
+		// is probed again (lpmbisect host --reprobe).
+		if merr := rw.kvm.MarkBroken(kvm.Reason); merr != nil {
+			logEvent(rw.Log, "KVM failure not kept", "error", merr)
+		}
+	}
 	switch {
 	case errors.As(err, &tooLong):
 		return rw.refuse(job, &ArgsError{Kind: job.Kind, Field: "kernel_args", Err: fmt.Errorf("%w: %v", ErrBadArgs, err)})

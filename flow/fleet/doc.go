@@ -10,8 +10,10 @@
 //     accelerator its boots run under ("icount", "tcg", "kvm-zen4") or
 //     "build". At start the worker probes the accelerators (QEMU must
 //     implement them; icount needs the CPU model its boots emulate; KVM
-//     must really run a guest, which only a boot of a probe kernel shows),
-//     drops the queues whose accelerator does not work here, saying why,
+//     must really run real kernels, which the verdict kept for this host
+//     says, or else a boot of a probe kernel shows: vmrunner.CheckKVM, the
+//     probe and the cache of every run), drops the queues whose
+//     accelerator does not work here, saying why,
 //     and records its host (CPU model, cores, QEMU version, working
 //     accelerators, queues) in a workers table with a heartbeat, under
 //     its name and an instance: the process's River client ID (name/random
@@ -51,6 +53,20 @@
 //
 // Every job names the SHA-256 of the guest binary the client packed; a
 // worker whose own guest differs runs another lpmbisect and refuses it.
+//
+// # One accelerator per run
+//
+// No boot of a run is planned for one accelerator and run under another:
+// the client decides its run's accelerator before anything is planned, as
+// the queue's (ResolveAccel for auto; CheckBootQueue refuses another);
+// every job carries it (BootArgs.Accel, RoundArgs.Accel: never auto) and
+// names only boots whose guest is told it (Executor.spec); a worker works
+// only queues whose accelerator runs guests on its host, refuses a job
+// whose accelerator is not its queue's, and boots each job under the
+// job's accelerator, never falling back: a boot that KVM fails fails the
+// job (and is kept in the worker's verdict, so its next start drops its
+// kvm queues); the client refuses a result of another accelerator than
+// its queue's.
 //
 // # Blobs
 //

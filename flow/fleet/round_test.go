@@ -44,8 +44,8 @@ func fakeGuest(t *testing.T) string {
 }
 
 func fakeRunner(t *testing.T, sides []*measure.Side, exec measure.Executor, paired bool) *measure.Runner {
-	return &measure.Runner{Sides: sides, Seed: 7, GuestArgs: []string{"lpmbisect.samples=1"}, Selector: &vmrunner.Selector{Requested: wire.AccelTCG},
-		VM: vmrunner.Config{BootDeadline: 30 * time.Second, ProgressDeadline: 30 * time.Second}, RunDir: t.TempDir(), Exec: exec, Paired: paired}
+	return &measure.Runner{Sides: sides, Seed: 7, GuestArgs: []string{"lpmbisect.samples=1"},
+		VM: vmrunner.Config{Accel: wire.AccelTCG, BootDeadline: 30 * time.Second, ProgressDeadline: 30 * time.Second}, RunDir: t.TempDir(), Exec: exec, Paired: paired}
 }
 
 // TestRoundJobs runs wall-clock comparisons on two workers: unpaired (A and
@@ -176,7 +176,7 @@ func TestIcountHostClass(t *testing.T) {
 	sides := fakeSides(t, 100*time.Millisecond)
 	icountRunner := func(ex *Executor) *measure.Runner {
 		r := fakeRunner(t, sides, ex, false)
-		r.Selector = &vmrunner.Selector{Requested: wire.AccelIcount}
+		r.VM.Accel = wire.AccelIcount
 		return r
 	}
 	err = icountRunner(&Executor{Client: c, Queue: "icount", Guest: guest}).Measure(ctx, 1)

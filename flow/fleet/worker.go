@@ -53,9 +53,13 @@ type Worker struct {
 	// Slots is how many icount boots run at once (0: one per CPU).
 	// Wall-clock queues and build queues run one job at a time.
 	Slots int
-	// KVMProbeKernel is a bzImage to probe KVM with at start; without
-	// one, kvm queues are dropped.
+	// KVMProbeKernel is a kernel (a bzImage, a .deb) to probe KVM with
+	// at start, when no verdict on this host's KVM is kept in CacheDir
+	// (vmrunner.CheckKVM, as every run decides); without a verdict nor a
+	// kernel, kvm queues are dropped.
 	KVMProbeKernel string
+	// KVMDevice is the KVM device (default vmrunner.DefaultKVMDevice).
+	KVMDevice string
 	// Trees are the source trees build jobs name, Builds the build
 	// configurations they name.
 	Trees  map[string]Tree
@@ -148,9 +152,12 @@ const storeGrace = 30 * time.Second
 // runningWorker is a Worker at work.
 type runningWorker struct {
 	*Worker
-	db       *database
-	host     WorkerHost
-	queues   map[string]Queue
+	db     *database
+	host   WorkerHost
+	queues map[string]Queue
+	// kvm is what the probe found of KVM (nil when no kvm queue was
+	// asked for): a boot that KVM fails is kept in its verdict.
+	kvm      *vmrunner.KVMStatus
 	blobDir  string
 	stopping atomic.Bool
 	// storeCtx outlives the jobs' contexts: results of a boot that ended
@@ -286,7 +293,8 @@ func (rw *runningWorker) pickQueues(ctx context.Context) error {
 	if len(parsed) == 0 {
 		return fmt.Errorf("worker: %w: none given", ErrNoQueues)
 	}
-	works := probe{qemu: rw.QEMU, kvmKernel: rw.KVMProbeKernel, guest: rw.Guest, cacheDir: rw.CacheDir}.run(ctx, want)
+	works, kvm := probe{qemu: rw.QEMU, kvmKernel: rw.KVMProbeKernel, device: rw.KVMDevice, cacheDir: rw.CacheDir}.run(ctx, want)
+	rw.kvm = kvm
 	for _, a := range slices.Sorted(maps.Keys(works)) {
 		if works[a] == nil {
 			rw.host.Accels = append(rw.host.Accels, string(a))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -95,11 +96,11 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 	guestSHA, _ := cachefile.SHA256(guest)
 	wlog, wlogs := testLogger(t, "worker")
 	host := runWorker(t, Worker{URL: location, Name: "refuser", Queues: []string{"icount", "kvm-zen4", "build"},
-		CacheDir: filepath.Join(dir, "cache"), Guest: guest, Log: wlog, Heartbeat: time.Second})
+		CacheDir: filepath.Join(dir, "cache"), Guest: guest, Log: wlog, Heartbeat: time.Second, KVMDevice: testqemu.Device(t)})
 	if want := []string{"icount"}; strings.Join(host.Queues, ",") != "icount" {
 		t.Errorf("worker queues = %v; want %v (kvm-zen4 cannot be probed without a kernel, build has no configuration)", host.Queues, want)
 	}
-	for _, want := range []string{"queue dropped queue=kvm-zen4 why=", "no kernel to probe KVM with", "queue dropped queue=build why=\"no build configurations\""} {
+	for _, want := range []string{"queue dropped queue=kvm-zen4 why=", "no kernel to probe it with", "queue dropped queue=build why=\"no build configurations\""} {
 		if !strings.Contains(wlogs.String(), want) {
 			t.Errorf("worker log lacks %q:\n%s", want, wlogs)
 		}

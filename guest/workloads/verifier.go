@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -17,9 +18,15 @@ import (
 // The Verifier/prog=NAME benchmarks load a program and report what its
 // verification cost: each sample is one load with the verifier log at
 // ebpf.LogLevelStats (BPF_LOG_STATS, Linux 5.2), whose statistics lines
-// give the processed instructions, the states and the verification time,
-// and, for a program the verifier accepted, BPF_OBJ_GET_INFO_BY_FD's
-// verified_insns (Linux 5.16). A program the verifier rejects is not a
+// give the processed instructions, the states, the stack depth and the
+// verification time; the program's spec gives its size as loaded, its
+// type and attach type; and, for a program the verifier accepted,
+// BPF_OBJ_GET_INFO_BY_FD gives verified_insns (Linux 5.16) and the size of
+// its JITed code (Linux 4.13): every stat of veristat's CSV but its
+// mem_peak, which the kernel reports through no interface lpmbisect reads
+// (veristat measures it as a cgroup's memory.peak around the load, which
+// counts the verifier's allocations only from Linux 6.15, where they are
+// charged to the memory cgroup). A program the verifier rejects is not a
 // failed benchmark but an outcome: its samples carry wire.VerdictRejected and
 // the log's last lines (wire.KeyVerifierError), with the statistics the
 // verifier printed before it gave up. See wire.VerifierPrefix for the
@@ -47,6 +54,11 @@ type VerifierStats struct {
 	// bpf_check, in microseconds (thousands of instructions under
 	// icount).
 	Usec uint64
+	// StackBytes is "stack depth A+B+…", the stack depth of each
+	// subprogram, summed as veristat sums it (HasStack false when the log
+	// has no such line).
+	StackBytes uint64
+	HasStack   bool
 	// Found reports whether the log had the processed line at all.
 	Found bool
 }
@@ -54,7 +66,7 @@ type VerifierStats struct {
 var (
 	processedLine = regexp.MustCompile(`^processed (\d+) insns \(limit \d+\) max_states_per_insn (\d+) total_states (\d+) peak_states (\d+)(?: mark_read (\d+))?`)
 	timeLine      = regexp.MustCompile(`^verification time (\d+) usec`)
-	stackLine     = regexp.MustCompile(`^stack depth `)
+	stackLine     = regexp.MustCompile(`^stack depth (\d+(?:\+\d+)*)$`)
 )
 
 // ParseVerifierStats reads the statistics lines of a verifier log.
@@ -72,6 +84,12 @@ func ParseVerifierStats(log []string) VerifierStats {
 		}
 		if m := timeLine.FindStringSubmatch(l); m != nil {
 			s.Usec = num(m[1])
+		}
+		if m := stackLine.FindStringSubmatch(l); m != nil {
+			s.StackBytes, s.HasStack = 0, true
+			for _, d := range strings.Split(m[1], "+") {
+				s.StackBytes += num(d)
+			}
 		}
 	}
 	return s
@@ -100,14 +118,36 @@ func RejectionReason(log []string) string {
 	return s
 }
 
+// loadFacts are what a load tells about a program besides the
+// verifier's statistics: what the kernel was given (its type, attach type
+// and size) and what it made of it (bpf_prog_info).
+type loadFacts struct {
+	// ProgType and AttachType are libbpf's names of the spec's type and
+	// expected attach type ("" when libbpf has none).
+	ProgType, AttachType string
+	// Insns is the program's size as loaded, in 8-byte instructions.
+	Insns uint64
+	// Verified is bpf_prog_info.verified_insns (Linux 5.16) and Jited
+	// its jited_prog_len (Linux 4.13), where the kernel gave them: never
+	// for a rejected program.
+	Verified, Jited       uint32
+	HasVerified, HasJited bool
+}
+
+// specFacts are the facts of a program's spec, before it is loaded.
+func specFacts(p *ebpf.ProgramSpec) loadFacts {
+	return loadFacts{ProgType: libbpfProgTypes[p.Type], AttachType: libbpfAttachTypes[p.AttachType],
+		Insns: p.Instructions.Size() / asm.InstructionSize}
+}
+
 // verifierSample turns one verification into a sample: the
 // verification time per load, and the counts.
-func verifierSample(st VerifierStats, verified uint32, hasVerified bool, reason string) Sample {
+func verifierSample(st VerifierStats, f loadFacts, reason string) Sample {
 	s := Sample{Ops: 1, Elapsed: st.Usec * 1000}
 	add := func(v uint64, unit string) { s.Extra = append(s.Extra, Metric{Value: float64(v), Unit: unit}) }
 	add(st.Processed, wire.UnitInsnsProcessed)
-	if hasVerified {
-		add(uint64(verified), wire.UnitInsnsVerified)
+	if f.HasVerified {
+		add(uint64(f.Verified), wire.UnitInsnsVerified)
 	}
 	add(st.TotalStates, wire.UnitStatesTotal)
 	add(st.PeakStates, wire.UnitStatesPeak)
@@ -115,10 +155,22 @@ func verifierSample(st VerifierStats, verified uint32, hasVerified bool, reason 
 	if st.HasMarkRead {
 		add(st.MarkRead, wire.UnitMarkReadMax)
 	}
+	if st.HasStack {
+		add(st.StackBytes, wire.UnitStackBytes)
+	}
+	add(f.Insns, wire.UnitProgInsns)
+	if f.HasJited {
+		add(uint64(f.Jited), wire.UnitJitedBytes)
+	}
 	add(wire.VerdictAccepted, wire.UnitVerdict)
 	if reason != "" {
 		s.Extra[len(s.Extra)-1].Value = wire.VerdictRejected
-		s.Labels = []benchfmt.Config{{Key: wire.KeyVerifierError, Value: []byte(reason), File: true}}
+		s.Labels = append(s.Labels, benchfmt.Config{Key: wire.KeyVerifierError, Value: []byte(reason), File: true})
+	}
+	for _, l := range []struct{ key, value string }{{wire.KeyProgType, f.ProgType}, {wire.KeyAttachType, f.AttachType}} {
+		if l.value != "" {
+			s.Labels = append(s.Labels, benchfmt.Config{Key: l.key, Value: []byte(l.value), File: true})
+		}
 	}
 	return s
 }
@@ -136,11 +188,12 @@ func verifyOnce(spec *ebpf.CollectionSpec, prog string) (Sample, error) {
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{LogLevel: ebpf.LogLevelStats, LogSizeStart: verifierLogStart},
 	})
+	facts := specFacts(spec.Programs[prog])
 	var verr *ebpf.VerifierError
 	switch {
 	case errors.As(err, &verr):
 		st := ParseVerifierStats(verr.Log)
-		return verifierSample(st, 0, false, RejectionReason(verr.Log)), nil
+		return verifierSample(st, facts, RejectionReason(verr.Log)), nil
 	case err != nil && spec.Programs[prog].AttachTo != "":
 		return Sample{}, fmt.Errorf("load %s: %w", prog, untraceable(err, spec.Programs[prog].AttachTo))
 	case err != nil:
@@ -152,12 +205,12 @@ func verifyOnce(spec *ebpf.CollectionSpec, prog string) (Sample, error) {
 	if !st.Found {
 		return Sample{}, fmt.Errorf("load %s: the verifier log has no statistics line (log level %d ignored?)", prog, ebpf.LogLevelStats)
 	}
-	var verified uint32
-	hasVerified := false
 	if info, err := p.Info(); err == nil {
-		verified, hasVerified = info.VerifiedInstructions()
+		facts.Verified, facts.HasVerified = info.VerifiedInstructions()
+		jited, err := info.JitedSize()
+		facts.Jited, facts.HasJited = jited, err == nil
 	}
-	return verifierSample(st, verified, hasVerified, ""), nil
+	return verifierSample(st, facts, ""), nil
 }
 
 // verifierRun reports Params.Samples verifications of prog from the
@@ -171,7 +224,7 @@ func verifierRun(prog string, load func(Params) (*ebpf.CollectionSpec, error)) f
 		rejected := false
 		return reportSamples(r, func() (Sample, error) {
 			s, err := verifyOnce(spec, prog)
-			if err == nil && s.Labels != nil && !rejected {
+			if err == nil && s.Labels != nil && s.Labels[0].Key == wire.KeyVerifierError && !rejected {
 				rejected = true
 				r.Info("rejected by the verifier: " + string(s.Labels[0].Value))
 			}
@@ -229,7 +282,7 @@ func verifierBenchmarks(all []*Benchmark) []*Benchmark {
 			seen[name] = true
 			out = append(out, &Benchmark{
 				Name:     name,
-				Doc:      fmt.Sprintf("the verifier's cost of the program %s of %s: verification time per load, instructions processed and verified, states", prog, b.Name),
+				Doc:      fmt.Sprintf("the verifier's cost of the program %s of %s: verification time per load, instructions processed and verified, states, stack depth, program and JIT sizes", prog, b.Name),
 				Params:   b.Params,
 				Requires: append([]Requirement{ReqVerifierStats}, b.Requires...),
 				Run:      verifierRun(prog, b.Spec),
@@ -260,7 +313,7 @@ func OwnPrograms() []string {
 func workloadVerifier(prog, object string) *Benchmark {
 	return &Benchmark{
 		Name:     wire.VerifierPrefix + prog,
-		Doc:      "the verifier's cost of the user's program " + prog + " (--workload): verification time per load, instructions processed and verified, states; or its rejection",
+		Doc:      "the verifier's cost of the user's program " + prog + " (--workload): verification time per load, instructions processed and verified, states, stack depth, program and JIT sizes; or its rejection",
 		Requires: []Requirement{ReqVerifierStats},
 		Run: verifierRun(prog, func(Params) (*ebpf.CollectionSpec, error) {
 			spec, err := ebpf.LoadCollectionSpec(object)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/lpmbisect/lpmbisect/guest/bpf"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -29,9 +31,14 @@ var rejectedLog = []string{
 
 func TestParseVerifierStats(t *testing.T) {
 	got := ParseVerifierStats(rejectedLog)
-	want := VerifierStats{Processed: 2, HasMarkRead: true, Usec: 17, Found: true}
+	want := VerifierStats{Processed: 2, HasMarkRead: true, Usec: 17, HasStack: true, Found: true}
 	if got != want {
 		t.Errorf("ParseVerifierStats(6.1 log) = %+v; want %+v", got, want)
+	}
+	// Subprograms' depths are summed, as veristat sums them.
+	got = ParseVerifierStats([]string{"processed 40 insns (limit 1000000) max_states_per_insn 0 total_states 3 peak_states 3 mark_read 1", "verification time 30 usec", "stack depth 16+8+0"})
+	if !got.HasStack || got.StackBytes != 24 {
+		t.Errorf("ParseVerifierStats(stack depth 16+8+0) = %+v; want 24 stack bytes", got)
 	}
 	// 6.12 dropped mark_read.
 	got = ParseVerifierStats([]string{"processed 25 insns (limit 1000000) max_states_per_insn 1 total_states 3 peak_states 3", "verification time 40 usec"})
@@ -41,6 +48,35 @@ func TestParseVerifierStats(t *testing.T) {
 	}
 	if got := ParseVerifierStats([]string{"0: R1=ctx()"}); got.Found {
 		t.Errorf("ParseVerifierStats(no stats) = %+v; want not Found", got)
+	}
+}
+
+// TestSpecFacts: a program's type and attach type get libbpf's names, as
+// veristat writes them, and its size counts 8-byte instructions, a 64-bit
+// immediate load two.
+func TestSpecFacts(t *testing.T) {
+	for _, c := range []struct {
+		spec         *ebpf.ProgramSpec
+		prog, attach string
+		insns        uint64
+	}{
+		{&ebpf.ProgramSpec{Type: ebpf.XDP, AttachType: ebpf.AttachXDP, Instructions: asm.Instructions{asm.LoadImm(asm.R0, 1, asm.DWord), asm.Return()}}, "xdp", "xdp", 3},
+		{&ebpf.ProgramSpec{Type: ebpf.Kprobe, Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}}, "kprobe", "cgroup_inet_ingress", 2},
+		{&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry}, "tracing", "trace_fentry", 0},
+		{&ebpf.ProgramSpec{Type: ebpf.RawTracepoint}, "raw_tracepoint", "cgroup_inet_ingress", 0},
+		{&ebpf.ProgramSpec{Type: ebpf.SchedCLS}, "sched_cls", "cgroup_inet_ingress", 0},
+	} {
+		f := specFacts(c.spec)
+		if f.ProgType != c.prog || f.AttachType != c.attach || f.Insns != c.insns {
+			t.Errorf("specFacts(%v, %v) = %q, %q, %d insns; want %q, %q, %d", c.spec.Type, c.spec.AttachType, f.ProgType, f.AttachType, f.Insns, c.prog, c.attach, c.insns)
+		}
+	}
+	seen := map[string]bool{}
+	for _, n := range libbpfAttachTypes {
+		if seen[n] {
+			t.Errorf("two attach types named %s", n)
+		}
+		seen[n] = true
 	}
 }
 
@@ -57,28 +93,39 @@ func TestRejectionReason(t *testing.T) {
 }
 
 func TestVerifierSample(t *testing.T) {
-	s := verifierSample(VerifierStats{Processed: 2, Usec: 17, Found: true}, 0, false, "R1 offset is outside of the packet")
-	if s.Ops != 1 || s.Elapsed != 17000 || len(s.Labels) != 1 || s.Labels[0].Key != wire.KeyVerifierError || !s.Labels[0].File {
+	facts := loadFacts{ProgType: "xdp", AttachType: "xdp", Insns: 4}
+	s := verifierSample(VerifierStats{Processed: 2, Usec: 17, StackBytes: 8, HasStack: true, Found: true}, facts, "R1 offset is outside of the packet")
+	if s.Ops != 1 || s.Elapsed != 17000 || len(s.Labels) != 3 || s.Labels[0].Key != wire.KeyVerifierError || !s.Labels[0].File {
 		t.Fatalf("verifierSample(rejected) = %+v; want 1 op, 17000 clock units, the reason as a file label", s)
+	}
+	if s.Labels[1].Key != wire.KeyProgType || string(s.Labels[1].Value) != "xdp" || s.Labels[2].Key != wire.KeyAttachType || !s.Labels[2].File {
+		t.Errorf("verifierSample(rejected) labels %+v; want the reason, then prog-type and attach-type xdp", s.Labels)
 	}
 	units := map[string]float64{}
 	for _, m := range s.Extra {
 		units[m.Unit] = m.Value
 	}
-	if units[wire.UnitVerdict] != wire.VerdictRejected || units[wire.UnitInsnsProcessed] != 2 {
-		t.Errorf("verifierSample(rejected) extras = %v; want verifier-verdict %d, insns-processed 2", units, wire.VerdictRejected)
+	if units[wire.UnitVerdict] != wire.VerdictRejected || units[wire.UnitInsnsProcessed] != 2 || units[wire.UnitStackBytes] != 8 || units[wire.UnitProgInsns] != 4 {
+		t.Errorf("verifierSample(rejected) extras = %v; want verifier-verdict %d, insns-processed 2, stack-bytes 8, prog-insns 4", units, wire.VerdictRejected)
 	}
-	if _, ok := units[wire.UnitInsnsVerified]; ok {
-		t.Errorf("verifierSample(rejected) has %s without bpf_prog_info", wire.UnitInsnsVerified)
-	}
-	ok := verifierSample(VerifierStats{Processed: 9, Usec: 1, Found: true}, 9, true, "")
-	for _, m := range ok.Extra {
-		if m.Unit == wire.UnitVerdict && m.Value != wire.VerdictAccepted {
-			t.Errorf("verifierSample(accepted) verdict %v; want %d", m.Value, wire.VerdictAccepted)
+	for _, u := range []string{wire.UnitInsnsVerified, wire.UnitJitedBytes} {
+		if _, ok := units[u]; ok {
+			t.Errorf("verifierSample(rejected) has %s without bpf_prog_info", u)
 		}
 	}
+	ok := verifierSample(VerifierStats{Processed: 9, Usec: 1, Found: true}, loadFacts{Verified: 9, HasVerified: true, Jited: 64, HasJited: true}, "")
+	got := map[string]float64{}
+	for _, m := range ok.Extra {
+		got[m.Unit] = m.Value
+	}
+	if got[wire.UnitVerdict] != wire.VerdictAccepted || got[wire.UnitJitedBytes] != 64 || got[wire.UnitInsnsVerified] != 9 {
+		t.Errorf("verifierSample(accepted) extras = %v; want verdict %d, 64 jited bytes, 9 verified", got, wire.VerdictAccepted)
+	}
+	if _, ok := got[wire.UnitStackBytes]; ok {
+		t.Errorf("verifierSample(accepted) has %s without a stack depth line", wire.UnitStackBytes)
+	}
 	if ok.Labels != nil {
-		t.Errorf("verifierSample(accepted) labels = %v; want none", ok.Labels)
+		t.Errorf("verifierSample(accepted) labels = %v; want none (no reason, no type known)", ok.Labels)
 	}
 }
 

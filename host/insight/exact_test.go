@@ -194,3 +194,19 @@ func TestSampledProfileUnreliable(t *testing.T) {
 		t.Errorf("an exact profile: unreliable() = %q; want none", why)
 	}
 }
+
+// A plugin built before the exact profile (format 1) counts the memory
+// rows alone: the side says why it has no exact profile.
+func TestExactProfileOldPlugin(t *testing.T) {
+	side := Load(Input{Kallsyms: []byte("ffffffff81000000 T _text\nffffffff81000100 T trie_lookup_elem\nffffffff81000600 T _etext\n")}, Options{})
+	side.AddMemory(Input{
+		Memory:    &wire.MemoryDoc{Cost: 3e8, Text: 0xffffffff81000000, Benchmarks: []wire.BenchMemory{{Benchmark: "b", Segment: 1, Ops: 10}}},
+		MemCounts: &vmrunner.MemCounts{Version: 1, Model: "l1d 49152 12", Complete: true, Segments: []vmrunner.MemSegment{{Number: 1, Windows: 1, Insns: 100}}},
+	})
+	if len(side.Profiles) != 0 || side.ProfileSummary == nil || !strings.Contains(side.ProfileSummary.ExactProblem, "scripts/setup") {
+		t.Errorf("profiles %+v, summary %+v; want none, and the summary naming scripts/setup", side.Profiles, side.ProfileSummary)
+	}
+	if len(side.Memory) != 1 || side.Memory[0].PerOp["insn/op"] != 10 {
+		t.Errorf("memory %+v; want the memory rows all the same", side.Memory)
+	}
+}

@@ -144,6 +144,12 @@ func (s *Side) AddMemory(in Input) {
 	}
 	var exact []Profile
 	defer func() { s.setExactProfiles(exact, doc.Cost) }()
+	if in.MemCounts.Version < 2 {
+		if s.ProfileSummary == nil {
+			s.ProfileSummary = &ProfileSummary{}
+		}
+		s.ProfileSummary.ExactProblem = fmt.Sprintf("no exact profile: the memory plugin wrote format %d, from before the exact profile (run scripts/setup to build it again); the benchmarks it counted were not sampled either", in.MemCounts.Version)
+	}
 	for _, b := range doc.Benchmarks {
 		m := Memory{Benchmark: b.Benchmark, Ops: b.Ops, Unit: b.Unit, Problem: b.Problem, Attribution: attribution}
 		seg := in.MemCounts.Segment(b.Segment)

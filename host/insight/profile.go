@@ -125,6 +125,9 @@ type ProfileSummary struct {
 	// clock, which they came with.
 	Exact     int    `json:"exact,omitempty"`
 	ExactCost uint64 `json:"exact_cost,omitempty"`
+	// ExactProblem says why the plugin profiled nothing although it
+	// counted (a plugin built before the exact profile).
+	ExactProblem string `json:"exact_problem,omitempty"`
 }
 
 // AddProfile symbolizes a guest's profile with the side's symbols (a

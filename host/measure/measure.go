@@ -67,6 +67,16 @@ type Side struct {
 	// NoInsight leaves an armed insight pass out of this side's boots: a
 	// side whose findings nobody reads (nightly's reference).
 	NoInsight bool
+	// Variant is the side's CPU profile and its own extra kernel
+	// parameters (Setup.Start sets them: the setup's, or
+	// RunOptions.Variants'), Params its measurement parameters
+	// (ParamsKey; "" for none), which label every result.
+	Variant Variant
+	Params  string
+
+	// kernelParams are the side's extra kernel parameters, the setup's
+	// and its Variant's, which label its results (wire.KeyAppend).
+	kernelParams string
 
 	// insightAgain arms the insight pass in the side's next boot, without
 	// the memory plugin: QEMU died in the boot that loaded it (Runner's
@@ -152,19 +162,6 @@ var ErrNoResults = errors.New("no benchmark produced results")
 // comparison.
 var ErrBootFailed = errors.New("did not deliver results")
 
-// accelFor is the accelerator the guest is told about. Under Auto the first
-// boot may still change it (KVM → TCG); the host relabels results with the
-// accelerator actually used.
-func accelFor(s *vmrunner.Selector) wire.Accel {
-	if s == nil {
-		return wire.AccelTCG
-	}
-	if a := s.Accel(); a != "" {
-		return a
-	}
-	return wire.AccelKVM
-}
-
 // labelResults labels a boot's results with what the host knows (kernel
 // label, accelerator used, side, boot, pair when not 0, image, order seed)
 // and returns them; the guest's own labels are kept where the host has none.
@@ -199,6 +196,9 @@ func labelResults(s *Side, boot, pair int, seed uint64, params string, r *vmrunn
 		}
 		if r.CPUModel != "" {
 			res.SetConfig(wire.KeyCPUModel, r.CPUModel)
+		}
+		if s.kernelParams != "" {
+			res.SetConfig(wire.KeyAppend, s.kernelParams)
 		}
 		if phases != "" {
 			res.SetConfig(wire.KeyPhases, phases)

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,10 +12,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/host/initramfs"
+	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 	"github.com/lpmbisect/lpmbisect/internal/words"
@@ -26,8 +29,14 @@ import (
 // of a field means its default.
 type Options struct {
 	// Accel is the accelerator asked for (default Auto: KVM where it
-	// works, else icount). NewSetup decides Auto where no boot is needed.
+	// runs real kernels, else icount). NewSetup decides it once, for
+	// every boot of the setup (vmrunner.ChooseAccel).
 	Accel wire.Accel
+	// ProbeKernels are the kernel inputs to probe KVM with when Auto (or
+	// KVM) must be decided and no verdict is kept for this host: the
+	// run's own kernels (a compare's A and B). They are resolved only
+	// then.
+	ProbeKernels []string
 	// DecideAuto, when set, decides Auto instead of this host: a fleet's
 	// run takes its boot queue's accelerator (fleet.ResolveAccel). why
 	// says what Auto became, for the log; an error is NewSetup's as a
@@ -53,6 +62,17 @@ type Options struct {
 	Guest string
 	// Append are extra kernel parameters ("mitigations=off").
 	Append []string
+	// CPUProfile names the CPU profile TCG boots emulate
+	// (vmrunner.LookupCPUProfile; "" or "default": the default model). A
+	// profile makes Auto icount, and cannot be used under KVM.
+	CPUProfile string
+	// CPUProfileB and AppendB, when set, make the second kernel of a run
+	// of two (side B of a comparison) boot with another CPU profile, and
+	// with these kernel parameters after Append: one kernel compared with
+	// itself under two CPUs or command lines. CPUProfileB follows
+	// CPUProfile's rules.
+	CPUProfileB string
+	AppendB     []string
 	// Files are packed into every initramfs besides the guest: a user's
 	// BPF object and its inputs (Plan.Workload).
 	Files []initramfs.File
@@ -74,7 +94,7 @@ type Options struct {
 	// command line and the decisions behind a run.
 	Log, Verbose *log.Logger
 
-	probe vmrunner.KVMProbe // nil: /dev/kvm; tests give a fake
+	kvmDevice string // "": vmrunner.DefaultKVMDevice; tests name another
 }
 
 // OptionError is an Options field that cannot be used. Option names it as
@@ -100,16 +120,27 @@ func (e *DecideAutoError) Unwrap() error { return e.Err }
 var ErrIcountCPUs = errors.New("icount needs exactly 1 vCPU")
 
 // Setup is Options checked and completed: what a command boots kernels
-// with.
+// with. Its Accel is decided (never Auto), and every boot of the setup
+// runs under it.
 type Setup struct {
 	Options
-	Selector *vmrunner.Selector
-	VM       vmrunner.Config
-	Workers  int // boots at once
+	// KVM is what was found of KVM when the accelerator was decided (nil
+	// under tcg and icount asked for by name, or on a fleet).
+	KVM     *vmrunner.KVMStatus
+	VM      vmrunner.Config // its CPU is every side's but B's (Variants)
+	Workers int             // boots at once
+
+	cpuB vmrunner.CPUProfile // side B's CPU profile (Options.CPUProfileB, else VM.CPU)
 }
 
-// NewSetup checks o, before any VM starts, and fills in its defaults. Its
-// errors are *OptionError, *DecideAutoError, or the plan's *wire.ParamError.
+// NewSetup checks o and decides its accelerator, before anything is
+// planned and before any boot of the run: Auto is the fleet's
+// (DecideAuto), or KVM where this host's KVM runs real kernels, else
+// icount (vmrunner.ChooseAccel: a verdict kept for this host, or a probe
+// boot of ProbeKernels, said in one line on Log). Its errors are
+// *OptionError, *DecideAutoError, the plan's *wire.ParamError, a
+// *vmrunner.KVMUnusableError for KVM asked for where it does not run
+// guests, and the probe kernels' own.
 func NewSetup(o Options) (*Setup, error) {
 	if o.Accel == "" {
 		o.Accel = wire.AccelAuto
@@ -121,52 +152,27 @@ func NewSetup(o Options) (*Setup, error) {
 	if o.Log == nil {
 		o.Log = log.New(io.Discard, "", 0)
 	}
-	// Auto is decided here where no boot is needed (no usable /dev/kvm:
-	// icount), so that the plan's defaults, the calibration and the
-	// comparison rule are those of the accelerator the boots will use.
-	// Where /dev/kvm opens, the first boot decides (KVM, or icount if the
-	// guest makes no progress) and the plan keeps the wall-clock defaults.
-	if accel == wire.AccelAuto && o.DecideAuto != nil {
-		decided, why, err := o.DecideAuto()
-		if err != nil {
-			return nil, &DecideAutoError{err}
-		}
-		if why != "" {
-			o.Log.Print(why)
-		}
-		accel = decided
-	}
-	sel := &vmrunner.Selector{Requested: accel, Log: o.Log, Probe: o.probe}
-	if decided := sel.Resolve(); decided != "" {
-		accel = decided
-	}
-	o.Accel = accel
 	if o.MemoryMB == 0 {
 		o.MemoryMB = 1024
 	}
 	if o.CPUs == 0 {
 		o.CPUs = 1
 	}
-	if o.Plan.Samples == 0 {
-		o.Plan.Samples = wire.DefaultSamples(wire.Accel(o.Accel))
-	}
-	if o.Plan.Rounds == 0 {
-		o.Plan.Rounds = wire.DefaultRounds(wire.Accel(o.Accel))
-	}
-	if err := o.Plan.Validate(); err != nil {
+	// What does not depend on the accelerator is checked first, so that
+	// a usage error is reported before any VM starts, a probe's included
+	// (the accelerators' default samples and rounds are in range alike).
+	plan := o.Plan
+	plan.Samples, plan.Rounds = cmp.Or(plan.Samples, 1), cmp.Or(plan.Rounds, 1)
+	if err := plan.Validate(); err != nil {
 		return nil, err
 	}
 	switch {
-	case o.Accel == wire.AccelIcount && o.CPUs != 1:
+	case accel == wire.AccelIcount && o.CPUs != 1:
 		return nil, &OptionError{"cpus", ErrIcountCPUs}
 	case o.MemoryMB < 128:
 		return nil, &OptionError{"memory", fmt.Errorf("%d MiB is too little: at least 128", o.MemoryMB)}
 	case o.CPUs < 1 || o.CPUs > 64:
 		return nil, &OptionError{"cpus", fmt.Errorf("%d vCPUs: between 1 and 64", o.CPUs)}
-	}
-	workers, err := Workers(o.Accel, o.Parallel)
-	if err != nil {
-		return nil, &OptionError{"parallel", err}
 	}
 	if o.CacheDir == "" {
 		if o.CacheDir, err = DefaultCacheDir(); err != nil {
@@ -178,14 +184,123 @@ func NewSetup(o Options) (*Setup, error) {
 			return nil, &OptionError{"guest", err}
 		}
 	}
+	// A CPU profile is an emulated CPU: it makes auto icount, before any
+	// probe of KVM, and is refused under kvm.
+	profile, accel, err := cpuProfile(o, "cpu_profile", o.CPUProfile, accel)
+	if err != nil {
+		return nil, err
+	}
+	profileB := profile
+	if o.CPUProfileB != "" {
+		if profileB, accel, err = cpuProfile(o, "cpu_profile_b", o.CPUProfileB, accel); err != nil {
+			return nil, err
+		}
+	}
+	// The accelerator is decided here, once, so that the plan's
+	// defaults, the parameters' key, the calibration, the comparison rule
+	// and every boot are those of one accelerator.
+	var kvm *vmrunner.KVMStatus
+	if accel == wire.AccelAuto && o.DecideAuto != nil {
+		decided, why, err := o.DecideAuto()
+		if err != nil {
+			return nil, &DecideAutoError{err}
+		}
+		if why != "" {
+			o.Log.Print(why)
+		}
+		accel = decided
+	} else {
+		choice, err := vmrunner.ChooseAccel(context.Background(), accel, vmrunner.KVMCheck{
+			QEMU: o.QEMU, Device: o.kvmDevice, CacheDir: o.CacheDir, Kernels: ProbeKernels(o.CacheDir, o.ProbeKernels...)})
+		if err != nil {
+			return nil, err
+		}
+		if choice.Line != "" {
+			o.Log.Print(choice.Line)
+		}
+		accel, kvm = choice.Accel, choice.KVM
+	}
+	o.Accel = accel
+	if o.Plan.Samples == 0 {
+		o.Plan.Samples = wire.DefaultSamples(o.Accel)
+	}
+	if o.Plan.Rounds == 0 {
+		o.Plan.Rounds = wire.DefaultRounds(o.Accel)
+	}
+	if o.Accel == wire.AccelIcount && o.CPUs != 1 { // auto decided icount
+		return nil, &OptionError{"cpus", ErrIcountCPUs}
+	}
+	workers, err := Workers(o.Accel, o.Parallel)
+	if err != nil {
+		return nil, &OptionError{"parallel", err}
+	}
 	if o.RunDir == "" {
 		o.RunDir = filepath.Join(o.CacheDir, "runs", time.Now().Format("20060102-150405")+fmt.Sprintf("-%d", os.Getpid()))
 	}
-	s := &Setup{Options: o, Workers: workers, Selector: sel,
-		VM: vmrunner.Config{QEMU: o.QEMU, MemoryMB: o.MemoryMB, CPUs: o.CPUs,
+	s := &Setup{Options: o, Workers: workers, KVM: kvm, cpuB: profileB,
+		VM: vmrunner.Config{QEMU: o.QEMU, Accel: o.Accel, MemoryMB: o.MemoryMB, CPUs: o.CPUs, CPU: profile,
 			BootDeadline: o.BootTimeout, ProgressDeadline: o.ProgressTimeout, Log: o.Verbose},
 	}
 	return s, nil
+}
+
+// cpuProfile returns the CPU profile named name (the option's value) and
+// the accelerator its boots run under: a profile is an emulated CPU's
+// identity, so it makes Auto icount and refuses KVM.
+func cpuProfile(o Options, option, name string, accel wire.Accel) (vmrunner.CPUProfile, wire.Accel, error) {
+	p, err := vmrunner.LookupCPUProfile(name)
+	switch {
+	case err != nil:
+		return p, accel, &OptionError{option, err}
+	case p.IsDefault():
+		return p, accel, nil
+	case accel == wire.AccelKVM:
+		return p, accel, &OptionError{option, vmrunner.ErrCPUProfileUnderKVM}
+	case accel == wire.AccelAuto:
+		o.Log.Printf("accel auto: CPU profile %s is an emulated CPU: using icount", p.Name)
+		return p, wire.AccelIcount, nil
+	}
+	return p, accel, nil
+}
+
+// ProbeKernels returns the kernels of a probe of KVM
+// (vmrunner.KVMCheck.Kernels): each input resolved (kernel.Resolve, into
+// cacheDir) to its bzImage, which a KVM boot runs through its
+// decompressor, named by its release. Nothing is resolved until a probe
+// asks.
+func ProbeKernels(cacheDir string, inputs ...string) func() ([]vmrunner.ProbeKernel, error) {
+	return func() ([]vmrunner.ProbeKernel, error) {
+		var out []vmrunner.ProbeKernel
+		for _, input := range inputs {
+			k, err := kernel.Resolve(input, cacheDir)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, vmrunner.ProbeKernel{Image: k.Image, Name: k.Release})
+		}
+		return out, nil
+	}
+}
+
+// boot boots cfg, which the runner made under the setup's accelerator.
+// A boot that KVM failed (after the probe had passed, or with no probe)
+// ends the run with its *vmrunner.KVMUnusableError, and the verdict kept
+// for this host is changed to say so, so that the next run does not plan
+// for KVM: the run's boots are never moved to another accelerator.
+func (s *Setup) boot(ctx context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
+	res, err := vmrunner.Boot(ctx, cfg)
+	var kvm *vmrunner.KVMUnusableError
+	if !errors.As(err, &kvm) {
+		return res, err
+	}
+	when := "KVM failed a boot of this run"
+	if s.KVM != nil && s.KVM.Verdict != nil {
+		when += " after its probe had passed"
+		if merr := s.KVM.MarkBroken(kvm.Reason); merr != nil {
+			s.Log.Printf("warning: KVM's failure not kept for the next run: %v", merr)
+		}
+	}
+	return res, &vmrunner.KVMUnusableError{Reason: when + ", so the run stops (its boots never move to another accelerator): " + kvm.Reason}
 }
 
 // prepare resolves kernel inputs and packs the initramfs of each (see the
@@ -280,10 +395,16 @@ func (s *Setup) Start(inputs []string, o RunOptions) (*Runner, error) {
 			side.Label = o.Names[i]
 		}
 	}
+	variants := s.Variants(len(sides))
+	for i, side := range sides {
+		side.Variant = variants[i]
+		side.kernelParams = strings.Join(slices.Concat(s.Append, side.Variant.Append), " ")
+		// "" when the guest cannot be read: Prepare says why.
+		side.Params, _ = s.paramsKey(side.Variant)
+	}
 	paired := !o.Unpaired && s.Pairs(len(sides))
-	params, _ := s.ParamsKey() // "" when the guest cannot be read: Prepare says why
 	r := &Runner{
-		Sides: sides, Seed: o.Seed, GuestArgs: s.GuestArgs(), Params: params, Selector: s.Selector,
+		Sides: sides, Seed: o.Seed, GuestArgs: s.GuestArgs(),
 		VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(paired, o.Seed), Paired: paired,
 	}
 	if o.RunDir != "" {
@@ -304,21 +425,52 @@ func (s *Setup) Start(inputs []string, o RunOptions) (*Runner, error) {
 // GuestArgs is the guest's plan on the kernel command line, with --append.
 func (s *Setup) GuestArgs() []string { return append(s.Plan.KernelArgs(), s.Append...) }
 
+// Variant is the CPU profile a side's boots emulate and the kernel
+// parameters they get after the setup's (Options.Append); Setup.Variants
+// gives each side its own.
+type Variant struct {
+	CPU    vmrunner.CPUProfile
+	Append []string
+}
+
+// Variants are the CPU profile and extra kernel parameters of each of n
+// inputs: the setup's (VM.CPU), and for the second of two, B's
+// (Options.CPUProfileB, Options.AppendB).
+func (s *Setup) Variants(n int) []Variant {
+	out := make([]Variant, n)
+	for i := range out {
+		out[i] = Variant{CPU: s.VM.CPU}
+	}
+	if n == 2 {
+		out[1] = Variant{CPU: s.cpuB, Append: s.AppendB}
+	}
+	return out
+}
+
 // ParamsKey is this setup's measurement parameters (the package's
 // ParamsKey).
-func (s *Setup) ParamsKey() (string, error) {
-	return ParamsKey(s.Accel, s.GuestArgs(), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
+func (s *Setup) ParamsKey() (string, error) { return s.paramsKey(Variant{CPU: s.VM.CPU}) }
+
+// paramsKey is the measurement parameters of a side with variant v.
+func (s *Setup) paramsKey(v Variant) (string, error) {
+	return ParamsKey(s.Accel, v.CPU, append(s.GuestArgs(), v.Append...), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
 }
 
 // ParamsKey identifies measurement parameters: results measured with
 // different keys are never compared (bisect keeps them apart), and every
 // result carries its key (wire.KeyParams). It covers the accelerator asked
-// for, the guest's run plan, the VM shape, the guest binary itself and the
-// files packed beside it (a user's BPF object and its inputs).
-func ParamsKey(accel wire.Accel, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
+// for, the CPU profile (its model and kernel parameters; nothing for the
+// default, whose keys stay those of boots from before profiles), the
+// guest's run plan and extra kernel parameters, the VM shape, the guest
+// binary itself and the files packed beside it (a user's BPF object and
+// its inputs).
+func ParamsKey(accel wire.Accel, cpu vmrunner.CPUProfile, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
-	fmt.Fprintf(h, "kernel-args=%s\n", strings.Join(vmrunner.FixedKernelArgs(accel), " "))
+	fmt.Fprintf(h, "kernel-args=%s\n", strings.Join(vmrunner.FixedKernelArgs(accel, cpu), " "))
+	if !cpu.IsDefault() {
+		fmt.Fprintf(h, "cpu-profile=%s %s\n", cpu.Name, cpu.QEMUModel(accel))
+	}
 	for _, a := range guestArgs {
 		fmt.Fprintf(h, "arg=%s\n", a)
 	}
@@ -347,9 +499,9 @@ func (s *Setup) Executor(paired bool, seed uint64) Executor {
 	case s.Remote != nil:
 		return s.Remote
 	case paired:
-		return &Paired{Boot: s.Selector.Boot, Seed: seed}
+		return &Paired{Boot: s.boot, Seed: seed}
 	}
-	return Local{Boot: s.Selector.Boot, Workers: s.Workers}
+	return Local{Boot: s.boot, Workers: s.Workers}
 }
 
 // Finish says what a finished run noted: pairs and pinning of a paired run

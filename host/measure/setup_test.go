@@ -9,11 +9,13 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/initramfs"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -36,6 +38,10 @@ func TestNewSetupOptionErrors(t *testing.T) {
 		{"two vCPUs under icount", func(o *Options) { o.CPUs = 2 }, "cpus"},
 		{"too little memory", func(o *Options) { o.MemoryMB = 64 }, "memory"},
 		{"missing guest", func(o *Options) { o.Guest = ""; t.Setenv("PATH", t.TempDir()) }, "guest"},
+		{"unknown CPU profile", func(o *Options) { o.CPUProfile = "zen9" }, "cpu_profile"},
+		{"a CPU profile under KVM", func(o *Options) { o.Accel, o.CPUProfile = wire.AccelKVM, "zen2" }, "cpu_profile"},
+		{"unknown CPU profile of B", func(o *Options) { o.CPUProfileB = "zen9" }, "cpu_profile_b"},
+		{"a CPU profile of B under KVM", func(o *Options) { o.Accel, o.CPUProfileB = wire.AccelKVM, "zen2" }, "cpu_profile_b"},
 	} {
 		o := ok
 		c.change(&o)
@@ -46,40 +52,119 @@ func TestNewSetupOptionErrors(t *testing.T) {
 	}
 }
 
-// TestNewSetupAuto checks that auto is decided before any boot where
-// /dev/kvm does not open (icount, said once, with icount's plan defaults),
-// and left to the first boot where it opens (the wall-clock defaults), under
-// a fake probe: our machines have no KVM.
-func TestNewSetupAuto(t *testing.T) {
-	guest := filepath.Join(t.TempDir(), "lpmbisect-guest")
+// TestNewSetupCPUProfile: a profile is an emulated CPU, so auto becomes
+// icount without a probe of KVM even where /dev/kvm opens and QEMU would
+// run guests under it, and says so; the setup's boots emulate the profile.
+func TestNewSetupCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	guest := filepath.Join(dir, "lpmbisect-guest")
 	os.WriteFile(guest, []byte("not used"), 0o755)
+	qemu := testqemu.New(t, testqemu.Works, testqemu.Works)
+	var buf strings.Builder
+	s, err := NewSetup(Options{Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir(), QEMU: qemu.Path, CPUProfile: "zen3",
+		ProbeKernels: []string{fakeKernel(t, dir, "a", "6.1.0-fake")}, Log: log.New(&buf, "", 0), kvmDevice: testqemu.Device(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Accel != wire.AccelIcount || s.VM.CPU.Name != "zen3" || !strings.Contains(buf.String(), "CPU profile zen3 is an emulated CPU: using icount") {
+		t.Errorf("NewSetup(auto, zen3, KVM works) = accel %s, CPU %q, said %q; want icount, zen3, why", s.Accel, s.VM.CPU.Name, buf.String())
+	}
+	if n := len(qemu.Boots(t)); n != 0 {
+		t.Errorf("NewSetup(auto, zen3) made %d probe boots; want none", n)
+	}
+}
+
+// TestNewSetupDecidesAccelOnce checks that the accelerator is decided
+// before anything is planned, once, under fake QEMUs on fake devices (the
+// case is tested on every machine): icount with its plan defaults and no
+// boot where /dev/kvm does not open; a probe boot of each kernel where it
+// opens, kept for the next setup, which boots nothing to decide; the
+// plan, the parameters' key and the boots' template all of the decided
+// accelerator.
+func TestNewSetupDecidesAccelOnce(t *testing.T) {
+	dir := t.TempDir()
+	guest := filepath.Join(dir, "lpmbisect-guest")
+	os.WriteFile(guest, []byte("not used"), 0o755)
+	kernels := []string{fakeKernel(t, dir, "a", "6.1.0-fake"), fakeKernel(t, dir, "b", "6.12.0-fake")}
 	plan := GuestPlan(wire.DefaultPlan())
 	plan.Samples, plan.Rounds = 0, 0 // the accelerator's defaults
 	for _, c := range []struct {
-		kvmOpens        bool
+		name            string
+		device, qemu    string // the fake QEMU's behaviour
 		accel           wire.Accel
 		samples, rounds int
+		boots           int // probe boots of the first setup
 		says            string
 	}{
-		{false, wire.AccelIcount, wire.DefaultIcountSamples, wire.DefaultIcountRounds,
-			"accel auto: no usable /dev/kvm: fake; using icount: instruction counts, deterministic\n"},
-		{true, wire.AccelAuto, wire.DefaultWallClockSamples, wire.DefaultWallClockRounds, ""},
+		{"no /dev/kvm", testqemu.NoDevice(t), testqemu.Broken, wire.AccelIcount, wire.DefaultIcountSamples, wire.DefaultIcountRounds, 0,
+			"accel auto: no usable "},
+		{"broken KVM", testqemu.Device(t), testqemu.Broken, wire.AccelIcount, wire.DefaultIcountSamples, wire.DefaultIcountRounds, 2,
+			`KVM does not run guests here: QEMU reported "KVM internal error. Suberror: 1`},
+		{"working KVM", testqemu.Device(t), testqemu.Works, wire.AccelKVM, wire.DefaultWallClockSamples, wire.DefaultWallClockRounds, 2,
+			"accel auto: using KVM: every kernel printed its banner under KVM"},
 	} {
-		var buf strings.Builder
-		o := Options{Plan: plan, Guest: guest, CacheDir: t.TempDir(), Log: log.New(&buf, "", 0),
-			probe: func() (bool, string) { return c.kvmOpens, "fake" }}
-		s, err := NewSetup(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Accel != c.accel || s.Plan.Samples != c.samples || s.Plan.Rounds != c.rounds || buf.String() != c.says {
-			t.Errorf("NewSetup(auto, /dev/kvm opens %v) = accel %s, %d samples × %d rounds, said %q; want %s, %d × %d, %q",
-				c.kvmOpens, s.Accel, s.Plan.Samples, s.Plan.Rounds, buf.String(), c.accel, c.samples, c.rounds, c.says)
-		}
-		if p, _ := s.ParamsKey(); !strings.HasPrefix(p, string(c.accel)+"-") {
-			t.Errorf("ParamsKey() = %q; want it to start with the decided accelerator %s", p, c.accel)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			qemu := testqemu.New(t, c.qemu, c.qemu)
+			cache := t.TempDir()
+			for setup := 1; setup <= 2; setup++ {
+				var buf strings.Builder
+				o := Options{Plan: plan, Guest: guest, CacheDir: cache, QEMU: qemu.Path, ProbeKernels: kernels, Log: log.New(&buf, "", 0), kvmDevice: c.device}
+				s, err := NewSetup(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Accel != c.accel || s.VM.Accel != c.accel || s.Plan.Samples != c.samples || s.Plan.Rounds != c.rounds ||
+					strings.Count(buf.String(), "\n") != 1 || !strings.Contains(buf.String(), c.says) {
+					t.Errorf("setup %d: NewSetup(auto) = accel %s (boots %s), %d samples × %d rounds, said %q; want %s, %d × %d, one line with %q",
+						setup, s.Accel, s.VM.Accel, s.Plan.Samples, s.Plan.Rounds, buf.String(), c.accel, c.samples, c.rounds, c.says)
+				}
+				if p, _ := s.ParamsKey(); !strings.HasPrefix(p, string(c.accel)+"-") {
+					t.Errorf("ParamsKey() = %q; want it to start with the decided accelerator %s", p, c.accel)
+				}
+				// The next setup takes the kept verdict: no boot.
+				if n := len(qemu.Boots(t)); n != c.boots {
+					t.Errorf("setup %d: %d probe boots in all; want %d (each kernel once, by the first setup)", setup, n, c.boots)
+				}
+				if kept := strings.Contains(buf.String(), "kept from the probe of"); setup == 2 && c.boots > 0 && !kept {
+					t.Errorf("setup 2 said %q; want it to say the verdict was kept", buf.String())
+				}
+				t.Logf("setup %d: %d probe boots in all; %s", setup, len(qemu.Boots(t)), strings.TrimSpace(buf.String()))
+			}
+			qemu.CheckGone(t)
+		})
 	}
+}
+
+// TestKVMFailsRunAfterProbe: where KVM passed the probe and then fails a
+// boot of the run, the run stops with a KVMUnusableError (it never moves
+// the boot to another accelerator), and the next setup plans for icount.
+// KVM asked for by name where it failed is refused before anything runs.
+func TestKVMFailsRunAfterProbe(t *testing.T) {
+	dir := t.TempDir()
+	guest := filepath.Join(dir, "lpmbisect-guest")
+	os.WriteFile(guest, []byte("not used"), 0o755)
+	k := fakeKernel(t, dir, "a", "6.12.0-fake")
+	qemu := testqemu.New(t, testqemu.Works, testqemu.Broken)
+	o := Options{Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir(), QEMU: qemu.Path, ProbeKernels: []string{k}, kvmDevice: testqemu.Device(t)}
+	s, err := NewSetup(o)
+	if err != nil || s.Accel != wire.AccelKVM {
+		t.Fatalf("NewSetup(auto, KVM that passes the probe) = %v; want KVM", err)
+	}
+	res, err := s.boot(context.Background(), vmrunner.Config{QEMU: qemu.Path, Accel: s.Accel, Kernel: k, Initramfs: k, RunDir: t.TempDir()})
+	var kvm *vmrunner.KVMUnusableError
+	if !errors.As(err, &kvm) || res == nil || res.Outcome != vmrunner.KVMFailed || !strings.Contains(err.Error(), "after its probe had passed") || !strings.Contains(err.Error(), "emulation failure") {
+		t.Fatalf("boot under KVM that fails = %+v, %v; want a KVMUnusableError saying the probe had passed, with QEMU's report", res, err)
+	}
+	var buf strings.Builder
+	o.Log = log.New(&buf, "", 0)
+	if s, err := NewSetup(o); err != nil || s.Accel != wire.AccelIcount || !strings.Contains(buf.String(), "failed after the probe had passed") {
+		t.Errorf("NewSetup(auto) after KVM failed a run = %v, said %q; want icount, saying why", err, buf.String())
+	}
+	o.Accel = wire.AccelKVM
+	if _, err := NewSetup(o); !errors.As(err, &kvm) {
+		t.Errorf("NewSetup(kvm) after KVM failed a run = %v; want a KVMUnusableError", err)
+	}
+	qemu.CheckGone(t)
 }
 
 // TestRecord checks that a run's results file is complete under its final
@@ -106,7 +191,7 @@ func TestRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		hooked := false
-		r := &Runner{Sides: testSides(), Selector: s.Selector, VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(false, 0)}
+		r := &Runner{Sides: testSides(), VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(false, 0)}
 		path, err := s.Record(context.Background(), r, 2, out, func(*Runner) { hooked = true })
 		if want := map[bool]string{false: final, true: final + ".partial"}[c.partial]; path != want || (err != nil) != c.partial || !hooked {
 			t.Errorf("%s: Record = %q, %v, hook called %v; want %q, error %v, the hook called", c.name, path, err, hooked, want, c.partial)
@@ -166,10 +251,18 @@ func TestParamsKey(t *testing.T) {
 		"an --append":   {Plan: base.Plan, Append: []string{"printk.time=1"}},
 		"a packed file": {Plan: base.Plan, Files: []initramfs.File{{Host: guest, Archive: wire.WorkloadObject}}},
 		"another accel": {Plan: base.Plan, Accel: wire.AccelTCG},
+		// zen2 has no kernel parameters of its own: its model keys it.
+		"a CPU profile":         {Plan: base.Plan, CPUProfile: "zen2"},
+		"a profile's arguments": {Plan: base.Plan, CPUProfile: "sapphirerapids"},
 	} {
 		if got := of(o); got == want {
 			t.Errorf("%s: params %s unchanged", name, got)
 		}
+	}
+	// The default profile by name is no profile: keys from before
+	// profiles stay.
+	if got := of(Options{Plan: base.Plan, CPUProfile: vmrunner.DefaultCPUProfile}); got != want {
+		t.Errorf("--cpu-profile default: params %s; want %s, the key without a profile", got, want)
 	}
 	write("another guest program")
 	if got := of(base); got == want {
@@ -227,9 +320,25 @@ func TestStart(t *testing.T) {
 	if _, shared := r.Sides[0].Labels[wire.KeyCommit]; shared || len(labels) != 1 {
 		t.Errorf("a label set on B reached A or the caller's map: A %v, caller %v", r.Sides[0].Labels, labels)
 	}
-	if !r.Paired || r.Seed != 7 || r.RunDir != s.RunDir || r.Params == "" {
-		t.Errorf("runner paired %v seed %d run dir %q params %q; want paired, seed 7, the setup's run directory, a params key", r.Paired, r.Seed, r.RunDir, r.Params)
+	if !r.Paired || r.Seed != 7 || r.RunDir != s.RunDir || r.Sides[0].Params == "" || r.Sides[1].Params != r.Sides[0].Params {
+		t.Errorf("runner paired %v seed %d run dir %q params %q, %q; want paired, seed 7, the setup's run directory, one params key", r.Paired, r.Seed, r.RunDir, r.Sides[0].Params, r.Sides[1].Params)
 	}
+	s.cpuB, s.AppendB = vmrunner.CPUProfiles[0], []string{"mitigations=off"} // as NewSetup sets them from CPUProfileB and AppendB
+	r, err = s.Start([]string{a, a}, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := r.Sides[0], r.Sides[1]; !a.Variant.CPU.IsDefault() || b.Variant.CPU.Name != "zen2" || !slices.Equal(b.Variant.Append, []string{"mitigations=off"}) || a.Params == b.Params {
+		t.Errorf("variants: A %+v params %s, B %+v params %s; want A the default, B zen2 with mitigations=off, each its own params", a.Variant, a.Params, b.Variant, b.Params)
+	}
+	r.init()
+	if j := r.job(r.Sides[1], 0); j.Config.CPU.Name != "zen2" || !slices.Contains(j.Config.KernelArgs, "mitigations=off") {
+		t.Errorf("side B's boot: CPU %q, kernel args %q; want zen2 and mitigations=off", j.Config.CPU.Name, j.Config.KernelArgs)
+	}
+	if j := r.job(r.Sides[0], 0); !j.Config.CPU.IsDefault() || slices.Contains(j.Config.KernelArgs, "mitigations=off") {
+		t.Errorf("side A's boot: CPU %q, kernel args %q; want the default, no mitigations=off", j.Config.CPU.Name, j.Config.KernelArgs)
+	}
+	s.cpuB, s.AppendB = s.VM.CPU, nil
 	r, err = s.Start([]string{a, b}, RunOptions{Unpaired: true, RunDir: filepath.Join(dir, "001")})
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ const (
 	Truncated   Outcome = "truncated"    // the guest stopped before its trailer
 	Corrupt     Outcome = "corrupt"      // over the size limits, or not the wire format
 	NoProgress  Outcome = "no-progress"  // no kernel banner before the start deadline (a KVM that does not run guests)
+	KVMFailed   Outcome = "kvm-failed"   // QEMU reported that KVM cannot run the guest (an emulation failure, an internal error)
 	QEMUError   Outcome = "qemu-error"   // QEMU refused to start the guest
 	Canceled    Outcome = "canceled"     // the context was canceled (SIGINT, SIGTERM)
 )
@@ -45,7 +46,7 @@ const (
 // back from storage, such as a fleet worker's row, may not be).
 func (o Outcome) Known() bool {
 	switch o {
-	case OK, Panic, BootFailed, BootTimeout, Stalled, Truncated, Corrupt, NoProgress, QEMUError, Canceled:
+	case OK, Panic, BootFailed, BootTimeout, Stalled, Truncated, Corrupt, NoProgress, KVMFailed, QEMUError, Canceled:
 		return true
 	}
 	return false
@@ -70,10 +71,13 @@ type Config struct {
 	Kernel     string     // bzImage
 	Initramfs  string     // cpio archive
 	KernelArgs []string   // extra kernel parameters (the guest's run plan)
-	Accel      wire.Accel // KVM, TCG or Icount; use Selector for Auto
-	MemoryMB   int        // default 1024
-	CPUs       int        // default 1
-	RunDir     string     // per-boot directory for console.log and results.out
+	Accel      wire.Accel // KVM, TCG or Icount (ChooseAccel decides Auto before a run)
+	// CPU is the CPU profile TCG boots emulate (the zero value: the
+	// default model); under KVM only the default is allowed.
+	CPU      CPUProfile
+	MemoryMB int    // default 1024
+	CPUs     int    // default 1
+	RunDir   string // per-boot directory for console.log and results.out
 
 	// BootDeadline and ProgressDeadline, and StartDeadline, are wall
 	// time, except under Icount, where they are QEMU's CPU time (with a
@@ -85,8 +89,8 @@ type Config struct {
 	// StartDeadline ends the boot if the kernel has not started by then
 	// (no "Linux version" banner, no guest output): a truncated or corrupt
 	// image hangs in the boot loader or decompressor without a word. Under
-	// KVM the outcome is NoProgress (Selector sets a short deadline to
-	// detect a KVM that does not run guests), otherwise BootTimeout.
+	// KVM the outcome is NoProgress (a KVM that stopped running guests),
+	// otherwise BootTimeout.
 	// Default: 30 s, or the boot deadline if shorter.
 	StartDeadline time.Duration
 
@@ -113,10 +117,6 @@ type Config struct {
 	// mispredictions and est-cycles/op rows; docs/cycles.md). The plugin
 	// then counts as it did before the cycle model.
 	NoCycleModel bool
-
-	// onKernelStart is called once when the console shows that the kernel
-	// runs (Selector uses it to decide Auto early).
-	onKernelStart func()
 }
 
 // Result is what a boot produced.
@@ -130,8 +130,9 @@ type Result struct {
 	ConsoleLog string   // path of the console log
 	Command    []string // a QEMU command line that reproduces the boot by hand
 
-	// CPUModel is the QEMU CPU model the guest ran on (Accel.CPUModel);
-	// instruction counts compare only between boots on one model.
+	// CPUModel is the QEMU CPU model the guest ran on (Config.CPU's
+	// QEMUModel); instruction counts compare only between boots on one
+	// model.
 	CPUModel string
 	// QEMUVersion is the binary's version as QEMUVersion reports it
 	// ("7.2.22"), or "" when the binary did not tell.
@@ -139,11 +140,20 @@ type Result struct {
 	// Phases are the ends of the boot's phases that the guest marked on
 	// its console (icount only; wire.PhaseMark), in order.
 	Phases []wire.PhaseMark
+	// QEMUWarnings are the warnings QEMU printed (its stderr's lines that
+	// say "warning:", the last maxQEMUWarnings): a CPU model that asks
+	// for a feature TCG does not emulate is one ("TCG doesn't support
+	// requested feature"), and the guest then runs on less than the model
+	// says.
+	QEMUWarnings []string
 	// Memory is what the memory plugin counted (Config.MemoryPlugin);
 	// MemoryProblem says why there is nothing when it was loaded.
 	Memory        *MemCounts
 	MemoryProblem string
 }
+
+// maxQEMUWarnings bounds Result.QEMUWarnings.
+const maxQEMUWarnings = 8
 
 // ErrQEMUMissing is returned when the QEMU binary cannot be found.
 var ErrQEMUMissing = errors.New("qemu-system-x86_64 not found (install it: apt-get install qemu-system-x86)")
@@ -183,10 +193,17 @@ func (c *Config) setDefaults() {
 }
 
 // Boot runs one boot to its end and returns what happened. The error is
-// non-nil only when QEMU could not be started at all; everything the guest
-// does (panic, hang, garbage) is an Outcome.
+// non-nil when QEMU could not be started at all, or, with the Result, when
+// KVM failed the boot (a *KVMUnusableError: QEMU reported that KVM cannot
+// run the guest, which ends the boot at once, or the kernel never started
+// under KVM): that is the host's failure, not the kernel's, and no boot of
+// the run can be trusted to KVM any more. Everything the guest does
+// (panic, hang, garbage) is an Outcome.
 func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.setDefaults()
+	if !cfg.Accel.Decided() {
+		return nil, fmt.Errorf("boot: accelerator %q: %w (ChooseAccel decides auto before a run)", cfg.Accel, wire.ErrNotBootAccel)
+	}
 	if _, err := exec.LookPath(cfg.QEMU); err != nil {
 		return nil, ErrQEMUMissing
 	}
@@ -196,10 +213,13 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.checkMemoryPlugin(); err != nil {
 		return nil, err
 	}
+	if cfg.Accel == wire.AccelKVM && !cfg.CPU.IsDefault() {
+		return nil, ErrCPUProfileUnderKVM
+	}
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	res := &Result{Accel: cfg.Accel, CPUModel: CPUModel(cfg.Accel), ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
+	res := &Result{Accel: cfg.Accel, CPUModel: cfg.CPU.QEMUModel(cfg.Accel), ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
 	// A binary that cannot tell its version may still boot (a wrapper
 	// script): the result then says "" rather than failing the boot.
 	res.QEMUVersion, _ = QEMUVersion(cfg.QEMU)
@@ -254,12 +274,13 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 		return nil
 	}
 
-	var stderr boundedBuffer
-	stderr.max = 16 << 10
+	// QEMU's output is read as it comes: under KVM a report that KVM
+	// cannot run the guest ends the boot at once.
+	stderr := &qemuOutput{buf: boundedBuffer{max: 16 << 10}, watchKVM: cfg.Accel == wire.AccelKVM}
 	cmd := exec.Command(cfg.QEMU, args...)
 	cmd.ExtraFiles = writers
-	cmd.Stdout = &stderr
-	cmd.Stderr = &stderr
+	cmd.Stdout = stderr
+	cmd.Stderr = stderr
 	// Own process group, so a terminal's Ctrl-C reaches lpmbisect, which
 	// then ends QEMU itself; Pdeathsig ends QEMU even if lpmbisect is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -273,7 +294,7 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	writers = nil
 
-	mon := &monitor{limits: cfg.Limits, start: start, pace: cfg.Pace, onKernelStart: cfg.onKernelStart}
+	mon := &monitor{limits: cfg.Limits, start: start, pace: cfg.Pace, qemu: stderr}
 	if cfg.Accel == wire.AccelIcount {
 		// The guest's progress is its instructions, which QEMU's CPU
 		// time follows whatever else the host runs: a busy host slows
@@ -322,6 +343,7 @@ loop:
 	res.Stream, res.Channel = DecodeStream(data, cfg), channel
 	res.Phases = mon.phases // the console reader is done (wg.Wait)
 	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr.String())
+	res.QEMUWarnings = logtail.Lines(stderr.String(), maxQEMUWarnings, func(l string) bool { return !strings.Contains(l, "warning:") })
 	if cfg.MemoryPlugin != "" {
 		m, err := ReadMemCounts(filepath.Join(cfg.RunDir, memcountFile))
 		if err != nil {
@@ -330,6 +352,9 @@ loop:
 			res.MemoryProblem = "the memory plugin's output ends early (QEMU did not exit cleanly)"
 		}
 		res.Memory = m
+	}
+	if cfg.Accel == wire.AccelKVM && (res.Outcome == KVMFailed || res.Outcome == NoProgress) {
+		return res, &KVMUnusableError{Reason: res.Detail}
 	}
 	return res, nil
 }
@@ -360,6 +385,10 @@ func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, w
 		return OK, ""
 	case s.Rejected:
 		return Corrupt, s.Problem
+	case killed == Canceled:
+		return Canceled, killDetail
+	case mon.qemu.kvmReport() != "":
+		return KVMFailed, kvmFailedDetail(mon.qemu.kvmReport())
 	case killed != "":
 		if panicLine != "" && killed != Canceled {
 			return Panic, panicLine
@@ -387,6 +416,63 @@ func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, w
 		detail += "; console ends: " + tail
 	}
 	return Truncated, detail
+}
+
+// qemuOutput keeps QEMU's standard output and error (bounded) and, when
+// watchKVM, watches them line by line for a report that KVM cannot run
+// the guest (kvmFailureLine), which it keeps, with the lines of the report
+// that follow it (at most four).
+type qemuOutput struct {
+	watchKVM bool
+
+	mu     sync.Mutex
+	buf    boundedBuffer
+	line   []byte
+	report []string
+}
+
+func (q *qemuOutput) Write(p []byte) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.buf.Write(p)
+	if !q.watchKVM {
+		return len(p), nil
+	}
+	for _, b := range p {
+		if b != '\n' {
+			if len(q.line) < 4<<10 {
+				q.line = append(q.line, b)
+			}
+			continue
+		}
+		if l := string(bytes.TrimRight(q.line, "\r")); kvmFailureLine(l) && len(q.report) < 4 {
+			q.report = append(q.report, bound(strings.TrimPrefix(l, qemuPrefix)))
+		}
+		q.line = q.line[:0]
+	}
+	return len(p), nil
+}
+
+func (q *qemuOutput) String() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.buf.String()
+}
+
+// kvmReport is QEMU's report that KVM cannot run the guest, its lines
+// joined by "; "; "" while there is none (or nothing is watched).
+func (q *qemuOutput) kvmReport() string {
+	if q == nil {
+		return ""
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return strings.Join(q.report, "; ")
+}
+
+// kvmFailedDetail is the detail of a boot that KVM failed.
+func kvmFailedDetail(report string) string {
+	return fmt.Sprintf("QEMU reported %q: KVM cannot run the guest", report)
 }
 
 // boundedBuffer keeps at most max bytes (0: unbounded) and drops the rest.

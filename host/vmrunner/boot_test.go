@@ -22,6 +22,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/internal/shellquote"
+	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -175,6 +176,9 @@ func fakeQEMU(args []string, stderr io.Writer) int {
 	// Whatever a guest does, a fake QEMU never outlives a broken test by much.
 	time.AfterFunc(time.Minute, func() { os.Exit(3) })
 	fmt.Fprintf(vm.console, "fake-qemu pid %d cpu %s\r\n", os.Getpid(), vm.cpu)
+	if vm.param("fake.qemu-warning") == "1" { // as QEMU 7.2 says of a model TCG cannot fully emulate
+		fmt.Fprintln(stderr, "qemu-system-x86_64: warning: TCG doesn't support requested feature: CPUID.07H:EDX.spec-ctrl [bit 26]")
+	}
 	return guest(vm, stderr)
 }
 
@@ -281,13 +285,17 @@ func okGuest(vm *fakeVM, _ io.Writer) int {
 // fakeGuests are the guests the fake QEMU can play, by name.
 var fakeGuests = map[string]func(vm *fakeVM, stderr io.Writer) int{
 	"ok": okGuest,
-	// kvm-refused is a QEMU that cannot use KVM and boots fine under TCG.
-	"kvm-refused": func(vm *fakeVM, stderr io.Writer) int {
-		if vm.cpu == "host" {
-			fmt.Fprintln(stderr, "qemu-system-x86_64: -accel kvm: failed to initialize kvm: Permission denied")
-			return 1
+	// kvm-emulation-failure is a KVM that stops the kernel in its
+	// decompressor, as kvm-pvm stops Debian's 6.12: QEMU reports it on
+	// its standard error and keeps running with the VM stopped. Under
+	// TCG the guest boots fine.
+	"kvm-emulation-failure": func(vm *fakeVM, stderr io.Writer) int {
+		if vm.cpu != "host" {
+			return okGuest(vm, stderr)
 		}
-		return okGuest(vm, stderr)
+		io.WriteString(vm.console, "Probing EDD (edd=off to disable)... ok\r\n")
+		io.WriteString(stderr, testqemu.EmulationFailure)
+		return hang()
 	},
 	"serial": func(vm *fakeVM, _ io.Writer) int {
 		io.WriteString(vm.console, fakeBanner+"lpmbisect-guest: no virtio port, results on ttyS1\r\n")
@@ -460,12 +468,19 @@ func fakeConfig(t *testing.T, guest string) Config {
 	}
 }
 
-// bootFake boots cfg and checks what holds for every boot: no error, the
+// bootFake boots cfg and checks what holds for every boot: no error (but
+// a *KVMUnusableError beside the result of a boot that KVM failed), the
 // fake QEMU is gone when Boot returns, the console log is kept.
 func bootFake(t *testing.T, ctx context.Context, cfg Config) *Result {
 	t.Helper()
 	r, err := Boot(ctx, cfg)
-	if err != nil {
+	var kvm *KVMUnusableError
+	switch {
+	case r != nil && cfg.Accel == wire.AccelKVM && (r.Outcome == KVMFailed || r.Outcome == NoProgress):
+		if !errors.As(err, &kvm) || !strings.Contains(err.Error(), r.Detail) {
+			t.Errorf("Boot(%s) under KVM, %s = %v; want a KVMUnusableError with the result's detail %q", cfg.KernelArgs, r.Outcome, err, r.Detail)
+		}
+	case err != nil:
 		t.Fatalf("Boot(%s) = %v; want a result", cfg.KernelArgs, err)
 	}
 	console, err := os.ReadFile(r.ConsoleLog)
@@ -475,7 +490,7 @@ func bootFake(t *testing.T, ctx context.Context, cfg Config) *Result {
 	var pid int
 	var cpu string
 	if _, err := fmt.Sscanf(string(console), "fake-qemu pid %d cpu %s", &pid, &cpu); err != nil {
-		if r.Outcome != QEMUError {
+		if r.Outcome != QEMUError && r.Outcome != KVMFailed {
 			t.Errorf("console log %q does not start with the fake QEMU's pid: %v", console, err)
 		}
 		return r
@@ -509,6 +524,10 @@ func TestBootOutcomes(t *testing.T) {
 		{guest: "silent-exit", want: BootFailed, detail: `console ends: "early console in setup code"`},
 		{guest: "silent-hang", startDeadline: time.Second, want: BootFailed, detail: "did not start within 1s"},
 		{guest: "silent-hang", accel: wire.AccelKVM, startDeadline: time.Second, want: NoProgress, detail: "within 1s under KVM"},
+		// Ended by QEMU's report, long before any deadline.
+		{guest: "kvm-emulation-failure", accel: wire.AccelKVM, want: KVMFailed, detail: `QEMU reported "KVM internal error. Suberror: 1; emulation failure"`},
+		{guest: "kvm-emulation-failure", accel: wire.AccelTCG, want: OK, results: 3},
+		{guest: "qemu-error", accel: wire.AccelKVM, want: KVMFailed, detail: "-accel kvm: failed to initialize kvm: Permission denied"},
 		{guest: "no-results", bootDeadline: time.Second, want: BootTimeout, detail: "boot deadline (1s)"},
 		{guest: "stall", progressDeadline: 500 * time.Millisecond, want: Stalled, results: 2, detail: "progress deadline"},
 		{guest: "truncated", want: Truncated, results: 2, detail: "no trailer"},

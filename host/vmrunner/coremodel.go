@@ -59,9 +59,6 @@ type Costs struct {
 	Mispredict, Locked, Serial float64
 }
 
-// DefaultCoreModel is the name of the default model's core.
-const DefaultCoreModel = "default"
-
 // The branch models of the two vendors' cores: AMD's return stack is
 // checked and 32 deep, Intel's circular and 16 deep; both predict
 // conditional branches with TAGE-like predictors (AMD since Zen 2; Intel's
@@ -81,7 +78,7 @@ var coreModels = []CoreModel{
 		// (Sapphire Rapids' L2), with Sapphire Rapids' predictor and
 		// weights; the cost model weighs its misses beyond the 2 MiB as
 		// hits in Sapphire Rapids' L3.
-		Name: DefaultCoreModel, L1D: CacheGeometry{48 << 10, 12}, L1I: CacheGeometry{32 << 10, 8},
+		Name: DefaultCPUProfile, L1D: CacheGeometry{48 << 10, 12}, L1I: CacheGeometry{32 << 10, 8},
 		LLC: CacheGeometry{2 << 20, 16}, DTLB: CacheGeometry{64, 4}, Branch: intelBranch,
 		Costs: Costs{Width: 6, L1: 5, L2: 16, L3: 125, Memory: 420, Mispredict: 14, Locked: 12, Serial: 85},
 	},
@@ -123,10 +120,10 @@ var coreModels = []CoreModel{
 func CoreModels() []CoreModel { return append([]CoreModel(nil), coreModels...) }
 
 // CoreModelOf returns the core of the CPU profile named profile ("" and
-// DefaultCoreModel: the default model's), and false for a name no core has.
+// DefaultCPUProfile: the default model's), and false for a name no core has.
 func CoreModelOf(profile string) (CoreModel, bool) {
 	if profile == "" {
-		profile = DefaultCoreModel
+		profile = DefaultCPUProfile
 	}
 	for _, c := range coreModels {
 		if c.Name == profile {
@@ -154,10 +151,10 @@ func (b BranchModel) String() string {
 // plugin's own defaults are the default model's caches, cold.
 func (c CoreModel) PluginArgs(cycles bool) []string {
 	var out []string
-	if c.Name != DefaultCoreModel || cycles {
+	if c.Name != DefaultCPUProfile || cycles {
 		out = append(out, "core="+c.Name)
 	}
-	if c.Name != DefaultCoreModel {
+	if c.Name != DefaultCPUProfile {
 		out = append(out, "l1d="+c.L1D.arg(), "l1i="+c.L1I.arg(), "llc="+c.LLC.arg(), "dtlb="+c.DTLB.arg())
 		if c.L2.Size > 0 {
 			out = append(out, "l2="+c.L2.arg())

@@ -21,9 +21,20 @@
 //
 // Under Icount the numbers are instruction counts, which depend on the CPU
 // the guest sees and on QEMU: Icount boots emulate a fixed CPU model
-// (IcountCPUModel) rather than QEMU's "max", and every Result carries the
-// CPU model and the QEMU version (QEMUVersion), so that counts are compared
-// only where both agree.
+// (IcountCPUModel) rather than QEMU's "max", or a production CPU's identity
+// on it (CPUProfile, Config.CPU), and every Result carries the CPU model
+// and the QEMU version (QEMUVersion), so that counts are compared only
+// where both agree.
+//
+// Every boot runs under one accelerator, decided before a run by
+// ChooseAccel: KVM only where it runs real kernels, which a /dev/kvm that
+// opens does not show (a nested or paravirtual KVM may stop every stock
+// kernel in its decompressor). KVMProbe boots the run's kernels under KVM
+// to their banner while it reads QEMU's standard error as it comes, and
+// CheckKVM keeps its verdict per host kernel, QEMU binary and KVM device,
+// so later runs boot nothing to decide. Under KVM, Boot reads QEMU's
+// output the same way and ends a boot that KVM fails at once, with a
+// KVMUnusableError: a run's boot never moves to another accelerator.
 //
 // Library messages go to a *log.Logger given in the Log fields (nil means
 // silent) and errors name no command-line flags: KVMUnusableError and

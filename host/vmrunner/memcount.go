@@ -147,9 +147,9 @@ func (c *Config) pluginArgs(runDir string) []string {
 }
 
 // memoryCore is the core the plugin models in this boot: its CPU
-// profile's.
+// profile's (every profile has one: TestCoreModelPerProfile).
 func (c *Config) memoryCore() CoreModel {
-	core, _ := CoreModelOf("")
+	core, _ := CoreModelOf(c.CPU.Name)
 	return core
 }
 

@@ -376,3 +376,25 @@ func TestPluginPredictsBranches(t *testing.T) {
 		})
 	}
 }
+
+// Every CPU profile has a core for the plugin, and the default model's is
+// today's caches: the plugin's own defaults.
+func TestCoreModelPerProfile(t *testing.T) {
+	for _, p := range append([]CPUProfile{{}}, CPUProfiles...) {
+		core, ok := CoreModelOf(p.Name)
+		if !ok || core.Name != p.Label() {
+			t.Errorf("CoreModelOf(%q) = %q, %v; want the %s core", p.Name, core.Name, ok, p.Label())
+		}
+		c := Config{Kernel: "k", Initramfs: "i", RunDir: t.TempDir(), Accel: wire.AccelIcount, MemoryPlugin: "p.so", CPU: p}
+		if args := strings.Join(c.pluginArgs(c.RunDir), " "); !strings.Contains(args, "core="+p.Label()) {
+			t.Errorf("plugin arguments of a %s boot: %s; want its core", p.Label(), args)
+		}
+	}
+	if len(CoreModels()) != len(CPUProfiles)+1 {
+		t.Errorf("%d cores for %d profiles and the default", len(CoreModels()), len(CPUProfiles))
+	}
+	def, _ := CoreModelOf(DefaultCPUProfile)
+	if def.L1D != (CacheGeometry{48 << 10, 12}) || def.LLC != (CacheGeometry{2 << 20, 16}) || def.L2.Size != 0 || len(def.PluginArgs(false)) != 0 {
+		t.Errorf("the default core %+v; want the plugin's own caches, no L2, and no arguments without the cycle model", def)
+	}
+}

@@ -28,7 +28,9 @@ type monitor struct {
 	pace    func(step int, resume func())
 	waiting atomic.Bool
 
-	onKernelStart func()
+	// qemu is QEMU's output, watched for a report that KVM cannot run
+	// the guest.
+	qemu *qemuOutput
 	// clock measures the deadlines (nil: the wall clock); only check,
 	// on one goroutine, uses it.
 	clock *clock
@@ -93,8 +95,8 @@ var startMarkers = []string{"Linux version ", "Run /init", "lpmbisect-guest"}
 func (m *monitor) consoleLine(line string) {
 	if !m.kernelStarted.Load() {
 		for _, marker := range startMarkers {
-			if strings.Contains(line, marker) && m.kernelStarted.CompareAndSwap(false, true) && m.onKernelStart != nil {
-				m.onKernelStart()
+			if strings.Contains(line, marker) {
+				m.kernelStarted.Store(true)
 			}
 		}
 	}
@@ -241,6 +243,9 @@ func (m *monitor) check(cfg Config) (Outcome, string) {
 	now := time.Now()
 	if why, ok := m.overLimit.Load().(string); ok {
 		return Corrupt, why
+	}
+	if report := m.qemu.kvmReport(); report != "" {
+		return KVMFailed, kvmFailedDetail(report)
 	}
 	elapsed, silent := m.clock.since(now, m.start, m.lastActivity.Load())
 	unit := m.clock.unit()

@@ -33,7 +33,7 @@ var layers = [][]string{
 	{"wire", "internal/words", "internal/logtail", "internal/cachefile", "internal/cpuinfo", "internal/git",
 		"internal/interrupt", "internal/shellquote", "internal/importrule",
 		"guest/bpf", "stats/sample",
-		"internal/testbed/testkbuild", "internal/testbed/testkernels", "internal/testbed/testseries"},
+		"internal/testbed/testkbuild", "internal/testbed/testkernels", "internal/testbed/testseries", "internal/testbed/testqemu"},
 	// 1: kernel inputs, the VM, the initramfs; verdicts; the guest's benchmarks.
 	{"host/kernel", "host/vmrunner", "host/initramfs", "stats/compare", "guest/workloads",
 		"internal/version", "stats/changepoint",

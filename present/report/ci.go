@@ -20,7 +20,8 @@ import (
 const KCIDBOrigin = "lpmbisect"
 
 // KCIDB v4 objects, as much of them as lpmbisect fills (see
-// https://github.com/kernelci/kcidb, doc/submitter_guide.md).
+// https://github.com/kernelci/kcidb, doc/submitter_guide.md, and the schema
+// in kernelci/kcidb-io, kcidb_io/schema/v04_04.py).
 type (
 	kcidbDoc struct {
 		Version   kcidbVersion    `json:"version"`
@@ -66,14 +67,25 @@ type (
 	}
 )
 
+// kcidbSchemaVersion is the schema version the documents declare: the
+// lowest that has every field they write. A test's number (value and unit)
+// came with v4.4; kcidb-io validates a document against the schema of the
+// version it declares, and those of v4.0 to v4.3 refuse a number.
+var kcidbSchemaVersion = kcidbVersion{Major: 4, Minor: 4}
+
 // kcidbPathPart keeps what a KCIDB test path node may hold.
 var kcidbPathPart = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
-// WriteKCIDB writes a comparison as a KCIDB v4 submission: kernel B is
+// WriteKCIDB writes a comparison as a KCIDB v4.4 submission: kernel B is
 // the checkout and build under test, each row a test with status DONE
 // (lpmbisect measures; the verdict is in misc) and its centre on B as the
-// number with its unit; a verifier rejection on B is a test with status
-// FAIL and the verifier's last lines as its comment.
+// number with its unit. misc also has A's centre (a_value) and the change
+// in percent (change_pct) where there is one: not for a row A did not
+// measure, nor for a change from 0 on A (change_note says which), which
+// has no percentage. A program B's verifier rejects is one test with
+// status FAIL and the verifier's last lines as its comment, and none of
+// its rows is a DONE test: a rejected load's counts are where the verifier
+// gave up, not a measurement of the program.
 func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	b := meta.B
 	if b.Release == "" && b.SHA256 == "" {
@@ -83,7 +95,7 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	if !meta.Date.IsZero() {
 		start = meta.Date.UTC().Format(time.RFC3339)
 	}
-	doc := kcidbDoc{Version: kcidbVersion{4, 0}}
+	doc := kcidbDoc{Version: kcidbSchemaVersion}
 	id := KCIDBOrigin + ":" + kcidbKernelKey(b)
 	doc.Checkouts = []kcidbCheckout{{ID: id, Origin: KCIDBOrigin, Valid: true, StartTime: start, Comment: b.Release}}
 	doc.Builds = []kcidbBuild{{ID: id, CheckoutID: id, Origin: KCIDBOrigin, Valid: true, Arch: "x86_64", StartTime: start, Comment: b.Input}}
@@ -96,16 +108,18 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		}
 		return run + path
 	}
+	rejected := map[string]bool{}
+	for _, p := range meta.Verifier {
+		rejected[p.Benchmark] = p.B.Rejected
+	}
 	for _, r := range rep.Rows {
-		side := r.B
-		if side.Boots == 0 {
+		if r.B.Boots == 0 || rejected[r.Benchmark] {
 			continue
 		}
 		path := kcidbPath(r.Benchmark, r.Unit)
 		doc.Tests = append(doc.Tests, kcidbTest{
 			ID: testID(path), BuildID: id, Origin: KCIDBOrigin, Path: path, Status: "DONE", StartTime: start,
-			Number: &kcidbNumber{Value: side.Center, Unit: r.Unit},
-			Misc:   map[string]any{"verdict": r.Verdict.String(), "change_pct": r.DeltaPct, "boots": side.Boots, "accel": meta.Accel},
+			Number: &kcidbNumber{Value: r.B.Center, Unit: r.Unit}, Misc: kcidbMisc(r, meta.Accel),
 		})
 	}
 	for _, p := range meta.Verifier {
@@ -113,12 +127,37 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 			continue
 		}
 		path := kcidbPath(p.Benchmark, "load")
+		misc := map[string]any{"accel": meta.Accel}
+		if p.A.Present {
+			misc["a_verdict"] = p.A.Verdict()
+		}
 		doc.Tests = append(doc.Tests, kcidbTest{ID: testID(path), BuildID: id, Origin: KCIDBOrigin, Path: path,
-			Status: "FAIL", StartTime: start, Comment: p.B.Error})
+			Status: "FAIL", StartTime: start, Comment: p.B.Error, Misc: misc})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// kcidbMisc is a DONE test's misc: the row's verdict, B's boots, the
+// accelerator, A's centre and the change in percent, or, where the change
+// has no percentage (A did not measure the row, or its centre is not
+// positive while B's differs), a note that says why instead.
+func kcidbMisc(r compare.Row, accel string) map[string]any {
+	misc := map[string]any{"verdict": r.Verdict.String(), "boots": r.B.Boots, "accel": accel}
+	switch {
+	case r.A.Boots == 0:
+		misc["change_note"] = "not measured on A: no change to give"
+		return misc
+	case r.A.Center > 0 || r.A.Center == r.B.Center:
+		misc["change_pct"] = r.DeltaPct
+	case r.A.Center == 0:
+		misc["change_note"] = "0 on A: a change from 0 has no percentage (a_value and number give both sides)"
+	default:
+		misc["change_note"] = "negative on A: the change has no percentage (a_value and number give both sides)"
+	}
+	misc["a_value"] = r.A.Center
+	return misc
 }
 
 // kcidbKernelKey is a kernel's local id in KCIDB ids: its image's short
@@ -159,14 +198,16 @@ func kcidbPath(bench, unit string) string {
 	return strings.Join(parts, ".")
 }
 
-// WriteGitHub writes a comparison as GitHub Actions workflow commands: an
+// WriteGitHub writes a comparison as GitHub Actions workflow commands, for
+// the rows that are weighed (compare.Row.Weighed: not the controls, nor a
+// user's program's total, whose own work is): an
 // ::error line for each row DIFFERENT for the worse and each program B's
 // verifier rejects that A's accepted, a ::notice for each row DIFFERENT
 // for the better and each program only B's verifier accepts, a ::warning
 // for each UNKNOWN row, and nothing for SAME.
 func WriteGitHub(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	for _, r := range rep.Rows {
-		if r.Control || !r.Compared() {
+		if !r.Weighed() || !r.Compared() {
 			continue
 		}
 		level := githubLevel(r.Verdict, r.Worse())

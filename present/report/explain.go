@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/lpmbisect/lpmbisect/internal/words"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // InstructionsExplanation says in plain words what instruction-count results
@@ -47,6 +49,15 @@ func Headline(r compare.Row) string {
 		dir = " (worse)"
 	case r.Verdict == compare.Different:
 		dir = " (better)"
+	}
+	switch {
+	case dir == "" || r.Control:
+	case r.Total:
+		dir = strings.TrimSuffix(dir, ")") + ", with its test-run harness: not weighed, op=own is)"
+	case wire.IsVerifierTime(r.Benchmark, r.Unit):
+		dir = strings.TrimSuffix(dir, ")") + ", the verifier's own time: not weighed, its counts are)"
+	case !r.Weighed():
+		dir = strings.TrimSuffix(dir, ")") + ", the program as loaded: not weighed)"
 	}
 	switch {
 	case r.Exact && len(r.A.PerBoot) > 0:

@@ -48,10 +48,16 @@ type Document struct {
 	Rule       string  `json:"rule"`
 	Look       Look    `json:"look"`
 
-	A    SideLabel `json:"a"`
-	B    SideLabel `json:"b"`
-	Meta view.Meta `json:"meta"`
-	Rows []Row     `json:"rows"`
+	A SideLabel `json:"a"`
+	B SideLabel `json:"b"`
+	// OneKernel is set when both sides booted one kernel image;
+	// Differences then say what else differs between them
+	// (compare.Report), and SidesDiffer says it in words.
+	OneKernel   bool                 `json:"one_kernel,omitempty"`
+	Differences []compare.Difference `json:"differences,omitempty"`
+	SidesDiffer string               `json:"sides_differ,omitempty"`
+	Meta        view.Meta            `json:"meta"`
+	Rows        []Row                `json:"rows"`
 	// Insight is the insight block (Meta.Insight); absent when off.
 	Insight *InsightDocument `json:"insight,omitempty"`
 }
@@ -83,8 +89,11 @@ type Row struct {
 	// HarnessChanged is set for a control that moved under instruction
 	// counts: the kernel's cost of the harness, not drift
 	// (compare.Row.HarnessChanged).
-	HarnessChanged bool            `json:"harness_changed,omitempty"`
-	Verdict        compare.Verdict `json:"verdict"`
+	HarnessChanged bool `json:"harness_changed,omitempty"`
+	// Total is set for a user's program's row with its test-run harness,
+	// whose own-work row is weighed instead (compare.Row.Total).
+	Total   bool            `json:"total,omitempty"`
+	Verdict compare.Verdict `json:"verdict"`
 	// Worse is set for a DIFFERENT row that changed for the worse.
 	Worse bool `json:"worse"`
 	// DeltaPct is the change of B's centre from A's in percent; in a paired
@@ -179,10 +188,13 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 			DifferentLevel: rep.Look.DifferentLevel, SameLevel: rep.Look.SameLevel,
 			DifferentSpent: rep.Look.DifferentSpent, SameSpent: rep.Look.SameSpent,
 		},
-		A:    SideLabel{rep.A.Name, rep.A.Kernel},
-		B:    SideLabel{rep.B.Name, rep.B.Kernel},
-		Meta: meta,
-		Rows: []Row{},
+		A:           SideLabel{rep.A.Name, rep.A.Kernel},
+		B:           SideLabel{rep.B.Name, rep.B.Kernel},
+		OneKernel:   rep.OneKernel,
+		Differences: rep.Differences,
+		SidesDiffer: sidesDiffer(rep, meta),
+		Meta:        meta,
+		Rows:        []Row{},
 	}
 	if rep.Paired {
 		d.Explanation = PairedExplanation
@@ -193,7 +205,7 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 	}
 	for _, r := range rep.Rows {
 		row := Row{
-			Benchmark: r.Benchmark, Unit: r.Unit, Control: r.Control, HarnessChanged: r.HarnessChanged, Verdict: r.Verdict, Worse: r.Worse(),
+			Benchmark: r.Benchmark, Unit: r.Unit, Control: r.Control, HarnessChanged: r.HarnessChanged, Total: r.Total, Verdict: r.Verdict, Worse: r.Worse(),
 			P: r.P, PEffect: r.PEffect, PAdj: r.PAdj, PSame: r.PSame,
 			Pairs:       r.Pairs,
 			DecidedLook: r.DecidedLook, DecidedBoots: r.DecidedBoots, Rule: r.Rule, Bound: r.Bound, Final: r.Final, Exact: r.Exact, FloorHides: r.FloorHides, MinEffect: r.MinEffect,

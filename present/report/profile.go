@@ -35,6 +35,9 @@ func profilePassLines(d *insight.Diff) []string {
 		if sum == nil {
 			continue
 		}
+		if sum.ExactProblem != "" {
+			lines = append(lines, fmt.Sprintf("%s: %s", s.name, sum.ExactProblem))
+		}
 		if sum.Exact > 0 {
 			lines = append(lines, fmt.Sprintf("%s: exact for %s: the memory plugin counted every instruction and call inside the timed windows, in the memory pass (%s instructions)",
 				s.name, words.Plural(sum.Exact, "benchmark"), bigCount(sum.ExactCost)))

@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +64,7 @@ const (
 	// FormatVeristat is veristat's compare CSV of the verifier rows
 	// (WriteVeristatCompare).
 	FormatVeristat Format = "veristat"
-	// FormatKCIDB is a KCIDB v4 submission (WriteKCIDB).
+	// FormatKCIDB is a KCIDB v4.4 submission (WriteKCIDB).
 	FormatKCIDB Format = "kcidb"
 	// FormatGitHub is GitHub Actions annotations (WriteGitHub).
 	FormatGitHub Format = "github"
@@ -93,7 +94,7 @@ func Write(w io.Writer, f Format, rep *compare.Report, meta view.Meta) error {
 	case FormatHTML:
 		return WriteHTML(w, rep, meta)
 	case FormatVeristat:
-		return WriteVeristatCompare(w, meta.Verifier)
+		return WriteVeristatCompare(w, meta.Verifier, meta.Veristat)
 	case FormatKCIDB:
 		return WriteKCIDB(w, rep, meta)
 	case FormatGitHub:
@@ -141,13 +142,14 @@ func outcomeReason(rep *compare.Report, failOn compare.FailOn) string {
 // not an exact row's (compare.Row.Exact).
 func timedUnknown(r compare.Row) bool { return r.Verdict == compare.Unknown && !r.Exact }
 
-// count counts the benchmarks with a non-control row matching f (a
-// benchmark once, whatever the number of its rows: insn/op and the memory
-// pass's), as "1 benchmark", "2 benchmarks" or "no benchmark".
+// count counts the benchmarks with a weighed row (compare.Row.Weighed)
+// matching f (a benchmark once, whatever the number of its rows: insn/op
+// and the memory pass's), as "1 benchmark", "2 benchmarks" or "no
+// benchmark".
 func count(rep *compare.Report, f func(compare.Row) bool) string {
 	seen := map[string]bool{}
 	for _, r := range rep.Rows {
-		if !r.Control && f(r) {
+		if r.Weighed() && f(r) {
 			seen[r.Benchmark] = true
 		}
 	}
@@ -164,7 +166,7 @@ func count(rep *compare.Report, f func(compare.Row) bool) string {
 func nonControls(rep *compare.Report) int {
 	n := 0
 	for _, r := range rep.Rows {
-		if !r.Control {
+		if r.Weighed() {
 			n++
 		}
 	}
@@ -280,7 +282,7 @@ func warnings(rep *compare.Report, in *insight.Diff) []string {
 		}
 	}
 	for _, h := range order {
-		out = append(out, harnessParagraph(h, harnesses[h], in))
+		out = append(out, harnessParagraph(h, harnesses[h], in, changedWith(rep)))
 	}
 	if len(moved) > 0 {
 		out = append(out, "Controls moved with the kernel: "+strings.Join(moved, "; ")+
@@ -296,23 +298,37 @@ func warnings(rep *compare.Report, in *insight.Diff) []string {
 	return out
 }
 
+// changedWith is what a comparison's sides differ by, in words: "kernel",
+// or for one kernel on two set-ups (compare.Report.Differences) "CPU",
+// "kernel command line" or "QEMU version".
+func changedWith(rep *compare.Report) string {
+	if !rep.OneKernel || len(rep.Differences) == 0 {
+		return "kernel"
+	}
+	var w []string
+	for _, d := range rep.Differences {
+		w = append(w, differenceWords[d.Key])
+	}
+	return strings.Join(w, " and ")
+}
+
 // harnessParagraph says, for the controls of one harness that moved under
 // instruction counts (compare.Row.HarnessChanged), what moved and by how
 // much, what it means for the benchmarks of that harness, and which kernel
 // functions the profile puts the change in, when it profiled a control.
-func harnessParagraph(harness string, controls []compare.Row, in *insight.Diff) string {
+func harnessParagraph(harness string, controls []compare.Row, in *insight.Diff, with string) string {
 	var moves []string
 	for _, r := range controls {
 		moves = append(moves, fmt.Sprintf("%s %s %s (%s)", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, absChange(r)))
 	}
-	s := "HARNESS CHANGED WITH THE KERNEL: " + strings.Join(moves, "; ") + ". "
+	s := "HARNESS CHANGED WITH THE " + strings.ToUpper(with) + ": " + strings.Join(moves, "; ") + ". "
 	if prog, ok := wire.WorkloadOf(harness); ok {
 		s += fmt.Sprintf("The kernel's cost of running %s (BPF_PROG_TEST_RUN's loop and context reset around it) changed. "+
 			"%s includes it; %s is the program's own work without it, judged on its own line.", prog, wire.WorkloadBench(prog), wire.WorkloadOwn(prog))
 	} else {
 		s += "The kernel's cost of the harness around the map operations (the BPF program and bpf_loop) changed; the benchmarks' changes include it."
 	}
-	s += " Instruction counts do not depend on the host: this is the kernel, not drift, and re-running gives the same numbers."
+	s += " Instruction counts do not depend on the host: this is the " + with + ", not drift, and re-running gives the same numbers."
 	if fns := profiledFunctions(controls, in); fns != "" {
 		s += " In the profile: " + fns + "."
 	}
@@ -466,6 +482,7 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 		add("date", meta.Date.UTC().Format(time.RFC3339))
 	}
 	add("host", meta.Host)
+	out = append(out, cpuLines(meta)...)
 	if f := meta.ResultsFile; f != "" {
 		add("raw results", fmt.Sprintf("%s (%s)", f, BenchstatCommand(rep, meta.Accel, f)))
 	}
@@ -473,25 +490,42 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 }
 
 // BenchstatCommand is the benchstat command line that compares the two
-// sides of rep, measured under accel, from the results file f: benchstat's
-// tables split by every configuration key unless the per-boot ones are
-// ignored. Reports and the CLI's log give it with the results file.
+// sides of rep, measured under accel, from the results file f: benchstat
+// puts the results of each combination of configuration keys in a table of
+// its own, so every key that is no dimension of a benchmark is ignored:
+// those of a boot (its side, number, image, pair and phases) and those of
+// a single result (wire.ResultKeys, which the verifier rows' loads carry:
+// a program one boot's verifier rejects would have its samples split).
+// Reports and the CLI's log give it with the results file.
 func BenchstatCommand(rep *compare.Report, accel, f string) string {
-	return benchstatCommand(rep.A.Kernel == rep.B.Kernel, rep.Paired, accel, f)
+	var extra []string
+	if slices.ContainsFunc(rep.Rows, func(r compare.Row) bool { return strings.HasPrefix(r.Benchmark, wire.VerifierPrefix) }) {
+		extra = wire.ResultKeys
+	}
+	for _, d := range rep.Differences { // one kernel on two set-ups
+		extra = append(extra, d.Key)
+	}
+	if len(rep.Differences) > 0 {
+		extra = append(extra, wire.KeyParams)
+	}
+	return benchstatCommand(rep.A.Kernel == rep.B.Kernel, rep.Paired, accel, f, extra...)
 }
 
 // benchstatCommand is BenchstatCommand for results whose two sides boot
-// one kernel (sameKernel) or two, paired or not.
-func benchstatCommand(sameKernel, paired bool, accel, f string) string {
-	col, ignore := wire.KeyKernel, "side,boot,image"
+// one kernel (sameKernel) or two, paired or not; extra are the keys of
+// single results and those whose values differ between the sides besides
+// the kernel's. Every kernel says its own vulnerabilities lines.
+func benchstatCommand(sameKernel, paired bool, accel, f string, extra ...string) string {
+	col, ignore := wire.KeyKernel, []string{wire.KeySide, wire.KeyBoot, wire.KeyImage}
 	if sameKernel {
-		col, ignore = wire.KeySide, "boot,image" // one kernel on both sides
+		col, ignore = wire.KeySide, []string{wire.KeyBoot, wire.KeyImage} // one kernel on both sides
 	}
 	if paired {
-		ignore += "," + wire.KeyPair
+		ignore = append(ignore, wire.KeyPair)
 	}
 	if wire.Accel(accel).CountsInstructions() {
-		ignore += "," + wire.KeyPhases // each boot's own
+		ignore = append(ignore, wire.KeyPhases) // each boot's own
 	}
-	return fmt.Sprintf("benchstat -col %s -ignore %s %s", col, ignore, f)
+	ignore = append(append(ignore, wire.KeyVulnerabilities), extra...)
+	return fmt.Sprintf("benchstat -col %s -ignore %s %s", col, strings.Join(ignore, ","), f)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,10 +20,8 @@ import (
 // the browser test skips, unless LPMBISECT_REQUIRE_VM says the suite must
 // run whole (CI), where it fails.
 func chromium(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
+	if p := FindBrowser(); p != "" {
+		return p
 	}
 	if os.Getenv("LPMBISECT_REQUIRE_VM") != "" {
 		t.Fatal("no chromium on PATH, and LPMBISECT_REQUIRE_VM is set (apt-get install chromium; scripts/setup does)")

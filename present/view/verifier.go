@@ -49,10 +49,17 @@ type VerifierSide struct {
 	Rejected bool
 	Error    string
 	// DurationUs is the kernel's verification time in microseconds, as
-	// veristat prints it: under icount, thousands of instructions.
-	DurationUs float64
-	// Stats are the counts by unit (wire.VerifierUnits but the verdict).
+	// veristat prints it: under icount, thousands of instructions
+	// (HasDuration false when the results have no time).
+	DurationUs  float64
+	HasDuration bool
+	// Stats are the counts by unit (wire.VerifierUnits but the verdict):
+	// those the side's loads reported.
 	Stats map[string]float64
+	// ProgType and AttachType are libbpf's names of the program's type
+	// and attach type as loaded (wire.KeyProgType, wire.KeyAttachType);
+	// "" when the results do not say.
+	ProgType, AttachType string
 }
 
 // Verdict is veristat's word for the side: "success", "failure", or ""
@@ -79,9 +86,9 @@ type Workload struct {
 }
 
 // Verifiers gathers the verifier rows among rows (a comparison's, or one
-// kernel's from compare.Summarize, whose A side is the kernel) with the
-// rejection reasons in results, one VerifierProgram per program, in the
-// order of rows.
+// kernel's from compare.Summarize, whose A side is the kernel) with what
+// their loads' results say of them (the rejection reason, the program and
+// attach type), one VerifierProgram per program, in the order of rows.
 func Verifiers(rows []compare.Row, results []*benchfmt.Result, w Workload) []VerifierProgram {
 	var out []VerifierProgram
 	index := map[string]int{}
@@ -122,9 +129,9 @@ func Verifiers(rows []compare.Row, results []*benchfmt.Result, w Workload) []Ver
 			}
 			switch r.Unit {
 			case "sec/op":
-				s.DurationUs = sum.Center * 1e6
+				s.DurationUs, s.HasDuration = sum.Center*1e6, true
 			case wire.UnitInsnPerOp:
-				s.DurationUs = sum.Center / 1000
+				s.DurationUs, s.HasDuration = sum.Center/1000, true
 			case wire.UnitVerdict:
 				s.Rejected = sum.Center > wire.VerdictAccepted
 			default:
@@ -133,16 +140,22 @@ func Verifiers(rows []compare.Row, results []*benchfmt.Result, w Workload) []Ver
 		}
 	}
 	for _, res := range results {
-		why := res.GetConfig(wire.KeyVerifierError)
 		i, ok := index[res.Name.String()]
-		if why == "" || !ok {
+		if !ok {
 			continue
 		}
 		s := &out[i].A
 		if res.GetConfig(wire.KeySide) == compare.SideB {
 			s = &out[i].B
 		}
-		s.Error = why
+		for _, f := range []struct {
+			key string
+			to  *string
+		}{{wire.KeyVerifierError, &s.Error}, {wire.KeyProgType, &s.ProgType}, {wire.KeyAttachType, &s.AttachType}} {
+			if v := res.GetConfig(f.key); v != "" {
+				*f.to = v
+			}
+		}
 	}
 	return out
 }

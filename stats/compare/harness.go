@@ -73,3 +73,15 @@ func deriveOwn(order []key, groups map[key]*[2]group) []key {
 	}
 	return slices.Clip(out)
 }
+
+// totals are the user's programs' rows (wire.WorkloadBench) whose
+// own-work row (wire.WorkloadOwn) in the same unit is among rows: Row.Total.
+func totals(rows []Row) map[key]bool {
+	own := map[key]bool{}
+	for _, r := range rows {
+		if prog, ok := wire.WorkloadOf(r.Benchmark); ok && r.Benchmark == wire.WorkloadOwn(prog) {
+			own[key{wire.WorkloadBench(prog), r.Unit}] = true
+		}
+	}
+	return own
+}

@@ -96,11 +96,17 @@ func TestOwnWorkUnderIcount(t *testing.T) {
 		t.Errorf("own row direction = %v; want better (fewer instructions)", own.Direction())
 	}
 	total := rowOf(t, rep, wire.WorkloadBench(userProg))
-	if total.Verdict != Different || total.Rule != RuleDeterministic {
-		t.Errorf("program row: %v by %s; want DIFFERENT by the deterministic rule", total.Verdict, total.Rule)
+	if total.Verdict != Different || total.Rule != RuleDeterministic || !total.Worse() || !total.Total || total.Weighed() || own.Total || !own.Weighed() {
+		t.Errorf("program row: %v by %s, worse %v, total %v; own row total %v; want DIFFERENT for the worse by the deterministic rule, the total, not weighed",
+			total.Verdict, total.Rule, total.Worse(), total.Total, own.Total)
 	}
-	if got := rep.Outcome(FailOnRegression); got != Regression {
-		t.Errorf("Outcome(regression) = %v; want regression (the program takes more instructions, harness included)", got)
+	// The total is worse only by the harness it includes; the program's
+	// own work, what runs in production, is better: no regression.
+	if got := rep.Outcome(FailOnRegression); got != NoRegression {
+		t.Errorf("Outcome(regression) = %v; want no regression (the program's own work is better; its total is worse by the harness)", got)
+	}
+	if got := rep.Outcome(FailOnChange); got != Regression {
+		t.Errorf("Outcome(change) = %v; want regression (the program's own work changed)", got)
 	}
 	if rep.NeedMoreBoots(nil) {
 		t.Errorf("NeedMoreBoots = true; want false: every row is decided")
@@ -112,6 +118,35 @@ func TestOwnWorkUnderIcount(t *testing.T) {
 	}
 	if want := []string{"LPMTrie/op=noop", wire.WorkloadNoop(userProg), wire.WorkloadBench(userProg), wire.WorkloadOwn(userProg)}; strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("rows = %q; want %q", names, want)
+	}
+}
+
+// The other way round: the harness got cheaper, so the total is better,
+// while the program's own work is worse: a regression, which the total
+// alone would have hidden.
+func TestOwnWorkDecidesTheOutcome(t *testing.T) {
+	r := progRun{accel: "icount", unit: "insn/op", lpmNoop: [2]float64{16, 16}, noop: [2]float64{90, 61}, prog: [2]float64{275, 261}}
+	rep, err := Build(r.results(t, 2), Options{Bounds: workloadBounds, MaxBoots: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, total := rowOf(t, rep, wire.WorkloadOwn(userProg)), rowOf(t, rep, wire.WorkloadBench(userProg))
+	if !own.Worse() || total.Worse() || total.Verdict != Different {
+		t.Fatalf("own %v (worse %v), total %v (worse %v); want the own row worse, the total DIFFERENT for the better", own.Verdict, own.Worse(), total.Verdict, total.Worse())
+	}
+	if got := rep.Outcome(FailOnRegression); got != Regression {
+		t.Errorf("Outcome(regression) = %v; want regression: the program's own work takes 185 → 200 insn/op", got)
+	}
+	// Without its noop there is no own row, and the program's row is
+	// weighed as any benchmark.
+	var rows []Row
+	for _, r := range rep.Rows {
+		if r.Benchmark != wire.WorkloadOwn(userProg) {
+			rows = append(rows, r)
+		}
+	}
+	if total := totals(rows); len(total) != 0 {
+		t.Errorf("totals(rows without an own row) = %v; want none", total)
 	}
 }
 
@@ -236,5 +271,36 @@ func TestAdaptiveGoesOnWhenTheHarnessMoves(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A verifier row's description of the program as loaded (its JITed size,
+// here 204 → 287 bytes as Debian 6.1 → 6.12 JIT examples/xdp-lpm) is
+// reported with its verdict but weighs in no outcome: what verifying cost
+// (the instructions processed, the same here) does.
+func TestLoadedProgramRowsNotWeighed(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("accel: icount\nqemu: 7.2\ncpu-model: Westmere-v1\n")
+	for i, side := range []string{"A", "B"} {
+		fmt.Fprintf(&b, "side: %s\nkernel: %s\n", side, strings.ToLower(side))
+		for boot := 1; boot <= 2; boot++ {
+			fmt.Fprintf(&b, "boot: %d\nBenchmarkVerifier/prog=xdp_lpm 1 49 insns-processed 43 prog-insns %d jited-bytes 16 stack-bytes 1 verifier-verdict\n", boot, []int{204, 287}[i])
+		}
+	}
+	rep, err := Build(parse(t, b.String()), Options{Bounds: map[string]float64{"Verifier/prog=xdp_lpm": 0.002}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jited Row
+	for _, r := range rep.Rows {
+		if r.Unit == wire.UnitJitedBytes {
+			jited = r
+		}
+	}
+	if jited.Verdict != Different || !jited.Worse() || jited.Weighed() {
+		t.Errorf("jited-bytes row: %v, worse %v, weighed %v; want DIFFERENT for the worse, not weighed", jited.Verdict, jited.Worse(), jited.Weighed())
+	}
+	if got := rep.Outcome(FailOnChange); got != NoRegression {
+		t.Errorf("Outcome(change) = %v; want no regression: only the JITed size changed", got)
 	}
 }

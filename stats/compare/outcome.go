@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/lpmbisect/lpmbisect/wire"
 )
@@ -132,8 +133,21 @@ func (r Row) Worse() bool {
 	return r.Better == 0 || r.Direction() == Worse
 }
 
-// Outcome decides the comparison for CI. Only rows that are not controls
-// count; the rule, in order:
+// Weighed reports whether the row counts for the outcome and the look
+// loop: neither a control, nor a user's program's total (Row.Total), whose
+// own-work row counts instead, nor, of a verifier row, the verifier's own
+// time (wire.IsVerifierTime: it moves from load to load even under icount,
+// while the counts beside it, which are weighed, repeat) or the
+// description of the program as loaded (wire.LoadedProgramUnits). The
+// others are reported with their verdicts all the same.
+func (r Row) Weighed() bool {
+	return !r.Control && !r.Total && !wire.IsVerifierTime(r.Benchmark, r.Unit) && !slices.Contains(wire.LoadedProgramUnits, r.Unit)
+}
+
+// Outcome decides the comparison for CI. Only weighed rows count
+// (Row.Weighed: not the controls, for a user's program its own work, not
+// its total with the test-run harness, and of a verifier row its counts,
+// not its time nor the program's sizes); the rule, in order:
 //
 //  1. If a control moved enough to explain a minimum-effect change
 //     (EnvironmentDrift, under wall time only), Inconclusive: something
@@ -152,7 +166,7 @@ func (r *Report) Outcome(failOn FailOn) Outcome {
 	}
 	var unknown, any bool
 	for _, row := range r.Rows {
-		if row.Control {
+		if !row.Weighed() {
 			continue
 		}
 		any = any || !row.Exact
@@ -172,19 +186,21 @@ func (r *Report) Outcome(failOn FailOn) Outcome {
 }
 
 // Undecided returns the rows that more boots could still decide
-// (Row.Undecided) whose benchmark is selected. A nil selected means every
-// row that is not a control.
+// (Row.Undecided) whose benchmark is selected and that are weighed
+// (Row.Weighed) or controls. A nil selected means every weighed row.
 func (r *Report) Undecided(selected func(bench string) bool) []Row {
 	var out []Row
 	for _, row := range r.Rows {
-		sel := !row.Control
+		// A row that is not weighed (a verifier row's verification time,
+		// which moves from load to load; a program's total) keeps the
+		// verdict the other rows' boots reach, and never holds the look
+		// loop on its own.
+		sel := row.Weighed()
 		if selected != nil {
-			sel = selected(sourceOf(row.Benchmark))
+			sel = sel || row.Control
+			sel = sel && selected(sourceOf(row.Benchmark))
 		}
-		// A verifier row's verification time moves from load to load
-		// (wire.IsVerifierTime): it keeps the verdict the other rows'
-		// boots reach, and never holds the look loop on its own.
-		if sel && row.Undecided() && !wire.IsVerifierTime(row.Benchmark, row.Unit) {
+		if sel && row.Undecided() {
 			out = append(out, row)
 		}
 	}

@@ -202,12 +202,22 @@ func decide(rep *Report, opts Options) {
 	var tested, zeros []*Row
 	bootsA, bootsB := 0, 0
 	pairs := -1
+	total := totals(rep.Rows)
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
 		row.Control = IsControl(row.Benchmark, opts.Controls)
+		row.Total = total[key{row.Benchmark, row.Unit}]
 		row.Better = BetterOf(row.Unit)
 		if row.Control {
 			row.addNote("control: measures the harness, not the kernel")
+		}
+		switch {
+		case row.Total:
+			row.addNote("the program with its test-run harness: reported, not weighed; its op=own row decides the outcome")
+		case slices.Contains(wire.LoadedProgramUnits, row.Unit):
+			row.addNote("describes the program as loaded (size, JITed size, stack), not what verifying it cost: reported, not weighed")
+		case wire.IsVerifierTime(row.Benchmark, row.Unit):
+			row.addNote("the verifier's own time moves from load to load: reported, not weighed; its counts are")
 		}
 		if !row.Compared() {
 			continue
@@ -376,6 +386,10 @@ func checkDrift(rep *Report) {
 		by := benchunit.Scale(move, benchunit.ClassOf(c.Unit)) + " " + c.Unit
 		if rep.Deterministic {
 			c.HarnessChanged = true
+			if rep.OneKernel && len(rep.Differences) > 0 {
+				c.addNote(fmt.Sprintf("control moved by %s with the set-up (one kernel on both sides): the harness's cost on it changed (instruction counts do not depend on the host, so this is not drift)", by))
+				continue
+			}
 			c.addNote(fmt.Sprintf("control moved by %s with the kernel: the kernel's cost of the harness changed (instruction counts do not depend on the host, so this is not drift)", by))
 			continue
 		}
