@@ -5,6 +5,16 @@
 // translates it, whatever the register holds. BYTE-encoded so that the
 // encoding is the one the plugin looks for (BF imm32).
 
+// func memWindowStart()
+TEXT ·memWindowStart(SB),NOSPLIT,$0-0
+	BYTE $0xbf; BYTE $0x01; BYTE $0x4d; BYTE $0x50; BYTE $0x4c
+	RET
+
+// func memWindowStop()
+TEXT ·memWindowStop(SB),NOSPLIT,$0-0
+	BYTE $0xbf; BYTE $0x02; BYTE $0x4d; BYTE $0x50; BYTE $0x4c
+	RET
+
 // func memArm()
 TEXT ·memArm(SB),NOSPLIT,$0-0
 	BYTE $0xbf; BYTE $0x03; BYTE $0x4d; BYTE $0x50; BYTE $0x4c

@@ -11,4 +11,7 @@ func memBeginWide() {}
 func memPause()     {}
 func memResume()    {}
 
+func memWindowStart() {}
+func memWindowStop()  {}
+
 const haveMemMarks = false

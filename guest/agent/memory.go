@@ -53,9 +53,9 @@ func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Pl
 	}
 	doc.Text, _ = kernelText("/proc/kallsyms") // 0: the counts stay unattributed
 	p.MemoryMarks = true
+	p.Harness = &markedHarness{}
 	if plan.Deferred {
 		defer quietBackground()()
-		p.Harness = &pausedHarness{}
 	}
 	memArm()
 	defer memDisarm()
@@ -161,13 +161,21 @@ func quietBackground() (restore func()) {
 	}
 }
 
-// pausedHarness brackets a benchmark's harness work with the plugin's
-// pause and resume marks, so that a wide segment does not count it.
-type pausedHarness struct{}
+// markedHarness marks a benchmark's user-space work for the plugin: its
+// harness's between pause and resume marks, which a wide segment does not
+// count, and the user-space part of its operations inside a counting
+// window, as a program's timed loop.
+type markedHarness struct{}
 
-func (*pausedHarness) Untimed(work func() error) error {
+func (*markedHarness) Untimed(work func() error) error {
 	memPause()
 	defer memResume()
+	return work()
+}
+
+func (*markedHarness) Timed(work func() error) error {
+	memWindowStart()
+	defer memWindowStop()
 	return work()
 }
 

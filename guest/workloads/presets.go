@@ -24,6 +24,7 @@ var Presets = []Preset{
 	{"lookup", "^LPMTrie/op=lookup/", "LPM trie lookups with random and sequential keys (the default)"},
 	{"controls", "^LPMTrie/op=(noop|baseline)(/|$)", "the harness (noop) and key generation (baseline) controls"},
 	{"lpm", "^LPMTrie(Unrolled)?/", "the kernel's LPM trie bench: noop, baseline, lookup, update, insert, delete, free, and the unrolled programs for kernels without bpf_loop"},
+	{"seed", "^LPMTrieSeed/", "the kernel bench's lookup, update and delete exactly as it runs them (keys in host byte order, the delete with its refill by one syscall per key): like with like against its published figures (docs/cycles.md)"},
 	{"syscall", "^LPMTrieSyscall/", "lookups from a kprobe on gettid(): time per syscall and per lookup"},
 	{"batch", "^MapBatch/", "map batch operations against one syscall per element"},
 	{"ringbuf", "^RingBuf/", "ring buffer producers, swept up to the number of vCPUs"},

@@ -13,6 +13,9 @@
 //     noop and baseline controls, lookup, update, insert, delete, timed
 //     in-kernel around bpf_loop (5.17), and free, timed with fentry/fexit on
 //     bpf_map_free_deferred (5.5, kernel BTF).
+//   - LPMTrieSeed/op=…: the kernel bench's lookup, update and delete as it
+//     runs them: keys in host byte order, the delete's rate with its
+//     refill by one syscall per key (5.17).
 //   - LPMTrieUnrolled/…: lookup and update without bpf_loop (4.12).
 //   - LPMTrieSyscall/…: a kprobe on gettid() doing 0, 1, 8 or 32 lookups on
 //     tries of 0, 1 and 8192 entries; per syscall, and derived per lookup.
@@ -122,17 +125,21 @@ type Params struct {
 	// (bpf.WindowMarks): set by the memory pass alone, never for timed
 	// samples (the marks are two instructions per run).
 	MemoryMarks bool
-	// Harness, when set, runs the work a benchmark's harness does between
-	// its timed runs (refilling or emptying a trie): the memory pass
-	// brackets it so that its deferred work pass does not count it as
-	// work the operations left for later. Nil: run it as it is.
+	// Harness, when set, runs what a benchmark does in user space around
+	// its programs (see Harness): the memory pass's, which marks it for
+	// the plugin. Nil: run it as it is.
 	Harness Harness
 }
 
-// Harness runs a benchmark's own work between its timed runs (see
-// Params.Harness).
+// Harness runs a benchmark's work in user space for the memory pass:
+// Untimed the work its harness does between timed runs (refilling or
+// emptying a trie), which the deferred work pass must not count as work
+// the operations left for later; Timed user-space work that is part of
+// the operations (the kernel bench's refill after its deletes), which the
+// plugin counts as it counts a program's timed loop.
 type Harness interface {
 	Untimed(work func() error) error
+	Timed(work func() error) error
 }
 
 // untimed runs work as p.Harness says.
@@ -141,6 +148,14 @@ func (p Params) untimed(work func() error) error {
 		return work()
 	}
 	return p.Harness.Untimed(work)
+}
+
+// timed runs work as p.Harness says.
+func (p Params) timed(work func() error) error {
+	if p.Harness == nil {
+		return work()
+	}
+	return p.Harness.Timed(work)
 }
 
 // windowMarks are the marks p asks the timed loops for.
@@ -373,6 +388,7 @@ func kernelVersionLess(a, b string) bool {
 func Registry() []*Benchmark {
 	var all []*Benchmark
 	all = append(all, lpmTrieBenchmarks()...)
+	all = append(all, lpmSeedBenchmarks()...)
 	all = append(all, unrolledBenchmarks()...)
 	all = append(all, syscallBenchmarks()...)
 	all = append(all, batchBenchmarks()...)
