@@ -40,7 +40,11 @@ import (
 // says why there are no counts. exact names the benchmarks the plugin
 // profiles exactly: those whose operations run in BPF_PROG_TEST_RUN
 // (workloads.PathTestRun), whose programs carry the window marks.
-func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan) (doc *wire.MemoryDoc, exact map[string]bool) {
+//
+// After each benchmark it tells the host (an info note on the channel),
+// whose progress deadline would otherwise run out while the plugin models
+// a long pass.
+func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, info func(string)) (doc *wire.MemoryDoc, exact map[string]bool) {
 	start := rdtsc()
 	doc = &wire.MemoryDoc{}
 	switch {
@@ -73,6 +77,7 @@ func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Pl
 			exact[bm.Benchmark] = true
 		}
 		logf("memory: %s: segment %d, %d ops %s", bm.Benchmark, bm.Segment, bm.Ops, bm.Problem)
+		info(fmt.Sprintf("memory pass: %s counted", bm.Benchmark))
 		doc.Benchmarks = append(doc.Benchmarks, *bm)
 	}
 	doc.Cost = rdtsc() - start

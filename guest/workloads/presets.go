@@ -31,6 +31,7 @@ var Presets = []Preset{
 	{"hash", "^HashMap/", "hash, LRU and per-CPU hash map lookups and full-map updates at two key sizes, with their key-generation baseline (the kernel's bpf-hashmap-lookup and bpf-hashmap-full-update)"},
 	{"bloom", "^BloomFilter/", "bloom filter lookups and updates, and hash map lookups with and without a bloom filter in front (the kernel's bloom-* and hashmap-with/without-bloom)"},
 	{"storage", "^TaskStorage/", "task local storage gets and creates from raw tracepoint and fentry programs (the kernel's local-storage-*)"},
+	{"branch", "^BranchModel/", "controls of the memory pass's branch model: one conditional branch per iteration, always taken, alternating, or random (docs/cycles.md)"},
 	{"verifier", "^Verifier/", "the verifier's cost of lpmbisect's own programs (and of --workload's): verification time, instructions processed and verified, states, stack depth, program and JIT sizes"},
 	{"all", ".", "every benchmark"},
 }

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -70,8 +71,11 @@ func seedDeleteInstance(p Params, logf func(string, ...any)) (*Instance, error) 
 	return &Instance{
 		Programs: map[string]*ebpf.Program{bpf.LPMBench{Op: bpf.OpDelete, Layout: bpf.HostOrderKeys}.ProgName(): b.prog},
 		Path:     PathTestRun,
+		// One cycle of the kernel bench: every key deleted, then the
+		// refill (the refill's syscalls are most of it: a cycle of 10000
+		// keys is 10000 deletes and 10000 syscalls).
 		Operate: func() (uint64, error) {
-			s, err := b.sample(p.Rounds)
+			s, err := b.sample(int((b.trie.entries + bpf.LoopIterations - 1) / bpf.LoopIterations))
 			return s.Ops, err
 		},
 		Close: closeAll,
@@ -123,9 +127,18 @@ func (b *refillBench) sample(rounds int) (Sample, error) {
 
 // refill inserts every key of the trie again as the kernel bench's
 // fill_map does: one BPF_MAP_UPDATE_ELEM with BPF_NOEXIST per key, value 1.
+// Key and value are byte slices reused from one syscall to the next,
+// which cilium/ebpf passes to the kernel as they are: user space costs
+// little beside the syscall, as libbpf's bpf_map_update_elem does (a
+// struct key would go through binary encoding at each call, several
+// times the instructions; docs/cycles.md).
 func (b *refillBench) refill() error {
+	key, value := make([]byte, 8), make([]byte, 4)
+	binary.NativeEndian.PutUint32(key, bpf.PrefixLen)
+	binary.NativeEndian.PutUint32(value, 1)
 	for i := range b.trie.entries {
-		if err := b.trie.m.Update(bpf.HostOrderKeys.Key(bpf.PrefixLen, i), uint32(1), ebpf.UpdateNoExist); err != nil {
+		binary.NativeEndian.PutUint32(key[4:], i)
+		if err := b.trie.m.Update(key, value, ebpf.UpdateNoExist); err != nil {
 			return fmt.Errorf("refill LPM trie: update key %d: %w", i, err)
 		}
 	}

@@ -31,6 +31,9 @@
 //     lookups with and without a filter in front.
 //   - TaskStorage/…: task local storage gets and create/delete from a raw
 //     tracepoint and an fentry program (5.11 helpers; bpf_loop 5.17).
+//   - BranchModel/pattern=…: controls of the memory pass's branch model, one
+//     conditional branch per iteration always taken, alternating or
+//     random (5.17).
 //   - Workload/prog=NAME: a user's BPF program (--workload) and a noop of
 //     its type, timed by BPF_PROG_TEST_RUN (see WorkloadBenchmarks).
 //
@@ -396,6 +399,7 @@ func Registry() []*Benchmark {
 	all = append(all, hashMapBenchmarks()...)
 	all = append(all, bloomBenchmarks()...)
 	all = append(all, storageBenchmarks()...)
+	all = append(all, branchBenchmarks()...)
 	all = append(all, verifierBenchmarks(all)...)
 	return all
 }
