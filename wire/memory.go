@@ -95,6 +95,9 @@ type BenchMemory struct {
 	Problem  string          `json:"problem,omitempty"`
 	// Deferred is its deferred work pass (Plan.Deferred; nil without).
 	Deferred *DeferredDoc `json:"deferred,omitempty"`
+	// UserSpace says its counted operations include user space inside
+	// the plugin's windows (the kernel bench's delete and its refill).
+	UserSpace bool `json:"user_space,omitempty"`
 }
 
 // MemoryArg arms the memory pass (lpmbisect.memory=0), to add to

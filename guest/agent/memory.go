@@ -57,7 +57,8 @@ func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Pl
 	}
 	doc.Text, _ = kernelText("/proc/kallsyms") // 0: the counts stay unattributed
 	p.MemoryMarks = true
-	p.Harness = &markedHarness{}
+	harness := &markedHarness{}
+	p.Harness = harness
 	if plan.Deferred {
 		defer quietBackground()()
 	}
@@ -69,7 +70,11 @@ func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Pl
 		if b.Instance == nil || !workloads.Supported(b) {
 			continue
 		}
+		harness.timed = false
 		bm, marked := memoryBenchmark(b, p, &segment, plan.Deferred)
+		if bm != nil {
+			bm.UserSpace = harness.timed
+		}
 		if bm == nil {
 			continue
 		}
@@ -101,6 +106,12 @@ func memoryBenchmark(b *workloads.Benchmark, p workloads.Params, segment *int, d
 	if _, err := in.Operate(); err != nil { // warm caches, translated code
 		bm.Problem = fmt.Sprintf("the operations failed: %v", err)
 		return bm, false
+	}
+	if deferred {
+		// the warm-up's deferred work done: the counted operations start
+		// from the same state in every boot (the slab's freed nodes
+		// returned), not from wherever the kfree_rcu batches were
+		drainDeferred()
 	}
 	memBegin()
 	ops, opErr := in.Operate()
@@ -170,7 +181,8 @@ func quietBackground() (restore func()) {
 // harness's between pause and resume marks, which a wide segment does not
 // count, and the user-space part of its operations inside a counting
 // window, as a program's timed loop.
-type markedHarness struct{}
+// timed records that it marked user space as counted.
+type markedHarness struct{ timed bool }
 
 func (*markedHarness) Untimed(work func() error) error {
 	memPause()
@@ -178,7 +190,8 @@ func (*markedHarness) Untimed(work func() error) error {
 	return work()
 }
 
-func (*markedHarness) Timed(work func() error) error {
+func (h *markedHarness) Timed(work func() error) error {
+	h.timed = true
 	memWindowStart()
 	defer memWindowStop()
 	return work()

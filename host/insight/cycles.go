@@ -32,8 +32,8 @@ const (
 // cycleNotes are the further notes of the cycle model's rows in a
 // compare table.
 var cycleNotes = map[string]string{
-	MetricEstCycles:    "est-cycles/op is a cost model's estimate from the counts (the CPU profile's latencies, docs/cycles.md), not a measurement; its jitter bound is its terms', weighted; SAME below 1 cycle per operation",
-	MetricDeferredInsn: "deferred-insn/op: the kernel's instructions outside the timed windows while the operations' deferred work ran, less a wait alone (docs/cycles.md); SAME below 1 instruction per operation",
+	MetricEstCycles:    "est-cycles/op is a cost model's estimate from the counts (the CPU profile's latencies, docs/cycles.md), not a measurement; its jitter bound is its terms', weighted, its floor one cycle and the deferred work's",
+	MetricDeferredInsn: "deferred-insn/op: the kernel's instructions outside the timed windows while the operations' deferred work ran, less a wait alone (docs/cycles.md); SAME below the waits' noise over the operations",
 	MetricCondMispred:  "mispredictions of the plugin's branch model with the CPU profile's sizes (docs/cycles.md)",
 	MetricIndMispred:   "mispredictions of the plugin's branch model with the CPU profile's sizes (docs/cycles.md)",
 	MetricRetMispred:   "mispredictions of the plugin's branch model with the CPU profile's sizes (docs/cycles.md)",

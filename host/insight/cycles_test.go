@@ -91,3 +91,27 @@ func TestDeferredProblems(t *testing.T) {
 		t.Errorf("deferredWork(nil) = %+v; want nil (no pass)", got)
 	}
 }
+
+// A row's rule: the deferred rows' floor is the waits' noise over the
+// operations, est-cycles/op's one cycle more, the last level's 0.2 misses
+// under the warm model, and a benchmark with user space in its
+// operations has every bound at least UserSpaceBound.
+func TestRowRule(t *testing.T) {
+	a, b := cycleSide(1000).Memory[0], cycleSide(1000).Memory[0]
+	if _, floor := rowRule(MetricDeferredInsn, &a, &b); floor != deferredWaitNoise/1000.0 {
+		t.Errorf("deferred-insn/op floor %g; want the waits' noise over 1000 ops, %g", floor, deferredWaitNoise/1000.0)
+	}
+	if bound, floor := rowRule(MetricEstCycles, &a, &b); floor != 1+deferredWaitNoise/1000.0 || bound != estimateBound(a.Cycles, b.Cycles) || bound <= 0 {
+		t.Errorf("est-cycles/op bound %g, floor %g; want its terms' bound and one cycle over the waits' noise", bound, floor)
+	}
+	if _, floor := rowRule("llc-miss/op", &a, &b); floor != 0.2 {
+		t.Errorf("llc-miss/op floor %g under the warm model; want 0.2", floor)
+	}
+	if bound, floor := rowRule("l1d-miss/op", &a, &b); bound != 0 || floor != 0 {
+		t.Errorf("l1d-miss/op rule %g, %g; want the metric's own (0, 0)", bound, floor)
+	}
+	a.UserSpace = true
+	if bound, _ := rowRule("l1d-miss/op", &a, &b); bound != UserSpaceBound {
+		t.Errorf("l1d-miss/op bound of a benchmark with user space %g; want %g", bound, UserSpaceBound)
+	}
+}
