@@ -52,22 +52,22 @@ type events struct {
 
 // windowEvents are a segment's counts inside its windows.
 func windowEvents(seg *vmrunner.MemSegment) events {
-	e := events{insns: float64(seg.Insns), l1d: float64(seg.L1D.Misses), l1i: float64(seg.L1I.Misses), llc: float64(seg.LLC.Misses)}
-	if seg.L2 != nil {
-		e.l2, e.hasL2 = float64(seg.L2.Misses), true
-	}
-	e.addClasses(seg.Events)
-	return e
+	return newEvents(seg.Insns, seg.L1D, seg.L1I, seg.LLC, seg.L2, seg.Events)
 }
 
 // outsideEvents are a wide segment's counts of the kernel outside its
 // windows.
 func outsideEvents(o *vmrunner.Outside) events {
-	e := events{insns: float64(o.Insns), l1d: float64(o.L1D.Misses), l1i: float64(o.L1I.Misses), llc: float64(o.LLC.Misses)}
-	if o.L2 != nil {
-		e.l2, e.hasL2 = float64(o.L2.Misses), true
+	return newEvents(o.Insns, o.L1D, o.L1I, o.LLC, o.L2, o.Events)
+}
+
+// newEvents are the counts of one bank (l2 nil: no L2 modelled).
+func newEvents(insns uint64, l1d, l1i, llc vmrunner.CacheCount, l2 *vmrunner.CacheCount, ev *vmrunner.Events) events {
+	e := events{insns: float64(insns), l1d: float64(l1d.Misses), l1i: float64(l1i.Misses), llc: float64(llc.Misses)}
+	if l2 != nil {
+		e.l2, e.hasL2 = float64(l2.Misses), true
 	}
-	e.addClasses(o.Events)
+	e.addClasses(ev)
 	return e
 }
 
