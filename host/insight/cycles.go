@@ -150,7 +150,8 @@ func estimate(c vmrunner.Costs, e events) []CycleTerm {
 			CycleTerm{"L2 misses, weighed as L3 hits", e.llc * (c.L3 - c.L1), "llc-miss/op"})
 	}
 	return append(terms,
-		CycleTerm{"mispredicted branches", (e.condMiss + e.indMiss + e.retMiss) * c.Mispredict, MetricCondMispred},
+		CycleTerm{"mispredicted returns", e.retMiss * c.Mispredict, MetricRetMispred},
+		CycleTerm{"mispredicted conditional and indirect branches", (e.condMiss + e.indMiss) * c.Mispredict, MetricCondMispred},
 		CycleTerm{"locked instructions", e.lock * c.Locked, "insn/op"},
 		CycleTerm{"serialising instructions", e.serial * c.Serial, "insn/op"})
 }
