@@ -51,8 +51,11 @@ const (
 // MemoryDoc is what the guest says of the memory pass on one kernel.
 type MemoryDoc struct {
 	// Cost is the guest clock the whole pass took (ns; instructions under
-	// icount), set-up and operations included.
+	// icount), set-up and operations included; Idle the part of it the
+	// guest's CPU was idle (the deferred work pass's waits: under icount
+	// the clock jumps over them, no instruction runs).
 	Cost uint64 `json:"cost"`
+	Idle uint64 `json:"idle,omitempty"`
 	// Text is the run-time address of _text (ProfileDoc.Text): the host
 	// names the plugin's instruction addresses with it; 0 when hidden.
 	Text uint64 `json:"text,omitempty"`

@@ -45,7 +45,7 @@ import (
 // whose progress deadline would otherwise run out while the plugin models
 // a long pass.
 func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, info func(string)) (doc *wire.MemoryDoc, exact map[string]bool) {
-	start := rdtsc()
+	start, idle := rdtsc(), idleNS()
 	doc = &wire.MemoryDoc{}
 	switch {
 	case plan.Accel != wire.AccelIcount:
@@ -85,7 +85,7 @@ func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Pl
 		info(fmt.Sprintf("memory pass: %s counted", bm.Benchmark))
 		doc.Benchmarks = append(doc.Benchmarks, *bm)
 	}
-	doc.Cost = rdtsc() - start
+	doc.Cost, doc.Idle = rdtsc()-start, idleNS()-idle
 	return doc, exact
 }
 

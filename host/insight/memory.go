@@ -88,6 +88,7 @@ type MemorySummary struct {
 	// HostWall and HostCPU the host time QEMU spent instrumenting (from
 	// the guest's first mark to its last), wall and the vCPU thread's CPU.
 	Cost     uint64        `json:"cost"`
+	Idle     uint64        `json:"idle,omitempty"`
 	HostWall time.Duration `json:"host_wall_ns"`
 	HostCPU  time.Duration `json:"host_cpu_ns"`
 	Problem  string        `json:"problem,omitempty"`
@@ -133,7 +134,7 @@ func (s *Side) AddMemory(in Input) {
 	if doc == nil {
 		return
 	}
-	sum := &MemorySummary{Cost: doc.Cost, Problem: doc.Problem}
+	sum := &MemorySummary{Cost: doc.Cost, Idle: min(doc.Idle, doc.Cost), Problem: doc.Problem}
 	s.MemorySummary = sum
 	switch {
 	case sum.Problem != "":

@@ -25,7 +25,11 @@ func memorySections(d *insight.Diff) []insightSection {
 			pass = append(pass, fmt.Sprintf("%s: no memory counts: %s", s.name, sum.Problem))
 			continue
 		}
-		l := fmt.Sprintf("%s: %s; the pass took %s instructions, %.1f s of host CPU instrumented (%.1f s wall)", s.name, sum.Model, bigCount(sum.Cost), sum.HostCPU.Seconds(), sum.HostWall.Seconds())
+		took := bigCount(sum.Cost) + " instructions"
+		if sum.Idle > 0 {
+			took = fmt.Sprintf("%s instructions and %s ns idle (its waits, which the guest clock skips under icount)", bigCount(sum.Cost-sum.Idle), bigCount(sum.Idle))
+		}
+		l := fmt.Sprintf("%s: %s; the pass took %s, %.1f s of host CPU instrumented (%.1f s wall)", s.name, sum.Model, took, sum.HostCPU.Seconds(), sum.HostWall.Seconds())
 		if sum.Problem != "" {
 			l += " (" + sum.Problem + ")"
 		}
