@@ -27,7 +27,7 @@ func memorySections(d *insight.Diff) []insightSection {
 		}
 		took := bigCount(sum.Cost) + " instructions"
 		if sum.Idle > 0 {
-			took = fmt.Sprintf("%s instructions and %s ns idle (its waits, which the guest clock skips under icount)", bigCount(sum.Cost-sum.Idle), bigCount(sum.Idle))
+			took = fmt.Sprintf("%s ns of guest clock, %s of it idle (its waits: under icount the clock skips them and runs no instruction; the kernel's idle time is counted in ticks)", bigCount(sum.Cost), bigCount(sum.Idle))
 		}
 		l := fmt.Sprintf("%s: %s; the pass took %s, %.1f s of host CPU instrumented (%.1f s wall)", s.name, sum.Model, took, sum.HostCPU.Seconds(), sum.HostWall.Seconds())
 		if sum.Problem != "" {
