@@ -151,7 +151,7 @@ func estimate(c vmrunner.Costs, e events) []CycleTerm {
 	}
 	return append(terms,
 		CycleTerm{"mispredicted returns", e.retMiss * c.Mispredict, MetricRetMispred},
-		CycleTerm{"mispredicted conditional and indirect branches", (e.condMiss + e.indMiss) * c.Mispredict, MetricCondMispred},
+		CycleTerm{"other mispredicted branches", (e.condMiss + e.indMiss) * c.Mispredict, MetricCondMispred},
 		CycleTerm{"locked instructions", e.lock * c.Locked, "insn/op"},
 		CycleTerm{"serialising instructions", e.serial * c.Serial, "insn/op"})
 }
