@@ -38,6 +38,8 @@ func memoryRows(doc report.Document) map[string]map[string]insight.MemoryRow {
 //     model, whose return thunk returns plainly, returns are predicted;
 //   - a delete leaves work for later (kfree_rcu of its node: the deferred
 //     work pass counts its batch's frees), a lookup none;
+//   - the kernel bench's delete (LPMTrieSeed) counts its refill by
+//     syscalls, user space included, and says so;
 //   - est-cycles/op is a row of the compare table, said there to be a
 //     model's estimate, and the lookup's is DIFFERENT (fewer cycles on
 //     6.12);
@@ -48,9 +50,9 @@ func TestCycleModel(t *testing.T) {
 	args := vmArgs(t)
 	plugin := memoryPlugin(t)
 	a, b := testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612)
-	const lookup, del = "LPMTrie/op=lookup/keys=random/entries=1000", "LPMTrie/op=delete/keys=sequential/entries=1000"
+	const lookup, del, seedDel = "LPMTrie/op=lookup/keys=random/entries=1000", "LPMTrie/op=delete/keys=sequential/entries=1000", "LPMTrieSeed/op=delete/entries=1000"
 	zen2 := pluginCompare(t, append([]string{"--no-profile", "--cpu-profile", "zen2", "--memory-plugin", plugin,
-		"--bench", "LPMTrie/op=(lookup/keys=random|delete)|BranchModel"}, args...), a, b)
+		"--bench", "LPMTrie/op=(lookup/keys=random|delete)|BranchModel|LPMTrieSeed/op=delete"}, args...), a, b)
 	t.Log(strings.Join(zen2.Insight.MemoryLines, "\n"))
 	rows := memoryRows(zen2)
 	for pattern, want := range map[string][2]float64{"taken": {0, 0.01}, "alternating": {0, 0.01}, "random": {0.45, 0.55}} {
@@ -81,6 +83,17 @@ func TestCycleModel(t *testing.T) {
 	}
 	if d := rows[del][insight.MetricDeferredInsn]; d.A < 50 || d.B < 50 {
 		t.Errorf("delete: %.1f → %.1f deferred instructions an operation; want its kfree_rcu frees counted (> 50)", d.A, d.B)
+	}
+	// The kernel bench's delete counts its refill, one syscall per key,
+	// user space included: several times a delete alone, with the wide
+	// bounds of a window that holds user space.
+	if sd, d := rows[seedDel]["insn/op"], rows[del]["insn/op"]; sd.B < 3*d.B || sd.A < 3*d.A {
+		t.Errorf("the kernel bench's delete: %.1f → %.1f insn/op counted, a delete alone %.1f → %.1f; want the refill's syscall in it (over 3 times)", sd.A, sd.B, d.A, d.B)
+	}
+	for _, m := range zen2.Insight.Memory {
+		if m.Benchmark == seedDel && (m.A == nil || m.B == nil || !m.A.UserSpace || !m.B.UserSpace) {
+			t.Errorf("the kernel bench's delete: %+v; want its counts marked as holding user space", m)
+		}
 	}
 	if d := rows[lookup][insight.MetricDeferredInsn]; d.A > 10 || d.B > 10 {
 		t.Errorf("lookup: %.1f → %.1f deferred instructions an operation; want next to none (< 10)", d.A, d.B)
