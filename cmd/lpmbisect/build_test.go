@@ -15,7 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
+	"github.com/lpmbisect/lpmbisect/testbed/testkbuild"
 )
 
 // fakeKernelTree makes a source tree and a fake make (see testkbuild)

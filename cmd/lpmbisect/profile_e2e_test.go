@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/insight"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // profileDoc runs compare with args and returns the JSON report and the

@@ -19,8 +19,8 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/internal/git"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testcampaign"
 	"github.com/lpmbisect/lpmbisect/internal/words"
+	"github.com/lpmbisect/lpmbisect/testbed/testcampaign"
 )
 
 func TestImagesBisect(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testpg"
+	"github.com/lpmbisect/lpmbisect/testbed/testpg"
 )
 
 // workerEnv makes the test binary a worker process (see runWorkerProcess)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/flow/ab"
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // TestFleetScaling measures an icount compare of Debian 6.1 against 6.12

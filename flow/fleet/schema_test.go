@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testpg"
+	"github.com/lpmbisect/lpmbisect/testbed/testpg"
 )
 
 func TestMigrate(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testqemu"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // nightFile writes one night of synthetic results: boots boots of samples

@@ -11,7 +11,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // A bisection asked for by triage (history.ActionBisect) is taken up by the

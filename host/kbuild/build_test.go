@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/config"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
+	"github.com/lpmbisect/lpmbisect/testbed/testkbuild"
 )
 
 // fakeTree makes a source tree and a fake make (see testkbuild); its

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // TestPVHImage extracts the kernel ELF of both Debian kernels, which are

@@ -18,7 +18,7 @@ import (
 //   - wire: the host–guest contract, importing nothing of ours;
 //   - internal: leaves (plurals and short hashes, the atomic cache, git,
 //     signals, shell quoting, the host CPU, the version stamp), importing
-//     only other leaves; internal/testbed holds the test harnesses, which
+//     only other leaves; testbed holds the test harnesses, which
 //     may import anything and are imported by tests alone;
 //   - guest: what runs inside the booted kernel (its run, the benchmarks,
 //     the BPF programs);
@@ -34,19 +34,19 @@ import (
 //   - present/serve: the served history (pages, JSON, triage);
 //   - cmd: the programs.
 var folders = map[string][]string{
-	"wire":             {},
-	"internal":         {"internal"},
-	"internal/testbed": {"*"},
-	"guest":            {"wire", "internal", "guest"},
-	"stats":            {"wire", "internal", "stats"},
-	"config":           {"wire", "internal", "stats", "config"},
-	"history":          {"internal", "stats"},
-	"host":             {"wire", "internal", "guest", "stats", "config", "host"},
-	"present/view":     {"wire", "internal", "stats", "history", "host"},
-	"flow":             {"wire", "internal", "guest", "stats", "config", "history", "host", "present/view", "flow"},
-	"present/report":   {"wire", "internal", "guest", "stats", "history", "host", "present/view", "flow"},
-	"present/serve":    {"wire", "internal", "guest", "stats", "history", "host", "present/view", "flow", "present/report"},
-	"cmd":              {"*"},
+	"wire":           {},
+	"internal":       {"internal"},
+	"testbed":        {"*"},
+	"guest":          {"wire", "internal", "guest"},
+	"stats":          {"wire", "internal", "stats"},
+	"config":         {"wire", "internal", "stats", "config"},
+	"history":        {"internal", "stats"},
+	"host":           {"wire", "internal", "guest", "stats", "config", "host"},
+	"present/view":   {"wire", "internal", "stats", "history", "host"},
+	"flow":           {"wire", "internal", "guest", "stats", "config", "history", "host", "present/view", "flow"},
+	"present/report": {"wire", "internal", "guest", "stats", "history", "host", "present/view", "flow"},
+	"present/serve":  {"wire", "internal", "guest", "stats", "history", "host", "present/view", "flow", "present/report"},
+	"cmd":            {"*"},
 }
 
 // folderOf is the longest folder of plan that holds pkg, or "".
@@ -81,22 +81,22 @@ func TestFolders(t *testing.T) {
 func TestFoldersFind(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{
-		"go.mod":                  "module example.org/m\n",
-		"guest/a/a.go":            "package a\nimport _ \"example.org/m/host/b\"\n",
-		"host/b/b.go":             "package b\nimport _ \"example.org/m/guest/a\"\n",
-		"host/b/b_test.go":        "package b\nimport _ \"example.org/m/internal/testbed/h\"\n",
-		"host/c/c.go":             "package c\nimport _ \"example.org/m/internal/testbed/h\"\n",
-		"internal/testbed/h/h.go": "package h\nimport _ \"example.org/m/host/b\"\n",
-		"stray/s.go":              "package s\n",
+		"go.mod":           "module example.org/m\n",
+		"guest/a/a.go":     "package a\nimport _ \"example.org/m/host/b\"\n",
+		"host/b/b.go":      "package b\nimport _ \"example.org/m/guest/a\"\n",
+		"host/b/b_test.go": "package b\nimport _ \"example.org/m/testbed/h\"\n",
+		"host/c/c.go":      "package c\nimport _ \"example.org/m/testbed/h\"\n",
+		"testbed/h/h.go":   "package h\nimport _ \"example.org/m/host/b\"\n",
+		"stray/s.go":       "package s\n",
 	})
-	plan := map[string][]string{"guest": {"guest"}, "host": {"guest", "host"}, "internal/testbed": {"*"}}
+	plan := map[string][]string{"guest": {"guest"}, "host": {"guest", "host"}, "testbed": {"*"}}
 	got, err := folderViolations(root, "example.org/m", plan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"guest/a/a.go imports host/b: folder guest may import only guest",
-		"host/c/c.go imports internal/testbed/h: a test harness, for tests only",
+		"host/c/c.go imports testbed/h: a test harness, for tests only",
 		"stray is in no folder of the plan: move it into one, or add its folder to internal/importrule's folders and docs/architecture.md",
 	}
 	if !slices.Equal(got, want) {
@@ -129,7 +129,7 @@ func folderViolations(root, module string, plan map[string][]string) ([]string, 
 		for _, pkg := range f.imports {
 			theirs := folderOf(plan, pkg)
 			switch {
-			case theirs == "internal/testbed" && mine != "internal/testbed":
+			case theirs == "testbed" && mine != "testbed":
 				out = append(out, fmt.Sprintf("%s imports %s: a test harness, for tests only", f.rel, pkg))
 			case slices.Contains(plan[mine], "*") || slices.Contains(plan[mine], theirs):
 			default:

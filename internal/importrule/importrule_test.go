@@ -33,22 +33,22 @@ var layers = [][]string{
 	{"wire", "internal/words", "internal/logtail", "internal/cachefile", "internal/cpuinfo", "internal/git",
 		"internal/interrupt", "internal/shellquote", "internal/importrule",
 		"guest/bpf", "stats/sample",
-		"internal/testbed/testkbuild", "internal/testbed/testkernels", "internal/testbed/testseries", "internal/testbed/testqemu"},
+		"testbed/testkbuild", "testbed/testkernels", "testbed/testseries", "testbed/testqemu"},
 	// 1: kernel inputs, the VM, the initramfs; verdicts; the guest's benchmarks.
 	{"host/kernel", "host/vmrunner", "host/initramfs", "stats/compare", "guest/workloads",
 		"internal/version", "stats/changepoint",
-		"internal/testbed/testpg", "internal/testbed/testguest"},
+		"testbed/testpg", "testbed/testguest"},
 	// 2: what builds on one of those.
 	{"host/insight", "guest/agent", "config", "history", "stats/changepoint/internal/sim"},
 	// 3: measuring and building; what reports show, as data.
 	{"host/measure", "host/kbuild", "present/view", "config/cliflag", "stats/changepoint/internal/cpsim"},
 	// 4: calibration of a host, the first workflow.
-	{"flow/calibrate", "internal/testbed/testsetup"},
+	{"flow/calibrate", "testbed/testsetup"},
 	// 5: one comparison; the campaigns' bench, state and store; the
 	// fleet; the renderer.
 	{"flow/ab", "flow/campaign", "flow/fleet", "present/report"},
 	// 6: bisections, and the campaigns' test fakes.
-	{"flow/bisect", "internal/testbed/testcampaign"},
+	{"flow/bisect", "testbed/testcampaign"},
 	// 7: nights, which bisect, and patch series.
 	{"flow/nightly", "flow/series"},
 	// 8: the served history, over nights' history, rendered by report.

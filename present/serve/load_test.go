@@ -15,8 +15,8 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/flow/nightly"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // TestLoad reads the series' page with LPMBISECT_SERVE_LOAD readers (200

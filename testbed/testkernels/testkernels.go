@@ -45,7 +45,7 @@ func Dir() string {
 		return d
 	}
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", ".kernels")
+	return filepath.Join(filepath.Dir(file), "..", "..", ".kernels")
 }
 
 // Deb returns the path of the .deb for package pkg, or skips (fails under

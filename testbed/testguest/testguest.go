@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 var (
@@ -31,7 +31,7 @@ func Path(tb testing.TB) string {
 			return
 		}
 		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+		root := filepath.Join(filepath.Dir(file), "..", "..")
 		path = filepath.Join(dir, "lpmbisect-guest")
 		cmd := exec.Command("go", "build", "-o", path, "./cmd/lpmbisect-guest")
 		cmd.Dir = root

@@ -34,7 +34,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // BinGlob is where Debian installs the server binaries, one directory per
