@@ -42,6 +42,10 @@ func calibrateCommand(r *run) *cli.Command {
 			return err
 		}
 		r.log.Printf("calibration stored in %s", shelf.Where(cal.Key))
-		return report.WriteCalibration(c.App.Writer, format, cal)
+		v, err := cal.View()
+		if err != nil {
+			return err
+		}
+		return report.WriteCalibration(c.App.Writer, format, v)
 	})
 }

@@ -205,7 +205,13 @@ func goldenCases(t *testing.T) []goldenCase {
 	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON} {
 		cases = append(cases,
 			goldenCase{"morning." + goldenExt(f), func(t *testing.T, w io.Writer) error { return WriteMorning(w, f, morningNights()) }},
-			goldenCase{"calibration." + goldenExt(f), func(t *testing.T, w io.Writer) error { return WriteCalibration(w, f, testCalibration()) }})
+			goldenCase{"calibration." + goldenExt(f), func(t *testing.T, w io.Writer) error {
+				v, err := testCalibration().View()
+				if err != nil {
+					return err
+				}
+				return WriteCalibration(w, f, v)
+			}})
 	}
 	cases = append(cases,
 		goldenCase{"insight.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, insightDiff()) }},
