@@ -57,9 +57,9 @@ type Options struct {
 	Results string
 	// Labels are extra configuration lines of every result (commit, date).
 	Labels map[string]string
-	// Hooks, when set, is called with the runner before the first boot
+	// OnRunner, when set, is called with the runner before the first boot
 	// (to attach progress reporting).
-	Hooks func(*measure.Runner)
+	OnRunner func(*measure.Runner)
 	// Command is the command line recorded in the report.
 	Command string
 	// Insight asks for the insight block beside the verdicts
@@ -101,8 +101,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	start := time.Now()
 	runner.Sink = out
-	if o.Hooks != nil {
-		o.Hooks(runner)
+	if o.OnRunner != nil {
+		o.OnRunner(runner)
 	}
 	var selected func(string) bool
 	if o.Selected != nil {

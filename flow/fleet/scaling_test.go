@@ -30,7 +30,7 @@ func TestFleetScaling(t *testing.T) {
 	run := func(name string, hook func(*measure.Runner)) (*ab.Result, time.Duration) {
 		start := time.Now()
 		res, err := ab.Run(context.Background(), ab.Options{Setup: s, Kernels: kernels, Start: boots, Seed: 1,
-			Results: filepath.Join(t.TempDir(), "results.txt"), Hooks: hook})
+			Results: filepath.Join(t.TempDir(), "results.txt"), OnRunner: hook})
 		if err != nil {
 			t.Fatalf("%s: ab.Run = %v", name, err)
 		}
