@@ -32,7 +32,7 @@ func calibrateCommand(r *run) *cli.Command {
 			return err
 		}
 		prog := report.NewProgress(r.log.Writer())
-		cal, err := calibrate.Run(c.Context, s, kernels[0], boots, calibrate.Options{Seed: seed, MaxBoots: r.Measure.MaxBoots, OnRunner: prog.Attach})
+		cal, err := calibrate.Run(c.Context, s, kernels[0], boots, calibrate.Options{Seed: seed, MaxBoots: r.Measure.MaxBoots, OnRunner: watchBoots(prog)})
 		prog.Done()
 		if err != nil {
 			return err

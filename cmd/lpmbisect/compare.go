@@ -58,7 +58,7 @@ func runCompare(c *cli.Context, r *run) error {
 		return err
 	}
 	prog := report.NewProgress(r.log.Writer())
-	o.OnRunner = prog.Attach
+	o.OnRunner = watchBoots(prog)
 	res, err := ab.Run(c.Context, o)
 	prog.Done()
 	if errors.Is(err, ab.ErrResultsFile) {

@@ -56,7 +56,7 @@ func runCommand(r *run) *cli.Command {
 			return usageError("--out: %v", err)
 		}
 		prog := report.NewProgress(r.log.Writer())
-		path, err := s.Record(c.Context, runner, boots, out, prog.Attach)
+		path, err := s.Record(c.Context, runner, boots, out, watchBoots(prog))
 		prog.Done()
 		if err == nil && r.out != "" {
 			r.log.Printf("results in %s", path)
@@ -86,4 +86,9 @@ func (r *run) writeVeristat(c *cli.Context, path string, data []byte) error {
 		return err
 	}
 	return report.WriteVeristat(c.App.Writer, r.verifiers(rows, results), r.veristatEmit)
+}
+
+// watchBoots makes a runner report its boots to p as they start and end.
+func watchBoots(p *report.Progress) func(*measure.Runner) {
+	return func(r *measure.Runner) { r.OnBootStart, r.OnBoot = p.BootStarts, p.BootEnded }
 }
