@@ -122,7 +122,7 @@ func historyCommand(r *run) *cli.Command {
 			return err
 		}
 		defer db.Close()
-		h, err := nightly.LoadHistory(c.Context, db, series)
+		h, err := view.LoadHistory(c.Context, db, series)
 		if err != nil {
 			return historyError(err, r)
 		}

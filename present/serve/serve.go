@@ -58,7 +58,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lpmbisect/lpmbisect/flow/nightly"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/present/view"
@@ -236,7 +235,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, doc view.History, 
 
 // load is the history of one series ("" for all), or a failure answered.
 func (s *Server) load(w http.ResponseWriter, r *http.Request, series string) (view.History, bool) {
-	h, err := nightly.LoadHistory(r.Context(), s.db, series)
+	h, err := view.LoadHistory(r.Context(), s.db, series)
 	if errors.Is(err, history.ErrNotFound) || (err == nil && series != "" && len(h.Series) == 0) {
 		s.fail(w, r, http.StatusNotFound, "no series %q in the history (see / for the series it holds)", series)
 		return h, false
@@ -301,7 +300,7 @@ func (s *Server) night(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	in, found, err := nightly.NightInsight(r.Context(), s.db, n.ID)
+	in, found, err := view.LoadNightInsight(r.Context(), s.db, n.ID)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, "read the night's insight block: %v", err)
 		return
