@@ -1,5 +1,8 @@
 // Package testguest builds the real guest program (cmd/lpmbisect-guest) for
 // tests that boot kernels, once per test process.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testguest
 
 import (

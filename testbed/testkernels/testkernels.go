@@ -4,6 +4,9 @@
 // When a kernel is missing a test is skipped, unless LPMBISECT_REQUIRE_VM=1
 // (set by .ci/run), in which case it fails: CI must never pass by skipping the
 // tests that boot real kernels.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testkernels
 
 import (

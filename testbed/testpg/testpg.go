@@ -11,6 +11,9 @@
 // When PostgreSQL is not installed the test is skipped, or fails under
 // LPMBISECT_REQUIRE_VM=1 (set by CI), like the tests that boot real kernels:
 // CI must never pass by skipping.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testpg
 
 import (

@@ -3,6 +3,9 @@
 // guest: the probe that decides a run's accelerator, its kept verdict, a
 // boot of a run that KVM fails, a fleet worker's queues. The case is then
 // tested on every machine, with or without a /dev/kvm.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testqemu
 
 import (

@@ -2,6 +2,9 @@
 // several packages share: one shaped like the public series that a single
 // bad night blinded (issue 26), as values for package changepoint and as
 // results files for history import.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testseries
 
 import (
