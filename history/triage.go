@@ -89,7 +89,7 @@ func (db *DB) Triage(ctx context.Context, id int64, action TriageAction, comment
 		return ChangePoint{}, fmt.Errorf("triage change point %d: %w: the comment is not UTF-8 or longer than %d bytes", id, ErrBadTriage, MaxTriageComment)
 	}
 	if err := checkText("triage's who", who, 200); err != nil {
-		return ChangePoint{}, fmt.Errorf("triage change point %d: %w: %v", id, ErrBadTriage, err)
+		return ChangePoint{}, fmt.Errorf("triage change point %d: %w: %w", id, ErrBadTriage, err)
 	}
 	var cp ChangePoint
 	err := db.Write(ctx, func(tx *Tx) error {

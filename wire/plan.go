@@ -497,10 +497,10 @@ func checkBench(bench string) error {
 		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %d bytes, more than the %d the kernel command line leaves for it (use a shorter regexp)", ErrOutOfRange, len(bench), MaxBenchLen)}
 	}
 	if err := checkArgValue(bench); err != nil {
-		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %v (want a regexp over result names)", ErrMalformed, err)}
+		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %w (want a regexp over result names)", ErrMalformed, err)}
 	}
 	if _, err := regexp.Compile(bench); err != nil {
-		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %v", ErrMalformed, err)}
+		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
 	return nil
 }

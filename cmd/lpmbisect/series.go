@@ -129,10 +129,10 @@ func recordSeries(c *cli.Context, r *run, v view.Series) error {
 // seriesError gives a series' errors their exit codes.
 func seriesError(err error, r *run) error {
 	switch {
+	case errors.Is(err, series.ErrBaseBroken): // first: it keeps its boot's cause, which may be any
+		return &exitError{code: exitInfra, err: err}
 	case errors.Is(err, series.ErrEmptySeries), errors.Is(err, series.ErrNoPatches), errors.Is(err, fs.ErrNotExist):
 		return usageError("%v", err)
-	case errors.Is(err, series.ErrBaseBroken):
-		return &exitError{code: exitInfra, err: err}
 	}
 	return bisectError(err, r)
 }

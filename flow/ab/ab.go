@@ -91,13 +91,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	path := o.Results
 	if path == "" {
 		if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
-			return nil, fmt.Errorf("%w: run directory: %v (choose a writable one)", ErrResultsFile, err)
+			return nil, fmt.Errorf("%w: run directory: %w (choose a writable one)", ErrResultsFile, err)
 		}
 		path = filepath.Join(s.RunDir, "results.txt")
 	}
 	out, err := measure.CreateResultsFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrResultsFile, err)
+		return nil, fmt.Errorf("%w: %w", ErrResultsFile, err)
 	}
 	start := time.Now()
 	runner.Sink = out

@@ -161,7 +161,7 @@ func endpoint(ctx context.Context, repo *git.Repo, name, value, fromLog string) 
 	}
 	commit, err := repo.Commit(ctx, value)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("%w: %s endpoint %s is neither a kernel file nor a commit: %v", ErrNoEndpoint, name, value, err)
+		return Endpoint{}, fmt.Errorf("%w: %s endpoint %s is neither a kernel file nor a commit: %w", ErrNoEndpoint, name, value, err)
 	}
 	return Endpoint{Commit: commit}, nil
 }

@@ -190,7 +190,7 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 	}
 	switch {
 	case errors.As(err, &tooLong):
-		return rw.refuse(job, &ArgsError{Kind: job.Kind, Field: "kernel_args", Err: fmt.Errorf("%w: %v", ErrBadArgs, err)})
+		return rw.refuse(job, &ArgsError{Kind: job.Kind, Field: "kernel_args", Err: fmt.Errorf("%w: %w", ErrBadArgs, err)})
 	case ctx.Err() != nil:
 		return rw.interrupted(ctx, job, "boot")
 	case err != nil:

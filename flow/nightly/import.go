@@ -57,7 +57,7 @@ func Import(ctx context.Context, db *history.DB, s history.Series, minEffectPct 
 	for _, path := range files {
 		results, err := measure.ReadResultsFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrImport, err)
+			return nil, fmt.Errorf("%w: %w", ErrImport, err)
 		}
 		if len(results) == 0 {
 			return nil, fmt.Errorf("%w: %s holds no results", ErrImport, path)
@@ -133,7 +133,7 @@ func Import(ctx context.Context, db *history.DB, s history.Series, minEffectPct 
 		}
 		rows, err := importedRows(ref, tip)
 		if err != nil {
-			return nil, fmt.Errorf("%w: night %s: %v", ErrImport, d, err)
+			return nil, fmt.Errorf("%w: night %s: %w", ErrImport, d, err)
 		}
 		accel = cmpOr(accel, n.accel)
 		hn := history.Night{SeriesID: imp.Series.ID, Date: d, Status: history.StatusMeasured, Tip: n.kernel[history.RoleTip],

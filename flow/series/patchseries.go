@@ -356,7 +356,7 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 	// The base alone first, so that a later boot failure is the patch's.
 	if _, _, _, err := r.bench.CompareKernels(ctx, baseK, baseK); err != nil {
 		if ctx.Err() == nil && errors.Is(err, measure.ErrBootFailed) {
-			return fmt.Errorf("%w: %s: %v", ErrBaseBroken, words.ShortHash(base), err)
+			return fmt.Errorf("%w: %s: %w", ErrBaseBroken, words.ShortHash(base), err)
 		}
 		return err
 	}

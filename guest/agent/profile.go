@@ -313,7 +313,7 @@ func newSampler(event string, period uint64) (*sampler, error) {
 	if err != nil {
 		if ierr := unix.IoctlSetInt(s.fd, unix.PERF_EVENT_IOC_SET_BPF, s.prog.FD()); ierr != nil {
 			s.close()
-			return nil, fmt.Errorf("profile: attach to the perf event: link: %v; ioctl: %w", err, ierr)
+			return nil, fmt.Errorf("profile: attach to the perf event: link: %w; ioctl: %w", err, ierr)
 		}
 	}
 	return s, nil

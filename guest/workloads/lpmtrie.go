@@ -53,7 +53,7 @@ var (
 		Probe: func() error {
 			_, err := btf.LoadKernelSpec()
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, btf.ErrNotSupported) {
-				return fmt.Errorf("%w: %v", ebpf.ErrNotSupported, err)
+				return fmt.Errorf("%w: %w", ebpf.ErrNotSupported, err)
 			}
 			return err
 		},
@@ -387,7 +387,7 @@ func FillTrie(m *ebpf.Map, n, prefixLen uint32) (string, error) {
 	}
 	for i := range keys {
 		if err := m.Update(keys[i], values[i], ebpf.UpdateAny); err != nil {
-			return "", fmt.Errorf("fill LPM trie: update key %d: %w (batch update: %v)", i, err, berr)
+			return "", fmt.Errorf("fill LPM trie: update key %d: %w (batch update: %w)", i, err, berr)
 		}
 	}
 	if berr == nil {
@@ -501,7 +501,7 @@ func freeSpec(Params) (*ebpf.CollectionSpec, error) {
 // target the kernel cannot trace (ESRCH, ENOENT) is ErrNotSupported.
 func untraceable(err error, target string) error {
 	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("%w: %s is not traceable on this kernel: %v", ebpf.ErrNotSupported, target, err)
+		return fmt.Errorf("%w: %s is not traceable on this kernel: %w", ebpf.ErrNotSupported, target, err)
 	}
 	return err
 }

@@ -448,7 +448,7 @@ func (b *builder) make(ctx context.Context, targets ...string) error {
 	if lines := errorLines(b.o.Log); lines != "" {
 		hint = "; " + lines
 	}
-	return fmt.Errorf("%w: make %s: %v (log: %s%s)", ErrBuildFailed, strings.Join(targets, " "), err, b.o.Log, hint)
+	return fmt.Errorf("%w: make %s: %w (log: %s%s)", ErrBuildFailed, strings.Join(targets, " "), err, b.o.Log, hint)
 }
 
 // reproducibleEnv fixes what kbuild would otherwise stamp into every image
