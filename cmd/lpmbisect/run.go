@@ -53,7 +53,7 @@ func runCommand(r *run) *cli.Command {
 		}
 		out, err := measure.OpenResults(r.out, stdout)
 		if err != nil {
-			return usageError("--out: %v", err)
+			return usageError("--out: %v (choose a writable place)", err)
 		}
 		prog := report.NewProgress(r.log.Writer())
 		path, err := s.Record(c.Context, runner, boots, out, watchBoots(prog))

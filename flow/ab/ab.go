@@ -91,7 +91,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	path := o.Results
 	if path == "" {
 		if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
-			return nil, fmt.Errorf("%w: run directory: %w (choose a writable one)", ErrResultsFile, err)
+			return nil, fmt.Errorf("%w: run directory: %w", ErrResultsFile, err)
 		}
 		path = filepath.Join(s.RunDir, "results.txt")
 	}

@@ -256,7 +256,7 @@ func CreateResultsFile(path string) (*ResultsFile, error) {
 	partial := path + ".partial"
 	f, err := os.Create(partial)
 	if err != nil {
-		return nil, fmt.Errorf("results file: %w (choose a writable place)", err)
+		return nil, fmt.Errorf("results file: %w", err)
 	}
 	return &ResultsFile{final: path, partial: partial, f: f, Writer: benchfmt.NewWriter(f)}, nil
 }
