@@ -2,13 +2,13 @@
 // change points per series-year on simulated series without a change, and
 // precision, recall and detection delay on series with steps.
 //
-//	go run ./changepoint/internal/cpsim -table null
-//	go run ./changepoint/internal/cpsim -table steps
-//	go run ./changepoint/internal/cpsim -table sweep -series 200
-//	go run ./changepoint/internal/cpsim -table outliers
-//	go run ./changepoint/internal/cpsim -table outliers -excursion-sigmas +Inf
-//	go run ./changepoint/internal/cpsim -table outliers -part steps -step-size 0.1
-//	go run ./changepoint/internal/cpsim -table excursions -series 300
+//	go run ./stats/changepoint/internal/cpsim -table null
+//	go run ./stats/changepoint/internal/cpsim -table steps
+//	go run ./stats/changepoint/internal/cpsim -table sweep -series 200
+//	go run ./stats/changepoint/internal/cpsim -table outliers
+//	go run ./stats/changepoint/internal/cpsim -table outliers -excursion-sigmas +Inf
+//	go run ./stats/changepoint/internal/cpsim -table outliers -part steps -step-size 0.1
+//	go run ./stats/changepoint/internal/cpsim -table excursions -series 300
 package main
 
 import (
