@@ -291,12 +291,13 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 
 // pluginFault says whether the boot of j died in QEMU itself (not in the
 // guest: no panic, no stall) while it loaded the memory plugin, the first
-// time for its side. QEMU 7.2's plugin core aborted such boots
-// ("qemu_plugin_vcpu_mem_cb: code should not be reached") when the plugin
-// flushed the code cache at the pass's end, which it no longer does
-// (vmrunner's memplugin); should QEMU die there for any reason, the
-// side's kernel is not at fault, and the memory pass, which needs the
-// plugin, is what is given up, not the run.
+// time for its side. QEMU's plugin core can abort such a boot: QEMU 7.2's
+// does ("qemu_plugin_vcpu_mem_cb: code should not be reached") when a
+// plugin flushes the code cache once blocks carry memory callbacks, which
+// is why vmrunner's memplugin flushes only when it arms (memcount.c's
+// DISARM). Whatever the cause, the side's
+// kernel is not at fault there: the memory pass, which needs the plugin,
+// is what is given up, not the run.
 func pluginFault(j Job, res *vmrunner.Result) bool {
 	return res.Outcome == vmrunner.QEMUError && j.Config.MemoryPlugin != "" && j.Side.MemoryProblem == ""
 }

@@ -1,6 +1,6 @@
 // Package testseries makes the synthetic nightly series that the tests of
 // several packages share: one shaped like the public series that a single
-// bad night blinded (issue 26), as values for package changepoint and as
+// bad night blinded, as values for package changepoint and as
 // results files for history import.
 //
 // For tests only: internal/importrule fails any non-test file that imports
