@@ -75,7 +75,7 @@ func TestBuildCommandConfig(t *testing.T) {
 func TestConfigKeysAreFlags(t *testing.T) {
 	flags := map[string]bool{}
 	defaults := config.Defaults()
-	for _, cmd := range newApp(&run{File: &defaults}, io.Discard, io.Discard).Commands {
+	for _, cmd := range newApp(&invocation{File: &defaults}, io.Discard, io.Discard).Commands {
 		for _, f := range cmd.Flags {
 			for _, n := range f.Names() {
 				flags[n] = true

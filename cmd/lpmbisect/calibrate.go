@@ -8,7 +8,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
-func calibrateCommand(r *run) *cli.Command {
+func calibrateCommand(r *invocation) *cli.Command {
 	boots := calibrate.DefaultBoots
 	var seed uint64
 	opts := append(vmOpts(r),

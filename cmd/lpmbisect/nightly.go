@@ -20,7 +20,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
-func nightlyCommand(r *run) *cli.Command {
+func nightlyCommand(r *invocation) *cli.Command {
 	var date string
 	var only []string
 	var wait time.Duration
@@ -83,7 +83,7 @@ func triager() string {
 }
 
 // historyError adds the command that fixes a history database problem.
-func historyError(err error, r *run) error {
+func historyError(err error, r *invocation) error {
 	switch {
 	case errors.Is(err, history.ErrNeedsMigration):
 		return usageError("%v (lpmbisect history migrate --config %s)", err, r.Path)
@@ -96,7 +96,7 @@ func historyError(err error, r *run) error {
 	return err
 }
 
-func historyCommand(r *run) *cli.Command {
+func historyCommand(r *invocation) *cli.Command {
 	var series string
 	var mute bool
 	state, comment := string(history.ActionAcknowledge), ""

@@ -12,7 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
-func runCommand(r *run) *cli.Command {
+func runCommand(r *invocation) *cli.Command {
 	boots := 1
 	opts := append(vmOpts(r),
 		opt{Name: "boots", Ptr: &boots, Usage: "number of boots"},
@@ -70,7 +70,7 @@ func runCommand(r *run) *cli.Command {
 
 // writeVeristat writes the verifier rows of one kernel's results (the
 // file at path, else data) as veristat's CSV on standard output.
-func (r *run) writeVeristat(c *cli.Context, path string, data []byte) error {
+func (r *invocation) writeVeristat(c *cli.Context, path string, data []byte) error {
 	var results []*benchfmt.Result
 	var err error
 	if r.out != "" {
