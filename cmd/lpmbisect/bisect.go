@@ -41,7 +41,7 @@ func bisectOpts(r *invocation) []opt {
 
 // bisectSetup makes the bisection's setup from the flags (controls: with
 // the harness controls in the plan).
-func (r *invocation) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, error) {
+func (r *invocation) bisectSetup(ctx context.Context, controls bool) (*bisect.Bisector, error) {
 	s, err := r.setup(false, controls)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (r *invocation) bisectSetup(ctx context.Context, controls bool) (*bisect.Se
 	if err != nil {
 		return nil, err
 	}
-	bs, err := bisect.NewSetup(ctx, s, campaign.FromConfig(r.File, auto))
+	bs, err := bisect.NewBisector(ctx, s, campaign.FromConfig(r.File, auto))
 	if err != nil {
 		return nil, usageError("%v (check --boots, --max-boots and --alpha)", err)
 	}
@@ -153,7 +153,7 @@ func bisectCommand(r *invocation) *cli.Command {
 // to html ("" for none), and beside every HTML page the re-check's
 // comparison report, measured by setup and run by command. It logs where
 // the HTML went, and a re-check without its own report.
-func writeBisectionReports(w io.Writer, setup *bisect.Setup, rep bisect.Report, command, html string) error {
+func writeBisectionReports(w io.Writer, setup *bisect.Bisector, rep bisect.Report, command, html string) error {
 	var extra []string
 	if html != "" {
 		extra = append(extra, html)

@@ -63,7 +63,7 @@ func fleetBuildOpts(r *invocation) []opt {
 // useFleetBuilds makes s build its commits on the fleet's build queue
 // when --build-queue is given (a fleet.Builder); without it s is
 // unchanged.
-func (r *invocation) useFleetBuilds(s *bisect.Setup) (*bisect.Setup, error) {
+func (r *invocation) useFleetBuilds(s *bisect.Bisector) (*bisect.Bisector, error) {
 	if r.remote == nil || r.remote.buildQueue == "" {
 		return s, nil
 	}

@@ -33,7 +33,7 @@ type Options struct {
 	Wait time.Duration
 	// SetupFor makes the boot setup of a series from its configuration
 	// (config.File.ForSeries) with runDir for its boots' logs.
-	SetupFor func(cfg *config.File, runDir string) (*bisect.Setup, error)
+	SetupFor func(cfg *config.File, runDir string) (*bisect.Bisector, error)
 	// WriteMail and MailSubject render the mail of a night's new change
 	// points: its body in Markdown and its subject line (the command gives
 	// report.WriteChangePointMail and report.MailSubject). Without them no

@@ -41,7 +41,7 @@ type seriesRun struct {
 	cfg   config.File
 	dir   string // the series' state directory
 	log   *log.Logger
-	setup *bisect.Setup
+	setup *bisect.Bisector
 	n     *Night
 }
 
