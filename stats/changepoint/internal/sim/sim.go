@@ -323,126 +323,14 @@ func StepNights(rng *rand.Rand, nights int) []int {
 func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 	res := StepResult{Series: series}
 	var mu sync.Mutex
-	tol := changepoint.DefaultMatchDistance
 	err := forEach(series, func(i int) error {
-		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		var steps []Step
-		for _, night := range StepNights(rng, nights) {
-			f := 1 + c.Size
-			if rng.IntN(2) == 0 {
-				f = 1 / (1 + c.Size)
-			}
-			steps = append(steps, Step{Night: night, Factor: f})
-		}
-		v := Series(rng, nights, c.SD, steps)
-		bad := Contaminate(outlierRNG(seed, i), v, c.Outliers)
-		r, err := RunReplay(v, c.Options, 1, tol)
+		one, err := stepSeries(c, nights, seed, i)
 		if err != nil {
 			return err
 		}
-		var one StepResult
-		for _, b := range bad {
-			if b {
-				one.BadNights++
-			}
-		}
-		if err := countExcursions(v, bad, c.Options, &one.TrueExcursions, &one.FalseExcursions); err != nil {
-			return err
-		}
-		one.Steps = len(steps)
-		near := func(index int, up bool, s Step) bool {
-			d := index - s.Night
-			return d >= -tol && d <= tol && up == (s.Factor > 1)
-		}
-		// Fresh pass: each step takes the closest unused change point.
-		final := r.Fresh
-		used := make([]bool, len(final))
-		for _, s := range steps {
-			best := -1
-			for j, cp := range final {
-				if used[j] || !near(cp.Index, cp.After > cp.Before, s) {
-					continue
-				}
-				if best < 0 || abs(cp.Index-s.Night) < abs(final[best].Index-s.Night) {
-					best = j
-				}
-			}
-			if best >= 0 {
-				used[best] = true
-				one.FoundFinal++
-				one.IndexErrors = append(one.IndexErrors, abs(final[best].Index-s.Night))
-			}
-		}
-		for _, u := range used {
-			if !u {
-				one.FalseFinal++
-			}
-		}
-		// Nightly run: the first report near a step is its detection; any
-		// other report is false (or a duplicate).
-		first := make([]bool, len(r.Reported))
-		for _, s := range steps {
-			best := -1
-			for j, e := range r.Reported {
-				if first[j] || !(near(e.FirstIndex, e.Up, s) || near(e.Index, e.Up, s)) {
-					continue
-				}
-				if best < 0 || e.FirstNight < r.Reported[best].FirstNight {
-					best = j
-				}
-			}
-			if best >= 0 {
-				first[best] = true
-				e := r.Reported[best]
-				one.FoundNightly++
-				one.Delays = append(one.Delays, e.FirstNight-s.Night)
-				one.Moves = append(one.Moves, abs(e.Index-e.FirstIndex))
-			}
-		}
-		for _, f := range first {
-			if !f {
-				one.FalseNightly++
-			}
-		}
-		// The same, counting only the change points it confirmed.
-		confirmed := make([]bool, len(r.Reported))
-		for _, s := range steps {
-			best := -1
-			for j, e := range r.Reported {
-				if !e.Confirmed || confirmed[j] || !(near(e.FirstIndex, e.Up, s) || near(e.Index, e.Up, s)) {
-					continue
-				}
-				if best < 0 || e.ConfirmedNight < r.Reported[best].ConfirmedNight {
-					best = j
-				}
-			}
-			if best >= 0 {
-				confirmed[best] = true
-				one.FoundConfirmed++
-				one.ConfirmDelays = append(one.ConfirmDelays, r.Reported[best].ConfirmedNight-s.Night)
-			}
-		}
-		for j, e := range r.Reported {
-			if e.Confirmed && !confirmed[j] {
-				one.FalseConfirmed++
-			}
-		}
 		mu.Lock()
 		defer mu.Unlock()
-		res.Steps += one.Steps
-		res.FoundFinal += one.FoundFinal
-		res.FalseFinal += one.FalseFinal
-		res.FoundNightly += one.FoundNightly
-		res.FalseNightly += one.FalseNightly
-		res.Delays = append(res.Delays, one.Delays...)
-		res.BadNights += one.BadNights
-		res.TrueExcursions += one.TrueExcursions
-		res.FalseExcursions += one.FalseExcursions
-		res.FoundConfirmed += one.FoundConfirmed
-		res.FalseConfirmed += one.FalseConfirmed
-		res.ConfirmDelays = append(res.ConfirmDelays, one.ConfirmDelays...)
-		res.IndexErrors = append(res.IndexErrors, one.IndexErrors...)
-		res.Moves = append(res.Moves, one.Moves...)
+		res.add(one)
 		return nil
 	})
 	slices.Sort(res.Delays)
@@ -450,6 +338,147 @@ func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 	slices.Sort(res.IndexErrors)
 	slices.Sort(res.Moves)
 	return res, err
+}
+
+// stepSeries simulates the series i of Steps and scores it.
+func stepSeries(c StepCase, nights int, seed uint64, i int) (StepResult, error) {
+	rng := rand.New(rand.NewPCG(seed, uint64(i)))
+	var steps []Step
+	for _, night := range StepNights(rng, nights) {
+		f := 1 + c.Size
+		if rng.IntN(2) == 0 {
+			f = 1 / (1 + c.Size)
+		}
+		steps = append(steps, Step{Night: night, Factor: f})
+	}
+	v := Series(rng, nights, c.SD, steps)
+	bad := Contaminate(outlierRNG(seed, i), v, c.Outliers)
+	r, err := RunReplay(v, c.Options, 1, changepoint.DefaultMatchDistance)
+	if err != nil {
+		return StepResult{}, err
+	}
+	one := StepResult{Steps: len(steps)}
+	for _, b := range bad {
+		if b {
+			one.BadNights++
+		}
+	}
+	if err := countExcursions(v, bad, c.Options, &one.TrueExcursions, &one.FalseExcursions); err != nil {
+		return StepResult{}, err
+	}
+	one.scoreFinal(r.Fresh, steps)
+	one.scoreNightly(r.Reported, steps)
+	one.scoreConfirmed(r.Reported, steps)
+	return one, nil
+}
+
+// nearStep says whether a change point at index, up or down, matches the
+// step s: within the match distance, in its direction.
+func nearStep(index int, up bool, s Step) bool {
+	d := index - s.Night
+	tol := changepoint.DefaultMatchDistance
+	return d >= -tol && d <= tol && up == (s.Factor > 1)
+}
+
+// scoreFinal scores a fresh pass over the whole series: each step takes
+// the closest unused change point; the change points left are false.
+func (r *StepResult) scoreFinal(final []changepoint.ChangePoint, steps []Step) {
+	used := make([]bool, len(final))
+	for _, s := range steps {
+		best := -1
+		for j, cp := range final {
+			if used[j] || !nearStep(cp.Index, cp.After > cp.Before, s) {
+				continue
+			}
+			if best < 0 || abs(cp.Index-s.Night) < abs(final[best].Index-s.Night) {
+				best = j
+			}
+		}
+		if best >= 0 {
+			used[best] = true
+			r.FoundFinal++
+			r.IndexErrors = append(r.IndexErrors, abs(final[best].Index-s.Night))
+		}
+	}
+	for _, u := range used {
+		if !u {
+			r.FalseFinal++
+		}
+	}
+}
+
+// scoreNightly scores the nightly run: the first report near a step is
+// its detection; any other report is false (or a duplicate).
+func (r *StepResult) scoreNightly(reported []Reported, steps []Step) {
+	first := make([]bool, len(reported))
+	for _, s := range steps {
+		best := -1
+		for j, e := range reported {
+			if first[j] || !(nearStep(e.FirstIndex, e.Up, s) || nearStep(e.Index, e.Up, s)) {
+				continue
+			}
+			if best < 0 || e.FirstNight < reported[best].FirstNight {
+				best = j
+			}
+		}
+		if best >= 0 {
+			first[best] = true
+			e := reported[best]
+			r.FoundNightly++
+			r.Delays = append(r.Delays, e.FirstNight-s.Night)
+			r.Moves = append(r.Moves, abs(e.Index-e.FirstIndex))
+		}
+	}
+	for _, f := range first {
+		if !f {
+			r.FalseNightly++
+		}
+	}
+}
+
+// scoreConfirmed scores the nightly run as scoreNightly does, counting
+// only the change points it confirmed.
+func (r *StepResult) scoreConfirmed(reported []Reported, steps []Step) {
+	confirmed := make([]bool, len(reported))
+	for _, s := range steps {
+		best := -1
+		for j, e := range reported {
+			if !e.Confirmed || confirmed[j] || !(nearStep(e.FirstIndex, e.Up, s) || nearStep(e.Index, e.Up, s)) {
+				continue
+			}
+			if best < 0 || e.ConfirmedNight < reported[best].ConfirmedNight {
+				best = j
+			}
+		}
+		if best >= 0 {
+			confirmed[best] = true
+			r.FoundConfirmed++
+			r.ConfirmDelays = append(r.ConfirmDelays, reported[best].ConfirmedNight-s.Night)
+		}
+	}
+	for j, e := range reported {
+		if e.Confirmed && !confirmed[j] {
+			r.FalseConfirmed++
+		}
+	}
+}
+
+// add adds one series' scores to r.
+func (r *StepResult) add(one StepResult) {
+	r.Steps += one.Steps
+	r.FoundFinal += one.FoundFinal
+	r.FalseFinal += one.FalseFinal
+	r.FoundNightly += one.FoundNightly
+	r.FalseNightly += one.FalseNightly
+	r.Delays = append(r.Delays, one.Delays...)
+	r.BadNights += one.BadNights
+	r.TrueExcursions += one.TrueExcursions
+	r.FalseExcursions += one.FalseExcursions
+	r.FoundConfirmed += one.FoundConfirmed
+	r.FalseConfirmed += one.FalseConfirmed
+	r.ConfirmDelays = append(r.ConfirmDelays, one.ConfirmDelays...)
+	r.IndexErrors = append(r.IndexErrors, one.IndexErrors...)
+	r.Moves = append(r.Moves, one.Moves...)
 }
 
 // countExcursions counts the excursions of v on bad nights into onBad and
