@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -79,10 +78,6 @@ type Plan struct {
 	// runs the insight pass, which the host starts with the memory
 	// plugin loaded.
 	Memory bool
-	// Fault, TEST-ONLY, makes the guest misbehave (one of Faults), so the
-	// host's handling of broken guests can be tested with a real guest.
-	// "" for a normal boot.
-	Fault string
 }
 
 // DefaultBench is the selection when none is given: the two LPM trie lookup
@@ -279,7 +274,6 @@ const (
 	ParamAccel        Param = "lpmbisect.accel"         // Plan.Accel, omitted when ""
 	ParamPort         Param = "lpmbisect.port"          // Plan.Port, omitted when PortName
 	ParamPaced        Param = "lpmbisect.paced"         // Plan.Paced: 1 or 0, omitted when 0
-	ParamFault        Param = "lpmbisect.fault"         // Plan.Fault, omitted when ""
 	ParamWorkload     Param = "lpmbisect.workload"      // Plan.Workload, omitted when ""
 	ParamVerify       Param = "lpmbisect.verify"        // Plan.Verify, omitted when ""
 )
@@ -297,7 +291,7 @@ const (
 
 // Params lists every parameter, in the order KernelArgs writes them.
 var Params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
-	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamVerify, ParamProfile, ParamMemory, ParamFault}
+	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamVerify, ParamProfile, ParamMemory}
 
 // ParamPrefix starts every run plan parameter. DecodePlan ignores the
 // parameters without it (they are the kernel's) and rejects unknown ones
@@ -313,65 +307,6 @@ func (p Param) Name() string { return strings.TrimPrefix(string(p), ParamPrefix)
 
 // Arg returns the kernel argument that sets p to value ("lpmbisect.samples=5").
 func (p Param) Arg(value string) string { return string(p) + "=" + value }
-
-// TEST-ONLY faults (Plan.Fault). Each applies after the guest wrote its first
-// result, except FaultNoBPF; a boot that writes no result never applies its
-// fault.
-const (
-	FaultHang     = "hang"     // stop writing and block forever, no power-off
-	FaultFlood    = "flood"    // write valid benchmark lines in an endless loop
-	FaultLongline = "longline" // write one endless line with no newline
-	FaultGarbage  = "garbage"  // write endless pseudo-random bytes
-	FaultPanic    = "panic"    // crash the kernel (sysrq 'c')
-	FaultExit     = "exit"     // PID 1 exits, which panics the kernel
-	// FaultNoBPF acts at once: bpf() fails with ENOSYS, as on a kernel built
-	// without CONFIG_BPF_SYSCALL.
-	FaultNoBPF = "nobpf"
-	// FaultBimodal acts at once: in about half the boots (the parity of
-	// the second the guest boots at, from the host's clock through the
-	// RTC) every value is BimodalShift higher, a second mode that a
-	// deterministic instrument must not hide.
-	FaultBimodal = "bimodal"
-	// FaultThrottle acts in the profile pass: it lowers
-	// perf_event_max_sample_rate to 1000 instead of raising it, so that
-	// the kernel throttles the sampling event and the pass reports the
-	// samples lost.
-	FaultThrottle = "throttle"
-)
-
-// TEST-ONLY hostile faults: the guest lies, in a stream that otherwise
-// arrives whole. Each acts on the first result or on the end of the stream,
-// and the host must reject the boot (Decode, Stream.CheckPlan), except
-// FaultHTML, whose strings it must escape wherever it renders them, and the
-// insight faults, which cost the document and not the boot (its results are
-// proven by the trailer before the document).
-const (
-	FaultLieCount   = "lie-count"   // the trailer counts one record more than were written
-	FaultLieSum     = "lie-sum"     // the trailer's checksum is not the stream's
-	FaultNaN        = "nan"         // the first result's value is NaN
-	FaultInf        = "inf"         // the first result's value is +Inf
-	FaultNegative   = "negative"    // the first result's value is negative
-	FaultHuge       = "huge"        // the first result's value is 10^300
-	FaultUnasked    = "unasked"     // the first result is for a benchmark the plan did not select
-	FaultHostKey    = "host-key"    // the first result carries the host's keys (side, params)
-	FaultBadUTF8    = "bad-utf8"    // the first result's name has invalid UTF-8
-	FaultEscape     = "escape"      // a note and the first result's name hold terminal escape sequences
-	FaultHTML       = "html"        // a note, the cpu label and the first result's name hold HTML (valid: to be escaped)
-	FaultInsightBig = "insight-big" // an insight document over MaxInsightBytes follows the trailer
-	FaultInsightBad = "insight-bad" // a malformed insight document (not gzip) follows the trailer
-)
-
-// HostileFaults lists the hostile faults.
-var HostileFaults = []string{FaultLieCount, FaultLieSum, FaultNaN, FaultInf, FaultNegative, FaultHuge, FaultUnasked,
-	FaultHostKey, FaultBadUTF8, FaultEscape, FaultHTML, FaultInsightBig, FaultInsightBad}
-
-// BimodalShift is how far FaultBimodal's second mode lies above the first:
-// beyond the jitter bounds (0.1 % by default), inside the default minimum
-// effect (1 %), so a kernel compared with itself must stay SAME or UNKNOWN.
-const BimodalShift = 0.005
-
-// Faults lists the TEST-ONLY faults.
-var Faults = append([]string{FaultHang, FaultFlood, FaultLongline, FaultGarbage, FaultPanic, FaultExit, FaultNoBPF, FaultBimodal, FaultThrottle}, HostileFaults...)
 
 // Reasons a parameter is rejected; a *ParamError wraps one of them.
 var (
@@ -486,9 +421,6 @@ func (p Plan) Validate() error {
 	if err := checkProfilePeriod(p.ProfilePeriod); err != nil {
 		return err
 	}
-	if p.Fault != "" && !slices.Contains(Faults, p.Fault) {
-		return &ParamError{ParamFault, p.Fault, fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))}
-	}
 	return nil
 }
 
@@ -524,7 +456,7 @@ func checkArgValue(v string) error {
 // DecodePlan: for every plan that passes Validate, DecodePlan of the
 // arguments joined by spaces returns the plan. The numeric parameters and
 // Bench are always written, so a command line says what a boot ran whatever
-// the guest's defaults; Accel, Port, Paced and Fault only when they differ
+// the guest's defaults; Accel, Port and Paced only when they differ
 // from DefaultPlan, and so Insight, Count and SkipKallsyms. Validate the plan first: an invalid plan encodes to
 // arguments that DecodePlan rejects.
 func (p Plan) KernelArgs() []string {
@@ -551,9 +483,6 @@ func (p Plan) KernelArgs() []string {
 	}
 	if p.Verify != "" {
 		args = append(args, ParamVerify.Arg(p.Verify))
-	}
-	if p.Fault != "" {
-		args = append(args, ParamFault.Arg(p.Fault))
 	}
 	return args
 }
@@ -631,11 +560,6 @@ func DecodePlan(cmdline string) (Plan, error) {
 				err = fmt.Errorf("%w: want 1", ErrMalformed)
 			}
 			p.Memory = true
-		case ParamFault:
-			if val == "" {
-				err = fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))
-			}
-			p.Fault = val
 		default:
 			err = ErrUnknownParam
 		}

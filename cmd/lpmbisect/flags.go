@@ -46,12 +46,12 @@ func help(name string) string {
 // and what its flags set that the file does not.
 type invocation struct {
 	*config.File
-	runDir, out, html, format, failOn, fault, good, bad, src string
-	minEffect                                                string // --min-effect: a percentage, "auto" or "auto:PCT"
-	seed                                                     uint64
-	verbose, paired, noControls, autoMinEffect               bool
-	log                                                      *log.Logger
-	remote                                                   *remote // --db, --queue: boots on a fleet (fleet.go)
+	runDir, out, html, format, failOn, good, bad, src string
+	minEffect                                         string // --min-effect: a percentage, "auto" or "auto:PCT"
+	seed                                              uint64
+	verbose, paired, noControls, autoMinEffect        bool
+	log                                               *log.Logger
+	remote                                            *remote // --db, --queue: boots on a fleet (fleet.go)
 
 	insight  insightFlags  // --no-insight, --symbols, --debug-a, --debug-b (insight.go)
 	workload workloadFlags // --workload, --packet, --workload-maps (workload.go)
@@ -79,7 +79,6 @@ func vmOpts(r *invocation) []opt {
 	return append(append(cliflag.Keys(r.File, "bench", "measure"), workloadOpts(r)...),
 		opt{Name: "run-dir", Ptr: &r.runDir, Usage: "where console logs of each boot go (default: <cache-dir>/runs/<time>)"},
 		opt{Name: "verbose", Ptr: &r.verbose, Alias: "v", Usage: "print QEMU command lines and decisions"},
-		opt{Name: "fault", Ptr: &r.fault, Hidden: true, Usage: "test-only guest misbehaviour"},
 		configOpt(r))
 }
 

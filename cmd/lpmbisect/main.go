@@ -107,7 +107,7 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // are the run's kernels, which probe KVM if it must be probed.
 func (r *invocation) setup(paired, controls bool, kernels ...string) (*measure.Setup, error) {
 	o := measure.FromConfig(r.Measure, r.Bench)
-	o.Plan.Fault, o.RunDir, o.Paired, o.Log, o.ProbeKernels = r.fault, r.runDir, paired, r.log, kernels
+	o.RunDir, o.Paired, o.Log, o.ProbeKernels = r.runDir, paired, r.log, kernels
 	if r.verbose {
 		o.Verbose = r.log
 	}

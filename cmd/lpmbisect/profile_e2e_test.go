@@ -9,6 +9,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/testbed/guestfaults"
 	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
@@ -125,7 +126,7 @@ func TestProfileSeesThrottling(t *testing.T) {
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	const bench = "LPMTrie/op=lookup/keys=sequential/entries=1000"
 	_, p := profileDoc(t, bench, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--boots", "1", "--max-boots", "1", "--no-controls", "--fault", "throttle", "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json"}, args...),
+		"--boots", "1", "--max-boots", "1", "--no-controls", "--append", guestfaults.Arg(guestfaults.Throttle), "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json"}, args...),
 		deb, deb)...)
 	for _, s := range []struct {
 		name string

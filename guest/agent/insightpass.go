@@ -13,12 +13,13 @@ import (
 // samples and returns its compressed document, without the kallsyms if the
 // plan says the host needs none (wire.Plan.SkipKallsyms) or if the whole
 // would exceed wire.MaxInsightBytes (nil, with an info note, when there is
-// none to send).
-func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, info func(string)) []byte {
+// none to send). lowSampleRate throttles the profile pass on purpose (a
+// test's injector).
+func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, lowSampleRate bool, info func(string)) []byte {
 	start := time.Now()
 	doc := workloads.Insight(benches, p, plan.CountList(), !plan.SkipKallsyms, logf)
 	if plan.ProfilePeriod > 0 {
-		doc.Profile = profilePass(benches, p, plan)
+		doc.Profile = profilePass(benches, p, plan, lowSampleRate)
 		logf("profile pass: %d benchmarks in %d ns of guest clock (%s) %s", len(doc.Profile.Benchmarks), doc.Profile.Cost, doc.Profile.Weight, doc.Profile.Problem)
 	}
 	if plan.Memory {

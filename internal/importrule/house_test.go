@@ -33,7 +33,7 @@ var house = []room{
 		layers: [][]pkg{
 			{{"guest/bpf", "BPF programs in Go asm", nil}},
 			{{"guest/workloads", "the benchmark registry, presets, probes", nil}},
-			{{"guest/agent", "the guest's run: channel, pacing, faults, the insight, profile and memory passes", nil}},
+			{{"guest/agent", "the guest's run: channel, pacing, the insight, profile and memory passes; the injector hook of the tests' faults", nil}},
 		}},
 	{folder: "stats", holds: "statistics over samples, knowing nothing of kernels or QEMU", imports: []string{"wire", "internal"},
 		layers: [][]pkg{
@@ -94,8 +94,10 @@ var house = []room{
 				{"testbed/testseries", "synthetic nightly series, as values and as results files", nil},
 				{"testbed/testcampaign", "fake kernels and a fake measurer for campaigns that boot nothing", nil},
 				{"testbed/testsetup", "a measuring set-up that never boots", nil},
-				{"testbed/testqemu", "fake QEMUs, shell scripts, whose KVM fails, crawls or works", nil}},
-			{{"testbed/testguest", "the guest binary", nil},
+				{"testbed/testqemu", "fake QEMUs, shell scripts, whose KVM fails, crawls or works", nil},
+				{"testbed/guestfaults", "the faults the tests' guest can be armed with: hung, flooding, garbled, crashed and lying guests", nil}},
+			{{"testbed/guestfaults/faultguest", "the tests' guest: cmd/lpmbisect-guest with those faults", nil},
+				{"testbed/testguest", "builds the tests' guest", nil},
 				{"testbed/testpg", "PostgreSQL on loopback", nil}},
 		}},
 }
