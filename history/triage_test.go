@@ -3,7 +3,9 @@ package history
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The triage rule, on both backends: every state can be set and set back,
@@ -45,7 +47,7 @@ func TestTriage(t *testing.T) {
 			{kernel, ActionAcknowledge, ChangeAcknowledged, BisectNone, nil},
 			{kernel, ActionInvalid, ChangeInvalid, BisectNone, nil},
 			{kernel, ActionMute, ChangeMuted, BisectNone, nil},
-			{kernel, ActionUntriage, ChangeOpen, BisectNone, nil},
+			{kernel, ActionOpen, ChangeOpen, BisectNone, nil},
 			{kernel, ActionBisect, ChangeOpen, BisectRequested, nil},
 			{kernel, ActionBisect, ChangeOpen, BisectRequested, ErrBadTriage}, // asked already
 			{host, ActionBisect, ChangeOpen, BisectNone, ErrBadTriage},        // the host line
@@ -59,7 +61,10 @@ func TestTriage(t *testing.T) {
 		}
 		logged := 0
 		for _, s := range steps {
-			_, err := db.Triage(ctx, s.id, s.action, "looked at it <b>", "alice@example")
+			_, changed, err := db.Triage(ctx, s.id, s.action, "looked at it <b>", "alice@example")
+			if changed != (err == nil) {
+				t.Errorf("Triage(%d, %s) = changed %v, %v", s.id, s.action, changed, err)
+			}
 			if !errors.Is(err, s.err) || (s.err == nil) != (err == nil) {
 				t.Fatalf("Triage(%d, %s) = %v; want %v", s.id, s.action, err, s.err)
 			}
@@ -86,14 +91,71 @@ func TestTriage(t *testing.T) {
 			last.StatusBefore != ChangeOpen || last.StatusAfter != ChangeOpen {
 			t.Errorf("last triage = %+v", last)
 		}
-		if _, err := db.Triage(ctx, kernel, ActionAcknowledge, string(make([]byte, MaxTriageComment+1)), "bob"); !errors.Is(err, ErrBadTriage) {
+		if _, _, err := db.Triage(ctx, kernel, ActionAcknowledge, string(make([]byte, MaxTriageComment+1)), "bob"); !errors.Is(err, ErrBadTriage) {
 			t.Errorf("Triage with a long comment = %v; want ErrBadTriage", err)
 		}
-		if _, err := db.Triage(ctx, kernel, ActionAcknowledge, "", " "); !errors.Is(err, ErrBadTriage) {
-			t.Errorf("Triage by nobody = %v; want ErrBadTriage", err)
+		for _, who := range []string{" ", "bob\nmuted by admin from 10.0.0.1", "\x1b[31mbob", "bob\u202e", strings.Repeat("x", 201)} {
+			if _, _, err := db.Triage(ctx, kernel, ActionAcknowledge, "", who); !errors.Is(err, ErrBadTriage) {
+				t.Errorf("Triage by %q = %v; want ErrBadTriage", who, err)
+			}
 		}
 		if n := count(t, db, "lpmbisect_triage"); n != logged {
 			t.Errorf("%d triage rows after refused decisions; want %d", n, logged)
 		}
 	})
+}
+
+// A decision that sets the state a change point has, without a comment,
+// changes nothing and leaves no row in the audit log; with a comment it
+// is recorded. An audit log written before the action was named "open"
+// reads as open.
+func TestTriageUnchanged(t *testing.T) {
+	ctx := context.Background()
+	db := openFresh(t, backends[0].location(t))
+	f := nightFixture("bpf-next", 0)
+	seriesID, _, _, err := f.store(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	err = db.Write(ctx, func(tx *Tx) error {
+		id, err = tx.PutChangePoint(ctx, ChangePoint{SeriesID: seriesID, Metric: f.rows[0].Metric, Line: LineKernel,
+			Night: "2026-03-04", NightIndex: 3, DeltaPct: -12, P: 1e-5, Status: ChangeOpen})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, _ := db.Generation(ctx)
+	for _, s := range []struct {
+		action  TriageAction
+		comment string
+		changed bool
+	}{
+		{ActionOpen, "", false},
+		{ActionAcknowledge, "", true},
+		{ActionAcknowledge, "", false},
+		{ActionAcknowledge, " ", false},
+		{ActionAcknowledge, "the bisection agrees", true},
+	} {
+		cp, changed, err := db.Triage(ctx, id, s.action, s.comment, "alice")
+		if err != nil || changed != s.changed || cp.ID != id {
+			t.Errorf("Triage(%s, %q) = #%d, changed %v, %v; want changed %v", s.action, s.comment, cp.ID, changed, err, s.changed)
+		}
+	}
+	log, _ := db.TriageLog(ctx, seriesID)
+	if now, _ := db.Generation(ctx); len(log) != 2 || now != gen+2 {
+		t.Errorf("%d rows in the audit log, generation +%d; want 2 and 2 (the decisions that changed something)", len(log), now-gen)
+	}
+	err = db.Write(ctx, func(tx *Tx) error {
+		_, err := tx.c.exec(ctx, `INSERT INTO lpmbisect_triage (change_point_id, action, status_before, status_after, comment, who, at)
+			VALUES (?, 'untriaged', 'acknowledged', 'open', '', 'bob', ?)`, id, dbTime(time.Now()))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log, _ := db.TriageLog(ctx, seriesID); len(log) != 3 || log[2].Action != ActionOpen {
+		t.Errorf("an audit log row written as untriaged reads as %+v; want open", log[len(log)-1])
+	}
 }

@@ -66,9 +66,10 @@ func TestHistoryAckStates(t *testing.T) {
 		says string
 	}{
 		{[]string{id}, 0, history.ChangeAcknowledged, "acknowledged"},
+		{[]string{id}, 0, history.ChangeAcknowledged, "acknowledged already: nothing recorded"},
 		{[]string{"--state", "invalid", "--comment", "a harness change", id}, 0, history.ChangeInvalid, "invalid"},
 		{[]string{"--mute", id}, 0, history.ChangeMuted, "muted"},
-		{[]string{"--state", "untriaged", id}, 0, history.ChangeOpen, "open"},
+		{[]string{"--state", "open", id}, 0, history.ChangeOpen, "open"},
 		{[]string{"--state", "shrug", id}, 2, history.ChangeOpen, "--state"},
 		{[]string{"--mute", "--state", "invalid", id}, 2, history.ChangeOpen, "not both"},
 		{[]string{"--state", "bisect", id}, 0, history.ChangeOpen, "bisection: requested"},

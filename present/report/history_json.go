@@ -154,8 +154,9 @@ type ChangePointDoc struct {
 	Direction string `json:"direction"`
 	// Provisional: the next nights may still withdraw it.
 	Provisional bool `json:"provisional"`
-	// Status is open (untriaged), acknowledged, invalid, muted or
-	// withdrawn.
+	// Status is open (nobody has triaged it), acknowledged, invalid,
+	// muted or withdrawn: the states history ack and the served pages
+	// set, by the same names.
 	Status        string       `json:"status"`
 	FirstReported time.Time    `json:"first_reported,omitzero"`
 	Updated       time.Time    `json:"updated,omitzero"`
@@ -175,7 +176,8 @@ type ChangePointDoc struct {
 
 // TriageDoc is one triage decision of the audit log.
 type TriageDoc struct {
-	// Action is untriaged, acknowledged, invalid, muted or bisect.
+	// Action is the state it set (open, acknowledged, invalid, muted) or
+	// bisect; older audit logs' "untriaged" reads as open.
 	Action       string    `json:"action"`
 	StatusBefore string    `json:"status_before"`
 	StatusAfter  string    `json:"status_after"`

@@ -118,14 +118,6 @@ type servedResults struct {
 	Outcomes  string
 }
 
-// actionOf is the triage action whose state a change point is in.
-func actionOf(s history.ChangeStatus) string {
-	if s == history.ChangeOpen {
-		return string(history.ActionUntriage)
-	}
-	return string(s)
-}
-
 func newServedSeries(hs view.HistorySeries) (servedSeries, error) {
 	name := hs.Series.Name
 	sp, err := newHistorySeriesPage(hs, func(date string) string { return NightPath(name, date) })
@@ -139,7 +131,7 @@ func newServedSeries(hs view.HistorySeries) (servedSeries, error) {
 	byID := map[int64]history.ChangePoint{}
 	for _, cp := range hs.ChangePoints {
 		byID[cp.ID] = cp
-		if cp.Untriaged() {
+		if cp.Open() {
 			ss.Open++
 		}
 		if cp.Bisect.State != history.BisectNone {
@@ -149,7 +141,7 @@ func newServedSeries(hs view.HistorySeries) (servedSeries, error) {
 	last := history.LastTriage(hs.Triage)
 	for _, c := range sp.Changes {
 		cp := byID[c.ID]
-		sc := servedChange{historyChange: c, Series: name, SeriesURL: ss.URL, Action: actionOf(cp.Status), Provisional: cp.Provisional}
+		sc := servedChange{historyChange: c, Series: name, SeriesURL: ss.URL, Action: string(cp.Status), Provisional: cp.Provisional}
 		if t, ok := last[c.ID]; ok {
 			sc.LastTriage = fmt.Sprintf("%s by %s on %s", t.Action, t.Who, t.At.UTC().Format("2006-01-02 15:04 MST"))
 			if t.Comment != "" {

@@ -349,7 +349,7 @@ func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	h = h.ChangesOnly(history.ChangePoint.Untriaged)
+	h = h.ChangesOnly(history.ChangePoint.Open)
 	s.page(w, r, h, func(out io.Writer, form *report.TriageForm) error {
 		return report.WriteServedChanges(out, "lpmbisect: alerts", "No untriaged change points.", h, form)
 	})
@@ -541,7 +541,7 @@ func (s *Server) triage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, "say who you are: the who field, 1 to %d bytes of UTF-8", maxWho)
 		return
 	}
-	cp, err := s.db.Triage(r.Context(), id, action, r.PostForm.Get("comment"), who+" (web)")
+	cp, _, err := s.db.Triage(r.Context(), id, action, r.PostForm.Get("comment"), who+" (web)")
 	switch {
 	case errors.Is(err, history.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, "%v", err)
