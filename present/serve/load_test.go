@@ -17,6 +17,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 // TestLoad reads the series' page with LPMBISECT_SERVE_LOAD readers (200
@@ -61,7 +62,7 @@ func TestLoad(t *testing.T) {
 		n := 0
 		for i := firstNights; i < maxNights && time.Now().Before(deadline); i++ {
 			f := testseries.WriteBadNight(t, dir, i, rng)
-			if _, err := nightly.Import(ctx, wdb, history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}, 5, []string{f}); err != nil {
+			if _, err := nightly.Import(ctx, wdb, history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}, compare.Options{MinEffect: 0.05}, []string{f}); err != nil {
 				t.Errorf("writer, night %d: %v", i, err)
 				break
 			}

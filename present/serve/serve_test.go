@@ -20,6 +20,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 const testToken = "s3cret-token-for-tests"
@@ -40,7 +41,7 @@ func importSeries(t testing.TB, location, name string, nights int) {
 	for i := range nights {
 		files = append(files, testseries.WriteBadNight(t, dir, i, rng))
 	}
-	if _, err := nightly.Import(context.Background(), db, history.Series{Name: name, Kind: history.ImageSeries, Source: "imported"}, 5, files); err != nil {
+	if _, err := nightly.Import(context.Background(), db, history.Series{Name: name, Kind: history.ImageSeries, Source: "imported"}, compare.Options{MinEffect: 0.05}, files); err != nil {
 		t.Fatal(err)
 	}
 }
