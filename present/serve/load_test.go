@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -41,7 +42,9 @@ func TestLoad(t *testing.T) {
 	}
 	const firstNights, maxNights = 60, 400
 	ctx := context.Background()
-	db, base := serveLoopback(t, firstNights)
+	loc := filepath.Join(t.TempDir(), "history.db")
+	importSeries(t, loc, "public", firstNights)
+	db, base := serveLoopback(t, loc)
 	page := base + report.SeriesPath("public")
 
 	// The writer: its own connection to the history, as a nightly process

@@ -66,13 +66,33 @@ func testServer(t *testing.T, token string) (*httptest.Server, *history.DB) {
 	return ts, db
 }
 
-// serveLoopback imports nights of the bad-night series into a fresh
-// history and serves it with the token on a loopback port until the test
-// ends; it returns the database and the server's base URL.
-func serveLoopback(t *testing.T, nights int) (*history.DB, string) {
+// importMorning imports the sheriff's-morning series (testseries: 60
+// nights under icount, two boots each, a −12 % step at night 20, a +8 %
+// step at night 42, a one-night outlier at night 30) into the SQLite
+// history at location under the series name.
+func importMorning(t testing.TB, location, name string) {
 	t.Helper()
-	loc := filepath.Join(t.TempDir(), "history.db")
-	importSeries(t, loc, "public", nights)
+	db, err := history.Open(context.Background(), location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(49, 1))
+	var files []string
+	for i := range 60 {
+		files = append(files, testseries.WriteMorningNight(t, dir, i, rng))
+	}
+	if _, err := nightly.Import(context.Background(), db, history.Series{Name: name, Kind: history.ImageSeries, Source: "imported"}, compare.Options{MinEffect: 0.01}, files); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serveLoopback serves the history at loc with the token on a loopback
+// port until the test ends; it returns the database and the server's base
+// URL.
+func serveLoopback(t *testing.T, loc string) (*history.DB, string) {
+	t.Helper()
 	db, err := history.Open(context.Background(), loc)
 	if err != nil {
 		t.Fatal(err)
