@@ -159,3 +159,59 @@ func TestTriageUnchanged(t *testing.T) {
 		t.Errorf("an audit log row written as untriaged reads as %+v; want open", log[len(log)-1])
 	}
 }
+
+// A nightly run writes back only what it found of a change point (the
+// pass its range, a bisection its outcome, a mail its time): a triage made
+// since it read the change point stays.
+func TestChangeWritesKeepTriage(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, location string) {
+		db := openFresh(t, location)
+		f := nightFixture("bpf-next", 0)
+		seriesID, _, _, err := f.store(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := ChangePoint{SeriesID: seriesID, Metric: f.rows[0].Metric, Line: LineKernel, Night: "2026-03-04", NightIndex: 3,
+			BeforeNight: "2026-03-03", DeltaPct: -12, P: 1e-5, Provisional: true, Status: ChangeOpen}
+		err = db.Write(ctx, func(tx *Tx) error {
+			read.ID, err = tx.PutChangePoint(ctx, read)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A person triages it after the nightly run read it.
+		if _, _, err := db.Triage(ctx, read.ID, ActionAcknowledge, "seen", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		found := read
+		found.Night, found.BeforeNight, found.DeltaPct, found.Provisional = "2026-03-05", "2026-03-04", -12.1, false
+		mailed := time.Date(2026, 3, 6, 2, 0, 0, 0, time.UTC)
+		err = db.Write(ctx, func(tx *Tx) error {
+			if err := tx.UpdateChangeRange(ctx, found); err != nil {
+				return err
+			}
+			if err := tx.SetChangeBisection(ctx, read.ID, Bisection{State: BisectSkipped, Reason: "below what this host resolves"}); err != nil {
+				return err
+			}
+			return tx.SetChangeMailed(ctx, read.ID, mailed)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := db.ChangePoint(ctx, read.ID)
+		if err != nil || cp.Status != ChangeAcknowledged || cp.Night != "2026-03-05" || cp.DeltaPct != -12.1 || cp.Provisional ||
+			cp.Bisect.State != BisectSkipped || !cp.Mailed.Equal(mailed) {
+			t.Errorf("after the run's writes: %+v, %v; want the triage kept and the run's findings stored", cp, err)
+		}
+		err = db.Write(ctx, func(tx *Tx) error { return tx.WithdrawChange(ctx, read.ID) })
+		if cp, _ := db.ChangePoint(ctx, read.ID); err != nil || cp.Status != ChangeWithdrawn || cp.Bisect.State != BisectSkipped {
+			t.Errorf("withdrawn: %+v, %v", cp, err)
+		}
+		err = db.Write(ctx, func(tx *Tx) error { return tx.SetChangeMailed(ctx, 999999, mailed) })
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("SetChangeMailed(unknown) = %v; want ErrNotFound", err)
+		}
+	})
+}
