@@ -47,7 +47,8 @@ func chromium(t *testing.T) string {
 // choosing (nothing recorded), and checks that a page of another origin
 // cannot post a triage (403) and that a name pointed at the server's
 // address is not answered (421; Chromium's host resolver maps it, as DNS
-// rebinding would). LPMBISECT_SCREENSHOTS=DIR keeps the screenshots there.
+// rebinding would). LPMBISECT_SCREENSHOTS=DIR keeps the screenshots there
+// (whole pages; serve-triage.png is docs/img's, the window at the card).
 func TestBrowserTriage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a browser")
@@ -85,6 +86,15 @@ func TestBrowserTriage(t *testing.T) {
 		return chromedp.ActionFunc(func(ctx context.Context) error {
 			var png []byte
 			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name), png, 0o644)
+		})
+	}
+	viewport := func(name string) chromedp.Action { // what the window shows, as docs/img holds it
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var png []byte
+			if err := chromedp.CaptureScreenshot(&png).Do(ctx); err != nil {
 				return err
 			}
 			return os.WriteFile(filepath.Join(shots, name), png, 0o644)
@@ -239,11 +249,12 @@ func TestBrowserTriage(t *testing.T) {
 		chromedp.Navigate(base+report.SeriesPath("bpf-next")), // signed in on every page
 		chromedp.WaitVisible(card(better)+" form.triage", chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelectorAll("input[name=token]").length`, &tokenFields),
-		triage(better, "acknowledged", "the 6.1 → 6.12 step, expected"),
+		triage(better, "acknowledged", "the inlined lookup, expected"),
 		chromedp.WaitVisible(card(worse)+" form.triage", chromedp.ByQuery),
 		triage(worse, "bisect", "find it"),
 		chromedp.Text(card(better)+" .triaged", &triaged, chromedp.ByQuery),
 		chromedp.ScrollIntoView(card(better), chromedp.ByQuery),
+		viewport("serve-triage.png"),
 		shot("serve-acknowledged.png"),
 	)
 	if err != nil {
@@ -251,7 +262,7 @@ func TestBrowserTriage(t *testing.T) {
 	}
 	rows, states := logState()
 	if !strings.Contains(signedIn, "signed in as alice") || tokenFields != 0 || rows != 2 || states[better.ID] != history.ChangeAcknowledged ||
-		!strings.Contains(triaged, "acknowledged by alice (web)") || !strings.Contains(triaged, "6.1 → 6.12 step") {
+		!strings.Contains(triaged, "acknowledged by alice (web)") || !strings.Contains(triaged, "the inlined lookup") {
 		t.Errorf("after signing in once and triaging both: %q, %d token fields on the page, %d triage rows, states %v, %q; want alice signed in, no token field, 2 rows, acknowledged with the comment",
 			signedIn, tokenFields, rows, states, triaged)
 	}
