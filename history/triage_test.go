@@ -15,16 +15,12 @@ import (
 func TestTriage(t *testing.T) {
 	ctx := context.Background()
 	forEachBackend(t, func(t *testing.T, location string) {
-		db := openFresh(t, location)
-		f := nightFixture("bpf-next", 0)
-		seriesID, _, _, err := f.store(ctx, db)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db, seriesID, metric := triageFixture(t, location)
 		var kernel, host, gone int64
+		var err error
 		err = db.Write(ctx, func(tx *Tx) error {
 			put := func(line Line, night string, status ChangeStatus) int64 {
-				id, perr := tx.PutChangePoint(ctx, ChangePoint{SeriesID: seriesID, Metric: f.rows[0].Metric, Line: line,
+				id, perr := tx.PutChangePoint(ctx, ChangePoint{SeriesID: seriesID, Metric: metric, Line: line,
 					Night: night, NightIndex: 3, DeltaPct: 7, P: 1e-5, Status: status})
 				if perr != nil && err == nil {
 					err = perr
@@ -111,15 +107,11 @@ func TestTriage(t *testing.T) {
 // reads as open.
 func TestTriageUnchanged(t *testing.T) {
 	ctx := context.Background()
-	db := openFresh(t, backends[0].location(t))
-	f := nightFixture("bpf-next", 0)
-	seriesID, _, _, err := f.store(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, seriesID, metric := triageFixture(t, backends[0].location(t))
 	var id int64
-	err = db.Write(ctx, func(tx *Tx) error {
-		id, err = tx.PutChangePoint(ctx, ChangePoint{SeriesID: seriesID, Metric: f.rows[0].Metric, Line: LineKernel,
+	err := db.Write(ctx, func(tx *Tx) error {
+		var err error
+		id, err = tx.PutChangePoint(ctx, ChangePoint{SeriesID: seriesID, Metric: metric, Line: LineKernel,
 			Night: "2026-03-04", NightIndex: 3, DeltaPct: -12, P: 1e-5, Status: ChangeOpen})
 		return err
 	})
@@ -166,15 +158,11 @@ func TestTriageUnchanged(t *testing.T) {
 func TestChangeWritesKeepTriage(t *testing.T) {
 	ctx := context.Background()
 	forEachBackend(t, func(t *testing.T, location string) {
-		db := openFresh(t, location)
-		f := nightFixture("bpf-next", 0)
-		seriesID, _, _, err := f.store(ctx, db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		read := ChangePoint{SeriesID: seriesID, Metric: f.rows[0].Metric, Line: LineKernel, Night: "2026-03-04", NightIndex: 3,
+		db, seriesID, metric := triageFixture(t, location)
+		read := ChangePoint{SeriesID: seriesID, Metric: metric, Line: LineKernel, Night: "2026-03-04", NightIndex: 3,
 			BeforeNight: "2026-03-03", DeltaPct: -12, P: 1e-5, Provisional: true, Status: ChangeOpen}
-		err = db.Write(ctx, func(tx *Tx) error {
+		err := db.Write(ctx, func(tx *Tx) error {
+			var err error
 			read.ID, err = tx.PutChangePoint(ctx, read)
 			return err
 		})
@@ -214,4 +202,17 @@ func TestChangeWritesKeepTriage(t *testing.T) {
 			t.Errorf("SetChangeMailed(unknown) = %v; want ErrNotFound", err)
 		}
 	})
+}
+
+// triageFixture opens a fresh database at location with a series and a
+// night stored, and returns it, the series' ID and the night's metric.
+func triageFixture(t *testing.T, location string) (*DB, int64, Metric) {
+	t.Helper()
+	db := openFresh(t, location)
+	f := nightFixture("bpf-next", 0)
+	seriesID, _, _, err := f.store(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, seriesID, f.rows[0].Metric
 }

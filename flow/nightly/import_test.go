@@ -352,7 +352,8 @@ func TestImportJudgesNights(t *testing.T) {
 	}
 	s := history.Series{Name: "icount", Kind: history.ImageSeries, Source: "imported"}
 	opts := compare.Options{MinEffect: 0.01}
-	if _, err := Import(ctx, db, s, opts, []string{write(0, "icount", "insn/op", 1065.1, 1065.2), write(1, "icount", "insn/op", 1065.3, 1065.1)}); err != nil {
+	icount, err := Import(ctx, db, s, opts, []string{write(0, "icount", "insn/op", 1065.1, 1065.2), write(1, "icount", "insn/op", 1065.3, 1065.1)})
+	if err != nil {
 		t.Fatal(err)
 	}
 	// The next night, imported on its own: compared with night 1 in the
@@ -360,26 +361,28 @@ func TestImportJudgesNights(t *testing.T) {
 	if _, err := Import(ctx, db, s, opts, []string{write(2, "icount", "insn/op", 937.2, 937.3)}); err != nil {
 		t.Fatal(err)
 	}
-	tcg := history.Series{Name: "tcg", Kind: history.ImageSeries, Source: "imported"}
-	if _, err := Import(ctx, db, tcg, opts, []string{write(0, "tcg", "ns/op", 26700), write(1, "tcg", "ns/op", 23500)}); err != nil {
+	tcg, err := Import(ctx, db, history.Series{Name: "tcg", Kind: history.ImageSeries, Source: "imported"}, opts,
+		[]string{write(0, "tcg", "ns/op", 26700), write(1, "tcg", "ns/op", 23500)})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		series, unit string
-		verdicts     []string // vs previous, night by night ("" for none)
-		note         string   // in the last night's note
+		series   history.Series
+		unit     string
+		verdicts []string // vs previous, night by night ("" for none)
+		note     string   // in the last night's note
 	}{
-		{"icount", "insn/op", []string{"", "SAME", "DIFFERENT"}, "imported"},
-		{"tcg", "sec/op", []string{"", "UNKNOWN"}, "vs the last tip UNKNOWN: DIFFERENT out of reach at 1+1 boots"},
+		{icount.Series, "insn/op", []string{"", "SAME", "DIFFERENT"}, "imported"},
+		{tcg.Series, "sec/op", []string{"", "UNKNOWN"}, "vs the last tip UNKNOWN: DIFFERENT out of reach at 1+1 boots"},
 	} {
-		id := seriesID(t, db, c.series)
+		id := c.series.ID
 		nights, err := db.Nights(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		trend, err := db.Trend(ctx, id, history.Metric{Benchmark: "LPMTrie/op=lookup/keys=random/entries=10000", Unit: c.unit})
 		if err != nil || len(trend) != len(c.verdicts) {
-			t.Fatalf("%s: trend of %d nights, %v; want %d", c.series, len(trend), err, len(c.verdicts))
+			t.Fatalf("%s: trend of %d nights, %v; want %d", c.series.Name, len(trend), err, len(c.verdicts))
 		}
 		for i, p := range trend {
 			got := ""
@@ -387,26 +390,11 @@ func TestImportJudgesNights(t *testing.T) {
 				got = p.Row.VsPrevious.Verdict.String()
 			}
 			if got != c.verdicts[i] {
-				t.Errorf("%s night %s: vs previous %q; want %q", c.series, p.Night.Date, got, c.verdicts[i])
+				t.Errorf("%s night %s: vs previous %q; want %q", c.series.Name, p.Night.Date, got, c.verdicts[i])
 			}
 		}
 		if last := nights[len(nights)-1]; !strings.Contains(last.Note, c.note) {
-			t.Errorf("%s, the last night's note %q; want it to say %q", c.series, last.Note, c.note)
+			t.Errorf("%s, the last night's note %q; want it to say %q", c.series.Name, last.Note, c.note)
 		}
 	}
-}
-
-func seriesID(t *testing.T, db *history.DB, name string) int64 {
-	t.Helper()
-	all, err := db.AllSeries(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range all {
-		if s.Name == name {
-			return s.ID
-		}
-	}
-	t.Fatalf("no series %s", name)
-	return 0
 }

@@ -1,12 +1,10 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -16,51 +14,25 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
-// syncBuffer is a log's output that tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // guardedServer serves the bad-night series with the token and o's host
-// names, logging into the returned buffer.
-func guardedServer(t *testing.T, o Options) (*httptest.Server, *history.DB, *syncBuffer) {
+// names; logged reads what the server logged so far.
+func guardedServer(t *testing.T, o Options) (ts *httptest.Server, db *history.DB, logged func() string) {
 	t.Helper()
-	loc := filepath.Join(t.TempDir(), "history.db")
-	importSeries(t, loc, "public", 60)
-	db, err := history.Open(context.Background(), loc)
-	if err != nil {
-		t.Fatal(err)
+	o.Token = testToken
+	ts, db, path := testServerWith(t, o)
+	return ts, db, func() string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
 	}
-	t.Cleanup(func() { db.Close() })
-	var logged syncBuffer
-	o.DB, o.Token, o.Log = db, testToken, log.New(&logged, "", 0)
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	return ts, db, &logged
 }
 
 // changed is what the history holds that a refused request must not
@@ -138,8 +110,8 @@ func TestSameOrigin(t *testing.T) {
 			t.Errorf("%s: the history went from %q to %q", p.name, before, now)
 		}
 	}
-	if !strings.Contains(logged.String(), "403 the request comes from another site") {
-		t.Errorf("the log does not record the refusals:\n%s", logged)
+	if !strings.Contains(logged(), "403 the request comes from another site") {
+		t.Errorf("the log does not record the refusals:\n%s", logged())
 	}
 	// The server's own page: Origin and Sec-Fetch-Site say so.
 	req, _ := http.NewRequest("POST", u, strings.NewReader(form("acknowledged").Encode()))
@@ -249,7 +221,7 @@ func TestHostileText(t *testing.T) {
 	req, _ := http.NewRequest("POST", u+"/%0Aforged", nil)
 	req.Header.Set("Origin", "http://evil.example\u202e")
 	do(t, c, req)
-	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(logged()), "\n")
 	for _, line := range lines {
 		if strings.ContainsAny(line, "\x1b\u202e\r") || !regexp.MustCompile(`^(POST /triage\S* from|change point \d+:) `).MatchString(line) {
 			t.Errorf("log line %q is not one printable line of its own", line)
@@ -415,8 +387,8 @@ func TestSignIn(t *testing.T) {
 	if code != http.StatusSeeOther || triage(c, csrf, cps[0].ID, "muted") != 401 {
 		t.Errorf("after signing out (%d), a triage was taken", code)
 	}
-	if !strings.Contains(logged.String(), "session signed in as alice from 127.0.0.1") {
-		t.Errorf("the log does not say who signed in:\n%s", logged)
+	if !strings.Contains(logged(), "session signed in as alice from 127.0.0.1") {
+		t.Errorf("the log does not say who signed in:\n%s", logged())
 	}
 	// A script learns that nothing changed.
 	req, _ := http.NewRequest("POST", u, strings.NewReader(url.Values{"id": {fmt.Sprint(cps[1].ID)}, "action": {"acknowledged"}, "who": {"bot"}}.Encode()))
