@@ -5,11 +5,11 @@
 //
 // The pages (package report's paths):
 //
-//	/                                        every series, its latest night, its untriaged change points
+//	/                                        every series, its latest night, its open change points (ranges, nights)
 //	/series/NAME                             change points with their triage forms, trend plots, nights, triage log
 //	/series/NAME/nights/DATE                 one night: kernels, rows, change points, insight and profiles, raw results, benchstat's command
 //	/series/NAME/nights/DATE/results/ROLE.txt the raw benchfmt results of the night's boots of ROLE (tip, reference)
-//	/alerts                                  the untriaged change points of every series
+//	/alerts                                  the open change points of every series
 //	/bisections                              every change point whose bisection was asked for, ran or ended
 //	/patch-series                            the runs of lpmbisect series the history holds
 //	/patch-series/ID                         one run: its report (lpmbisect series --html's), its JSON
@@ -535,7 +535,7 @@ func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {
 	}
 	h = h.ChangesOnly(history.ChangePoint.Open)
 	s.page(w, r, h, false, func(out io.Writer, form *report.TriageForm) error {
-		return report.WriteServedChanges(out, "lpmbisect: alerts", "No untriaged change points.", h, form)
+		return report.WriteServedChanges(out, "lpmbisect: alerts", "No open change points: every change point has been triaged.", h, form)
 	})
 }
 
@@ -605,7 +605,7 @@ func (s *Server) patchSeries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f == "json" {
-		s.writeJSON(w, r, json.RawMessage(run.Document))
+		writeJSONBytes(w, []byte(run.Document))
 		return
 	}
 	v, err := report.ReadSeriesRecord(strings.NewReader(run.Document))
@@ -627,12 +627,18 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, doc any) {
 		s.fail(w, r, http.StatusInternalServerError, "encode JSON: %v", err)
 		return
 	}
-	sum := sha256.Sum256(b.Bytes())
+	writeJSONBytes(w, b.Bytes())
+}
+
+// writeJSONBytes answers a JSON document as it is, with writeJSON's
+// headers.
+func writeJSONBytes(w http.ResponseWriter, doc []byte) {
+	sum := sha256.Sum256(doc)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("ETag", `"`+hex.EncodeToString(sum[:12])+`"`)
-	w.Write(b.Bytes())
+	w.Write(doc)
 }
 
 // writeHTML renders a page, whole or, failing, not at all.
