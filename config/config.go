@@ -161,8 +161,9 @@ type Nightly struct {
 
 // Serve is where lpmbisect serve listens and what its changes need.
 type Serve struct {
-	Listen    string `toml:"listen" usage:"address to listen on: host:port (loopback by default; anything else exposes the history's pages)"`
-	TokenFile string `toml:"token_file" usage:"file whose first line is the token every change (a triage) needs; without it the pages are read-only"`
+	Listen    string   `toml:"listen" usage:"address to listen on: host:port (loopback by default; anything else exposes the history's pages)"`
+	TokenFile string   `toml:"token_file" usage:"file whose first line is the token every change (a triage) needs (16 characters at least, not readable by every user); without it the pages are read-only"`
+	HostNames []string `toml:"host_names" flag:"host-name" usage:"a name the pages are served under besides the listen address (and localhost on loopback), such as the name a TLS proxy in front serves; requests for other names are refused (repeatable)"`
 }
 
 // Series is a kernel nightly tracking follows: a git tree and branch, or a

@@ -160,6 +160,18 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, er
 	return b, nil
 }
 
+// DefaultBounds are the jitter bounds of names under icount on a host with
+// no calibration, as For gives them: DefaultBound for the benchmarks of
+// DeterministicFamilies, a user's program and the verifier's counts, none
+// for the others (the statistical rule decides them). Results measured
+// elsewhere and imported without their calibration (lpmbisect history
+// import) are judged with them.
+func DefaultBounds(names []string) map[string]float64 {
+	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
+	b.defaults(names, func(string) bool { return false }, false)
+	return b.Jitter
+}
+
 // defaults gives the benchmarks names that calibrated does not cover the
 // documented default bound, DefaultBound, under icount: those of
 // DeterministicFamilies, and a user's --workload program with its noop

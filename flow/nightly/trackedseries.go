@@ -147,7 +147,7 @@ func (r *seriesRun) measure(ctx context.Context) error {
 	}
 	var prevTip, prevRef [][]*benchfmt.Result
 	if hasPrev && !r.cpuChanged(prev) {
-		if prevTip, prevRef, err = r.storedBoots(ctx, prev.ID); err != nil {
+		if prevTip, prevRef, err = readBoots(ctx, r.db, prev.ID); err != nil {
 			return err
 		}
 	}
@@ -590,9 +590,9 @@ func bootRecord(nightID int64, role history.Role, index int, outcome string, res
 	return b
 }
 
-// storedBoots reads a night's tip and reference boots back from the history.
-func (r *seriesRun) storedBoots(ctx context.Context, nightID int64) (tip, ref [][]*benchfmt.Result, err error) {
-	boots, err := r.db.Boots(ctx, nightID)
+// readBoots reads a night's tip and reference boots back from the history.
+func readBoots(ctx context.Context, db *history.DB, nightID int64) (tip, ref [][]*benchfmt.Result, err error) {
+	boots, err := db.Boots(ctx, nightID)
 	if err != nil {
 		return nil, nil, err
 	}
