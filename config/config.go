@@ -68,6 +68,7 @@ type Measure struct {
 	Guest           string   `toml:"guest" env:"LPMBISECT_GUEST" usage:"guest binary (default: lpmbisect-guest beside this executable)"`
 	NoModules       bool     `toml:"no_modules" usage:"do not pack kernel modules (results then use virtio only if built in, else the serial fallback)"`
 	Append          string   `toml:"append" usage:"extra kernel parameters, e.g. \"mitigations=off\""`
+	CPUProfile      string   `toml:"cpu_profile" usage:"the production CPU whose identity tcg and icount boots give the kernel, which chooses its mitigations by it: a profile of lpmbisect list --cpu-profiles (zen2, skylake-server, …) or default; a profile makes auto icount"`
 	NoMemory        bool     `toml:"no_memory" usage:"leave out the insight block's memory pass (under icount, cache and dTLB misses per operation from QEMU's TCG plugin in the first boot of each side)"`
 	MemoryPlugin    string   `toml:"memory_plugin" env:"LPMBISECT_MEMORY_PLUGIN" usage:"the memory pass's QEMU plugin (default: memplugin/memcount.so in the cache directory, else in the user's cache directory, where scripts/setup builds it)"`
 }
@@ -160,8 +161,9 @@ type Nightly struct {
 
 // Serve is where lpmbisect serve listens and what its changes need.
 type Serve struct {
-	Listen    string `toml:"listen" usage:"address to listen on: host:port (loopback by default; anything else exposes the history's pages)"`
-	TokenFile string `toml:"token_file" usage:"file whose first line is the token every change (a triage) needs; without it the pages are read-only"`
+	Listen    string   `toml:"listen" usage:"address to listen on: host:port (loopback by default; anything else exposes the history's pages)"`
+	TokenFile string   `toml:"token_file" usage:"file whose first line is the token every change (a triage) needs (16 characters at least, not readable by every user); without it the pages are read-only"`
+	HostNames []string `toml:"host_names" flag:"host-name" usage:"a name the pages are served under besides the listen address (and localhost on loopback), such as the name a TLS proxy in front serves; requests for other names are refused (repeatable)"`
 }
 
 // Series is a kernel nightly tracking follows: a git tree and branch, or a

@@ -180,6 +180,8 @@ const (
 type ChangeStatus string
 
 const (
+	// ChangeOpen: nobody has triaged it yet; it is mailed and on the
+	// alerts page.
 	ChangeOpen         ChangeStatus = "open"
 	ChangeAcknowledged ChangeStatus = "acknowledged"
 	ChangeMuted        ChangeStatus = "muted" // mails no more

@@ -178,6 +178,13 @@ func (d *InsightDoc) Check() error {
 	if d.Memory != nil && len(d.Memory.Benchmarks) > MaxInsightPrograms {
 		return fmt.Errorf("%w: memory counts of %d benchmarks, more than %d", ErrInsightTooLarge, len(d.Memory.Benchmarks), MaxInsightPrograms)
 	}
+	if d.Memory != nil {
+		for _, b := range d.Memory.Benchmarks {
+			if len(b.Programs) > MaxProfileSymbols {
+				return fmt.Errorf("%w: %d program images for %s, more than %d", ErrInsightTooLarge, len(b.Programs), b.Benchmark, MaxProfileSymbols)
+			}
+		}
+	}
 	return d.Profile.check()
 }
 
@@ -341,7 +348,7 @@ func (p Plan) insightArgs() []string {
 		args = append(args, ParamProfile.Arg(strconv.Itoa(p.ProfilePeriod)))
 	}
 	if p.Memory {
-		args = append(args, MemoryArg)
+		args = append(args, ParamMemory.Arg("1"))
 	}
 	return args
 }

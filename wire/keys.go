@@ -69,6 +69,12 @@ const (
 	// KeyCPUModel is the model QEMU emulated (its -cpu value, "host" under
 	// KVM). Icount instruction counts are comparable only for one model.
 	KeyCPUModel = "cpu-model"
+	// KeyAppend is the kernel parameters a boot got besides its run plan
+	// and the fixed ones (lpmbisect's --append, and a comparison's
+	// --append-b on side B), on the results of boots that got any. A CPU
+	// profile's own parameters are not in it: the model (KeyCPUModel)
+	// names the profile, whose parameters are its own.
+	KeyAppend = "append"
 	// KeyPhases is where an icount boot's guest clock went, phase by
 	// phase (FormatPhases): instructions, and the idle time the clock
 	// skipped, from QEMU's start to the guest's flush, read from the

@@ -8,7 +8,8 @@ package wire
 //
 //	lpmbisect.memory=1
 //
-// written on every boot of a run beside lpmbisect.insight, so that the
+// written on every boot of a run beside lpmbisect.insight (as
+// lpmbisect.memory=0 but in the boot that loads the plugin), so that the
 // command lines of the timed boots and of the counting boot keep one
 // length. The counts travel through a file the plugin writes on the
 // host, not through the guest: the guest reports only which segment of
@@ -57,11 +58,34 @@ type BenchMemory struct {
 	Segment int `json:"segment"`
 	// Ops are the operations inside the segment's counting windows; Unit
 	// names one when it is not one of the benchmark's own operations.
-	Ops     uint64 `json:"ops"`
-	Unit    string `json:"unit,omitempty"`
-	Problem string `json:"problem,omitempty"`
+	Ops  uint64 `json:"ops"`
+	Unit string `json:"unit,omitempty"`
+	// Programs are the JITed images of the benchmark's programs, named
+	// as the profile names them (bpf_prog_NAME), so that the host names
+	// the plugin's addresses inside them (the exact profile).
+	Programs []ProfileSymbol `json:"programs,omitempty"`
+	Problem  string          `json:"problem,omitempty"`
 }
 
-// MemoryArg arms the memory pass (lpmbisect.memory=1), to add to
-// InsightArgs'.
-var MemoryArg = ParamMemory.Arg("1")
+// MemoryArg arms the memory pass (lpmbisect.memory=0), to add to
+// InsightArgs': the pass runs in the boot whose arguments LoadPlugin
+// switched to lpmbisect.memory=1, the one that loads the plugin. In a
+// boot armed but without the plugin (after QEMU died in the boot that
+// loaded it) the guest runs no memory pass and samples every profile.
+var MemoryArg = ParamMemory.Arg("0")
+
+// LoadPlugin returns the arguments of an armed plan for the boot that
+// loads the plugin: the same arguments, same length, with
+// lpmbisect.memory=1 (Plan.Memory), which also tells the guest that the
+// plugin profiles the benchmarks it counts exactly, so that it samples
+// only the others.
+func LoadPlugin(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == MemoryArg {
+			a = ParamMemory.Arg("1")
+		}
+		out[i] = a
+	}
+	return out
+}

@@ -74,9 +74,11 @@ type Plan struct {
 	// period; 0 leaves it out. It runs in the boot that runs the insight
 	// pass.
 	ProfilePeriod int
-	// Memory arms the memory pass (ParamMemory). It runs in the boot that
-	// runs the insight pass, which the host starts with the memory
-	// plugin loaded.
+	// Memory runs the memory pass (ParamMemory=1) in the boot that runs
+	// the insight pass, which the host starts with the memory plugin
+	// loaded (wire.LoadPlugin); the plugin then also profiles the
+	// benchmarks it counts, exactly, and the profile pass samples only
+	// the others. Armed without the plugin (ParamMemory=0) it is false.
 	Memory bool
 }
 
@@ -556,10 +558,12 @@ func DecodePlan(cmdline string) (Plan, error) {
 		case ParamProfile:
 			p.ProfilePeriod, err = parseCount(val)
 		case ParamMemory:
-			if val != "1" {
-				err = fmt.Errorf("%w: want 1", ErrMalformed)
+			switch val {
+			case "0", "1":
+				p.Memory = val == "1"
+			default:
+				err = fmt.Errorf("%w: want 0 or 1", ErrMalformed)
 			}
-			p.Memory = true
 		default:
 			err = ErrUnknownParam
 		}

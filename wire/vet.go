@@ -29,7 +29,7 @@ const MaxValue = 1e12
 // boot's, pair's or role's, or change the bounds a comparison is decided
 // with, since the host sets some of them only when it has a value. KeyKernel
 // and KeyAccel are the guest's, and the host replaces them on every result.
-var HostKeys = []string{KeySide, KeyBoot, KeyPair, KeyImage, KeyOrderSeed, KeyQEMU, KeyCPUModel,
+var HostKeys = []string{KeySide, KeyBoot, KeyPair, KeyImage, KeyOrderSeed, KeyQEMU, KeyCPUModel, KeyAppend,
 	KeyVersion, KeyParams, KeyDate, KeyCommit, KeyCompiler, KeyKconfig, KeyJitterBounds, KeyMinEffects, KeyRole, KeyPhases}
 
 // vet returns why a stream that arrived whole must still be rejected, ""

@@ -83,7 +83,7 @@ func TestConfigKeysAreFlags(t *testing.T) {
 		}
 	}
 	renamed := map[string]string{"bench.select": "bench", "build.base": "base-config", "build.fragments": "fragment",
-		"build.make_flags": "make-flag", "build.command": "build-command"}
+		"build.make_flags": "make-flag", "build.command": "build-command", "serve.host_names": "host-name"}
 	for _, key := range config.Keys() {
 		sec, name, _ := strings.Cut(key, ".")
 		if sec == "series" || sec == "kernel" || sec == "nightly" {

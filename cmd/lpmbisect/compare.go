@@ -19,6 +19,8 @@ func compareCommand(r *invocation) *cli.Command {
 		opt{Name: "paired", Ptr: &r.paired, Usage: "under wall-clock accelerators (tcg, kvm), boot A and B in pairs that take their samples in turn on one host CPU, and test per-pair ratios: for small changes and SAME claims; DIFFERENT then needs 8 pairs or more (icount is never paired)"},
 		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "raw results file (default: <run-dir>/results.txt)"},
 		opt{Name: "seed", Ptr: &r.seed, Usage: "seed of the randomized A/B boot order (default: from the clock; recorded in the results as order-seed)"},
+		opt{Name: "cpu-profile-b", Ptr: &r.cpuProfileB, Usage: "side B's CPU profile instead of --cpu-profile's (default names the default model): one kernel as A and B measures what the CPU's mitigations cost"},
+		opt{Name: "append-b", Ptr: &r.appendB, Usage: "kernel parameters side B alone gets after --append, e.g. \"mitigations=off\": one kernel as A and B measures what they change"},
 	), append(verdictOpts(r), fleetOpts(r)...)...)
 	opts = append(opts, insightOpts(r)...)
 	return command("compare", "A/B two kernels: paired or interleaved boots, per-boot statistics, significance", "KERNEL-A KERNEL-B", opts,

@@ -492,7 +492,7 @@ func TestInsightPassKeepsTimedNumbers(t *testing.T) {
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	out := filepath.Join(t.TempDir(), "self.txt")
 	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json", "--out", out}, args...), deb, deb)...)
+		"--no-memory", "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json", "--out", out}, args...), deb, deb)...)
 	if code != exitOK {
 		t.Fatalf("compare 6.12 6.12: exit %d; want %d\n%s\n%s", code, exitOK, stdout, stderr)
 	}

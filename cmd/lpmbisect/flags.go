@@ -59,6 +59,9 @@ type invocation struct {
 	workloadProgs workloads.WorkloadPrograms
 	// runFormat is run's --format: benchfmt or veristat.
 	runFormat string
+	// cpuProfileB and appendB are compare's --cpu-profile-b and
+	// --append-b: side B's own CPU profile and extra kernel parameters.
+	cpuProfileB, appendB string
 	// veristatEmit are the stats of the veristat format
 	// (--veristat-emit, once read by readVeristatEmit).
 	veristatEmit []string

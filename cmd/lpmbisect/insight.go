@@ -40,7 +40,7 @@ func noInsightOpt(r *invocation) opt {
 
 // noProfileOpt is --no-profile, also bisect's and nightly's.
 func noProfileOpt(r *invocation) opt {
-	return opt{Name: "no-profile", Ptr: &r.insight.noProfile, Usage: "leave out the guest's profile pass (under icount, the instructions per kernel function of each benchmark, diffed A → B) from the insight block"}
+	return opt{Name: "no-profile", Ptr: &r.insight.noProfile, Usage: "leave out the guest's sampled profile pass (under icount, the instructions per kernel function of each benchmark, diffed A → B) from the insight block; the memory plugin's exact profile comes with the memory pass (--no-memory)"}
 }
 
 // symbolsOpt is --symbols, also stat's.

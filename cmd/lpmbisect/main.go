@@ -14,6 +14,7 @@ import (
 	"log"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -108,6 +109,7 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 func (r *invocation) setup(paired, controls bool, kernels ...string) (*measure.Setup, error) {
 	o := measure.FromConfig(r.Measure, r.Bench)
 	o.RunDir, o.Paired, o.Log, o.ProbeKernels = r.runDir, paired, r.log, kernels
+	o.CPUProfileB, o.AppendB = r.cpuProfileB, strings.Fields(r.appendB)
 	if r.verbose {
 		o.Verbose = r.log
 	}

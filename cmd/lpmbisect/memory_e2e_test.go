@@ -25,6 +25,26 @@ func memoryPlugin(t *testing.T) string {
 	return path
 }
 
+// pluginCompare runs compare under icount, one boot a side of a small
+// trie (1000 entries, 2 samples of 5 rounds), with args, and returns its
+// JSON document, which must have an insight block.
+func pluginCompare(t *testing.T, args []string, a, b string) report.Document {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
+		"--boots", "1", "--max-boots", "1", "--format", "json"}, args...), a, b)...)
+	if code != exitOK && code != exitInconclusive {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var doc report.Document
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("compare --format json: %v\n%s", err, stdout)
+	}
+	if doc.Insight == nil {
+		t.Fatalf("no insight block\n%s", stderr)
+	}
+	return doc
+}
+
 // TestMemoryPassSelfCompare boots Debian 6.12 twice under icount with the
 // memory plugin (a self-comparison, one boot a side) on an LPM trie lookup
 // and a hash map lookup (a second family whose timed bpf_loop carries the
@@ -41,19 +61,8 @@ func TestMemoryPassSelfCompare(t *testing.T) {
 	plugin := memoryPlugin(t)
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	const lpm, hash = "LPMTrie/op=lookup/keys=random/entries=1000", "HashMap/map=hash/op=lookup/key_size=4/entries=1000"
-	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--boots", "1", "--max-boots", "1", "--no-profile", "--bench", "LPMTrie/op=lookup/keys=random|HashMap/map=hash/op=lookup/key_size=4",
-		"--memory-plugin", plugin, "--format", "json"}, args...), deb, deb)...)
-	if code != exitOK && code != exitInconclusive {
-		t.Fatalf("compare: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	var doc report.Document
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatalf("compare --format json: %v\n%s", err, stdout)
-	}
-	if doc.Insight == nil {
-		t.Fatalf("no insight block\n%s", stderr)
-	}
+	doc := pluginCompare(t, append([]string{"--no-profile", "--bench", "LPMTrie/op=lookup/keys=random|HashMap/map=hash/op=lookup/key_size=4",
+		"--memory-plugin", plugin}, args...), deb, deb)
 	t.Log(strings.Join(doc.Insight.MemoryLines, "\n"))
 	for _, bench := range []string{lpm, hash} {
 		var m *insight.MemoryDiff

@@ -138,9 +138,9 @@ func historyCommand(r *invocation) *cli.Command {
 		return nil
 	})
 	cmd.Subcommands = []*cli.Command{
-		command("ack", "triage change points: acknowledge (seen), or --state invalid|muted|untriaged|bisect, with a --comment", "ID...", []opt{configOpt(r),
+		command("ack", "triage change points: acknowledge (seen), or --state invalid|muted|open|bisect, with a --comment", "ID...", []opt{configOpt(r),
 			{Name: "mute", Ptr: &mute, Usage: "mute instead: no more mail (--state muted)"},
-			{Name: "state", Ptr: &state, Usage: "acknowledged, invalid, muted, untriaged, or bisect (the next nightly bisects it)"},
+			{Name: "state", Ptr: &state, Usage: "acknowledged, invalid, muted, open, or bisect (the next nightly bisects it)"},
 			{Name: "comment", Ptr: &comment, Usage: "why, for the audit log"}}, func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return usageError("history ack takes change point IDs (lpmbisect history shows them)")
@@ -169,9 +169,13 @@ func historyCommand(r *invocation) *cli.Command {
 			}
 			defer db.Close()
 			for _, id := range ids {
-				cp, err := db.Triage(c.Context, id, action, comment, triager())
+				cp, changed, err := db.Triage(c.Context, id, action, comment, triager())
 				if err != nil {
 					return historyError(err, r)
+				}
+				if !changed {
+					r.log.Printf("change point %d is %s already: nothing recorded (add a --comment to record one)", id, cp.Status)
+					continue
 				}
 				r.log.Printf("change point %d %s (bisection: %s)", id, cp.Status, cmp.Or(string(cp.Bisect.State), "none"))
 			}

@@ -511,7 +511,7 @@ func servedNight(t *testing.T, cfg, series, date, release string) {
 	t.Helper()
 	_, read := servedPages(t, cfg, "")
 	page := html.UnescapeString(read(report.NightPath(series, date))) // html/template writes + as &#43;
-	if !strings.Contains(page, release) || !strings.Contains(page, "benchstat -col kernel -ignore side,boot,image,phases night.txt") {
+	if !strings.Contains(page, release) || !strings.Contains(page, "benchstat -col kernel -ignore side,boot,image,phases,vulnerabilities night.txt") {
 		t.Errorf("the served page of night %s does not name its tip %s and the benchstat command:\n%s", date, release, page)
 	}
 	if results := read(report.ResultsPath(series, date, report.NightResults)); !strings.Contains(results, "kernel: "+release) || !strings.Contains(results, "BenchmarkLPMTrie/op=lookup") {

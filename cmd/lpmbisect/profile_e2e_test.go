@@ -67,7 +67,7 @@ func TestProfileDebian61To612(t *testing.T) {
 	const bench = "LPMTrie/op=lookup/keys=random/entries=1000"
 	out := filepath.Join(t.TempDir(), "ab.txt")
 	doc, p := profileDoc(t, bench, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--boots", "1", "--max-boots", "1", "--bench", "LPMTrie/op=lookup/keys=random", "--format", "json", "--out", out}, args...),
+		"--boots", "1", "--max-boots", "1", "--no-memory", "--bench", "LPMTrie/op=lookup/keys=random", "--format", "json", "--out", out}, args...),
 		testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612))...)
 	checkNotThrottled(t, p.A, "A")
 	checkNotThrottled(t, p.B, "B")
@@ -115,7 +115,7 @@ func TestProfileDebian61To612(t *testing.T) {
 // carry the sampling's spread (TestInsightPassKeepsTimedNumbers).
 const profileAccountTolerance = 0.05
 
-// TestProfileSeesThrottling profiles with the TEST-ONLY throttle fault:
+// TestProfileSeesThrottling profiles with the tests' throttle fault:
 // the guest lowers perf_event_max_sample_rate to 1000 (4 samples per tick
 // at HZ 250, where the period asks for 200) instead of raising it, and the
 // kernel throttles the event. The pass must report most samples lost: the
@@ -126,7 +126,7 @@ func TestProfileSeesThrottling(t *testing.T) {
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	const bench = "LPMTrie/op=lookup/keys=sequential/entries=1000"
 	_, p := profileDoc(t, bench, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--boots", "1", "--max-boots", "1", "--no-controls", "--append", guestfaults.Arg(guestfaults.Throttle), "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json"}, args...),
+		"--boots", "1", "--max-boots", "1", "--no-controls", "--no-memory", "--append", guestfaults.Arg(guestfaults.Throttle), "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json"}, args...),
 		deb, deb)...)
 	for _, s := range []struct {
 		name string

@@ -28,10 +28,14 @@ import (
 	"regexp"
 	"time"
 
+	"golang.org/x/perf/benchfmt"
+
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/measure"
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // ErrResultsFile is wrapped when the results file (or the run directory
@@ -120,7 +124,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	seed := int64(o.Seed)
 	res.Meta = view.Meta{Seed: &seed, Samples: s.Plan.Samples, Date: start, Command: o.Command,
-		ResultsFile: res.Results, FailedBoots: len(res.Summary.Failed), BootCost: measure.BootCosts(runner.Results())}
+		ResultsFile: res.Results, FailedBoots: len(res.Summary.Failed), BootCost: measure.BootCosts(runner.Results()), CPU: sideCPUs(runner.Results())}
 	for i, side := range sides {
 		*[]*view.KernelInfo{&res.Meta.A, &res.Meta.B}[i] = view.KernelInfo{Input: side.Kernel.Input, Release: side.Label, SHA256: side.Kernel.SHA256}
 	}
@@ -169,4 +173,36 @@ func SavedInsight(results string) (*insight.Diff, error) {
 		return nil, nil
 	}
 	return d, err
+}
+
+// sideCPUs returns the CPU of sides "A" and "B" of results (view.SideCPU),
+// from each side's first result (every boot of a side runs one model and
+// one kernel, which compare.Build checks); nil for a side without results
+// or without a model and vulnerabilities to tell.
+func sideCPUs(results []*benchfmt.Result) [2]*view.SideCPU {
+	var out [2]*view.SideCPU
+	for _, r := range results {
+		side := 0
+		switch r.GetConfig(wire.KeySide) {
+		case compare.SideA:
+		case compare.SideB:
+			side = 1
+		default:
+			continue
+		}
+		if out[side] != nil {
+			continue
+		}
+		c := &view.SideCPU{Model: r.GetConfig(wire.KeyCPUModel), Append: r.GetConfig(wire.KeyAppend),
+			Vulnerabilities: wire.ParseVulnerabilities(r.GetConfig(wire.KeyVulnerabilities))}
+		if c.Model == "" && len(c.Vulnerabilities) == 0 {
+			continue
+		}
+		if p, ok := vmrunner.CPUProfileOfModel(wire.Accel(r.GetConfig(wire.KeyAccel)), c.Model); ok && c.Model != "" {
+			c.Profile = p.Label()
+		}
+		c.ReturnThunk = wire.ReturnThunk(c.Vulnerabilities)
+		out[side] = c
+	}
+	return out
 }

@@ -28,7 +28,7 @@ func Restat(results []*benchfmt.Result, path string, opts compare.Options, stati
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Report: rep, Results: path, Meta: view.Meta{ResultsFile: path, BootCost: measure.BootCosts(results)}}
+	res := &Result{Report: rep, Results: path, Meta: view.Meta{ResultsFile: path, BootCost: measure.BootCosts(results), CPU: sideCPUs(results)}}
 	res.Meta.A.Release, res.Meta.B.Release = rep.A.Kernel, rep.B.Kernel
 	if len(results) > 0 {
 		res.Meta.Accel = results[0].GetConfig(wire.KeyAccel)

@@ -59,7 +59,8 @@ type Key struct {
 	// icount, whose counts need no pairs.
 	Paired bool `json:"paired"`
 	// BootArgs are the kernel parameters every boot under Accel gets
-	// besides its plan (vmrunner.FixedKernelArgs): boot work skipped, which
+	// besides its plan (vmrunner.FixedKernelArgs, with the CPU profile's
+	// parameters): boot work skipped, which
 	// moves what a boot does around the samples and so their spread (the
 	// APIC timer's calibration skipped under icount widened the random
 	// lookups' from 0.059 % to 0.100 % on Debian 6.1). A calibration stored
@@ -67,9 +68,10 @@ type Key struct {
 	BootArgs string `json:"boot_args,omitempty"`
 }
 
-// bootArgs returns Key.BootArgs for boots under accel.
-func bootArgs(accel wire.Accel) string {
-	return strings.Join(vmrunner.FixedKernelArgs(accel), " ")
+// bootArgs returns Key.BootArgs for boots under accel with the CPU
+// profile cpu.
+func bootArgs(accel wire.Accel, cpu vmrunner.CPUProfile) string {
+	return strings.Join(vmrunner.FixedKernelArgs(accel, cpu), " ")
 }
 
 // ErrNoAccel is returned by KeyOf for results that do not say which
@@ -89,13 +91,16 @@ func KeyOf(results []*benchfmt.Result, host Host, paired bool) (Key, error) {
 		return Key{}, fmt.Errorf("calibrate: %w (no %q key)", ErrNoAccel, wire.KeyAccel)
 	}
 	k.Paired = paired && !wire.Accel(k.Accel).CountsInstructions()
-	k.BootArgs = bootArgs(wire.Accel(k.Accel))
 	if k.QEMU, err = oneValue(results, wire.KeyQEMU); err != nil {
 		return Key{}, err
 	}
 	if k.CPUModel, err = oneValue(results, wire.KeyCPUModel); err != nil {
 		return Key{}, err
 	}
+	// A model no profile of this lpmbisect emulates gets the default's
+	// arguments: its key differs by the model anyway.
+	cpu, _ := vmrunner.CPUProfileOfModel(wire.Accel(k.Accel), k.CPUModel)
+	k.BootArgs = bootArgs(wire.Accel(k.Accel), cpu)
 	if k.Samples, err = intValue(results, wire.KeySamples); err != nil {
 		return Key{}, err
 	}

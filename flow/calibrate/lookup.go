@@ -77,19 +77,24 @@ func ShelfFor(setup *measure.Setup, cacheDir string) Shelf {
 // KeyFor returns the key of the calibration that comparisons made with
 // setup need, before any boot: the host (this one, or the host class of
 // its remote, see Remote), the setup's accelerator (decided by the setup,
-// never auto), the QEMU version and the CPU model that
-// accelerator emulates (of this host's QEMU binary, or the class's), the
+// never auto), the QEMU version and the CPU model that accelerator
+// emulates with the setup's CPU profile (of this host's QEMU binary, or the
+// class's), the
 // plan's samples and rounds, and whether two kernels would run in pairs.
 // It is the key Run's results give, so a comparison finds the calibration
 // of its setup.
 func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 	accel := setup.Accel
 	plan := setup.Plan.Wire()
-	k := Key{Accel: string(accel), CPUModel: vmrunner.CPUModel(accel), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel)}
+	cpu := setup.VM.CPU
+	k := Key{Accel: string(accel), CPUModel: cpu.QEMUModel(accel), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel, cpu)}
 	if r, ok := setup.Remote.(Remote); ok {
 		var err error
 		if k.Host, k.QEMU, k.CPUModel, err = r.CalibrationClass(ctx); err != nil {
 			return Key{}, fmt.Errorf("calibrate: %w", err)
+		}
+		if !cpu.IsDefault() { // the class's boots run the profile's model
+			k.CPUModel = cpu.QEMUModel(accel)
 		}
 		return k, nil
 	}
@@ -153,6 +158,18 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, er
 		b.defaults(setup.Plan.Names(), func(string) bool { return false }, false)
 	}
 	return b, nil
+}
+
+// DefaultBounds are the jitter bounds of names under icount on a host with
+// no calibration, as For gives them: DefaultBound for the benchmarks of
+// DeterministicFamilies, a user's program and the verifier's counts, none
+// for the others (the statistical rule decides them). Results measured
+// elsewhere and imported without their calibration (lpmbisect history
+// import) are judged with them.
+func DefaultBounds(names []string) map[string]float64 {
+	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
+	b.defaults(names, func(string) bool { return false }, false)
+	return b.Jitter
 }
 
 // defaults gives the benchmarks names that calibrated does not cover the
@@ -274,12 +291,47 @@ func Use(ctx context.Context, setup *measure.Setup, opts *compare.Options, auto,
 		return false
 	}
 	b, err := For(ctx, setup, setup.CacheDir)
+	if err == nil {
+		b, err = sideB(ctx, setup, b)
+	}
 	if err != nil {
 		setup.Log.Printf("warning: calibration not read: %v", err)
 		return false
 	}
 	setup.Log.Printf("statistics from %s", b.Source)
 	return b.use(opts, setup.Plan.Names(), auto, statistical)
+}
+
+// sideB returns the bounds of a comparison whose side B boots another CPU
+// profile than A (measure.Options.CPUProfileB): each side's jitter is its
+// own model's, so a benchmark keeps a jitter bound, or a floor, only where
+// both models have one, the wider of the two, and Source names both; a
+// setup whose sides share one profile keeps a, A's.
+func sideB(ctx context.Context, setup *measure.Setup, a Bounds) (Bounds, error) {
+	cpuA, cpuB := setup.VM.CPU, setup.Variants(2)[1].CPU
+	if cpuB.Name == cpuA.Name {
+		return a, nil
+	}
+	other := *setup
+	other.VM.CPU = cpuB
+	b, err := For(ctx, &other, setup.CacheDir)
+	if err != nil {
+		return a, err
+	}
+	out := Bounds{Jitter: wider(a.Jitter, b.Jitter), Floors: wider(a.Floors, b.Floors),
+		Source: fmt.Sprintf("each side's CPU model, the wider per benchmark: A (CPU profile %s) %s; B (CPU profile %s) %s", cpuA.Label(), a.Source, cpuB.Label(), b.Source)}
+	return out, nil
+}
+
+// wider is, for every name both maps have, the larger value.
+func wider(a, b map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for name, va := range a {
+		if vb, ok := b[name]; ok {
+			out[name] = math.Max(va, vb)
+		}
+	}
+	return out
 }
 
 // use is Use with the bounds found, for the benchmarks names.

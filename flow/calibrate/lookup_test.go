@@ -57,3 +57,12 @@ func TestDefaultsForAUsersProgram(t *testing.T) {
 		t.Errorf("defaults beside a calibration = %v; want the calibrated noop kept, the calibrated (statistical) program left alone, its noop defaulted", b.Jitter)
 	}
 }
+
+// Results imported without a calibration get the documented defaults:
+// the deterministic families' bound, nothing for the others.
+func TestDefaultBounds(t *testing.T) {
+	got := DefaultBounds([]string{"LPMTrie/op=lookup/keys=random/entries=10000", "LPMTrie/op=noop", "Public/lookup", "RingBuf/op=output"})
+	if len(got) != 2 || got["LPMTrie/op=lookup/keys=random/entries=10000"] != DefaultBound || got["LPMTrie/op=noop"] != DefaultBound {
+		t.Errorf("DefaultBounds = %v; want the LPM lookup and noop at %v, no bound for the others", got, DefaultBound)
+	}
+}

@@ -69,6 +69,11 @@ type BootSpec struct {
 	KernelArgs []string `json:"kernel_args,omitempty"`
 	MemoryMB   int      `json:"memory_mb,omitempty"` // 0: vmrunner's default
 	CPUs       int      `json:"cpus,omitempty"`
+	// CPUProfile names the CPU profile the boot emulates
+	// (vmrunner.LookupCPUProfile; "" for the default model): the worker
+	// boots its own definition of it, and the client checks the model its
+	// result names.
+	CPUProfile string `json:"cpu_profile,omitempty"`
 	// Deadlines in milliseconds; 0 means vmrunner's default.
 	BootDeadlineMS     int64 `json:"boot_deadline_ms,omitempty"`
 	ProgressDeadlineMS int64 `json:"progress_deadline_ms,omitempty"`
@@ -250,6 +255,15 @@ func (b BootSpec) Validate(kind string, accel wire.Accel) error {
 			if unicode.IsControl(r) || unicode.IsSpace(r) && r != ' ' {
 				return argsErr(kind, "kernel_args", "%q holds a control character", clip(a))
 			}
+		}
+	}
+	if b.CPUProfile != "" {
+		p, err := vmrunner.LookupCPUProfile(b.CPUProfile)
+		switch {
+		case err != nil:
+			return argsErr(kind, "cpu_profile", "%q is no CPU profile of this lpmbisect (run one lpmbisect version across the fleet)", clip(b.CPUProfile))
+		case accel == wire.AccelKVM && !p.IsDefault():
+			return argsErr(kind, "cpu_profile", "%s under kvm: %v", p.Name, vmrunner.ErrCPUProfileUnderKVM)
 		}
 	}
 	switch {

@@ -25,6 +25,11 @@ func TestBootArgsValidate(t *testing.T) {
 	if err := validBoot().Validate(); err != nil {
 		t.Fatalf("Validate(valid) = %v", err)
 	}
+	zen2 := validBoot()
+	zen2.Boot.CPUProfile = "zen2"
+	if err := zen2.Validate(); err != nil {
+		t.Fatalf("Validate(a boot of CPU profile zen2) = %v", err)
+	}
 	for _, tc := range []struct {
 		name  string
 		edit  func(*BootArgs)
@@ -46,6 +51,8 @@ func TestBootArgsValidate(t *testing.T) {
 		{"deadline", func(a *BootArgs) { a.Boot.BootDeadlineMS = -1 }, "boot_deadline_ms", ErrBadArgs},
 		{"side", func(a *BootArgs) { a.Boot.Labels.Side = "A/../B" }, "labels.side", ErrBadArgs},
 		{"boot", func(a *BootArgs) { a.Boot.Labels.Boot = 0 }, "labels.boot", ErrBadArgs},
+		{"CPU profile", func(a *BootArgs) { a.Boot.CPUProfile = "zen9" }, "cpu_profile", ErrBadArgs},
+		{"CPU profile under kvm", func(a *BootArgs) { a.Accel, a.Boot.CPUProfile = wire.AccelKVM, "zen2" }, "cpu_profile", ErrBadArgs},
 	} {
 		a := validBoot()
 		tc.edit(&a)

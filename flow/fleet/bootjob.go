@@ -146,7 +146,9 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 	defer os.RemoveAll(runDir)
 	jobs := make([]measure.Job, len(bj.boots))
 	for i, b := range bj.boots {
+		cpu, _ := vmrunner.LookupCPUProfile(b.CPUProfile) // Validate checked the name
 		jobs[i] = measure.Job{Boot: i + 1, Pair: b.Labels.Pair, Config: vmrunner.Config{
+			CPU:  cpu,
 			QEMU: rw.QEMU, Accel: bj.accel, Kernel: paths[b.Kernel], Initramfs: paths[b.Initramfs], KernelArgs: b.KernelArgs,
 			MemoryMB: b.MemoryMB, CPUs: b.CPUs, RunDir: filepath.Join(runDir, fmt.Sprint(i)),
 			BootDeadline:     time.Duration(b.BootDeadlineMS) * time.Millisecond,

@@ -293,6 +293,16 @@ func (e *Executor) Run(ctx context.Context, jobs []measure.Job, done func(measur
 	return err
 }
 
+// cpuModel is the CPU model a boot of the CPU profile p runs on this
+// run's class: the class's own under the default profile, else the
+// profile's model.
+func (e *Executor) cpuModel(p vmrunner.CPUProfile) string {
+	if p.IsDefault() {
+		return e.class.CPUModel
+	}
+	return p.QEMUModel(e.queue.Accel)
+}
+
 // spec turns a measure.Job into the boot a worker runs: its files become
 // blobs, its settings are copied.
 func (e *Executor) spec(ctx context.Context, j measure.Job) (BootSpec, error) {
@@ -314,7 +324,7 @@ func (e *Executor) spec(ctx context.Context, j measure.Job) (BootSpec, error) {
 	if j.Side != nil {
 		side = j.Side.Name
 	}
-	s := BootSpec{Kernel: kernel, Initramfs: initrd, KernelArgs: c.KernelArgs, MemoryMB: c.MemoryMB, CPUs: c.CPUs,
+	s := BootSpec{Kernel: kernel, Initramfs: initrd, KernelArgs: c.KernelArgs, MemoryMB: c.MemoryMB, CPUs: c.CPUs, CPUProfile: c.CPU.Name,
 		BootDeadlineMS: c.BootDeadline.Milliseconds(), ProgressDeadlineMS: c.ProgressDeadline.Milliseconds(),
 		StartDeadlineMS: c.StartDeadline.Milliseconds(), MaxLine: c.Limits.MaxLine, MaxBytes: c.Limits.MaxBytes,
 		Labels: Labels{Run: e.RunID, Side: side, Boot: j.Boot, Pair: j.Pair}}
@@ -534,8 +544,9 @@ ORDER BY r.boot`, p.id)
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s stored outcome %q, which this lpmbisect does not know (run one lpmbisect version across the fleet)", p.id, jobName(j), r.worker, r.outcome)
 		case wire.Accel(r.accel) != e.queue.Accel:
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s booted under %s, the queue's accelerator is %s", p.id, jobName(j), r.worker, r.accel, e.queue.Accel)
-		case e.queue.Accel == wire.AccelIcount && (HostClass{QEMUVersion: r.qemu, CPUModel: r.cpu}) != e.class:
-			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s booted with QEMU %s and CPU model %s, the run's class is %s", p.id, jobName(j), r.worker, r.qemu, r.cpu, e.class)
+		case e.queue.Accel == wire.AccelIcount && (r.qemu != e.class.QEMUVersion || r.cpu != e.cpuModel(j.Config.CPU)):
+			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s booted with QEMU %s and CPU model %s, the run's class is %s and the boot's model %s",
+				p.id, jobName(j), r.worker, r.qemu, r.cpu, e.class, e.cpuModel(j.Config.CPU))
 		}
 		res := &vmrunner.Result{Outcome: vmrunner.Outcome(r.outcome), Detail: r.detail, Stream: vmrunner.DecodeStream(r.raw, j.Config), Channel: r.channel,
 			Accel: wire.Accel(r.accel), Duration: time.Duration(r.duration), Command: r.command, CPUModel: r.cpu, QEMUVersion: r.qemu,

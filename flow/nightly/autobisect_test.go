@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
@@ -21,7 +22,7 @@ func TestMailExcursions(t *testing.T) {
 	for i := range 30 {
 		files = append(files, testseries.WriteBadNight(t, dir, i, rng))
 	}
-	imp, err := Import(ctx, db, history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}, 5, files)
+	imp, err := Import(ctx, db, history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}, compare.Options{MinEffect: 0.05}, files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 // countingMeasurer counts the boots a night asks for and boots nothing.
@@ -67,7 +68,7 @@ func BenchmarkNightNoChange(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := Import(ctx, db, SeriesFor(&cfg, "bench"), 1, []string{results}); err != nil {
+	if _, err := Import(ctx, db, SeriesFor(&cfg, "bench"), compare.Options{MinEffect: 0.01}, []string{results}); err != nil {
 		b.Fatal(err)
 	}
 	db.Close()

@@ -86,11 +86,19 @@ type lineExcursions struct {
 // and its excursions.
 func (a *analysis) store(ctx context.Context, tx *history.Tx, seriesID int64) error {
 	for i := range a.changes {
-		id, err := tx.PutChangePoint(ctx, a.changes[i].Point)
+		c := &a.changes[i]
+		var err error
+		switch {
+		case c.Point.ID == 0:
+			c.Point.ID, err = tx.PutChangePoint(ctx, c.Point)
+		case c.Point.Status == history.ChangeWithdrawn:
+			err = tx.WithdrawChange(ctx, c.Point.ID)
+		default: // the range the pass found: not the state a person set since it read it
+			err = tx.UpdateChangeRange(ctx, c.Point)
+		}
 		if err != nil {
 			return err
 		}
-		a.changes[i].Point.ID = id
 	}
 	for _, le := range a.excursions {
 		if err := tx.SetExcursions(ctx, seriesID, le.metric, le.line, le.all); err != nil {
@@ -141,6 +149,7 @@ func updateChanges(ctx context.Context, db *history.DB, series history.Series, o
 				points = append(points, history.TrendPoint{Night: *tonight, Row: rows[i]})
 			}
 		}
+		cpu := cpuOf(points)
 		for _, l := range lines {
 			var prev []history.ChangePoint
 			for _, cp := range stored {
@@ -148,7 +157,7 @@ func updateChanges(ctx context.Context, db *history.DB, series history.Series, o
 					prev = append(prev, cp)
 				}
 			}
-			c, exc, err := lineChanges(series, m, l.line, points, l.value, prev, opts)
+			c, exc, err := lineChanges(series, m, l.line, points, onCPU(cpu, l.value), prev, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -164,16 +173,43 @@ func updateChanges(ctx context.Context, db *history.DB, series history.Series, o
 	return a, nil
 }
 
+// cpuOf is the CPU model of the newest night of points that names one
+// (tonight's, when it is among them): the change-point pass looks only at
+// the nights measured on it. Instruction counts of another CPU model, a
+// CPU profile given or changed between nights, are another instrument's:
+// taking the step between them for a change point would blame the kernel
+// for the CPU (the night that changed it says so in its note).
+func cpuOf(points []history.TrendPoint) string {
+	for i := len(points) - 1; i >= 0; i-- {
+		if m := points[i].Night.CPUModel; m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+// onCPU is value for the nights measured on the CPU model cpu (or on a
+// model they do not name), NaN for the others, which lineChanges leaves out.
+func onCPU(cpu string, value func(history.NightRow) float64) func(history.TrendPoint) float64 {
+	return func(p history.TrendPoint) float64 {
+		if m := p.Night.CPUModel; m != "" && cpu != "" && m != cpu {
+			return math.NaN()
+		}
+		return value(p.Row)
+	}
+}
+
 // lineChanges is the pass over one line of one metric: the change points
 // to store and the line's excursions.
 func lineChanges(series history.Series, m history.Metric, line history.Line, points []history.TrendPoint,
-	value func(history.NightRow) float64, stored []history.ChangePoint, opts changepoint.Options) ([]Change, []history.Excursion, error) {
+	value func(history.TrendPoint) float64, stored []history.ChangePoint, opts changepoint.Options) ([]Change, []history.Excursion, error) {
 	// Nights without a value (an imported night without a reference has
-	// no host line) are left out; at maps positions back to points.
+	// no host line, a night on another CPU model) are left out; at maps
+	// positions back to points.
 	var values []float64
 	var at []int
 	for i, p := range points {
-		if v := value(p.Row); !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0 {
+		if v := value(p); !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0 {
 			values = append(values, v)
 			at = append(at, i)
 		}

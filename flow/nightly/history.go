@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/lpmbisect/lpmbisect/config"
+	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
 )
 
@@ -17,7 +18,8 @@ func ImportSeries(ctx context.Context, db *history.DB, cfg *config.File, name st
 	if i := slices.IndexFunc(cfg.Series, func(s config.Series) bool { return s.Name == name }); i >= 0 {
 		conf = cfg.Series[i]
 	}
-	return Import(ctx, db, SeriesFor(cfg, name), cfg.ForSeries(conf).Stats.MinEffect, files)
+	st := cfg.ForSeries(conf).Stats
+	return Import(ctx, db, SeriesFor(cfg, name), campaign.Judge{Alpha: st.Alpha, MinEffectPct: st.MinEffect}.Options(0), files)
 }
 
 // SeriesFor is the history's record of a configured series, or of one

@@ -42,7 +42,7 @@ func TestBisectRequested(t *testing.T) {
 	if err != nil || len(cps) != 1 {
 		t.Fatalf("change points %+v, %v; want the step", cps, err)
 	}
-	if _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "find it", "alice"); err != nil {
+	if _, _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "find it", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	nights, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Bisector, error) {
@@ -65,7 +65,7 @@ func TestBisectRequested(t *testing.T) {
 	// Asked again after a failure, it is taken up again, by nightly run
 	// again on the night already recorded: a request waits for no new
 	// night.
-	if _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "", "alice"); err != nil {
+	if _, _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "", "alice"); err != nil {
 		t.Fatalf("bisect again after a failure: %v", err)
 	}
 	setups := 0

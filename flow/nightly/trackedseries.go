@@ -146,8 +146,8 @@ func (r *seriesRun) measure(ctx context.Context) error {
 		return err
 	}
 	var prevTip, prevRef [][]*benchfmt.Result
-	if hasPrev {
-		if prevTip, prevRef, err = r.storedBoots(ctx, prev.ID); err != nil {
+	if hasPrev && !r.cpuChanged(prev) {
+		if prevTip, prevRef, err = readBoots(ctx, r.db, prev.ID); err != nil {
 			return err
 		}
 	}
@@ -388,6 +388,36 @@ func orNone(s string) string {
 	return s
 }
 
+// cpuChanged reports whether tonight's boots emulate another CPU model
+// than the night prev was measured on (a CPU profile given, changed or
+// dropped), and then says so in the night's note: counts of another model
+// are another instrument's, so tonight is compared with no earlier night
+// (its tip with prev's, its reference with prev's), and the change-point
+// pass looks only at nights on tonight's model (cpuOf). Under an auto
+// that the first boot decides, the model is not known before the boots.
+func (r *seriesRun) cpuChanged(prev history.Night) bool {
+	ms := r.setup.Measure
+	if prev.CPUModel == "" || !ms.Accel.Decided() {
+		return false
+	}
+	now := ms.VM.CPU.QEMUModel(ms.Accel)
+	if now == prev.CPUModel {
+		return false
+	}
+	r.note("CPU changed since %s: %s → %s; tonight is compared with no earlier night, and change points are looked for among the nights on %s alone",
+		prev.Date, cpuName(ms.Accel, prev.CPUModel), cpuName(ms.Accel, now), ms.VM.CPU.Label())
+	return true
+}
+
+// cpuName names a CPU model by its profile: "zen2 (-cpu …)", or the model
+// alone when no profile emulates it.
+func cpuName(a wire.Accel, model string) string {
+	if p, ok := vmrunner.CPUProfileOfModel(a, model); ok {
+		return p.Label() + " (-cpu " + model + ")"
+	}
+	return "-cpu " + model
+}
+
 func (r *seriesRun) note(format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	if r.n.Night.Note != "" {
@@ -423,7 +453,7 @@ func (r *seriesRun) standingReference(prev history.Night, prevRef [][]*benchfmt.
 		return nil
 	}
 	want := map[string]string{wire.KeyAccel: string(wire.AccelIcount), wire.KeyImage: words.ShortHash(ref.SHA256), wire.KeyQEMU: qemu,
-		wire.KeyCPUModel: vmrunner.CPUModel(wire.AccelIcount), wire.KeyVersion: version.String(), wire.KeyParams: params}
+		wire.KeyCPUModel: ms.VM.CPU.QEMUModel(wire.AccelIcount), wire.KeyVersion: version.String(), wire.KeyParams: params}
 	for _, boot := range prevRef[:need] {
 		if len(boot) == 0 {
 			return nil
@@ -560,9 +590,9 @@ func bootRecord(nightID int64, role history.Role, index int, outcome string, res
 	return b
 }
 
-// storedBoots reads a night's tip and reference boots back from the history.
-func (r *seriesRun) storedBoots(ctx context.Context, nightID int64) (tip, ref [][]*benchfmt.Result, err error) {
-	boots, err := r.db.Boots(ctx, nightID)
+// readBoots reads a night's tip and reference boots back from the history.
+func readBoots(ctx context.Context, db *history.DB, nightID int64) (tip, ref [][]*benchfmt.Result, err error) {
+	boots, err := db.Boots(ctx, nightID)
 	if err != nil {
 		return nil, nil, err
 	}

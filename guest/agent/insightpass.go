@@ -18,13 +18,16 @@ import (
 func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, lowSampleRate bool, info func(string)) []byte {
 	start := time.Now()
 	doc := workloads.Insight(benches, p, plan.CountList(), !plan.SkipKallsyms, logf)
-	if plan.ProfilePeriod > 0 {
-		doc.Profile = profilePass(benches, p, plan, lowSampleRate)
-		logf("profile pass: %d benchmarks in %d ns of guest clock (%s) %s", len(doc.Profile.Benchmarks), doc.Profile.Cost, doc.Profile.Weight, doc.Profile.Problem)
-	}
+	// The memory pass first: the plugin profiles the benchmarks it counts,
+	// exactly, and the profile pass samples only the others.
+	var exact map[string]bool
 	if plan.Memory {
-		doc.Memory = memoryPass(benches, p, plan)
+		doc.Memory, exact = memoryPass(benches, p, plan)
 		logf("memory pass: %d benchmarks in %d ns of guest clock %s", len(doc.Memory.Benchmarks), doc.Memory.Cost, doc.Memory.Problem)
+	}
+	if plan.ProfilePeriod > 0 {
+		doc.Profile = profilePass(benches, p, plan, exact, lowSampleRate)
+		logf("profile pass: %d benchmarks in %d ns of guest clock (%s) %s", len(doc.Profile.Benchmarks), doc.Profile.Cost, doc.Profile.Weight, doc.Profile.Problem)
 	}
 	gz, err := wire.EncodeInsight(doc)
 	if errors.Is(err, wire.ErrInsightTooLarge) && doc.Kallsyms != "" {

@@ -24,54 +24,60 @@ import (
 // load the plugin.
 
 // memoryPass runs the memory pass on the benchmarks; never nil, a problem
-// says why there are no counts.
-func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan) *wire.MemoryDoc {
+// says why there are no counts. exact names the benchmarks the plugin
+// profiles exactly: those whose operations run in BPF_PROG_TEST_RUN
+// (workloads.PathTestRun), whose programs carry the window marks.
+func memoryPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan) (doc *wire.MemoryDoc, exact map[string]bool) {
 	start := rdtsc()
-	doc := &wire.MemoryDoc{}
+	doc = &wire.MemoryDoc{}
 	switch {
 	case plan.Accel != wire.AccelIcount:
 		doc.Problem = fmt.Sprintf("not offered under %s: the counts come from QEMU's TCG plugin under icount (the PMU's under KVM is not supported)", accelName(plan.Accel))
-		return doc
+		return doc, nil
 	case !haveMemMarks:
 		doc.Problem = "not offered on this architecture: the guest's marks are x86 instructions"
-		return doc
+		return doc, nil
 	}
 	doc.Text, _ = kernelText("/proc/kallsyms") // 0: the counts stay unattributed
 	p.MemoryMarks = true
 	memArm()
 	defer memDisarm()
+	exact = map[string]bool{}
 	segment := 0
 	for _, b := range benches {
 		if b.Instance == nil || !workloads.Supported(b) {
 			continue
 		}
-		bm := memoryBenchmark(b, p, &segment)
+		bm, marked := memoryBenchmark(b, p, &segment)
 		if bm == nil {
 			continue
+		}
+		if marked && bm.Problem == "" && doc.Text != 0 {
+			exact[bm.Benchmark] = true
 		}
 		logf("memory: %s: segment %d, %d ops %s", bm.Benchmark, bm.Segment, bm.Ops, bm.Problem)
 		doc.Benchmarks = append(doc.Benchmarks, *bm)
 	}
 	doc.Cost = rdtsc() - start
-	return doc
+	return doc, exact
 }
 
 // memoryBenchmark counts one benchmark's operations in the next segment;
-// nil for one that has none.
-func memoryBenchmark(b *workloads.Benchmark, p workloads.Params, segment *int) *wire.BenchMemory {
+// nil for one that has none. marked says its programs mark their windows.
+func memoryBenchmark(b *workloads.Benchmark, p workloads.Params, segment *int) (bm *wire.BenchMemory, marked bool) {
 	name := b.FullName(p)
 	in, err := b.Instance(p, logf)
 	if err != nil {
-		return &wire.BenchMemory{Benchmark: name, Problem: err.Error()}
+		return &wire.BenchMemory{Benchmark: name, Problem: err.Error()}, false
 	}
 	defer in.Close()
 	if in.Operate == nil {
-		return nil
+		return nil, false
 	}
-	bm := &wire.BenchMemory{Benchmark: name, Unit: in.Unit}
+	bm = &wire.BenchMemory{Benchmark: name, Unit: in.Unit, Programs: programSymbols(in.Programs, nil)}
 	if _, err := in.Operate(); err != nil { // warm caches, translated code
 		bm.Problem = fmt.Sprintf("the operations failed: %v", err)
-		return bm
+		return bm, false
 	}
 	memBegin()
 	ops, opErr := in.Operate()
@@ -81,5 +87,5 @@ func memoryBenchmark(b *workloads.Benchmark, p workloads.Params, segment *int) *
 	if opErr != nil {
 		bm.Problem = fmt.Sprintf("the operations failed: %v", opErr)
 	}
-	return bm
+	return bm, in.Path == workloads.PathTestRun
 }

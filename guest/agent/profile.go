@@ -58,10 +58,11 @@ const (
 )
 
 // profilePass runs the profile pass on the benchmarks under the plan's
-// accelerator; never nil, a problem says why there is no profile.
+// accelerator, but for those the memory plugin profiled exactly (exact,
+// by full name); never nil, a problem says why there is no profile.
 // lowSampleRate keeps the kernel's maximum sample rate low instead of
 // raising it (raiseSampleLimits).
-func profilePass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, lowSampleRate bool) *wire.ProfileDoc {
+func profilePass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, exact map[string]bool, lowSampleRate bool) *wire.ProfileDoc {
 	start := time.Now()
 	doc := &wire.ProfileDoc{Period: uint64(plan.ProfilePeriod)}
 	switch plan.Accel {
@@ -87,6 +88,10 @@ func profilePass(benches []*workloads.Benchmark, p workloads.Params, plan wire.P
 	doc.Limits = limits
 	for _, b := range benches {
 		if b.Instance == nil || !workloads.Supported(b) {
+			continue
+		}
+		if exact[b.FullName(p)] {
+			logf("profile: %s: profiled exactly by the memory plugin, not sampled", b.FullName(p))
 			continue
 		}
 		bp := profileBenchmark(b, p, doc)
@@ -225,8 +230,9 @@ func raiseSampleLimits(period uint64, keepLow bool) (restore func(), limits stri
 }
 
 // programSymbols names the JITed images of the benchmark's programs that
-// sites fall in, as kallsyms would without its tag: bpf_prog_NAME (a
-// subprogram by its BTF name, else by its index).
+// sites fall in (all of them when sites is nil), as kallsyms would without
+// its tag: bpf_prog_NAME (a subprogram by its BTF name, else by its
+// index).
 func programSymbols(progs map[string]*ebpf.Program, sites []wire.ProfileSite) []wire.ProfileSymbol {
 	var out []wire.ProfileSymbol
 	for name, prog := range progs {
@@ -250,7 +256,7 @@ func programSymbols(progs map[string]*ebpf.Program, sites []wire.ProfileSite) []
 			used := slices.ContainsFunc(sites, func(s wire.ProfileSite) bool {
 				return s.IP >= lo && s.IP < hi || s.Caller >= lo && s.Caller < hi
 			})
-			if !used {
+			if sites != nil && !used {
 				continue
 			}
 			fn := name

@@ -207,6 +207,11 @@ func (b *boot) benchmarks() ([]*workloads.Benchmark, workloads.Params, error) {
 		Logf: logf,
 		Info: b.info,
 	}
+	// The kernel's view of the CPU the host emulated: which mitigations
+	// every result below ran with.
+	if v := wire.FormatVulnerabilities(vulnerabilities(wire.VulnerabilitiesDir)); v != "" {
+		rep.Config = append(rep.Config, workloads.FileConfig(wire.KeyVulnerabilities, v)...)
+	}
 	if b.plan.Paced {
 		g := &gate{w: b.w, ch: b.ch}
 		rep.Gate, rep.Settle = g.wait, settleTime

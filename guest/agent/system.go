@@ -3,13 +3,16 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/lpmbisect/lpmbisect/internal/cpuinfo"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // mount is a file system the guest mounts at start.
@@ -103,6 +106,31 @@ func cpuModel(text string) string {
 		return info.Model
 	}
 	return "unknown"
+}
+
+// vulnerabilities reads the kernel's lines of dir
+// (wire.VulnerabilitiesDir), in the order of their names, within the
+// wire's bounds: the first wire.MaxVulnerabilities files, a line of at
+// most wire.MaxVulnerabilityTextLen bytes each. A kernel without the
+// directory has none.
+func vulnerabilities(dir string) []wire.Vulnerability {
+	entries, err := os.ReadDir(dir) // sorted by name
+	if err != nil {
+		return nil
+	}
+	var out []wire.Vulnerability
+	for _, e := range entries[:min(len(entries), wire.MaxVulnerabilities)] {
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		line := make([]byte, wire.MaxVulnerabilityTextLen)
+		n, _ := io.ReadFull(f, line)
+		f.Close()
+		text, _, _ := strings.Cut(string(line[:n]), "\n")
+		out = append(out, wire.Vulnerability{Name: e.Name(), Text: text})
+	}
+	return out
 }
 
 // PowerOff flushes file systems and powers the VM off. PID 1 must never

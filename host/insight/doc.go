@@ -82,7 +82,7 @@
 // # Payload
 //
 // ReadPayload decompresses a bzImage's payload (lz4 legacy frames, zstd,
-// gzip, or xz without the BCJ filter the kernel build adds) in 0.25–0.9 s
-// for the Debian kernels, so it is not cached; the output is bounded by
-// MaxPayloadSize.
+// gzip, or xz: the kernel build's x86 BCJ filter is decoded by the xz
+// command, kernel.XZReader) in 0.25–0.9 s for the Debian kernels, so it is
+// not cached; the output is bounded by MaxPayloadSize.
 package insight

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
@@ -21,6 +22,9 @@ func FuzzExtractPayload(f *testing.F) {
 	f.Add(fakeBzImage(vmlinux, 0x020f))
 	f.Add(fakeBzImage(withSize([]byte("\x28\xb5\x2f\xfd"), 1<<29), 0x020f))
 	f.Add(fakeBzImage(withSize([]byte("\x1f\x8b\x08\x00"), 100), 0x020f))
+	if _, err := exec.LookPath("xz"); err == nil { // the kernel's xz payload: BCJ, then LZMA2
+		f.Add(fakeBzImage(withSize(xzBCJ(f, vmlinux), len(vmlinux)), 0x020f))
+	}
 	f.Fuzz(func(t *testing.T, image []byte) {
 		p, err := ExtractPayload(image)
 		if err != nil {

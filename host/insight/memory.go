@@ -8,6 +8,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // The memory pass (docs/memory.md): in the first boot of each side QEMU
@@ -112,13 +113,25 @@ func (s *Side) AddMemory(in Input) {
 		sum.Problem = in.MemoryProblem
 	}
 	var name func(uint64) string
+	var locate func([]wire.ProfileSymbol) func(uint64) (string, bool)
 	attribution := "not attributed: no symbols"
 	if s.Symbols != nil {
 		if offset, ok := kaslrOffset(s.Symbols, doc.Text); ok {
 			name, attribution = addressNamer(s.Symbols, offset, nil), ""
+			locate = func(progs []wire.ProfileSymbol) func(uint64) (string, bool) {
+				return addressLocator(s.Symbols, offset, progs)
+			}
 		} else {
 			attribution = "not attributed: " + noTextProblem
 		}
+	}
+	var exact []Profile
+	defer func() { s.setExactProfiles(exact, doc.Cost) }()
+	if in.MemCounts.Version < 2 {
+		if s.ProfileSummary == nil {
+			s.ProfileSummary = &ProfileSummary{}
+		}
+		s.ProfileSummary.ExactProblem = fmt.Sprintf("no exact profile: the memory plugin wrote format %d, from before the exact profile (run scripts/setup to build it again); the benchmarks it counted were not sampled either", in.MemCounts.Version)
 	}
 	for _, b := range doc.Benchmarks {
 		m := Memory{Benchmark: b.Benchmark, Ops: b.Ops, Unit: b.Unit, Problem: b.Problem, Attribution: attribution}
@@ -147,6 +160,9 @@ func (s *Side) AddMemory(in Input) {
 		}
 		if name != nil {
 			m.Functions = memoryFunctions(seg.PCs, name, ops)
+			if p, ok := exactProfile(b, seg, locate(b.Programs)); ok {
+				exact = append(exact, p)
+			}
 		}
 		s.Memory = append(s.Memory, m)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
-	"github.com/ulikunitz/xz"
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/wire"
@@ -42,7 +41,7 @@ const (
 	CompressionGzip  Compression = "gzip"  // decompressed
 	CompressionLZ4   Compression = "lz4"   // decompressed (legacy frames, Debian 6.1)
 	CompressionZstd  Compression = "zstd"  // decompressed (Debian 6.12)
-	CompressionXZ    Compression = "xz"    // decompressed only without a BCJ filter
+	CompressionXZ    Compression = "xz"    // decompressed (with the x86 BCJ filter where the xz command is installed)
 	CompressionBzip2 Compression = "bzip2" // recognised, not decompressed
 	CompressionLZMA  Compression = "lzma"  // recognised, not decompressed
 	CompressionLZO   Compression = "lzo"   // recognised, not decompressed
@@ -158,18 +157,9 @@ func decompress(payload []byte) (Compression, []byte, error) {
 			out, err = readBounded(zr, size, len(payload))
 		}
 	case CompressionXZ:
-		var xr *xz.Reader
-		xr, err = xz.NewReader(bytes.NewReader(body))
-		if err == nil {
-			out, err = readBounded(xr, size, len(body))
-		}
-		if err != nil && strings.Contains(err.Error(), "filter") {
-			// The kernel's xz_wrap.sh adds the x86 BCJ filter, which
-			// github.com/ulikunitz/xz does not implement.
-			return "", nil, &wire.UnsupportedError{Feature: fmt.Sprintf("xz payload with a BCJ filter (%v)", err), Hint: "give the vmlinux, or build with CONFIG_KERNEL_ZSTD"}
-		}
+		out, err = decompressXZ(body, size)
 	default:
-		return "", nil, &wire.UnsupportedError{Feature: fmt.Sprintf("%s-compressed payload", kind), Hint: "supported: gzip, lz4, zstd, xz without BCJ, none"}
+		return "", nil, &wire.UnsupportedError{Feature: fmt.Sprintf("%s-compressed payload", kind), Hint: "supported: gzip, lz4, zstd, xz, none"}
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("decompress %s payload: %w", kind, err)
@@ -181,6 +171,25 @@ func decompress(payload []byte) (Compression, []byte, error) {
 		return "", nil, fmt.Errorf("decompress %s payload: %d bytes, the size trailer says %d (corrupt image?)", kind, len(out), size)
 	}
 	return kind, out, nil
+}
+
+// decompressXZ decompresses an xz payload. The kernel's scripts/xz_wrap.sh
+// compresses x86 kernels with the x86 BCJ filter before LZMA2, which the
+// xz command decodes (kernel.XZReader) and the pure-Go fallback does not:
+// without the command such a payload is unsupported, and says what to
+// install.
+func decompressXZ(body []byte, size uint64) ([]byte, error) {
+	r, release, err := kernel.XZReader("xz payload", bytes.NewReader(body))
+	var out []byte
+	if err == nil {
+		defer release()
+		out, err = readBounded(r, size, len(body))
+	}
+	if err != nil && strings.Contains(err.Error(), "filter") {
+		return nil, &wire.UnsupportedError{Feature: fmt.Sprintf("xz payload with a BCJ filter without the xz command (%v)", err),
+			Hint: "install xz-utils, whose xz decodes it; or give the vmlinux, or build with CONFIG_KERNEL_ZSTD"}
+	}
+	return out, err
 }
 
 func decompressZstd(body []byte, size uint64) ([]byte, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -150,22 +151,36 @@ func TestExtractPayloadFormats(t *testing.T) {
 }
 
 // TestExtractPayloadXZWithBCJ: the kernel's xz payloads carry the x86 BCJ
-// filter, which github.com/ulikunitz/xz does not decode.
+// filter (scripts/xz_wrap.sh), which the xz command decodes; without it
+// (github.com/ulikunitz/xz has no BCJ) the payload is unsupported.
 func TestExtractPayloadXZWithBCJ(t *testing.T) {
 	if _, err := exec.LookPath("xz"); err != nil {
 		t.Skip("no xz command to make a BCJ stream with")
 	}
 	vmlinux := testELFBytes(t)
+	image := fakeBzImage(withSize(xzBCJ(t, vmlinux), len(vmlinux)), 0x020f)
+	p, err := ExtractPayload(image)
+	if err != nil || p.Compression != CompressionXZ || !bytes.Equal(p.ELF, vmlinux) {
+		t.Fatalf("ExtractPayload(xz --x86 payload) = %v; want the %d bytes compressed", err, len(vmlinux))
+	}
+	t.Setenv("PATH", t.TempDir()) // no xz command: the Go decoder alone
+	_, err = ExtractPayload(image)
+	if !errors.Is(err, wire.ErrNotSupported) || !strings.Contains(err.Error(), "xz-utils") {
+		t.Errorf("ExtractPayload(xz --x86 payload) without the xz command = %v; want wire.ErrNotSupported naming xz-utils", err)
+	}
+}
+
+// xzBCJ compresses data as the kernel's scripts/xz_wrap.sh does for x86:
+// an xz stream with CRC32, the x86 BCJ filter and LZMA2.
+func xzBCJ(t testing.TB, data []byte) []byte {
+	t.Helper()
 	cmd := exec.Command("xz", "--format=xz", "--check=crc32", "--x86", "--lzma2=dict=1MiB", "--stdout")
-	cmd.Stdin = bytes.NewReader(vmlinux)
+	cmd.Stdin = bytes.NewReader(data)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ExtractPayload(fakeBzImage(withSize(out, len(vmlinux)), 0x020f))
-	if !errors.Is(err, wire.ErrNotSupported) {
-		t.Errorf("ExtractPayload(xz --x86 payload) = %v; want wire.ErrNotSupported", err)
-	}
+	return out
 }
 
 func TestExtractPayloadRejects(t *testing.T) {

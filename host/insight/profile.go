@@ -2,10 +2,12 @@ package insight
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/lpmbisect/lpmbisect/host/vmrunner"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -28,9 +30,14 @@ const (
 )
 
 // Profile is one benchmark's profile on one kernel: where the samples
-// of its operations fell, by function (self), and by caller → callee.
+// of its operations fell, by function (self), and by caller → callee; or,
+// Exact, where every instruction of them went (exactProfile).
 type Profile struct {
 	Benchmark string `json:"benchmark"`
+	// Exact says the plugin counted every instruction and call of the
+	// operations (Event EventExact): Insns, Functions' Insns and Entries
+	// and Edges' Calls are counts, not samples.
+	Exact bool `json:"exact,omitempty"`
 	// Event, Weight and Period are the guest's (wire.ProfileDoc).
 	Event  string `json:"event"`
 	Weight string `json:"weight"`
@@ -47,22 +54,59 @@ type Profile struct {
 	PerOp     float64         `json:"per_op"`
 	Functions []FunctionShare `json:"functions"`
 	Edges     []CallEdge      `json:"edges,omitempty"`
-	Problem   string          `json:"problem,omitempty"`
+	// Insns are the instructions an exact profile counted in all;
+	// Special the mitigations' instructions it counted by name ("verw",
+	// "lfence", "wrmsr"), Flow its control transfers by kind.
+	Insns   uint64               `json:"insns,omitempty"`
+	Special map[string]uint64    `json:"special,omitempty"`
+	Flow    *vmrunner.FlowCounts `json:"flow,omitempty"`
+	// Unreliable says why a sampled profile's shares are not the
+	// operation's: it lost more than MaxLostShare of its samples.
+	Unreliable string `json:"unreliable,omitempty"`
+	Problem    string `json:"problem,omitempty"`
 }
 
-// FunctionShare is the samples that fell in one function (self).
+// MaxLostShare is the largest share of a sampled profile's due samples
+// that may be lost before the profile says it is unreliable: the samples
+// lost are those of code run with interrupts off or throttled, not a
+// random few, so beyond a few percent the shares describe what the
+// samples saw, not the operation.
+const MaxLostShare = 0.03
+
+// unreliable says why a sampled profile's shares cannot be read as the
+// operation's ("" when they can): it lost more than MaxLostShare of the
+// samples due.
+func (p *Profile) unreliable() string {
+	if p == nil || p.Exact || p.Lost == 0 {
+		return ""
+	}
+	due := p.Samples + p.Lost
+	if float64(p.Lost) <= MaxLostShare*float64(due) {
+		return ""
+	}
+	return fmt.Sprintf("unreliable: %d of %d samples due were lost (%.1f%%; a kernel without high-resolution timers, or throttling): the shares are of the %d taken", p.Lost, due, 100*float64(p.Lost)/float64(due), p.Samples)
+}
+
+// FunctionShare is the samples that fell in one function (self), or in
+// an exact profile its instructions and entries.
 type FunctionShare struct {
-	Function string  `json:"function"`
-	Samples  uint64  `json:"samples"`
-	Share    float64 `json:"share"` // of the profile's stored samples, 0 to 1
+	Function string `json:"function"`
+	Samples  uint64 `json:"samples"`
+	// Insns are the instructions executed in the function, Entries the
+	// executions of its first instruction (exact profiles only).
+	Insns   uint64  `json:"insns,omitempty"`
+	Entries uint64  `json:"entries,omitempty"`
+	Share   float64 `json:"share"` // of the profile's stored samples (or instructions), 0 to 1
 }
 
 // CallEdge is the samples that fell in Callee while it was called from
-// Caller (the first return address of the kernel stack).
+// Caller (the first return address of the kernel stack); in an exact
+// profile, the calls from Caller's call instructions to Callee.
 type CallEdge struct {
 	Caller  string  `json:"caller"`
 	Callee  string  `json:"callee"`
 	Samples uint64  `json:"samples"`
+	Calls   uint64  `json:"calls,omitempty"`
 	Share   float64 `json:"share"`
 }
 
@@ -76,6 +120,14 @@ type ProfileSummary struct {
 	Limits string `json:"limits,omitempty"`
 	// Problem says why there is no profile ("" when there is).
 	Problem string `json:"problem,omitempty"`
+	// Exact is how many benchmarks the memory plugin profiled exactly in
+	// place of the sampling pass, ExactCost the memory pass's guest
+	// clock, which they came with.
+	Exact     int    `json:"exact,omitempty"`
+	ExactCost uint64 `json:"exact_cost,omitempty"`
+	// ExactProblem says why the plugin profiled nothing although it
+	// counted (a plugin built before the exact profile).
+	ExactProblem string `json:"exact_problem,omitempty"`
 }
 
 // AddProfile symbolizes a guest's profile with the side's symbols (a
@@ -124,23 +176,33 @@ func kaslrOffset(syms *Symbols, text uint64) (uint64, bool) {
 // extra symbols (BPF programs), the module area, else the function of
 // syms at the address less the KASLR offset.
 func addressNamer(syms *Symbols, offset uint64, extra []wire.ProfileSymbol) func(uint64) string {
+	locate := addressLocator(syms, offset, extra)
 	return func(addr uint64) string {
+		name, _ := locate(addr)
+		return name
+	}
+}
+
+// addressLocator is addressNamer that also says whether the address is
+// the first of its function (of a symbol, or of a BPF program's image).
+func addressLocator(syms *Symbols, offset uint64, extra []wire.ProfileSymbol) func(uint64) (string, bool) {
+	return func(addr uint64) (string, bool) {
 		switch {
 		case addr == 0 || wire.IsUser(addr):
-			return UserSpace
+			return UserSpace, false
 		}
 		for _, s := range extra {
 			if addr >= s.Addr && addr < s.Addr+s.Size {
-				return s.Name
+				return s.Name, addr == s.Addr
 			}
 		}
 		if wire.IsModuleArea(addr) {
-			return ModuleCode
+			return ModuleCode, false
 		}
 		if s, ok := syms.At(addr - offset); ok && s.IsFunc() {
-			return s.Name
+			return s.Name, s.Addr == addr-offset
 		}
-		return UnknownCode
+		return UnknownCode, false
 	}
 }
 
@@ -151,6 +213,7 @@ func symbolizeBench(b wire.BenchProfile, doc *wire.ProfileDoc, syms *Symbols, of
 	if b.Ops > 0 {
 		p.PerOp = float64(b.Count) / float64(b.Ops)
 	}
+	p.Unreliable = p.unreliable()
 	name := addressNamer(syms, offset, b.Symbols)
 	self := map[string]uint64{}
 	type edge struct{ caller, callee string }
@@ -215,9 +278,16 @@ type ProfileDiff struct {
 	// Rows are the functions whose attributed share of an operation
 	// changed most, largest change first.
 	Rows []ProfileRow `json:"rows"`
-	// Edges are the caller → callee pairs whose share changed most.
+	// Edges are the caller → callee pairs whose share (exact: calls per
+	// operation) changed most.
 	Edges []EdgeRow `json:"edges,omitempty"`
+	// Mitigations are the mitigation code per operation, A → B, when both
+	// profiles are exact (nil otherwise; empty when neither side ran any).
+	Mitigations []MitigationRow `json:"mitigations,omitempty"`
 }
+
+// Exact says both sides' profiles are exact.
+func (d *ProfileDiff) Exact() bool { return d.A != nil && d.B != nil && d.A.Exact && d.B.Exact }
 
 // ProfileRow is one function in A and B.
 type ProfileRow struct {
@@ -229,6 +299,10 @@ type ProfileRow struct {
 	// PerOpA and PerOpB are the share times the side's PerOp.
 	PerOpA float64 `json:"per_op_a"`
 	PerOpB float64 `json:"per_op_b"`
+	// EntriesA and EntriesB are the function's entries per operation
+	// (exact profiles only).
+	EntriesA float64 `json:"entries_a,omitempty"`
+	EntriesB float64 `json:"entries_b,omitempty"`
 }
 
 // EdgeRow is one caller → callee pair in A and B.
@@ -237,15 +311,36 @@ type EdgeRow struct {
 	Callee string  `json:"callee"`
 	ShareA float64 `json:"share_a"`
 	ShareB float64 `json:"share_b"`
+	// CallsA and CallsB are the calls per operation (exact profiles only).
+	CallsA float64 `json:"calls_a,omitempty"`
+	CallsB float64 `json:"calls_b,omitempty"`
 }
 
 // Profile diff sizes.
 const (
 	maxProfileRows = 10
 	maxEdgeRows    = 5
-	// minRowShare leaves out functions under this share on both sides.
-	minRowShare = 0.002
+	// minRowShare leaves out functions under this share on both sides,
+	// unless, in an exact profile, they are entered at least
+	// minRowEntries times per operation (a return thunk: few
+	// instructions, entered at every return).
+	minRowShare   = 0.002
+	minRowEntries = 0.5
 )
+
+// entriesPerOp is function fn's entries per operation in an exact
+// profile, 0 otherwise.
+func (p *Profile) entriesPerOp(fn string) float64 {
+	if p == nil || !p.Exact || p.Ops == 0 {
+		return 0
+	}
+	for _, f := range p.Functions {
+		if f.Function == fn {
+			return float64(f.Entries) / float64(p.Ops)
+		}
+	}
+	return 0
+}
 
 // compareProfiles pairs the profiles of a and b by benchmark.
 func compareProfiles(a, b []Profile) []ProfileDiff {
@@ -260,6 +355,10 @@ func compareProfiles(a, b []Profile) []ProfileDiff {
 		if l := p.b[k]; len(l) > 0 {
 			d.B = &l[len(l)-1]
 			d.PerOpB = d.B.PerOp
+		}
+		if d.Exact() {
+			d.PerOpSource = EventExact
+			d.Mitigations = compareMitigations(d.A, d.B)
 		}
 		d.rank()
 		out = append(out, d)
@@ -281,7 +380,8 @@ func (d *ProfileDiff) rank() {
 			}
 			seen[f.Function] = true
 			r := ProfileRow{Function: f.Function, ShareA: d.A.Share(f.Function), ShareB: d.B.Share(f.Function)}
-			if max(r.ShareA, r.ShareB) < minRowShare {
+			r.EntriesA, r.EntriesB = d.A.entriesPerOp(f.Function), d.B.entriesPerOp(f.Function)
+			if max(r.ShareA, r.ShareB) < minRowShare && !(d.Exact() && max(r.EntriesA, r.EntriesB) >= minRowEntries) {
 				continue
 			}
 			r.DeltaPP = 100 * (r.ShareB - r.ShareA)
@@ -290,7 +390,8 @@ func (d *ProfileDiff) rank() {
 		}
 	}
 	slices.SortStableFunc(d.Rows, func(x, y ProfileRow) int {
-		return cmp.Or(cmp.Compare(math.Abs(y.PerOpB-y.PerOpA), math.Abs(x.PerOpB-x.PerOpA)), cmp.Compare(math.Abs(y.DeltaPP), math.Abs(x.DeltaPP)))
+		return cmp.Or(cmp.Compare(math.Abs(y.PerOpB-y.PerOpA), math.Abs(x.PerOpB-x.PerOpA)), cmp.Compare(math.Abs(y.DeltaPP), math.Abs(x.DeltaPP)),
+			cmp.Compare(math.Abs(y.EntriesB-y.EntriesA), math.Abs(x.EntriesB-x.EntriesA)))
 	})
 	d.Rows = d.Rows[:min(len(d.Rows), maxProfileRows)]
 	type key struct{ caller, callee string }
@@ -306,20 +407,24 @@ func (d *ProfileDiff) rank() {
 				shares[k] = &EdgeRow{Caller: e.Caller, Callee: e.Callee}
 				keys = append(keys, k)
 			}
+			calls := 0.0
+			if pr.Exact && pr.Ops > 0 {
+				calls = float64(e.Calls) / float64(pr.Ops)
+			}
 			if i == 0 {
-				shares[k].ShareA = e.Share
+				shares[k].ShareA, shares[k].CallsA = e.Share, calls
 			} else {
-				shares[k].ShareB = e.Share
+				shares[k].ShareB, shares[k].CallsB = e.Share, calls
 			}
 		}
 	}
 	for _, k := range keys {
-		if e := shares[k]; max(e.ShareA, e.ShareB) >= minRowShare {
+		if e := shares[k]; max(e.ShareA, e.ShareB) >= minRowShare || d.Exact() && max(e.CallsA, e.CallsB) >= minRowEntries {
 			d.Edges = append(d.Edges, *e)
 		}
 	}
 	slices.SortStableFunc(d.Edges, func(x, y EdgeRow) int {
-		return cmp.Compare(math.Abs(y.ShareB-y.ShareA), math.Abs(x.ShareB-x.ShareA))
+		return cmp.Or(cmp.Compare(math.Abs(y.CallsB-y.CallsA), math.Abs(x.CallsB-x.CallsA)), cmp.Compare(math.Abs(y.ShareB-y.ShareA), math.Abs(x.ShareB-x.ShareA)))
 	})
 	d.Edges = d.Edges[:min(len(d.Edges), maxEdgeRows)]
 }
@@ -335,6 +440,9 @@ func (d *Diff) AttributeTimed(perOp func(bench string, side int) (float64, strin
 	}
 	for i := range d.Profiles {
 		p := &d.Profiles[i]
+		if p.Exact() {
+			continue // counted, not split: the plugin's own instructions per operation
+		}
 		a, unit, okA := perOp(p.Benchmark, 0)
 		b, _, okB := perOp(p.Benchmark, 1)
 		if !okA || !okB {

@@ -90,8 +90,8 @@ func TestProfileDiffRanksAndAttributes(t *testing.T) {
 	prof := func(fns ...FunctionShare) []Profile {
 		return []Profile{{Benchmark: "b", PerOp: 1000, Functions: fns}}
 	}
-	a := &Side{Profiles: prof(FunctionShare{"lpm", 50, 0.5}, FunctionShare{"trie", 40, 0.4}, FunctionShare{"rnd", 10, 0.1})}
-	b := &Side{Profiles: prof(FunctionShare{"trie", 80, 0.8}, FunctionShare{"rnd", 20, 0.2})}
+	a := &Side{Profiles: prof(FunctionShare{Function: "lpm", Samples: 50, Share: 0.5}, FunctionShare{Function: "trie", Samples: 40, Share: 0.4}, FunctionShare{Function: "rnd", Samples: 10, Share: 0.1})}
+	b := &Side{Profiles: prof(FunctionShare{Function: "trie", Samples: 80, Share: 0.8}, FunctionShare{Function: "rnd", Samples: 20, Share: 0.2})}
 	d := Compare(a, b, Options{})
 	if len(d.Profiles) != 1 || d.Profiles[0].PerOpSource != "profile" {
 		t.Fatalf("profiles %+v; want one, attributed from the profile's own clock", d.Profiles)

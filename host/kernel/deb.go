@@ -177,7 +177,7 @@ func decompressor(name string, r io.Reader) (io.Reader, func(), error) {
 	case ".tar":
 		return r, noop, nil
 	case ".xz":
-		return xzReader(name, r)
+		return XZReader(name, r)
 	case ".gz":
 		gr, err := gzip.NewReader(r)
 		if err != nil {

@@ -31,7 +31,7 @@ func TestXZReader(t *testing.T) {
 		t.Run(cmd, func(t *testing.T) {
 			defer func(old string) { xzCommandName = old }(xzCommandName)
 			xzCommandName = cmd
-			r, release, err := xzReader("data.tar.xz", bytes.NewReader(stream))
+			r, release, err := XZReader("data.tar.xz", bytes.NewReader(stream))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,7 +17,7 @@ func FromConfig(m config.Measure, b config.Bench) Options {
 		Plan: GuestPlan{Bench: b.Select, Samples: b.Samples, Entries: b.Entries, PrefixLen: b.PrefixLen,
 			BatchEntries: b.BatchEntries, Rounds: b.Rounds},
 		MemoryMB: m.MemoryMB, CPUs: m.CPUs, BootTimeout: m.BootTimeout.Duration, ProgressTimeout: m.ProgressTimeout.Duration,
-		QEMU: m.QEMU, CacheDir: m.CacheDir, Guest: m.Guest, Append: strings.Fields(m.Append), NoModules: m.NoModules,
+		QEMU: m.QEMU, CacheDir: m.CacheDir, Guest: m.Guest, Append: strings.Fields(m.Append), CPUProfile: m.CPUProfile, NoModules: m.NoModules,
 		Parallel: m.Parallel,
 	}
 }

@@ -32,7 +32,7 @@ func (j Job) Start() {
 	}
 }
 
-// BootFunc boots one VM: vmrunner.Selector.Boot, or a fake in tests.
+// BootFunc boots one VM: the setup's boot under its decided accelerator, or a fake in tests.
 type BootFunc func(context.Context, vmrunner.Config) (*vmrunner.Result, error)
 
 // Executor runs boots: it is the policy of how a Runner's boots run (one

@@ -153,6 +153,16 @@ func TestPluginFaultRunsTheInsightPassAgain(t *testing.T) {
 	faulted := false
 	boot := func(_ context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
 		side := cfg.Kernel[len("/k/"):]
+		// The boot that loads the plugin, and it alone, tells its guest so
+		// (lpmbisect.memory=1: the memory pass and its exact profile), in
+		// a command line of the same length.
+		want := wire.MemoryArg
+		if cfg.MemoryPlugin != "" {
+			want = "lpmbisect.memory=1"
+		}
+		if !slices.Contains(cfg.KernelArgs, want) || len(want) != len(wire.MemoryArg) {
+			t.Errorf("boot of %s with plugin %q: arguments %q; want %s", side, cfg.MemoryPlugin, cfg.KernelArgs, want)
+		}
 		if slices.Contains(cfg.KernelArgs, "lpmbisect.insight=1") {
 			armed = append(armed, side)
 			if cfg.MemoryPlugin != "" {
@@ -167,7 +177,7 @@ func TestPluginFaultRunsTheInsightPassAgain(t *testing.T) {
 		var log []string
 		return fakeBoot(&log, nil)(context.Background(), cfg)
 	}
-	r := &Runner{Seed: 1, Sides: testSides(), Exec: Local{Boot: boot}, RunDir: t.TempDir(), GuestArgs: []string{"lpmbisect.insight=0"},
+	r := &Runner{Seed: 1, Sides: testSides(), Exec: Local{Boot: boot}, RunDir: t.TempDir(), GuestArgs: []string{"lpmbisect.insight=0", wire.MemoryArg},
 		VM: vmrunner.Config{Accel: wire.AccelIcount}, insight: &Insight{MemoryPlugin: "/p/memcount.so"}}
 	if err := r.Measure(context.Background(), 2); err != nil {
 		t.Fatalf("Measure with a plugin fault on A: %v; want the run to go on", err)

@@ -67,6 +67,16 @@ type Side struct {
 	// NoInsight leaves an armed insight pass out of this side's boots: a
 	// side whose findings nobody reads (nightly's reference).
 	NoInsight bool
+	// Variant is the side's CPU profile and its own extra kernel
+	// parameters (Setup.Start sets them: the setup's, or
+	// RunOptions.Variants'), Params its measurement parameters
+	// (ParamsKey; "" for none), which label every result.
+	Variant Variant
+	Params  string
+
+	// kernelParams are the side's extra kernel parameters, the setup's
+	// and its Variant's, which label its results (wire.KeyAppend).
+	kernelParams string
 
 	// insightAgain arms the insight pass in the side's next boot, without
 	// the memory plugin: QEMU died in the boot that loaded it (Runner's
@@ -186,6 +196,9 @@ func labelResults(s *Side, boot, pair int, seed uint64, params string, r *vmrunn
 		}
 		if r.CPUModel != "" {
 			res.SetConfig(wire.KeyCPUModel, r.CPUModel)
+		}
+		if s.kernelParams != "" {
+			res.SetConfig(wire.KeyAppend, s.kernelParams)
 		}
 		if phases != "" {
 			res.SetConfig(wire.KeyPhases, phases)

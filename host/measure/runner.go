@@ -44,13 +44,11 @@ type Runner struct {
 	// Seed drives the order of the sides within each round of boots.
 	// Record it to reproduce a run's order.
 	Seed      uint64
-	GuestArgs []string // run plan for the guest (kernel parameters)
-	// Params labels every result (wire.KeyParams, ParamsKey; "" for
-	// none).
-	Params string
+	GuestArgs []string // run plan for the guest (kernel parameters); each side adds its Variant's
 	// VM is the template of every boot: QEMU, the accelerator (decided
 	// once, before the run: the guest is told it, and every boot runs
-	// under it), memory, CPUs, deadlines, limits.
+	// under it), memory, CPUs, deadlines, limits; each side boots its
+	// Variant's CPU profile.
 	VM        vmrunner.Config
 	RunDir    string // one subdirectory per boot
 	MaxFailed int    // failed boots tolerated per side (default 2)
@@ -179,7 +177,8 @@ func (r *Runner) job(s *Side, pair int) Job {
 	cfg := r.VM
 	cfg.Kernel, cfg.Initramfs = cmp.Or(s.BootImage, s.Kernel.Image), s.Image.Path
 	cfg.Accel = cmp.Or(cfg.Accel, wire.AccelTCG) // vmrunner's default, told to the guest
-	cfg.KernelArgs = append(slices.Clone(r.GuestArgs), wire.ParamAccel.Arg(string(cfg.Accel)))
+	cfg.CPU = s.Variant.CPU
+	cfg.KernelArgs = slices.Concat(r.GuestArgs, s.Variant.Append, []string{wire.ParamAccel.Arg(string(cfg.Accel))})
 	// An armed insight pass runs in the first boot of each side, or in the
 	// next one after QEMU died in the boot that loaded the memory plugin.
 	if (boot == 1 || s.insightAgain) && !s.NoInsight {
@@ -187,6 +186,7 @@ func (r *Runner) job(s *Side, pair int) Job {
 		// Under icount only: the plugin counts what TCG runs.
 		if !s.insightAgain && r.insight != nil && r.insight.MemoryPlugin != "" && cfg.Accel == wire.AccelIcount {
 			cfg.MemoryPlugin = r.insight.MemoryPlugin
+			cfg.KernelArgs = wire.LoadPlugin(cfg.KernelArgs) // the guest's memory pass, and its exact profile
 		}
 		s.insightAgain = false
 	}
@@ -219,7 +219,7 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 	}
 	rep := BootReport{Side: s, Boot: j.Boot, Result: res, Total: r.total}
 	if res.Outcome == vmrunner.OK {
-		labelled := labelResults(s, j.Boot, j.Pair, r.Seed, r.Params, res)
+		labelled := labelResults(s, j.Boot, j.Pair, r.Seed, s.Params, res)
 		if r.Sink != nil {
 			for _, lr := range labelled {
 				if err := r.Sink.Write(lr); err != nil {
@@ -247,6 +247,9 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 		notes := res.Stream.Notes
 		if n, ok := vcpuShortfall(j.Config.CPUs, res.Stream); ok {
 			notes = append(slices.Clip(notes), n)
+		}
+		for _, w := range res.QEMUWarnings { // said once a run, as the guest's notes are
+			notes = append(slices.Clip(notes), wire.Note{Key: "qemu", Text: w})
 		}
 		for _, n := range notes {
 			if !r.seenNote[n] && n.Key != wire.KeyInfo {

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +62,17 @@ type Options struct {
 	Guest string
 	// Append are extra kernel parameters ("mitigations=off").
 	Append []string
+	// CPUProfile names the CPU profile TCG boots emulate
+	// (vmrunner.LookupCPUProfile; "" or "default": the default model). A
+	// profile makes Auto icount, and cannot be used under KVM.
+	CPUProfile string
+	// CPUProfileB and AppendB, when set, make the second kernel of a run
+	// of two (side B of a comparison) boot with another CPU profile, and
+	// with these kernel parameters after Append: one kernel compared with
+	// itself under two CPUs or command lines. CPUProfileB follows
+	// CPUProfile's rules.
+	CPUProfileB string
+	AppendB     []string
 	// Files are packed into every initramfs besides the guest: a user's
 	// BPF object and its inputs (Plan.Workload).
 	Files []initramfs.File
@@ -115,8 +127,10 @@ type Setup struct {
 	// KVM is what was found of KVM when the accelerator was decided (nil
 	// under tcg and icount asked for by name, or on a fleet).
 	KVM     *vmrunner.KVMStatus
-	VM      vmrunner.Config
-	Workers int // boots at once
+	VM      vmrunner.Config // its CPU is every side's but B's (Variants)
+	Workers int             // boots at once
+
+	cpuB vmrunner.CPUProfile // side B's CPU profile (Options.CPUProfileB, else VM.CPU)
 }
 
 // NewSetup checks o and decides its accelerator, before anything is
@@ -170,6 +184,18 @@ func NewSetup(o Options) (*Setup, error) {
 			return nil, &OptionError{"guest", err}
 		}
 	}
+	// A CPU profile is an emulated CPU: it makes auto icount, before any
+	// probe of KVM, and is refused under kvm.
+	profile, accel, err := cpuProfile(o, "cpu_profile", o.CPUProfile, accel)
+	if err != nil {
+		return nil, err
+	}
+	profileB := profile
+	if o.CPUProfileB != "" {
+		if profileB, accel, err = cpuProfile(o, "cpu_profile_b", o.CPUProfileB, accel); err != nil {
+			return nil, err
+		}
+	}
 	// The accelerator is decided here, once, so that the plan's
 	// defaults, the parameters' key, the calibration, the comparison rule
 	// and every boot are those of one accelerator.
@@ -211,11 +237,30 @@ func NewSetup(o Options) (*Setup, error) {
 	if o.RunDir == "" {
 		o.RunDir = filepath.Join(o.CacheDir, "runs", time.Now().Format("20060102-150405")+fmt.Sprintf("-%d", os.Getpid()))
 	}
-	s := &Setup{Options: o, Workers: workers, KVM: kvm,
-		VM: vmrunner.Config{QEMU: o.QEMU, Accel: o.Accel, MemoryMB: o.MemoryMB, CPUs: o.CPUs,
+	s := &Setup{Options: o, Workers: workers, KVM: kvm, cpuB: profileB,
+		VM: vmrunner.Config{QEMU: o.QEMU, Accel: o.Accel, MemoryMB: o.MemoryMB, CPUs: o.CPUs, CPU: profile,
 			BootDeadline: o.BootTimeout, ProgressDeadline: o.ProgressTimeout, Log: o.Verbose},
 	}
 	return s, nil
+}
+
+// cpuProfile returns the CPU profile named name (the option's value) and
+// the accelerator its boots run under: a profile is an emulated CPU's
+// identity, so it makes Auto icount and refuses KVM.
+func cpuProfile(o Options, option, name string, accel wire.Accel) (vmrunner.CPUProfile, wire.Accel, error) {
+	p, err := vmrunner.LookupCPUProfile(name)
+	switch {
+	case err != nil:
+		return p, accel, &OptionError{option, err}
+	case p.IsDefault():
+		return p, accel, nil
+	case accel == wire.AccelKVM:
+		return p, accel, &OptionError{option, vmrunner.ErrCPUProfileUnderKVM}
+	case accel == wire.AccelAuto:
+		o.Log.Printf("accel auto: CPU profile %s is an emulated CPU: using icount", p.Name)
+		return p, wire.AccelIcount, nil
+	}
+	return p, accel, nil
 }
 
 // ProbeKernels returns the kernels of a probe of KVM
@@ -350,10 +395,16 @@ func (s *Setup) Start(inputs []string, o RunOptions) (*Runner, error) {
 			side.Label = o.Names[i]
 		}
 	}
+	variants := s.Variants(len(sides))
+	for i, side := range sides {
+		side.Variant = variants[i]
+		side.kernelParams = strings.Join(slices.Concat(s.Append, side.Variant.Append), " ")
+		// "" when the guest cannot be read: Prepare says why.
+		side.Params, _ = s.paramsKey(side.Variant)
+	}
 	paired := !o.Unpaired && s.Pairs(len(sides))
-	params, _ := s.ParamsKey() // "" when the guest cannot be read: Prepare says why
 	r := &Runner{
-		Sides: sides, Seed: o.Seed, GuestArgs: s.GuestArgs(), Params: params,
+		Sides: sides, Seed: o.Seed, GuestArgs: s.GuestArgs(),
 		VM: s.VM, RunDir: s.RunDir, Exec: s.Executor(paired, o.Seed), Paired: paired,
 	}
 	if o.RunDir != "" {
@@ -374,21 +425,52 @@ func (s *Setup) Start(inputs []string, o RunOptions) (*Runner, error) {
 // GuestArgs is the guest's plan on the kernel command line, with --append.
 func (s *Setup) GuestArgs() []string { return append(s.Plan.KernelArgs(), s.Append...) }
 
+// Variant is the CPU profile a side's boots emulate and the kernel
+// parameters they get after the setup's (Options.Append); Setup.Variants
+// gives each side its own.
+type Variant struct {
+	CPU    vmrunner.CPUProfile
+	Append []string
+}
+
+// Variants are the CPU profile and extra kernel parameters of each of n
+// inputs: the setup's (VM.CPU), and for the second of two, B's
+// (Options.CPUProfileB, Options.AppendB).
+func (s *Setup) Variants(n int) []Variant {
+	out := make([]Variant, n)
+	for i := range out {
+		out[i] = Variant{CPU: s.VM.CPU}
+	}
+	if n == 2 {
+		out[1] = Variant{CPU: s.cpuB, Append: s.AppendB}
+	}
+	return out
+}
+
 // ParamsKey is this setup's measurement parameters (the package's
 // ParamsKey).
-func (s *Setup) ParamsKey() (string, error) {
-	return ParamsKey(s.Accel, s.GuestArgs(), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
+func (s *Setup) ParamsKey() (string, error) { return s.paramsKey(Variant{CPU: s.VM.CPU}) }
+
+// paramsKey is the measurement parameters of a side with variant v.
+func (s *Setup) paramsKey(v Variant) (string, error) {
+	return ParamsKey(s.Accel, v.CPU, append(s.GuestArgs(), v.Append...), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
 }
 
 // ParamsKey identifies measurement parameters: results measured with
 // different keys are never compared (bisect keeps them apart), and every
 // result carries its key (wire.KeyParams). It covers the accelerator asked
-// for, the guest's run plan, the VM shape, the guest binary itself and the
-// files packed beside it (a user's BPF object and its inputs).
-func ParamsKey(accel wire.Accel, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
+// for, the CPU profile (its model and kernel parameters; nothing for the
+// default, whose keys stay those of boots from before profiles), the
+// guest's run plan and extra kernel parameters, the VM shape, the guest
+// binary itself and the files packed beside it (a user's BPF object and
+// its inputs).
+func ParamsKey(accel wire.Accel, cpu vmrunner.CPUProfile, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
-	fmt.Fprintf(h, "kernel-args=%s\n", strings.Join(vmrunner.FixedKernelArgs(accel), " "))
+	fmt.Fprintf(h, "kernel-args=%s\n", strings.Join(vmrunner.FixedKernelArgs(accel, cpu), " "))
+	if !cpu.IsDefault() {
+		fmt.Fprintf(h, "cpu-profile=%s %s\n", cpu.Name, cpu.QEMUModel(accel))
+	}
 	for _, a := range guestArgs {
 		fmt.Fprintf(h, "arg=%s\n", a)
 	}

@@ -9,6 +9,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,6 +38,10 @@ func TestNewSetupOptionErrors(t *testing.T) {
 		{"two vCPUs under icount", func(o *Options) { o.CPUs = 2 }, "cpus"},
 		{"too little memory", func(o *Options) { o.MemoryMB = 64 }, "memory"},
 		{"missing guest", func(o *Options) { o.Guest = ""; t.Setenv("PATH", t.TempDir()) }, "guest"},
+		{"unknown CPU profile", func(o *Options) { o.CPUProfile = "zen9" }, "cpu_profile"},
+		{"a CPU profile under KVM", func(o *Options) { o.Accel, o.CPUProfile = wire.AccelKVM, "zen2" }, "cpu_profile"},
+		{"unknown CPU profile of B", func(o *Options) { o.CPUProfileB = "zen9" }, "cpu_profile_b"},
+		{"a CPU profile of B under KVM", func(o *Options) { o.Accel, o.CPUProfileB = wire.AccelKVM, "zen2" }, "cpu_profile_b"},
 	} {
 		o := ok
 		c.change(&o)
@@ -44,6 +49,28 @@ func TestNewSetupOptionErrors(t *testing.T) {
 		if _, err := NewSetup(o); !errors.As(err, &oe) || oe.Option != c.option {
 			t.Errorf("NewSetup(%s) error = %v; want an OptionError of %q", c.name, err, c.option)
 		}
+	}
+}
+
+// TestNewSetupCPUProfile: a profile is an emulated CPU, so auto becomes
+// icount without a probe of KVM even where /dev/kvm opens and QEMU would
+// run guests under it, and says so; the setup's boots emulate the profile.
+func TestNewSetupCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	guest := filepath.Join(dir, "lpmbisect-guest")
+	os.WriteFile(guest, []byte("not used"), 0o755)
+	qemu := testqemu.New(t, testqemu.Works, testqemu.Works)
+	var buf strings.Builder
+	s, err := NewSetup(Options{Plan: GuestPlan(wire.DefaultPlan()), Guest: guest, CacheDir: t.TempDir(), QEMU: qemu.Path, CPUProfile: "zen3",
+		ProbeKernels: []string{fakeKernel(t, dir, "a", "6.1.0-fake")}, Log: log.New(&buf, "", 0), kvmDevice: testqemu.Device(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Accel != wire.AccelIcount || s.VM.CPU.Name != "zen3" || !strings.Contains(buf.String(), "CPU profile zen3 is an emulated CPU: using icount") {
+		t.Errorf("NewSetup(auto, zen3, KVM works) = accel %s, CPU %q, said %q; want icount, zen3, why", s.Accel, s.VM.CPU.Name, buf.String())
+	}
+	if n := len(qemu.Boots(t)); n != 0 {
+		t.Errorf("NewSetup(auto, zen3) made %d probe boots; want none", n)
 	}
 }
 
@@ -224,10 +251,18 @@ func TestParamsKey(t *testing.T) {
 		"an --append":   {Plan: base.Plan, Append: []string{"printk.time=1"}},
 		"a packed file": {Plan: base.Plan, Files: []initramfs.File{{Host: guest, Archive: wire.WorkloadObject}}},
 		"another accel": {Plan: base.Plan, Accel: wire.AccelTCG},
+		// zen2 has no kernel parameters of its own: its model keys it.
+		"a CPU profile":         {Plan: base.Plan, CPUProfile: "zen2"},
+		"a profile's arguments": {Plan: base.Plan, CPUProfile: "sapphirerapids"},
 	} {
 		if got := of(o); got == want {
 			t.Errorf("%s: params %s unchanged", name, got)
 		}
+	}
+	// The default profile by name is no profile: keys from before
+	// profiles stay.
+	if got := of(Options{Plan: base.Plan, CPUProfile: vmrunner.DefaultCPUProfile}); got != want {
+		t.Errorf("--cpu-profile default: params %s; want %s, the key without a profile", got, want)
 	}
 	write("another guest program")
 	if got := of(base); got == want {
@@ -285,9 +320,25 @@ func TestStart(t *testing.T) {
 	if _, shared := r.Sides[0].Labels[wire.KeyCommit]; shared || len(labels) != 1 {
 		t.Errorf("a label set on B reached A or the caller's map: A %v, caller %v", r.Sides[0].Labels, labels)
 	}
-	if !r.Paired || r.Seed != 7 || r.RunDir != s.RunDir || r.Params == "" {
-		t.Errorf("runner paired %v seed %d run dir %q params %q; want paired, seed 7, the setup's run directory, a params key", r.Paired, r.Seed, r.RunDir, r.Params)
+	if !r.Paired || r.Seed != 7 || r.RunDir != s.RunDir || r.Sides[0].Params == "" || r.Sides[1].Params != r.Sides[0].Params {
+		t.Errorf("runner paired %v seed %d run dir %q params %q, %q; want paired, seed 7, the setup's run directory, one params key", r.Paired, r.Seed, r.RunDir, r.Sides[0].Params, r.Sides[1].Params)
 	}
+	s.cpuB, s.AppendB = vmrunner.CPUProfiles[0], []string{"mitigations=off"} // as NewSetup sets them from CPUProfileB and AppendB
+	r, err = s.Start([]string{a, a}, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := r.Sides[0], r.Sides[1]; !a.Variant.CPU.IsDefault() || b.Variant.CPU.Name != "zen2" || !slices.Equal(b.Variant.Append, []string{"mitigations=off"}) || a.Params == b.Params {
+		t.Errorf("variants: A %+v params %s, B %+v params %s; want A the default, B zen2 with mitigations=off, each its own params", a.Variant, a.Params, b.Variant, b.Params)
+	}
+	r.init()
+	if j := r.job(r.Sides[1], 0); j.Config.CPU.Name != "zen2" || !slices.Contains(j.Config.KernelArgs, "mitigations=off") {
+		t.Errorf("side B's boot: CPU %q, kernel args %q; want zen2 and mitigations=off", j.Config.CPU.Name, j.Config.KernelArgs)
+	}
+	if j := r.job(r.Sides[0], 0); !j.Config.CPU.IsDefault() || slices.Contains(j.Config.KernelArgs, "mitigations=off") {
+		t.Errorf("side A's boot: CPU %q, kernel args %q; want the default, no mitigations=off", j.Config.CPU.Name, j.Config.KernelArgs)
+	}
+	s.cpuB, s.AppendB = s.VM.CPU, nil
 	r, err = s.Start([]string{a, b}, RunOptions{Unpaired: true, RunDir: filepath.Join(dir, "001")})
 	if err != nil {
 		t.Fatal(err)

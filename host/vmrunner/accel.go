@@ -60,7 +60,8 @@ const emulatedCPUOff = ",-cx16"
 // emulatedCPUOff under TCG: "host" under KVM, IcountCPUModel under Icount,
 // "max" under TCG, whose wall-clock results gain from every feature QEMU
 // emulates. It is recorded with every result (wire.KeyCPUModel), so
-// results, calibrations and history of another model never mix.
+// results, calibrations and history of another model never mix. It is the
+// default CPU profile's model; a profile's is CPUProfile.QEMUModel.
 func CPUModel(a wire.Accel) string {
 	switch a {
 	case wire.AccelKVM:
@@ -72,19 +73,20 @@ func CPUModel(a wire.Accel) string {
 	}
 }
 
-// qemuAccelArgs returns QEMU's accelerator and CPU options; codeCacheMiB,
-// when positive, sets TCG's code cache (tb-size; KVM has none).
-func qemuAccelArgs(a wire.Accel, codeCacheMiB int) []string {
+// qemuAccelArgs returns QEMU's accelerator and CPU options for boots under
+// a with the CPU profile p; codeCacheMiB, when positive, sets TCG's code
+// cache (tb-size; KVM has none).
+func qemuAccelArgs(a wire.Accel, p CPUProfile, codeCacheMiB int) []string {
 	tcg := "tcg"
 	if codeCacheMiB > 0 {
 		tcg += ",tb-size=" + strconv.Itoa(codeCacheMiB)
 	}
 	switch a {
 	case wire.AccelKVM:
-		return []string{"-accel", "kvm", "-cpu", CPUModel(a)}
+		return []string{"-accel", "kvm", "-cpu", p.QEMUModel(a)}
 	case wire.AccelIcount:
-		return []string{"-accel", tcg, "-icount", "shift=0,align=off,sleep=off", "-cpu", CPUModel(a)}
+		return []string{"-accel", tcg, "-icount", "shift=0,align=off,sleep=off", "-cpu", p.QEMUModel(a)}
 	default:
-		return []string{"-accel", tcg, "-cpu", CPUModel(a)}
+		return []string{"-accel", tcg, "-cpu", p.QEMUModel(a)}
 	}
 }

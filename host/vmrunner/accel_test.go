@@ -35,7 +35,7 @@ func TestAccelArgs(t *testing.T) {
 		wire.AccelKVM: "-accel kvm -cpu host", wire.AccelTCG: "-accel tcg -cpu max,-cx16",
 		wire.AccelIcount: "-accel tcg -icount shift=0,align=off,sleep=off -cpu " + IcountCPUModel + ",-cx16",
 	} {
-		if got := strings.Join(qemuAccelArgs(a, 0), " "); got != want {
+		if got := strings.Join(qemuAccelArgs(a, CPUProfile{}, 0), " "); got != want {
 			t.Errorf("qemuAccelArgs(%s) = %q; want %q", a, got, want)
 		}
 	}

@@ -72,9 +72,12 @@ type Config struct {
 	Initramfs  string     // cpio archive
 	KernelArgs []string   // extra kernel parameters (the guest's run plan)
 	Accel      wire.Accel // KVM, TCG or Icount (ChooseAccel decides Auto before a run)
-	MemoryMB   int        // default 1024
-	CPUs       int        // default 1
-	RunDir     string     // per-boot directory for console.log and results.out
+	// CPU is the CPU profile TCG boots emulate (the zero value: the
+	// default model); under KVM only the default is allowed.
+	CPU      CPUProfile
+	MemoryMB int    // default 1024
+	CPUs     int    // default 1
+	RunDir   string // per-boot directory for console.log and results.out
 
 	// BootDeadline and ProgressDeadline, and StartDeadline, are wall
 	// time, except under Icount, where they are QEMU's CPU time (with a
@@ -122,8 +125,9 @@ type Result struct {
 	ConsoleLog string   // path of the console log
 	Command    []string // a QEMU command line that reproduces the boot by hand
 
-	// CPUModel is the QEMU CPU model the guest ran on (Accel.CPUModel);
-	// instruction counts compare only between boots on one model.
+	// CPUModel is the QEMU CPU model the guest ran on (Config.CPU's
+	// QEMUModel); instruction counts compare only between boots on one
+	// model.
 	CPUModel string
 	// QEMUVersion is the binary's version as QEMUVersion reports it
 	// ("7.2.22"), or "" when the binary did not tell.
@@ -131,11 +135,20 @@ type Result struct {
 	// Phases are the ends of the boot's phases that the guest marked on
 	// its console (icount only; wire.PhaseMark), in order.
 	Phases []wire.PhaseMark
+	// QEMUWarnings are the warnings QEMU printed (its stderr's lines that
+	// say "warning:", the last maxQEMUWarnings): a CPU model that asks
+	// for a feature TCG does not emulate is one ("TCG doesn't support
+	// requested feature"), and the guest then runs on less than the model
+	// says.
+	QEMUWarnings []string
 	// Memory is what the memory plugin counted (Config.MemoryPlugin);
 	// MemoryProblem says why there is nothing when it was loaded.
 	Memory        *MemCounts
 	MemoryProblem string
 }
+
+// maxQEMUWarnings bounds Result.QEMUWarnings.
+const maxQEMUWarnings = 8
 
 // ErrQEMUMissing is returned when the QEMU binary cannot be found.
 var ErrQEMUMissing = errors.New("qemu-system-x86_64 not found (install it: apt-get install qemu-system-x86)")
@@ -189,7 +202,7 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	res := &Result{Accel: cfg.Accel, CPUModel: CPUModel(cfg.Accel), ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
+	res := &Result{Accel: cfg.Accel, CPUModel: cfg.CPU.QEMUModel(cfg.Accel), ConsoleLog: filepath.Join(cfg.RunDir, consoleFile), Command: cfg.CommandLine()}
 	// A binary that cannot tell its version may still boot (a wrapper
 	// script): the result then says "" rather than failing the boot.
 	res.QEMUVersion, _ = QEMUVersion(cfg.QEMU)
@@ -237,7 +250,7 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 
 // checkBoot refuses, before anything is created, a boot that cannot run:
 // an undecided accelerator, no QEMU, a kernel command line too long, a
-// memory plugin that cannot be loaded.
+// memory plugin that cannot be loaded, a CPU profile under KVM.
 func (c *Config) checkBoot() error {
 	if !c.Accel.Decided() {
 		return fmt.Errorf("boot: accelerator %q: %w (ChooseAccel decides auto before a run)", c.Accel, wire.ErrNotBootAccel)
@@ -248,7 +261,13 @@ func (c *Config) checkBoot() error {
 	if n := len(c.KernelCommandLine()); n > maxCommandLine {
 		return &CommandLineTooLongError{Len: n, Max: maxCommandLine}
 	}
-	return c.checkMemoryPlugin()
+	if err := c.checkMemoryPlugin(); err != nil {
+		return err
+	}
+	if c.Accel == wire.AccelKVM && !c.CPU.IsDefault() {
+		return ErrCPUProfileUnderKVM
+	}
+	return nil
 }
 
 // channels are a boot's three channels on QEMU's fds 3, 4, 5, in the
@@ -375,6 +394,7 @@ func (c *Config) finish(res *Result, mon *monitor, killed Outcome, killDetail st
 	res.Stream, res.Channel = DecodeStream(data, *c), channel
 	res.Phases = mon.phases // the console reader is done
 	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr)
+	res.QEMUWarnings = logtail.Lines(stderr, maxQEMUWarnings, func(l string) bool { return !strings.Contains(l, "warning:") })
 	if c.MemoryPlugin != "" {
 		m, err := ReadMemCounts(filepath.Join(c.RunDir, memcountFile))
 		if err != nil {

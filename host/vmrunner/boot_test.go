@@ -176,6 +176,9 @@ func fakeQEMU(args []string, stderr io.Writer) int {
 	// Whatever a guest does, a fake QEMU never outlives a broken test by much.
 	time.AfterFunc(time.Minute, func() { os.Exit(3) })
 	fmt.Fprintf(vm.console, "fake-qemu pid %d cpu %s\r\n", os.Getpid(), vm.cpu)
+	if vm.param("fake.qemu-warning") == "1" { // as QEMU 7.2 says of a model TCG cannot fully emulate
+		fmt.Fprintln(stderr, "qemu-system-x86_64: warning: TCG doesn't support requested feature: CPUID.07H:EDX.spec-ctrl [bit 26]")
+	}
 	return guest(vm, stderr)
 }
 

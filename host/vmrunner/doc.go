@@ -21,9 +21,10 @@
 //
 // Under Icount the numbers are instruction counts, which depend on the CPU
 // the guest sees and on QEMU: Icount boots emulate a fixed CPU model
-// (IcountCPUModel) rather than QEMU's "max", and every Result carries the
-// CPU model and the QEMU version (QEMUVersion), so that counts are compared
-// only where both agree.
+// (IcountCPUModel) rather than QEMU's "max", or a production CPU's identity
+// on it (CPUProfile, Config.CPU), and every Result carries the CPU model
+// and the QEMU version (QEMUVersion), so that counts are compared only
+// where both agree.
 //
 // Every boot runs under one accelerator, decided before a run by
 // ChooseAccel: KVM only where it runs real kernels, which a /dev/kvm that

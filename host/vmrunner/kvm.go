@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // DefaultKVMDevice is the device through which QEMU uses KVM.
@@ -142,7 +144,7 @@ const probeMemoryMB = 256
 // looks for one), the console on the pipe at fd 3.
 func probeArgs(image string) []string {
 	return append(append([]string{"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none"},
-		qemuAccelArgs("kvm", 0)...),
+		qemuAccelArgs(wire.AccelKVM, CPUProfile{}, 0)...),
 		"-m", fmt.Sprint(probeMemoryMB), "-smp", "1", "-kernel", image,
 		"-append", "console=ttyS0,115200 earlyprintk=serial,ttyS0,115200 panic=-1",
 		"-chardev", "file,id=console,path=/proc/self/fd/3", "-serial", "chardev:console")

@@ -26,11 +26,15 @@ import (
 const memcountFile = "memcount.out"
 
 // Bounds of the plugin's file as read back: it writes at most 4096
-// segments of at most 256 instruction lines each.
+// segments of at most 256 instruction lines each, and per segment at most
+// one exec line per instruction it tracks (262144, and one for all that
+// did not fit) and one call line per call edge (65536, and one).
 const (
-	maxMemcountBytes    = 8 << 20
+	maxMemcountBytes    = 256 << 20
 	maxMemcountSegments = 4096
 	maxMemcountPCs      = 256
+	maxMemcountExecs    = 1<<18 + 1
+	maxMemcountCalls    = 1<<16 + 1
 )
 
 // DefaultMemoryPlugin is the plugin's place under a cache directory
@@ -141,6 +145,9 @@ func (c *Config) pluginArgs(runDir string) []string {
 
 // MemCounts is what the plugin wrote in one boot.
 type MemCounts struct {
+	// Version is the plugin's format: 1 wrote the caches' counts alone,
+	// 2 adds the exact profile (MemSegment.Execs, Calls, Flow, Special).
+	Version int
 	// Model is the plugin's first line: the sizes it modelled.
 	Model    string
 	Segments []MemSegment
@@ -168,6 +175,46 @@ type MemSegment struct {
 	// PCs are the instructions with the most misses (L1D + LLC + dTLB),
 	// most first, by virtual address.
 	PCs []MemPC
+	// The exact profile (plugin version 2; nil and zero before): Execs
+	// are the executions of every instruction executed inside the
+	// windows, by virtual address (PCOverflow: all those the plugin had
+	// no room for); Calls the calls executed, by call site and target;
+	// Flow the control transfers by kind; Special the executions of the
+	// mitigations' instructions by name ("verw", "lfence", "wrmsr").
+	Execs   []PCCount
+	Calls   []CallSite
+	Flow    *FlowCounts
+	Special map[string]uint64
+}
+
+// PCCount is the executions of one instruction.
+type PCCount struct{ PC, Count uint64 }
+
+// CallSite is the executions of the call instructions at Site that went
+// to Target (a direct call's target, an indirect call's successor).
+// Site and Target are PCOverflow for the calls the plugin had no room
+// for.
+type CallSite struct{ Site, Target, Count uint64 }
+
+// FlowCounts are a segment's control transfers, by the kind of the
+// instruction that ends each block (memplugin/memcount.c, decode_flow):
+// Taken of the Jcc went to their target; Diverted went neither to the
+// fall-through nor to the direct target (an interrupt or exception came
+// between the two blocks); Rep are the iterations of rep string
+// instructions (QEMU runs each as a block); None are blocks that end
+// without a branch.
+type FlowCounts struct {
+	Call         uint64 `json:"call"`
+	IndirectCall uint64 `json:"indirect_call"`
+	Ret          uint64 `json:"ret"`
+	Jmp          uint64 `json:"jmp"`
+	IndirectJmp  uint64 `json:"indirect_jmp"`
+	Jcc          uint64 `json:"jcc"`
+	Taken        uint64 `json:"taken"`
+	Other        uint64 `json:"other"`
+	Rep          uint64 `json:"rep"`
+	None         uint64 `json:"none"`
+	Diverted     uint64 `json:"diverted"`
 }
 
 // CacheCount is one cache's accesses and misses.
@@ -176,6 +223,9 @@ type CacheCount struct{ Accesses, Misses uint64 }
 // PCOverflow is the PC of the plugin's line for every instruction that
 // found no room in its table (it keeps 262144): those are not attributed.
 const PCOverflow = 1<<64 - 1
+
+// maxSpecials bounds the names of a special line.
+const maxSpecials = 16
 
 // MemPC is the data accesses and misses of one instruction.
 type MemPC struct{ PC, Accesses, L1D, LLC, DTLB uint64 }
@@ -219,7 +269,7 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 			out := make([]uint64, 0, want)
 			for _, s := range f[from : from+want] {
 				base := 10
-				if f[0] == "pc" && len(out) == 1 {
+				if (f[0] == "pc" || f[0] == "exec") && len(out) == 1 || f[0] == "call" && (len(out) == 1 || len(out) == 2) {
 					base = 16
 				}
 				v, err := strconv.ParseUint(s, base, 64)
@@ -230,9 +280,29 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 			}
 			return out, nil
 		}
+		// segmentLine reads a line of want numbers after its name, the
+		// first a segment's, which must exist and have room for it.
+		segmentLine := func(want int, room func(*MemSegment) bool) (*MemSegment, []uint64, error) {
+			v, err := nums(1, want)
+			if err != nil {
+				return nil, nil, err
+			}
+			s := m.Segment(int(v[0]))
+			if s == nil || !room(s) || len(f) != 1+want {
+				return nil, nil, fmt.Errorf("line %d: %s line of segment %d, unknown, full or malformed", n, f[0], v[0])
+			}
+			return s, v, nil
+		}
 		switch f[0] {
 		case "memcount":
-			m.Model = strings.Join(f[2:], " ")
+			if len(f) < 2 {
+				return nil, fmt.Errorf("line %d: malformed model line", n)
+			}
+			v, err := strconv.Atoi(f[1])
+			if err != nil || v < 1 {
+				return nil, fmt.Errorf("line %d: plugin format %q", n, f[1])
+			}
+			m.Version, m.Model = v, strings.Join(f[2:], " ")
 		case "segment":
 			// segment N windows W insns I l1d A M l1i A M llc A M dtlb A M
 			if len(f) != 18 || f[2] != "windows" || f[4] != "insns" || f[6] != "l1d" || f[9] != "l1i" || f[12] != "llc" || f[15] != "dtlb" {
@@ -252,15 +322,59 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 			m.Segments = append(m.Segments, MemSegment{Number: int(v[0]), Windows: v[1], Insns: v[2],
 				L1D: CacheCount{v[3], v[4]}, L1I: CacheCount{v[5], v[6]}, LLC: CacheCount{v[7], v[8]}, DTLB: CacheCount{v[9], v[10]}})
 		case "pc":
-			v, err := nums(1, 6)
+			s, v, err := segmentLine(6, func(s *MemSegment) bool { return len(s.PCs) < maxMemcountPCs })
 			if err != nil {
 				return nil, err
 			}
-			s := m.Segment(int(v[0]))
-			if s == nil || len(s.PCs) >= maxMemcountPCs {
-				return nil, fmt.Errorf("line %d: pc line of segment %d, unknown or full", n, v[0])
-			}
 			s.PCs = append(s.PCs, MemPC{PC: v[1], Accesses: v[2], L1D: v[3], LLC: v[4], DTLB: v[5]})
+		case "exec":
+			s, v, err := segmentLine(3, func(s *MemSegment) bool { return len(s.Execs) < maxMemcountExecs })
+			if err != nil {
+				return nil, err
+			}
+			s.Execs = append(s.Execs, PCCount{PC: v[1], Count: v[2]})
+		case "call":
+			s, v, err := segmentLine(4, func(s *MemSegment) bool { return len(s.Calls) < maxMemcountCalls })
+			if err != nil {
+				return nil, err
+			}
+			s.Calls = append(s.Calls, CallSite{Site: v[1], Target: v[2], Count: v[3]})
+		case "flow":
+			// flow N call C icall C ret C jmp C ijmp C jcc C taken C other C rep C none C diverted C
+			names := []string{"call", "icall", "ret", "jmp", "ijmp", "jcc", "taken", "other", "rep", "none", "diverted"}
+			if len(f) != 2+2*len(names) {
+				return nil, fmt.Errorf("line %d: malformed flow line", n)
+			}
+			seg, err := strconv.Atoi(f[1])
+			s := m.Segment(seg)
+			if err != nil || s == nil || s.Flow != nil {
+				return nil, fmt.Errorf("line %d: flow line of segment %s, unknown or repeated", n, f[1])
+			}
+			v := make([]uint64, len(names))
+			for i, name := range names {
+				if f[2+2*i] != name {
+					return nil, fmt.Errorf("line %d: malformed flow line", n)
+				}
+				if v[i], err = strconv.ParseUint(f[3+2*i], 10, 64); err != nil {
+					return nil, fmt.Errorf("line %d: %w", n, err)
+				}
+			}
+			s.Flow = &FlowCounts{Call: v[0], IndirectCall: v[1], Ret: v[2], Jmp: v[3], IndirectJmp: v[4], Jcc: v[5], Taken: v[6], Other: v[7], Rep: v[8], None: v[9], Diverted: v[10]}
+		case "special":
+			// special N NAME C NAME C …
+			seg, err := strconv.Atoi(f[1%len(f)])
+			s := m.Segment(seg)
+			if err != nil || s == nil || s.Special != nil || len(f)%2 != 0 || len(f) > 2+2*maxSpecials {
+				return nil, fmt.Errorf("line %d: special line, malformed, of an unknown segment, or repeated", n)
+			}
+			s.Special = map[string]uint64{}
+			for i := 2; i < len(f); i += 2 {
+				c, err := strconv.ParseUint(f[i+1], 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("line %d: %w", n, err)
+				}
+				s.Special[f[i]] = c
+			}
 		case "end":
 			if len(f) != 13 || f[1] != "segments" || f[3] != "marks" || f[10] != "armed_ns" {
 				return nil, fmt.Errorf("line %d: malformed end line", n)

@@ -34,6 +34,38 @@ func TestParseMemCounts(t *testing.T) {
 	}
 }
 
+// The exact profile's lines (format 2): every instruction's executions,
+// calls by site and target, the transfers by kind, the mitigations'
+// instructions.
+const memcountSample2 = `memcount 2 l1d 49152 12 l1i 32768 8 llc 2097152 16 dtlb 64 4 line 64 page 4096
+segment 1 windows 10 insns 60 l1d 7555 104 l1i 60 1 llc 105 3 dtlb 7555 1
+flow 1 call 10 icall 0 ret 10 jmp 1 ijmp 0 jcc 20 taken 15 other 0 rep 3 none 2 diverted 1
+special 1 verw 0 lfence 2 wrmsr 0
+exec 1 ffffffff81234567 50
+exec 1 ffffffffffffffff 10
+call 1 ffffffff81234560 ffffffff81234567 10
+pc 1 ffffffff81234567 5000 100 2 1
+end segments 1 marks 12 12 1 1 1 1 armed_ns 2000000000 1500000000
+`
+
+func TestParseMemCountsExactProfile(t *testing.T) {
+	m, err := parseMemCounts(strings.NewReader(memcountSample2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Segment(1)
+	want := FlowCounts{Call: 10, Ret: 10, Jmp: 1, Jcc: 20, Taken: 15, Rep: 3, None: 2, Diverted: 1}
+	if m.Version != 2 || s == nil || s.Flow == nil || *s.Flow != want || s.Special["lfence"] != 2 || len(s.Special) != 3 ||
+		!slices.Equal(s.Execs, []PCCount{{0xffffffff81234567, 50}, {PCOverflow, 10}}) ||
+		!slices.Equal(s.Calls, []CallSite{{0xffffffff81234560, 0xffffffff81234567, 10}}) {
+		t.Errorf("parseMemCounts() = version %d, segment %+v (flow %+v); want format 2 with its profile", m.Version, s, s.Flow)
+	}
+	old, err := parseMemCounts(strings.NewReader(memcountSample))
+	if err != nil || old.Version != 1 || old.Segment(1).Flow != nil {
+		t.Errorf("parseMemCounts(format 1) = %+v, %v; want version 1, no profile", old, err)
+	}
+}
+
 func TestParseMemCountsRejects(t *testing.T) {
 	for name, in := range map[string]string{
 		"empty":          "",
@@ -42,6 +74,15 @@ func TestParseMemCountsRejects(t *testing.T) {
 		"unknown record": "memcount 1 x\nhello\n",
 		"orphan pc":      "memcount 1 x\npc 3 ff 1 1 1 1\n",
 		"bad number":     "memcount 1 x\nsegment 1 windows x insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\n",
+		"bad version":    "memcount x y\n",
+		"orphan exec":    "memcount 2 x\nexec 3 ff 1\n",
+		"orphan call":    "memcount 2 x\ncall 3 ff fe 1\n",
+		"short flow":     "memcount 2 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\nflow 1 call 1\n",
+		"flow twice": "memcount 2 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\n" +
+			"flow 1 call 0 icall 0 ret 0 jmp 0 ijmp 0 jcc 0 taken 0 other 0 rep 0 none 0 diverted 0\n" +
+			"flow 1 call 0 icall 0 ret 0 jmp 0 ijmp 0 jcc 0 taken 0 other 0 rep 0 none 0 diverted 0\n",
+		"odd special":  "memcount 2 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\nspecial 1 verw\n",
+		"exec not hex": "memcount 2 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\nexec 1 zz 1\n",
 	} {
 		if _, err := parseMemCounts(strings.NewReader(in)); err == nil {
 			t.Errorf("parseMemCounts(%s) = nil error; want one", name)
@@ -146,5 +187,63 @@ func TestFindMemoryPlugin(t *testing.T) {
 	}
 	if got, tried := FindMemoryPlugin(""); got != built || len(tried) != 1 {
 		t.Errorf("FindMemoryPlugin(\"\") = %q, %v; want %s alone", got, tried, built)
+	}
+}
+
+// TestPluginDecodesFlow compiles memplugin/decode_test.c, which runs the
+// plugin's block-end decoding (memplugin/x86flow.h) on instructions as
+// kernels have them, and checks each kind, target and special.
+func TestPluginDecodesFlow(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (scripts/setup installs one)")
+	}
+	bin := filepath.Join(t.TempDir(), "decode_test")
+	if out, err := exec.Command(cc, "-O2", "-Wall", "-Werror", "-o", bin, filepath.Join("memplugin", "decode_test.c")).CombinedOutput(); err != nil {
+		t.Fatalf("cc decode_test.c: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"call rel32":        "call|21|", // 5 bytes, then rel32 16
+		"call *%rax":        "icall|0|",
+		"call *%r11":        "icall|0|",
+		"call *0x8(%rax)":   "icall|0|",
+		"ret":               "ret|0|",
+		"ret $8":            "ret|0|",
+		"jmp rel32":         "jmp|0|", // a jump to itself
+		"jmp rel8":          "jmp|4|",
+		"je rel8":           "jcc|0|",
+		"jne rel32":         "jcc|262|",
+		"jmp *%rax":         "ijmp|0|",
+		"notrack jmp *%rax": "ijmp|0|",
+		"jmp *0x10(%rip)":   "ijmp|0|",
+		"rep stos %rax":     "rep|0|", // its target is itself: the next iteration
+		"rep movsb":         "rep|0|",
+		"iretq":             "other|0|",
+		"syscall":           "other|0|",
+		"ud2":               "other|0|",
+		"int3":              "other|0|",
+		"nop":               "none|0|",
+		"inc %eax":          "none|0|", // ff /0, not a call
+		"verw 0x0(%rip)":    "none|0|verw",
+		"lfence":            "none|0|lfence",
+		"wrmsr":             "none|0|wrmsr",
+		"sldt %eax":         "none|0|", // 0f 00 /0, not VERW
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		name, rest, _ := strings.Cut(line, "|")
+		got[name] = rest
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: decoded %q; want %q", name, got[name], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("decode_test printed %d instructions; want %d", len(got), len(want))
 	}
 }

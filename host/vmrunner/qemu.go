@@ -42,21 +42,27 @@ const (
 // KernelCommandLine is the kernel command line for a boot: console on
 // ttyS0 (early, so even the decompressor's output shows progress), a panic
 // ends the VM at once, oopses are panics, the boot work skipped that no
-// benchmark measures (FixedKernelArgs), then the run plan.
+// benchmark measures and the CPU profile's parameters (FixedKernelArgs),
+// then the run plan.
 func (c *Config) KernelCommandLine() string {
 	args := []string{"console=ttyS0,115200", "earlyprintk=serial,ttyS0,115200", "panic=-1", "oops=panic"}
-	args = append(args, FixedKernelArgs(c.Accel)...)
+	args = append(args, FixedKernelArgs(c.Accel, c.CPU)...)
 	return strings.Join(append(args, c.KernelArgs...), " ")
 }
 
-// FixedKernelArgs are the kernel parameters every boot under accel gets
-// besides its plan: the boot work skipped (skippedBootWork), and under
-// icount the local APIC timer's calibration (icountBootWork).
-func FixedKernelArgs(accel wire.Accel) []string {
+// FixedKernelArgs are the kernel parameters every boot under accel with
+// the CPU profile p gets besides its plan: the boot work skipped
+// (skippedBootWork), under icount the local APIC timer's calibration
+// (icountBootWork), and the profile's KernelArgs (none for the default).
+func FixedKernelArgs(accel wire.Accel, p CPUProfile) []string {
+	args := skippedBootWork
 	if accel == wire.AccelIcount {
-		return slices.Concat(skippedBootWork, icountBootWork)
+		args = slices.Concat(skippedBootWork, icountBootWork)
 	}
-	return skippedBootWork
+	if len(p.KernelArgs) > 0 && accel != wire.AccelKVM {
+		args = slices.Concat(args, p.KernelArgs)
+	}
+	return args
 }
 
 // icountBootWork skips, under icount only, the calibration of the local
@@ -126,7 +132,7 @@ func (c *Config) qemuArgs(chardev func(id, file string) string, paced bool) []st
 	args := []string{
 		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
 	}
-	args = append(args, qemuAccelArgs(c.Accel, c.codeCacheMiB())...)
+	args = append(args, qemuAccelArgs(c.Accel, c.CPU, c.codeCacheMiB())...)
 	cmdline := c.KernelCommandLine()
 	if paced {
 		cmdline += " " + wire.PacedArg

@@ -19,7 +19,7 @@ var house = []room{
 		}},
 	{folder: "internal", holds: "leaves: helpers that need nothing of ours; these tests",
 		layers: [][]pkg{
-			{{"internal/words", "plurals, short hashes", nil},
+			{{"internal/words", "plurals, short hashes, printable strings", nil},
 				{"internal/logtail", "the one bounded reader of log ends: builds, QEMU, errors, consoles", nil},
 				{"internal/cachefile", "the atomic cache, SHA-256", nil},
 				{"internal/cpuinfo", "the host CPU model", nil},

@@ -124,7 +124,19 @@ func goldenCases(t *testing.T) []goldenCase {
 	full.BootCost = [2]*wire.BootCost{{Boots: 2, Phases: []wire.PhaseCost{
 		{Phase: wire.PhaseToInit, Ticks: 466, Idle: 60, Boots: 2}, {Phase: wire.PhaseBenchmarks, Ticks: 278.4, Idle: 120, Boots: 2},
 		{Phase: wire.PhaseInsight, Ticks: 2332.2, Boots: 1}, {Phase: wire.PhaseAll, Ticks: 744.4, Idle: 180, Boots: 2}}}}
+	full.CPU = [2]*view.SideCPU{goldenCPU(false), goldenCPU(false)}
 	comparison("compare-icount", icountReport, full, all...)
+	// One kernel on the default model against zen2 with mitigations=off
+	// (compare --cpu-profile-b zen2 --append-b mitigations=off K K).
+	twoCPUs := testMeta
+	twoCPUs.B = testMeta.A
+	twoCPUs.CPU = [2]*view.SideCPU{goldenCPU(false), goldenCPU(true)}
+	comparison("compare-two-cpus", func(t *testing.T) *compare.Report {
+		rep := icountReport(t)
+		rep.B.Kernel, rep.OneKernel = rep.A.Kernel, true
+		rep.Differences = []compare.Difference{{Key: wire.KeyCPUModel, A: twoCPUs.CPU[0].Model, B: twoCPUs.CPU[1].Model}, {Key: wire.KeyAppend, B: "mitigations=off"}}
+		return rep
+	}, twoCPUs, all...)
 	comparison("compare-bare", icountReport, view.Meta{}, all...)
 	profiled := testMeta
 	profiled.Insight = profileDiff()
@@ -220,6 +232,11 @@ func goldenCases(t *testing.T) []goldenCase {
 		goldenCase{"insight-profile.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, profileDiff()) }},
 		goldenCase{"insight-profile.md", func(t *testing.T, w io.Writer) error { return WriteInsightMarkdown(w, profileDiff()) }},
 		goldenCase{"insight-profile.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, profileDiff()) }},
+		goldenCase{"insight-exact-profile.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, exactProfileDiff()) }},
+		goldenCase{"insight-exact-profile.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, exactProfileDiff()) }},
+		goldenCase{"cpu-profiles.txt", func(t *testing.T, w io.Writer) error {
+			return WriteCPUProfiles(w, append([]vmrunner.CPUProfile{{}}, vmrunner.CPUProfiles...))
+		}},
 		goldenCase{"benchmarks.txt", func(t *testing.T, w io.Writer) error {
 			return WriteBenchmarks(w, testBenchmarks(), workloads.Params{Entries: 10000, PrefixLen: 32, BatchEntries: 1000})
 		}},
@@ -420,4 +437,20 @@ func harnessProfile() *insight.Diff {
 			{Function: "bpf_test_run", ShareA: 0.5, ShareB: 0.6, DeltaPP: 10, PerOpA: 30.5, PerOpB: 54},
 			{Function: "xdp_test_run_batch", ShareA: 0.3, ShareB: 0.25, DeltaPP: -5, PerOpA: 18.3, PerOpB: 22.5}}})
 	return d
+}
+
+// goldenCPU is a side's CPU as Debian 6.1 reports it on the default model,
+// or on zen2 with mitigations=off.
+func goldenCPU(zen2 bool) *view.SideCPU {
+	if zen2 {
+		return &view.SideCPU{Profile: "zen2", Model: "Westmere-v1,-cx16,-hypervisor,vendor=AuthenticAMD,family=23,model=49,stepping=0",
+			Append: "mitigations=off", ReturnThunk: "none", Vulnerabilities: []wire.Vulnerability{
+				{Name: "indirect_target_selection", Text: "Not affected"}, {Name: "meltdown", Text: "Not affected"},
+				{Name: "retbleed", Text: "Vulnerable"}, {Name: "spec_rstack_overflow", Text: "Vulnerable"},
+				{Name: "spectre_v2", Text: "Vulnerable; STIBP: disabled; PBRSB-eIBRS: Not affected; BHI: Not affected"}}}
+	}
+	return &view.SideCPU{Profile: "default", Model: "Westmere-v1,-cx16", ReturnThunk: "indirect_target_selection: Aligned branch/return thunks", Vulnerabilities: []wire.Vulnerability{
+		{Name: "indirect_target_selection", Text: "Mitigation: Aligned branch/return thunks"}, {Name: "meltdown", Text: "Mitigation: PTI"},
+		{Name: "retbleed", Text: "Not affected"}, {Name: "spec_rstack_overflow", Text: "Not affected"},
+		{Name: "spectre_v2", Text: "Mitigation: Retpolines; STIBP: disabled; RSB filling; PBRSB-eIBRS: Not affected; BHI: Retpoline"}}}
 }

@@ -28,6 +28,20 @@ const HistoryDocumentVersion = 1
 type HistoryDocument struct {
 	Version int         `json:"version"` // HistoryDocumentVersion
 	Series  []SeriesDoc `json:"series"`
+	// Paging is set when each series' nights are one page of them
+	// (lpmbisect serve's JSON); absent when they are all there.
+	Paging *PagingDoc `json:"paging,omitempty"`
+}
+
+// PagingDoc says which page of each series' nights a document holds:
+// page Page (from 1, the newest nights) of PerPage nights, of Pages, and
+// the URLs of the newer and older pages (absent at either end).
+type PagingDoc struct {
+	Page    int    `json:"page"`
+	PerPage int    `json:"per_page"`
+	Pages   int    `json:"pages"`
+	Newer   string `json:"newer,omitempty"`
+	Older   string `json:"older,omitempty"`
 }
 
 // SeriesDoc is one series of a HistoryDocument.
@@ -41,8 +55,10 @@ type SeriesDoc struct {
 	Reference string `json:"reference"` // the reference kernel input
 	Bench     string `json:"bench,omitempty"`
 	Accel     string `json:"accel,omitempty"`
-	// Nights are every night, failed ones included, by date.
-	Nights []NightDoc `json:"nights"`
+	// Nights are every night, failed ones included, by date; under
+	// HistoryDocument.Paging the page's nights, NightsTotal of them in all.
+	Nights      []NightDoc `json:"nights"`
+	NightsTotal int        `json:"nights_total,omitempty"`
 	// ChangePoints are every change point, withdrawn ones included.
 	ChangePoints []ChangePointDoc `json:"change_points"`
 	// Excursions are the nights, per metric and line, that lay far from
@@ -154,8 +170,9 @@ type ChangePointDoc struct {
 	Direction string `json:"direction"`
 	// Provisional: the next nights may still withdraw it.
 	Provisional bool `json:"provisional"`
-	// Status is open (untriaged), acknowledged, invalid, muted or
-	// withdrawn.
+	// Status is open (nobody has triaged it), acknowledged, invalid,
+	// muted or withdrawn: the states history ack and the served pages
+	// set, by the same names.
 	Status        string       `json:"status"`
 	FirstReported time.Time    `json:"first_reported,omitzero"`
 	Updated       time.Time    `json:"updated,omitzero"`
@@ -175,7 +192,8 @@ type ChangePointDoc struct {
 
 // TriageDoc is one triage decision of the audit log.
 type TriageDoc struct {
-	// Action is untriaged, acknowledged, invalid, muted or bisect.
+	// Action is the state it set (open, acknowledged, invalid, muted) or
+	// bisect; older audit logs' "untriaged" reads as open.
 	Action       string    `json:"action"`
 	StatusBefore string    `json:"status_before"`
 	StatusAfter  string    `json:"status_after"`

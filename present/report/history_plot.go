@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"html/template"
 	"image/color"
 	"math"
 	"slices"
@@ -27,17 +28,38 @@ const (
 )
 
 // Colours of the trend plots: the tip is blue and the reference orange, as
-// A and B are in PlotRow; change points of the kernel line are red, those
-// of the host line brown; excursions are ringed in purple.
+// A and B are in PlotRow; change points of the kernel line are red when
+// worse, green when better, grey when the unit says neither (or a control
+// moved), those of the host line brown; excursions are ringed in purple.
 var (
-	colorExcursion    = color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
-	colorRefBand      = color.NRGBA{R: 0xd6, G: 0x5f, B: 0x0e, A: 0x40}
-	colorKernelChange = color.RGBA{R: 0xd9, G: 0x30, B: 0x25, A: 0xff}
-	colorHostChange   = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
-	colorFailedNight  = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	colorExcursion   = color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
+	colorRefBand     = color.NRGBA{R: 0xd6, G: 0x5f, B: 0x0e, A: 0x40}
+	colorWorse       = color.RGBA{R: 0xd9, G: 0x30, B: 0x25, A: 0xff}
+	colorBetter      = color.RGBA{R: 0x1e, G: 0x8e, B: 0x3e, A: 0xff}
+	colorChanged     = color.RGBA{R: 0x5f, G: 0x63, B: 0x68, A: 0xff}
+	colorHostChange  = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
+	colorFailedNight = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
 )
 
-func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length) ([]byte, error) {
+// changeColor is the colour of a change point's mark: its direction's.
+func changeColor(cp history.ChangePoint) color.Color {
+	switch {
+	case cp.Line == history.LineHost:
+		return colorHostChange
+	case changeDirection(cp) == "worse":
+		return colorWorse
+	case changeDirection(cp) == "better":
+		return colorBetter
+	}
+	return colorChanged
+}
+
+// trendSVG draws the trend of t as an SVG of width w and height h, with
+// what the eye cannot read off it on top: each night's point has a
+// tooltip (an SVG title: the night, its tip, its values and its verdict
+// against the last tip) and links to nightURL(date), each change point's
+// line a tooltip and a link to its card on the page (#cpID).
+func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length, nightURL func(date string) string) ([]byte, error) {
 	tp, err := v.trendPlot(t, w, h)
 	if err != nil {
 		return nil, err
@@ -46,7 +68,8 @@ func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length) ([]byte, error
 	dc := draw.New(canvas)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	tp.plot.Draw(draw.Crop(dc, 0, 0, legendHeight, 0))
+	area := draw.Crop(dc, 0, 0, legendHeight, 0)
+	tp.plot.Draw(area)
 	strip := draw.Crop(dc, 0, 0, 0, -(h - legendHeight))
 	tp.legends[0].legend.Draw(draw.Crop(strip, vg.Points(36), -w/2, 0, -vg.Points(2)))
 	tp.legends[1].legend.Draw(draw.Crop(strip, w/2, 0, 0, -vg.Points(2)))
@@ -54,7 +77,34 @@ func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length) ([]byte, error
 	if _, err := canvas.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("report: plot the trend of %s as SVG: %w", t.Metric, err)
 	}
-	return buf.Bytes(), nil
+	return tp.withLinks(buf.Bytes(), &area, nightURL), nil
+}
+
+// withLinks adds to svg, gonum/plot's drawing on area, an invisible layer
+// on top: a strip over every change point's line and a circle over every
+// night's point, each in a link with its title. The layer goes last into
+// vgsvg's group, whose coordinates are the canvas's, in points, so the
+// plot's own transforms place it.
+func (tp *trendPlot) withLinks(svg []byte, area *draw.Canvas, nightURL func(string) string) []byte {
+	end := bytes.LastIndex(svg, []byte("</g>"))
+	if end < 0 || (len(tp.points) == 0 && len(tp.marks) == 0) {
+		return svg
+	}
+	xOf, yOf := tp.plot.Transforms(area)
+	var b bytes.Buffer
+	b.WriteString(`<g class="links">` + "\n")
+	const invisible = `style="fill:#000;fill-opacity:0"`
+	yLo, yHi := yOf(tp.plot.Y.Min).Points(), yOf(tp.plot.Y.Max).Points()
+	for _, m := range tp.marks {
+		fmt.Fprintf(&b, `<a href="#cp%d"><title>%s</title><rect x="%.2f" y="%.2f" width="8" height="%.2f" %s/></a>`+"\n",
+			m.cp.ID, template.HTMLEscapeString(m.text), xOf(m.x).Points()-4, yLo, yHi-yLo, invisible)
+	}
+	for _, p := range tp.points {
+		fmt.Fprintf(&b, `<a href="%s"><title>%s</title><circle cx="%.2f" cy="%.2f" r="5" %s/></a>`+"\n",
+			template.HTMLEscapeString(nightURL(p.date)), template.HTMLEscapeString(p.text), xOf(p.x).Points(), yOf(p.y).Points(), invisible)
+	}
+	b.WriteString("</g>\n")
+	return slices.Concat(svg[:end], b.Bytes(), svg[end:])
 }
 
 // legendHeight is the height of the strip below a trend plot that holds
@@ -81,6 +131,23 @@ func (l *trendLegend) add(name string, thumbs ...plot.Thumbnailer) {
 type trendPlot struct {
 	plot    *plot.Plot
 	legends [2]trendLegend // left: the lines; right: the marks
+	// points are the kernel line's points, marks the change points' lines,
+	// with what their titles say (withLinks).
+	points []trendNight
+	marks  []trendMark
+}
+
+// trendNight is a night's point on a plot, in the plot's data coordinates.
+type trendNight struct {
+	x, y       float64
+	date, text string
+}
+
+// trendMark is a change point's line on a plot, at x.
+type trendMark struct {
+	x    float64
+	cp   history.ChangePoint
+	text string
 }
 
 // trendPoints are the points of one line with their error bars.
@@ -170,6 +237,7 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 			kernel.XYs = append(kernel.XYs, plotter.XY{X: x, Y: y})
 			kernel.YErrors = append(kernel.YErrors, struct{ Low, High float64 }{y - yLo, yHi - y})
 			kernelDates = append(kernelDates, pt.Night.Date)
+			tp.points = append(tp.points, trendNight{x: x, y: y, date: pt.Night.Date, text: v.pointTitle(t, pt, y, r.HasReference())})
 			grow(yLo, yHi)
 		}
 		if c := r.Reference.Center; c > 0 && !math.IsInf(c, 0) && ref0 > 0 {
@@ -280,12 +348,13 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 		if err != nil {
 			return fail("change point", err)
 		}
-		l.LineStyle = draw.LineStyle{Color: colorKernelChange, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}
+		l.LineStyle = draw.LineStyle{Color: changeColor(cp), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}
 		if cp.Line == history.LineHost {
-			l.LineStyle = draw.LineStyle{Color: colorHostChange, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(1.5)}}
+			l.LineStyle.Dashes = []vg.Length{vg.Points(1.5), vg.Points(1.5)}
 		}
 		p.Add(l)
 		marks = append(marks, mark{cp: cp, line: l})
+		tp.marks = append(tp.marks, trendMark{x: x, cp: cp, text: fmt.Sprintf("change point #%d: %s; %s", cp.ID, ChangePointHeadline("", cp), bisectLine(cp))})
 	}
 	line := 0
 	for i, m := range marks {
@@ -407,18 +476,37 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 		tp.legends[0].add("reference ÷ its first night: centre, band: interval", refBand, refLine)
 	}
 	if rings != nil {
-		tp.legends[0].add("excursion: far from both neighbours, left out of the change points", rings)
+		tp.legends[0].add("excursion: left out of the change points", rings)
 	}
-	kernelDone, hostDone := false, false
+	// One legend entry per kind of mark: the host line's, and the
+	// kernel line's by direction; "with its culprit" only where a
+	// bisection named one.
+	type kind struct {
+		host bool
+		dir  string
+	}
+	var kinds []kind
+	culprit := map[kind]bool{}
+	first := map[kind]*plotter.Line{}
 	for _, m := range marks {
-		switch {
-		case m.cp.Line == history.LineHost && !hostDone:
-			tp.legends[1].add("change point of the reference (host or harness)", m.line)
-			hostDone = true
-		case m.cp.Line != history.LineHost && !kernelDone:
-			tp.legends[1].add("change point of the kernel, with its culprit", m.line)
-			kernelDone = true
+		k := kind{host: m.cp.Line == history.LineHost}
+		if !k.host {
+			k.dir = changeDirection(m.cp)
 		}
+		if first[k] == nil {
+			kinds, first[k] = append(kinds, k), m.line
+		}
+		culprit[k] = culprit[k] || m.cp.Bisect.State == history.BisectFound
+	}
+	for _, k := range kinds {
+		name := "change point of the kernel, " + k.dir
+		if k.host {
+			name = "change point of the reference (host or harness)"
+		}
+		if culprit[k] {
+			name += ", with its culprit"
+		}
+		tp.legends[1].add(name, first[k])
 	}
 	if gapDots != nil {
 		tp.legends[1].add("night without results", gapDots)
@@ -585,4 +673,24 @@ func (t nightTicker) Ticks(lo, hi float64) []plot.Tick {
 		ticks = append(ticks, tick)
 	}
 	return ticks
+}
+
+// pointTitle is what a night's point on a trend plot says when the pointer
+// rests on it: "2026-01-21, tip 59b0056cdc4e: 937.2 insn/op, -12.0% vs the
+// first night; vs the last tip -12.0% DIFFERENT (better)", and that it is
+// an excursion when it is one. y is the point's height, relative to the
+// reference when the night has one (withRef), else to the first night.
+func (v *seriesView) pointTitle(t view.MetricTrend, pt history.TrendPoint, y float64, withRef bool) string {
+	against := "vs the reference"
+	if !withRef {
+		against = "vs the first night"
+	}
+	s := fmt.Sprintf("%s, tip %s: %s, %s %s; vs the last tip %s", pt.Night.Date, tipName(pt.Night.Tip), formatEstimate(pt.Row.Tip, t.Unit),
+		view.FormatDelta(y), against, formatVerdict(pt.Row.VsPrevious, t.Benchmark, t.Unit))
+	for _, e := range v.excursionsOn(pt.Night.Date) {
+		if e.Metric == t.Metric && e.Line == history.LineKernel {
+			s += "; an excursion, left out of the change points"
+		}
+	}
+	return s
 }

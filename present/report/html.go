@@ -33,10 +33,11 @@ func WriteHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 func writeHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	page := htmlPage{
 		Title:     fmt.Sprintf("lpmbisect compare: %s vs %s", rep.A.Label(), rep.B.Label()),
+		Differ:    sidesDiffer(rep, meta),
 		Outcome:   outcomeLine(rep, meta.FailOn),
 		Rule:      capitalize(VerdictRule(rep)),
 		Class:     outcomeClass(rep.Outcome(meta.FailOn)),
-		Headlines: headlines(rep),
+		Headlines: headlines(rep, meta.Insight),
 		Undecided: undecided(rep),
 		Warnings:  allWarnings(rep, meta),
 		ALabel:    rep.A.Label(),
@@ -111,13 +112,16 @@ func outcomeClass(o compare.Outcome) string {
 
 type htmlPage struct {
 	Title, Outcome, Class string
-	Headlines, Undecided  []string
-	Warnings              []string
-	ALabel, BLabel        string
-	Rows                  []htmlRow
-	Notes                 []string
-	Run                   [][2]string
-	CI, Rule              string
+	// Differ says what the sides of a comparison of one kernel differ by
+	// (sidesDiffer).
+	Differ               string
+	Headlines, Undecided []string
+	Warnings             []string
+	ALabel, BLabel       string
+	Rows                 []htmlRow
+	Notes                []string
+	Run                  [][2]string
+	CI, Rule             string
 	// Paired is compare.Report.Paired; Explanation is then
 	// PairedExplanation. BootsHead heads the boots column.
 	Paired                 bool
@@ -168,7 +172,8 @@ type htmlRow struct {
 	SVG                                    template.HTML
 }
 
-var htmlTemplate = newPage("compare", insightPart+`{{define "body"}}<p class="outcome {{.Class}}">{{.Outcome}}</p>
+var htmlTemplate = newPage("compare", insightPart+`{{define "body"}}{{with .Differ}}<p class="warning"><strong>{{.}}</strong></p>
+{{end}}<p class="outcome {{.Class}}">{{.Outcome}}</p>
 {{with .Headlines}}<ul class="headlines">{{range .}}
 <li><strong>{{.}}</strong></li>{{end}}
 </ul>{{end}}

@@ -48,10 +48,16 @@ type Document struct {
 	Rule       string  `json:"rule"`
 	Look       Look    `json:"look"`
 
-	A    SideLabel `json:"a"`
-	B    SideLabel `json:"b"`
-	Meta view.Meta `json:"meta"`
-	Rows []Row     `json:"rows"`
+	A SideLabel `json:"a"`
+	B SideLabel `json:"b"`
+	// OneKernel is set when both sides booted one kernel image;
+	// Differences then say what else differs between them
+	// (compare.Report), and SidesDiffer says it in words.
+	OneKernel   bool                 `json:"one_kernel,omitempty"`
+	Differences []compare.Difference `json:"differences,omitempty"`
+	SidesDiffer string               `json:"sides_differ,omitempty"`
+	Meta        view.Meta            `json:"meta"`
+	Rows        []Row                `json:"rows"`
 	// Insight is the insight block (Meta.Insight); absent when off.
 	Insight *InsightDocument `json:"insight,omitempty"`
 }
@@ -167,7 +173,7 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 		Outcome:          rep.Outcome(meta.FailOn).String(),
 		FailOn:           meta.FailOn.String(),
 		Summary:          outcomeLine(rep, meta.FailOn),
-		Headlines:        nonNil(headlines(rep)),
+		Headlines:        nonNil(headlines(rep, meta.Insight)),
 		Undecided:        nonNil(undecided(rep)),
 		Warnings:         nonNil(allWarnings(rep, meta)),
 		EnvironmentDrift: rep.EnvironmentDrift,
@@ -182,10 +188,13 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 			DifferentLevel: rep.Look.DifferentLevel, SameLevel: rep.Look.SameLevel,
 			DifferentSpent: rep.Look.DifferentSpent, SameSpent: rep.Look.SameSpent,
 		},
-		A:    SideLabel{rep.A.Name, rep.A.Kernel},
-		B:    SideLabel{rep.B.Name, rep.B.Kernel},
-		Meta: meta,
-		Rows: []Row{},
+		A:           SideLabel{rep.A.Name, rep.A.Kernel},
+		B:           SideLabel{rep.B.Name, rep.B.Kernel},
+		OneKernel:   rep.OneKernel,
+		Differences: rep.Differences,
+		SidesDiffer: sidesDiffer(rep, meta),
+		Meta:        meta,
+		Rows:        []Row{},
 	}
 	if rep.Paired {
 		d.Explanation = PairedExplanation

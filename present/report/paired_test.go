@@ -141,7 +141,7 @@ func TestPairedContent(t *testing.T) {
 			"1 benchmark UNKNOWN at the pairs taken",
 			"a verdict needs ~", // in pairs, not boots per side
 			"8 pairs (A and B side by side, steps in turn), looks at 6, 8 of at most 10 pairs, 3 samples per benchmark per boot",
-			"-ignore side,boot,image,pair ab.txt",
+			"-ignore side,boot,image,pair,vulnerabilities ab.txt",
 		} {
 			if f == FormatMarkdown {
 				want = mdEscape(want)

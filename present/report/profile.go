@@ -2,9 +2,11 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lpmbisect/lpmbisect/host/insight"
+	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
 // profileSections are the guests' profiles, one section per benchmark:
@@ -33,15 +35,27 @@ func profilePassLines(d *insight.Diff) []string {
 		if sum == nil {
 			continue
 		}
-		if sum.Problem != "" {
-			lines = append(lines, fmt.Sprintf("%s: no profile: %s", s.name, sum.Problem))
-			continue
+		if sum.ExactProblem != "" {
+			lines = append(lines, fmt.Sprintf("%s: %s", s.name, sum.ExactProblem))
 		}
-		l := fmt.Sprintf("%s: %s every %d %s; the pass took %s %s", s.name, sum.Event, sum.Period, sum.Weight, bigCount(sum.Cost), sum.Weight)
-		if sum.Limits != "" {
-			l += " (" + sum.Limits + ")"
+		if sum.Exact > 0 {
+			lines = append(lines, fmt.Sprintf("%s: exact for %s: the memory plugin counted every instruction and call inside the timed windows, in the memory pass (%s instructions)",
+				s.name, words.Plural(sum.Exact, "benchmark"), bigCount(sum.ExactCost)))
 		}
-		lines = append(lines, l)
+		sampled := slices.ContainsFunc(s.side.Profiles, func(p insight.Profile) bool { return !p.Exact })
+		switch {
+		case sum.Event == "":
+		case sum.Exact > 0 && !sampled && sum.Problem == "":
+			// The plugin profiled every benchmark: the sampling pass had none.
+		case sum.Problem != "":
+			lines = append(lines, fmt.Sprintf("%s: no sampled profile: %s", s.name, sum.Problem))
+		default:
+			l := fmt.Sprintf("%s: %s every %d %s; the pass took %s %s", s.name, sum.Event, sum.Period, sum.Weight, bigCount(sum.Cost), sum.Weight)
+			if sum.Limits != "" {
+				l += " (" + sum.Limits + ")"
+			}
+			lines = append(lines, l)
+		}
 	}
 	return lines
 }
@@ -61,10 +75,15 @@ func bigCount(n uint64) string {
 
 // profileLines are one benchmark's profile diff as lines.
 func profileLines(p *insight.ProfileDiff) []string {
+	if p.Exact() {
+		return exactProfileLines(p)
+	}
 	side := func(pr *insight.Profile) string {
 		switch {
 		case pr == nil:
 			return "none"
+		case pr.Exact:
+			return fmt.Sprintf("exact, %s instructions counted", bigCount(pr.Insns))
 		case pr.Problem != "" && pr.Samples == 0:
 			return "none (" + pr.Problem + ")"
 		}
@@ -87,10 +106,16 @@ func profileLines(p *insight.ProfileDiff) []string {
 	if p.PerOpSource == "timed" {
 		split = "the timed samples"
 	}
-	lines := []string{
-		fmt.Sprintf("A %s; B %s", side(p.A), side(p.B)),
-		fmt.Sprintf("%s split by self share: %.2f → %.2f (%s)", unit, p.PerOpA, p.PerOpB, split),
+	lines := []string{fmt.Sprintf("A %s; B %s", side(p.A), side(p.B))}
+	for _, s := range []struct {
+		name string
+		pr   *insight.Profile
+	}{{"A", p.A}, {"B", p.B}} {
+		if s.pr != nil && s.pr.Unreliable != "" {
+			lines = append(lines, fmt.Sprintf("%s is %s", s.name, s.pr.Unreliable))
+		}
 	}
+	lines = append(lines, fmt.Sprintf("%s split by self share: %.2f → %.2f (%s)", unit, p.PerOpA, p.PerOpB, split))
 	w := len("function")
 	for _, r := range p.Rows {
 		w = max(w, len(r.Function))
@@ -103,6 +128,42 @@ func profileLines(p *insight.ProfileDiff) []string {
 	}
 	for _, e := range p.Edges {
 		lines = append(lines, fmt.Sprintf("calls %s → %s: %.1f%% → %.1f%%", e.Caller, e.Callee, 100*e.ShareA, 100*e.ShareB))
+	}
+	return lines
+}
+
+// exactProfileLines are an exact profile diff as lines: the instructions
+// and entries (executions of the first instruction: calls, tail calls and
+// jumps to it) per operation of the functions that changed most, the
+// calls per operation by caller → callee, the mitigation code, and the
+// control transfers.
+func exactProfileLines(p *insight.ProfileDiff) []string {
+	lines := []string{
+		fmt.Sprintf("A exact, %d ops, %s instructions counted; B exact, %d ops, %s instructions counted", p.A.Ops, bigCount(p.A.Insns), p.B.Ops, bigCount(p.B.Insns)),
+		fmt.Sprintf("insn/op counted by the plugin inside the timed windows: %.2f → %.2f", p.PerOpA, p.PerOpB),
+	}
+	w := len("function")
+	for _, r := range p.Rows {
+		w = max(w, len(r.Function))
+	}
+	if len(p.Rows) > 0 {
+		lines = append(lines, fmt.Sprintf("%-*s %7s %7s %10s %10s %10s %10s", w, "function", "A", "B", "A insn/op", "B insn/op", "A entries", "B entries"))
+	}
+	for _, r := range p.Rows {
+		lines = append(lines, fmt.Sprintf("%-*s %6.1f%% %6.1f%% %10.1f %10.1f %10s %10s", w, r.Function, 100*r.ShareA, 100*r.ShareB, r.PerOpA, r.PerOpB, insight.FormatPerOp(r.EntriesA), insight.FormatPerOp(r.EntriesB)))
+	}
+	for _, e := range p.Edges {
+		lines = append(lines, fmt.Sprintf("calls %s → %s: %s → %s per op", e.Caller, e.Callee, insight.FormatPerOp(e.CallsA), insight.FormatPerOp(e.CallsB)))
+	}
+	if l := p.MitigationLine(0); l != "" {
+		lines = append(lines, l)
+	}
+	if fa, fb := p.A.Flow, p.B.Flow; fa != nil && fb != nil {
+		per := func(n uint64, ops uint64) string { return insight.FormatPerOp(float64(n) / float64(max(ops, 1))) }
+		lines = append(lines, fmt.Sprintf("control transfers per op: calls %s → %s, indirect calls %s → %s, returns %s → %s, conditional jumps %s → %s (taken %s → %s), blocks interrupted %s → %s",
+			per(fa.Call, p.A.Ops), per(fb.Call, p.B.Ops), per(fa.IndirectCall, p.A.Ops), per(fb.IndirectCall, p.B.Ops),
+			per(fa.Ret, p.A.Ops), per(fb.Ret, p.B.Ops), per(fa.Jcc, p.A.Ops), per(fb.Jcc, p.B.Ops),
+			per(fa.Taken, p.A.Ops), per(fb.Taken, p.B.Ops), per(fa.Diverted, p.A.Ops), per(fb.Diverted, p.B.Ops)))
 	}
 	return lines
 }

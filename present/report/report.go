@@ -174,15 +174,39 @@ func nonControls(rep *compare.Report) int {
 }
 
 // headlines returns one line per DIFFERENT benchmark. Controls are not
-// headlines: warnings says what their moves mean.
-func headlines(rep *compare.Report) []string {
+// headlines: warnings says what their moves mean. in, when not nil, is the
+// insight block: a benchmark's first line carries the mitigation code its
+// exact profile counted per operation, A → B, beside the verdict.
+func headlines(rep *compare.Report, in *insight.Diff) []string {
 	var out []string
+	said := map[string]bool{}
 	for _, r := range rep.Rows {
 		if r.Verdict == compare.Different && !r.Control {
-			out = append(out, Headline(r))
+			line := Headline(r)
+			if !said[r.Benchmark] {
+				said[r.Benchmark] = true
+				if m := mitigationLine(in, r.Benchmark); m != "" {
+					line += "; " + m
+				}
+			}
+			out = append(out, line)
 		}
 	}
 	return out
+}
+
+// mitigationLine is the mitigation code per operation of bench's exact
+// profile, A → B ("" without one).
+func mitigationLine(in *insight.Diff, bench string) string {
+	if in == nil {
+		return ""
+	}
+	for i := range in.Profiles {
+		if in.Profiles[i].Benchmark == bench {
+			return in.Profiles[i].MitigationLine(insight.HeadlineMitigationMin)
+		}
+	}
+	return ""
 }
 
 // undecided returns one line per non-control UNKNOWN row: its change and
@@ -258,7 +282,7 @@ func warnings(rep *compare.Report, in *insight.Diff) []string {
 		}
 	}
 	for _, h := range order {
-		out = append(out, harnessParagraph(h, harnesses[h], in))
+		out = append(out, harnessParagraph(h, harnesses[h], in, changedWith(rep)))
 	}
 	if len(moved) > 0 {
 		out = append(out, "Controls moved with the kernel: "+strings.Join(moved, "; ")+
@@ -274,23 +298,37 @@ func warnings(rep *compare.Report, in *insight.Diff) []string {
 	return out
 }
 
+// changedWith is what a comparison's sides differ by, in words: "kernel",
+// or for one kernel on two set-ups (compare.Report.Differences) "CPU",
+// "kernel command line" or "QEMU version".
+func changedWith(rep *compare.Report) string {
+	if !rep.OneKernel || len(rep.Differences) == 0 {
+		return "kernel"
+	}
+	var w []string
+	for _, d := range rep.Differences {
+		w = append(w, differenceWords[d.Key])
+	}
+	return strings.Join(w, " and ")
+}
+
 // harnessParagraph says, for the controls of one harness that moved under
 // instruction counts (compare.Row.HarnessChanged), what moved and by how
 // much, what it means for the benchmarks of that harness, and which kernel
 // functions the profile puts the change in, when it profiled a control.
-func harnessParagraph(harness string, controls []compare.Row, in *insight.Diff) string {
+func harnessParagraph(harness string, controls []compare.Row, in *insight.Diff, with string) string {
 	var moves []string
 	for _, r := range controls {
 		moves = append(moves, fmt.Sprintf("%s %s %s (%s)", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, absChange(r)))
 	}
-	s := "HARNESS CHANGED WITH THE KERNEL: " + strings.Join(moves, "; ") + ". "
+	s := "HARNESS CHANGED WITH THE " + strings.ToUpper(with) + ": " + strings.Join(moves, "; ") + ". "
 	if prog, ok := wire.WorkloadOf(harness); ok {
 		s += fmt.Sprintf("The kernel's cost of running %s (BPF_PROG_TEST_RUN's loop and context reset around it) changed. "+
 			"%s includes it; %s is the program's own work without it, judged on its own line.", prog, wire.WorkloadBench(prog), wire.WorkloadOwn(prog))
 	} else {
 		s += "The kernel's cost of the harness around the map operations (the BPF program and bpf_loop) changed; the benchmarks' changes include it."
 	}
-	s += " Instruction counts do not depend on the host: this is the kernel, not drift, and re-running gives the same numbers."
+	s += " Instruction counts do not depend on the host: this is the " + with + ", not drift, and re-running gives the same numbers."
 	if fns := profiledFunctions(controls, in); fns != "" {
 		s += " In the profile: " + fns + "."
 	}
@@ -444,6 +482,7 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 		add("date", meta.Date.UTC().Format(time.RFC3339))
 	}
 	add("host", meta.Host)
+	out = append(out, cpuLines(meta)...)
 	if f := meta.ResultsFile; f != "" {
 		add("raw results", fmt.Sprintf("%s (%s)", f, BenchstatCommand(rep, meta.Accel, f)))
 	}
@@ -459,17 +498,24 @@ func runLines(rep *compare.Report, meta view.Meta) [][2]string {
 // a program one boot's verifier rejects would have its samples split).
 // Reports and the CLI's log give it with the results file.
 func BenchstatCommand(rep *compare.Report, accel, f string) string {
-	var results []string
+	var extra []string
 	if slices.ContainsFunc(rep.Rows, func(r compare.Row) bool { return strings.HasPrefix(r.Benchmark, wire.VerifierPrefix) }) {
-		results = wire.ResultKeys
+		extra = wire.ResultKeys
 	}
-	return benchstatCommand(rep.A.Kernel == rep.B.Kernel, rep.Paired, accel, f, results...)
+	for _, d := range rep.Differences { // one kernel on two set-ups
+		extra = append(extra, d.Key)
+	}
+	if len(rep.Differences) > 0 {
+		extra = append(extra, wire.KeyParams)
+	}
+	return benchstatCommand(rep.A.Kernel == rep.B.Kernel, rep.Paired, accel, f, extra...)
 }
 
 // benchstatCommand is BenchstatCommand for results whose two sides boot
-// one kernel (sameKernel) or two, paired or not, whose results carry the
-// keys results of their own.
-func benchstatCommand(sameKernel, paired bool, accel, f string, results ...string) string {
+// one kernel (sameKernel) or two, paired or not; extra are the keys of
+// single results and those whose values differ between the sides besides
+// the kernel's. Every kernel says its own vulnerabilities lines.
+func benchstatCommand(sameKernel, paired bool, accel, f string, extra ...string) string {
 	col, ignore := wire.KeyKernel, []string{wire.KeySide, wire.KeyBoot, wire.KeyImage}
 	if sameKernel {
 		col, ignore = wire.KeySide, []string{wire.KeyBoot, wire.KeyImage} // one kernel on both sides
@@ -480,6 +526,6 @@ func benchstatCommand(sameKernel, paired bool, accel, f string, results ...strin
 	if wire.Accel(accel).CountsInstructions() {
 		ignore = append(ignore, wire.KeyPhases) // each boot's own
 	}
-	ignore = append(ignore, results...)
+	ignore = append(append(ignore, wire.KeyVulnerabilities), extra...)
 	return fmt.Sprintf("benchstat -col %s -ignore %s %s", col, strings.Join(ignore, ","), f)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/present/view"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // benchBoots is the per-boot medians of one benchmark on one side; each boot
@@ -379,21 +380,29 @@ func TestControlWarnings(t *testing.T) {
 
 // TestRawResultsIgnoresPhases checks the benchstat command the report
 // suggests for an icount results file: each boot records its own phases,
-// which benchstat would otherwise split the tables by.
+// and each kernel its own vulnerabilities lines, which benchstat would
+// otherwise split the tables by; one kernel on two set-ups is compared by
+// side, ignoring what differs.
 func TestRawResultsIgnoresPhases(t *testing.T) {
 	rep := &compare.Report{A: compare.SideInfo{Kernel: "a"}, B: compare.SideInfo{Kernel: "b"}}
-	for accel, want := range map[string]string{
-		"icount": "results.txt (benchstat -col kernel -ignore side,boot,image,phases results.txt)",
-		"tcg":    "results.txt (benchstat -col kernel -ignore side,boot,image results.txt)",
+	oneKernel := &compare.Report{A: compare.SideInfo{Kernel: "a"}, B: compare.SideInfo{Kernel: "a"}, OneKernel: true,
+		Differences: []compare.Difference{{Key: wire.KeyCPUModel, A: "x", B: "y"}, {Key: wire.KeyAppend, B: "mitigations=off"}}}
+	for _, c := range []struct {
+		rep         *compare.Report
+		accel, want string
+	}{
+		{rep, "icount", "results.txt (benchstat -col kernel -ignore side,boot,image,phases,vulnerabilities results.txt)"},
+		{rep, "tcg", "results.txt (benchstat -col kernel -ignore side,boot,image,vulnerabilities results.txt)"},
+		{oneKernel, "icount", "results.txt (benchstat -col side -ignore boot,image,phases,vulnerabilities,cpu-model,append,params results.txt)"},
 	} {
 		var got string
-		for _, l := range runLines(rep, view.Meta{Accel: accel, ResultsFile: "results.txt"}) {
+		for _, l := range runLines(c.rep, view.Meta{Accel: c.accel, ResultsFile: "results.txt"}) {
 			if l[0] == "raw results" {
 				got = l[1]
 			}
 		}
-		if got != want {
-			t.Errorf("raw results under %s = %q; want %q", accel, got, want)
+		if got != c.want {
+			t.Errorf("raw results under %s = %q; want %q", c.accel, got, c.want)
 		}
 	}
 }
@@ -422,5 +431,18 @@ func TestDriftStopsTheBootsEstimate(t *testing.T) {
 	}
 	if strings.Contains(text, "a verdict needs ~") || strings.Contains(text, "would need ~") {
 		t.Errorf("WriteText(drift) estimates boots the run will not take:\n%s", b.String())
+	}
+}
+
+// TestHarnessChangedWithTheCPU: under instruction counts a control that
+// moved between two set-ups of one kernel moved with what differs, which
+// the paragraph names instead of the kernel.
+func TestHarnessChangedWithTheCPU(t *testing.T) {
+	rep := build(t, strings.Replace(resultsText("insn/op", harnessInput), "accel: tcg-icount", "accel: icount", 1), compare.Options{Bounds: harnessBounds})
+	rep.B.Kernel, rep.OneKernel = rep.A.Kernel, true
+	rep.Differences = []compare.Difference{{Key: wire.KeyCPUModel, A: "x", B: "y"}}
+	text := strings.Join(warnings(rep, nil), "\n")
+	if !strings.Contains(text, "HARNESS CHANGED WITH THE CPU: ") || !strings.Contains(text, "this is the CPU, not drift") || strings.Contains(text, "WITH THE KERNEL") {
+		t.Errorf("warnings(one kernel, two CPUs) = %q; want the harness changed with the CPU", text)
 	}
 }

@@ -18,8 +18,12 @@ import (
 // parameters.
 func WriteText(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "lpmbisect compare %s vs %s\n%s\n", rep.A.Label(), rep.B.Label(), outcomeLine(rep, meta.FailOn))
-	if hs := headlines(rep); len(hs) > 0 {
+	fmt.Fprintf(bw, "lpmbisect compare %s vs %s\n", rep.A.Label(), rep.B.Label())
+	if d := sidesDiffer(rep, meta); d != "" {
+		fmt.Fprintln(bw, wrap(d, 100, ""))
+	}
+	fmt.Fprintln(bw, outcomeLine(rep, meta.FailOn))
+	if hs := headlines(rep, meta.Insight); len(hs) > 0 {
 		fmt.Fprintln(bw)
 		for _, h := range hs {
 			fmt.Fprintln(bw, "  "+h)
@@ -47,7 +51,11 @@ func WriteText(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	}
 	fmt.Fprintln(bw)
 	for _, kv := range runLines(rep, meta) {
-		fmt.Fprintf(bw, "%-12s %s\n", kv[0]+":", kv[1])
+		label := kv[0] + ":"
+		if kv[0] == "" { // continues the line above
+			label = ""
+		}
+		fmt.Fprintf(bw, "%-12s %s\n", label, kv[1])
 	}
 	return bw.Flush()
 }
@@ -83,8 +91,11 @@ func wrap(s string, width int, prefix string) string {
 func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "### lpmbisect compare: %s vs %s\n\n", mdEscape(rep.A.Label()), mdEscape(rep.B.Label()))
+	if d := sidesDiffer(rep, meta); d != "" {
+		fmt.Fprintf(bw, "**%s**\n\n", mdEscape(d))
+	}
 	fmt.Fprintf(bw, "**%s**\n", mdEscape(outcomeLine(rep, meta.FailOn)))
-	if hs := headlines(rep); len(hs) > 0 {
+	if hs := headlines(rep, meta.Insight); len(hs) > 0 {
 		fmt.Fprintln(bw)
 		for _, h := range hs {
 			fmt.Fprintf(bw, "- **%s**\n", mdEscape(h))
@@ -150,6 +161,10 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		v := mdEscape(kv[1])
 		if kv[0] == "command" {
 			v = "`" + mdCode(kv[1]) + "`"
+		}
+		if kv[0] == "" { // continues the line above
+			fmt.Fprintf(bw, "  - %s\n", v)
+			continue
 		}
 		fmt.Fprintf(bw, "- %s: %s\n", kv[0], v)
 	}

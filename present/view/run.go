@@ -38,6 +38,10 @@ type Meta struct {
 	// BootCost is what each side's boots cost, phase by phase, under
 	// icount (measure.BootCosts); nil for a side without phases.
 	BootCost [2]*wire.BootCost `json:"boot_cost,omitzero"`
+	// CPU is the CPU each side's boots ran on and what their kernel made
+	// of it: the model and profile, the mitigations and the return thunk
+	// (SideCPU); nil for a side whose results do not say.
+	CPU [2]*SideCPU `json:"cpu,omitzero"`
 	// Insight is the block that says why it changed (symbol sizes, the
 	// calls of the functions of interest, the benchmark programs, call
 	// counts), rendered after the table by every format; nil leaves it
@@ -60,4 +64,22 @@ type KernelInfo struct {
 	Release string `json:"release,omitempty"`
 	// SHA256 is the hex digest of the kernel image.
 	SHA256 string `json:"sha256,omitempty"`
+}
+
+// SideCPU is the CPU one side's boots ran on, as its results record it:
+// the model QEMU emulated (wire.KeyCPUModel) and the CPU profile that
+// model is, the extra kernel parameters (wire.KeyAppend), and the kernel's
+// own view of the CPU (wire.KeyVulnerabilities) with the return thunk it
+// names (wire.ReturnThunk).
+type SideCPU struct {
+	// Profile is the profile's name ("default" for the default model),
+	// "" for a model no profile of this lpmbisect emulates (KVM's host,
+	// results of another version).
+	Profile string `json:"profile,omitempty"`
+	Model   string `json:"model,omitempty"`
+	// Append are the kernel parameters the boots got besides the plan,
+	// the fixed ones and the profile's own.
+	Append          string               `json:"append,omitempty"`
+	ReturnThunk     string               `json:"return_thunk,omitempty"`
+	Vulnerabilities []wire.Vulnerability `json:"vulnerabilities,omitempty"`
 }

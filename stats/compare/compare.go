@@ -141,7 +141,26 @@ type Report struct {
 	// moved measures the kernel's own cost of the harness changing
 	// (Row.HarnessChanged), never environment drift.
 	Deterministic bool
+	// OneKernel is set when both sides booted one kernel image (the
+	// results' image key); Differences then says what else differs
+	// between them, which is what such a comparison measures: the CPU
+	// model QEMU emulated, the QEMU version, the extra kernel parameters.
+	OneKernel   bool
+	Differences []Difference
 }
+
+// Difference is a configuration key whose value differs between the
+// sides of a comparison of one kernel (Report.Differences); A and B are
+// the values ("" for none).
+type Difference struct {
+	Key string `json:"key"`
+	A   string `json:"a"`
+	B   string `json:"b"`
+}
+
+// differingKeys are the keys Report.Differences looks at: how boots of one
+// image can differ.
+var differingKeys = []string{wire.KeyCPUModel, wire.KeyQEMU, wire.KeyAppend}
 
 // SideInfo describes one side of the comparison.
 type SideInfo struct {
@@ -349,8 +368,10 @@ func (s Summary) CIPct() float64 {
 // ErrIncomparable is wrapped when the sides' instruction counts come from
 // different instruments: icount counts depend on the emulated CPU model and
 // the QEMU version (the kernel patches itself for the CPU's features, and
-// each QEMU emulates its own), so counts measured with two of them are
-// never compared.
+// each QEMU emulates its own), so counts of two kernels measured with two
+// of them are never compared. Counts of one kernel image on two
+// instruments are: the comparison then measures the instruments (two CPU
+// profiles, two QEMUs), and Report.Differences says so.
 var ErrIncomparable = errors.New("instruction counts from different instruments")
 
 // instrument is what measured one side's instruction counts: the CPU
@@ -386,6 +407,26 @@ func (in instrument) comparable(other instrument) error {
 			ErrIncomparable, in.qemu, in.cpuModel, other.qemu, other.cpuModel)
 	}
 	return nil
+}
+
+// sidesDiffer says whether the sides' first results (nil for a side
+// without any) are of one kernel image, and then which of differingKeys
+// differ between them.
+func sidesDiffer(first [2]*benchfmt.Result) (bool, []Difference) {
+	if first[0] == nil || first[1] == nil {
+		return false, nil
+	}
+	image := first[0].GetConfig(wire.KeyImage)
+	if image == "" || image != first[1].GetConfig(wire.KeyImage) {
+		return false, nil
+	}
+	var diffs []Difference
+	for _, k := range differingKeys {
+		if a, b := first[0].GetConfig(k), first[1].GetConfig(k); a != b {
+			diffs = append(diffs, Difference{Key: k, A: a, B: b})
+		}
+	}
+	return true, diffs
 }
 
 // key identifies a row.
@@ -446,6 +487,7 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 	var seen [2]bool
 	var pb pairBook
 	var inst [2]instrument
+	var first [2]*benchfmt.Result
 	for _, res := range results {
 		side, err := sideOf(res)
 		if err != nil {
@@ -453,6 +495,9 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 		}
 		if err := inst[side].add(res); err != nil {
 			return nil, err
+		}
+		if first[side] == nil {
+			first[side] = res
 		}
 		info := &rep.A
 		if side == 1 {
@@ -489,7 +534,10 @@ func Build(results []*benchfmt.Result, opts Options) (*Report, error) {
 	if err := pb.check(len(results)); err != nil {
 		return nil, err
 	}
-	if err := inst[0].comparable(inst[1]); err != nil {
+	rep.OneKernel, rep.Differences = sidesDiffer(first)
+	// Counts of one kernel on two instruments are what such a comparison
+	// asks about; counts of two kernels on two instruments mean nothing.
+	if err := inst[0].comparable(inst[1]); err != nil && !rep.OneKernel {
 		return nil, err
 	}
 	rep.Paired = pb.paired > 0

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lpmbisect/lpmbisect/wire"
 )
 
 // icountBoots returns n boots around v whose medians spread by about rel,
@@ -166,6 +168,35 @@ func TestIcountInstrumentsMustMatch(t *testing.T) {
 		if _, err := Build(parse(t, tc.text), Options{}); !errors.Is(err, ErrIncomparable) || !strings.Contains(err.Error(), "QEMU") {
 			t.Errorf("Build(different %s) = %v; want ErrIncomparable naming the instruments", tc.name, err)
 		}
+	}
+}
+
+// TestOneKernelOnTwoInstruments: one kernel image booted on two CPU
+// models (or with two command lines) is a comparison of those, said in
+// Differences; two images on two models stay incomparable.
+func TestOneKernelOnTwoInstruments(t *testing.T) {
+	text := func(side, image, cpu, extra string) string {
+		return "accel: icount\nqemu: 7.2.22\nimage: " + image + "\ncpu-model: " + cpu + "\n" + extra + "side: " + side +
+			"\nboot: 1\nBenchmarkX 1 100 insn/op\nboot: 2\nBenchmarkX 1 100 insn/op\n"
+	}
+	zen2 := "Westmere-v1,-cx16,-hypervisor,vendor=AuthenticAMD,family=23,model=49,stepping=0"
+	rep, err := Build(parse(t, text("A", "aaa", zen2, "")+text("B", "aaa", "Westmere-v1,-cx16", "append: mitigations=off\n")), Options{})
+	want := []Difference{{wire.KeyCPUModel, zen2, "Westmere-v1,-cx16"}, {wire.KeyAppend, "", "mitigations=off"}}
+	if err != nil || !rep.OneKernel || !slices.Equal(rep.Differences, want) {
+		t.Errorf("Build(one image, two CPU models and command lines) = %+v, %v; want one kernel, differences %+v", rep, err, want)
+	}
+	rep, err = Build(parse(t, text("A", "aaa", zen2, "")+text("B", "aaa", zen2, "")), Options{})
+	if err != nil || !rep.OneKernel || len(rep.Differences) != 0 {
+		t.Errorf("Build(one image, one setup) = %+v, %v; want one kernel, no differences", rep, err)
+	}
+	noop := strings.ReplaceAll(text("A", "aaa", zen2, ""), "BenchmarkX", "BenchmarkLPMTrie/op=noop") +
+		strings.ReplaceAll(strings.ReplaceAll(text("B", "aaa", "Westmere-v1,-cx16", ""), "BenchmarkX", "BenchmarkLPMTrie/op=noop"), " 100 insn/op", " 90 insn/op")
+	rep, err = Build(parse(t, noop), Options{Bounds: map[string]float64{"LPMTrie/op=noop": 0.002}})
+	if err != nil || len(rep.Rows) != 1 || !rep.Rows[0].HarnessChanged || !hasNote(rep.Rows[0], "with the set-up (one kernel on both sides)") {
+		t.Errorf("Build(a noop that moved between two CPU models of one kernel) = %+v, %v; want the harness changed with the set-up", rep, err)
+	}
+	if _, err := Build(parse(t, text("A", "aaa", zen2, "")+text("B", "bbb", "Westmere-v1,-cx16", "")), Options{}); !errors.Is(err, ErrIncomparable) {
+		t.Errorf("Build(two images, two CPU models) = %v; want ErrIncomparable", err)
 	}
 }
 

@@ -1,13 +1,15 @@
 // Package testseries makes the synthetic nightly series that the tests of
 // several packages share: one shaped like the public series that a single
-// bad night blinded, as values for package changepoint and as
-// results files for history import.
+// bad night blinded, as values for package changepoint and as results
+// files for history import, and a sheriff's morning under icount (two
+// steps, one better, one worse, and an outlier) for the served pages.
 //
 // For tests only: internal/importrule fails any non-test file that imports
 // a package of testbed/.
 package testseries
 
 import (
+	"crypto/sha1"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -57,6 +59,51 @@ func WriteBadNight(t testing.TB, dir string, i int, rng *rand.Rand) string {
 	date := Date(i)
 	path := filepath.Join(dir, date+".txt")
 	text := fmt.Sprintf("accel: tcg\ndate: %s\ncommit: %040x\nboot: 1\nBenchmarkPublic/lookup 1 %g ns/op\n", date, i+1, BadNightValue(i, rng))
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Nights of the sheriff's-morning series: its −12 % step, its one-night
+// outlier and its +8 % step.
+const (
+	MorningStep       = 20
+	MorningOutlier    = 30
+	MorningSecondStep = 42
+)
+
+// MorningValue is a boot of night i of the sheriff's-morning series: a
+// lookup's instruction count, 1065 insn/op, 12 % lower from
+// MorningStep, 8 % higher again from MorningSecondStep, 25 % higher on
+// MorningOutlier alone, each boot within ±0.02 % (from rng: icount's
+// jitter). It draws one number from rng a boot.
+func MorningValue(i int, rng *rand.Rand) float64 {
+	level := 1065.0
+	if i >= MorningStep {
+		level *= 0.88
+	}
+	if i >= MorningSecondStep {
+		level *= 1.08
+	}
+	if i == MorningOutlier {
+		level *= 1.25
+	}
+	return level * (1 + 0.0002*(2*rng.Float64()-1))
+}
+
+// WriteMorningNight writes night i of the sheriff's-morning series into
+// dir as a results file that history import takes: two boots of
+// BenchmarkLPMTrie/op=lookup/keys=random/entries=10000 under icount, no
+// reference, with its date and a commit of its own, and returns its path.
+func WriteMorningNight(t testing.TB, dir string, i int, rng *rand.Rand) string {
+	t.Helper()
+	date := Date(i)
+	path := filepath.Join(dir, date+".txt")
+	text := fmt.Sprintf("accel: icount\ndate: %s\ncommit: %x\n", date, sha1.Sum([]byte(date)))
+	for boot := 1; boot <= 2; boot++ {
+		text += fmt.Sprintf("boot: %d\nBenchmarkLPMTrie/op=lookup/keys=random/entries=10000 1 %.2f insn/op\n", boot, MorningValue(i, rng))
+	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

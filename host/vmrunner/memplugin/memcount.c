@@ -39,7 +39,23 @@
  * gives one (RAM), else by virtual address; instruction fetches by
  * virtual address (the 7.2 API has no physical address for them); the
  * data TLB by virtual page number. An access that crosses a line
- * touches both lines. Nothing is prefetched. Plugin arguments (all
+ * touches both lines. Nothing is prefetched.
+ *
+ * Inside the same windows it also counts what the exact profile needs
+ * (docs/insight.md, "Exact profile"): the executions of every
+ * instruction, by address (the host names them with the kernel's
+ * symbols), the calls by call site and target, the executions of a few
+ * instructions mitigations are made of (VERW, LFENCE, WRMSR), and the
+ * control transfers by kind. Control flow is decoded from the last
+ * instruction of each block when it is translated (decode_flow: call,
+ * indirect call, return, jump, indirect jump, conditional jump, other,
+ * a rep string instruction (each of whose iterations QEMU runs as a block),
+ * or none, with its fall-through and direct target), and resolved when
+ * the next block starts (resolve_flow): QEMU 7.2's plugin API has no
+ * branch callback, so the successor of a block is the next block that
+ * executes. A successor that is neither the fall-through nor the direct
+ * target is an interrupt or exception taken between the two blocks.
+ * Plugin arguments (all
  * optional but outfile):
  *   outfile=PATH  l1d=SIZE:WAYS  l1i=SIZE:WAYS  llc=SIZE:WAYS (SIZE may end in K or M)
  *   dtlb=ENTRIES:WAYS  line=BYTES  page=BYTES  pcs=N (QEMU splits its -plugin argument at commas)
@@ -54,6 +70,8 @@
 
 #include <qemu-plugin.h>
 
+#include "x86flow.h"
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 #define MARK_BASE 0x4c504d00u /* "LPM" */
@@ -65,6 +83,9 @@ enum mark { WINDOW_START = 1, WINDOW_STOP, ARM, BEGIN, END, DISARM, MARK_MAX };
 #define PC_SLOTS (1u << 18)
 /* The pc of the slot of every instruction that found no room. */
 #define PC_OVERFLOW UINT64_MAX
+/* Call edges (call site, target) tracked per segment. */
+#define EDGE_SLOTS (1u << 16)
+
 
 struct cache {
     const char *name;
@@ -75,19 +96,42 @@ struct cache {
     uint64_t accesses, misses;
 };
 
-struct vcpu {
-    struct cache l1d, l1i, llc, dtlb;
-    bool counting; /* inside a window of an open segment */
-};
-
 struct pcstat {
     uint64_t pc; /* 0: free */
     uint64_t accesses, l1d, llc, dtlb;
+    uint64_t execs; /* executions inside the windows */
+    /* Set when the instruction is translated (again): its length, and,
+     * as the last of a block, its flow kind and direct target. */
+    uint64_t target;
+    uint8_t size, kind, special;
+};
+
+struct vcpu {
+    struct cache l1d, l1i, llc, dtlb;
+    bool counting; /* inside a window of an open segment */
+    /* The last instruction of the block that ran last, inside a window,
+     * until the next block starts and resolves it (resolve_flow). */
+    struct pcstat *pending;
+};
+
+struct edge {
+    uint64_t site, target; /* site 0: free */
+    uint64_t count;
+};
+
+/* Control transfers of a segment, by kind (FLOW_*), with the conditional
+ * jumps taken and the successors that were neither fall-through nor
+ * target (interrupts and exceptions). */
+struct flows {
+    uint64_t kinds[FLOW_KINDS];
+    uint64_t taken, diverted;
 };
 
 static qemu_plugin_id_t plugin_id;
 static struct vcpu vcpus[MAX_VCPUS];
 static struct pcstat pcs[PC_SLOTS + 1]; /* the last: every pc that did not fit */
+static struct edge edges[EDGE_SLOTS + 1]; /* the last: every edge that did not fit */
+static struct flows flows;
 static unsigned pcs_out = 64;
 static FILE *out;
 static bool armed, disarmed, in_segment;
@@ -222,18 +266,147 @@ static void mem_cb(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr
     }
 }
 
-static void insn_cb(unsigned int vcpu, void *udata)
+static void count_insn(struct vcpu *v, uint64_t pc)
 {
-    struct vcpu *v = vcpu_of(vcpu);
-    uint64_t pc = (uint64_t)(uintptr_t)udata;
-    if (!v->counting) {
-        return;
-    }
     insns++;
     if (cache_access(&v->l1i, pc)) {
         /* instruction lines by virtual address, kept apart from physical data lines */
         cache_access(&v->llc, pc | (1ull << 63));
     }
+}
+
+static void insn_cb(unsigned int vcpu, void *udata)
+{
+    struct vcpu *v = vcpu_of(vcpu);
+    struct pcstat *p = udata;
+    if (!v->counting) {
+        return;
+    }
+    p->execs++;
+    count_insn(v, p->pc);
+}
+
+/* insn_untracked_cb counts an instruction that found no room in pcs. */
+static void insn_untracked_cb(unsigned int vcpu, void *udata)
+{
+    struct vcpu *v = vcpu_of(vcpu);
+    if (!v->counting) {
+        return;
+    }
+    pcs[PC_SLOTS].execs++;
+    count_insn(v, (uint64_t)(uintptr_t)udata);
+}
+
+static void edge_add(uint64_t site, uint64_t target)
+{
+    uint64_t h = ((site ^ (target * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull) >> 48;
+    for (unsigned probe = 0; probe < 64; probe++) {
+        struct edge *e = &edges[(h + probe) & (EDGE_SLOTS - 1)];
+        if (e->site == site && e->target == target) {
+            e->count++;
+            return;
+        }
+        if (e->site == 0) {
+            e->site = site, e->target = target, e->count = 1;
+            return;
+        }
+    }
+    edges[EDGE_SLOTS].site = edges[EDGE_SLOTS].target = PC_OVERFLOW;
+    edges[EDGE_SLOTS].count++;
+}
+
+/* resolve_flow counts the transfer of the block-ending instruction p now
+ * that its successor, the block starting at next, is known. A direct
+ * call counts towards its target even when an interrupt came between
+ * (the call was made); an indirect one towards its successor, which is
+ * the interrupt's entry in that rare case. */
+static void resolve_flow(struct pcstat *p, uint64_t next)
+{
+    uint64_t fall = p->pc + p->size;
+    flows.kinds[p->kind]++;
+    switch (p->kind) {
+    case FLOW_CALL:
+        edge_add(p->pc, p->target);
+        flows.diverted += next != p->target;
+        break;
+    case FLOW_CALL_IND:
+        edge_add(p->pc, next);
+        break;
+    case FLOW_JMP:
+        flows.diverted += next != p->target;
+        break;
+    case FLOW_JCC:
+        if (next == p->target) {
+            flows.taken++;
+        } else if (next != fall) {
+            flows.diverted++;
+        }
+        break;
+    case FLOW_NONE:
+        flows.diverted += next != fall;
+        break;
+    case FLOW_REP:
+        flows.diverted += next != fall && next != p->pc;
+        break;
+    default:
+        break;
+    }
+}
+
+/* flow_cb runs before a block's last instruction: inside a window, the
+ * instruction waits for the next block to resolve it. */
+static void flow_cb(unsigned int vcpu, void *udata)
+{
+    struct vcpu *v = vcpu_of(vcpu);
+    if (v->counting) {
+        v->pending = udata;
+    }
+}
+
+/* block_cb runs when a block starts, at pc udata. */
+static void block_cb(unsigned int vcpu, void *udata)
+{
+    struct vcpu *v = vcpu_of(vcpu);
+    if (v->pending) {
+        resolve_flow(v->pending, (uint64_t)(uintptr_t)udata);
+        v->pending = NULL;
+    }
+}
+
+/* write_profile writes the segment's exact profile: its transfers by
+ * kind, the mitigations' instructions, every instruction executed with
+ * its count, every call edge; and clears the edges and flows. */
+static void write_profile(void)
+{
+    uint64_t special[SPECIALS] = {0};
+    for (unsigned i = 0; i <= PC_SLOTS; i++) {
+        if (pcs[i].execs) {
+            special[pcs[i].special] += pcs[i].execs;
+        }
+    }
+    fprintf(out, "flow %" PRIu64 " call %" PRIu64 " icall %" PRIu64 " ret %" PRIu64 " jmp %" PRIu64 " ijmp %" PRIu64
+            " jcc %" PRIu64 " taken %" PRIu64 " other %" PRIu64 " rep %" PRIu64 " none %" PRIu64 " diverted %" PRIu64 "\n",
+            segments, flows.kinds[FLOW_CALL], flows.kinds[FLOW_CALL_IND], flows.kinds[FLOW_RET], flows.kinds[FLOW_JMP],
+            flows.kinds[FLOW_JMP_IND], flows.kinds[FLOW_JCC], flows.taken, flows.kinds[FLOW_OTHER], flows.kinds[FLOW_REP], flows.kinds[FLOW_NONE],
+            flows.diverted);
+    fprintf(out, "special %" PRIu64, segments);
+    for (int k = 1; k < SPECIALS; k++) {
+        fprintf(out, " %s %" PRIu64, special_names[k], special[k]);
+    }
+    fprintf(out, "\n");
+    for (unsigned i = 0; i <= PC_SLOTS; i++) {
+        if (pcs[i].execs) {
+            fprintf(out, "exec %" PRIu64 " %" PRIx64 " %" PRIu64 "\n", segments, pcs[i].pc, pcs[i].execs);
+        }
+    }
+    for (unsigned i = 0; i <= EDGE_SLOTS; i++) {
+        if (edges[i].count) {
+            fprintf(out, "call %" PRIu64 " %" PRIx64 " %" PRIx64 " %" PRIu64 "\n", segments, edges[i].site, edges[i].target,
+                    edges[i].count);
+        }
+        edges[i].site = edges[i].target = edges[i].count = 0;
+    }
+    memset(&flows, 0, sizeof(flows));
 }
 
 static void write_segment(void)
@@ -280,8 +453,9 @@ static void write_segment(void)
         fprintf(out, "pc %" PRIu64 " %" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", segments,
                 top[i]->pc, top[i]->accesses, top[i]->l1d, top[i]->llc, top[i]->dtlb);
     }
+    write_profile();
     for (unsigned i = 0; i <= PC_SLOTS; i++) {
-        pcs[i].accesses = pcs[i].l1d = pcs[i].llc = pcs[i].dtlb = 0;
+        pcs[i].accesses = pcs[i].l1d = pcs[i].llc = pcs[i].dtlb = pcs[i].execs = 0;
     }
     fflush(out);
 }
@@ -330,6 +504,7 @@ static void mark_cb(unsigned int vcpu, void *udata)
     case BEGIN:
         in_segment = true;
         windows = insns = 0;
+        v->pending = NULL;
         break;
     case END:
         if (in_segment) {
@@ -373,15 +548,32 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         uint64_t pc = qemu_plugin_insn_vaddr(insn);
-        enum mark m = marker(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn));
+        const uint8_t *bytes = qemu_plugin_insn_data(insn);
+        size_t size = qemu_plugin_insn_size(insn);
+        enum mark m = marker(bytes, size);
+        struct pcstat *p;
         if (m) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, mark_cb, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)m);
         }
         if (!armed) {
             continue;
         }
-        qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_cb, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)pc);
-        qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, pcstat_of(pc));
+        if (i == 0) {
+            qemu_plugin_register_vcpu_tb_exec_cb(tb, block_cb, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)pc);
+        }
+        p = pcstat_of(pc);
+        if (p->pc == PC_OVERFLOW) {
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_untracked_cb, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)pc);
+        } else {
+            p->size = (uint8_t)size;
+            p->special = (uint8_t)special_of(bytes, size);
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_cb, QEMU_PLUGIN_CB_NO_REGS, p);
+            if (i == n - 1) {
+                p->kind = (uint8_t)decode_flow(bytes, size, pc, &p->target);
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, flow_cb, QEMU_PLUGIN_CB_NO_REGS, p);
+            }
+        }
+        qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, p);
     }
 }
 
@@ -480,7 +672,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         perror("memcount: outfile");
         return 1;
     }
-    fprintf(out, "memcount 1 l1d %" PRIu64 " %" PRIu64 " l1i %" PRIu64 " %" PRIu64 " llc %" PRIu64 " %" PRIu64
+    fprintf(out, "memcount 2 l1d %" PRIu64 " %" PRIu64 " l1i %" PRIu64 " %" PRIu64 " llc %" PRIu64 " %" PRIu64
             " dtlb %" PRIu64 " %" PRIu64 " line %" PRIu64 " page %" PRIu64 "\n",
             cfg_l1d[0], cfg_l1d[1], cfg_l1i[0], cfg_l1i[1], cfg_llc[0], cfg_llc[1], cfg_dtlb[0], cfg_dtlb[1],
             line_size, page_size);
