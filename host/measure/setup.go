@@ -142,47 +142,9 @@ type Setup struct {
 // *vmrunner.KVMUnusableError for KVM asked for where it does not run
 // guests, and the probe kernels' own.
 func NewSetup(o Options) (*Setup, error) {
-	if o.Accel == "" {
-		o.Accel = wire.AccelAuto
-	}
-	accel, err := wire.ParseAccel(string(o.Accel))
+	accel, err := o.check()
 	if err != nil {
-		return nil, &OptionError{"accel", err}
-	}
-	if o.Log == nil {
-		o.Log = log.New(io.Discard, "", 0)
-	}
-	if o.MemoryMB == 0 {
-		o.MemoryMB = 1024
-	}
-	if o.CPUs == 0 {
-		o.CPUs = 1
-	}
-	// What does not depend on the accelerator is checked first, so that
-	// a usage error is reported before any VM starts, a probe's included
-	// (the accelerators' default samples and rounds are in range alike).
-	plan := o.Plan
-	plan.Samples, plan.Rounds = cmp.Or(plan.Samples, 1), cmp.Or(plan.Rounds, 1)
-	if err := plan.Validate(); err != nil {
 		return nil, err
-	}
-	switch {
-	case accel == wire.AccelIcount && o.CPUs != 1:
-		return nil, &OptionError{"cpus", ErrIcountCPUs}
-	case o.MemoryMB < 128:
-		return nil, &OptionError{"memory", fmt.Errorf("%d MiB is too little: at least 128", o.MemoryMB)}
-	case o.CPUs < 1 || o.CPUs > 64:
-		return nil, &OptionError{"cpus", fmt.Errorf("%d vCPUs: between 1 and 64", o.CPUs)}
-	}
-	if o.CacheDir == "" {
-		if o.CacheDir, err = DefaultCacheDir(); err != nil {
-			return nil, &OptionError{"cache_dir", err}
-		}
-	}
-	if o.Guest == "" {
-		if o.Guest, err = initramfs.FindGuest(); err != nil {
-			return nil, &OptionError{"guest", err}
-		}
 	}
 	// A CPU profile is an emulated CPU: it makes auto icount, before any
 	// probe of KVM, and is refused under kvm.
@@ -196,9 +158,86 @@ func NewSetup(o Options) (*Setup, error) {
 			return nil, err
 		}
 	}
-	// The accelerator is decided here, once, so that the plan's
-	// defaults, the parameters' key, the calibration, the comparison rule
-	// and every boot are those of one accelerator.
+	kvm, err := o.decideAccel(accel)
+	if err != nil {
+		return nil, err
+	}
+	if o.Plan.Samples == 0 {
+		o.Plan.Samples = wire.DefaultSamples(o.Accel)
+	}
+	if o.Plan.Rounds == 0 {
+		o.Plan.Rounds = wire.DefaultRounds(o.Accel)
+	}
+	if o.Accel == wire.AccelIcount && o.CPUs != 1 { // auto decided icount
+		return nil, &OptionError{"cpus", ErrIcountCPUs}
+	}
+	workers, err := Workers(o.Accel, o.Parallel)
+	if err != nil {
+		return nil, &OptionError{"parallel", err}
+	}
+	if o.RunDir == "" {
+		o.RunDir = filepath.Join(o.CacheDir, "runs", time.Now().Format("20060102-150405")+fmt.Sprintf("-%d", os.Getpid()))
+	}
+	s := &Setup{Options: o, Workers: workers, KVM: kvm, cpuB: profileB,
+		VM: vmrunner.Config{QEMU: o.QEMU, Accel: o.Accel, MemoryMB: o.MemoryMB, CPUs: o.CPUs, CPU: profile,
+			BootDeadline: o.BootTimeout, ProgressDeadline: o.ProgressTimeout, Log: o.Verbose},
+	}
+	return s, nil
+}
+
+// check fills in o's defaults and checks what does not depend on the
+// accelerator first, so that a usage error is reported before any VM
+// starts, a probe's included (the accelerators' default samples and
+// rounds are in range alike); it returns the accelerator asked for.
+func (o *Options) check() (wire.Accel, error) {
+	if o.Accel == "" {
+		o.Accel = wire.AccelAuto
+	}
+	accel, err := wire.ParseAccel(string(o.Accel))
+	if err != nil {
+		return "", &OptionError{"accel", err}
+	}
+	if o.Log == nil {
+		o.Log = log.New(io.Discard, "", 0)
+	}
+	if o.MemoryMB == 0 {
+		o.MemoryMB = 1024
+	}
+	if o.CPUs == 0 {
+		o.CPUs = 1
+	}
+	plan := o.Plan
+	plan.Samples, plan.Rounds = cmp.Or(plan.Samples, 1), cmp.Or(plan.Rounds, 1)
+	if err := plan.Validate(); err != nil {
+		return "", err
+	}
+	switch {
+	case accel == wire.AccelIcount && o.CPUs != 1:
+		return "", &OptionError{"cpus", ErrIcountCPUs}
+	case o.MemoryMB < 128:
+		return "", &OptionError{"memory", fmt.Errorf("%d MiB is too little: at least 128", o.MemoryMB)}
+	case o.CPUs < 1 || o.CPUs > 64:
+		return "", &OptionError{"cpus", fmt.Errorf("%d vCPUs: between 1 and 64", o.CPUs)}
+	}
+	if o.CacheDir == "" {
+		if o.CacheDir, err = DefaultCacheDir(); err != nil {
+			return "", &OptionError{"cache_dir", err}
+		}
+	}
+	if o.Guest == "" {
+		if o.Guest, err = initramfs.FindGuest(); err != nil {
+			return "", &OptionError{"guest", err}
+		}
+	}
+	return accel, nil
+}
+
+// decideAccel decides the accelerator here, once, so that the plan's
+// defaults, the parameters' key, the calibration, the comparison rule and
+// every boot are those of one accelerator: auto is the fleet's
+// (DecideAuto), else vmrunner.ChooseAccel's, whose KVM status it returns.
+// It sets o.Accel.
+func (o *Options) decideAccel(accel wire.Accel) (*vmrunner.KVMStatus, error) {
 	var kvm *vmrunner.KVMStatus
 	if accel == wire.AccelAuto && o.DecideAuto != nil {
 		decided, why, err := o.DecideAuto()
@@ -221,27 +260,7 @@ func NewSetup(o Options) (*Setup, error) {
 		accel, kvm = choice.Accel, choice.KVM
 	}
 	o.Accel = accel
-	if o.Plan.Samples == 0 {
-		o.Plan.Samples = wire.DefaultSamples(o.Accel)
-	}
-	if o.Plan.Rounds == 0 {
-		o.Plan.Rounds = wire.DefaultRounds(o.Accel)
-	}
-	if o.Accel == wire.AccelIcount && o.CPUs != 1 { // auto decided icount
-		return nil, &OptionError{"cpus", ErrIcountCPUs}
-	}
-	workers, err := Workers(o.Accel, o.Parallel)
-	if err != nil {
-		return nil, &OptionError{"parallel", err}
-	}
-	if o.RunDir == "" {
-		o.RunDir = filepath.Join(o.CacheDir, "runs", time.Now().Format("20060102-150405")+fmt.Sprintf("-%d", os.Getpid()))
-	}
-	s := &Setup{Options: o, Workers: workers, KVM: kvm, cpuB: profileB,
-		VM: vmrunner.Config{QEMU: o.QEMU, Accel: o.Accel, MemoryMB: o.MemoryMB, CPUs: o.CPUs, CPU: profile,
-			BootDeadline: o.BootTimeout, ProgressDeadline: o.ProgressTimeout, Log: o.Verbose},
-	}
-	return s, nil
+	return kvm, nil
 }
 
 // cpuProfile returns the CPU profile named name (the option's value) and
