@@ -128,7 +128,7 @@ func TestDecodePlanRejects(t *testing.T) {
 		{"lpmbisect.bench=", ParamBench, ErrMalformed},
 		{`"lpmbisect.bench=a b"`, ParamBench, ErrMalformed},
 		{`lpmbisect.bench=a"b"`, ParamBench, ErrMalformed}, // the kernel would keep inner quotes
-		{"lpmbisect.bench=" + strings.Repeat("a", MaxBenchLen+1), ParamBench, ErrOutOfRange},
+		{"lpmbisect.bench=" + strings.Repeat("a", maxBenchLen+1), ParamBench, ErrOutOfRange},
 		{"lpmbisect.bench=\xff", ParamBench, ErrMalformed},
 		{"lpmbisect.samples=0", ParamSamples, ErrOutOfRange},
 		{"lpmbisect.samples=1001", ParamSamples, ErrOutOfRange},
@@ -210,7 +210,7 @@ func plans() []Plan {
 		p.Samples, p.Entries, p.Rounds, p.PrefixLen, p.BatchEntries = 1, 1, 1, 1, 1
 	})
 	add(func(p *Plan) {
-		p.Samples, p.Entries, p.Rounds, p.PrefixLen, p.BatchEntries = MaxSamples, MaxEntries, MaxRounds, MaxPrefixLen, MaxBatchEntries
+		p.Samples, p.Entries, p.Rounds, p.PrefixLen, p.BatchEntries = maxSamples, maxEntries, maxRounds, maxPrefixLen, maxBatchEntries
 	})
 	add(func(p *Plan) { p.PrefixLen, p.Entries = 14, 1<<14 })
 	add(func(p *Plan) { p.Workload, p.Bench = "xdp_lpm_lookup", "^Workload/" })
@@ -221,7 +221,7 @@ func plans() []Plan {
 	add(func(p *Plan) { p.Bench = "(^LPMTrie(Unrolled)?/)|(^LPMTrie/op=(noop|baseline)(/|$))" })
 	add(func(p *Plan) { p.Bench = "op=lookup/keys=random/entries=10000$" }) // '=' in a value
 	add(func(p *Plan) { p.Bench = "é|ü" })
-	add(func(p *Plan) { p.Bench = strings.Repeat("a", MaxBenchLen) })
+	add(func(p *Plan) { p.Bench = strings.Repeat("a", maxBenchLen) })
 	add(func(p *Plan) { p.Port = "a=b" })
 	add(func(p *Plan) { p.Insight, p.Count = InsightArmed, "trie_lookup_elem,longest_prefix_match" })
 	add(func(p *Plan) { p.Insight = InsightOn })
@@ -229,14 +229,14 @@ func plans() []Plan {
 	add(func(p *Plan) { p.SkipKallsyms = true })
 	add(func(p *Plan) { p.Workload, p.Verify = "xdp_a,xdp_b", "kprobe_c" })
 	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightArmed, 20011 })
-	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightOn, MinProfilePeriod })
+	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightOn, minProfilePeriod })
 	add(func(p *Plan) { p.Insight, p.ProfilePeriod, p.Memory = InsightArmed, 20011, true })
 	return out
 }
 
 func TestWorkloadName(t *testing.T) {
 	for name, ok := range map[string]bool{"xdp_prog": true, "_x1": true, "a,b_2": true, "1x": false, "a-b": false, "a b": false,
-		"a,": false, ",a": false, "a,,b": false, strings.Repeat("a", MaxWorkloadLen+1): false} {
+		"a,": false, ",a": false, "a,,b": false, strings.Repeat("a", maxWorkloadLen+1): false} {
 		p := DefaultPlan()
 		p.Workload = name
 		if err := p.Validate(); (err == nil) != ok {
@@ -307,7 +307,7 @@ func TestAccel(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"", "auto", "hvf"} {
-		if _, err := ParseBootAccel(s); !errors.Is(err, ErrNotBootAccel) {
+		if _, err := parseBootAccel(s); !errors.Is(err, ErrNotBootAccel) {
 			t.Errorf("ParseBootAccel(%q) = %v; want ErrNotBootAccel", s, err)
 		}
 	}
@@ -352,7 +352,7 @@ func TestRetellAccel(t *testing.T) {
 		{[]string{"lpmbisect.samples=5", "lpmbisect.accel=kvm", "quiet"}, []string{"lpmbisect.samples=5", "quiet", "lpmbisect.accel=icount"}},
 		{[]string{"quiet"}, []string{"quiet", "lpmbisect.accel=icount"}},
 	} {
-		if got := RetellAccel(c.in, AccelIcount); !slices.Equal(got, c.want) {
+		if got := retellAccel(c.in, AccelIcount); !slices.Equal(got, c.want) {
 			t.Errorf("RetellAccel(%q, icount) = %q; want %q", c.in, got, c.want)
 		}
 	}

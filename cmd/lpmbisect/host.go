@@ -63,7 +63,7 @@ func runHost(c *cli.Context, r *invocation, reprobe bool) error {
 // hostQuery is what lpmbisect host is asked: the QEMU binary (default
 // vmrunner.DefaultQEMU), the cache directory, a memory plugin named, the
 // kernels to probe KVM with, whether to probe again, and the KVM device
-// (default vmrunner.DefaultKVMDevice; tests name another).
+// (default vmrunner.defaultKVMDevice; tests name another).
 type hostQuery struct {
 	qemu, cacheDir, memoryPlugin, device string
 	kernels                              []string

@@ -47,7 +47,7 @@ func (s *Bisector) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buil
 	if err != nil {
 		return nil, nil, err
 	}
-	gb := &GitBisect{
+	gb := &gitBisect{
 		Bisection: Bisection{Bench: s.Bench, State: st, RecheckBoots: s.RecheckBoots, Log: s.Log},
 		Repo:      repo, Good: good, Bad: bad, Builder: s.Builder(), BuildDir: campaign.BuildDirFor(repo.Dir, buildDir), Resolve: s.Bench.Resolve,
 	}
@@ -79,7 +79,7 @@ func (s *Bisector) Images(ctx context.Context, args []string, stateDir string) (
 	if err != nil {
 		return nil, nil, err
 	}
-	ib := &ImagesBisect{
+	ib := &imagesBisect{
 		Bisection: Bisection{Bench: s.Bench, State: st, RecheckBoots: s.RecheckBoots, Log: s.Log},
 		Images:    images,
 	}
@@ -129,7 +129,7 @@ func (s *Bisector) Step(ctx context.Context, dir, goodArg, badArg, stateDir, bui
 	if err != nil {
 		return campaign.Verdict{}, err
 	}
-	step := &RunStep{
+	step := &runStep{
 		Bisection: Bisection{Bench: s.Bench, State: st, Log: s.Log},
 		Repo:      repo, Src: repo.Dir, Good: good, Bad: bad,
 		Builder: s.Builder(), BuildDir: campaign.BuildDirFor(repo.Dir, buildDir), Resolve: s.Bench.Resolve,

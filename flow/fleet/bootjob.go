@@ -21,22 +21,22 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// MaxConsole bounds the console log a boot result carries: its end, where
+// maxConsole bounds the console log a boot result carries: its end, where
 // a panic or the last words of a hung guest are.
-const MaxConsole = 256 << 10
+const maxConsole = 256 << 10
 
 type bootWorker struct {
-	river.WorkerDefaults[BootArgs]
+	river.WorkerDefaults[bootArgs]
 	rw *runningWorker
 }
 
 // Timeout implements river.Worker: a boot's stuck time is its job's.
-func (w *bootWorker) Timeout(job *river.Job[BootArgs]) time.Duration {
+func (w *bootWorker) Timeout(job *river.Job[bootArgs]) time.Duration {
 	return stuckAfter(job.Args.StuckAfterMS, DefaultBootStuckAfter)
 }
 
 // Work implements river.Worker.
-func (w *bootWorker) Work(ctx context.Context, job *river.Job[BootArgs]) error {
+func (w *bootWorker) Work(ctx context.Context, job *river.Job[bootArgs]) error {
 	a := job.Args
 	if err := a.Validate(); err != nil {
 		return w.rw.refuse(job.JobRow, err)
@@ -47,22 +47,22 @@ func (w *bootWorker) Work(ctx context.Context, job *river.Job[BootArgs]) error {
 		logEvent(w.rw.Log, "job for another host class", "job", job.ID, "wants", a.Class, "here", w.rw.host.Class(), "snooze", snoozeOtherClass)
 		return river.JobSnooze(snoozeFor())
 	}
-	return w.rw.workBoots(ctx, job.JobRow, bootJob{accel: a.Accel, guest: a.Guest, boots: []BootSpec{a.Boot}},
+	return w.rw.workBoots(ctx, job.JobRow, bootJob{accel: a.Accel, guest: a.Guest, boots: []bootSpec{a.Boot}},
 		completeIn(job))
 }
 
 type roundWorker struct {
-	river.WorkerDefaults[RoundArgs]
+	river.WorkerDefaults[roundArgs]
 	rw *runningWorker
 }
 
 // Timeout implements river.Worker: a round's stuck time is its job's.
-func (w *roundWorker) Timeout(job *river.Job[RoundArgs]) time.Duration {
+func (w *roundWorker) Timeout(job *river.Job[roundArgs]) time.Duration {
 	return stuckAfter(job.Args.StuckAfterMS, DefaultBootStuckAfter)
 }
 
 // Work implements river.Worker.
-func (w *roundWorker) Work(ctx context.Context, job *river.Job[RoundArgs]) error {
+func (w *roundWorker) Work(ctx context.Context, job *river.Job[roundArgs]) error {
 	a := job.Args
 	if err := a.Validate(); err != nil {
 		return w.rw.refuse(job.JobRow, err)
@@ -94,7 +94,7 @@ func completeIn[T river.JobArgs](job *river.Job[T]) func(context.Context, pgx.Tx
 type bootJob struct {
 	accel  wire.Accel
 	guest  string
-	boots  []BootSpec
+	boots  []bootSpec
 	paired bool
 	seed   uint64
 }
@@ -287,7 +287,7 @@ func collect(res *vmrunner.Result, cfg vmrunner.Config) (*bootResult, error) {
 		return nil, fmt.Errorf("results capture of the boot does not decode as its stream did (%d results, complete %v; want %d, %v)",
 			len(got.Results), got.Complete, len(res.Stream.Results), res.Stream.Complete)
 	}
-	console, err := logtail.Read(res.ConsoleLog, MaxConsole)
+	console, err := logtail.Read(res.ConsoleLog, maxConsole)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read console log of the boot: %w", err)
 	}
@@ -308,7 +308,7 @@ func readHead(path string, limit int64) ([]byte, error) {
 // boot) and completes the job, in one transaction: a result is stored
 // exactly when its job completes. A second try of the same attempt (the
 // commit's answer was lost) stores nothing twice.
-func (rw *runningWorker) storeBoots(ctx context.Context, job *rivertype.JobRow, boots []BootSpec, results []*bootResult, complete func(context.Context, pgx.Tx) error) error {
+func (rw *runningWorker) storeBoots(ctx context.Context, job *rivertype.JobRow, boots []bootSpec, results []*bootResult, complete func(context.Context, pgx.Tx) error) error {
 	tx, err := rw.db.pool.Begin(ctx)
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func buildFleet(t *testing.T, withMake string) (c *Client, src string, commits [
 		Trees: map[string]Tree{"linux": {Dir: src}}, Builds: map[string]BuildConfig{"tiny": {Make: mk, Fragments: []string{}}},
 		Log: wlog, Heartbeat: time.Second})
 	clog, _ := testLogger(t, "client")
-	c, err := Connect(context.Background(), location, clog)
+	c, err := connect(context.Background(), location, clog)
 	if err != nil {
 		t.Fatal(err)
 	}

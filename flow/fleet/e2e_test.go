@@ -169,7 +169,7 @@ func startFleet(t *testing.T, names []string, slots int) *fleetFixture {
 	}
 	lg, logs := testLogger(t, "client")
 	f.logs = logs
-	c, err := Connect(context.Background(), f.url, lg)
+	c, err := connect(context.Background(), f.url, lg)
 	if err != nil {
 		t.Fatal(err)
 	}

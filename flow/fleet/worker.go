@@ -40,7 +40,7 @@ type Worker struct {
 	// client ID) and in the clients' progress; default: the host name.
 	// Two workers on one host need two names.
 	Name string
-	// Queues to work (see ParseQueue). Queues whose accelerator does not
+	// Queues to work (see parseQueue). Queues whose accelerator does not
 	// work here are dropped at start, with the reason in the log.
 	Queues []string
 	// CacheDir holds fetched blobs, boot run directories and build trees.
@@ -58,7 +58,7 @@ type Worker struct {
 	// (vmrunner.CheckKVM, as every run decides); without a verdict nor a
 	// kernel, kvm queues are dropped.
 	KVMProbeKernel string
-	// KVMDevice is the KVM device (default vmrunner.DefaultKVMDevice).
+	// KVMDevice is the KVM device (default vmrunner.defaultKVMDevice).
 	KVMDevice string
 	// Trees are the source trees build jobs name, Builds the build
 	// configurations they name.
@@ -293,7 +293,7 @@ func (rw *runningWorker) pickQueues(ctx context.Context) error {
 	want := map[wire.Accel]bool{}
 	var parsed []Queue
 	for _, name := range rw.Queues {
-		q, err := ParseQueue(name)
+		q, err := parseQueue(name)
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
@@ -477,7 +477,7 @@ func (rw *runningWorker) riverClient() (*river.Client[pgx.Tx], error) {
 		// RescueStuckJobsAfter and that, so the floor is the smallest
 		// stuck time a job may ask for.
 		JobTimeout:           -1,
-		RescueStuckJobsAfter: MinStuckAfter,
+		RescueStuckJobsAfter: minStuckAfter,
 		ErrorHandler:         &errorHandler{rw: rw},
 		Logger:               slogTo(rw.Log, rw.db.scrub),
 		FetchCooldown:        50 * time.Millisecond,

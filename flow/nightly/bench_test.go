@@ -68,7 +68,7 @@ func BenchmarkNightNoChange(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := Import(ctx, db, SeriesFor(&cfg, "bench"), compare.Options{MinEffect: 0.01}, []string{results}); err != nil {
+	if _, err := Import(ctx, db, seriesFor(&cfg, "bench"), compare.Options{MinEffect: 0.01}, []string{results}); err != nil {
 		b.Fatal(err)
 	}
 	db.Close()

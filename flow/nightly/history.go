@@ -10,7 +10,7 @@ import (
 )
 
 // ImportSeries imports results files (see Import) into the history of the
-// series name as cfg configures it (SeriesFor), its change points judged
+// series name as cfg configures it (seriesFor), its change points judged
 // with the series' own minimum effect (config.File.ForSeries), as its
 // nights are.
 func ImportSeries(ctx context.Context, db *history.DB, cfg *config.File, name string, files []string) (*Imported, error) {
@@ -19,12 +19,12 @@ func ImportSeries(ctx context.Context, db *history.DB, cfg *config.File, name st
 		conf = cfg.Series[i]
 	}
 	st := cfg.ForSeries(conf).Stats
-	return Import(ctx, db, SeriesFor(cfg, name), campaign.Judge{Alpha: st.Alpha, MinEffectPct: st.MinEffect}.Options(0), files)
+	return Import(ctx, db, seriesFor(cfg, name), campaign.Judge{Alpha: st.Alpha, MinEffectPct: st.MinEffect}.Options(0), files)
 }
 
-// SeriesFor is the history's record of a configured series, or of one
+// seriesFor is the history's record of a configured series, or of one
 // known only to the history (imported results).
-func SeriesFor(cfg *config.File, name string) history.Series {
+func seriesFor(cfg *config.File, name string) history.Series {
 	i := slices.IndexFunc(cfg.Series, func(s config.Series) bool { return s.Name == name })
 	if i < 0 {
 		return history.Series{Name: name, Kind: history.ImageSeries, Source: "imported"}

@@ -285,7 +285,7 @@ func (r *run) restore(ctx context.Context, repo *git.Repo) func() {
 // worktree, and returns the commits made; a patch that does not apply
 // stops the series.
 func (r *run) apply(ctx context.Context, repo *git.Repo, gitDir, base string) ([]string, error) {
-	t, err := ReadThread(r.o.Mbox, r.o.Cover)
+	t, err := readThread(r.o.Mbox, r.o.Cover)
 	if err != nil {
 		return nil, err
 	}

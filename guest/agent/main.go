@@ -16,10 +16,10 @@ import (
 func Main(faults func(cmdline string) Injector) {
 	pid1 := os.Getpid() == 1
 	if pid1 {
-		SetUpPID1() // mounts /proc, so it comes before the plan
+		setUpPID1() // mounts /proc, so it comes before the plan
 	}
 	start := time.Now()
-	opts := Options{PID1: pid1}
+	opts := options{PID1: pid1}
 	cmdline, err := os.ReadFile("/proc/cmdline")
 	if err != nil {
 		opts.Infos = append(opts.Infos, fmt.Sprintf("read /proc/cmdline: %v", err))
@@ -35,13 +35,13 @@ func Main(faults func(cmdline string) Injector) {
 		opts.Faults = faults(string(cmdline))
 	}
 
-	err = Run(opts)
+	err = run(opts)
 	if err != nil {
 		logf("%v", err)
 	}
 	logf("done in %v", time.Since(start).Round(time.Millisecond))
 	if pid1 {
-		PowerOff() // never returns: PID 1 exiting panics the kernel
+		powerOff() // never returns: PID 1 exiting panics the kernel
 	}
 	if err != nil {
 		os.Exit(1)

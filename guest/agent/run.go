@@ -17,8 +17,8 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// Options is what a boot needs from the program that starts it.
-type Options struct {
+// options is what a boot needs from the program that starts it.
+type options struct {
 	// Plan is the host's run plan, decoded from the kernel command line
 	// by wire.DecodePlan.
 	Plan wire.Plan
@@ -39,14 +39,14 @@ type Options struct {
 	Faults Injector
 }
 
-// Run does the work of a boot, in phases: set-up (modules), the results
+// run does the work of a boot, in phases: set-up (modules), the results
 // channel, the benchmarks, the insight pass, the info notes and the
 // trailer, the insight document, and the flush. Whatever happens it tries
 // to end the stream with a trailer, so the host can tell a finished run
 // from a truncated one, and it recovers from panics, so that PID 1 still
 // powers off. The error is for the console: the host learns what went
 // wrong from the stream.
-func Run(o Options) (err error) {
+func run(o options) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("guest panic: %v\n%s", r, debug.Stack())

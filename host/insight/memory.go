@@ -20,7 +20,7 @@ import (
 // MemoryMetrics are the rows of a memory comparison, in order.
 var MemoryMetrics = []string{"l1d-miss/op", "llc-miss/op", "dtlb-miss/op", "mem-access/op", "l1i-miss/op", "insn/op"}
 
-// MemoryMinEffect is the smallest relative change of a memory row that
+// memoryMinEffect is the smallest relative change of a memory row that
 // counts (the deterministic rule's minimum effect), and MemoryBounds the
 // relative spread of two boots of one image that the rule allows for, per
 // metric (docs/memory.md, "Two boots of one image"): the boots' host I/O
@@ -33,12 +33,12 @@ var MemoryMetrics = []string{"l1d-miss/op", "llc-miss/op", "dtlb-miss/op", "mem-
 // sequential lookup on 6.1), so their rows say DIFFERENT only beyond 52 %
 // and 252 %.
 //
-// A row whose values differ by less than MemoryFloor events per operation
+// A row whose values differ by less than memoryFloor events per operation
 // is SAME whatever its relative change: rare events (an L1I miss every
 // hundred lookups) move by large fractions of themselves between boots.
 const (
-	MemoryMinEffect = 0.02
-	MemoryFloor     = 0.02
+	memoryMinEffect = 0.02
+	memoryFloor     = 0.02
 )
 
 // MemoryBounds are the deterministic rule's jitter bounds per metric.
@@ -204,8 +204,8 @@ type MemoryDiff struct {
 }
 
 // MemoryRow is one metric per operation, A → B, with the deterministic
-// rule's verdict (compare.DecideExact at MemoryMinEffect and the
-// metric's MemoryBounds, SAME below MemoryFloor).
+// rule's verdict (compare.decideExact at memoryMinEffect and the
+// metric's MemoryBounds, SAME below memoryFloor).
 type MemoryRow struct {
 	Metric   string          `json:"metric"`
 	A        float64         `json:"a"`
@@ -255,16 +255,16 @@ func compareMemory(a, b []Memory) []MemoryDiff {
 // memoryRow is one metric's row of benchmark bench, A → B, decided by
 // the deterministic rule at the metric's bound (compare.ExactRow).
 func memoryRow(bench, metric string, a, b float64) compare.Row {
-	return compare.ExactRow(bench, metric, MemoryPassSource, a, b, MemoryMinEffect, MemoryBounds[metric], MemoryFloor)
+	return compare.ExactRow(bench, metric, memoryPassSource, a, b, memoryMinEffect, MemoryBounds[metric], memoryFloor)
 }
 
-// MemoryPassSource names the memory pass as the one "boot" of a memory
+// memoryPassSource names the memory pass as the one "boot" of a memory
 // row's side (compare.Boot.ID): its counts come from the first boot of
 // each side.
-const MemoryPassSource = "memory pass"
+const memoryPassSource = "memory pass"
 
-// MemoryNote is the note of every memory row of a compare table.
-var MemoryNote = fmt.Sprintf("counted once per side by the memory pass (the QEMU plugin's cache model, in the first boot of each side; docs/memory.md); SAME whenever the sides differ by less than %g per operation", MemoryFloor)
+// memoryNote is the note of every memory row of a compare table.
+var memoryNote = fmt.Sprintf("counted once per side by the memory pass (the QEMU plugin's cache model, in the first boot of each side; docs/memory.md); SAME whenever the sides differ by less than %g per operation", memoryFloor)
 
 // MemoryRows are the memory counts of d as rows of a compare table, one
 // per benchmark both sides counted and metric (MemoryMetrics without
@@ -281,7 +281,7 @@ func (d *Diff) MemoryRows() []compare.Row {
 				continue
 			}
 			row := memoryRow(m.Benchmark, r.Metric, r.A, r.B)
-			row.Notes = []string{MemoryNote}
+			row.Notes = []string{memoryNote}
 			out = append(out, row)
 		}
 	}

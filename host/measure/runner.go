@@ -305,9 +305,9 @@ func pluginFault(j Job, res *vmrunner.Result) bool {
 	return res.Outcome == vmrunner.QEMUError && j.Config.MemoryPlugin != "" && j.Side.MemoryProblem == ""
 }
 
-// NoteWarning is the key of the notes the host adds to a run's Summary
+// noteWarning is the key of the notes the host adds to a run's Summary
 // about what its guests reported (beside the guests' own notes).
-const NoteWarning = "warning"
+const noteWarning = "warning"
 
 // vcpuShortfall returns a warning when a guest saw fewer vCPUs (the count
 // it reports as wire.KeyVCPUs) than its VM was given (asked; 0 means 1). A
@@ -319,7 +319,7 @@ func vcpuShortfall(asked int, s *wire.Stream) (wire.Note, bool) {
 	if err != nil || seen < 1 || seen >= max(asked, 1) {
 		return wire.Note{}, false
 	}
-	return wire.Note{Key: NoteWarning, Text: fmt.Sprintf(
+	return wire.Note{Key: noteWarning, Text: fmt.Sprintf(
 		"the guest saw %d vCPU(s) of the %d asked (is the kernel built with CONFIG_SMP?): benchmarks that need more vCPUs were not run",
 		seen, asked)}, true
 }

@@ -94,7 +94,7 @@ type Options struct {
 	// command line and the decisions behind a run.
 	Log, Verbose *log.Logger
 
-	kvmDevice string // "": vmrunner.DefaultKVMDevice; tests name another
+	kvmDevice string // "": vmrunner.defaultKVMDevice; tests name another
 }
 
 // OptionError is an Options field that cannot be used. Option names it as
@@ -171,7 +171,7 @@ func NewSetup(o Options) (*Setup, error) {
 	if o.Accel == wire.AccelIcount && o.CPUs != 1 { // auto decided icount
 		return nil, &OptionError{"cpus", ErrIcountCPUs}
 	}
-	workers, err := Workers(o.Accel, o.Parallel)
+	workers, err := workers(o.Accel, o.Parallel)
 	if err != nil {
 		return nil, &OptionError{"parallel", err}
 	}
@@ -327,7 +327,7 @@ func (s *Setup) boot(ctx context.Context, cfg vmrunner.Config) (*vmrunner.Result
 // worth knowing.
 func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 	start := time.Now()
-	sides, err := Prepare(inputs, s.Guest, s.CacheDir, s.NoModules, s.Files...)
+	sides, err := prepare(inputs, s.Guest, s.CacheDir, s.NoModules, s.Files...)
 	if err != nil {
 		return nil, err
 	}
@@ -346,13 +346,13 @@ func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 	return sides, nil
 }
 
-// usePVH makes side boot its kernel ELF through PVH (PVHImage) when the
+// usePVH makes side boot its kernel ELF through PVH (pvhImage) when the
 // kernel has a PVH entry, and keeps the bzImage otherwise, saying why.
 // On a fleet the ELF is the blob its workers fetch and boot: larger than
 // the bzImage (tens of MiB, sent once per kernel), but every boot skips
 // the decompressor, and local and fleet boots count the same.
 func (s *Setup) usePVH(side *Side) {
-	elf, err := PVHImage(side.Kernel, s.CacheDir)
+	elf, err := pvhImage(side.Kernel, s.CacheDir)
 	switch {
 	case err == nil:
 		side.BootImage = elf
@@ -466,16 +466,16 @@ func (s *Setup) Variants(n int) []Variant {
 	return out
 }
 
-// ParamsKey is this setup's measurement parameters (the package's
-// ParamsKey).
+// paramsKey is this setup's measurement parameters (the package's
+// paramsKey).
 func (s *Setup) ParamsKey() (string, error) { return s.paramsKey(Variant{CPU: s.VM.CPU}) }
 
 // paramsKey is the measurement parameters of a side with variant v.
 func (s *Setup) paramsKey(v Variant) (string, error) {
-	return ParamsKey(s.Accel, v.CPU, append(s.GuestArgs(), v.Append...), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
+	return paramsKey(s.Accel, v.CPU, append(s.GuestArgs(), v.Append...), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
 }
 
-// ParamsKey identifies measurement parameters: results measured with
+// paramsKey identifies measurement parameters: results measured with
 // different keys are never compared (bisect keeps them apart), and every
 // result carries its key (wire.KeyParams). It covers the accelerator asked
 // for, the CPU profile (its model and kernel parameters; nothing for the
@@ -483,7 +483,7 @@ func (s *Setup) paramsKey(v Variant) (string, error) {
 // guest's run plan and extra kernel parameters, the VM shape, the guest
 // binary itself and the files packed beside it (a user's BPF object and
 // its inputs).
-func ParamsKey(accel wire.Accel, cpu vmrunner.CPUProfile, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
+func paramsKey(accel wire.Accel, cpu vmrunner.CPUProfile, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
 	fmt.Fprintf(h, "kernel-args=%s\n", strings.Join(vmrunner.FixedKernelArgs(accel, cpu), " "))

@@ -396,7 +396,7 @@ func (c *Config) finish(res *Result, mon *monitor, killed Outcome, killDetail st
 	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr)
 	res.QEMUWarnings = logtail.Lines(stderr, maxQEMUWarnings, func(l string) bool { return !strings.Contains(l, "warning:") })
 	if c.MemoryPlugin != "" {
-		m, err := ReadMemCounts(filepath.Join(c.RunDir, memcountFile))
+		m, err := readMemCounts(filepath.Join(c.RunDir, memcountFile))
 		if err != nil {
 			res.MemoryProblem = err.Error()
 		} else if !m.Complete {

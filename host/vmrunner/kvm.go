@@ -15,10 +15,10 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// DefaultKVMDevice is the device through which QEMU uses KVM.
-const DefaultKVMDevice = "/dev/kvm"
+// defaultKVMDevice is the device through which QEMU uses KVM.
+const defaultKVMDevice = "/dev/kvm"
 
-// KVMProbeDeadline is how long a probe waits for a kernel's banner under
+// kvmProbeDeadline is how long a probe waits for a kernel's banner under
 // KVM when QEMU reports nothing, in QEMU's CPU time (with a wall-clock
 // limit of icountWallSlack times as long, for a guest that hangs without
 // using the CPU): a loaded host slows the probe down without changing its
@@ -27,7 +27,7 @@ const DefaultKVMDevice = "/dev/kvm"
 // hundred times too slowly, says nothing (Debian's 6.1 took 97 s to its
 // banner under kvm-pvm, most of it QEMU's CPU time in the host kernel,
 // then QEMU reported an emulation failure).
-const KVMProbeDeadline = 5 * time.Second
+const kvmProbeDeadline = 5 * time.Second
 
 // kvmFailureMarkers are what QEMU prints on its standard error when KVM
 // cannot run the guest (QEMU 7.2's accel/kvm/kvm-all.c and
@@ -127,12 +127,12 @@ type KVMProbeResult struct {
 	Took time.Duration
 }
 
-// KVMProbe is a probe of KVM with real kernels.
-type KVMProbe struct {
+// kvmProbe is a probe of KVM with real kernels.
+type kvmProbe struct {
 	QEMU    string // default DefaultQEMU
 	Kernels []ProbeKernel
 	// Deadline bounds the wait for a banner when QEMU says nothing, in
-	// QEMU's CPU time (default KVMProbeDeadline).
+	// QEMU's CPU time (default kvmProbeDeadline).
 	Deadline time.Duration
 }
 
@@ -178,7 +178,7 @@ type probeVM struct {
 // run matters: under kvm-pvm Debian's 6.12 is reported in about a second,
 // while 6.1 crawls for 97 s before its own report. Probe returns an error
 // only when QEMU cannot be started or ctx ends; no QEMU outlives it.
-func (p KVMProbe) Probe(ctx context.Context) (*KVMProbeResult, error) {
+func (p kvmProbe) Probe(ctx context.Context) (*KVMProbeResult, error) {
 	if len(p.Kernels) == 0 {
 		return nil, errors.New("probe KVM: no kernel to probe with")
 	}
@@ -195,7 +195,7 @@ func (p KVMProbe) Probe(ctx context.Context) (*KVMProbeResult, error) {
 		// probe reads.
 		events: make(chan probeEvent, 3*len(p.Kernels))}
 	if pr.deadline == 0 {
-		pr.deadline = KVMProbeDeadline
+		pr.deadline = kvmProbeDeadline
 	}
 	defer pr.kill() // whatever happened, no QEMU outlives the probe
 	first := time.Now()

@@ -28,7 +28,7 @@ const (
 )
 
 // Colours of the trend plots: the tip is blue and the reference orange, as
-// A and B are in PlotRow; change points of the kernel line are red when
+// A and B are in plotRow; change points of the kernel line are red when
 // worse, green when better, grey when the unit says neither (or a control
 // moved), those of the host line brown; excursions are ringed in purple.
 var (
@@ -413,7 +413,7 @@ func (d *trendDrawing) drawChanges() error {
 		}
 		p.Add(l)
 		d.marks = append(d.marks, changeMark{cp: cp, line: l})
-		d.tp.marks = append(d.tp.marks, trendMark{x: x, cp: cp, text: fmt.Sprintf("change point #%d: %s; %s", cp.ID, ChangePointHeadline("", cp), bisectLine(cp))})
+		d.tp.marks = append(d.tp.marks, trendMark{x: x, cp: cp, text: fmt.Sprintf("change point #%d: %s; %s", cp.ID, changePointHeadline("", cp), bisectLine(cp))})
 	}
 	line := 0
 	for i, m := range d.marks {

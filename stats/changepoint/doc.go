@@ -191,7 +191,7 @@
 // on a lucky night, as the next nights regress towards the true step.
 // Update takes the previous pass's change points and keeps each while its
 // p-value stays within KeepFactor (10) times its level and its magnitude
-// within KeepMagnitudeFactor of the minimum: hysteresis. Detect is Update
+// within keepMagnitudeFactor of the minimum: hysteresis. Detect is Update
 // with no previous change points, what a fresh analysis of the history
 // finds; the two differ only in change points at the margin.
 //
@@ -299,7 +299,7 @@
 // floor the nightly run reports about 8 % more change points than there
 // are steps, mostly false ones that later nights withdraw: give the floor.
 //
-// The same with bad nights (internal/sim.Contaminate: a share of the
+// The same with bad nights (internal/sim.contaminate: a share of the
 // nights, one or two at a time with a good night between, each off by
 // 10–50 % in the episode's direction), before excursions (the raw values,
 // ExcursionSigmas +Inf) and with them, counting what a caller that mails

@@ -51,12 +51,12 @@ func (v *Verdict) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// DefaultControls name the benchmarks that measure the harness rather than
+// defaultControls name the benchmarks that measure the harness rather than
 // the kernel's map code: noop runs the measuring loop around nothing and
 // baseline around a trivial operation. A name matches a control if it equals
 // it or continues it with "/", so "LPMTrie/op=noop/entries=10000" is the noop
 // control.
-var DefaultControls = []string{"LPMTrie/op=noop", "LPMTrie/op=baseline"}
+var defaultControls = []string{"LPMTrie/op=noop", "LPMTrie/op=baseline"}
 
 // Look describes the look at the data a Report is: which boots it counts and
 // how much of the error budget it may use. Pass it back as Options.Previous
@@ -149,7 +149,7 @@ func minBoots(level float64, twoSided bool) int {
 	return 0
 }
 
-// MinBootsToDecide returns the smallest number of boots per side at which a
+// minBootsToDecide returns the smallest number of boots per side at which a
 // first look can reach SAME and DIFFERENT, for a comparison of rows rows
 // (benchmarks and controls, each unit counted) under opts. An adaptive run
 // that starts at different boots calls a large effect at its first look; one
@@ -157,8 +157,8 @@ func minBoots(level float64, twoSided bool) int {
 // a verdict that needs more than 50 boots.
 //
 // For α=0.05, MaxBoots=10 and 4 rows: SAME at 4, DIFFERENT at 6. A paired
-// run needs more: see MinPairsToDecide.
-func MinBootsToDecide(opts Options, rows int) (same, different int, err error) {
+// run needs more: see minPairsToDecide.
+func minBootsToDecide(opts Options, rows int) (same, different int, err error) {
 	return minUnitsToDecide(opts, rows, func(n int, twoSided bool) float64 { return uMinP(n, n, twoSided) })
 }
 
@@ -231,7 +231,7 @@ func (l *deciding) sortRows(rep *Report, opts Options) (tested, zeros []*Row) {
 		row := &rep.Rows[i]
 		row.Control = IsControl(row.Benchmark, opts.Controls)
 		row.Total = total[key{row.Benchmark, row.Unit}]
-		row.Better = BetterOf(row.Unit)
+		row.Better = betterOf(row.Unit)
 		if row.Control {
 			row.addNote("control: measures the harness, not the kernel")
 		}
@@ -706,13 +706,13 @@ func (s Summary) medians() []float64 {
 
 // IsControl reports whether bench is one of controls: equal to one, or
 // continuing one with "/". A nil controls means the defaults:
-// DefaultControls and the noop of every user's program (wire.WorkloadNoop).
+// defaultControls and the noop of every user's program (wire.WorkloadNoop).
 func IsControl(bench string, controls []string) bool {
 	if controls == nil {
 		if prog, ok := wire.WorkloadOf(bench); ok && bench == wire.WorkloadNoop(prog) {
 			return true
 		}
-		controls = DefaultControls
+		controls = defaultControls
 	}
 	for _, c := range controls {
 		if bench == c || strings.HasPrefix(bench, c+"/") {
@@ -722,11 +722,11 @@ func IsControl(bench string, controls []string) bool {
 	return false
 }
 
-// BetterOf returns +1 if higher values of unit are better, -1 if lower ones
+// betterOf returns +1 if higher values of unit are better, -1 if lower ones
 // are, 0 if unknown (see Changed). Costs per operation (sec/op, insn/op,
 // B/op) and the verifier's counts (wire.LowerIsBetter) are lower is
 // better; rates (…/s) higher.
-func BetterOf(unit string) int {
+func betterOf(unit string) int {
 	switch {
 	case strings.HasSuffix(unit, "/op"), wire.LowerIsBetter(unit):
 		return -1

@@ -187,7 +187,7 @@ func sweepTable(series, nights int, seed uint64, nightly bool) error {
 var outlierRates = []float64{0, 0.01, 0.05}
 
 // outliersTable is the null and step tables again with bad nights mixed
-// in (sim.Contaminate), at the default options but the excursion
+// in (sim.contaminate), at the default options but the excursion
 // threshold, counting confirmed change points beside all those reported.
 func outliersTable(series, nights int, seed uint64, sigmas float64, part string, stepSize float64) error {
 	if part != "all" && part != "null" && part != "steps" {
