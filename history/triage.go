@@ -80,7 +80,7 @@ const maxWho = 200
 // that it can neither forge a line of a log nor reorder a page's text.
 func CheckWho(who string) error {
 	if err := checkText("the name of who triages", who, maxWho); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadTriage, err)
+		return fmt.Errorf("%w: %w", ErrBadTriage, err)
 	}
 	if i := strings.IndexFunc(who, func(r rune) bool { return unicode.IsControl(r) || words.Hostile(r) }); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(who[i:])

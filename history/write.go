@@ -142,8 +142,8 @@ func (tx *Tx) PutBoot(ctx context.Context, b Boot) (inserted bool, err error) {
 	if b.Index < 0 {
 		return false, fmt.Errorf("%s: negative boot index", what)
 	}
-	if len(b.Results) > MaxResultsBytes {
-		return false, fmt.Errorf("%s: results are %d bytes, more than %d (a runaway guest?)", what, len(b.Results), MaxResultsBytes)
+	if len(b.Results) > maxResultsBytes {
+		return false, fmt.Errorf("%s: results are %d bytes, more than %d (a runaway guest?)", what, len(b.Results), maxResultsBytes)
 	}
 	if !utf8.ValidString(b.Results) || strings.ContainsRune(b.Results, 0) {
 		return false, fmt.Errorf("%s: results are not text (invalid UTF-8 or NUL bytes)", what)

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // lpmbisect history import of a public series shaped like the one a single

@@ -11,7 +11,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/present/serve"
 )
 
-func serveCommand(r *run) *cli.Command {
+func serveCommand(r *invocation) *cli.Command {
 	opts := append([]opt{configOpt(r)}, cliflag.Keys(r.File, "serve")...)
 	return command("serve", "serve the history: series, trends, nights, alerts, bisections, and triage from the page", "", opts, func(c *cli.Context) error {
 		if r.Path == "" {

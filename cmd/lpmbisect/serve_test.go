@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // importedHistory writes a configuration whose history holds the

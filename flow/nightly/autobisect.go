@@ -306,7 +306,7 @@ func (r *seriesRun) resolvable(m history.Metric) float64 {
 
 // imagesBetween lists the kernels of an images series from good to bad.
 func (r *seriesRun) imagesBetween(good, bad string) ([]string, error) {
-	list, err := Candidates(r.conf.Images)
+	list, err := candidates(r.conf.Images)
 	if err != nil {
 		return nil, err
 	}

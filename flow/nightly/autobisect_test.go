@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // A change-point mail tells the excursions inside a change point's range

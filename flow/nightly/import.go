@@ -52,61 +52,12 @@ type Imported struct {
 // boots, say). opts' minimum effect is also the change-point pass's
 // minimum magnitude.
 func Import(ctx context.Context, db *history.DB, s history.Series, opts compare.Options, files []string) (*Imported, error) {
-	type bootKey struct {
-		role       history.Role
-		file, boot string
+	nights, dates, err := readImportNights(files)
+	if err != nil {
+		return nil, err
 	}
-	type night struct {
-		date   string
-		commit string
-		boots  map[bootKey][]*benchfmt.Result
-		order  []bootKey
-		sides  map[string]bool
-		accel  string
-		kernel map[history.Role]history.Kernel
-	}
-	nights := map[string]*night{}
-	for _, path := range files {
-		results, err := measure.ReadResultsFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrImport, err)
-		}
-		if len(results) == 0 {
-			return nil, fmt.Errorf("%w: %s holds no results", ErrImport, path)
-		}
-		for _, r := range results {
-			date, commit := r.GetConfig(wire.KeyDate), r.GetConfig(wire.KeyCommit)
-			if t, err := time.Parse(time.RFC3339, date); err == nil {
-				date = t.UTC().Format(time.DateOnly)
-			}
-			file, line := r.Pos()
-			if _, err := time.Parse(time.DateOnly, date); err != nil || commit == "" {
-				return nil, fmt.Errorf("%w: %s:%d: a result needs %q (YYYY-MM-DD) and %q configuration lines, has %q and %q",
-					ErrImport, file, line, wire.KeyDate, wire.KeyCommit, date, commit)
-			}
-			n := nights[date]
-			if n == nil {
-				n = &night{date: date, commit: commit, boots: map[bootKey][]*benchfmt.Result{}, sides: map[string]bool{}, kernel: map[history.Role]history.Kernel{}}
-				nights[date] = n
-			}
-			n.sides[r.GetConfig(wire.KeySide)] = true
-			if n.accel == "" {
-				n.accel = r.GetConfig(wire.KeyAccel)
-			}
-			k := bootKey{role: history.Role(r.GetConfig(wire.KeyRole)), file: path, boot: r.GetConfig(wire.KeyBoot) + "/" + r.GetConfig(wire.KeySide)}
-			if _, ok := n.boots[k]; !ok {
-				n.order = append(n.order, k)
-			}
-			n.boots[k] = append(n.boots[k], r)
-		}
-	}
-	dates := make([]string, 0, len(nights))
-	for d := range nights {
-		dates = append(dates, d)
-	}
-	slices.Sort(dates)
 	imp := &Imported{}
-	err := db.Write(ctx, func(tx *history.Tx) error {
+	err = db.Write(ctx, func(tx *history.Tx) error {
 		var err error
 		imp.Series, err = tx.PutSeries(ctx, s)
 		return err
@@ -118,31 +69,9 @@ func Import(ctx context.Context, db *history.DB, s history.Series, opts compare.
 	var prevTip [][]*benchfmt.Result // the last measured tip before the night
 	for i, d := range dates {
 		n := nights[d]
-		both := n.sides[compare.SideA] && n.sides[compare.SideB]
-		var tip, ref [][]*benchfmt.Result
-		roles := map[bootKey]history.Role{}
-		for _, k := range n.order {
-			role := k.role
-			if role == "" {
-				role = history.RoleTip
-				if both && strings.HasSuffix(k.boot, "/"+compare.SideA) {
-					role = history.RoleReference
-				}
-			}
-			if role != history.RoleTip && role != history.RoleReference {
-				return nil, fmt.Errorf("%w: %s: %s %q is neither tip nor reference", ErrImport, k.file, wire.KeyRole, role)
-			}
-			roles[k] = role
-			if role == history.RoleTip {
-				tip = append(tip, n.boots[k])
-			} else {
-				ref = append(ref, n.boots[k])
-			}
-			first := n.boots[k][0]
-			n.kernel[role] = history.Kernel{Commit: first.GetConfig(wire.KeyCommit), Release: first.GetConfig(wire.KeyKernel), ImageSHA256: first.GetConfig(wire.KeyImage)}
-		}
-		if len(tip) == 0 {
-			return nil, fmt.Errorf("%w: night %s has reference results but no tip", ErrImport, d)
+		tip, ref, err := n.sortBoots()
+		if err != nil {
+			return nil, err
 		}
 		if i == 0 {
 			if prevTip, err = lastMeasuredTip(ctx, db, imp.Series.ID, d); err != nil {
@@ -151,41 +80,17 @@ func Import(ctx context.Context, db *history.DB, s history.Series, opts compare.
 		}
 		nightOpts, err := importOptions(opts, n.accel, tip)
 		if err != nil {
-			return nil, fmt.Errorf("%w: night %s: %v", ErrImport, d, err)
+			return nil, fmt.Errorf("%w: night %s: %w", ErrImport, d, err)
 		}
 		rows, note, err := importedRows(ref, tip, prevTip, nightOpts)
 		if err != nil {
-			return nil, fmt.Errorf("%w: night %s: %v", ErrImport, d, err)
+			return nil, fmt.Errorf("%w: night %s: %w", ErrImport, d, err)
 		}
 		prevTip = tip
 		accel = cmpOr(accel, n.accel)
-		hn := history.Night{SeriesID: imp.Series.ID, Date: d, Status: history.StatusMeasured, Tip: n.kernel[history.RoleTip],
-			Reference: n.kernel[history.RoleReference], Accel: n.accel, Note: note, Finished: time.Now()}
-		err = db.Write(ctx, func(tx *history.Tx) error {
-			id, err := tx.PutNight(ctx, hn)
-			if err != nil {
-				return err
-			}
-			index := map[history.Role]int{}
-			for _, k := range n.order {
-				index[roles[k]]++
-				ok, err := tx.PutBoot(ctx, bootRecord(id, roles[k], index[roles[k]], "ok", n.boots[k]))
-				if err != nil {
-					return err
-				}
-				if ok {
-					imp.Boots++
-				}
-			}
-			if err := tx.SetNightRows(ctx, id, rows); err != nil {
-				return err
-			}
-			return tx.SetTip(ctx, imp.Series.ID, hn.Tip.Commit, hn.Tip.ImageSHA256)
-		})
-		if err != nil {
+		if err := imp.store(ctx, db, n, rows, note); err != nil {
 			return imp, err
 		}
-		imp.Nights++
 	}
 	pass, err := updateChanges(ctx, db, imp.Series, changeOptions(accel, 100*opts.MinEffect), nil, nil)
 	if err != nil {
@@ -194,6 +99,135 @@ func Import(ctx context.Context, db *history.DB, s history.Series, opts compare.
 	err = db.Write(ctx, func(tx *history.Tx) error { return pass.store(ctx, tx, imp.Series.ID) })
 	imp.Changes, imp.Excursions = pass.changes, pass.newExcursions
 	return imp, err
+}
+
+// importBoot names a boot of an imported night: its role (as its results
+// say; "" when they do not), its file and its boot and side keys.
+type importBoot struct {
+	role       history.Role
+	file, boot string
+}
+
+// importNight is one night of imported results.
+type importNight struct {
+	date, commit string
+	boots        map[importBoot][]*benchfmt.Result
+	order        []importBoot
+	sides        map[string]bool
+	accel        string
+	kernel       map[history.Role]history.Kernel
+	// roles are the boots' roles, once sortBoots decided them.
+	roles map[importBoot]history.Role
+}
+
+// readImportNights reads the results files and groups their results into
+// nights, by date, and boots; dates are the nights' dates in order.
+func readImportNights(files []string) (nights map[string]*importNight, dates []string, err error) {
+	nights = map[string]*importNight{}
+	for _, path := range files {
+		results, err := measure.ReadResultsFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrImport, err)
+		}
+		if len(results) == 0 {
+			return nil, nil, fmt.Errorf("%w: %s holds no results", ErrImport, path)
+		}
+		for _, r := range results {
+			date, commit := r.GetConfig(wire.KeyDate), r.GetConfig(wire.KeyCommit)
+			if t, err := time.Parse(time.RFC3339, date); err == nil {
+				date = t.UTC().Format(time.DateOnly)
+			}
+			file, line := r.Pos()
+			if _, err := time.Parse(time.DateOnly, date); err != nil || commit == "" {
+				return nil, nil, fmt.Errorf("%w: %s:%d: a result needs %q (YYYY-MM-DD) and %q configuration lines, has %q and %q",
+					ErrImport, file, line, wire.KeyDate, wire.KeyCommit, date, commit)
+			}
+			n := nights[date]
+			if n == nil {
+				n = &importNight{date: date, commit: commit, boots: map[importBoot][]*benchfmt.Result{}, sides: map[string]bool{}, kernel: map[history.Role]history.Kernel{}}
+				nights[date] = n
+			}
+			n.sides[r.GetConfig(wire.KeySide)] = true
+			if n.accel == "" {
+				n.accel = r.GetConfig(wire.KeyAccel)
+			}
+			k := importBoot{role: history.Role(r.GetConfig(wire.KeyRole)), file: path, boot: r.GetConfig(wire.KeyBoot) + "/" + r.GetConfig(wire.KeySide)}
+			if _, ok := n.boots[k]; !ok {
+				n.order = append(n.order, k)
+			}
+			n.boots[k] = append(n.boots[k], r)
+		}
+	}
+	for d := range nights {
+		dates = append(dates, d)
+	}
+	slices.Sort(dates)
+	return nights, dates, nil
+}
+
+// sortBoots decides each boot's role (its own; else, on a night with both
+// sides, side A is the reference), and returns the tip's boots and the
+// reference's; it notes each role's kernel.
+func (n *importNight) sortBoots() (tip, ref [][]*benchfmt.Result, err error) {
+	both := n.sides[compare.SideA] && n.sides[compare.SideB]
+	n.roles = map[importBoot]history.Role{}
+	for _, k := range n.order {
+		role := k.role
+		if role == "" {
+			role = history.RoleTip
+			if both && strings.HasSuffix(k.boot, "/"+compare.SideA) {
+				role = history.RoleReference
+			}
+		}
+		if role != history.RoleTip && role != history.RoleReference {
+			return nil, nil, fmt.Errorf("%w: %s: %s %q is neither tip nor reference", ErrImport, k.file, wire.KeyRole, role)
+		}
+		n.roles[k] = role
+		if role == history.RoleTip {
+			tip = append(tip, n.boots[k])
+		} else {
+			ref = append(ref, n.boots[k])
+		}
+		first := n.boots[k][0]
+		n.kernel[role] = history.Kernel{Commit: first.GetConfig(wire.KeyCommit), Release: first.GetConfig(wire.KeyKernel), ImageSHA256: first.GetConfig(wire.KeyImage)}
+	}
+	if len(tip) == 0 {
+		return nil, nil, fmt.Errorf("%w: night %s has reference results but no tip", ErrImport, n.date)
+	}
+	return tip, ref, nil
+}
+
+// store writes the night n, its boots and its rows in one transaction, and
+// moves the series' tip to it.
+func (imp *Imported) store(ctx context.Context, db *history.DB, n *importNight, rows []history.NightRow, note string) error {
+	hn := history.Night{SeriesID: imp.Series.ID, Date: n.date, Status: history.StatusMeasured, Tip: n.kernel[history.RoleTip],
+		Reference: n.kernel[history.RoleReference], Accel: n.accel, Note: note, Finished: time.Now()}
+	err := db.Write(ctx, func(tx *history.Tx) error {
+		id, err := tx.PutNight(ctx, hn)
+		if err != nil {
+			return err
+		}
+		index := map[history.Role]int{}
+		for _, k := range n.order {
+			role := n.roles[k]
+			index[role]++
+			ok, err := tx.PutBoot(ctx, bootRecord(id, role, index[role], "ok", n.boots[k]))
+			if err != nil {
+				return err
+			}
+			if ok {
+				imp.Boots++
+			}
+		}
+		if err := tx.SetNightRows(ctx, id, rows); err != nil {
+			return err
+		}
+		return tx.SetTip(ctx, imp.Series.ID, hn.Tip.Commit, hn.Tip.ImageSHA256)
+	})
+	if err == nil {
+		imp.Nights++
+	}
+	return err
 }
 
 // lastMeasuredTip reads the tip boots of the series' last measured night

@@ -13,8 +13,8 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // nightFile writes one night of synthetic results: boots boots of samples
@@ -190,7 +190,7 @@ func TestCandidatesOrder(t *testing.T) {
 		os.WriteFile(p, content[n], 0o644)
 		os.Chtimes(p, base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute))
 	}
-	got, err := Candidates(dir)
+	got, err := candidates(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestCandidatesOrder(t *testing.T) {
 	}
 	list := filepath.Join(t.TempDir(), "list")
 	os.WriteFile(list, []byte(filepath.Join(dir, "vmlinuz-a")+"\n"+filepath.Join(dir, "vmlinuz-b")+"\n"), 0o644)
-	if got, err := Candidates(list); err != nil || len(got) != 2 || filepath.Base(got[1]) != "vmlinuz-b" {
+	if got, err := candidates(list); err != nil || len(got) != 2 || filepath.Base(got[1]) != "vmlinuz-b" {
 		t.Errorf("Candidates(list) = %v, %v; want the list's order", got, err)
 	}
 }

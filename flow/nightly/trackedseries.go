@@ -41,7 +41,7 @@ type seriesRun struct {
 	cfg   config.File
 	dir   string // the series' state directory
 	log   *log.Logger
-	setup *bisect.Setup
+	setup *bisect.Bisector
 	n     *Night
 }
 
@@ -226,7 +226,7 @@ func (r *seriesRun) build(ctx context.Context, repo *git.Repo, commit string) (*
 
 // imageTip takes the newest kernel of an images series.
 func (r *seriesRun) imageTip(_ context.Context) (history.Kernel, bool, error) {
-	list, err := Candidates(r.conf.Images)
+	list, err := candidates(r.conf.Images)
 	if err != nil {
 		r.fail(history.StatusInfraFailed, err)
 		return history.Kernel{}, false, nil
@@ -242,11 +242,11 @@ func (r *seriesRun) imageTip(_ context.Context) (history.Kernel, bool, error) {
 	return tip, !r.noChange(context.Background(), tip), nil
 }
 
-// Candidates lists the kernels of an images series in the order CI made
+// candidates lists the kernels of an images series in the order CI made
 // them: a list file's order, or a directory's kernels by modification time
 // (nightly builds often share a version string, so names do not order
 // them). The newest is last.
-func Candidates(images string) ([]string, error) {
+func candidates(images string) ([]string, error) {
 	st, err := os.Stat(images)
 	if err != nil {
 		return nil, fmt.Errorf("images %s: %w", images, err)

@@ -20,7 +20,7 @@ import (
 // MemoryMetrics are the rows of a memory comparison, in order.
 var MemoryMetrics = []string{"l1d-miss/op", "llc-miss/op", "dtlb-miss/op", "mem-access/op", "l1i-miss/op", "insn/op"}
 
-// MemoryMinEffect is the smallest relative change of a memory row that
+// memoryMinEffect is the smallest relative change of a memory row that
 // counts (the deterministic rule's minimum effect), and MemoryBounds the
 // relative spread of two boots of one image that the rule allows for, per
 // metric (docs/memory.md, "Two boots of one image"): the boots' host I/O
@@ -34,7 +34,7 @@ var MemoryMetrics = []string{"l1d-miss/op", "llc-miss/op", "dtlb-miss/op", "mem-
 // and 252 %.
 //
 // A row whose values differ by less than its metric's floor
-// (MemoryFloor) events per operation is SAME whatever its relative
+// (memoryFloor) events per operation is SAME whatever its relative
 // change: rare events (an L1I miss every hundred lookups) move by large
 // fractions of themselves between boots. The dTLB's floor is wider: its
 // misses fall into one of two modes per boot, by where the slab's pages
@@ -42,10 +42,10 @@ var MemoryMetrics = []string{"l1d-miss/op", "llc-miss/op", "dtlb-miss/op", "mem-
 // 0.011, 0.079, 0.136 or 0.173 per random lookup on 6.12 at 1000), so
 // two boots of one image differ by up to 0.13 misses per operation
 // however small the counts, which no relative bound covers near zero.
-const MemoryMinEffect = 0.02
+const memoryMinEffect = 0.02
 
-// MemoryFloor is the floor of metric's rows, in events per operation.
-func MemoryFloor(metric string) float64 {
+// memoryFloor is the floor of metric's rows, in events per operation.
+func memoryFloor(metric string) float64 {
 	if metric == "dtlb-miss/op" {
 		return 0.25
 	}
@@ -215,8 +215,8 @@ type MemoryDiff struct {
 }
 
 // MemoryRow is one metric per operation, A → B, with the deterministic
-// rule's verdict (compare.DecideExact at MemoryMinEffect and the
-// metric's MemoryBounds, SAME below its MemoryFloor).
+// rule's verdict (compare.decideExact at memoryMinEffect and the
+// metric's MemoryBounds, SAME below its memoryFloor).
 type MemoryRow struct {
 	Metric   string          `json:"metric"`
 	A        float64         `json:"a"`
@@ -266,16 +266,16 @@ func compareMemory(a, b []Memory) []MemoryDiff {
 // memoryRow is one metric's row of benchmark bench, A → B, decided by
 // the deterministic rule at the metric's bound (compare.ExactRow).
 func memoryRow(bench, metric string, a, b float64) compare.Row {
-	return compare.ExactRow(bench, metric, MemoryPassSource, a, b, MemoryMinEffect, MemoryBounds[metric], MemoryFloor(metric))
+	return compare.ExactRow(bench, metric, memoryPassSource, a, b, memoryMinEffect, MemoryBounds[metric], memoryFloor(metric))
 }
 
-// MemoryPassSource names the memory pass as the one "boot" of a memory
+// memoryPassSource names the memory pass as the one "boot" of a memory
 // row's side (compare.Boot.ID): its counts come from the first boot of
 // each side.
-const MemoryPassSource = "memory pass"
+const memoryPassSource = "memory pass"
 
-// MemoryNote is the note of every memory row of a compare table.
-var MemoryNote = fmt.Sprintf("counted once per side by the memory pass (the QEMU plugin's cache model, in the first boot of each side; docs/memory.md); SAME whenever the sides differ by less than %g per operation (%g for dTLB misses)", MemoryFloor("l1d-miss/op"), MemoryFloor("dtlb-miss/op"))
+// memoryNote is the note of every memory row of a compare table.
+var memoryNote = fmt.Sprintf("counted once per side by the memory pass (the QEMU plugin's cache model, in the first boot of each side; docs/memory.md); SAME whenever the sides differ by less than %g per operation (%g for dTLB misses)", memoryFloor("l1d-miss/op"), memoryFloor("dtlb-miss/op"))
 
 // MemoryRows are the memory counts of d as rows of a compare table, one
 // per benchmark both sides counted and metric (MemoryMetrics without
@@ -292,7 +292,7 @@ func (d *Diff) MemoryRows() []compare.Row {
 				continue
 			}
 			row := memoryRow(m.Benchmark, r.Metric, r.A, r.B)
-			row.Notes = []string{MemoryNote}
+			row.Notes = []string{memoryNote}
 			out = append(out, row)
 		}
 	}

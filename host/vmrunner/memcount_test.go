@@ -155,7 +155,7 @@ func TestMemoryPluginLoads(t *testing.T) {
 	if msg, err := run("outfile=" + out); err != nil {
 		t.Fatalf("qemu -plugin %s: %v\n%s", plugin, err, msg)
 	}
-	m, err := ReadMemCounts(out)
+	m, err := readMemCounts(out)
 	if err != nil || !m.Complete || !strings.HasPrefix(m.Model, "l1d 49152 12 l1i 32768 8 llc 2097152 16 dtlb 64 4") || len(m.Segments) != 0 {
 		t.Errorf("ReadMemCounts() = %+v, %v; want the default model, complete, no segments", m, err)
 	}

@@ -24,11 +24,11 @@ import (
 func WriteHistory(w io.Writer, f Format, h view.History) error {
 	switch f {
 	case FormatText:
-		return writePrintable(w, func(w io.Writer) error { return WriteHistoryText(w, h) })
+		return writePrintable(w, func(w io.Writer) error { return writeHistoryText(w, h) })
 	case FormatMarkdown:
-		return writePrintable(w, func(w io.Writer) error { return WriteHistoryMarkdown(w, h) })
+		return writePrintable(w, func(w io.Writer) error { return writeHistoryMarkdown(w, h) })
 	case FormatJSON:
-		return WriteHistoryJSON(w, h)
+		return writeHistoryJSON(w, h)
 	case FormatHTML:
 		return WriteHistoryHTML(w, h)
 	}
@@ -267,7 +267,7 @@ func changeDirection(cp history.ChangePoint) string {
 	return direction(cp.Unit, cp.DeltaPct)
 }
 
-// ChangePointHeadline returns an LKP-style one-line summary of a change
+// changePointHeadline returns an LKP-style one-line summary of a change
 // point, in the style of Headline:
 //
 //	LPMTrie/op=lookup/keys=random/entries=10000: +7.23% insn/op (worse), night 2026-11-08, bpf-next
@@ -275,7 +275,7 @@ func changeDirection(cp history.ChangePoint) string {
 // A host-line change point says that the reference moved ("on the
 // reference: host or harness changed"), a provisional or withdrawn one says
 // so at the end. series may be empty (a report of one series).
-func ChangePointHeadline(series string, cp history.ChangePoint) string {
+func changePointHeadline(series string, cp history.ChangePoint) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s %s (%s)", cp.Benchmark, view.FormatDelta(cp.DeltaPct), unitName(cp.Unit), changeDirection(cp))
 	if cp.Line == history.LineHost {

@@ -70,7 +70,7 @@ func newHistorySeriesPage(hs view.HistorySeries, nightURL func(date string) stri
 			Tip: tipName(n.Tip), Subject: n.Tip.Subject, Release: n.Tip.Release, Notes: v.nightNotes(n)}
 		for _, cp := range v.changes {
 			if cp.Night == n.Date && cp.Status != history.ChangeWithdrawn {
-				row.Changes = append(row.Changes, historyNightChange{ID: cp.ID, Class: changeClass(cp), Title: ChangePointHeadline("", cp),
+				row.Changes = append(row.Changes, historyNightChange{ID: cp.ID, Class: changeClass(cp), Title: changePointHeadline("", cp),
 					Text: fmt.Sprintf("◆ #%d %s %s", cp.ID, view.FormatDelta(cp.DeltaPct), changeDirection(cp))})
 			}
 		}
@@ -125,7 +125,7 @@ func changeClass(cp history.ChangePoint) string {
 // side linked (nightURL) and the plot of its metric (plot, the id of the
 // plot on its series' page).
 func (v *seriesView) historyChange(cp history.ChangePoint, nightURL func(string) string, plot string) historyChange {
-	c := historyChange{ID: cp.ID, Class: changeClass(cp), Headline: ChangePointHeadline("", cp), Direction: changeDirection(cp),
+	c := historyChange{ID: cp.ID, Class: changeClass(cp), Headline: changePointHeadline("", cp), Direction: changeDirection(cp),
 		Status: string(cp.Status), LineP: fmt.Sprintf("%s line, p%s", lineName(cp.Line), view.FormatPRelation(cp.P)),
 		Bisect: bisectLine(cp), Live: cp.Status != history.ChangeWithdrawn, BeforeNight: cmp.Or(cp.BeforeNight, "?"), Night: cp.Night,
 		NightURL: nightURL(cp.Night)}

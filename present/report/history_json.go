@@ -12,12 +12,12 @@ import (
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
-// HistoryDocumentVersion is the version of HistoryDocument's layout. It
+// historyDocumentVersion is the version of HistoryDocument's layout. It
 // changes only when a field changes meaning or goes away; new fields keep
 // it.
-const HistoryDocumentVersion = 1
+const historyDocumentVersion = 1
 
-// HistoryDocument is the JSON form of a History (WriteHistoryJSON), stable
+// HistoryDocument is the JSON form of a History (writeHistoryJSON), stable
 // for tools: a dashboard or a bot reads it without importing package
 // history. Series are in the caller's order; nights and their rows by date
 // and metric; change points by night, benchmark and line. Numbers that can
@@ -26,7 +26,7 @@ const HistoryDocumentVersion = 1
 // Verdicts are "SAME", "DIFFERENT" or "UNKNOWN"; night statuses, change
 // statuses, lines and bisection states are package history's names.
 type HistoryDocument struct {
-	Version int         `json:"version"` // HistoryDocumentVersion
+	Version int         `json:"version"` // historyDocumentVersion
 	Series  []SeriesDoc `json:"series"`
 	// Paging is set when each series' nights are one page of them
 	// (lpmbisect serve's JSON); absent when they are all there.
@@ -117,7 +117,7 @@ type KernelDoc struct {
 type NightRowDoc struct {
 	Benchmark string `json:"benchmark"`
 	Unit      string `json:"unit"` // benchfmt's: ns/op is "sec/op"
-	// Control is set for a control benchmark (compare.DefaultControls).
+	// Control is set for a control benchmark (compare.defaultControls).
 	Control   bool        `json:"control"`
 	Tip       EstimateDoc `json:"tip"`
 	Reference EstimateDoc `json:"reference"`
@@ -178,7 +178,7 @@ type ChangePointDoc struct {
 	Updated       time.Time    `json:"updated,omitzero"`
 	Mailed        time.Time    `json:"mailed,omitzero"`
 	Bisect        BisectionDoc `json:"bisect"`
-	// Headline is ChangePointHeadline's line, Range the commit or image
+	// Headline is changePointHeadline's line, Range the commit or image
 	// range and Outcome the bisection in words, as the text report says
 	// them.
 	Headline string `json:"headline"`
@@ -245,7 +245,7 @@ func comparisonDoc(c *history.Comparison, unit string) *ComparisonDoc {
 
 // NewHistoryDocument converts a history to its JSON form.
 func NewHistoryDocument(h view.History) HistoryDocument {
-	d := HistoryDocument{Version: HistoryDocumentVersion, Series: []SeriesDoc{}}
+	d := HistoryDocument{Version: historyDocumentVersion, Series: []SeriesDoc{}}
 	for _, hs := range h.Series {
 		v := newSeriesView(hs)
 		s := v.series
@@ -262,7 +262,7 @@ func NewHistoryDocument(h view.History) HistoryDocument {
 					VsPrevious: comparisonDoc(r.VsPrevious, r.Unit), VsReference: comparisonDoc(r.VsReference, r.Unit)})
 			}
 			if in, ok := hs.Insight[n.Date]; ok && in.Diff != nil {
-				nd.Insight = &NightInsightDoc{Against: in.Against, Block: NewInsightDocument(in.Diff)}
+				nd.Insight = &NightInsightDoc{Against: in.Against, Block: newInsightDocument(in.Diff)}
 			}
 			sd.Nights = append(sd.Nights, nd)
 		}
@@ -275,7 +275,7 @@ func NewHistoryDocument(h view.History) HistoryDocument {
 				FirstReported: cp.FirstReported, Updated: cp.Updated, Mailed: cp.Mailed,
 				Bisect: BisectionDoc{State: cmp.Or(string(cp.Bisect.State), "none"), Culprit: cp.Bisect.Culprit,
 					Subject: cp.Bisect.Subject, Reason: cp.Bisect.Reason},
-				Headline: ChangePointHeadline(s.Name, cp), Range: v.changeRange(cp), Outcome: bisectLine(cp),
+				Headline: changePointHeadline(s.Name, cp), Range: v.changeRange(cp), Outcome: bisectLine(cp),
 				Triage: triageDocs(hs.Triage, cp.ID),
 			})
 		}
@@ -285,9 +285,9 @@ func NewHistoryDocument(h view.History) HistoryDocument {
 	return d
 }
 
-// WriteHistoryJSON writes the history as one indented JSON document
+// writeHistoryJSON writes the history as one indented JSON document
 // (HistoryDocument).
-func WriteHistoryJSON(w io.Writer, h view.History) error {
+func writeHistoryJSON(w io.Writer, h view.History) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(NewHistoryDocument(h)); err != nil {

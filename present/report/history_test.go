@@ -294,8 +294,8 @@ func TestHistoryJSONDocument(t *testing.T) {
 	if err := json.Unmarshal([]byte(render(t, FormatJSON, h)), &doc); err != nil {
 		t.Fatalf("decode WriteHistoryJSON() = %v", err)
 	}
-	if doc.Version != HistoryDocumentVersion || len(doc.Series) != 1 || len(doc.Series[0].Nights) != 14 {
-		t.Fatalf("WriteHistoryJSON() = version %d, %d series; want version %d, 1 series of 14 nights", doc.Version, len(doc.Series), HistoryDocumentVersion)
+	if doc.Version != historyDocumentVersion || len(doc.Series) != 1 || len(doc.Series[0].Nights) != 14 {
+		t.Fatalf("WriteHistoryJSON() = version %d, %d series; want version %d, 1 series of 14 nights", doc.Version, len(doc.Series), historyDocumentVersion)
 	}
 	s := doc.Series[0]
 	if n := s.Nights[4]; n.Status != "build-failed" || len(n.Rows) != 0 {
@@ -466,7 +466,7 @@ func TestChangePointHeadline(t *testing.T) {
 		},
 			benchLookup + ": +7.20% insn/op (worse) on the reference: host or harness changed, night 2026-11-08, bpf-next, provisional"},
 	} {
-		if got := ChangePointHeadline("bpf-next", tc.cp(base)); got != tc.want {
+		if got := changePointHeadline("bpf-next", tc.cp(base)); got != tc.want {
 			t.Errorf("ChangePointHeadline(%s) = %q; want %q", tc.name, got, tc.want)
 		}
 	}
@@ -546,12 +546,12 @@ func TestFormatHelpers(t *testing.T) {
 	}
 }
 
-func ExampleChangePointHeadline() {
+func Example_changePointHeadline() {
 	cp := history.ChangePoint{Metric: history.Metric{Benchmark: "LPMTrie/op=lookup/keys=random/entries=10000", Unit: "insn/op"},
 		Line: history.LineKernel, Night: "2026-11-08", DeltaPct: 7.2}
-	fmt.Println(ChangePointHeadline("bpf-next", cp))
+	fmt.Println(changePointHeadline("bpf-next", cp))
 	cp.Line, cp.Provisional = history.LineHost, true
-	fmt.Println(ChangePointHeadline("bpf-next", cp))
+	fmt.Println(changePointHeadline("bpf-next", cp))
 	// Output:
 	// LPMTrie/op=lookup/keys=random/entries=10000: +7.20% insn/op (worse), night 2026-11-08, bpf-next
 	// LPMTrie/op=lookup/keys=random/entries=10000: +7.20% insn/op (worse) on the reference: host or harness changed, night 2026-11-08, bpf-next, provisional

@@ -39,7 +39,7 @@
 // browser's session cookie (SameSite=Strict, 403 without it); a request
 // with the bearer header needs none, because a browser does not send that
 // header across sites. Forms are POST only; request bodies are bounded
-// (MaxBody: 413); every connection has read, write and idle timeouts
+// (maxBody: 413); every connection has read, write and idle timeouts
 // (Serve). Pages run no script and may load nothing from elsewhere
 // (Content-Security-Policy). Every string from a kernel, a guest, a
 // commit, a patch or a person is escaped by html/template and made
@@ -73,14 +73,13 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/internal/words"
 
-	"github.com/lpmbisect/lpmbisect/flow/nightly"
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
-// MaxBody bounds a request's body: a triage form is a few hundred bytes.
-const MaxBody = 64 << 10
+// maxBody bounds a request's body: a triage form is a few hundred bytes.
+const maxBody = 64 << 10
 
 // maxWho bounds the name a triage records from a form.
 const maxWho = 100
@@ -185,10 +184,10 @@ func New(o Options) (*Server, error) {
 // ErrHostName is wrapped by New's error about a host name that is not one.
 var ErrHostName = errors.New("not a host name")
 
-// MinTokenLength is the shortest token ReadToken takes: a token is all
+// minTokenLength is the shortest token ReadToken takes: a token is all
 // that stands between the network and a change, and whoever can try
 // tokens can try short ones all.
-const MinTokenLength = 16
+const minTokenLength = 16
 
 // ErrWeakToken is wrapped by ReadToken's errors about a token that others
 // could guess or read.
@@ -196,7 +195,7 @@ var ErrWeakToken = errors.New("weak token")
 
 // ReadToken reads the token a server's changes need from a file: its first
 // line, without surrounding space. An empty token is refused, and so are a
-// token shorter than MinTokenLength and a file that every user of the
+// token shorter than minTokenLength and a file that every user of the
 // machine may read (ErrWeakToken).
 func ReadToken(path string) (string, error) {
 	fi, err := os.Stat(path)
@@ -215,9 +214,9 @@ func ReadToken(path string) (string, error) {
 	switch {
 	case tok == "":
 		return "", fmt.Errorf("read the token: %s holds none (write a long random line into it, e.g. openssl rand -hex 32)", path)
-	case len(tok) < MinTokenLength:
+	case len(tok) < minTokenLength:
 		return "", fmt.Errorf("read the token: %w: the token in %s is %s long, shorter than %d (write a long random line into it, e.g. openssl rand -hex 32)",
-			ErrWeakToken, path, words.Plural(len(tok), "byte"), MinTokenLength)
+			ErrWeakToken, path, words.Plural(len(tok), "byte"), minTokenLength)
 	}
 	return tok, nil
 }
@@ -407,7 +406,7 @@ func (s *Server) pagedDocument(w http.ResponseWriter, r *http.Request, h view.Hi
 
 // load is the history of one series ("" for all), or a failure answered.
 func (s *Server) load(w http.ResponseWriter, r *http.Request, series string) (view.History, bool) {
-	h, err := nightly.LoadHistory(r.Context(), s.db, series)
+	h, err := view.LoadHistory(r.Context(), s.db, series)
 	if errors.Is(err, history.ErrNotFound) || (err == nil && series != "" && len(h.Series) == 0) {
 		s.fail(w, r, http.StatusNotFound, "no series %q in the history (see / for the series it holds)", series)
 		return h, false
@@ -485,7 +484,7 @@ func (s *Server) night(w http.ResponseWriter, r *http.Request) {
 	}
 	hs := whole.AtNight(n.Date)
 	before, after := whole.NightsAround(n.Date)
-	in, found, err := nightly.NightInsight(r.Context(), s.db, n.ID)
+	in, found, err := view.LoadNightInsight(r.Context(), s.db, n.ID)
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, "read the night's insight block: %v", err)
 		return
@@ -663,13 +662,13 @@ func (s *Server) tokenOK(tok string) bool {
 	return subtle.ConstantTimeCompare(sum[:], s.token) == 1
 }
 
-// parseForm reads a POST's form, bounded by MaxBody, or answers why not.
+// parseForm reads a POST's form, bounded by maxBody, or answers why not.
 func (s *Server) parseForm(w http.ResponseWriter, r *http.Request) bool {
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	if err := r.ParseForm(); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.fail(w, r, http.StatusRequestEntityTooLarge, "the request body is over %d bytes", MaxBody)
+			s.fail(w, r, http.StatusRequestEntityTooLarge, "the request body is over %d bytes", maxBody)
 			return false
 		}
 		s.fail(w, r, http.StatusBadRequest, "malformed form: %v", err)

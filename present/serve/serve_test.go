@@ -20,9 +20,9 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/flow/nightly"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 const testToken = "s3cret-token-for-tests"
@@ -273,7 +273,7 @@ func TestTriageRequests(t *testing.T) {
 		{"nobody", good(func(v url.Values) { v.Set("who", " ") }), "", nil, 400, "who"},
 		{"long comment", good(func(v url.Values) { v.Set("comment", strings.Repeat("x", history.MaxTriageComment+1)) }), "", nil, 409, "comment"},
 		{"malformed form", nil, "id=%zz&token=" + testToken, nil, 400, "malformed form"},
-		{"huge body", nil, "comment=" + strings.Repeat("x", MaxBody+1), nil, 413, "over"},
+		{"huge body", nil, "comment=" + strings.Repeat("x", maxBody+1), nil, 413, "over"},
 	}
 	for _, b := range bad {
 		body := b.raw

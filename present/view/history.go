@@ -1,7 +1,11 @@
 package view
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/host/insight"
@@ -9,22 +13,8 @@ import (
 
 // History is what the history reports show (report.WriteHistory): every
 // series with its nights, its metrics' trends and its change points, as
-// package history stores them. The renderers read no database; the caller
-// fills the view with package history's queries, one call per field:
-//
-//	for _, s := range series { // db.AllSeries
-//		hs := view.HistorySeries{Series: s}
-//		hs.Nights, err = db.Nights(ctx, s.ID)
-//		metrics, err := db.Metrics(ctx, s.ID)
-//		for _, m := range metrics {
-//			points, err := db.Trend(ctx, s.ID, m)
-//			hs.Trends = append(hs.Trends, view.MetricTrend{Metric: m, Points: points})
-//		}
-//		hs.ChangePoints, err = db.ChangePoints(ctx, s.ID)
-//		hs.Excursions, err = db.Excursions(ctx, s.ID)
-//		hs.Triage, err = db.TriageLog(ctx, s.ID)
-//		h.Series = append(h.Series, hs)
-//	}
+// package history stores them. The renderers read no database;
+// LoadHistory fills the view with package history's queries.
 //
 // Order does not matter: the renderers sort nights and points by date and
 // change points by night, benchmark and line. A night's rows are taken from
@@ -133,6 +123,69 @@ func (hs HistorySeries) withChanges(from HistorySeries, keep func(history.Change
 		}
 	}
 	return hs
+}
+
+// LoadHistory reads what lpmbisect history and the served pages show from
+// the database: every series (or the one named), its nights, every
+// metric's trend and its change points, withdrawn ones included, its
+// excursions and its triage log.
+func LoadHistory(ctx context.Context, db *history.DB, only string) (History, error) {
+	var h History
+	all, err := db.AllSeries(ctx)
+	if err != nil {
+		return h, err
+	}
+	for _, s := range all {
+		if only != "" && s.Name != only {
+			continue
+		}
+		hs := HistorySeries{Series: s}
+		if hs.Nights, err = db.Nights(ctx, s.ID); err != nil {
+			return h, err
+		}
+		metrics, err := db.Metrics(ctx, s.ID)
+		if err != nil {
+			return h, err
+		}
+		for _, m := range metrics {
+			points, err := db.Trend(ctx, s.ID, m)
+			if err != nil {
+				return h, err
+			}
+			hs.Trends = append(hs.Trends, MetricTrend{Metric: m, Points: points})
+		}
+		if hs.ChangePoints, err = db.ChangePoints(ctx, s.ID); err != nil {
+			return h, err
+		}
+		if hs.Excursions, err = db.Excursions(ctx, s.ID); err != nil {
+			return h, err
+		}
+		if hs.Triage, err = db.TriageLog(ctx, s.ID); err != nil {
+			return h, err
+		}
+		h.Series = append(h.Series, hs)
+	}
+	if only != "" && len(h.Series) == 0 {
+		return h, fmt.Errorf("%w: the history has no series %q", history.ErrNotFound, only)
+	}
+	return h, nil
+}
+
+// LoadNightInsight reads back the insight block the nights store with a
+// night (history.DB.PutNightInsight); ok is false when the night has none.
+func LoadNightInsight(ctx context.Context, db *history.DB, nightID int64) (in NightInsight, ok bool, err error) {
+	stored, err := db.NightInsight(ctx, nightID)
+	if errors.Is(err, history.ErrNotFound) {
+		return in, false, nil
+	}
+	if err != nil {
+		return in, false, err
+	}
+	d, err := insight.DecodeDiff(strings.NewReader(stored.Document))
+	if err != nil {
+		return in, false, fmt.Errorf("the insight block of night %d: %w", nightID, err)
+	}
+	return NightInsight{Against: stored.Against, Diff: d}, true, nil
 }
 
 // NightsPage says which nights of a series a page shows: page Page (from

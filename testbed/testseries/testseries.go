@@ -1,8 +1,11 @@
 // Package testseries makes the synthetic nightly series that the tests of
 // several packages share: one shaped like the public series that a single
-// bad night blinded (issue 26), as values for package changepoint and as
-// results files for history import, and a sheriff's morning under icount
-// (two steps, one better, one worse, and an outlier) for the served pages.
+// bad night blinded, as values for package changepoint and as results
+// files for history import, and a sheriff's morning under icount (two
+// steps, one better, one worse, and an outlier) for the served pages.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testseries
 
 import (
@@ -18,25 +21,25 @@ import (
 // Nights of the bad-night series: the bad night, the first night of its
 // −12 % step and the first night of its +19 % step.
 const (
-	BadNight   = 10
-	Step       = 15
-	SecondStep = 45
+	badNight   = 10
+	step       = 15
+	secondStep = 45
 )
 
 // BadNightValue is night i of the bad-night series: 15 nights near 26.7k,
 // then near 23.5k (−12 %), each within about ±1 % (from rng), one night at
-// −41 % (BadNight) five nights before that step, and a +19 % step at
-// SecondStep. It draws one number from rng every night.
+// −41 % (badNight) five nights before that step, and a +19 % step at
+// secondStep. It draws one number from rng every night.
 func BadNightValue(i int, rng *rand.Rand) float64 {
 	level := 26700.0
 	switch {
-	case i >= SecondStep:
+	case i >= secondStep:
 		level = 23500 * 1.19
-	case i >= Step:
+	case i >= step:
 		level = 23500
 	}
 	v := level * (1 + 0.01*(2*rng.Float64()-1))
-	if i == BadNight {
+	if i == badNight {
 		v = 26700 * 0.59
 	}
 	return v
@@ -70,12 +73,12 @@ const (
 	MorningSecondStep = 42
 )
 
-// MorningValue is a boot of night i of the sheriff's-morning series: a
+// morningValue is a boot of night i of the sheriff's-morning series: a
 // lookup's instruction count, 1065 insn/op, 12 % lower from
 // MorningStep, 8 % higher again from MorningSecondStep, 25 % higher on
 // MorningOutlier alone, each boot within ±0.02 % (from rng: icount's
 // jitter). It draws one number from rng a boot.
-func MorningValue(i int, rng *rand.Rand) float64 {
+func morningValue(i int, rng *rand.Rand) float64 {
 	level := 1065.0
 	if i >= MorningStep {
 		level *= 0.88
@@ -99,7 +102,7 @@ func WriteMorningNight(t testing.TB, dir string, i int, rng *rand.Rand) string {
 	path := filepath.Join(dir, date+".txt")
 	text := fmt.Sprintf("accel: icount\ndate: %s\ncommit: %x\n", date, sha1.Sum([]byte(date)))
 	for boot := 1; boot <= 2; boot++ {
-		text += fmt.Sprintf("boot: %d\nBenchmarkLPMTrie/op=lookup/keys=random/entries=10000 1 %.2f insn/op\n", boot, MorningValue(i, rng))
+		text += fmt.Sprintf("boot: %d\nBenchmarkLPMTrie/op=lookup/keys=random/entries=10000 1 %.2f insn/op\n", boot, morningValue(i, rng))
 	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
