@@ -109,6 +109,29 @@ func TestBrowserTriage(t *testing.T) {
 			return nil
 		})
 	}
+	// follow clicks sel, a link or a form's button, and waits for the
+	// page it leads to: a click returns before the browser has navigated,
+	// and the old page would otherwise answer the next actions (or the
+	// next navigation abort a form's post).
+	follow := func(sel string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			if err := chromedp.Evaluate(`window.lpmbisectOldPage = true`, nil).Do(ctx); err != nil {
+				return err
+			}
+			if err := chromedp.Click(sel, chromedp.ByQuery).Do(ctx); err != nil {
+				return err
+			}
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+				var fresh bool
+				if chromedp.Evaluate(`window.lpmbisectOldPage === undefined && document.readyState === "complete"`, &fresh).Do(ctx) == nil && fresh {
+					return nil
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("%s: no page came of the click within a minute", sel)
+				}
+			}
+		})
+	}
 	logState := func() (int, map[int64]history.ChangeStatus) {
 		log, _ := db.TriageLog(ctx, 0)
 		states := map[int64]history.ChangeStatus{}
@@ -128,7 +151,7 @@ func TestBrowserTriage(t *testing.T) {
 		chromedp.WaitVisible("p.latest", chromedp.ByQuery),
 		chromedp.Text("body", &index, chromedp.ByQuery),
 		shot("serve-index.png"),
-		chromedp.Click(`ul.changes li.better a[href="`+night+`"]`, chromedp.ByQuery), // click 1: the change point's night
+		follow(`ul.changes li.better a[href="`+night+`"]`), // click 1: the change point's night
 		chromedp.WaitVisible("p.around", chromedp.ByQuery),
 		at(night),
 		chromedp.Text("p.around", &text, chromedp.ByQuery),
@@ -152,12 +175,12 @@ func TestBrowserTriage(t *testing.T) {
 		chromedp.Text("body", &nightPage, chromedp.ByQuery),
 		chromedp.ScrollIntoView("li.change", chromedp.ByQuery),
 		shot("serve-night.png"),
-		chromedp.Click(`p.around a[rel="prev"]`, chromedp.ByQuery),
+		follow(`p.around a[rel="prev"]`),
 		chromedp.WaitVisible("p.around", chromedp.ByQuery),
 		at(report.NightPath("bpf-next", better.BeforeNight)),
 		chromedp.Text("body", &before, chromedp.ByQuery),
 		chromedp.Navigate(base+"/"),
-		chromedp.Click(`a.open`, chromedp.ByQuery), // click 1: the alerts
+		follow(`a.open`), // click 1: the alerts
 		chromedp.WaitVisible(card(better), chromedp.ByQuery),
 		at(report.AlertsPath),
 		shot("serve-alerts.png"),
@@ -187,7 +210,7 @@ func TestBrowserTriage(t *testing.T) {
 		chromedp.Text("body", &series, chromedp.ByQuery),
 		chromedp.Evaluate(`[...document.querySelectorAll("svg.plot a title")].map(t => t.textContent)`, &titles),
 		shot("serve-series.png"),
-		chromedp.Click(`svg.plot a[href="`+report.NightPath("bpf-next", outlier)+`"] circle`, chromedp.ByQuery),
+		follow(`svg.plot a[href="`+report.NightPath("bpf-next", outlier)+`"] circle`),
 		chromedp.WaitVisible("p.around", chromedp.ByQuery),
 		at(report.NightPath("bpf-next", outlier)),
 	)
@@ -209,14 +232,14 @@ func TestBrowserTriage(t *testing.T) {
 		return chromedp.Tasks{
 			chromedp.SendKeys(`form.signin input[name=who]`, "alice", chromedp.ByQuery),
 			chromedp.SendKeys(`form.signin input[name=token]`, token, chromedp.ByQuery),
-			chromedp.Click(`form.signin button`, chromedp.ByQuery),
+			follow(`form.signin button`),
 		}
 	}
 	triage := func(cp history.ChangePoint, action, comment string) chromedp.Tasks {
 		return chromedp.Tasks{
 			chromedp.SetValue(card(cp)+" select[name=action]", action, chromedp.ByQuery),
 			chromedp.SendKeys(card(cp)+" input[name=comment]", comment, chromedp.ByQuery),
-			chromedp.Click(card(cp)+" button", chromedp.ByQuery),
+			follow(card(cp) + " button"),
 			chromedp.WaitVisible(card(cp)+" .triaged", chromedp.ByQuery),
 		}
 	}
@@ -270,7 +293,7 @@ func TestBrowserTriage(t *testing.T) {
 	// The card's button without a choice: its state is selected, nothing
 	// changes, nothing is recorded.
 	err = chromedp.Run(bctx,
-		chromedp.Click(card(better)+" button", chromedp.ByQuery),
+		follow(card(better)+" button"),
 		chromedp.WaitVisible(card(better)+" .triaged", chromedp.ByQuery),
 	)
 	if err != nil {
@@ -295,9 +318,7 @@ func TestBrowserTriage(t *testing.T) {
 	var crossSite, rebound string
 	err = chromedp.Run(bctx,
 		chromedp.Navigate(evilURL),
-		chromedp.Click("button", chromedp.ByQuery),
-		chromedp.WaitVisible("body", chromedp.ByQuery),
-		chromedp.Sleep(500*time.Millisecond),
+		follow("button"),
 		chromedp.Text("body", &crossSite, chromedp.ByQuery),
 		chromedp.Navigate("http://evil.example:"+port+"/"),
 		chromedp.Text("body", &rebound, chromedp.ByQuery),
