@@ -131,7 +131,7 @@ func (db *DB) Triage(ctx context.Context, id int64, action TriageAction, comment
 	}
 	err = db.Write(ctx, func(tx *Tx) error {
 		var err error
-		cp, err = scanChangePoint(tx.c.queryRow(ctx, `SELECT `+changeColumns+` FROM lpmbisect_change_points WHERE id = ?`, id))
+		cp, err = scanChangePoint(tx.c.queryRow(ctx, `SELECT `+changeColumns+` FROM lpmbisect_change_points WHERE id = ?`+db.d.lockRows, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("triage change point %d: %w", id, ErrNotFound)
 		}

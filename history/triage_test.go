@@ -3,7 +3,9 @@ package history
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -215,4 +217,57 @@ func triageFixture(t *testing.T, location string) (*DB, int64, Metric) {
 		t.Fatal(err)
 	}
 	return db, seriesID, f.rows[0].Metric
+}
+
+// Triages of one change point at the same instant are applied one after
+// the other: each audit row's state before is the state the row before it
+// left, and the change point ends in the last row's state (PostgreSQL's
+// read committed would otherwise let two read the same state).
+func TestConcurrentTriagesChain(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, location string) {
+		db, seriesID, metric := triageFixture(t, location)
+		cp := ChangePoint{SeriesID: seriesID, Metric: metric, Line: LineKernel, Night: "2026-03-04", NightIndex: 3,
+			BeforeNight: "2026-03-03", DeltaPct: -12, P: 1e-5, Status: ChangeOpen}
+		err := db.Write(ctx, func(tx *Tx) error {
+			var err error
+			cp.ID, err = tx.PutChangePoint(ctx, cp)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		actions := []TriageAction{ActionAcknowledge, ActionMute, ActionInvalid, ActionOpen}
+		var wg sync.WaitGroup
+		errs := make(chan error, 4*len(actions))
+		for i := 0; i < 4*len(actions); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, err := db.Triage(ctx, cp.ID, actions[i%len(actions)], fmt.Sprintf("triage %d", i), "alice")
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		log, err := db.TriageLog(ctx, seriesID)
+		if err != nil || len(log) != 4*len(actions) {
+			t.Fatalf("triage log: %d rows, %v; want %d", len(log), err, 4*len(actions))
+		}
+		state := ChangeOpen
+		for _, row := range log {
+			if row.StatusBefore != state {
+				t.Errorf("row %d (%s) says the state before was %s; the row before it left %s", row.ID, row.Action, row.StatusBefore, state)
+			}
+			state = row.StatusAfter
+		}
+		if got, _ := db.ChangePoint(ctx, cp.ID); got.Status != state {
+			t.Errorf("change point's state %s; the log's last row left %s", got.Status, state)
+		}
+	})
 }
