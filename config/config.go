@@ -92,8 +92,8 @@ type Stats struct {
 	Alpha     float64 `toml:"alpha"`      // each command words its flag
 	MinEffect float64 `toml:"min_effect"` // percent; its flag also takes auto (ParseMinEffect)
 	// Rule is how rows with deterministic counts (icount) are judged:
-	// RuleAuto lets a jitter bound decide them from two boots a side
-	// (compare.Options.Bounds), RuleStatistical always runs the
+	// ruleAuto lets a jitter bound decide them from two boots a side
+	// (compare.Options.Bounds), ruleStatistical always runs the
 	// significance test, as under wall time.
 	Rule string `toml:"rule" usage:"how deterministic (icount) rows are judged: auto (a calibrated jitter bound decides, from 2 boots a side) or statistical (always the significance test)"`
 }
@@ -108,13 +108,13 @@ type Report struct {
 
 // The values of Stats.Rule.
 const (
-	RuleAuto        = "auto"
-	RuleStatistical = "statistical"
+	ruleAuto        = "auto"
+	ruleStatistical = "statistical"
 )
 
 // Statistical reports whether the significance test judges every row,
-// deterministic ones too (RuleStatistical).
-func (s Stats) Statistical() bool { return s.Rule == RuleStatistical }
+// deterministic ones too (ruleStatistical).
+func (s Stats) Statistical() bool { return s.Rule == ruleStatistical }
 
 // Build says how a kernel source tree is configured and built.
 type Build struct {
@@ -163,8 +163,9 @@ type Nightly struct {
 
 // Serve is where lpmbisect serve listens and what its changes need.
 type Serve struct {
-	Listen    string `toml:"listen" usage:"address to listen on: host:port (loopback by default; anything else exposes the history's pages)"`
-	TokenFile string `toml:"token_file" usage:"file whose first line is the token every change (a triage) needs; without it the pages are read-only"`
+	Listen    string   `toml:"listen" usage:"address to listen on: host:port (loopback by default; anything else exposes the history's pages)"`
+	TokenFile string   `toml:"token_file" usage:"file whose first line is the token every change (a triage) needs (16 characters at least, not readable by every user); without it the pages are read-only"`
+	HostNames []string `toml:"host_names" flag:"host-name" usage:"a name the pages are served under besides the listen address (and localhost on loopback), such as the name a TLS proxy in front serves; requests for other names are refused (repeatable)"`
 }
 
 // Series is a kernel nightly tracking follows: a git tree and branch, or a
@@ -216,7 +217,7 @@ func Defaults() File {
 			BootTimeout: Duration{90 * time.Second}, ProgressTimeout: Duration{60 * time.Second}},
 		Bench: Bench{Select: plan.Bench, Entries: plan.Entries, PrefixLen: plan.PrefixLen,
 			BatchEntries: plan.BatchEntries},
-		Stats:   Stats{Alpha: 0.05, MinEffect: 1, Rule: RuleAuto},
+		Stats:   Stats{Alpha: 0.05, MinEffect: 1, Rule: ruleAuto},
 		Build:   Build{Base: "tinyconfig", Make: "make"},
 		Bisect:  Bisect{RecheckBoots: 4},
 		Nightly: Nightly{Boots: 2, KeepRuns: 14, Bisect: true},
@@ -464,8 +465,8 @@ func (b Build) Check() error {
 }
 
 func (s Stats) checkRule() error {
-	if s.Rule != RuleAuto && s.Rule != RuleStatistical {
-		return &ValueError{"stats.rule", fmt.Sprintf("%q: use %s (a jitter bound decides deterministic rows) or %s (always the significance test)", s.Rule, RuleAuto, RuleStatistical)}
+	if s.Rule != ruleAuto && s.Rule != ruleStatistical {
+		return &ValueError{"stats.rule", fmt.Sprintf("%q: use %s (a jitter bound decides deterministic rows) or %s (always the significance test)", s.Rule, ruleAuto, ruleStatistical)}
 	}
 	return nil
 }

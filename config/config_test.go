@@ -187,7 +187,7 @@ func TestStatsCheck(t *testing.T) {
 	for _, c := range []struct {
 		s   Stats
 		key string
-	}{{Stats{Alpha: 0.05, Rule: RuleAuto}, ""}, {Stats{Alpha: 1, Rule: RuleAuto}, "stats.alpha"}, {Stats{Alpha: 0.05, Rule: "vote"}, "stats.rule"}} {
+	}{{Stats{Alpha: 0.05, Rule: ruleAuto}, ""}, {Stats{Alpha: 1, Rule: ruleAuto}, "stats.alpha"}, {Stats{Alpha: 0.05, Rule: "vote"}, "stats.rule"}} {
 		var ve *ValueError
 		err := c.s.Check()
 		if (c.key == "" && err != nil) || (c.key != "" && (!errors.As(err, &ve) || ve.Key != c.key)) {

@@ -417,6 +417,11 @@ type dialect struct {
 	ddl           *strings.Replacer
 	listTables    string
 	migrationLock string // taken inside each migration's transaction
+	// lockRows ends a SELECT whose rows the transaction then rewrites
+	// from what it read: PostgreSQL's read committed would otherwise let
+	// two such transactions read the same row and the second write over
+	// the first; SQLite's write transaction already excludes the other.
+	lockRows string
 }
 
 var sqliteDialect = &dialect{
@@ -441,6 +446,7 @@ var postgresDialect = &dialect{
 	),
 	listTables:    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
 	migrationLock: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d, %d)", advisoryClass, advisoryKey("migrate")),
+	lockRows:      " FOR UPDATE",
 }
 
 // rebind rewrites ? placeholders for the backend. Our queries have no ?

@@ -126,8 +126,8 @@ func TestMigrateFromVersion1(t *testing.T) {
 			t.Fatalf("Open(version 1 database) = %v; want ErrNeedsMigration", err)
 		}
 		from, to, err := Migrate(ctx, location)
-		if err != nil || from != 1 || to != SchemaVersion {
-			t.Fatalf("Migrate(version 1) = %d, %d, %v; want 1, %d, nil", from, to, err, SchemaVersion)
+		if err != nil || from != 1 || to != schemaVersion {
+			t.Fatalf("Migrate(version 1) = %d, %d, %v; want 1, %d, nil", from, to, err, schemaVersion)
 		}
 		db := openFresh(t, location)
 		if rows, err := db.NightRows(ctx, nightID); err != nil || len(rows) != len(f.rows) {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testpg"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testpg"
 )
 
 // helperEnv makes the test binary a helper process (see runHelper) instead

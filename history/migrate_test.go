@@ -14,8 +14,8 @@ import (
 )
 
 func TestSchemaVersionIsTheLastMigration(t *testing.T) {
-	if got := latest(migrations); got != SchemaVersion {
-		t.Errorf("latest(migrations) = %d; want SchemaVersion %d", got, SchemaVersion)
+	if got := latest(migrations); got != schemaVersion {
+		t.Errorf("latest(migrations) = %d; want SchemaVersion %d", got, schemaVersion)
 	}
 	for i, m := range migrations {
 		if m.version != i+1 {
@@ -37,8 +37,8 @@ func TestOpenMigratesOnlyANewSQLiteFile(t *testing.T) {
 				t.Errorf("Open error %q names a command or a flag: the CLI adds those", err)
 			}
 			from, to, err := Migrate(ctx, location)
-			if err != nil || from != 0 || to != SchemaVersion {
-				t.Fatalf("Migrate = %d, %d, %v; want 0, %d, nil", from, to, err, SchemaVersion)
+			if err != nil || from != 0 || to != schemaVersion {
+				t.Fatalf("Migrate = %d, %d, %v; want 0, %d, nil", from, to, err, schemaVersion)
 			}
 			if db, err = Open(ctx, location); err != nil {
 				t.Fatalf("Open after Migrate = %v", err)
@@ -52,19 +52,19 @@ func TestOpenMigratesOnlyANewSQLiteFile(t *testing.T) {
 		if err := db.sql.QueryRow("SELECT version, applied_by FROM "+versionTable+" ORDER BY version LIMIT 1").Scan(&version, &by); err != nil || version != 1 {
 			t.Errorf("version table = %d, %v; want its first row, version 1", version, err)
 		}
-		if n := count(t, db, versionTable); n != SchemaVersion {
-			t.Errorf("%d version rows; want one per migration, %d", n, SchemaVersion)
+		if n := count(t, db, versionTable); n != schemaVersion {
+			t.Errorf("%d version rows; want one per migration, %d", n, schemaVersion)
 		}
 		if !strings.Contains(by, "pid ") {
 			t.Errorf("applied_by = %q; want the pid and host that migrated", by)
 		}
 		// Migrating a current database does nothing.
 		from, to, err := Migrate(ctx, location)
-		if err != nil || from != SchemaVersion || to != SchemaVersion {
-			t.Errorf("Migrate(current) = %d, %d, %v; want %d, %d, nil", from, to, err, SchemaVersion, SchemaVersion)
+		if err != nil || from != schemaVersion || to != schemaVersion {
+			t.Errorf("Migrate(current) = %d, %d, %v; want %d, %d, nil", from, to, err, schemaVersion, schemaVersion)
 		}
-		if n := count(t, db, versionTable); n != SchemaVersion {
-			t.Errorf("%d version rows after a second Migrate; want %d", n, SchemaVersion)
+		if n := count(t, db, versionTable); n != schemaVersion {
+			t.Errorf("%d version rows after a second Migrate; want %d", n, schemaVersion)
 		}
 		if !IsPostgres(location) {
 			var mode string
@@ -79,7 +79,7 @@ func TestOpenMigratesOnlyANewSQLiteFile(t *testing.T) {
 // newer is the schema as a newer lpmbisect would have it: a test-only
 // migration after the last.
 var newer = append(append([]migration(nil), migrations...), migration{
-	version:     SchemaVersion + 1,
+	version:     schemaVersion + 1,
 	description: "test: a table and a column more",
 	statements: []string{
 		`CREATE TABLE lpmbisect_test_extra (night_id BIGINT NOT NULL, value TEXT NOT NULL)`,
@@ -105,14 +105,14 @@ func TestOlderAndNewerSchema(t *testing.T) {
 		}
 		// A migration that fails half way leaves the database as it was:
 		// its first statement is rolled back with it.
-		broken := append(append([]migration(nil), migrations...), migration{version: SchemaVersion + 1, description: "broken",
-			statements: []string{newer[SchemaVersion].statements[0], "ALTER TABLE lpmbisect_no_such_table ADD COLUMN x TEXT"}})
+		broken := append(append([]migration(nil), migrations...), migration{version: schemaVersion + 1, description: "broken",
+			statements: []string{newer[schemaVersion].statements[0], "ALTER TABLE lpmbisect_no_such_table ADD COLUMN x TEXT"}})
 		if _, _, err := migrateWith(ctx, location, broken); err == nil {
 			t.Fatalf("migrateWith(broken newer) = nil; want an error")
 		}
 		db = openFresh(t, location)
-		if n := count(t, db, versionTable); n != SchemaVersion {
-			t.Errorf("after a failed migration %d version rows; want %d", n, SchemaVersion)
+		if n := count(t, db, versionTable); n != schemaVersion {
+			t.Errorf("after a failed migration %d version rows; want %d", n, schemaVersion)
 		}
 		if _, err := db.sql.Exec("SELECT COUNT(*) FROM lpmbisect_test_extra"); err == nil {
 			t.Errorf("the failed migration's first table exists; want it rolled back")
@@ -120,8 +120,8 @@ func TestOlderAndNewerSchema(t *testing.T) {
 		db.Close()
 
 		from, to, err := migrateWith(ctx, location, newer)
-		if err != nil || from != SchemaVersion || to != SchemaVersion+1 {
-			t.Fatalf("migrateWith(newer) = %d, %d, %v; want %d, %d, nil", from, to, err, SchemaVersion, SchemaVersion+1)
+		if err != nil || from != schemaVersion || to != schemaVersion+1 {
+			t.Fatalf("migrateWith(newer) = %d, %d, %v; want %d, %d, nil", from, to, err, schemaVersion, schemaVersion+1)
 		}
 		db, err = open(ctx, location, newer)
 		if err != nil {
@@ -138,7 +138,7 @@ func TestOlderAndNewerSchema(t *testing.T) {
 		if !errors.Is(err, ErrNewerSchema) {
 			t.Fatalf("Open(newer database) = %v; want ErrNewerSchema", err)
 		}
-		if !strings.Contains(err.Error(), fmt.Sprintf("version %d", SchemaVersion+1)) {
+		if !strings.Contains(err.Error(), fmt.Sprintf("version %d", schemaVersion+1)) {
 			t.Errorf("Open error %q does not give the database's version", err)
 		}
 		if _, _, err := Migrate(ctx, location); !errors.Is(err, ErrNewerSchema) {
@@ -146,8 +146,8 @@ func TestOlderAndNewerSchema(t *testing.T) {
 		}
 		db, _ = open(ctx, location, newer)
 		defer db.Close()
-		if n := count(t, db, versionTable); n != SchemaVersion+1 {
-			t.Errorf("%d version rows after the refusals; want %d", n, SchemaVersion+1)
+		if n := count(t, db, versionTable); n != schemaVersion+1 {
+			t.Errorf("%d version rows after the refusals; want %d", n, schemaVersion+1)
 		}
 	})
 }
@@ -171,8 +171,8 @@ func TestConcurrentMigrate(t *testing.T) {
 			}
 		}
 		db := openFresh(t, location)
-		if n := count(t, db, versionTable); n != SchemaVersion {
-			t.Errorf("%d version rows after 4 concurrent Migrates; want %d", n, SchemaVersion)
+		if n := count(t, db, versionTable); n != schemaVersion {
+			t.Errorf("%d version rows after 4 concurrent Migrates; want %d", n, schemaVersion)
 		}
 	})
 }

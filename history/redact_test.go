@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testpg"
+	"github.com/lpmbisect/lpmbisect/testbed/testpg"
 )
 
 func TestRedact(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// SchemaVersion is the schema version this package reads and writes: the
+// schemaVersion is the schema version this package reads and writes: the
 // last of its migrations.
-const SchemaVersion = 4
+const schemaVersion = 4
 
 // generationVersion is the schema version that added lpmbisect_generation.
 const generationVersion = 3

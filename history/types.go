@@ -96,9 +96,9 @@ const (
 
 var roleName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 
-// MaxResultsBytes bounds one boot's raw results: a guest's output is
+// maxResultsBytes bounds one boot's raw results: a guest's output is
 // untrusted, and a runaway one must not fill the database.
-const MaxResultsBytes = 16 << 20
+const maxResultsBytes = 16 << 20
 
 // Boot is one boot of one kernel on one night, keyed by (NightID, Role,
 // Index).
@@ -180,6 +180,8 @@ const (
 type ChangeStatus string
 
 const (
+	// ChangeOpen: nobody has triaged it yet; it is mailed and on the
+	// alerts page.
 	ChangeOpen         ChangeStatus = "open"
 	ChangeAcknowledged ChangeStatus = "acknowledged"
 	ChangeMuted        ChangeStatus = "muted" // mails no more

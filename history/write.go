@@ -142,8 +142,8 @@ func (tx *Tx) PutBoot(ctx context.Context, b Boot) (inserted bool, err error) {
 	if b.Index < 0 {
 		return false, fmt.Errorf("%s: negative boot index", what)
 	}
-	if len(b.Results) > MaxResultsBytes {
-		return false, fmt.Errorf("%s: results are %d bytes, more than %d (a runaway guest?)", what, len(b.Results), MaxResultsBytes)
+	if len(b.Results) > maxResultsBytes {
+		return false, fmt.Errorf("%s: results are %d bytes, more than %d (a runaway guest?)", what, len(b.Results), maxResultsBytes)
 	}
 	if !utf8.ValidString(b.Results) || strings.ContainsRune(b.Results, 0) {
 		return false, fmt.Errorf("%s: results are not text (invalid UTF-8 or NUL bytes)", what)
@@ -304,6 +304,67 @@ func (tx *Tx) PutChangePoint(ctx context.Context, cp ChangePoint) (int64, error)
 		return 0, fmt.Errorf("%s: change point %d of series %d: %w", what, cp.ID, cp.SeriesID, ErrNotFound)
 	}
 	return cp.ID, nil
+}
+
+// The writes of one part of a stored change point each: a nightly run
+// reads its change points, works on them (a change-point pass, a
+// bisection of minutes, a mail) and writes back what it found, while a
+// person may triage the same change point from a page. Writing the whole
+// record it read would undo that triage; each of these writes only what
+// its writer owns.
+
+// UpdateChangeRange writes what the change-point pass found again of a
+// stored change point (cp.ID): its night and range, its magnitude and p,
+// whether it is provisional. Its status, mail and bisection are left as
+// the history holds them.
+func (tx *Tx) UpdateChangeRange(ctx context.Context, cp ChangePoint) error {
+	what := fmt.Sprintf("update change point %d of %s (%s) at %s", cp.ID, cp.Metric, cp.Line, cp.Night)
+	if err := checkDate("change point night", cp.Night); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if cp.BeforeNight != "" {
+		if err := checkDate("change point's night before", cp.BeforeNight); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return tx.updateChange(ctx, what, cp.ID, `night = ?, night_index = ?, before_night = ?, before_commit = ?, after_commit = ?,
+		delta_pct = ?, p = ?, provisional = ?`, cp.Night, cp.NightIndex, cp.BeforeNight, cp.BeforeCommit, cp.AfterCommit,
+		float(cp.DeltaPct), float(cp.P), cp.Provisional)
+}
+
+// WithdrawChange marks change point id withdrawn: later nights no longer
+// show it.
+func (tx *Tx) WithdrawChange(ctx context.Context, id int64) error {
+	return tx.updateChange(ctx, fmt.Sprintf("withdraw change point %d", id), id, `status = ?`, string(ChangeWithdrawn))
+}
+
+// SetChangeBisection records the bisection of change point id.
+func (tx *Tx) SetChangeBisection(ctx context.Context, id int64, b Bisection) error {
+	what := fmt.Sprintf("record the bisection of change point %d", id)
+	if !bisectStates[b.State] {
+		return fmt.Errorf("%s: unknown bisection state %q", what, b.State)
+	}
+	return tx.updateChange(ctx, what, id, `bisect_state = ?, culprit_commit = ?, culprit_subject = ?, bisect_reason = ?`,
+		string(b.State), b.Culprit, b.Subject, b.Reason)
+}
+
+// SetChangeMailed records when change point id was mailed.
+func (tx *Tx) SetChangeMailed(ctx context.Context, id int64, at time.Time) error {
+	return tx.updateChange(ctx, fmt.Sprintf("record the mail of change point %d", id), id, `mailed_at = ?`, dbTime(at))
+}
+
+// updateChange sets the columns of change point id (set: "col = ?, …",
+// with args) and its updated_at.
+func (tx *Tx) updateChange(ctx context.Context, what string, id int64, set string, args ...any) error {
+	res, err := tx.c.exec(ctx, `UPDATE lpmbisect_change_points SET `+set+`, updated_at = ? WHERE id = ?`,
+		append(args, dbTime(time.Now()), id)...)
+	if err != nil {
+		return tx.db.errorf(err, "%s (is another live change point at that night? withdraw one of them)", what)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return nil
 }
 
 // float is how a float is stored: SQLite has no NaN (it would store NULL

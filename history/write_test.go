@@ -329,7 +329,7 @@ func TestPutBootRefusesUntrustedResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		cases := map[string]Boot{
-			"too large":    {Role: RoleTip, Index: 9, Results: strings.Repeat("x", MaxResultsBytes+1)},
+			"too large":    {Role: RoleTip, Index: 9, Results: strings.Repeat("x", maxResultsBytes+1)},
 			"NUL byte":     {Role: RoleTip, Index: 9, Results: "Benchmark\x00"},
 			"bad role":     {Role: "Tip; DROP", Index: 9},
 			"NaN median":   {Role: RoleTip, Index: 9, Summaries: []BootSummary{{Benchmark: "b", Unit: "ns/op", Median: math.NaN()}}},

@@ -60,7 +60,7 @@ func FuzzDecode(f *testing.F) {
 		w := NewWriter(&out)
 		for _, r := range s.Results {
 			for _, v := range r.Values {
-				if math.IsNaN(v.Value) || v.Value < 0 || v.Value > MaxValue {
+				if math.IsNaN(v.Value) || v.Value < 0 || v.Value > maxValue {
 					t.Fatalf("complete stream with value %v", v.Value)
 				}
 			}

@@ -8,7 +8,7 @@ import (
 )
 
 // TestHostileStreams decodes the streams recorded from the guest's hostile
-// faults (go test ./guest -run TestHostileFaults -update-hostile): each lie
+// faults (go test ./testbed/guestfaults -run TestHostileFaults -update-hostile): each lie
 // is rejected with its reason, the HTML kept as text to escape, and a
 // malformed insight document costs only itself.
 func TestHostileStreams(t *testing.T) {
@@ -17,18 +17,18 @@ func TestHostileStreams(t *testing.T) {
 		rejected bool   // Rejected (a lie), else an incomplete or complete stream
 		problem  string // in Problem; "" for a complete stream
 	}{
-		{FaultLieCount, false, "trailer counts 4 records, stream has 3"},
-		{FaultLieSum, false, "trailer checksum does not match"},
-		{FaultNaN, true, "value NaN insn/op is not in [0, 1e+12]"},
-		{FaultInf, true, "value +Inf insn/op is not in [0, 1e+12]"},
-		{FaultNegative, true, "value -981 insn/op is not in [0, 1e+12]"},
-		{FaultHuge, true, "value 1e+300 insn/op is not in [0, 1e+12]"},
-		{FaultUnasked, true, "result for BenchmarkUnasked/op=lie, which lpmbisect.bench=LPMTrie/op=lookup did not ask for"},
-		{FaultHostKey, true, `the guest wrote the host's key "side"`},
-		{FaultBadUTF8, true, "a result's name is not valid UTF-8"},
-		{FaultEscape, true, "a result's name has control character U+001B"},
-		{FaultHTML, false, ""},
-		{FaultInsightBad, false, ""},
+		{"lie-count", false, "trailer counts 4 records, stream has 3"},
+		{"lie-sum", false, "trailer checksum does not match"},
+		{"nan", true, "value NaN insn/op is not in [0, 1e+12]"},
+		{"inf", true, "value +Inf insn/op is not in [0, 1e+12]"},
+		{"negative", true, "value -981 insn/op is not in [0, 1e+12]"},
+		{"huge", true, "value 1e+300 insn/op is not in [0, 1e+12]"},
+		{"unasked", true, "result for BenchmarkUnasked/op=lie, which lpmbisect.bench=LPMTrie/op=lookup did not ask for"},
+		{"host-key", true, `the guest wrote the host's key "side"`},
+		{"bad-utf8", true, "a result's name is not valid UTF-8"},
+		{"escape", true, "a result's name has control character U+001B"},
+		{"html", false, ""},
+		{"insight-bad", false, ""},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", "hostile", c.kind+".stream"))
@@ -41,7 +41,7 @@ func TestHostileStreams(t *testing.T) {
 				if !s.Complete || len(s.Results) != 3 {
 					t.Fatalf("Decode = complete %v (%s), %d results; want 3 results proven", s.Complete, s.Problem, len(s.Results))
 				}
-				if _, err := DecodeInsight(s.Insight); c.kind == FaultInsightBad && err == nil {
+				if _, err := DecodeInsight(s.Insight); c.kind == "insight-bad" && err == nil {
 					t.Errorf("DecodeInsight succeeded on a malformed document")
 				}
 				return

@@ -40,7 +40,7 @@ import (
 // KeyInsight lines of base64 after the trailer: a document lost or cut
 // short in transit costs only itself (gzip's checksum tells), never the
 // boot's results. A guest's output is untrusted: the host bounds the compressed
-// bytes (MaxInsightBytes), the decompressed JSON (MaxInsightJSONBytes) and
+// bytes (MaxInsightBytes), the decompressed JSON (maxInsightJSONBytes) and
 // every list in it (InsightDoc.Check).
 
 // Parameters of the insight pass (see Params).
@@ -69,12 +69,12 @@ const (
 	// takes 8 MiB in all (vmrunner.DefaultLimits); Linux 6.12's kallsyms,
 	// ~7 MB of text, compresses to about 2 MB.
 	MaxInsightBytes = 4 << 20
-	// MaxInsightJSONBytes bounds the document once decompressed.
-	MaxInsightJSONBytes = 48 << 20
-	// MaxInsightPrograms and MaxInsightCounts bound the lists of a
+	// maxInsightJSONBytes bounds the document once decompressed.
+	maxInsightJSONBytes = 48 << 20
+	// maxInsightPrograms and maxInsightCounts bound the lists of a
 	// document; MaxJitedBytes the JITed code it carries per program.
-	MaxInsightPrograms = 256
-	MaxInsightCounts   = 1024
+	maxInsightPrograms = 256
+	maxInsightCounts   = 1024
 	MaxJitedBytes      = 4096
 	// insightChunk is the gzip bytes per KeyInsight line: 43 KiB of
 	// base64, under the results channel's 64 KiB line limit.
@@ -165,23 +165,23 @@ func (c CallCount) PerOp() float64 {
 // Check applies the list limits to a decoded document.
 func (d *InsightDoc) Check() error {
 	switch {
-	case len(d.Programs) > MaxInsightPrograms:
-		return fmt.Errorf("%w: %d programs, more than %d", ErrInsightTooLarge, len(d.Programs), MaxInsightPrograms)
-	case len(d.Counts) > MaxInsightCounts:
-		return fmt.Errorf("%w: %d counts, more than %d", ErrInsightTooLarge, len(d.Counts), MaxInsightCounts)
+	case len(d.Programs) > maxInsightPrograms:
+		return fmt.Errorf("%w: %d programs, more than %d", ErrInsightTooLarge, len(d.Programs), maxInsightPrograms)
+	case len(d.Counts) > maxInsightCounts:
+		return fmt.Errorf("%w: %d counts, more than %d", ErrInsightTooLarge, len(d.Counts), maxInsightCounts)
 	}
 	for _, p := range d.Programs {
 		if len(p.Jited) > MaxJitedBytes {
 			return fmt.Errorf("%w: %d bytes of JITed code for %s, more than %d", ErrInsightTooLarge, len(p.Jited), p.Program, MaxJitedBytes)
 		}
 	}
-	if d.Memory != nil && len(d.Memory.Benchmarks) > MaxInsightPrograms {
-		return fmt.Errorf("%w: memory counts of %d benchmarks, more than %d", ErrInsightTooLarge, len(d.Memory.Benchmarks), MaxInsightPrograms)
+	if d.Memory != nil && len(d.Memory.Benchmarks) > maxInsightPrograms {
+		return fmt.Errorf("%w: memory counts of %d benchmarks, more than %d", ErrInsightTooLarge, len(d.Memory.Benchmarks), maxInsightPrograms)
 	}
 	if d.Memory != nil {
 		for _, b := range d.Memory.Benchmarks {
-			if len(b.Programs) > MaxProfileSymbols {
-				return fmt.Errorf("%w: %d program images for %s, more than %d", ErrInsightTooLarge, len(b.Programs), b.Benchmark, MaxProfileSymbols)
+			if len(b.Programs) > maxProfileSymbols {
+				return fmt.Errorf("%w: %d program images for %s, more than %d", ErrInsightTooLarge, len(b.Programs), b.Benchmark, maxProfileSymbols)
 			}
 		}
 	}
@@ -213,7 +213,7 @@ func EncodeInsight(d *InsightDoc) ([]byte, error) {
 }
 
 // DecodeInsight decompresses and parses a document from a guest, within
-// MaxInsightBytes, MaxInsightJSONBytes and InsightDoc.Check.
+// MaxInsightBytes, maxInsightJSONBytes and InsightDoc.Check.
 func DecodeInsight(gz []byte) (*InsightDoc, error) {
 	if len(gz) > MaxInsightBytes {
 		return nil, fmt.Errorf("decode insight: %w: %d compressed bytes", ErrInsightTooLarge, len(gz))
@@ -222,11 +222,11 @@ func DecodeInsight(gz []byte) (*InsightDoc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode insight: %w (not a document of this guest?)", err)
 	}
-	lr := &io.LimitedReader{R: zr, N: MaxInsightJSONBytes + 1}
+	lr := &io.LimitedReader{R: zr, N: maxInsightJSONBytes + 1}
 	var d InsightDoc
 	if err := json.NewDecoder(lr).Decode(&d); err != nil {
 		if lr.N <= 0 {
-			return nil, fmt.Errorf("decode insight: %w: more than %d bytes of JSON", ErrInsightTooLarge, MaxInsightJSONBytes)
+			return nil, fmt.Errorf("decode insight: %w: more than %d bytes of JSON", ErrInsightTooLarge, maxInsightJSONBytes)
 		}
 		return nil, fmt.Errorf("decode insight: %w", err)
 	}

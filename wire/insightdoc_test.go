@@ -109,7 +109,7 @@ func TestInsightBounds(t *testing.T) {
 	if _, err := DecodeInsight(b.Bytes()); !errors.Is(err, ErrInsightTooLarge) {
 		t.Errorf("DecodeInsight(64 MiB of JSON) = %v; want ErrInsightTooLarge", err)
 	}
-	many := &InsightDoc{Counts: make([]CallCount, MaxInsightCounts+1)}
+	many := &InsightDoc{Counts: make([]CallCount, maxInsightCounts+1)}
 	if _, err := EncodeInsight(many); !errors.Is(err, ErrInsightTooLarge) {
 		t.Errorf("EncodeInsight(%d counts) = %v; want ErrInsightTooLarge", len(many.Counts), err)
 	}
@@ -220,8 +220,8 @@ func TestMemoryParam(t *testing.T) {
 	if _, err := DecodePlan(strings.Join(append(DefaultPlan().KernelArgs(), "lpmbisect.memory=3"), " ")); err == nil {
 		t.Errorf("DecodePlan(lpmbisect.memory=3) = nil error; want it malformed")
 	}
-	doc := &InsightDoc{Memory: &MemoryDoc{Benchmarks: []BenchMemory{{Benchmark: "b", Programs: make([]ProfileSymbol, MaxProfileSymbols+1)}}}}
+	doc := &InsightDoc{Memory: &MemoryDoc{Benchmarks: []BenchMemory{{Benchmark: "b", Programs: make([]ProfileSymbol, maxProfileSymbols+1)}}}}
 	if _, err := EncodeInsight(doc); !errors.Is(err, ErrInsightTooLarge) {
-		t.Errorf("EncodeInsight(%d program images) = %v; want ErrInsightTooLarge", MaxProfileSymbols+1, err)
+		t.Errorf("EncodeInsight(%d program images) = %v; want ErrInsightTooLarge", maxProfileSymbols+1, err)
 	}
 }

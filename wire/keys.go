@@ -84,7 +84,7 @@ const (
 	// the guest is built with it).
 	KeyVersion = "lpmbisect"
 	// KeyParams identifies the measurement parameters of a boot besides
-	// its kernel (measure.ParamsKey): the accelerator asked for, the plan
+	// its kernel (measure.Setup.ParamsKey): the accelerator asked for, the plan
 	// on the kernel command line, the VM's memory and vCPUs, and the guest
 	// program. Under icount, boots of one kernel with one params, QEMU
 	// version and CPU model count the same instructions.
@@ -168,7 +168,7 @@ var Accels = []Accel{AccelKVM, AccelTCG, AccelIcount}
 // ErrUnknownAccel is returned by ParseAccel for a name that is not an Accel.
 var ErrUnknownAccel = fmt.Errorf("not an accelerator (want %s)", orList(append([]Accel{AccelAuto}, Accels...)))
 
-// ErrNotBootAccel is returned by ParseBootAccel where a boot's accelerator
+// ErrNotBootAccel is returned by parseBootAccel where a boot's accelerator
 // must be named (a guest's plan, a fleet job) and was not: AccelAuto, or
 // no accelerator at all.
 var ErrNotBootAccel = fmt.Errorf("not a boot's accelerator (want %s)", AccelNames())
@@ -187,9 +187,9 @@ func ParseAccel(s string) (Accel, error) {
 	return "", fmt.Errorf("accelerator %q: %w", s, ErrUnknownAccel)
 }
 
-// ParseBootAccel returns the Accel a boot runs under named s, in any
+// parseBootAccel returns the Accel a boot runs under named s, in any
 // case: one of Accels, never AccelAuto (ErrNotBootAccel).
-func ParseBootAccel(s string) (Accel, error) {
+func parseBootAccel(s string) (Accel, error) {
 	if a, err := ParseAccel(s); err == nil && a.Decided() {
 		return a, nil
 	}
@@ -326,9 +326,9 @@ const (
 	KeyAttachType = "attach-type"
 )
 
-// VerifierUnits are the count units of a verifier row, in the order
+// verifierUnits are the count units of a verifier row, in the order
 // reports show them.
-var VerifierUnits = []string{UnitInsnsProcessed, UnitInsnsVerified, UnitStatesTotal, UnitStatesPeak,
+var verifierUnits = []string{UnitInsnsProcessed, UnitInsnsVerified, UnitStatesTotal, UnitStatesPeak,
 	UnitStatesPerInsnMax, UnitMarkReadMax, UnitStackBytes, UnitProgInsns, UnitJitedBytes, UnitVerdict}
 
 // LoadedProgramUnits are the units of a verifier row that describe the
@@ -349,13 +349,13 @@ var ResultKeys = []string{KeyVerifierError, KeyProgType, KeyAttachType}
 
 // IsVerifierTime reports whether a row of results (benchmark name, unit)
 // is a verifier row's verification time: its value in the clock's unit,
-// not one of VerifierUnits. It is the verifier's own running time, which
+// not one of verifierUnits. It is the verifier's own running time, which
 // moves with the verifier's allocations from one load to the next even
 // under icount (two loads of one program in one Debian 6.1 boot took
 // 175000 and 185000 instructions, another program's 312000 and 429000),
 // while the counts beside it repeat exactly.
 func IsVerifierTime(bench, unit string) bool {
-	return strings.HasPrefix(bench, VerifierPrefix) && !slices.Contains(VerifierUnits, unit)
+	return strings.HasPrefix(bench, VerifierPrefix) && !slices.Contains(verifierUnits, unit)
 }
 
 // Values of UnitVerdict.
@@ -364,11 +364,11 @@ const (
 	VerdictRejected = 2
 )
 
-// LowerIsBetter reports whether unit is one of VerifierUnits, all of which
+// LowerIsBetter reports whether unit is one of verifierUnits, all of which
 // are costs: fewer instructions and states verify faster, and a rejection
 // (VerdictRejected) is worse than an acceptance.
 func LowerIsBetter(unit string) bool {
-	for _, u := range VerifierUnits {
+	for _, u := range verifierUnits {
 		if u == unit {
 			return true
 		}

@@ -25,27 +25,27 @@ package wire
 const ParamMemory Param = "lpmbisect.memory"
 
 // Marks the guest gives the plugin: an x86 `mov $imm32, %reg` whose
-// immediate is MemMarkBase|code. The BPF JIT emits one for a BPF `r = imm`
+// immediate is memMarkBase|code. The BPF JIT emits one for a BPF `r = imm`
 // of a positive 32-bit constant, which is how a program brackets its
 // timed bpf_loop (MemWindowStart, MemWindowStop); the guest's user space
 // opens and closes a benchmark's segment (MemBegin, MemEnd) and switches
 // the plugin's instrumentation on and off (MemArm, MemDisarm).
 const (
-	MemMarkBase    = 0x4c504d00 // "LPM"
-	MemWindowStart = MemMarkBase | 1
-	MemWindowStop  = MemMarkBase | 2
-	MemArm         = MemMarkBase | 3
-	MemBegin       = MemMarkBase | 4
-	MemEnd         = MemMarkBase | 5
-	MemDisarm      = MemMarkBase | 6
+	memMarkBase    = 0x4c504d00 // "LPM"
+	MemWindowStart = memMarkBase | 1
+	MemWindowStop  = memMarkBase | 2
+	MemArm         = memMarkBase | 3
+	MemBegin       = memMarkBase | 4
+	MemEnd         = memMarkBase | 5
+	MemDisarm      = memMarkBase | 6
 	// MemBeginWide opens a segment that also counts the kernel outside
 	// the windows (the deferred work pass; closed by MemEnd); MemPause and
 	// MemResume bracket the harness's own work inside it (a trie refilled
 	// between timed runs), which is not what the operations left for
 	// later.
-	MemBeginWide = MemMarkBase | 7
-	MemPause     = MemMarkBase | 8
-	MemResume    = MemMarkBase | 9
+	MemBeginWide = memMarkBase | 7
+	MemPause     = memMarkBase | 8
+	MemResume    = memMarkBase | 9
 )
 
 // MemoryDoc is what the guest says of the memory pass on one kernel.

@@ -178,7 +178,7 @@ func parseMillions(s string) (PhaseCost, error) {
 func parseM(s string) (float64, error) {
 	v, ok := strings.CutSuffix(s, "M")
 	f, err := strconv.ParseFloat(v, 64)
-	if !ok || err != nil || !(f >= 0 && f <= MaxValue) { // NaN fails both
+	if !ok || err != nil || !(f >= 0 && f <= maxValue) { // NaN fails both
 		return 0, fmt.Errorf("%q is not a count of millions", s)
 	}
 	return f, nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -84,10 +83,6 @@ type Plan struct {
 	// Deferred adds the deferred work pass to the memory pass
 	// (ParamMemory=2; wire.DeferredDoc).
 	Deferred bool
-	// Fault, TEST-ONLY, makes the guest misbehave (one of Faults), so the
-	// host's handling of broken guests can be tested with a real guest.
-	// "" for a normal boot.
-	Fault string
 }
 
 // DefaultBench is the selection when none is given: the two LPM trie lookup
@@ -188,35 +183,35 @@ func DefaultPlan() Plan {
 // mistyped value can make a boot do, not what is useful; useful values are
 // far below them.
 const (
-	// MaxBenchLen bounds the Bench regexp, in bytes: the x86 kernel
+	// maxBenchLen bounds the Bench regexp, in bytes: the x86 kernel
 	// command line holds 2048 bytes in all (COMMAND_LINE_SIZE), and the
 	// console settings and the other parameters need about 300.
-	MaxBenchLen = 1024
-	// MaxSamples bounds the samples per benchmark per boot. Samples of one
+	maxBenchLen = 1024
+	// maxSamples bounds the samples per benchmark per boot. Samples of one
 	// boot are correlated (memory layout, KASLR): the boot is the unit of
 	// measurement, and more samples within one narrow nothing a comparison
 	// uses. 1000 samples are ~100 kB of results per benchmark, well inside
 	// what the host reads from one boot.
-	MaxSamples = 1000
-	// MaxEntries bounds the LPM trie size: 2^26 trie nodes take about
+	maxSamples = 1000
+	// maxEntries bounds the LPM trie size: 2^26 trie nodes take about
 	// 4 GiB of kernel memory (~64 bytes each), more than a guest is given,
 	// so a larger value could only fail in the fill.
-	MaxEntries = 1 << 26
-	// MaxRounds bounds the program runs per sample: 2^20 runs of 10000
+	maxEntries = 1 << 26
+	// maxRounds bounds the program runs per sample: 2^20 runs of 10000
 	// operations are 10^10 operations a sample, hours under TCG, beyond
 	// any progress deadline.
-	MaxRounds = 1 << 20
-	// MaxPrefixLen is the key width of the LPM tries: IPv4, 32 bits.
-	MaxPrefixLen = 32
-	// MaxBatchEntries bounds the MapBatch maps: a 16M-entry hash map needs
+	maxRounds = 1 << 20
+	// maxPrefixLen is the key width of the LPM tries: IPv4, 32 bits.
+	maxPrefixLen = 32
+	// maxBatchEntries bounds the MapBatch maps: a 16M-entry hash map needs
 	// about 1 GiB.
-	MaxBatchEntries = 1 << 24
+	maxBatchEntries = 1 << 24
 )
 
-// MaxWorkloadLen bounds each of Plan.Workload and Plan.Verify: ELF symbol
+// maxWorkloadLen bounds each of Plan.Workload and Plan.Verify: ELF symbol
 // names of BPF programs joined by commas, which must fit on the kernel
 // command line (2048 bytes on x86) beside the other parameters.
-const MaxWorkloadLen = 512
+const maxWorkloadLen = 512
 
 var workloadNames = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$`)
 
@@ -264,10 +259,10 @@ func WorkloadOf(bench string) (prog string, ok bool) {
 // the guest's default packet otherwise) and the key/value pairs to put in
 // its maps (optional).
 const (
-	WorkloadDir    = "/lib/lpmbisect/workload"
-	WorkloadObject = WorkloadDir + "/object.o"
-	WorkloadPacket = WorkloadDir + "/packet"
-	WorkloadMaps   = WorkloadDir + "/maps"
+	workloadDir    = "/lib/lpmbisect/workload"
+	WorkloadObject = workloadDir + "/object.o"
+	WorkloadPacket = workloadDir + "/packet"
+	WorkloadMaps   = workloadDir + "/maps"
 )
 
 // Param is a kernel command line parameter of the run plan.
@@ -284,7 +279,6 @@ const (
 	ParamAccel        Param = "lpmbisect.accel"         // Plan.Accel, omitted when ""
 	ParamPort         Param = "lpmbisect.port"          // Plan.Port, omitted when PortName
 	ParamPaced        Param = "lpmbisect.paced"         // Plan.Paced: 1 or 0, omitted when 0
-	ParamFault        Param = "lpmbisect.fault"         // Plan.Fault, omitted when ""
 	ParamWorkload     Param = "lpmbisect.workload"      // Plan.Workload, omitted when ""
 	ParamVerify       Param = "lpmbisect.verify"        // Plan.Verify, omitted when ""
 )
@@ -300,83 +294,24 @@ const (
 	InsightOn    InsightMode = "1"
 )
 
-// Params lists every parameter, in the order KernelArgs writes them.
-var Params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
-	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamVerify, ParamProfile, ParamMemory, ParamFault}
+// params lists every parameter, in the order KernelArgs writes them.
+var params = []Param{ParamBench, ParamSamples, ParamEntries, ParamRounds, ParamPrefixLen, ParamBatchEntries,
+	ParamAccel, ParamPort, ParamPaced, ParamInsight, ParamCount, ParamKallsyms, ParamWorkload, ParamVerify, ParamProfile, ParamMemory}
 
-// ParamPrefix starts every run plan parameter. DecodePlan ignores the
+// paramPrefix starts every run plan parameter. DecodePlan ignores the
 // parameters without it (they are the kernel's) and rejects unknown ones
 // with it.
-const ParamPrefix = "lpmbisect."
+const paramPrefix = "lpmbisect."
 
 // PacedArg is the kernel argument of a paced plan (Plan.Paced).
 const PacedArg = string(ParamPaced) + "=1"
 
-// Name is the parameter's name without ParamPrefix ("samples"), as errors
+// Name is the parameter's name without paramPrefix ("samples"), as errors
 // call it.
-func (p Param) Name() string { return strings.TrimPrefix(string(p), ParamPrefix) }
+func (p Param) Name() string { return strings.TrimPrefix(string(p), paramPrefix) }
 
 // Arg returns the kernel argument that sets p to value ("lpmbisect.samples=5").
 func (p Param) Arg(value string) string { return string(p) + "=" + value }
-
-// TEST-ONLY faults (Plan.Fault). Each applies after the guest wrote its first
-// result, except FaultNoBPF; a boot that writes no result never applies its
-// fault.
-const (
-	FaultHang     = "hang"     // stop writing and block forever, no power-off
-	FaultFlood    = "flood"    // write valid benchmark lines in an endless loop
-	FaultLongline = "longline" // write one endless line with no newline
-	FaultGarbage  = "garbage"  // write endless pseudo-random bytes
-	FaultPanic    = "panic"    // crash the kernel (sysrq 'c')
-	FaultExit     = "exit"     // PID 1 exits, which panics the kernel
-	// FaultNoBPF acts at once: bpf() fails with ENOSYS, as on a kernel built
-	// without CONFIG_BPF_SYSCALL.
-	FaultNoBPF = "nobpf"
-	// FaultBimodal acts at once: in about half the boots (the parity of
-	// the second the guest boots at, from the host's clock through the
-	// RTC) every value is BimodalShift higher, a second mode that a
-	// deterministic instrument must not hide.
-	FaultBimodal = "bimodal"
-	// FaultThrottle acts in the profile pass: it lowers
-	// perf_event_max_sample_rate to 1000 instead of raising it, so that
-	// the kernel throttles the sampling event and the pass reports the
-	// samples lost.
-	FaultThrottle = "throttle"
-)
-
-// TEST-ONLY hostile faults: the guest lies, in a stream that otherwise
-// arrives whole. Each acts on the first result or on the end of the stream,
-// and the host must reject the boot (Decode, Stream.CheckPlan), except
-// FaultHTML, whose strings it must escape wherever it renders them, and the
-// insight faults, which cost the document and not the boot (its results are
-// proven by the trailer before the document).
-const (
-	FaultLieCount   = "lie-count"   // the trailer counts one record more than were written
-	FaultLieSum     = "lie-sum"     // the trailer's checksum is not the stream's
-	FaultNaN        = "nan"         // the first result's value is NaN
-	FaultInf        = "inf"         // the first result's value is +Inf
-	FaultNegative   = "negative"    // the first result's value is negative
-	FaultHuge       = "huge"        // the first result's value is 10^300
-	FaultUnasked    = "unasked"     // the first result is for a benchmark the plan did not select
-	FaultHostKey    = "host-key"    // the first result carries the host's keys (side, params)
-	FaultBadUTF8    = "bad-utf8"    // the first result's name has invalid UTF-8
-	FaultEscape     = "escape"      // a note and the first result's name hold terminal escape sequences
-	FaultHTML       = "html"        // a note, the cpu label and the first result's name hold HTML (valid: to be escaped)
-	FaultInsightBig = "insight-big" // an insight document over MaxInsightBytes follows the trailer
-	FaultInsightBad = "insight-bad" // a malformed insight document (not gzip) follows the trailer
-)
-
-// HostileFaults lists the hostile faults.
-var HostileFaults = []string{FaultLieCount, FaultLieSum, FaultNaN, FaultInf, FaultNegative, FaultHuge, FaultUnasked,
-	FaultHostKey, FaultBadUTF8, FaultEscape, FaultHTML, FaultInsightBig, FaultInsightBad}
-
-// BimodalShift is how far FaultBimodal's second mode lies above the first:
-// beyond the jitter bounds (0.1 % by default), inside the default minimum
-// effect (1 %), so a kernel compared with itself must stay SAME or UNKNOWN.
-const BimodalShift = 0.005
-
-// Faults lists the TEST-ONLY faults.
-var Faults = append([]string{FaultHang, FaultFlood, FaultLongline, FaultGarbage, FaultPanic, FaultExit, FaultNoBPF, FaultBimodal, FaultThrottle}, HostileFaults...)
 
 // Reasons a parameter is rejected; a *ParamError wraps one of them.
 var (
@@ -404,7 +339,7 @@ type ParamError struct {
 // Error reads like "samples 0 out of range [1, 1000]".
 func (e *ParamError) Error() string {
 	if errors.Is(e.Err, ErrUnknownParam) {
-		return fmt.Sprintf("%s: %v (known: %s)", e.Param, e.Err, orList(Params))
+		return fmt.Sprintf("%s: %v (known: %s)", e.Param, e.Err, orList(params))
 	}
 	return e.Param.Name() + " " + showValue(e.Value) + " " + e.Err.Error()
 }
@@ -450,11 +385,11 @@ func (p Plan) Validate() error {
 		param     Param
 		v, lo, hi int
 	}{
-		{ParamSamples, p.Samples, 1, MaxSamples},
-		{ParamEntries, p.Entries, 1, MaxEntries},
-		{ParamRounds, p.Rounds, 1, MaxRounds},
-		{ParamPrefixLen, p.PrefixLen, 1, MaxPrefixLen},
-		{ParamBatchEntries, p.BatchEntries, 1, MaxBatchEntries},
+		{ParamSamples, p.Samples, 1, maxSamples},
+		{ParamEntries, p.Entries, 1, maxEntries},
+		{ParamRounds, p.Rounds, 1, maxRounds},
+		{ParamPrefixLen, p.PrefixLen, 1, maxPrefixLen},
+		{ParamBatchEntries, p.BatchEntries, 1, maxBatchEntries},
 	} {
 		if c.v < c.lo || c.v > c.hi {
 			return &ParamError{c.param, strconv.Itoa(c.v), fmt.Errorf("%w [%d, %d]", ErrOutOfRange, c.lo, c.hi)}
@@ -465,7 +400,7 @@ func (p Plan) Validate() error {
 			fmt.Errorf("%w: %d distinct prefixes, fewer than %s %d (raise %s)", ErrOutOfRange, 1<<p.PrefixLen, ParamEntries.Name(), p.Entries, ParamPrefixLen.Name())}
 	}
 	if p.Accel != "" {
-		if _, err := ParseBootAccel(string(p.Accel)); err != nil {
+		if _, err := parseBootAccel(string(p.Accel)); err != nil {
 			return &ParamError{ParamAccel, string(p.Accel), fmt.Errorf("%w: %w", ErrMalformed, errors.Unwrap(err))}
 		}
 	}
@@ -484,28 +419,25 @@ func (p Plan) Validate() error {
 		param Param
 		val   string
 	}{{ParamWorkload, p.Workload}, {ParamVerify, p.Verify}} {
-		if l.val != "" && (len(l.val) > MaxWorkloadLen || !workloadNames.MatchString(l.val)) {
-			return &ParamError{l.param, l.val, fmt.Errorf("%w: not BPF program names (want letters, digits and underscores, joined by commas, at most %d bytes)", ErrMalformed, MaxWorkloadLen)}
+		if l.val != "" && (len(l.val) > maxWorkloadLen || !workloadNames.MatchString(l.val)) {
+			return &ParamError{l.param, l.val, fmt.Errorf("%w: not BPF program names (want letters, digits and underscores, joined by commas, at most %d bytes)", ErrMalformed, maxWorkloadLen)}
 		}
 	}
 	if err := checkProfilePeriod(p.ProfilePeriod); err != nil {
 		return err
 	}
-	if p.Fault != "" && !slices.Contains(Faults, p.Fault) {
-		return &ParamError{ParamFault, p.Fault, fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))}
-	}
 	return nil
 }
 
 func checkBench(bench string) error {
-	if len(bench) > MaxBenchLen {
-		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %d bytes, more than the %d the kernel command line leaves for it (use a shorter regexp)", ErrOutOfRange, len(bench), MaxBenchLen)}
+	if len(bench) > maxBenchLen {
+		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %d bytes, more than the %d the kernel command line leaves for it (use a shorter regexp)", ErrOutOfRange, len(bench), maxBenchLen)}
 	}
 	if err := checkArgValue(bench); err != nil {
-		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %v (want a regexp over result names)", ErrMalformed, err)}
+		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %w (want a regexp over result names)", ErrMalformed, err)}
 	}
 	if _, err := regexp.Compile(bench); err != nil {
-		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %v", ErrMalformed, err)}
+		return &ParamError{ParamBench, bench, fmt.Errorf("%w: %w", ErrMalformed, err)}
 	}
 	return nil
 }
@@ -529,7 +461,7 @@ func checkArgValue(v string) error {
 // DecodePlan: for every plan that passes Validate, DecodePlan of the
 // arguments joined by spaces returns the plan. The numeric parameters and
 // Bench are always written, so a command line says what a boot ran whatever
-// the guest's defaults; Accel, Port, Paced and Fault only when they differ
+// the guest's defaults; Accel, Port and Paced only when they differ
 // from DefaultPlan, and so Insight, Count and SkipKallsyms. Validate the plan first: an invalid plan encodes to
 // arguments that DecodePlan rejects.
 func (p Plan) KernelArgs() []string {
@@ -557,16 +489,13 @@ func (p Plan) KernelArgs() []string {
 	if p.Verify != "" {
 		args = append(args, ParamVerify.Arg(p.Verify))
 	}
-	if p.Fault != "" {
-		args = append(args, ParamFault.Arg(p.Fault))
-	}
 	return args
 }
 
 // DecodePlan decodes the run plan from a kernel command line (the contents
 // of /proc/cmdline): DefaultPlan, with every lpmbisect parameter applied in
 // order; without lpmbisect.rounds, Rounds is DefaultRounds of the plan's
-// accelerator. Parameters without ParamPrefix are ignored; a later repetition of a
+// accelerator. Parameters without paramPrefix are ignored; a later repetition of a
 // parameter overrides an earlier one, as the kernel does for most of its
 // own. A malformed value, an unknown lpmbisect parameter or a plan that
 // fails Validate is a *ParamError: running a different benchmark than the
@@ -576,7 +505,7 @@ func DecodePlan(cmdline string) (Plan, error) {
 	roundsGiven := false
 	for _, arg := range splitCmdline(cmdline) {
 		key, val, _ := strings.Cut(arg, "=")
-		if !strings.HasPrefix(key, ParamPrefix) {
+		if !strings.HasPrefix(key, paramPrefix) {
 			continue
 		}
 		param := Param(key)
@@ -596,7 +525,7 @@ func DecodePlan(cmdline string) (Plan, error) {
 		case ParamBatchEntries:
 			p.BatchEntries, err = parseCount(val)
 		case ParamAccel:
-			p.Accel, err = ParseBootAccel(val)
+			p.Accel, err = parseBootAccel(val)
 			if err != nil {
 				err = fmt.Errorf("%w: %w", ErrMalformed, errors.Unwrap(err))
 			}
@@ -638,11 +567,6 @@ func DecodePlan(cmdline string) (Plan, error) {
 			default:
 				err = fmt.Errorf("%w: want 0, 1 or 2", ErrMalformed)
 			}
-		case ParamFault:
-			if val == "" {
-				err = fmt.Errorf("%w: want %s", ErrMalformed, orList(Faults))
-			}
-			p.Fault = val
 		default:
 			err = ErrUnknownParam
 		}
@@ -724,11 +648,11 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
-// RetellAccel returns args with the accelerator the guest is told
+// retellAccel returns args with the accelerator the guest is told
 // (ParamAccel) replaced by a, for a boot that is retried under another
 // accelerator than the one its arguments were made for; arguments without
 // ParamAccel get it appended.
-func RetellAccel(args []string, a Accel) []string {
+func retellAccel(args []string, a Accel) []string {
 	out := make([]string, 0, len(args)+1)
 	for _, arg := range args {
 		if !strings.HasPrefix(arg, string(ParamAccel)+"=") {

@@ -98,13 +98,13 @@ func TestDecodePlanRoundsByAccel(t *testing.T) {
 
 func TestDecodePlan(t *testing.T) {
 	p, err := DecodePlan("console=ttyS0 lpmbisect.bench=keys=random$ lpmbisect.samples=3 lpmbisect.entries=100000 " +
-		"lpmbisect.rounds=7 lpmbisect.accel=icount lpmbisect.port=other lpmbisect.fault=flood lpmbisect.samples=4 " +
+		"lpmbisect.rounds=7 lpmbisect.accel=icount lpmbisect.port=other lpmbisect.samples=4 " +
 		"lpmbisect.prefix_len=24 lpmbisect.batch_entries=5000 lpmbisect.paced=1 lpmbisect.entries=0100000")
 	if err != nil {
 		t.Fatalf("DecodePlan() = %v", err)
 	}
 	want := Plan{Bench: "keys=random$", Samples: 4, Entries: 100000, Rounds: 7, PrefixLen: 24, BatchEntries: 5000,
-		Accel: AccelIcount, Port: "other", Paced: true, Fault: FaultFlood}
+		Accel: AccelIcount, Port: "other", Paced: true}
 	if p != want {
 		t.Errorf("DecodePlan() = %+v; want %+v", p, want)
 	}
@@ -128,7 +128,7 @@ func TestDecodePlanRejects(t *testing.T) {
 		{"lpmbisect.bench=", ParamBench, ErrMalformed},
 		{`"lpmbisect.bench=a b"`, ParamBench, ErrMalformed},
 		{`lpmbisect.bench=a"b"`, ParamBench, ErrMalformed}, // the kernel would keep inner quotes
-		{"lpmbisect.bench=" + strings.Repeat("a", MaxBenchLen+1), ParamBench, ErrOutOfRange},
+		{"lpmbisect.bench=" + strings.Repeat("a", maxBenchLen+1), ParamBench, ErrOutOfRange},
 		{"lpmbisect.bench=\xff", ParamBench, ErrMalformed},
 		{"lpmbisect.samples=0", ParamSamples, ErrOutOfRange},
 		{"lpmbisect.samples=1001", ParamSamples, ErrOutOfRange},
@@ -153,8 +153,7 @@ func TestDecodePlanRejects(t *testing.T) {
 		{"lpmbisect.port=../x", ParamPort, ErrMalformed},
 		{"lpmbisect.paced=2", ParamPaced, ErrMalformed},
 		{"lpmbisect.paced", ParamPaced, ErrMalformed},
-		{"lpmbisect.fault=explode", ParamFault, ErrMalformed},
-		{"lpmbisect.fault=", ParamFault, ErrMalformed},
+		{"lpmbisect.fault=hang", "lpmbisect.fault", ErrUnknownParam},
 		{"lpmbisect.sampels=3", "lpmbisect.sampels", ErrUnknownParam},
 		{"lpmbisect.prefix-len=24", "lpmbisect.prefix-len", ErrUnknownParam},
 	} {
@@ -182,7 +181,6 @@ func TestParamErrorMessages(t *testing.T) {
 		{func(p *Plan) { p.Accel = "hvf" }, `accel "hvf" malformed: not a boot's accelerator (want kvm, tcg or icount)`},
 		{func(p *Plan) { p.Port = "" }, `port "" malformed: not a port name (want a non-empty name without '/', spaces or quotes)`},
 		{func(p *Plan) { p.ProfilePeriod = 9973 }, "profile 9973 out of range [10000, 1000000000] (the kernel clamps shorter periods to 10 µs)"},
-		{func(p *Plan) { p.Fault = "boom" }, `fault "boom" malformed: want hang, flood, longline, garbage, panic, exit, nobpf, bimodal, throttle, lie-count, lie-sum, nan, inf, negative, huge, unasked, host-key, bad-utf8, escape, html, insight-big or insight-bad`},
 	} {
 		p := valid
 		tt.change(&p)
@@ -192,7 +190,7 @@ func TestParamErrorMessages(t *testing.T) {
 	}
 	_, err := DecodePlan("lpmbisect.sampels=3")
 	if want := "lpmbisect.sampels: unknown parameter (known: lpmbisect.bench, lpmbisect.samples, lpmbisect.entries, lpmbisect.rounds, " +
-		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms, lpmbisect.workload, lpmbisect.verify, lpmbisect.profile, lpmbisect.memory or lpmbisect.fault)"; err == nil || err.Error() != want {
+		"lpmbisect.prefix_len, lpmbisect.batch_entries, lpmbisect.accel, lpmbisect.port, lpmbisect.paced, lpmbisect.insight, lpmbisect.count, lpmbisect.kallsyms, lpmbisect.workload, lpmbisect.verify, lpmbisect.profile or lpmbisect.memory)"; err == nil || err.Error() != want {
 		t.Errorf("DecodePlan(lpmbisect.sampels=3) = %v; want %s", err, want)
 	}
 }
@@ -212,21 +210,18 @@ func plans() []Plan {
 		p.Samples, p.Entries, p.Rounds, p.PrefixLen, p.BatchEntries = 1, 1, 1, 1, 1
 	})
 	add(func(p *Plan) {
-		p.Samples, p.Entries, p.Rounds, p.PrefixLen, p.BatchEntries = MaxSamples, MaxEntries, MaxRounds, MaxPrefixLen, MaxBatchEntries
+		p.Samples, p.Entries, p.Rounds, p.PrefixLen, p.BatchEntries = maxSamples, maxEntries, maxRounds, maxPrefixLen, maxBatchEntries
 	})
 	add(func(p *Plan) { p.PrefixLen, p.Entries = 14, 1<<14 })
 	add(func(p *Plan) { p.Workload, p.Bench = "xdp_lpm_lookup", "^Workload/" })
 	for _, a := range Accels {
 		add(func(p *Plan) { p.Accel = a })
 	}
-	for _, f := range Faults {
-		add(func(p *Plan) { p.Fault = f })
-	}
 	add(func(p *Plan) { p.Paced, p.Port, p.Accel = true, "other.port", AccelTCG })
 	add(func(p *Plan) { p.Bench = "(^LPMTrie(Unrolled)?/)|(^LPMTrie/op=(noop|baseline)(/|$))" })
 	add(func(p *Plan) { p.Bench = "op=lookup/keys=random/entries=10000$" }) // '=' in a value
 	add(func(p *Plan) { p.Bench = "é|ü" })
-	add(func(p *Plan) { p.Bench = strings.Repeat("a", MaxBenchLen) })
+	add(func(p *Plan) { p.Bench = strings.Repeat("a", maxBenchLen) })
 	add(func(p *Plan) { p.Port = "a=b" })
 	add(func(p *Plan) { p.Insight, p.Count = InsightArmed, "trie_lookup_elem,longest_prefix_match" })
 	add(func(p *Plan) { p.Insight = InsightOn })
@@ -234,14 +229,14 @@ func plans() []Plan {
 	add(func(p *Plan) { p.SkipKallsyms = true })
 	add(func(p *Plan) { p.Workload, p.Verify = "xdp_a,xdp_b", "kprobe_c" })
 	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightArmed, 20011 })
-	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightOn, MinProfilePeriod })
+	add(func(p *Plan) { p.Insight, p.ProfilePeriod = InsightOn, minProfilePeriod })
 	add(func(p *Plan) { p.Insight, p.ProfilePeriod, p.Memory = InsightArmed, 20011, true })
 	return out
 }
 
 func TestWorkloadName(t *testing.T) {
 	for name, ok := range map[string]bool{"xdp_prog": true, "_x1": true, "a,b_2": true, "1x": false, "a-b": false, "a b": false,
-		"a,": false, ",a": false, "a,,b": false, strings.Repeat("a", MaxWorkloadLen+1): false} {
+		"a,": false, ",a": false, "a,,b": false, strings.Repeat("a", maxWorkloadLen+1): false} {
 		p := DefaultPlan()
 		p.Workload = name
 		if err := p.Validate(); (err == nil) != ok {
@@ -273,15 +268,15 @@ func TestKernelArgs(t *testing.T) {
 	p := DefaultPlan()
 	p.Bench = "^LPMTrie(Unrolled)?/"
 	got := strings.Join(p.KernelArgs(), " ")
-	// The arguments of a plan without accel, port, paced and fault are
+	// The arguments of a plan without accel, port and paced are
 	// those the host has always written (bisect's parameter keys hash them).
 	want := "lpmbisect.bench=^LPMTrie(Unrolled)?/ lpmbisect.samples=5 lpmbisect.entries=10000 lpmbisect.rounds=20 lpmbisect.prefix_len=32 lpmbisect.batch_entries=100000"
 	if got != want {
 		t.Errorf("KernelArgs() = %q; want %q", got, want)
 	}
-	p.Accel, p.Port, p.Paced, p.Fault = AccelIcount, "p", true, FaultHang
+	p.Accel, p.Port, p.Paced = AccelIcount, "p", true
 	got = strings.Join(p.KernelArgs(), " ")
-	if want := want + " lpmbisect.accel=icount lpmbisect.port=p lpmbisect.paced=1 lpmbisect.fault=hang"; got != want {
+	if want := want + " lpmbisect.accel=icount lpmbisect.port=p lpmbisect.paced=1"; got != want {
 		t.Errorf("KernelArgs() = %q; want %q", got, want)
 	}
 	if PacedArg != "lpmbisect.paced=1" {
@@ -312,7 +307,7 @@ func TestAccel(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"", "auto", "hvf"} {
-		if _, err := ParseBootAccel(s); !errors.Is(err, ErrNotBootAccel) {
+		if _, err := parseBootAccel(s); !errors.Is(err, ErrNotBootAccel) {
 			t.Errorf("ParseBootAccel(%q) = %v; want ErrNotBootAccel", s, err)
 		}
 	}
@@ -357,7 +352,7 @@ func TestRetellAccel(t *testing.T) {
 		{[]string{"lpmbisect.samples=5", "lpmbisect.accel=kvm", "quiet"}, []string{"lpmbisect.samples=5", "quiet", "lpmbisect.accel=icount"}},
 		{[]string{"quiet"}, []string{"quiet", "lpmbisect.accel=icount"}},
 	} {
-		if got := RetellAccel(c.in, AccelIcount); !slices.Equal(got, c.want) {
+		if got := retellAccel(c.in, AccelIcount); !slices.Equal(got, c.want) {
 			t.Errorf("RetellAccel(%q, icount) = %q; want %q", c.in, got, c.want)
 		}
 	}

@@ -24,20 +24,20 @@ const ParamProfile Param = "lpmbisect.profile"
 
 // Limits of the profile pass.
 const (
-	// MinProfilePeriod is the shortest sample period: the kernel clamps
+	// minProfilePeriod is the shortest sample period: the kernel clamps
 	// an hrtimer software event's period to at least 10 µs
 	// (perf_swevent_set_period), so a shorter one would not sample as
 	// often as it says.
-	MinProfilePeriod = 10_000
-	// MaxProfilePeriod bounds it above: one sample per second of guest
+	minProfilePeriod = 10_000
+	// maxProfilePeriod bounds it above: one sample per second of guest
 	// clock would say nothing in a boot.
-	MaxProfilePeriod = 1_000_000_000
+	maxProfilePeriod = 1_000_000_000
 	// MaxProfileSites bounds the (address, caller) pairs of one
-	// benchmark's profile, and MaxProfileSymbols the names the guest
+	// benchmark's profile, and maxProfileSymbols the names the guest
 	// gives to addresses outside the kernel image (BPF programs,
 	// modules).
 	MaxProfileSites   = 8192
-	MaxProfileSymbols = 1024
+	maxProfileSymbols = 1024
 )
 
 // Events a profile samples.
@@ -115,25 +115,25 @@ type ProfileSymbol struct {
 // IsUser reports whether ip is a user-space address (the lower half).
 func IsUser(ip uint64) bool { return ip < 1<<63 }
 
-// ModulesStart is where x86-64 maps modules and BPF programs
+// modulesStart is where x86-64 maps modules and BPF programs
 // (MODULES_VADDR, above a 1 GiB kernel image): addresses from there up
 // are not in the kernel image.
-const ModulesStart = 0xffffffffc0000000
+const modulesStart = 0xffffffffc0000000
 
 // IsModuleArea reports whether ip lies in the module area.
-func IsModuleArea(ip uint64) bool { return ip >= ModulesStart }
+func IsModuleArea(ip uint64) bool { return ip >= modulesStart }
 
 // check applies the list limits.
 func (d *ProfileDoc) check() error {
 	if d == nil {
 		return nil
 	}
-	if len(d.Benchmarks) > MaxInsightPrograms {
-		return fmt.Errorf("%w: %d profiles, more than %d", ErrInsightTooLarge, len(d.Benchmarks), MaxInsightPrograms)
+	if len(d.Benchmarks) > maxInsightPrograms {
+		return fmt.Errorf("%w: %d profiles, more than %d", ErrInsightTooLarge, len(d.Benchmarks), maxInsightPrograms)
 	}
 	for _, b := range d.Benchmarks {
-		if len(b.Sites) > MaxProfileSites || len(b.Symbols) > MaxProfileSymbols {
-			return fmt.Errorf("%w: profile of %s with %d sites and %d symbols, more than %d or %d", ErrInsightTooLarge, b.Benchmark, len(b.Sites), len(b.Symbols), MaxProfileSites, MaxProfileSymbols)
+		if len(b.Sites) > MaxProfileSites || len(b.Symbols) > maxProfileSymbols {
+			return fmt.Errorf("%w: profile of %s with %d sites and %d symbols, more than %d or %d", ErrInsightTooLarge, b.Benchmark, len(b.Sites), len(b.Symbols), MaxProfileSites, maxProfileSymbols)
 		}
 	}
 	return nil
@@ -150,8 +150,8 @@ func ProfileArg(period int) (string, error) {
 }
 
 func checkProfilePeriod(period int) error {
-	if period != 0 && (period < MinProfilePeriod || period > MaxProfilePeriod) {
-		return &ParamError{ParamProfile, strconv.Itoa(period), fmt.Errorf("%w [%d, %d] (the kernel clamps shorter periods to 10 µs)", ErrOutOfRange, MinProfilePeriod, MaxProfilePeriod)}
+	if period != 0 && (period < minProfilePeriod || period > maxProfilePeriod) {
+		return &ParamError{ParamProfile, strconv.Itoa(period), fmt.Errorf("%w [%d, %d] (the kernel clamps shorter periods to 10 µs)", ErrOutOfRange, minProfilePeriod, maxProfilePeriod)}
 	}
 	return nil
 }

@@ -19,22 +19,22 @@ import (
 // and to the integrity of verdicts, not to the truth of every number: a
 // guest can still report a plausible wrong value, which no decoder can tell.
 
-// MaxValue bounds every value of a result: 10^12 nanoseconds (a thousand
+// maxValue bounds every value of a result: 10^12 nanoseconds (a thousand
 // seconds) or instructions per operation, far above any benchmark's, far
 // below where float64 sums and ratios lose meaning.
-const MaxValue = 1e12
+const maxValue = 1e12
 
-// HostKeys are the configuration keys only the host writes (see Key*): a
+// hostKeys are the configuration keys only the host writes (see Key*): a
 // guest that writes one could pass its results off as another side's,
 // boot's, pair's or role's, or change the bounds a comparison is decided
 // with, since the host sets some of them only when it has a value. KeyKernel
 // and KeyAccel are the guest's, and the host replaces them on every result.
-var HostKeys = []string{KeySide, KeyBoot, KeyPair, KeyImage, KeyOrderSeed, KeyQEMU, KeyCPUModel, KeyAppend,
+var hostKeys = []string{KeySide, KeyBoot, KeyPair, KeyImage, KeyOrderSeed, KeyQEMU, KeyCPUModel, KeyAppend,
 	KeyVersion, KeyParams, KeyDate, KeyCommit, KeyCompiler, KeyKconfig, KeyJitterBounds, KeyMinEffects, KeyRole, KeyPhases}
 
 // vet returns why a stream that arrived whole must still be rejected, ""
 // when nothing is wrong: a value that is not a finite number in [0,
-// MaxValue], an iteration count below 1, a configuration key of the host,
+// maxValue], an iteration count below 1, a configuration key of the host,
 // or a name, unit, key, value or note that is not printable UTF-8 (terminal
 // escape sequences, invalid bytes).
 func (s *Stream) vet() string {
@@ -50,12 +50,12 @@ func (s *Stream) vet() string {
 			if why := unprintable(v.Unit); why != "" {
 				return fmt.Sprintf("%s: a unit %s", name, why)
 			}
-			if math.IsNaN(v.Value) || v.Value < 0 || v.Value > MaxValue {
-				return fmt.Sprintf("%s: value %s %s is not in [0, %g]", name, strconv.FormatFloat(v.Value, 'g', -1, 64), v.Unit, float64(MaxValue))
+			if math.IsNaN(v.Value) || v.Value < 0 || v.Value > maxValue {
+				return fmt.Sprintf("%s: value %s %s is not in [0, %g]", name, strconv.FormatFloat(v.Value, 'g', -1, 64), v.Unit, float64(maxValue))
 			}
 		}
 		for _, c := range r.Config {
-			for _, k := range HostKeys {
+			for _, k := range hostKeys {
 				if c.Key == k {
 					return fmt.Sprintf("%s: the guest wrote the host's key %q", name, k)
 				}

@@ -27,7 +27,7 @@ const KeyVulnerabilities = "vulnerabilities"
 // bytes, and their names are lower case letters, digits and underscores.
 const (
 	MaxVulnerabilities      = 64
-	MaxVulnerabilityNameLen = 64
+	maxVulnerabilityNameLen = 64
 	MaxVulnerabilityTextLen = 256
 )
 
@@ -85,7 +85,7 @@ func ParseVulnerabilities(s string) []Vulnerability {
 // vulnerabilityName reports whether name can be a file of
 // VulnerabilitiesDir.
 func vulnerabilityName(name string) bool {
-	if name == "" || len(name) > MaxVulnerabilityNameLen {
+	if name == "" || len(name) > maxVulnerabilityNameLen {
 		return false
 	}
 	for _, r := range name {

@@ -74,9 +74,9 @@ const (
 // and ignores the rest of the line.
 const Go = "go\n"
 
-// KeyFlush is the key of the flush marker (FlushLine), the last line a guest
+// keyFlush is the key of the flush marker (FlushLine), the last line a guest
 // writes on a virtio results port before it powers off.
-const KeyFlush = "lpmbisect-flush"
+const keyFlush = "lpmbisect-flush"
 
 // FlushLine is the flush marker. A guest writes it on a virtio results port
 // after its last line (the insight document, else the trailer) and then
@@ -87,7 +87,7 @@ const KeyFlush = "lpmbisect-flush"
 // read the marker has read everything before it. The marker is written on
 // the channel, not through a Writer: it is in no trailer's checksum, and
 // Decode ignores it wherever it appears.
-const FlushLine = KeyFlush + ": ack?\n"
+const FlushLine = keyFlush + ": ack?\n"
 
 // IsFlush reports whether line (with or without its newline and any
 // carriage return) is the flush marker.
@@ -138,7 +138,7 @@ func (w *Writer) Result(r *benchfmt.Result) error {
 // Note writes an lpmbisect note. key must be one of the Key* note constants.
 // Newlines in text are replaced so a note is always one line.
 func (w *Writer) Note(key, text string) error {
-	if !strings.HasPrefix(key, notePrefix) || key == KeyEnd || key == KeyFlush {
+	if !strings.HasPrefix(key, notePrefix) || key == KeyEnd || key == keyFlush {
 		return fmt.Errorf("write note: %q is not a note key", key)
 	}
 	text = strings.NewReplacer("\n", " ", "\r", " ").Replace(text)

@@ -144,12 +144,12 @@ func TestFlushMarker(t *testing.T) {
 			t.Errorf("IsFlush(%q) = false; want true", line)
 		}
 	}
-	for _, line := range []string{KeyFlush + ":", KeyFlush + ": ack?x\n", "x" + FlushLine, Ack, KeyReady + ": 1\n"} {
+	for _, line := range []string{keyFlush + ":", keyFlush + ": ack?x\n", "x" + FlushLine, Ack, KeyReady + ": 1\n"} {
 		if IsFlush([]byte(line)) {
 			t.Errorf("IsFlush(%q) = true; want false", line)
 		}
 	}
-	if err := w.Note(KeyFlush, "ack?"); err == nil {
+	if err := w.Note(keyFlush, "ack?"); err == nil {
 		t.Errorf("Note(KeyFlush) = nil; want an error (the marker is channel control, not a note)")
 	}
 }

@@ -4,8 +4,9 @@
 // Go benchmark lines and a trailer to the host (package wire), and powers
 // the VM off: on a virtio port only once the host has acknowledged the
 // flush marker after its last line (wire.FlushLine), or when the wait for
-// that runs out, saying so on the console. Package guest does all of it;
-// this command reads the plan, runs a boot and powers off.
+// that runs out, saying so on the console. Package agent does all of it
+// (agent.Main). The tests boot a guest with faults they can arm
+// (testbed/guestfaults); this one has none.
 //
 // The host's run plan comes on the kernel command line as lpmbisect.*
 // parameters (wire.Plan, decoded by wire.DecodePlan; all optional, the
@@ -35,9 +36,6 @@
 //	lpmbisect.count=F,G      functions the insight pass counts calls of
 //	lpmbisect.kallsyms=1|0   0: the insight pass does not send kallsyms
 //	                         (the host has a static symbol source) [1]
-//	lpmbisect.fault=KIND     TEST-ONLY: after the first result, hang, flood,
-//	                         longline, garbage, panic or exit; nobpf at once
-//	                         (see guest/fault.go)
 //
 // A value out of its limits (wire.Plan.Validate) or an unknown lpmbisect.*
 // parameter runs nothing: the guest reports the error on the results
@@ -54,43 +52,6 @@
 // standard output, and reads its parameters from $LPMBISECT_CMDLINE if set.
 package main
 
-import (
-	"fmt"
-	"os"
-	"time"
+import "github.com/lpmbisect/lpmbisect/guest/agent"
 
-	"github.com/lpmbisect/lpmbisect/guest/agent"
-	"github.com/lpmbisect/lpmbisect/wire"
-)
-
-func main() {
-	pid1 := os.Getpid() == 1
-	if pid1 {
-		agent.SetUpPID1() // mounts /proc, so it comes before the plan
-	}
-	start := time.Now()
-	opts := agent.Options{PID1: pid1}
-	cmdline, err := os.ReadFile("/proc/cmdline")
-	if err != nil {
-		opts.Infos = append(opts.Infos, fmt.Sprintf("read /proc/cmdline: %v", err))
-	}
-	if v, ok := os.LookupEnv("LPMBISECT_CMDLINE"); ok && !pid1 {
-		cmdline = []byte(v)
-	}
-	opts.Plan, opts.PlanErr = wire.DecodePlan(string(cmdline))
-	if opts.PlanErr != nil {
-		opts.PlanErr = fmt.Errorf("kernel command line: %w", opts.PlanErr)
-	}
-
-	err = agent.Run(opts)
-	if err != nil {
-		agent.Logf("%v", err)
-	}
-	agent.Logf("done in %v", time.Since(start).Round(time.Millisecond))
-	if pid1 {
-		agent.PowerOff() // never returns: PID 1 exiting panics the kernel
-	}
-	if err != nil {
-		os.Exit(1)
-	}
-}
+func main() { agent.Main(nil) }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -26,10 +26,15 @@ func BenchmarkBootOverhead(b *testing.B) {
 	guest := testguest.Path(b)
 	cache := b.TempDir()
 	plan := measure.GuestPlan{Bench: "LPMTrie/op=lookup/keys=random", Samples: 3, Entries: 10000, Rounds: 20}
-	sides, err := measure.Prepare([]string{deb}, guest, cache, false)
+	setup, err := measure.NewSetup(measure.Options{Accel: wire.AccelTCG, Guest: guest, CacheDir: cache, RunDir: b.TempDir(), Plan: plan})
 	if err != nil {
 		b.Fatal(err)
 	}
+	runner, err := setup.Start([]string{deb}, measure.RunOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sides := runner.Sides
 	bare := vmrunner.Config{
 		Kernel: sides[0].Kernel.Image, Initramfs: sides[0].Image.Path, Accel: wire.AccelTCG,
 		KernelArgs: append(plan.KernelArgs(), "lpmbisect.accel=tcg"), RunDir: b.TempDir(),

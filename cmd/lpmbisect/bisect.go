@@ -29,7 +29,7 @@ import (
 const exitRunAbort = campaign.ExitAbort
 
 // bisectOpts are the flags of both bisect commands.
-func bisectOpts(r *run) []opt {
+func bisectOpts(r *invocation) []opt {
 	k := func(key, usage string) opt { return cliflag.Key(r.File, key, usage) }
 	return append(append(append(append(append(vmOpts(r), buildOpts(r)...), fleetOpts(r)...), fleetBuildOpts(r)...), cliflag.Keys(r.File, "stats", "bisect.reverse", "bisect.state")...),
 		k("build.command", "build with this shell command instead (run in the tree; prints the KERNEL it built as its last line; non-zero exit: the commit does not build)"),
@@ -41,7 +41,7 @@ func bisectOpts(r *run) []opt {
 
 // bisectSetup makes the bisection's setup from the flags (controls: with
 // the harness controls in the plan).
-func (r *run) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, error) {
+func (r *invocation) bisectSetup(ctx context.Context, controls bool) (*bisect.Bisector, error) {
 	s, err := r.setup(false, controls)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (r *run) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, er
 	if err != nil {
 		return nil, err
 	}
-	bs, err := bisect.NewSetup(ctx, s, campaign.FromConfig(r.File, auto))
+	bs, err := bisect.NewBisector(ctx, s, campaign.FromConfig(r.File, auto))
 	if err != nil {
 		return nil, usageError("%v (check --boots, --max-boots and --alpha)", err)
 	}
@@ -67,7 +67,7 @@ func (r *run) bisectSetup(ctx context.Context, controls bool) (*bisect.Setup, er
 	return r.useFleetBuilds(bs)
 }
 
-func bisectRunCommand(r *run) *cli.Command {
+func bisectRunCommand(r *invocation) *cli.Command {
 	opts := append(bisectOpts(r),
 		cliflag.Key(r.File, "bisect.good", "good endpoint: KERNEL or revision (default: git bisect's good commit)"),
 		cliflag.Key(r.File, "bisect.bad", "bad endpoint: KERNEL or revision (default: git bisect's bad commit)"),
@@ -105,7 +105,7 @@ func bisectRunCode(err error, code int, hint string) (int, string) {
 	return exitRunAbort, fmt.Sprintf("%s (exit %d aborts git bisect run)", hint, exitRunAbort)
 }
 
-func bisectCommand(r *run) *cli.Command {
+func bisectCommand(r *invocation) *cli.Command {
 	b := &r.Bisect
 	opts := append(append(bisectOpts(r), cliflag.Keys(r.File, "bisect.repo", "bisect.images", "bisect.recheck_boots")...), noInsightOpt(r), noProfileOpt(r),
 		cliflag.Key(r.File, "bisect.good", "good (older) revision"),
@@ -153,7 +153,7 @@ func bisectCommand(r *run) *cli.Command {
 // to html ("" for none), and beside every HTML page the re-check's
 // comparison report, measured by setup and run by command. It logs where
 // the HTML went, and a re-check without its own report.
-func writeBisectionReports(w io.Writer, setup *bisect.Setup, rep bisect.Report, command, html string) error {
+func writeBisectionReports(w io.Writer, setup *bisect.Bisector, rep bisect.Report, command, html string) error {
 	var extra []string
 	if html != "" {
 		extra = append(extra, html)
@@ -204,7 +204,7 @@ func writeBisectionFiles(w io.Writer, rep bisect.Report, files bisect.Reports, r
 
 // bisectError maps a failed bisection to an exit code, with the flag that
 // would fix it.
-func bisectError(err error, r *run) error {
+func bisectError(err error, r *invocation) error {
 	var ee *exitError
 	var se *interrupt.Error
 	switch {

@@ -15,10 +15,10 @@ import (
 const exitBuildFailed = 1
 
 // buildOpts say how a kernel source tree is configured and built.
-func buildOpts(r *run) []opt { return cliflag.Keys(r.File, "build") }
+func buildOpts(r *invocation) []opt { return cliflag.Keys(r.File, "build") }
 
 // buildOptions turns the build settings into kbuild.Options (without Src/Dir).
-func (r *run) buildOptions() (kbuild.Options, error) {
+func (r *invocation) buildOptions() (kbuild.Options, error) {
 	o, err := kbuild.FromConfig(r.Build)
 	var fe *kbuild.FragmentError
 	if errors.As(err, &fe) {
@@ -29,7 +29,7 @@ func (r *run) buildOptions() (kbuild.Options, error) {
 
 // buildTree builds the tree src with the build settings; its build
 // directory is a KERNEL for run, compare and bisect.
-func (r *run) buildTree(c *cli.Context, src string) (*kbuild.Result, error) {
+func (r *invocation) buildTree(c *cli.Context, src string) (*kbuild.Result, error) {
 	o, err := r.buildOptions()
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func (r *run) buildTree(c *cli.Context, src string) (*kbuild.Result, error) {
 	return res, nil
 }
 
-func buildCommand(r *run) *cli.Command {
+func buildCommand(r *invocation) *cli.Command {
 	opts := append(buildOpts(r), configOpt(r),
 		cliflag.Key(r.File, "build.src", "kernel source tree (or give it as the argument)"),
 		opt{Name: "out", Alias: "o", Ptr: &r.out, Usage: "also copy the bzImage to this file"})

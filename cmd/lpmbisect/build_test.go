@@ -15,7 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/internal/interrupt"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
+	"github.com/lpmbisect/lpmbisect/testbed/testkbuild"
 )
 
 // fakeKernelTree makes a source tree and a fake make (see testkbuild)
@@ -75,7 +75,7 @@ func TestBuildCommandConfig(t *testing.T) {
 func TestConfigKeysAreFlags(t *testing.T) {
 	flags := map[string]bool{}
 	defaults := config.Defaults()
-	for _, cmd := range newApp(&run{File: &defaults}, io.Discard, io.Discard).Commands {
+	for _, cmd := range newApp(&invocation{File: &defaults}, io.Discard, io.Discard).Commands {
 		for _, f := range cmd.Flags {
 			for _, n := range f.Names() {
 				flags[n] = true
@@ -83,7 +83,7 @@ func TestConfigKeysAreFlags(t *testing.T) {
 		}
 	}
 	renamed := map[string]string{"bench.select": "bench", "build.base": "base-config", "build.fragments": "fragment",
-		"build.make_flags": "make-flag", "build.command": "build-command"}
+		"build.make_flags": "make-flag", "build.command": "build-command", "serve.host_names": "host-name"}
 	for _, key := range config.Keys() {
 		sec, name, _ := strings.Cut(key, ".")
 		if sec == "series" || sec == "kernel" || sec == "nightly" {

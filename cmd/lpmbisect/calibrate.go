@@ -8,7 +8,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
-func calibrateCommand(r *run) *cli.Command {
+func calibrateCommand(r *invocation) *cli.Command {
 	boots := calibrate.DefaultBoots
 	var seed uint64
 	opts := append(vmOpts(r),
@@ -32,7 +32,7 @@ func calibrateCommand(r *run) *cli.Command {
 			return err
 		}
 		prog := report.NewProgress(r.log.Writer())
-		cal, err := calibrate.Run(c.Context, s, kernels[0], boots, calibrate.Options{Seed: seed, MaxBoots: r.Measure.MaxBoots, OnRunner: prog.Attach})
+		cal, err := calibrate.Run(c.Context, s, kernels[0], boots, calibrate.Options{Seed: seed, MaxBoots: r.Measure.MaxBoots, OnRunner: watchBoots(prog)})
 		prog.Done()
 		if err != nil {
 			return err
@@ -42,6 +42,10 @@ func calibrateCommand(r *run) *cli.Command {
 			return err
 		}
 		r.log.Printf("calibration stored in %s", shelf.Where(cal.Key))
-		return report.WriteCalibration(c.App.Writer, format, cal)
+		v, err := cal.View()
+		if err != nil {
+			return err
+		}
+		return report.WriteCalibration(c.App.Writer, format, v)
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
-func compareCommand(r *run) *cli.Command {
+func compareCommand(r *invocation) *cli.Command {
 	opts := append(append(vmOpts(r),
 		cliflag.Key(r.File, "measure.boots", "boots per side (pairs, when paired) to start with (0: the fewest at which a verdict is possible)"),
 		cliflag.Key(r.File, "measure.max_boots", "most boots per side (pairs, when paired); rounds are added only while a selected benchmark is UNKNOWN"),
@@ -29,7 +29,7 @@ func compareCommand(r *run) *cli.Command {
 
 // runCompare boots A and B in rounds until every selected benchmark has a
 // verdict or --max-boots is reached, then reports and sets the exit code.
-func runCompare(c *cli.Context, r *run) error {
+func runCompare(c *cli.Context, r *invocation) error {
 	kernels, err := r.kernels(c, "compare", "two kernels, A and B", 2)
 	if err != nil {
 		return err
@@ -60,7 +60,7 @@ func runCompare(c *cli.Context, r *run) error {
 		return err
 	}
 	prog := report.NewProgress(r.log.Writer())
-	o.Hooks = prog.Attach
+	o.OnRunner = watchBoots(prog)
 	res, err := ab.Run(c.Context, o)
 	prog.Done()
 	if errors.Is(err, ab.ErrResultsFile) {

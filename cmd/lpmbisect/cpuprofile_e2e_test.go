@@ -19,9 +19,9 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/flow/fleet"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

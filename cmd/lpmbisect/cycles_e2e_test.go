@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/insight"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // memoryRows are the memory rows of each benchmark of a compare's JSON

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/insight"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // TestExactProfileDebian61To612 compares Debian 6.1 with 6.12 under icount

@@ -19,7 +19,8 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/guestfaults"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // lastLine is the error line a user sees.
@@ -70,7 +71,7 @@ func TestFaultKernelWithoutBPF(t *testing.T) {
 	args := vmArgs(t)
 	// The guest denies itself bpf() (ENOSYS), as a kernel built without
 	// CONFIG_BPF_SYSCALL would.
-	code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "tcg", "--fault", "nobpf", "--bench", "lookup,controls"}, args...), testkernels.Deb(t, testkernels.Debian612))...)
+	code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "tcg", "--append", guestfaults.Arg(guestfaults.NoBPF), "--bench", "lookup,controls"}, args...), testkernels.Deb(t, testkernels.Debian612))...)
 	logCase(t, "kernel without bpf()", stderr, code)
 	if code != exitInfra || !strings.Contains(stderr, "no benchmark produced results") || !strings.Contains(stderr, "needs the bpf() system call (CONFIG_BPF_SYSCALL)") {
 		t.Errorf("run(no bpf) = exit %d; want %d naming the missing bpf() system call\n%s", code, exitInfra, stderr)
@@ -93,12 +94,12 @@ func TestFaultGuestMisbehaves(t *testing.T) {
 		want  []string // in stderr
 	}{
 		{"panic during boot", []string{"--append", "rdinit=/nonexistent"}, []string{"panic: Kernel panic - not syncing"}},
-		{"panic during a benchmark", []string{"--fault", "panic"}, []string{"panic: Kernel panic - not syncing", "finished samples are kept"}},
-		{"init exits", []string{"--fault", "exit"}, []string{"panic: Kernel panic - not syncing: Attempted to kill init"}},
-		{"guest hangs", []string{"--fault", "hang", "--progress-timeout", "5s"}, []string{"stalled", "finished samples are kept"}},
-		{"guest floods the channel", []string{"--fault", "flood"}, []string{"corrupt", "more than"}},
-		{"endless line", []string{"--fault", "longline"}, []string{"corrupt", "longer than"}},
-		{"garbage", []string{"--fault", "garbage"}, []string{"corrupt"}},
+		{"panic during a benchmark", []string{"--append", guestfaults.Arg(guestfaults.Panic)}, []string{"panic: Kernel panic - not syncing", "finished samples are kept"}},
+		{"init exits", []string{"--append", guestfaults.Arg(guestfaults.Exit)}, []string{"panic: Kernel panic - not syncing: Attempted to kill init"}},
+		{"guest hangs", []string{"--append", guestfaults.Arg(guestfaults.Hang), "--progress-timeout", "5s"}, []string{"stalled", "finished samples are kept"}},
+		{"guest floods the channel", []string{"--append", guestfaults.Arg(guestfaults.Flood)}, []string{"corrupt", "more than"}},
+		{"endless line", []string{"--append", guestfaults.Arg(guestfaults.Longline)}, []string{"corrupt", "longer than"}},
+		{"garbage", []string{"--append", guestfaults.Arg(guestfaults.Garbage)}, []string{"corrupt"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bootsInParallel(t) // one boot each, under icount: they may share the host
@@ -258,7 +259,7 @@ func TestFaultDiskFull(t *testing.T) {
 }
 
 // TestFaultGuestLies boots a real kernel under icount with a guest that
-// lies in a stream its trailer proves (lpmbisect.fault=nan, unasked): the
+// lies in a stream its trailer proves (lpmbisect_fault=nan, unasked): the
 // boot is counted failed as corrupt with the reason, and no result of it
 // is reported. The other hostile faults are tested on their recorded
 // streams (wire.TestHostileStreams); this checks the plumbing, guest to
@@ -271,13 +272,13 @@ func TestFaultGuestLies(t *testing.T) {
 		fault string
 		want  []string // in stderr
 	}{
-		{"nan", []string{"corrupt", "rejected: Benchmark", "value NaN insn/op is not in [0, 1e+12]"}},
-		{"unasked", []string{"corrupt", "rejected: result for BenchmarkUnasked/op=lie, which lpmbisect.bench="}},
+		{guestfaults.NaN, []string{"corrupt", "rejected: Benchmark", "value NaN insn/op is not in [0, 1e+12]"}},
+		{guestfaults.Unasked, []string{"corrupt", "rejected: result for BenchmarkUnasked/op=lie, which lpmbisect.bench="}},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
 			bootsInParallel(t)
 			code, stdout, stderr := runCLI(t, append(append([]string{"run", "--accel", "icount", "--samples", "2", "--bench", "controls",
-				"--boot-timeout", "5m", "--fault", c.fault}, args...), deb)...)
+				"--boot-timeout", "5m", "--append", guestfaults.Arg(c.fault)}, args...), deb)...)
 			logCase(t, "guest lies: "+c.fault, stderr, code)
 			if code != exitInfra {
 				t.Errorf("exit %d; want %d\n%s", code, exitInfra, stderr)

@@ -42,15 +42,16 @@ func help(name string) string {
 	return strings.TrimSpace(string(data))
 }
 
-// run holds what a command's flags set that a configuration file does not.
-type run struct {
+// invocation is one lpmbisect command as invoked: its configuration file
+// and what its flags set that the file does not.
+type invocation struct {
 	*config.File
-	runDir, out, html, format, failOn, fault, good, bad, src string
-	minEffect                                                string // --min-effect: a percentage, "auto" or "auto:PCT"
-	seed                                                     uint64
-	verbose, paired, noControls, autoMinEffect               bool
-	log                                                      *log.Logger
-	remote                                                   *remote // --db, --queue: boots on a fleet (fleet.go)
+	runDir, out, html, format, failOn, good, bad, src string
+	minEffect                                         string // --min-effect: a percentage, "auto" or "auto:PCT"
+	seed                                              uint64
+	verbose, paired, noControls, autoMinEffect        bool
+	log                                               *log.Logger
+	remote                                            *remote // --db, --queue: boots on a fleet (fleet.go)
 
 	insight  insightFlags  // --no-insight, --symbols, --debug-a, --debug-b (insight.go)
 	workload workloadFlags // --workload, --packet, --workload-maps (workload.go)
@@ -67,7 +68,7 @@ type run struct {
 }
 
 // readVeristatEmit reads --veristat-emit (report.veristat_emit).
-func (r *run) readVeristatEmit() error {
+func (r *invocation) readVeristatEmit() error {
 	emit, err := report.ParseVeristatEmit(r.Report.VeristatEmit)
 	if err != nil {
 		return flagError(&config.ValueError{Key: "report.veristat_emit", Detail: err.Error()})
@@ -77,24 +78,23 @@ func (r *run) readVeristatEmit() error {
 }
 
 // vmOpts are the flags of the commands that boot kernels.
-func vmOpts(r *run) []opt {
+func vmOpts(r *invocation) []opt {
 	return append(append(cliflag.Keys(r.File, "bench", "measure"), workloadOpts(r)...),
 		opt{Name: "run-dir", Ptr: &r.runDir, Usage: "where console logs of each boot go (default: <cache-dir>/runs/<time>)"},
 		opt{Name: "verbose", Ptr: &r.verbose, Alias: "v", Usage: "print QEMU command lines and decisions"},
-		opt{Name: "fault", Ptr: &r.fault, Hidden: true, Usage: "test-only guest misbehaviour"},
 		configOpt(r))
 }
 
 // minEffectOpt is --min-effect: stats.min_effect, or auto (see
 // config.ParseMinEffect).
-func minEffectOpt(r *run) opt {
+func minEffectOpt(r *invocation) opt {
 	r.minEffect = strconv.FormatFloat(r.Stats.MinEffect, 'g', -1, 64)
 	return opt{Name: "min-effect", Ptr: &r.minEffect, Usage: "smallest change that counts, in percent (DIFFERENT needs more, SAME excludes it); auto: each benchmark's calibrated floor, at least the default (auto:PCT: at least PCT; see lpmbisect calibrate)"}
 }
 
 // stats reads --min-effect into the statistics and checks them; it reports
 // whether the floors are calibrated (auto).
-func (r *run) stats() (auto bool, err error) {
+func (r *invocation) stats() (auto bool, err error) {
 	if r.Stats.MinEffect, auto, err = config.ParseMinEffect(r.minEffect, r.Stats.MinEffect); err != nil {
 		return false, flagError(err)
 	}
@@ -102,7 +102,7 @@ func (r *run) stats() (auto bool, err error) {
 }
 
 // stdoutFormat reads --format: the report on stdout, never HTML (--html FILE).
-func (r *run) stdoutFormat() (report.Format, error) {
+func (r *invocation) stdoutFormat() (report.Format, error) {
 	f, err := report.ParseFormat(r.format)
 	if err != nil || f == report.FormatHTML {
 		return f, usageError("--format %q: use text, markdown, json, veristat, kcidb or github (and --html FILE for HTML)", r.format)
@@ -110,12 +110,12 @@ func (r *run) stdoutFormat() (report.Format, error) {
 	return f, nil
 }
 
-func configOpt(r *run) opt {
+func configOpt(r *invocation) opt {
 	return opt{Name: "config", Ptr: &r.Path, Usage: "TOML configuration file; flags given on the command line win (see kernels.example.toml)"}
 }
 
 // verdictOpts shape verdicts and reports (compare and stat).
-func verdictOpts(r *run) []opt {
+func verdictOpts(r *invocation) []opt {
 	opts := append([]opt{minEffectOpt(r),
 		cliflag.Key(r.File, "stats.alpha", "family-wise error rate of DIFFERENT claims (and of each SAME claim)")},
 		append(cliflag.Keys(r.File, "stats"),

@@ -30,13 +30,13 @@ type remote struct {
 }
 
 // dbOpt is --db: the fleet database.
-func dbOpt(r *run) opt {
+func dbOpt(r *invocation) opt {
 	return opt{Name: "db", Ptr: &r.remote.db, Usage: "fleet database, postgres://USER@HOST/DB (default: the configuration's [nightly] db when it is one; the password may come from PGPASSWORD or ~/.pgpass)"}
 }
 
 // fleetOpts are --db, --queue and --stuck-after of the commands that boot
 // (compare, bisect, bisect-run, nightly).
-func fleetOpts(r *run) []opt {
+func fleetOpts(r *invocation) []opt {
 	if r.remote.stuckAfter == 0 {
 		r.remote.stuckAfter = fleet.DefaultBootStuckAfter
 	}
@@ -49,7 +49,7 @@ func fleetOpts(r *run) []opt {
 
 // fleetBuildOpts are --build-queue, --tree and --build-config of the
 // commands that build commits (bisect, bisect-run, nightly).
-func fleetBuildOpts(r *run) []opt {
+func fleetBuildOpts(r *invocation) []opt {
 	if r.remote.buildConfig == "" {
 		r.remote.buildConfig = "default"
 	}
@@ -63,7 +63,7 @@ func fleetBuildOpts(r *run) []opt {
 // useFleetBuilds makes s build its commits on the fleet's build queue
 // when --build-queue is given (a fleet.Builder); without it s is
 // unchanged.
-func (r *run) useFleetBuilds(s *bisect.Setup) (*bisect.Setup, error) {
+func (r *invocation) useFleetBuilds(s *bisect.Bisector) (*bisect.Bisector, error) {
 	if r.remote == nil || r.remote.buildQueue == "" {
 		return s, nil
 	}
@@ -93,7 +93,7 @@ func (r *run) useFleetBuilds(s *bisect.Setup) (*bisect.Setup, error) {
 
 // fleetURL is the fleet database: --db, else the configuration's
 // [nightly] db when it is a PostgreSQL URL (a SQLite history is no fleet).
-func (r *run) fleetURL() string {
+func (r *invocation) fleetURL() string {
 	if r.remote.db != "" {
 		return r.remote.db
 	}
@@ -105,7 +105,7 @@ func (r *run) fleetURL() string {
 
 // checkFleet checks --db and --queue before the setup, whose accelerator
 // may need a probe boot: a usage error comes before any VM starts.
-func (r *run) checkFleet() error {
+func (r *invocation) checkFleet() error {
 	if r.remote == nil || r.remote.queue == "" && (r.remote.db == "" || r.remote.buildQueue != "") {
 		return nil // boots here (builds, perhaps, on the fleet)
 	}
@@ -120,7 +120,7 @@ func (r *run) checkFleet() error {
 // fleet.Executor as its remote policy, so verdicts, looks, reports and exit
 // codes are the local code's. Without --queue it changes nothing. The
 // flags were checked by checkFleet.
-func (r *run) useFleet(s *measure.Setup) error {
+func (r *invocation) useFleet(s *measure.Setup) error {
 	if r.remote == nil || r.remote.queue == "" {
 		return nil
 	}
@@ -144,7 +144,7 @@ func (r *run) useFleet(s *measure.Setup) error {
 }
 
 // connect opens the fleet database once per command.
-func (l *remote) connect(url string, r *run) (*fleet.Client, error) {
+func (l *remote) connect(url string, r *invocation) (*fleet.Client, error) {
 	ctx := l.ctx
 	if ctx == nil {
 		ctx = context.Background()
@@ -174,7 +174,7 @@ func fleetError(err error) error {
 	return err
 }
 
-func fleetCommand(r *run) *cli.Command {
+func fleetCommand(r *invocation) *cli.Command {
 	opts := []opt{configOpt(r),
 		dbOpt(r),
 		{Name: "format", Ptr: &r.format, Usage: "on stdout: text or json"},
@@ -233,7 +233,7 @@ func fleetCommand(r *run) *cli.Command {
 
 // fleetDB is the fleet database that what ("fleet", "--queue icount")
 // needs: --db, or the configuration's [nightly] db.
-func (r *run) fleetDB(what string) (string, error) {
+func (r *invocation) fleetDB(what string) (string, error) {
 	url := r.fleetURL()
 	switch {
 	case url == "":

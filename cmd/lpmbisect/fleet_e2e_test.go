@@ -27,12 +27,12 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/flow/fleet"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testpg"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/testbed/testkbuild"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testpg"
 )
 
 // fleetPlan is the small plan of the fleet tests: one benchmark, a few

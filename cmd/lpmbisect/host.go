@@ -17,7 +17,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-func hostCommand(r *run) *cli.Command {
+func hostCommand(r *invocation) *cli.Command {
 	var reprobe bool
 	opts := append(cliflag.Keys(r.File, "measure.qemu", "measure.cache_dir", "measure.memory_plugin"), configOpt(r),
 		opt{Name: "reprobe", Ptr: &reprobe, Usage: "probe KVM again with the KERNELs given, whatever verdict is kept for this host"},
@@ -29,7 +29,7 @@ func hostCommand(r *run) *cli.Command {
 // runHost says what this host offers; it probes KVM with the kernels given
 // when no verdict is kept (or --reprobe). Exit 4 when QEMU cannot boot
 // anything here.
-func runHost(c *cli.Context, r *run, reprobe bool) error {
+func runHost(c *cli.Context, r *invocation, reprobe bool) error {
 	format, err := report.ParseFormat(r.format)
 	if err != nil || format != report.FormatText && format != report.FormatJSON {
 		return usageError("--format %q: use text or json", r.format)
@@ -63,7 +63,7 @@ func runHost(c *cli.Context, r *run, reprobe bool) error {
 // hostQuery is what lpmbisect host is asked: the QEMU binary (default
 // vmrunner.DefaultQEMU), the cache directory, a memory plugin named, the
 // kernels to probe KVM with, whether to probe again, and the KVM device
-// (default vmrunner.DefaultKVMDevice; tests name another).
+// (default vmrunner.defaultKVMDevice; tests name another).
 type hostQuery struct {
 	qemu, cacheDir, memoryPlugin, device string
 	kernels                              []string

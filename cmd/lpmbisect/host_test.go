@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/present/view"
+	"github.com/lpmbisect/lpmbisect/testbed/testqemu"
 )
 
 // TestHostView: what lpmbisect host says of KVM, under fake QEMUs on fake

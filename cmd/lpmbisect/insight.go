@@ -22,7 +22,7 @@ type insightFlags struct {
 }
 
 // insightOpts are the flags of the commands that show the insight block.
-func insightOpts(r *run) []opt {
+func insightOpts(r *invocation) []opt {
 	f := &r.insight
 	return []opt{
 		noInsightOpt(r),
@@ -34,22 +34,22 @@ func insightOpts(r *run) []opt {
 }
 
 // noInsightOpt is --no-insight, also stat's.
-func noInsightOpt(r *run) opt {
+func noInsightOpt(r *invocation) opt {
 	return opt{Name: "no-insight", Ptr: &r.insight.off, Usage: "leave out the block that says why it changed (symbol sizes, calls of the functions under test, BPF programs, call counts) and the guest's pass that feeds it"}
 }
 
 // noProfileOpt is --no-profile, also bisect's and nightly's.
-func noProfileOpt(r *run) opt {
+func noProfileOpt(r *invocation) opt {
 	return opt{Name: "no-profile", Ptr: &r.insight.noProfile, Usage: "leave out the guest's sampled profile pass (under icount, the instructions per kernel function of each benchmark, diffed A → B) from the insight block; the memory plugin's exact profile comes with the memory pass (--no-memory)"}
 }
 
 // symbolsOpt is --symbols, also stat's.
-func symbolsOpt(r *run) opt {
+func symbolsOpt(r *invocation) opt {
 	return opt{Name: "symbols", Ptr: &r.insight.symbols, Usage: "regexp over symbol names for the size diff (default: the LPM trie and the BPF map core)"}
 }
 
 // insightOptions reads --symbols.
-func (r *run) insightOptions(cacheDir string) (insight.Options, error) {
+func (r *invocation) insightOptions(cacheDir string) (insight.Options, error) {
 	o := insight.Options{CacheDir: cacheDir}
 	if r.insight.symbols != "" {
 		re, err := regexp.Compile(r.insight.symbols)
@@ -66,7 +66,7 @@ func (r *run) insightOptions(cacheDir string) (insight.Options, error) {
 // with --no-insight. Commands call it before their setup too, so that a
 // mistake in these flags is a usage error before any kernel is looked at,
 // the accelerator's probe included.
-func (r *run) insightInput() (*measure.Insight, error) {
+func (r *invocation) insightInput() (*measure.Insight, error) {
 	if r.insight.off {
 		return nil, nil
 	}
@@ -99,7 +99,7 @@ func (r *run) insightInput() (*measure.Insight, error) {
 // memory pass (compare's alone: a campaign's store keeps each image's
 // guest document, not the host's plugin counts), which --no-memory
 // leaves out.
-func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan, memory bool) (*measure.Insight, error) {
+func (r *invocation) compareInsight(cacheDir string, plan measure.GuestPlan, memory bool) (*measure.Insight, error) {
 	in, err := r.insightInput()
 	if in == nil || err != nil {
 		return in, err
@@ -119,7 +119,7 @@ func (r *run) compareInsight(cacheDir string, plan measure.GuestPlan, memory boo
 // memoryPlugin is the memory pass's plugin: "" with --no-memory, or when
 // the default one was not built (said in the log); a plugin named is
 // checked by insightInput.
-func (r *run) memoryPlugin(cacheDir string) string {
+func (r *invocation) memoryPlugin(cacheDir string) string {
 	if r.Measure.NoMemory {
 		return ""
 	}
@@ -137,7 +137,7 @@ func (r *run) memoryPlugin(cacheDir string) string {
 // with --no-insight or when there is none. With --symbols its size table
 // is drawn again over those functions, or, when the block kept no sizes
 // to draw it from, says so in one line of the block.
-func (r *run) statInsight(results string, opts insight.Options) *insight.Diff {
+func (r *invocation) statInsight(results string, opts insight.Options) *insight.Diff {
 	if r.insight.off {
 		return nil
 	}

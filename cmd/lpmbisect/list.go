@@ -10,7 +10,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/present/report"
 )
 
-func listCommand(r *run) *cli.Command {
+func listCommand(r *invocation) *cli.Command {
 	p := workloads.DefaultParams
 	entries, batch, cpus := int(p.Entries), int(p.BatchEntries), 0
 	var cpuProfiles bool

@@ -37,7 +37,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interrupt.Context()
 	defer stop()
 	defaults := config.Defaults()
-	r := &run{File: &defaults, failOn: "regression", format: "text", src: ".", remote: &remote{ctx: ctx}}
+	r := &invocation{File: &defaults, failOn: "regression", format: "text", src: ".", remote: &remote{ctx: ctx}}
 	defer r.remote.close()
 	err := func() (err error) {
 		defer func() { // a panic is our bug: exit 4 (255 for bisect-run), not Go's 2 ("bad input")
@@ -69,7 +69,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-func newApp(r *run, stdout, stderr io.Writer) *cli.App {
+func newApp(r *invocation, stdout, stderr io.Writer) *cli.App {
 	r.log = log.New(stderr, "lpmbisect: ", 0)
 	if r.remote == nil {
 		r.remote = &remote{}
@@ -106,9 +106,9 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 // anything is planned and before any VM of the run starts; controls adds
 // the harness controls to the plan, paired asks for pairs, and kernels
 // are the run's kernels, which probe KVM if it must be probed.
-func (r *run) setup(paired, controls bool, kernels ...string) (*measure.Setup, error) {
+func (r *invocation) setup(paired, controls bool, kernels ...string) (*measure.Setup, error) {
 	o := measure.FromConfig(r.Measure, r.Bench)
-	o.Plan.Fault, o.RunDir, o.Paired, o.Log, o.ProbeKernels = r.fault, r.runDir, paired, r.log, kernels
+	o.RunDir, o.Paired, o.Log, o.ProbeKernels = r.runDir, paired, r.log, kernels
 	o.CPUProfileB, o.AppendB = r.cpuProfileB, strings.Fields(r.appendB)
 	if r.verbose {
 		o.Verbose = r.log
@@ -146,7 +146,7 @@ func (r *run) setup(paired, controls bool, kernels ...string) (*measure.Setup, e
 
 // kernels returns a command's kernels: its arguments, or, when it has none,
 // the configuration's [[kernel]] entries (config.File.KernelInputs).
-func (r *run) kernels(c *cli.Context, cmd, want string, n int) ([]string, error) {
+func (r *invocation) kernels(c *cli.Context, cmd, want string, n int) ([]string, error) {
 	args, err := r.KernelInputs(c.Args().Slice(), n, func(src string) (string, error) {
 		res, err := r.buildTree(c, src)
 		if err != nil {

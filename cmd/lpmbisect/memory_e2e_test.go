@@ -9,9 +9,9 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // memoryPlugin is the plugin scripts/setup built (vmrunner.FindMemoryPlugin:

@@ -21,7 +21,7 @@ func TestMemoryPluginLookup(t *testing.T) {
 	user := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", user)
 	var logs bytes.Buffer
-	r := &run{File: &config.File{}, log: log.New(&logs, "", 0)}
+	r := &invocation{File: &config.File{}, log: log.New(&logs, "", 0)}
 	in, err := r.compareInsight(t.TempDir(), measure.GuestPlan{}, true)
 	if err != nil || in.MemoryPlugin != "" || !strings.Contains(logs.String(), "no memory pass: no plugin at") {
 		t.Fatalf("compare without a plugin: %+v, %v, log %q; want no pass, said in the log", in, err, logs.String())

@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/insight"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/testbed/guestfaults"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // profileDoc runs compare with args and returns the JSON report and the
@@ -114,7 +115,7 @@ func TestProfileDebian61To612(t *testing.T) {
 // carry the sampling's spread (TestInsightPassKeepsTimedNumbers).
 const profileAccountTolerance = 0.05
 
-// TestProfileSeesThrottling profiles with the TEST-ONLY throttle fault:
+// TestProfileSeesThrottling profiles with the tests' throttle fault:
 // the guest lowers perf_event_max_sample_rate to 1000 (4 samples per tick
 // at HZ 250, where the period asks for 200) instead of raising it, and the
 // kernel throttles the event. The pass must report most samples lost: the
@@ -125,7 +126,7 @@ func TestProfileSeesThrottling(t *testing.T) {
 	deb := testkernels.Deb(t, testkernels.Debian612)
 	const bench = "LPMTrie/op=lookup/keys=sequential/entries=1000"
 	_, p := profileDoc(t, bench, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
-		"--boots", "1", "--max-boots", "1", "--no-controls", "--no-memory", "--fault", "throttle", "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json"}, args...),
+		"--boots", "1", "--max-boots", "1", "--no-controls", "--no-memory", "--append", guestfaults.Arg(guestfaults.Throttle), "--bench", "LPMTrie/op=lookup/keys=sequential", "--format", "json"}, args...),
 		deb, deb)...)
 	for _, s := range []struct {
 		name string

@@ -12,7 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
-func runCommand(r *run) *cli.Command {
+func runCommand(r *invocation) *cli.Command {
 	boots := 1
 	opts := append(vmOpts(r),
 		opt{Name: "boots", Ptr: &boots, Usage: "number of boots"},
@@ -53,10 +53,10 @@ func runCommand(r *run) *cli.Command {
 		}
 		out, err := measure.OpenResults(r.out, stdout)
 		if err != nil {
-			return usageError("--out: %v", err)
+			return usageError("--out: %v (choose a writable place)", err)
 		}
 		prog := report.NewProgress(r.log.Writer())
-		path, err := s.Record(c.Context, runner, boots, out, prog.Attach)
+		path, err := s.Record(c.Context, runner, boots, out, watchBoots(prog))
 		prog.Done()
 		if err == nil && r.out != "" {
 			r.log.Printf("results in %s", path)
@@ -70,7 +70,7 @@ func runCommand(r *run) *cli.Command {
 
 // writeVeristat writes the verifier rows of one kernel's results (the
 // file at path, else data) as veristat's CSV on standard output.
-func (r *run) writeVeristat(c *cli.Context, path string, data []byte) error {
+func (r *invocation) writeVeristat(c *cli.Context, path string, data []byte) error {
 	var results []*benchfmt.Result
 	var err error
 	if r.out != "" {
@@ -86,4 +86,9 @@ func (r *run) writeVeristat(c *cli.Context, path string, data []byte) error {
 		return err
 	}
 	return report.WriteVeristat(c.App.Writer, r.verifiers(rows, results), r.veristatEmit)
+}
+
+// watchBoots makes a runner report its boots to p as they start and end.
+func watchBoots(p *report.Progress) func(*measure.Runner) {
+	return func(r *measure.Runner) { r.OnBootStart, r.OnBoot = p.BootStarts, p.BootEnded }
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/present/report"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // TestSelfCompareNeverDifferent compares a kernel image with itself

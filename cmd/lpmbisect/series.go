@@ -21,7 +21,7 @@ type seriesFlags struct {
 	base, mbox, cover, worktree string
 }
 
-func seriesCommand(r *run) *cli.Command {
+func seriesCommand(r *invocation) *cli.Command {
 	var sf seriesFlags
 	opts := append(bisectOpts(r),
 		cliflag.Key(r.File, "bisect.repo", "the kernel git repository (default: the current directory)"),
@@ -36,7 +36,7 @@ func seriesCommand(r *run) *cli.Command {
 		func(c *cli.Context) error { return runSeries(c, r, sf) })
 }
 
-func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
+func runSeries(c *cli.Context, r *invocation, sf seriesFlags) error {
 	o := series.Options{Repo: r.Bisect.Repo, Mbox: sf.mbox, Cover: sf.cover, Worktree: sf.worktree, StateDir: r.Bisect.State, BuildDir: r.Build.BuildDir}
 	if o.Repo == "" {
 		o.Repo = "."
@@ -102,7 +102,7 @@ func runSeries(c *cli.Context, r *run, sf seriesFlags) error {
 
 // recordSeries stores the run in the history when the configuration names
 // one ([nightly] db), where lpmbisect serve lists it.
-func recordSeries(c *cli.Context, r *run, v view.Series) error {
+func recordSeries(c *cli.Context, r *invocation, v view.Series) error {
 	if r.File.Nightly.DB == "" {
 		return nil
 	}
@@ -127,12 +127,12 @@ func recordSeries(c *cli.Context, r *run, v view.Series) error {
 }
 
 // seriesError gives a series' errors their exit codes.
-func seriesError(err error, r *run) error {
+func seriesError(err error, r *invocation) error {
 	switch {
+	case errors.Is(err, series.ErrBaseBroken): // first: it keeps its boot's cause, which may be any
+		return &exitError{code: exitInfra, err: err}
 	case errors.Is(err, series.ErrEmptySeries), errors.Is(err, series.ErrNoPatches), errors.Is(err, fs.ErrNotExist):
 		return usageError("%v", err)
-	case errors.Is(err, series.ErrBaseBroken):
-		return &exitError{code: exitInfra, err: err}
 	}
 	return bisectError(err, r)
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // importedHistory writes a configuration whose history holds the
@@ -66,9 +66,10 @@ func TestHistoryAckStates(t *testing.T) {
 		says string
 	}{
 		{[]string{id}, 0, history.ChangeAcknowledged, "acknowledged"},
+		{[]string{id}, 0, history.ChangeAcknowledged, "acknowledged already: nothing recorded"},
 		{[]string{"--state", "invalid", "--comment", "a harness change", id}, 0, history.ChangeInvalid, "invalid"},
 		{[]string{"--mute", id}, 0, history.ChangeMuted, "muted"},
-		{[]string{"--state", "untriaged", id}, 0, history.ChangeOpen, "open"},
+		{[]string{"--state", "open", id}, 0, history.ChangeOpen, "open"},
 		{[]string{"--state", "shrug", id}, 2, history.ChangeOpen, "--state"},
 		{[]string{"--mute", "--state", "invalid", id}, 2, history.ChangeOpen, "not both"},
 		{[]string{"--state", "bisect", id}, 0, history.ChangeOpen, "bisection: requested"},
@@ -93,10 +94,16 @@ func TestHistoryAckStates(t *testing.T) {
 func TestServeCommand(t *testing.T) {
 	cfg, db := importedHistory(t)
 	_, cps := openChangePoints(t, db)
+	const tok = "tok-123-long-enough-for-a-test"
 	token := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(token, []byte("tok-123\n"), 0o600)
+	os.WriteFile(token, []byte(tok+"\n"), 0o600)
 	empty := filepath.Join(t.TempDir(), "empty")
 	os.WriteFile(empty, nil, 0o600)
+	short := filepath.Join(t.TempDir(), "short")
+	os.WriteFile(short, []byte("x\n"), 0o600)
+	open := filepath.Join(t.TempDir(), "world-readable")
+	os.WriteFile(open, []byte(tok+"\n"), 0o644)
+	os.Chmod(open, 0o644) // whatever the umask
 
 	for _, c := range []struct {
 		args []string
@@ -104,7 +111,10 @@ func TestServeCommand(t *testing.T) {
 	}{
 		{[]string{"--token-file", filepath.Join(t.TempDir(), "missing")}, "--token-file"},
 		{[]string{"--token-file", empty}, "holds none"},
+		{[]string{"--token-file", short}, "1 byte long, shorter than 16"},
+		{[]string{"--token-file", open}, "readable by every user of this machine (mode 0644; chmod 600"},
 		{[]string{"--listen", "256.1.1.1:80"}, "--listen"},
+		{[]string{"--host-name", "https://lpmbisect.example.org/"}, "--host-name"},
 	} {
 		code, _, stderr := runCLI(t, append([]string{"serve", "--config", cfg}, c.args...)...)
 		if code != 2 || !strings.Contains(stderr, c.says) {
@@ -141,7 +151,7 @@ func TestServeCommand(t *testing.T) {
 	form := url.Values{"id": {fmt.Sprint(cps[1].ID)}, "action": {"muted"}, "who": {"ci"}}
 	req, _ := http.NewRequest("POST", "http://"+addr+"/triage", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Authorization", "Bearer tok-123")
+	req.Header.Set("Authorization", "Bearer "+tok)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Errorf("POST /triage with the token = %v, %v; want 200", resp, err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-func statCommand(r *run) *cli.Command {
+func statCommand(r *invocation) *cli.Command {
 	opts := append(verdictOpts(r), configOpt(r), noInsightOpt(r), symbolsOpt(r))
 	return command("stat", "give verdicts on a results file again, without booting (other --min-effect, --alpha, format)", "RESULTS", opts, func(c *cli.Context) error {
 		if c.NArg() != 1 {
@@ -53,7 +53,7 @@ func statCommand(r *run) *cli.Command {
 
 // writeReports writes the report in format to standard output and, with
 // --html, the HTML report to its file.
-func (r *run) writeReports(c *cli.Context, format report.Format, rep *compare.Report, meta view.Meta) error {
+func (r *invocation) writeReports(c *cli.Context, format report.Format, rep *compare.Report, meta view.Meta) error {
 	meta.Verifier, meta.Veristat = r.verifiersOf(rep.Rows, meta.ResultsFile), r.veristatEmit
 	if err := report.Write(c.App.Writer, format, rep, meta); err != nil || r.html == "" {
 		return err
@@ -66,7 +66,7 @@ func (r *run) writeReports(c *cli.Context, format report.Format, rep *compare.Re
 }
 
 // verdicts reads the flags that shape verdicts and reports.
-func (r *run) verdicts() (compare.FailOn, report.Format, compare.Options, error) {
+func (r *invocation) verdicts() (compare.FailOn, report.Format, compare.Options, error) {
 	var opts compare.Options
 	failOn, err := compare.ParseFailOn(r.failOn)
 	if err != nil {
@@ -106,7 +106,7 @@ func outcomeError(rep *compare.Report, failOn compare.FailOn) error {
 
 // verifiersOf gathers the verifier rows of rows, with the rejection
 // reasons read from the results file at path (none if it cannot be read).
-func (r *run) verifiersOf(rows []compare.Row, path string) []view.VerifierProgram {
+func (r *invocation) verifiersOf(rows []compare.Row, path string) []view.VerifierProgram {
 	if !slices.ContainsFunc(rows, func(row compare.Row) bool { return strings.HasPrefix(row.Benchmark, wire.VerifierPrefix) }) {
 		return nil
 	}
@@ -119,7 +119,7 @@ func (r *run) verifiersOf(rows []compare.Row, path string) []view.VerifierProgra
 
 // verifiers gathers the verifier rows of rows with the rejection reasons
 // in results, naming the --workload object when there is one.
-func (r *run) verifiers(rows []compare.Row, results []*benchfmt.Result) []view.VerifierProgram {
+func (r *invocation) verifiers(rows []compare.Row, results []*benchfmt.Result) []view.VerifierProgram {
 	w := view.Workload{Own: workloads.OwnPrograms()}
 	if object, _, _ := strings.Cut(r.workload.object, ":"); object != "" {
 		w.File, w.Programs = filepath.Base(object), r.workloadProgs.Verified

@@ -23,7 +23,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/guest/workloads"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // medians returns the median value in unit of each benchmark's results.

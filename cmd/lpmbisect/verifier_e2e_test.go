@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/guest/workloads"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

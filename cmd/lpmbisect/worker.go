@@ -12,7 +12,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/initramfs"
 )
 
-func workerCommand(r *run) *cli.Command {
+func workerCommand(r *invocation) *cli.Command {
 	var w struct {
 		queues, name, cacheDir, kvmKernel string
 		slots                             int

@@ -17,7 +17,7 @@ type workloadFlags struct {
 	object, packet, maps string
 }
 
-func workloadOpts(r *run) []opt {
+func workloadOpts(r *invocation) []opt {
 	f := &r.workload
 	return []opt{
 		{Name: "workload", Ptr: &f.object, Usage: "FILE.o[:PROGRAM]: also load and verify every program of this BPF object (or PROGRAM alone) for its verifier statistics, and time those BPF_PROG_TEST_RUN runs (XDP, TC, socket filter, cgroup skb, LWT) beside a noop of their type; alone when --bench is not given"},
@@ -29,7 +29,7 @@ func workloadOpts(r *run) []opt {
 // applyWorkload checks the --workload object before any boot and adds it
 // to o: its files to every initramfs, its programs to the plan, and, when
 // --bench was not given, a selection of their benchmarks only.
-func (r *run) applyWorkload(o *measure.Options, benchGiven bool) error {
+func (r *invocation) applyWorkload(o *measure.Options, benchGiven bool) error {
 	f := r.workload
 	if f.object == "" {
 		if f.packet != "" || f.maps != "" {

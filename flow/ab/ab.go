@@ -61,9 +61,9 @@ type Options struct {
 	Results string
 	// Labels are extra configuration lines of every result (commit, date).
 	Labels map[string]string
-	// Hooks, when set, is called with the runner before the first boot
+	// OnRunner, when set, is called with the runner before the first boot
 	// (to attach progress reporting).
-	Hooks func(*measure.Runner)
+	OnRunner func(*measure.Runner)
 	// Command is the command line recorded in the report.
 	Command string
 	// Insight asks for the insight block beside the verdicts
@@ -95,18 +95,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	path := o.Results
 	if path == "" {
 		if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
-			return nil, fmt.Errorf("%w: run directory: %v (choose a writable one)", ErrResultsFile, err)
+			return nil, fmt.Errorf("%w: run directory: %w", ErrResultsFile, err)
 		}
 		path = filepath.Join(s.RunDir, "results.txt")
 	}
 	out, err := measure.CreateResultsFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrResultsFile, err)
+		return nil, fmt.Errorf("%w: %w", ErrResultsFile, err)
 	}
 	start := time.Now()
 	runner.Sink = out
-	if o.Hooks != nil {
-		o.Hooks(runner)
+	if o.OnRunner != nil {
+		o.OnRunner(runner)
 	}
 	var selected func(string) bool
 	if o.Selected != nil {

@@ -20,9 +20,9 @@
 //     classified, the culprit re-checked against its parent with extra
 //     interleaved boots, the Result. State, in a directory keyed by the
 //     bisection's identity, lets an interrupted bisection resume.
-//   - GitBisect drives git bisect over a repository (each commit built with a
-//     build.Builder in a worktree of its own), ImagesBisect searches a list of
-//     prebuilt kernels (SearchList), and RunStep is one step of
+//   - gitBisect drives git bisect over a repository (each commit built with a
+//     build.Builder in a worktree of its own), imagesBisect searches a list of
+//     prebuilt kernels (searchList), and runStep is one step of
 //     `git bisect run lpmbisect bisect-run`, answering with git's exit codes.
 //
 // The package returns data: a Result and its Report (view.Bisection); the

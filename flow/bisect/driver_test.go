@@ -19,8 +19,8 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/internal/git"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testcampaign"
 	"github.com/lpmbisect/lpmbisect/internal/words"
+	"github.com/lpmbisect/lpmbisect/testbed/testcampaign"
 )
 
 func TestImagesBisect(t *testing.T) {
@@ -49,7 +49,7 @@ func TestImagesBisect(t *testing.T) {
 		}
 		b := testcampaign.NewBench(t, m, filepath.Join(stateDir, "measurements"), true)
 		var logged bytes.Buffer
-		ib := &ImagesBisect{Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: log.New(&logged, "", 0)}, Images: images}
+		ib := &imagesBisect{Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: log.New(&logged, "", 0)}, Images: images}
 		res, err := ib.Run(context.Background())
 		t.Logf("log:\n%s", logged.String())
 		return res, st, err
@@ -147,13 +147,13 @@ func TestGitBisect(t *testing.T) {
 	values := []float64{1000, 1000, 1000, 1000, 1000, 1000, 1200, 1200, 1200}
 	dir, commits := gitRepo(t, values, map[int]bool{4: true}, map[int]bool{2: true})
 	stateDir := t.TempDir()
-	newRun := func(m *testcampaign.Measurer) *GitBisect {
+	newRun := func(m *testcampaign.Measurer) *gitBisect {
 		st, err := campaign.OpenState(stateDir, campaign.State{Kind: campaign.KindGit, Repo: dir, Good: commits[0], Bad: commits[8], Params: "test", Judge: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		b := testcampaign.NewBench(t, m, filepath.Join(stateDir, "measurements"), false)
-		return &GitBisect{
+		return &gitBisect{
 			Bisection: Bisection{Bench: b, State: st, RecheckBoots: 4, Log: log.New(os.Stderr, "", 0)},
 			Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[8],
 			Builder: &kbuild.CommandBuilder{Command: "./build.sh"}, BuildDir: filepath.Join(t.TempDir(), "build"), Resolve: testcampaign.Resolve,
@@ -233,7 +233,7 @@ func TestGitBisectRefusesSameEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &GitBisect{
+	g := &gitBisect{
 		Bisection: Bisection{Bench: testcampaign.NewBench(t, &testcampaign.Measurer{}, t.TempDir(), false), State: st},
 		Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[2],
 		Builder: &kbuild.CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: testcampaign.Resolve,
@@ -253,7 +253,7 @@ func TestGitBisectSameImageIsSuspect(t *testing.T) {
 	dir, commits := gitRepo(t, []float64{1000, 1000, 1200, 1200}, nil, nil)
 	os.WriteFile(filepath.Join(dir, "README"), []byte("docs only\n"), 0o644)
 	st, _ := campaign.OpenState(t.TempDir(), campaign.State{Kind: campaign.KindGit, Repo: dir, Good: commits[0], Bad: commits[3]})
-	g := &GitBisect{
+	g := &gitBisect{
 		Bisection: Bisection{Bench: testcampaign.NewBench(t, &testcampaign.Measurer{}, t.TempDir(), false), State: st, RecheckBoots: 4},
 		Repo:      &git.Repo{Dir: dir}, Good: commits[0], Bad: commits[3],
 		Builder: &kbuild.CommandBuilder{Command: "./build.sh"}, BuildDir: t.TempDir(), Resolve: testcampaign.Resolve,
@@ -364,7 +364,7 @@ func TestBisectEndpointsComeFromTheStart(t *testing.T) {
 // TestStateKeepsAccelsApart checks that a bisection begun under a wall
 // clock (as --accel auto was where KVM did not work, before auto meant
 // icount there) is not resumed under icount: measurement parameters
-// (measure.ParamsKey, which starts with the accelerator) are part of a
+// (measure.Setup.ParamsKey, which starts with the accelerator) are part of a
 // state's identity, so the icount run gets a state of its own and an
 // empty measurement store, never the wall-time verdicts or results.
 func TestStateKeepsAccelsApart(t *testing.T) {

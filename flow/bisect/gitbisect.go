@@ -15,7 +15,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
-// GitBisect drives git bisect over a repository: it builds and measures both
+// gitBisect drives git bisect over a repository: it builds and measures both
 // endpoints first and refuses to start unless they differ, then builds,
 // measures and classifies each commit git bisect checks out (skipping those
 // that do not build or boot or stay UNKNOWN), re-checks the culprit against
@@ -24,7 +24,7 @@ import (
 // Interrupted, it leaves the git bisection in progress; run again with the
 // same state, it resets it and starts over, replaying every decided step
 // from the state without building or measuring it again.
-type GitBisect struct {
+type gitBisect struct {
 	Bisection
 	Repo      *git.Repo
 	Good, Bad string // full commit ids
@@ -36,7 +36,7 @@ type GitBisect struct {
 
 // Run runs the bisection to its end. On an error other than an interruption
 // it resets git bisect; interrupted, it leaves it in progress to resume.
-func (g *GitBisect) Run(ctx context.Context) (res *campaign.Result, err error) {
+func (g *gitBisect) Run(ctx context.Context) (res *campaign.Result, err error) {
 	s := g.State
 	if s.Result != nil {
 		g.logf("this bisection finished before: its result is in %s", s.Path())
@@ -127,7 +127,7 @@ func (g *GitBisect) Run(ctx context.Context) (res *campaign.Result, err error) {
 }
 
 // reset ends the git bisection lpmbisect started.
-func (g *GitBisect) reset(ctx context.Context) {
+func (g *gitBisect) reset(ctx context.Context) {
 	if _, err := g.Repo.Bisect(ctx, "reset"); err != nil {
 		g.logf("warning: %v", err)
 		return
@@ -137,7 +137,7 @@ func (g *GitBisect) reset(ctx context.Context) {
 }
 
 // endpoint builds an endpoint, which must build.
-func (g *GitBisect) endpoint(ctx context.Context, name, commit string) (campaign.Candidate, error) {
+func (g *gitBisect) endpoint(ctx context.Context, name, commit string) (campaign.Candidate, error) {
 	b, err := g.kernelFor(ctx, commit)
 	if err != nil {
 		return campaign.Candidate{}, err
@@ -149,7 +149,7 @@ func (g *GitBisect) endpoint(ctx context.Context, name, commit string) (campaign
 }
 
 // kernelFor builds commit, checking it out first if needed.
-func (g *GitBisect) kernelFor(ctx context.Context, commit string) (*kbuild.Built, error) {
+func (g *gitBisect) kernelFor(ctx context.Context, commit string) (*kbuild.Built, error) {
 	if b := g.State.Kernels[commit]; b.Stands() {
 		return b, nil
 	}
@@ -166,7 +166,7 @@ func (g *GitBisect) kernelFor(ctx context.Context, commit string) (*kbuild.Built
 }
 
 // step decides the checked-out commit, from the state if it was decided.
-func (g *GitBisect) step(ctx context.Context, commit string) (campaign.Class, error) {
+func (g *gitBisect) step(ctx context.Context, commit string) (campaign.Class, error) {
 	if st, ok := g.State.StepFor(commit, 0); ok {
 		g.logf("step for %s replayed from the state: %s", words.ShortHash(commit), st.Verdict.Class)
 		return st.Verdict.Class, nil
@@ -185,7 +185,7 @@ func (g *GitBisect) step(ctx context.Context, commit string) (campaign.Class, er
 }
 
 // recheckCulprit re-checks the culprit against its first parent.
-func (g *GitBisect) recheckCulprit(ctx context.Context, res *campaign.Result) error {
+func (g *gitBisect) recheckCulprit(ctx context.Context, res *campaign.Result) error {
 	parent, err := g.Repo.Parent(ctx, res.FirstBad)
 	if err != nil {
 		return err

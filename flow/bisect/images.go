@@ -18,17 +18,17 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// ImagesBisect searches an ordered list of prebuilt kernels (bzImage files,
+// imagesBisect searches an ordered list of prebuilt kernels (bzImage files,
 // .deb packages, build directories) for the first that matches the bad end:
 // the first is the good endpoint and the last the bad one, as for a range of
 // distribution or CI builds.
-type ImagesBisect struct {
+type imagesBisect struct {
 	Bisection
 	Images []string
 }
 
 // Run runs the search to its end.
-func (ib *ImagesBisect) Run(ctx context.Context) (*campaign.Result, error) {
+func (ib *imagesBisect) Run(ctx context.Context) (*campaign.Result, error) {
 	n := len(ib.Images)
 	if ib.State.Result != nil {
 		ib.logf("this bisection finished before: its result is in %s", ib.State.Path())
@@ -49,7 +49,7 @@ func (ib *ImagesBisect) Run(ctx context.Context) (*campaign.Result, error) {
 	if err := ib.setEndpoints(ctx, good, bad); err != nil {
 		return nil, err
 	}
-	first, rng, err := SearchList(ctx, n, func(ctx context.Context, i int) (campaign.Class, error) {
+	first, rng, err := searchList(ctx, n, func(ctx context.Context, i int) (campaign.Class, error) {
 		if st, ok := ib.State.StepFor("", i); ok {
 			ib.logf("step for #%d %s replayed from the state: %s", i+1, filepath.Base(ib.Images[i]), st.Verdict.Class)
 			return st.Verdict.Class, nil
@@ -86,7 +86,7 @@ func (ib *ImagesBisect) Run(ctx context.Context) (*campaign.Result, error) {
 
 // kernelAt describes the i-th kernel, with its compiler and configuration
 // when the kernel's config is known.
-func (ib *ImagesBisect) kernelAt(i int) (campaign.Candidate, error) {
+func (ib *imagesBisect) kernelAt(i int) (campaign.Candidate, error) {
 	in := ib.Images[i]
 	k := campaign.Candidate{Input: in, Label: fmt.Sprintf("#%d %s", i+1, filepath.Base(in)), Labels: map[string]string{}}
 	if b := ib.State.Kernels[in]; b != nil {

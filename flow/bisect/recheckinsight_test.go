@@ -9,7 +9,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testcampaign"
+	"github.com/lpmbisect/lpmbisect/testbed/testcampaign"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

@@ -168,7 +168,7 @@ func RecheckPage(page string) string {
 // caller adds the command. The
 // report is nil when there was no re-check; an error says why there is no
 // report of one, and leaves the description of the run without kernels.
-func (s *Setup) Recheck(r Report) (*compare.Report, view.Meta, error) {
+func (s *Bisector) Recheck(r Report) (*compare.Report, view.Meta, error) {
 	run := view.Meta{Accel: string(s.Measure.Accel), Samples: s.Measure.Plan.Samples, Date: time.Now()}
 	st, res := r.State, r.Result
 	if res.FirstBad == "" || res.Recheck == nil || res.Recheck.SameImage {

@@ -40,7 +40,7 @@ func TestReportOutcome(t *testing.T) {
 // TestSearchTarget checks that a target with images searches them and one
 // without searches the repository.
 func TestSearchTarget(t *testing.T) {
-	s := &Setup{&campaign.Setup{}}
+	s := &Bisector{&campaign.Setup{}}
 	only := filepath.Join(t.TempDir(), "only.deb")
 	os.WriteFile(only, []byte("a kernel"), 0o644)
 	if _, _, err := s.Search(context.Background(), Target{Images: []string{only}, Repo: t.TempDir()}, "", ""); !errors.Is(err, ErrTooFewImages) {

@@ -21,12 +21,12 @@ type Endpoint struct {
 	Commit string // a full commit id, when Kernel is ""
 }
 
-// RunStep is one step of git bisect run: classify the checked-out tree
+// runStep is one step of git bisect run: classify the checked-out tree
 // against the endpoints. The endpoints are measured once, the first time,
 // and found in the state (by image hash) by every later step. Endpoints
 // given as commits are built in a separate worktree (<state>/worktree), so
 // the tree git bisect checked out is never disturbed.
-type RunStep struct {
+type runStep struct {
 	Bisection
 	Repo      *git.Repo
 	Src       string // the checked-out tree to build (the work tree's root)
@@ -38,7 +38,7 @@ type RunStep struct {
 
 // Run classifies the checked-out commit. A commit that does not build or
 // boot, or stays UNKNOWN, is Skip; an error means the bisection must stop.
-func (r *RunStep) Run(ctx context.Context) (campaign.Verdict, error) {
+func (r *runStep) Run(ctx context.Context) (campaign.Verdict, error) {
 	head, err := r.Repo.Head(ctx)
 	if err != nil {
 		return campaign.Verdict{}, err
@@ -78,7 +78,7 @@ func (r *RunStep) Run(ctx context.Context) (campaign.Verdict, error) {
 
 // endpoint resolves an endpoint to a kernel, building a commit in the
 // worktree.
-func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (campaign.Candidate, error) {
+func (r *runStep) endpoint(ctx context.Context, name string, e Endpoint) (campaign.Candidate, error) {
 	if e.Kernel != "" {
 		k := campaign.Candidate{Input: e.Kernel, Label: name + " " + filepath.Base(e.Kernel)}
 		return k, nil
@@ -103,7 +103,7 @@ func (r *RunStep) endpoint(ctx context.Context, name string, e Endpoint) (campai
 
 // cleanWorktree removes the endpoints' worktree and build once both are
 // built: their kernels are kept in the state.
-func (r *RunStep) cleanWorktree(ctx context.Context) {
+func (r *runStep) cleanWorktree(ctx context.Context) {
 	wt := filepath.Join(r.State.Dir(), "worktree")
 	if _, err := os.Stat(wt); err == nil {
 		if err := r.Repo.RemoveWorktree(ctx, wt); err != nil {

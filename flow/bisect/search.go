@@ -7,7 +7,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 )
 
-// SearchList finds the first bad element of an ordered list of n candidates
+// searchList finds the first bad element of an ordered list of n candidates
 // whose first element is good and last is bad, calling test for elements in
 // between, as git bisect does over a linear history: each test halves the
 // range, so a list of n needs about ⌈log2(n−1)⌉ tests.
@@ -17,7 +17,7 @@ import (
 // skipped elements separate the last good from the first bad, the answer is
 // a range: first is -1 and rng lists the indices that may hold the change
 // (the skipped ones and the first bad).
-func SearchList(ctx context.Context, n int, test func(ctx context.Context, i int) (campaign.Class, error)) (first int, rng []int, err error) {
+func searchList(ctx context.Context, n int, test func(ctx context.Context, i int) (campaign.Class, error)) (first int, rng []int, err error) {
 	if n < 2 {
 		return -1, nil, errors.New("bisect: need at least two candidates, a good and a bad one")
 	}

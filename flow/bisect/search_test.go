@@ -30,7 +30,7 @@ func TestSearchListFindsEveryChange(t *testing.T) {
 	for n := 2; n <= 40; n++ {
 		for change := 1; change < n; change++ {
 			test, tested := listOracle(change)
-			first, rng, err := SearchList(context.Background(), n, test)
+			first, rng, err := searchList(context.Background(), n, test)
 			if err != nil || first != change || rng != nil {
 				t.Fatalf("SearchList(n=%d, change at %d) = %d, %v, %v; want %d", n, change, first, rng, err, change)
 			}
@@ -58,7 +58,7 @@ func TestSearchListSkips(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("n=%d change=%d skip=%v", c.n, c.change, c.skip), func(t *testing.T) {
 			test, tested := listOracle(c.change, c.skip...)
-			first, rng, err := SearchList(context.Background(), c.n, test)
+			first, rng, err := searchList(context.Background(), c.n, test)
 			if err != nil || first != c.first || !slices.Equal(rng, c.rng) {
 				t.Errorf("SearchList = %d, %v, %v; want %d, %v (tested %v)", first, rng, err, c.first, c.rng, *tested)
 			}
@@ -76,7 +76,7 @@ func TestSearchListSkips(t *testing.T) {
 func TestSearchListStopsOnError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := 0
-	_, _, err := SearchList(ctx, 100, func(context.Context, int) (campaign.Class, error) {
+	_, _, err := searchList(ctx, 100, func(context.Context, int) (campaign.Class, error) {
 		calls++
 		cancel()
 		return campaign.Good, nil
@@ -84,7 +84,7 @@ func TestSearchListStopsOnError(t *testing.T) {
 	if err == nil || calls != 1 {
 		t.Errorf("SearchList after cancel: %d calls, error %v; want 1 call and an error", calls, err)
 	}
-	if _, _, err := SearchList(context.Background(), 1, nil); err == nil {
+	if _, _, err := searchList(context.Background(), 1, nil); err == nil {
 		t.Errorf("SearchList(n=1) succeeded; want an error")
 	}
 }

@@ -12,25 +12,25 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/git"
 )
 
-// Setup is a campaign's set-up with the bisections it runs: over a git
-// range (Git, Search), over a list of images (Images), or one step of git
-// bisect run (Step).
-type Setup struct{ *campaign.Setup }
+// Bisector runs bisections with a campaign's set-up (how kernels are
+// measured, judged and built): over a git range (Git, Search), over a list
+// of images (Images), or one step of git bisect run (Step).
+type Bisector struct{ *campaign.Setup }
 
-// NewSetup returns the setup of the bisections whose kernels m boots, with
-// o's statistics calibrated for m's host (campaign.NewSetup).
-func NewSetup(ctx context.Context, m *measure.Setup, o campaign.Options) (*Setup, error) {
+// NewBisector returns the bisector whose kernels m boots, with o's
+// statistics calibrated for m's host (campaign.NewSetup).
+func NewBisector(ctx context.Context, m *measure.Setup, o campaign.Options) (*Bisector, error) {
 	s, err := campaign.NewSetup(ctx, m, o)
 	if err != nil {
 		return nil, err
 	}
-	return &Setup{s}, nil
+	return &Bisector{s}, nil
 }
 
 // Git bisects good..bad (revisions) of the repository that holds dir,
 // with its state in stateDir ("": <git-dir>/lpmbisect; a resumed run goes
 // on from it) and builds in buildDir ("": BuildDirFor).
-func (s *Setup) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buildDir string) (*campaign.Result, *campaign.State, error) {
+func (s *Bisector) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buildDir string) (*campaign.Result, *campaign.State, error) {
 	repo, gitDir, err := git.Open(ctx, dir)
 	if err != nil {
 		return nil, nil, err
@@ -47,7 +47,7 @@ func (s *Setup) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buildDi
 	if err != nil {
 		return nil, nil, err
 	}
-	gb := &GitBisect{
+	gb := &gitBisect{
 		Bisection: Bisection{Bench: s.Bench, State: st, RecheckBoots: s.RecheckBoots, Log: s.Log},
 		Repo:      repo, Good: good, Bad: bad, Builder: s.Builder(), BuildDir: campaign.BuildDirFor(repo.Dir, buildDir), Resolve: s.Bench.Resolve,
 	}
@@ -61,7 +61,7 @@ func (s *Setup) Git(ctx context.Context, dir, goodRev, badRev, stateDir, buildDi
 // Images searches the ordered list of prebuilt kernels that args give (see
 // ExpandImages), the first good, the last bad, with its state in stateDir
 // ("": <cache>/bisect).
-func (s *Setup) Images(ctx context.Context, args []string, stateDir string) (*campaign.Result, *campaign.State, error) {
+func (s *Bisector) Images(ctx context.Context, args []string, stateDir string) (*campaign.Result, *campaign.State, error) {
 	images, err := ExpandImages(args)
 	if err != nil {
 		return nil, nil, err
@@ -79,7 +79,7 @@ func (s *Setup) Images(ctx context.Context, args []string, stateDir string) (*ca
 	if err != nil {
 		return nil, nil, err
 	}
-	ib := &ImagesBisect{
+	ib := &imagesBisect{
 		Bisection: Bisection{Bench: s.Bench, State: st, RecheckBoots: s.RecheckBoots, Log: s.Log},
 		Images:    images,
 	}
@@ -97,7 +97,7 @@ type Target struct {
 
 // Search bisects t, with its state in stateDir and, for a repository, its
 // builds in buildDir (see Images and Git for their defaults).
-func (s *Setup) Search(ctx context.Context, t Target, stateDir, buildDir string) (*campaign.Result, *campaign.State, error) {
+func (s *Bisector) Search(ctx context.Context, t Target, stateDir, buildDir string) (*campaign.Result, *campaign.State, error) {
 	if len(t.Images) > 0 {
 		return s.Images(ctx, t.Images, stateDir)
 	}
@@ -108,7 +108,7 @@ func (s *Setup) Search(ctx context.Context, t Target, stateDir, buildDir string)
 // for git bisect run, against the endpoints good and bad (kernels or
 // revisions; "" for the commits git bisect was started with), with its
 // state in stateDir ("": <git-dir>/lpmbisect).
-func (s *Setup) Step(ctx context.Context, dir, goodArg, badArg, stateDir, buildDir string) (campaign.Verdict, error) {
+func (s *Bisector) Step(ctx context.Context, dir, goodArg, badArg, stateDir, buildDir string) (campaign.Verdict, error) {
 	repo, gitDir, err := git.Open(ctx, dir)
 	if err != nil {
 		return campaign.Verdict{}, err
@@ -129,7 +129,7 @@ func (s *Setup) Step(ctx context.Context, dir, goodArg, badArg, stateDir, buildD
 	if err != nil {
 		return campaign.Verdict{}, err
 	}
-	step := &RunStep{
+	step := &runStep{
 		Bisection: Bisection{Bench: s.Bench, State: st, Log: s.Log},
 		Repo:      repo, Src: repo.Dir, Good: good, Bad: bad,
 		Builder: s.Builder(), BuildDir: campaign.BuildDirFor(repo.Dir, buildDir), Resolve: s.Bench.Resolve,
@@ -161,7 +161,7 @@ func endpoint(ctx context.Context, repo *git.Repo, name, value, fromLog string) 
 	}
 	commit, err := repo.Commit(ctx, value)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("%w: %s endpoint %s is neither a kernel file nor a commit: %v", ErrNoEndpoint, name, value, err)
+		return Endpoint{}, fmt.Errorf("%w: %s endpoint %s is neither a kernel file nor a commit: %w", ErrNoEndpoint, name, value, err)
 	}
 	return Endpoint{Commit: commit}, nil
 }

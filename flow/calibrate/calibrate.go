@@ -18,15 +18,15 @@ import (
 
 // Defaults of Options (see the package documentation for their reasons).
 const (
-	DefaultQuantile     = 0.95
-	DefaultSafetyFactor = 3
-	DefaultBoundFloor   = 0.0003 // 0.03 %
-	DefaultQuantum      = 0.01   // the guest rounds per-op values to two decimals
-	DefaultMaxJitter    = 0.005  // 0.5 %
-	DefaultMaxBound     = 0.005  // 0.5 %
-	DefaultModeGap      = 3
-	DefaultSameShare    = 0.9
-	DefaultSplits       = 200
+	defaultQuantile     = 0.95
+	defaultSafetyFactor = 3
+	defaultBoundFloor   = 0.0003 // 0.03 %
+	defaultQuantum      = 0.01   // the guest rounds per-op values to two decimals
+	defaultMaxJitter    = 0.005  // 0.5 %
+	defaultMaxBound     = 0.005  // 0.5 %
+	defaultModeGap      = 3
+	defaultSameShare    = 0.9
+	defaultSplits       = 200
 )
 
 // DefaultBoots is the number of boots a calibration should take: 8 give
@@ -37,7 +37,7 @@ const (
 // documentation: for 3 of 16 boots of Debian 6.12, 31 % of the time).
 const DefaultBoots = 8
 
-// DefaultGrid are the minimum effects, as fractions, at which the
+// defaultGrid are the minimum effects, as fractions, at which the
 // self-compares are tried: the smallest reached is a row's floor. It goes
 // up to 50 %: on a shared host with stolen CPU time, TCG boots of one
 // image were seen to differ by up to 89 %, and a floor that says so is
@@ -50,7 +50,7 @@ const DefaultBoots = 8
 // was 0.6 to 0.97 from one pool to the next, while fresh runs said SAME
 // 76 % of the time there), and the rounding up to the next step is what
 // keeps the floors holding out of sample (TestFloorHoldsForAdaptiveRuns).
-var DefaultGrid = []float64{0.01, 0.02, 0.03, 0.05, 0.075, 0.10, 0.15, 0.20, 0.30, 0.40, 0.50}
+var defaultGrid = []float64{0.01, 0.02, 0.03, 0.05, 0.075, 0.10, 0.15, 0.20, 0.30, 0.40, 0.50}
 
 // Options are the parameters of a calibration. The zero value of a field
 // means its default.
@@ -80,7 +80,7 @@ type Options struct {
 	// (default 3).
 	ModeGap float64
 	// Grid lists the minimum effects, as increasing fractions, tried by
-	// the self-compares (default DefaultGrid).
+	// the self-compares (default defaultGrid).
 	Grid []float64
 	// SameShare is the share of splits that must say SAME at a minimum
 	// effect for it to be a row's floor (default 0.9).
@@ -99,7 +99,7 @@ type Options struct {
 	// fixed-size comparisons: one look at k boots per side with all of α.
 	MaxBoots int
 
-	// Host is the host the boots ran on (nil: ThisHost).
+	// Host is the host the boots ran on (nil: thisHost).
 	Host *Host
 	// Paired says whether the comparisons the calibration serves run in
 	// pairs: part of the key. Run takes it from the setup.
@@ -117,19 +117,19 @@ func (o Options) withDefaults() (Options, error) {
 			*v = d
 		}
 	}
-	def(&o.Quantile, DefaultQuantile)
-	def(&o.SafetyFactor, DefaultSafetyFactor)
-	def(&o.BoundFloor, DefaultBoundFloor)
-	def(&o.Quantum, DefaultQuantum)
-	def(&o.MaxJitter, DefaultMaxJitter)
-	def(&o.MaxBound, DefaultMaxBound)
-	def(&o.ModeGap, DefaultModeGap)
-	def(&o.SameShare, DefaultSameShare)
+	def(&o.Quantile, defaultQuantile)
+	def(&o.SafetyFactor, defaultSafetyFactor)
+	def(&o.BoundFloor, defaultBoundFloor)
+	def(&o.Quantum, defaultQuantum)
+	def(&o.MaxJitter, defaultMaxJitter)
+	def(&o.MaxBound, defaultMaxBound)
+	def(&o.ModeGap, defaultModeGap)
+	def(&o.SameShare, defaultSameShare)
 	if o.Grid == nil {
-		o.Grid = DefaultGrid
+		o.Grid = defaultGrid
 	}
 	if o.Splits == 0 {
-		o.Splits = DefaultSplits
+		o.Splits = defaultSplits
 	}
 	if o.Date.IsZero() {
 		o.Date = time.Now()
@@ -190,7 +190,7 @@ type Method struct {
 
 // Calibration is what one calibration measured, with its key.
 type Calibration struct {
-	// Version is the file format's version (FormatVersion).
+	// Version is the file format's version (formatVersion).
 	Version int       `json:"version"`
 	Key     Key       `json:"key"`
 	Date    time.Time `json:"date"`
@@ -306,13 +306,13 @@ var ErrTooFewBoots = errors.New("a calibration needs at least 2 boots")
 // rowKey names a row.
 type rowKey struct{ bench, unit string }
 
-// Compute calibrates from boots, the per-boot results of one kernel image
+// compute calibrates from boots, the per-boot results of one kernel image
 // (as measure.Runner.Boots returns them). The results must agree on the
 // key's configuration (accel, qemu, cpu-model, samples, rounds) and on the
 // kernel image. Under icount every row gets a jitter bound and a verdict on
 // whether it is deterministic; under every accelerator, a floor from
 // self-compares of splits of the boots (see the package documentation).
-func Compute(boots [][]*benchfmt.Result, o Options) (*Calibration, error) {
+func compute(boots [][]*benchfmt.Result, o Options) (*Calibration, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
@@ -329,13 +329,13 @@ func Compute(boots [][]*benchfmt.Result, o Options) (*Calibration, error) {
 	}
 	host := o.Host
 	if host == nil {
-		h, err := ThisHost()
+		h, err := thisHost()
 		if err != nil {
 			return nil, err
 		}
 		host = &h
 	}
-	key, err := KeyOf(all, *host, o.Paired)
+	key, err := keyOf(all, *host, o.Paired)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +347,7 @@ func Compute(boots [][]*benchfmt.Result, o Options) (*Calibration, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Calibration{Version: FormatVersion, Key: key, Date: o.Date.UTC(), Kernel: kernel, Image: image, Boots: len(boots),
+	c := &Calibration{Version: formatVersion, Key: key, Date: o.Date.UTC(), Kernel: kernel, Image: image, Boots: len(boots),
 		Method: Method{Quantile: o.Quantile, SafetyFactor: o.SafetyFactor, BoundFloor: o.BoundFloor, Quantum: o.Quantum,
 			MaxJitter: o.MaxJitter, MaxBound: o.MaxBound, ModeGap: o.ModeGap, Grid: slices.Clone(o.Grid), SameShare: o.SameShare, Alpha: o.Alpha, Seed: o.Seed}}
 

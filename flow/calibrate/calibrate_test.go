@@ -74,7 +74,7 @@ func mustCompute(t *testing.T, boots [][]*benchfmt.Result, o Options) *Calibrati
 	if o.Host == nil {
 		o.Host = testHost
 	}
-	c, err := Compute(boots, o)
+	c, err := compute(boots, o)
 	if err != nil {
 		t.Fatalf("Compute: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestComputeIcount(t *testing.T) {
 		bound         float64 // 0: not checked
 		why           string
 	}{
-		{"Exact", true, 0, math.Max(DefaultBoundFloor, 2*DefaultQuantum/500), ""},
+		{"Exact", true, 0, math.Max(defaultBoundFloor, 2*defaultQuantum/500), ""},
 		{"Jitter", true, 1e-4, 3e-4, ""},
 		{"Spread", true, 0.7 / 1000, 0, ""},
 		{"Loose", false, 3.5 / 1000, 0, "is not below 0.5%"},
@@ -235,14 +235,14 @@ func TestComputeWallTimeFloor(t *testing.T) {
 
 func TestComputeErrors(t *testing.T) {
 	rows := icountRows[:1]
-	if _, err := Compute(synthBoots(1, 3, "icount", rows, 1), Options{Host: testHost}); err == nil || !strings.Contains(err.Error(), ErrTooFewBoots.Error()) {
+	if _, err := compute(synthBoots(1, 3, "icount", rows, 1), Options{Host: testHost}); err == nil || !strings.Contains(err.Error(), ErrTooFewBoots.Error()) {
 		t.Errorf("Compute(1 boot) = %v; want %v", err, ErrTooFewBoots)
 	}
 	boots := synthBoots(3, 3, "icount", rows, 1)
 	for _, r := range boots[2] {
 		r.SetConfig("rounds", "5")
 	}
-	if _, err := Compute(boots, Options{Host: testHost}); err == nil || !strings.Contains(err.Error(), "disagree on rounds") {
+	if _, err := compute(boots, Options{Host: testHost}); err == nil || !strings.Contains(err.Error(), "disagree on rounds") {
 		t.Errorf("Compute(boots with two rounds) = %v; want an error about rounds", err)
 	}
 	boots = synthBoots(3, 3, "icount", rows, 1)
@@ -251,10 +251,10 @@ func TestComputeErrors(t *testing.T) {
 			r.SetConfig("accel", "")
 		}
 	}
-	if _, err := Compute(boots, Options{Host: testHost}); err == nil || !strings.Contains(err.Error(), ErrNoAccel.Error()) {
+	if _, err := compute(boots, Options{Host: testHost}); err == nil || !strings.Contains(err.Error(), ErrNoAccel.Error()) {
 		t.Errorf("Compute(boots without accel) = %v; want %v", err, ErrNoAccel)
 	}
-	if _, err := Compute(synthBoots(3, 3, "icount", rows, 1), Options{Host: testHost, Grid: []float64{0.02, 0.01}}); err == nil {
+	if _, err := compute(synthBoots(3, 3, "icount", rows, 1), Options{Host: testHost, Grid: []float64{0.02, 0.01}}); err == nil {
 		t.Errorf("Compute(decreasing grid) = nil; want an error")
 	}
 }
@@ -274,7 +274,7 @@ func TestTwoModes(t *testing.T) {
 		{[]float64{1000, 1000, 1000.01, 1000.01}, false},       // below the resolution
 		{[]float64{100, 100.5, 101, 101.5, 102, 102.5}, false}, // even spread
 	} {
-		if got, _ := twoModes(tc.medians, DefaultModeGap, DefaultBoundFloor, DefaultMaxJitter); got != tc.want {
+		if got, _ := twoModes(tc.medians, defaultModeGap, defaultBoundFloor, defaultMaxJitter); got != tc.want {
 			t.Errorf("twoModes(%v) = %v; want %v", tc.medians, got, tc.want)
 		}
 	}
@@ -332,15 +332,15 @@ func strconvInts(is []int) string {
 
 func TestKeyOfPaired(t *testing.T) {
 	boots := synthBoots(2, 1, "icount", icountRows[:1], 1)
-	if k, err := KeyOf(boots[0], *testHost, true); err != nil || k.Paired {
+	if k, err := keyOf(boots[0], *testHost, true); err != nil || k.Paired {
 		t.Errorf("KeyOf(icount, paired) = %+v, %v; want unpaired (icount needs no pairs)", k, err)
 	}
 	boots = synthBoots(2, 1, "tcg", icountRows[:1], 1)
-	if k, err := KeyOf(boots[0], *testHost, true); err != nil || !k.Paired {
+	if k, err := keyOf(boots[0], *testHost, true); err != nil || !k.Paired {
 		t.Errorf("KeyOf(tcg, paired) = %+v, %v; want paired", k, err)
 	}
-	a, _ := KeyOf(boots[0], *testHost, true)
-	b, _ := KeyOf(boots[0], *testHost, false)
+	a, _ := keyOf(boots[0], *testHost, true)
+	b, _ := keyOf(boots[0], *testHost, false)
 	if a.fileName() == b.fileName() {
 		t.Errorf("paired and unpaired keys share the file %s", a.fileName())
 	}
@@ -350,11 +350,11 @@ func TestKeyOfPaired(t *testing.T) {
 // parameters (one stored before the icount boots skipped the APIC timer's
 // calibration has none) is another key, so its bounds are not used.
 func TestKeyNamesBootArgs(t *testing.T) {
-	icount, err := KeyOf(synthBoots(2, 1, "icount", icountRows[:1], 1)[0], *testHost, false)
+	icount, err := keyOf(synthBoots(2, 1, "icount", icountRows[:1], 1)[0], *testHost, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcg, err := KeyOf(synthBoots(2, 1, "tcg", icountRows[:1], 1)[0], *testHost, false)
+	tcg, err := keyOf(synthBoots(2, 1, "tcg", icountRows[:1], 1)[0], *testHost, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,11 +77,11 @@
 // boot per look, α spent over the looks as in a run capped at MaxBoots
 // (the comparisons' max_boots), up to k boots per side, with m as each
 // benchmark's own minimum effect, as --min-effect auto gives it. So the
-// floor is computed under the rule that uses it: an earlier version asked
-// for one look with all of α, and its floors were too small for the
-// adaptive runs (TCG self-compares of 6.1 stayed UNKNOWN at the random
-// lookup's floor in 5 of 5 runs; TestFloorHoldsForAdaptiveRuns shows the
-// gap on synthetic boots: 38–50 % SAME at one-look floors, 88–98 % at
+// floor is computed under the rule that uses it: floors computed from one
+// look with all of α are too small for adaptive runs, which spend α over
+// their looks (TCG self-compares of 6.1 stayed UNKNOWN at such a floor of
+// the random lookups in 5 of 5 runs; TestFloorHoldsForAdaptiveRuns shows
+// the gap on synthetic boots: 38–50 % SAME at one-look floors, 88–98 % at
 // these). With n ≥ 2·MaxBoots the simulated runs reach the cap itself;
 // with fewer they stop short of it, which only makes the floor larger.
 // The floor of a row is the smallest minimum effect at which at least

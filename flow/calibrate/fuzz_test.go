@@ -29,7 +29,7 @@ func FuzzDecodeCalibration(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Key != key || c.Version != FormatVersion || len(data) > maxFile {
+		if c.Key != key || c.Version != formatVersion || len(data) > maxFile {
 			t.Fatalf("decode accepted key %v, version %d, %d bytes", c.Key, c.Version, len(data))
 		}
 		for _, b := range c.Benchmarks {

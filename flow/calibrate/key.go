@@ -27,9 +27,9 @@ type Host struct {
 	CPUs int `json:"cpus"`
 }
 
-// ThisHost describes the machine this process runs on (its CPUs as
+// thisHost describes the machine this process runs on (its CPUs as
 // cpuinfo.Read reads them).
-func ThisHost() (Host, error) {
+func thisHost() (Host, error) {
 	name, err := os.Hostname()
 	if err != nil {
 		return Host{}, fmt.Errorf("calibrate: host name: %w", err)
@@ -74,14 +74,14 @@ func bootArgs(accel wire.Accel, cpu vmrunner.CPUProfile) string {
 	return strings.Join(vmrunner.FixedKernelArgs(accel, cpu), " ")
 }
 
-// ErrNoAccel is returned by KeyOf for results that do not say which
+// ErrNoAccel is returned by keyOf for results that do not say which
 // accelerator measured them.
 var ErrNoAccel = errors.New("results do not name their accelerator")
 
-// KeyOf returns the key of results measured on host, for comparisons that
+// keyOf returns the key of results measured on host, for comparisons that
 // run in pairs or not. The results must agree on the accelerator, QEMU
 // version, CPU model, samples and rounds.
-func KeyOf(results []*benchfmt.Result, host Host, paired bool) (Key, error) {
+func keyOf(results []*benchfmt.Result, host Host, paired bool) (Key, error) {
 	k := Key{Host: host}
 	var err error
 	if k.Accel, err = oneValue(results, wire.KeyAccel); err != nil {

@@ -17,13 +17,13 @@ import (
 	"golang.org/x/perf/benchfmt"
 )
 
-// MaxAge is how old a calibration may be before comparisons call it stale
+// maxAge is how old a calibration may be before comparisons call it stale
 // and use the defaults instead: a host's load and firmware change, and a
 // month is about how long docs/verdicts.md's TCG measurements held here.
-const MaxAge = 30 * 24 * time.Hour
+const maxAge = 30 * 24 * time.Hour
 
 // DefaultBound is the documented jitter bound of the benchmarks that
-// DeterministicFamilies names, used under icount when this host has no
+// deterministicFamilies names, used under icount when this host has no
 // fresh calibration. With 5 samples a boot it was 0.1 %: three times the
 // largest difference 16 boots of Debian 6.12 showed on the LPM lookups
 // (0.024 %), rounded up. With one sample a boot (wire.DefaultIcountSamples)
@@ -32,7 +32,7 @@ const MaxAge = 30 * 24 * time.Hour
 // that margin, still five times below the 1 % minimum effect.
 const DefaultBound = 0.002
 
-// DeterministicFamilies are the benchmark families that boots of one image
+// deterministicFamilies are the benchmark families that boots of one image
 // count to within a few hundredths of a percent under icount on every
 // kernel calibrated here (Debian 6.1 and 6.12): the LPM trie lookups and
 // the harness controls; the hash map lookups and full-map updates of the
@@ -45,7 +45,7 @@ const DefaultBound = 0.002
 // baseline, 0.4 % apart on 6.12) keep the statistical rule until a
 // calibration of this host shows otherwise; so does a user's --workload
 // program, whatever it does.
-var DeterministicFamilies = []string{"LPMTrie/op=lookup", "LPMTrie/op=noop", "LPMTrie/op=baseline", "LPMTrieUnrolled/op=lookup",
+var deterministicFamilies = []string{"LPMTrie/op=lookup", "LPMTrie/op=noop", "LPMTrie/op=baseline", "LPMTrieUnrolled/op=lookup",
 	"HashMap/op=baseline", "HashMap/map=hash", "HashMap/map=lru_hash", "HashMap/map=percpu_hash", "BloomFilter", "TaskStorage/prog=raw_tp/op=get"}
 
 // Remote is implemented by a remote executor (measure.Setup.Remote) whose
@@ -74,7 +74,7 @@ func ShelfFor(setup *measure.Setup, cacheDir string) Shelf {
 	return Dir(cacheDir)
 }
 
-// KeyFor returns the key of the calibration that comparisons made with
+// keyFor returns the key of the calibration that comparisons made with
 // setup need, before any boot: the host (this one, or the host class of
 // its remote, see Remote), the setup's accelerator (decided by the setup,
 // never auto), the QEMU version and the CPU model that accelerator
@@ -83,7 +83,7 @@ func ShelfFor(setup *measure.Setup, cacheDir string) Shelf {
 // plan's samples and rounds, and whether two kernels would run in pairs.
 // It is the key Run's results give, so a comparison finds the calibration
 // of its setup.
-func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
+func keyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 	accel := setup.Accel
 	plan := setup.Plan.Wire()
 	cpu := setup.VM.CPU
@@ -98,7 +98,7 @@ func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 		}
 		return k, nil
 	}
-	host, err := ThisHost()
+	host, err := thisHost()
 	if err != nil {
 		return Key{}, err
 	}
@@ -110,11 +110,11 @@ func KeyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 	return k, nil
 }
 
-// Bounds are what comparisons made with a setup take from calibration:
+// bounds are what comparisons made with a setup take from calibration:
 // the jitter bounds of deterministic benchmarks (icount only) and the
 // calibrated floors of the minimum effect, by benchmark name, with where
 // they came from in words.
-type Bounds struct {
+type bounds struct {
 	Jitter, Floors map[string]float64
 	Source         string
 }
@@ -123,13 +123,13 @@ type Bounds struct {
 // cacheDir, or its remote's, waiting for that at most a minute): the
 // stored calibration of its key when fresh, else, under icount, the
 // documented defaults for the plan's benchmarks (DefaultBound for
-// DeterministicFamilies), and no floors. Source says which, and why the
+// deterministicFamilies), and no floors. Source says which, and why the
 // calibration was not used.
-func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, error) {
+func For(ctx context.Context, setup *measure.Setup, cacheDir string) (bounds, error) {
 	ctx, cancel := context.WithTimeout(ctx, remoteLookup)
 	defer cancel()
-	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
-	key, err := KeyFor(ctx, setup)
+	b := bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
+	key, err := keyFor(ctx, setup)
 	if err != nil {
 		b.Source = fmt.Sprintf("no calibration: %v", err)
 		return b, nil
@@ -138,7 +138,7 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, er
 	if _, ok := setup.Remote.(Remote); ok {
 		hosts = key.Host.Name
 	}
-	c, err := Load(ctx, ShelfFor(setup, cacheDir), key, MaxAge)
+	c, err := load(ctx, ShelfFor(setup, cacheDir), key, maxAge)
 	switch {
 	case err == nil:
 		b = c.bounds(hosts)
@@ -148,7 +148,7 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, er
 		return b, nil
 	case errors.Is(err, ErrStale) && c != nil:
 		b.Source = fmt.Sprintf("the calibration of %s is stale (made %s, more than %d days ago: run lpmbisect calibrate again)",
-			key.Host.Name, c.Date.Format(time.DateOnly), int(MaxAge.Hours()/24))
+			key.Host.Name, c.Date.Format(time.DateOnly), int(maxAge.Hours()/24))
 	case errors.Is(err, ErrNoCalibration):
 		b.Source = "no calibration of " + hosts + " for " + key.String() + " (lpmbisect calibrate makes one)"
 	default:
@@ -160,9 +160,21 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, er
 	return b, nil
 }
 
+// DefaultBounds are the jitter bounds of names under icount on a host with
+// no calibration, as For gives them: DefaultBound for the benchmarks of
+// deterministicFamilies, a user's program and the verifier's counts, none
+// for the others (the statistical rule decides them). Results measured
+// elsewhere and imported without their calibration (lpmbisect history
+// import) are judged with them.
+func DefaultBounds(names []string) map[string]float64 {
+	b := bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
+	b.defaults(names, func(string) bool { return false }, false)
+	return b.Jitter
+}
+
 // defaults gives the benchmarks names that calibrated does not cover the
 // documented default bound, DefaultBound, under icount: those of
-// DeterministicFamilies, and a user's --workload program with its noop
+// deterministicFamilies, and a user's --workload program with its noop
 // and its own-work row (wire.WorkloadOwn), which the deterministic rule
 // decides while each side's boots agree within the bound and the
 // statistical rule once they do not (a program with two modes shows them
@@ -171,7 +183,7 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (Bounds, er
 // does not, falls to the statistical rule, and holds no boots
 // (wire.IsVerifierTime). Source says so; partly: what a stored
 // calibration left to the defaults.
-func (b *Bounds) defaults(names []string, calibrated func(name string) bool, partly bool) {
+func (b *bounds) defaults(names []string, calibrated func(name string) bool, partly bool) {
 	var given []string
 	for _, name := range names {
 		if calibrated(name) {
@@ -190,7 +202,7 @@ func (b *Bounds) defaults(names []string, calibrated func(name string) bool, par
 			given = append(given, name)
 			continue
 		}
-		for _, f := range DeterministicFamilies {
+		for _, f := range deterministicFamilies {
 			if name == f || strings.HasPrefix(name, f+"/") {
 				b.Jitter[name] = DefaultBound
 				given = append(given, name)
@@ -200,7 +212,7 @@ func (b *Bounds) defaults(names []string, calibrated func(name string) bool, par
 	if len(given) == 0 {
 		return
 	}
-	families := slices.Clone(DeterministicFamilies)
+	families := slices.Clone(deterministicFamilies)
 	if partly { // name what the calibration left to the defaults
 		families = slices.DeleteFunc(slices.Clone(given), func(n string) bool {
 			_, ok := wire.WorkloadOf(n)
@@ -226,8 +238,8 @@ func (c *Calibration) covers(name string) bool {
 // bounds are the calibration's jitter bounds and floors. Source names
 // it and the hosts it is of, and the benchmarks whose floor was not reached, which keep the
 // default minimum effect.
-func (c *Calibration) bounds(hosts string) Bounds {
-	b := Bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
+func (c *Calibration) bounds(hosts string) bounds {
+	b := bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
 	var unreached []string
 	for _, row := range c.Benchmarks {
 		bound, deterministic := c.Bound(row.Name, row.Unit)
@@ -254,7 +266,7 @@ func (c *Calibration) bounds(hosts string) Bounds {
 // Apply sets a comparison's calibrated statistics: the jitter bounds, and
 // with auto, each benchmark's minimum effect as the larger of opts'
 // (the user's floor) and its calibrated floor.
-func (b Bounds) Apply(opts *compare.Options, auto bool) {
+func (b bounds) Apply(opts *compare.Options, auto bool) {
 	if len(b.Jitter) > 0 {
 		opts.Bounds = b.Jitter
 	}
@@ -295,7 +307,7 @@ func Use(ctx context.Context, setup *measure.Setup, opts *compare.Options, auto,
 // own model's, so a benchmark keeps a jitter bound, or a floor, only where
 // both models have one, the wider of the two, and Source names both; a
 // setup whose sides share one profile keeps a, A's.
-func sideB(ctx context.Context, setup *measure.Setup, a Bounds) (Bounds, error) {
+func sideB(ctx context.Context, setup *measure.Setup, a bounds) (bounds, error) {
 	cpuA, cpuB := setup.VM.CPU, setup.Variants(2)[1].CPU
 	if cpuB.Name == cpuA.Name {
 		return a, nil
@@ -306,7 +318,7 @@ func sideB(ctx context.Context, setup *measure.Setup, a Bounds) (Bounds, error) 
 	if err != nil {
 		return a, err
 	}
-	out := Bounds{Jitter: wider(a.Jitter, b.Jitter), Floors: wider(a.Floors, b.Floors),
+	out := bounds{Jitter: wider(a.Jitter, b.Jitter), Floors: wider(a.Floors, b.Floors),
 		Source: fmt.Sprintf("each side's CPU model, the wider per benchmark: A (CPU profile %s) %s; B (CPU profile %s) %s", cpuA.Label(), a.Source, cpuB.Label(), b.Source)}
 	return out, nil
 }
@@ -323,7 +335,7 @@ func wider(a, b map[string]float64) map[string]float64 {
 }
 
 // use is Use with the bounds found, for the benchmarks names.
-func (b Bounds) use(opts *compare.Options, names []string, auto, statistical bool) bool {
+func (b bounds) use(opts *compare.Options, names []string, auto, statistical bool) bool {
 	b.Apply(opts, auto)
 	if statistical {
 		opts.Bounds = nil

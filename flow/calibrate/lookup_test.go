@@ -9,7 +9,7 @@ import (
 )
 
 func TestUseBounds(t *testing.T) {
-	b := Bounds{Jitter: map[string]float64{"A": 0.001, "B": 0.002}, Floors: map[string]float64{"A": 0.03}}
+	b := bounds{Jitter: map[string]float64{"A": 0.001, "B": 0.002}, Floors: map[string]float64{"A": 0.03}}
 	for _, c := range []struct {
 		name              string
 		names             []string
@@ -36,7 +36,7 @@ func TestUseBounds(t *testing.T) {
 // boots; a calibration that measured a row keeps its verdict on it.
 func TestDefaultsForAUsersProgram(t *testing.T) {
 	names := []string{"LPMTrie/op=noop", wire.WorkloadNoop("xdp"), wire.WorkloadBench("xdp")}
-	b := Bounds{Jitter: map[string]float64{}}
+	b := bounds{Jitter: map[string]float64{}}
 	b.defaults(names, func(string) bool { return false }, false)
 	for _, n := range append(names, wire.WorkloadOwn("xdp")) {
 		if b.Jitter[n] != DefaultBound {
@@ -51,9 +51,18 @@ func TestDefaultsForAUsersProgram(t *testing.T) {
 		t.Errorf("use(program and controls) = false; want true: every row has a bound")
 	}
 
-	b = Bounds{Jitter: map[string]float64{"LPMTrie/op=noop": 0.0005}}
+	b = bounds{Jitter: map[string]float64{"LPMTrie/op=noop": 0.0005}}
 	b.defaults(names, func(n string) bool { return n == "LPMTrie/op=noop" || n == wire.WorkloadBench("xdp") }, true)
 	if b.Jitter["LPMTrie/op=noop"] != 0.0005 || b.Jitter[wire.WorkloadBench("xdp")] != 0 || b.Jitter[wire.WorkloadNoop("xdp")] != DefaultBound {
 		t.Errorf("defaults beside a calibration = %v; want the calibrated noop kept, the calibrated (statistical) program left alone, its noop defaulted", b.Jitter)
+	}
+}
+
+// Results imported without a calibration get the documented defaults:
+// the deterministic families' bound, nothing for the others.
+func TestDefaultBounds(t *testing.T) {
+	got := DefaultBounds([]string{"LPMTrie/op=lookup/keys=random/entries=10000", "LPMTrie/op=noop", "Public/lookup", "RingBuf/op=output"})
+	if len(got) != 2 || got["LPMTrie/op=lookup/keys=random/entries=10000"] != DefaultBound || got["LPMTrie/op=noop"] != DefaultBound {
+		t.Errorf("DefaultBounds = %v; want the LPM lookup and noop at %v, no bound for the others", got, DefaultBound)
 	}
 }

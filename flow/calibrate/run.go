@@ -51,5 +51,5 @@ func Run(ctx context.Context, setup *measure.Setup, kernel string, boots int, o 
 	for _, s := range r.Sides {
 		all = append(all, r.Boots(s.Name)...)
 	}
-	return Compute(all, o)
+	return compute(all, o)
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -55,8 +55,8 @@ func TestRunIcount(t *testing.T) {
 		}
 		lookups++
 		bound, ok := c.Bound(b.Name, b.Unit)
-		if b.Unit != "insn/op" || !ok || !(bound < DefaultMaxJitter) || b.Boots != 3 {
-			t.Errorf("%s: unit %s, Bound = %g, %v over %d boots; want insn/op, deterministic below %g over 3", b.Name, b.Unit, bound, ok, b.Boots, DefaultMaxJitter)
+		if b.Unit != "insn/op" || !ok || !(bound < defaultMaxJitter) || b.Boots != 3 {
+			t.Errorf("%s: unit %s, Bound = %g, %v over %d boots; want insn/op, deterministic below %g over 3", b.Name, b.Unit, bound, ok, b.Boots, defaultMaxJitter)
 		}
 	}
 	if lookups != 2 {
@@ -65,7 +65,7 @@ func TestRunIcount(t *testing.T) {
 	if err := Store(context.Background(), Dir(cache), c); err != nil {
 		t.Fatalf("Store: %v", err)
 	}
-	if _, err := Load(context.Background(), Dir(cache), c.Key, time.Hour); err != nil {
+	if _, err := load(context.Background(), Dir(cache), c.Key, time.Hour); err != nil {
 		t.Errorf("Load after Store: %v", err)
 	}
 	if _, err := Run(context.Background(), setup, deb, 1, Options{}); !errors.Is(err, ErrTooFewBoots) {
@@ -76,7 +76,7 @@ func TestRunIcount(t *testing.T) {
 // TestRunPaired calibrates Debian 6.1 for paired TCG comparisons from 2
 // pairs of the kernel with itself: both sides boot, the key is paired,
 // the floors come from paired self-compares, and a paired comparison's
-// lookup (KeyFor) finds the calibration.
+// lookup (keyFor) finds the calibration.
 func TestRunPaired(t *testing.T) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		testkernels.Unavailable(t, "qemu-system-x86_64 not installed (run scripts/setup)")
@@ -105,14 +105,14 @@ func TestRunPaired(t *testing.T) {
 		t.Errorf("Run: key %+v, method %+v; want a paired tcg key and paired self-compares of 1 of the 2 pairs, both taken", c.Key, c.Method)
 	}
 	for _, b := range c.Benchmarks {
-		if len(b.SameShare) != len(DefaultGrid) {
+		if len(b.SameShare) != len(defaultGrid) {
 			t.Errorf("%s: same shares %v; want one per grid step", b.Name, b.SameShare)
 		}
 	}
 	if err := Store(context.Background(), Dir(cache), c); err != nil {
 		t.Fatalf("Store: %v", err)
 	}
-	key, err := KeyFor(context.Background(), setup)
+	key, err := keyFor(context.Background(), setup)
 	if err != nil || key.ID() != c.Key.ID() {
 		t.Errorf("KeyFor(paired setup) = %v, %v; want the calibration's key %v", key, err, c.Key)
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
-// FormatVersion is the version of the calibration file format. A file of
+// formatVersion is the version of the calibration file format. A file of
 // another version is treated as no calibration.
-const FormatVersion = 1
+const formatVersion = 1
 
 // maxFile bounds what Load reads: a calibration of a hundred benchmarks
 // from a hundred boots is well under 1 MiB.
@@ -100,11 +100,11 @@ func (d Dir) Update(ctx context.Context, key Key, merge func(old []byte) ([]byte
 	return cachefile.WriteBytes(path, data)
 }
 
-// Load returns the calibration for key on shelf. Its error wraps
+// load returns the calibration for key on shelf. Its error wraps
 // ErrNoCalibration when there is none (or one of another file format), and
 // ErrStale, with the calibration returned as well, when it is older than
 // maxAge (maxAge ≤ 0: never stale).
-func Load(ctx context.Context, shelf Shelf, key Key, maxAge time.Duration) (*Calibration, error) {
+func load(ctx context.Context, shelf Shelf, key Key, maxAge time.Duration) (*Calibration, error) {
 	data, err := shelf.Read(ctx, key)
 	if err != nil {
 		return nil, err
@@ -134,8 +134,8 @@ func decode(data []byte, where string, key Key) (*Calibration, error) {
 	if err := json.Unmarshal(data, &version); err != nil {
 		return nil, fmt.Errorf("read calibration %s: %w (remove it and calibrate again)", where, err)
 	}
-	if version.Version != FormatVersion {
-		return nil, fmt.Errorf("%w for %s: %s has file format %d, not %d (calibrate again)", ErrNoCalibration, key, where, version.Version, FormatVersion)
+	if version.Version != formatVersion {
+		return nil, fmt.Errorf("%w for %s: %s has file format %d, not %d (calibrate again)", ErrNoCalibration, key, where, version.Version, formatVersion)
 	}
 	var c Calibration
 	if err := json.Unmarshal(data, &c); err != nil {

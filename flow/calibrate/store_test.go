@@ -27,7 +27,7 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 	if err := Store(context.Background(), Dir(dir), c); err != nil {
 		t.Fatalf("Store: %v", err)
 	}
-	got, err := Load(context.Background(), Dir(dir), c.Key, 24*time.Hour)
+	got, err := load(context.Background(), Dir(dir), c.Key, 24*time.Hour)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -57,7 +57,7 @@ func TestStoreLoadRoundTrip(t *testing.T) {
 func TestLoadNoCalibration(t *testing.T) {
 	dir := t.TempDir()
 	c := mustCompute(t, synthBoots(3, 3, "icount", icountRows[:2], 1), Options{})
-	if got, err := Load(context.Background(), Dir(dir), c.Key, 0); !errors.Is(err, ErrNoCalibration) || got != nil {
+	if got, err := load(context.Background(), Dir(dir), c.Key, 0); !errors.Is(err, ErrNoCalibration) || got != nil {
 		t.Errorf("Load(empty cache) = %v, %v; want nil, ErrNoCalibration", got, err)
 	}
 	if err := Store(context.Background(), Dir(dir), c); err != nil {
@@ -75,7 +75,7 @@ func TestLoadNoCalibration(t *testing.T) {
 	} {
 		k := c.Key
 		change(&k)
-		if _, err := Load(context.Background(), Dir(dir), k, 0); !errors.Is(err, ErrNoCalibration) {
+		if _, err := load(context.Background(), Dir(dir), k, 0); !errors.Is(err, ErrNoCalibration) {
 			t.Errorf("Load(key with other %s) = %v; want ErrNoCalibration", name, err)
 		}
 	}
@@ -83,13 +83,13 @@ func TestLoadNoCalibration(t *testing.T) {
 	path := Dir(dir).Path(c.Key)
 	data, _ := os.ReadFile(path)
 	os.WriteFile(path, bytes.Replace(data, []byte(`"version": 1`), []byte(`"version": 99`), 1), 0o644)
-	if _, err := Load(context.Background(), Dir(dir), c.Key, 0); !errors.Is(err, ErrNoCalibration) {
+	if _, err := load(context.Background(), Dir(dir), c.Key, 0); !errors.Is(err, ErrNoCalibration) {
 		t.Errorf("Load(format 99) = %v; want ErrNoCalibration", err)
 	}
 	// A broken file is an error of its own, and Store does not overwrite
 	// it: it may hold knowledge of second modes.
 	os.WriteFile(path, []byte(`{"version": 1, "key": `), 0o644)
-	if _, err := Load(context.Background(), Dir(dir), c.Key, 0); err == nil || errors.Is(err, ErrNoCalibration) || !strings.Contains(err.Error(), "remove it") {
+	if _, err := load(context.Background(), Dir(dir), c.Key, 0); err == nil || errors.Is(err, ErrNoCalibration) || !strings.Contains(err.Error(), "remove it") {
 		t.Errorf("Load(broken file) = %v; want an error saying to remove it", err)
 	}
 	if err := Store(context.Background(), Dir(dir), c); err == nil {
@@ -104,14 +104,14 @@ func TestLoadStale(t *testing.T) {
 	if err := Store(context.Background(), Dir(dir), c); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Load(context.Background(), Dir(dir), c.Key, 24*time.Hour)
+	got, err := load(context.Background(), Dir(dir), c.Key, 24*time.Hour)
 	if !errors.Is(err, ErrStale) || got == nil || !got.Date.Equal(made) {
 		t.Fatalf("Load(made 48h ago, max age 24h) = %v, %v; want the calibration and ErrStale", got, err)
 	}
-	if _, err := Load(context.Background(), Dir(dir), c.Key, 72*time.Hour); err != nil {
+	if _, err := load(context.Background(), Dir(dir), c.Key, 72*time.Hour); err != nil {
 		t.Errorf("Load(made 48h ago, max age 72h) = %v; want no error", err)
 	}
-	if _, err := Load(context.Background(), Dir(dir), c.Key, 0); err != nil {
+	if _, err := load(context.Background(), Dir(dir), c.Key, 0); err != nil {
 		t.Errorf("Load(max age 0) = %v; want no error (never stale)", err)
 	}
 }
@@ -134,7 +134,7 @@ func TestStoreKeepsTwoModes(t *testing.T) {
 	if err := Store(context.Background(), Dir(dir), second); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Load(context.Background(), Dir(dir), second.Key, 0)
+	got, err := load(context.Background(), Dir(dir), second.Key, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +199,13 @@ func TestLoadRefusesImpossibleRows(t *testing.T) {
 		}
 		os.MkdirAll(filepath.Dir(Dir(dir).Path(c.Key)), 0o755)
 		os.WriteFile(Dir(dir).Path(c.Key), data, 0o644)
-		if _, err := Load(context.Background(), Dir(dir), c.Key, 0); err == nil || !strings.Contains(err.Error(), "remove it and calibrate again") {
+		if _, err := load(context.Background(), Dir(dir), c.Key, 0); err == nil || !strings.Contains(err.Error(), "remove it and calibrate again") {
 			t.Errorf("Load(%s) = %v; want an error saying to calibrate again", tc.name, err)
 		}
 	}
 	data, _ := json.Marshal(c)
 	os.WriteFile(Dir(dir).Path(c.Key), data, 0o644)
-	if _, err := Load(context.Background(), Dir(dir), c.Key, 0); err != nil {
+	if _, err := load(context.Background(), Dir(dir), c.Key, 0); err != nil {
 		t.Errorf("Load(as computed) = %v", err)
 	}
 }

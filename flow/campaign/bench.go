@@ -59,7 +59,7 @@ type Bench struct {
 	MaxBoots int
 	// Reverse looks for an improvement: the bad endpoint is the faster.
 	Reverse bool
-	// Params identifies the measurement parameters (measure.ParamsKey): results
+	// Params identifies the measurement parameters (measure.Setup.ParamsKey): results
 	// measured with other parameters are kept apart and never compared.
 	Params string
 	// Insight, when set, explains the re-check: the guest's insight pass
@@ -358,7 +358,7 @@ func (b *Bench) topUp(ctx context.Context, target int, in *measure.Insight, ks .
 // when in asks for it and the Measurer can run it: docs has an element per
 // kernel, nil where none came back.
 func (b *Bench) measure(ctx context.Context, kernels []Candidate, boots int, in *measure.Insight) ([][]BootResults, [][]byte, error) {
-	if im, ok := b.Measurer.(InsightMeasurer); ok && in != nil {
+	if im, ok := b.Measurer.(insightMeasurer); ok && in != nil {
 		return im.MeasureInsight(ctx, kernels, boots, in)
 	}
 	out, err := b.Measurer.Measure(ctx, kernels, boots)

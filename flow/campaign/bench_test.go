@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testcampaign"
+	"github.com/lpmbisect/lpmbisect/testbed/testcampaign"
 )
 
 func TestBenchEndpoints(t *testing.T) {

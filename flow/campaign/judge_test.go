@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testsetup"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testsetup"
 	"github.com/lpmbisect/lpmbisect/wire"
 	"golang.org/x/perf/benchfmt"
 )

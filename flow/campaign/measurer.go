@@ -29,19 +29,19 @@ type Measurer interface {
 	Measure(ctx context.Context, kernels []Candidate, boots int) ([][]BootResults, error)
 }
 
-// InsightMeasurer is a Measurer that can also run the guest's insight
+// insightMeasurer is a Measurer that can also run the guest's insight
 // pass (measure.Insight) in the first boot of each kernel it boots, for
 // the re-check: it returns, besides the boots, the document each kernel's
 // guest sent (nil for none). A Measurer without it gives the re-check no
 // guest findings, and its report the static insight only.
-type InsightMeasurer interface {
+type insightMeasurer interface {
 	MeasureInsight(ctx context.Context, kernels []Candidate, boots int, in *measure.Insight) ([][]BootResults, [][]byte, error)
 }
 
-// VMMeasurer measures kernels under QEMU with a measurement setup: the
+// vmMeasurer measures kernels under QEMU with a measurement setup: the
 // candidates of one Measure call are booted unpaired, each call in a
 // numbered subdirectory of the setup's run directory.
-type VMMeasurer struct {
+type vmMeasurer struct {
 	Setup *measure.Setup
 	Log   *log.Logger // a line per boot; nil for none
 
@@ -50,15 +50,15 @@ type VMMeasurer struct {
 }
 
 // Measure implements Measurer.
-func (m *VMMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int) ([][]BootResults, error) {
+func (m *vmMeasurer) Measure(ctx context.Context, kernels []Candidate, boots int) ([][]BootResults, error) {
 	out, _, err := m.MeasureInsight(ctx, kernels, boots, nil)
 	return out, err
 }
 
-// MeasureInsight implements InsightMeasurer: in, when set, is given to
+// MeasureInsight implements insightMeasurer: in, when set, is given to
 // the measurement (measure.RunOptions.Insight), which decides whether the
 // guest's pass runs.
-func (m *VMMeasurer) MeasureInsight(ctx context.Context, kernels []Candidate, boots int, in *measure.Insight) ([][]BootResults, [][]byte, error) {
+func (m *vmMeasurer) MeasureInsight(ctx context.Context, kernels []Candidate, boots int, in *measure.Insight) ([][]BootResults, [][]byte, error) {
 	out := make([][]BootResults, len(kernels))
 	docs := make([][]byte, len(kernels))
 	if boots <= 0 || len(kernels) == 0 {
@@ -103,7 +103,7 @@ func (m *VMMeasurer) MeasureInsight(ctx context.Context, kernels []Candidate, bo
 	return out, docs, err
 }
 
-func (m *VMMeasurer) logf(format string, args ...any) {
+func (m *vmMeasurer) logf(format string, args ...any) {
 	if m.Log != nil {
 		m.Log.Printf(format, args...)
 	}

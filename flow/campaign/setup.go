@@ -38,12 +38,12 @@ type Setup struct {
 	Log          *log.Logger
 }
 
-// NewBench returns the bench of a bisection whose kernels are booted with m
+// newBench returns the bench of a bisection whose kernels are booted with m
 // and judged with j: Boots boots per look (0: the fewest with which one
 // look can decide), at most MaxBoots per kernel while UNKNOWN; reverse
 // looks for an improvement. Results are kept apart by m's measurement
-// parameters (measure.ParamsKey).
-func NewBench(m *measure.Setup, j Judge, boots, maxBoots int, reverse bool) (*Bench, error) {
+// parameters (measure.Setup.ParamsKey).
+func newBench(m *measure.Setup, j Judge, boots, maxBoots int, reverse bool) (*Bench, error) {
 	if boots < 0 || maxBoots < 1 {
 		return nil, fmt.Errorf("boots per look %d and at most %d per kernel: must be positive", boots, maxBoots)
 	}
@@ -53,7 +53,7 @@ func NewBench(m *measure.Setup, j Judge, boots, maxBoots int, reverse bool) (*Be
 	}
 	b := &Bench{
 		Judge:    j,
-		Measurer: &VMMeasurer{Setup: m, Log: m.Log},
+		Measurer: &vmMeasurer{Setup: m, Log: m.Log},
 		Resolve:  func(in string) (*kernel.Kernel, error) { return kernel.Resolve(in, m.CacheDir) },
 		Boots:    boots, MaxBoots: maxBoots, Reverse: reverse, Params: params, Log: m.Log,
 	}
@@ -91,11 +91,11 @@ func FromConfig(f *config.File, auto bool) Options {
 
 // NewSetup returns the setup of the bisections whose kernels m boots, with
 // o's statistics calibrated for m's host; the caller adds how commits are
-// built. Its errors are NewBench's: levels no bisection can use.
+// built. Its errors are newBench's: levels no bisection can use.
 func NewSetup(ctx context.Context, m *measure.Setup, o Options) (*Setup, error) {
 	j := o.Judge
 	deterministic := j.Calibrate(ctx, m, o.Auto, o.Statistical)
-	bench, err := NewBench(m, j, o.Boots, o.MaxBoots, o.Reverse)
+	bench, err := newBench(m, j, o.Boots, o.MaxBoots, o.Reverse)
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/words"
 )
 
-// StateVersion is the version of the state file format.
-const StateVersion = 1
+// stateVersion is the version of the state file format.
+const stateVersion = 1
 
 // State is a bisection's record on disk, what makes it resumable:
 //
@@ -49,7 +49,7 @@ type State struct {
 	Bad     string   `json:"bad,omitempty"`
 	Images  []string `json:"images,omitempty"`
 	Reverse bool     `json:"reverse,omitempty"`
-	Params  string   `json:"params"` // measurement parameters (measure.ParamsKey)
+	Params  string   `json:"params"` // measurement parameters (measure.Setup.ParamsKey)
 	Judge   string   `json:"judge"`  // statistics: alpha, minimum effect, boots
 
 	// Started is set while a git bisect started by lpmbisect is in
@@ -144,7 +144,7 @@ var ErrOtherBisection = errors.New("the state directory holds another bisection"
 // saved state when it is the same bisection, else a new one. It refuses a
 // state of another bisection.
 func OpenState(dir string, want State) (*State, error) {
-	want.Version = StateVersion
+	want.Version = stateVersion
 	want.dir = dir
 	sum := sha256.Sum256([]byte(want.identity()))
 	want.file = filepath.Join(dir, string(want.Kind)+"-"+words.ShortHash(hex.EncodeToString(sum[:]))+".json")
@@ -163,8 +163,8 @@ func OpenState(dir string, want State) (*State, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("bisect state %s: %w (delete it to start over)", want.file, err)
 	}
-	if s.Version != StateVersion {
-		return nil, fmt.Errorf("bisect state %s has version %d, this lpmbisect writes %d (delete it to start over)", want.file, s.Version, StateVersion)
+	if s.Version != stateVersion {
+		return nil, fmt.Errorf("bisect state %s has version %d, this lpmbisect writes %d (delete it to start over)", want.file, s.Version, stateVersion)
 	}
 	if s.identity() != want.identity() {
 		return nil, fmt.Errorf("%w: %s is for %s (use another state directory, or delete it to start over)", ErrOtherBisection, want.file, s.describe())

@@ -15,32 +15,32 @@ import (
 )
 
 // Job kinds, as River stores them. The version of the arguments is in the
-// arguments (ArgsVersion), not in the kind, so that a worker that meets a
+// arguments (argsVersion), not in the kind, so that a worker that meets a
 // newer job can say so instead of "unknown kind".
 const (
 	KindBoot  = "lpmbisect.boot"
-	KindRound = "lpmbisect.round"
-	KindBuild = "lpmbisect.build"
+	kindRound = "lpmbisect.round"
+	kindBuild = "lpmbisect.build"
 )
 
-// ArgsVersion is the version of the job arguments this lpmbisect writes and
+// argsVersion is the version of the job arguments this lpmbisect writes and
 // reads. A worker refuses jobs of any other version.
-const ArgsVersion = 1
+const argsVersion = 1
 
 // Bounds of job arguments, checked by Validate on both sides. Jobs come
 // from the database, which any client can write: the worker trusts nothing
 // in them.
 const (
-	// MaxRoundBoots bounds the boots of one round job.
-	MaxRoundBoots = 16
-	// MaxKernelArgs bounds the kernel parameters of a boot; vmrunner
+	// maxRoundBoots bounds the boots of one round job.
+	maxRoundBoots = 16
+	// maxKernelArgs bounds the kernel parameters of a boot; vmrunner
 	// bounds their total length (x86's 2047 bytes).
-	MaxKernelArgs = 128
-	// MaxDeadline bounds every deadline and stuck time in a job.
-	MaxDeadline = 48 * time.Hour
-	// MinStuckAfter is the shortest stuck time a job may ask for: River's
+	maxKernelArgs = 128
+	// maxDeadline bounds every deadline and stuck time in a job.
+	maxDeadline = 48 * time.Hour
+	// minStuckAfter is the shortest stuck time a job may ask for: River's
 	// rescuer looks every 30 s anyway.
-	MinStuckAfter = 5 * time.Second
+	minStuckAfter = 5 * time.Second
 )
 
 // Default stuck times (Executor.StuckAfter, BuildRequest.StuckAfter): how
@@ -48,22 +48,22 @@ const (
 // to another worker. Its context is canceled at the same time.
 const (
 	DefaultBootStuckAfter  = 10 * time.Minute
-	DefaultBuildStuckAfter = 2 * time.Hour
+	defaultBuildStuckAfter = 2 * time.Hour
 )
 
-// Labels say which measure.Job a boot is, so the client can match the
+// labels say which measure.Job a boot is, so the client can match the
 // result to it; the worker only copies them into its log.
-type Labels struct {
+type labels struct {
 	Run  string `json:"run"`            // the client's run (Executor.RunID)
 	Side string `json:"side"`           // "A", "B", …
 	Boot int    `json:"boot"`           // boot number within the side, from 1
 	Pair int    `json:"pair,omitempty"` // round of a paired run
 }
 
-// BootSpec is one boot: content-addressed inputs and the vmrunner settings
+// bootSpec is one boot: content-addressed inputs and the vmrunner settings
 // that change what the guest does or how long it may take. Paths, the QEMU
 // binary and pinning are the worker's.
-type BootSpec struct {
+type bootSpec struct {
 	Kernel     string   `json:"kernel"`    // SHA-256 of the bzImage blob
 	Initramfs  string   `json:"initramfs"` // SHA-256 of the cpio blob
 	KernelArgs []string `json:"kernel_args,omitempty"`
@@ -82,7 +82,7 @@ type BootSpec struct {
 	// which is also the most a job may ask for.
 	MaxLine  int    `json:"max_line,omitempty"`
 	MaxBytes int    `json:"max_bytes,omitempty"`
-	Labels   Labels `json:"labels"`
+	Labels   labels `json:"labels"`
 }
 
 // HostClass is the QEMU version and CPU model icount boots must run with:
@@ -95,9 +95,9 @@ type HostClass struct {
 
 func (c HostClass) String() string { return "QEMU " + c.QEMUVersion + " with CPU model " + c.CPUModel }
 
-// BootArgs is a boot job: one boot, under icount, on any worker of the
+// bootArgs is a boot job: one boot, under icount, on any worker of the
 // queue whose HostClass matches.
-type BootArgs struct {
+type bootArgs struct {
 	Version int        `json:"v"`
 	Accel   wire.Accel `json:"accel"`
 	// Guest is the SHA-256 of the guest binary the client packed: a
@@ -105,20 +105,20 @@ type BootArgs struct {
 	Guest        string    `json:"guest"`
 	Class        HostClass `json:"class"`
 	StuckAfterMS int64     `json:"stuck_after_ms"`
-	Boot         BootSpec  `json:"boot"`
+	Boot         bootSpec  `json:"boot"`
 }
 
 // Kind implements river.JobArgs.
-func (BootArgs) Kind() string { return KindBoot }
+func (bootArgs) Kind() string { return KindBoot }
 
 // InsertOpts implements river.JobArgsWithInsertOpts: a boot is retried
 // twice (a rescue counts), then it fails the client's run.
-func (BootArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
+func (bootArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
 
-// RoundArgs is a round job: the boots of one round of a wall-clock
+// roundArgs is a round job: the boots of one round of a wall-clock
 // comparison, on one host, one after the other, or (Paired) the two of a
 // pair side by side with paced guests, as measure.Paired runs them.
-type RoundArgs struct {
+type roundArgs struct {
 	Version      int        `json:"v"`
 	Accel        wire.Accel `json:"accel"`
 	Guest        string     `json:"guest"`
@@ -126,19 +126,19 @@ type RoundArgs struct {
 	Paired       bool       `json:"paired,omitempty"`
 	// Seed draws the turns of a paired round (measure.Paired.Seed).
 	Seed  uint64     `json:"seed,omitempty"`
-	Boots []BootSpec `json:"boots"`
+	Boots []bootSpec `json:"boots"`
 }
 
 // Kind implements river.JobArgs.
-func (RoundArgs) Kind() string { return KindRound }
+func (roundArgs) Kind() string { return kindRound }
 
 // InsertOpts implements river.JobArgsWithInsertOpts.
-func (RoundArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
+func (roundArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 3} }
 
-// BuildArgs is a build job: a tree the worker knows by name, a commit, and
+// buildArgs is a build job: a tree the worker knows by name, a commit, and
 // the name of one of the worker's build configurations. The job carries
 // no commands: what runs is the worker's.
-type BuildArgs struct {
+type buildArgs struct {
 	Version int    `json:"v"`
 	Tree    string `json:"tree"`
 	// Commit is a full commit id: the client resolves branch names, so
@@ -150,13 +150,13 @@ type BuildArgs struct {
 }
 
 // Kind implements river.JobArgs.
-func (BuildArgs) Kind() string { return KindBuild }
+func (buildArgs) Kind() string { return kindBuild }
 
 // InsertOpts implements river.JobArgsWithInsertOpts: one build of a
 // (tree, commit, configuration) at a time, shared by the clients that ask
 // for it while it is queued, running or completed (River keeps completed
 // jobs a day).
-func (BuildArgs) InsertOpts() river.InsertOpts {
+func (buildArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByQueue: true}}
 }
 
@@ -199,8 +199,8 @@ func argsErr(kind, field string, format string, args ...any) *ArgsError {
 }
 
 func checkVersion(kind string, v int) error {
-	if v != ArgsVersion {
-		return &ArgsError{Kind: kind, Field: "version", Err: fmt.Errorf("%w: version %d, this lpmbisect reads %d (client and worker run different lpmbisect versions: upgrade the older)", ErrArgsVersion, v, ArgsVersion)}
+	if v != argsVersion {
+		return &ArgsError{Kind: kind, Field: "version", Err: fmt.Errorf("%w: version %d, this lpmbisect reads %d (client and worker run different lpmbisect versions: upgrade the older)", ErrArgsVersion, v, argsVersion)}
 	}
 	return nil
 }
@@ -213,16 +213,16 @@ func checkSHA(kind, field, v string) error {
 }
 
 func checkMS(kind, field string, ms int64) error {
-	if ms < 0 || time.Duration(ms)*time.Millisecond > MaxDeadline {
-		return argsErr(kind, field, "%d ms: between 0 and %s", ms, MaxDeadline)
+	if ms < 0 || time.Duration(ms)*time.Millisecond > maxDeadline {
+		return argsErr(kind, field, "%d ms: between 0 and %s", ms, maxDeadline)
 	}
 	return nil
 }
 
 func checkStuck(kind string, ms int64) error {
 	d := time.Duration(ms) * time.Millisecond
-	if d < MinStuckAfter || d > MaxDeadline {
-		return argsErr(kind, "stuck_after_ms", "%d ms: between %s and %s", ms, MinStuckAfter, MaxDeadline)
+	if d < minStuckAfter || d > maxDeadline {
+		return argsErr(kind, "stuck_after_ms", "%d ms: between %s and %s", ms, minStuckAfter, maxDeadline)
 	}
 	return nil
 }
@@ -237,15 +237,15 @@ func checkBootAccel(kind string, a wire.Accel) error {
 }
 
 // Validate checks the boot's values against their bounds.
-func (b BootSpec) Validate(kind string, accel wire.Accel) error {
+func (b bootSpec) Validate(kind string, accel wire.Accel) error {
 	if err := checkSHA(kind, "kernel", b.Kernel); err != nil {
 		return err
 	}
 	if err := checkSHA(kind, "initramfs", b.Initramfs); err != nil {
 		return err
 	}
-	if len(b.KernelArgs) > MaxKernelArgs {
-		return argsErr(kind, "kernel_args", "%d parameters, at most %d", len(b.KernelArgs), MaxKernelArgs)
+	if len(b.KernelArgs) > maxKernelArgs {
+		return argsErr(kind, "kernel_args", "%d parameters, at most %d", len(b.KernelArgs), maxKernelArgs)
 	}
 	for _, a := range b.KernelArgs {
 		if a == "" || len(a) > 2047 {
@@ -298,7 +298,7 @@ func (b BootSpec) Validate(kind string, accel wire.Accel) error {
 }
 
 // Validate checks a boot job's arguments.
-func (a BootArgs) Validate() error {
+func (a bootArgs) Validate() error {
 	if err := checkVersion(KindBoot, a.Version); err != nil {
 		return err
 	}
@@ -321,32 +321,32 @@ func (a BootArgs) Validate() error {
 }
 
 // Validate checks a round job's arguments.
-func (a RoundArgs) Validate() error {
-	if err := checkVersion(KindRound, a.Version); err != nil {
+func (a roundArgs) Validate() error {
+	if err := checkVersion(kindRound, a.Version); err != nil {
 		return err
 	}
-	if err := checkBootAccel(KindRound, a.Accel); err != nil {
+	if err := checkBootAccel(kindRound, a.Accel); err != nil {
 		return err
 	}
-	if err := checkSHA(KindRound, "guest", a.Guest); err != nil {
+	if err := checkSHA(kindRound, "guest", a.Guest); err != nil {
 		return err
 	}
-	if err := checkStuck(KindRound, a.StuckAfterMS); err != nil {
+	if err := checkStuck(kindRound, a.StuckAfterMS); err != nil {
 		return err
 	}
-	if len(a.Boots) < 1 || len(a.Boots) > MaxRoundBoots {
-		return argsErr(KindRound, "boots", "%d boots: 1 to %d", len(a.Boots), MaxRoundBoots)
+	if len(a.Boots) < 1 || len(a.Boots) > maxRoundBoots {
+		return argsErr(kindRound, "boots", "%d boots: 1 to %d", len(a.Boots), maxRoundBoots)
 	}
 	if a.Paired {
 		if len(a.Boots) != 2 || a.Boots[0].Labels.Pair < 1 || a.Boots[0].Labels.Pair != a.Boots[1].Labels.Pair {
-			return argsErr(KindRound, "boots", "a paired round is two boots of one pair")
+			return argsErr(kindRound, "boots", "a paired round is two boots of one pair")
 		}
 		if a.Accel == wire.AccelIcount {
-			return argsErr(KindRound, "paired", "icount boots are never paired")
+			return argsErr(kindRound, "paired", "icount boots are never paired")
 		}
 	}
 	for _, b := range a.Boots {
-		if err := b.Validate(KindRound, a.Accel); err != nil {
+		if err := b.Validate(kindRound, a.Accel); err != nil {
 			return err
 		}
 	}
@@ -354,26 +354,26 @@ func (a RoundArgs) Validate() error {
 }
 
 // Validate checks a build job's arguments.
-func (a BuildArgs) Validate() error {
-	if err := checkVersion(KindBuild, a.Version); err != nil {
+func (a buildArgs) Validate() error {
+	if err := checkVersion(kindBuild, a.Version); err != nil {
 		return err
 	}
 	switch {
 	case !shortName.MatchString(a.Tree):
-		return argsErr(KindBuild, "tree", "%q: a name of letters, digits, '.', '_' or '-'", clip(a.Tree))
+		return argsErr(kindBuild, "tree", "%q: a name of letters, digits, '.', '_' or '-'", clip(a.Tree))
 	case !shortName.MatchString(a.Config):
-		return argsErr(KindBuild, "config", "%q: a name of letters, digits, '.', '_' or '-'", clip(a.Config))
+		return argsErr(kindBuild, "config", "%q: a name of letters, digits, '.', '_' or '-'", clip(a.Config))
 	case !commitHex.MatchString(a.Commit):
-		return argsErr(KindBuild, "commit", "%q: a full commit id in lower-case hex", clip(a.Commit))
+		return argsErr(kindBuild, "commit", "%q: a full commit id in lower-case hex", clip(a.Commit))
 	}
-	return checkStuck(KindBuild, a.StuckAfterMS)
+	return checkStuck(kindBuild, a.StuckAfterMS)
 }
 
 // stuckAfter is a job's stuck time, or def when the arguments carry none
 // that is valid (the job then fails validation in Work anyway).
 func stuckAfter(ms int64, def time.Duration) time.Duration {
 	d := time.Duration(ms) * time.Millisecond
-	if d < MinStuckAfter || d > MaxDeadline {
+	if d < minStuckAfter || d > maxDeadline {
 		return def
 	}
 	return d

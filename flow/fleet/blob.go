@@ -20,13 +20,13 @@ import (
 
 // Blob store bounds.
 const (
-	// BlobChunk is the size of the pieces a blob is stored in: a bytea
+	// blobChunk is the size of the pieces a blob is stored in: a bytea
 	// value is read whole, and 1 MiB pieces keep an upload or a fetch at
 	// a few MiB of memory whatever the blob's size.
-	BlobChunk = 1 << 20
-	// MaxBlobSize bounds a blob: kernel images are around 10 MiB and
+	blobChunk = 1 << 20
+	// maxBlobSize bounds a blob: kernel images are around 10 MiB and
 	// initramfs archives a few, debug kernels a few hundred.
-	MaxBlobSize = 1 << 30
+	maxBlobSize = 1 << 30
 )
 
 // Errors of blob transfers, wrapped with the blob's hash.
@@ -64,15 +64,15 @@ func (db *database) putBlob(ctx context.Context, path string) (string, bool, err
 	if err != nil {
 		return "", false, fmt.Errorf("upload %s: %w", path, err)
 	}
-	if st.Size() > MaxBlobSize {
-		return "", false, fmt.Errorf("upload %s: %d bytes, more than the %d a blob may hold", path, st.Size(), MaxBlobSize)
+	if st.Size() > maxBlobSize {
+		return "", false, fmt.Errorf("upload %s: %d bytes, more than the %d a blob may hold", path, st.Size(), maxBlobSize)
 	}
 	tx, err := db.pool.Begin(ctx)
 	if err != nil {
 		return "", false, db.errorf(err, "upload blob %s", words.ShortHash(sum))
 	}
 	defer tx.Rollback(ctx)
-	chunks := int((st.Size() + BlobChunk - 1) / BlobChunk)
+	chunks := int((st.Size() + blobChunk - 1) / blobChunk)
 	tag, err := tx.Exec(ctx, "INSERT INTO lpmbisect_fleet_blobs (sha256, size, chunks) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING", sum, st.Size(), chunks)
 	if err != nil {
 		return "", false, db.errorf(err, "upload blob %s", words.ShortHash(sum))
@@ -81,7 +81,7 @@ func (db *database) putBlob(ctx context.Context, path string) (string, bool, err
 		return sum, false, nil // another client stored it meanwhile
 	}
 	h := sha256.New()
-	buf := make([]byte, BlobChunk)
+	buf := make([]byte, blobChunk)
 	var size int64
 	for n := 0; ; n++ {
 		k, err := io.ReadFull(f, buf)
@@ -219,13 +219,13 @@ func newBlobCheck(sum string, size int64, chunks int) *blobCheck {
 	return &blobCheck{sum: sum, size: size, chunks: chunks, h: sha256.New()}
 }
 
-// chunk takes chunk n: the next in order, at most BlobChunk bytes, within
-// the size the row says, which is at most MaxBlobSize.
+// chunk takes chunk n: the next in order, at most blobChunk bytes, within
+// the size the row says, which is at most maxBlobSize.
 func (c *blobCheck) chunk(n int, data []byte) error {
-	if c.size > MaxBlobSize {
-		return &BlobError{SHA256: c.sum, Err: fmt.Errorf("%w: the blob row says %d bytes, more than the %d a blob may hold", ErrBlobCorrupt, c.size, MaxBlobSize)}
+	if c.size > maxBlobSize {
+		return &BlobError{SHA256: c.sum, Err: fmt.Errorf("%w: the blob row says %d bytes, more than the %d a blob may hold", ErrBlobCorrupt, c.size, maxBlobSize)}
 	}
-	if n != c.next || len(data) > BlobChunk || c.got+int64(len(data)) > c.size {
+	if n != c.next || len(data) > blobChunk || c.got+int64(len(data)) > c.size {
 		return &BlobError{SHA256: c.sum, Err: fmt.Errorf("%w: chunk %d is out of order or too large", ErrBlobCorrupt, n)}
 	}
 	c.next++

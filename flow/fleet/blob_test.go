@@ -19,14 +19,14 @@ import (
 func TestBlobs(t *testing.T) {
 	ctx := context.Background()
 	url := migrated(t)
-	c, err := Connect(ctx, url, nil)
+	c, err := connect(ctx, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 
 	// 2.5 chunks of random bytes.
-	data := make([]byte, 2*BlobChunk+BlobChunk/2)
+	data := make([]byte, 2*blobChunk+blobChunk/2)
 	rand.Read(data)
 	src := filepath.Join(t.TempDir(), "bzImage")
 	if err := os.WriteFile(src, data, 0o644); err != nil {

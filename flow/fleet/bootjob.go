@@ -21,22 +21,22 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// MaxConsole bounds the console log a boot result carries: its end, where
+// maxConsole bounds the console log a boot result carries: its end, where
 // a panic or the last words of a hung guest are.
-const MaxConsole = 256 << 10
+const maxConsole = 256 << 10
 
 type bootWorker struct {
-	river.WorkerDefaults[BootArgs]
+	river.WorkerDefaults[bootArgs]
 	rw *runningWorker
 }
 
 // Timeout implements river.Worker: a boot's stuck time is its job's.
-func (w *bootWorker) Timeout(job *river.Job[BootArgs]) time.Duration {
+func (w *bootWorker) Timeout(job *river.Job[bootArgs]) time.Duration {
 	return stuckAfter(job.Args.StuckAfterMS, DefaultBootStuckAfter)
 }
 
 // Work implements river.Worker.
-func (w *bootWorker) Work(ctx context.Context, job *river.Job[BootArgs]) error {
+func (w *bootWorker) Work(ctx context.Context, job *river.Job[bootArgs]) error {
 	a := job.Args
 	if err := a.Validate(); err != nil {
 		return w.rw.refuse(job.JobRow, err)
@@ -47,22 +47,22 @@ func (w *bootWorker) Work(ctx context.Context, job *river.Job[BootArgs]) error {
 		logEvent(w.rw.Log, "job for another host class", "job", job.ID, "wants", a.Class, "here", w.rw.host.Class(), "snooze", snoozeOtherClass)
 		return river.JobSnooze(snoozeFor())
 	}
-	return w.rw.workBoots(ctx, job.JobRow, bootJob{accel: a.Accel, guest: a.Guest, boots: []BootSpec{a.Boot}},
+	return w.rw.workBoots(ctx, job.JobRow, bootJob{accel: a.Accel, guest: a.Guest, boots: []bootSpec{a.Boot}},
 		completeIn(job))
 }
 
 type roundWorker struct {
-	river.WorkerDefaults[RoundArgs]
+	river.WorkerDefaults[roundArgs]
 	rw *runningWorker
 }
 
 // Timeout implements river.Worker: a round's stuck time is its job's.
-func (w *roundWorker) Timeout(job *river.Job[RoundArgs]) time.Duration {
+func (w *roundWorker) Timeout(job *river.Job[roundArgs]) time.Duration {
 	return stuckAfter(job.Args.StuckAfterMS, DefaultBootStuckAfter)
 }
 
 // Work implements river.Worker.
-func (w *roundWorker) Work(ctx context.Context, job *river.Job[RoundArgs]) error {
+func (w *roundWorker) Work(ctx context.Context, job *river.Job[roundArgs]) error {
 	a := job.Args
 	if err := a.Validate(); err != nil {
 		return w.rw.refuse(job.JobRow, err)
@@ -94,7 +94,7 @@ func completeIn[T river.JobArgs](job *river.Job[T]) func(context.Context, pgx.Tx
 type bootJob struct {
 	accel  wire.Accel
 	guest  string
-	boots  []BootSpec
+	boots  []bootSpec
 	paired bool
 	seed   uint64
 }
@@ -110,6 +110,29 @@ type bootResult struct {
 // workBoots runs the boots of a job on this host and stores their results
 // with the job's completion in one transaction.
 func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, bj bootJob, complete func(context.Context, pgx.Tx) error) error {
+	if err := rw.checkBootJob(job, bj); err != nil {
+		return err
+	}
+	paths, err := rw.fetchBlobs(ctx, job, bj)
+	if err != nil {
+		return err
+	}
+	l := bj.boots[0].Labels
+	logEvent(rw.Log, "job start", "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "boots", len(bj.boots), "run", l.Run, "side", l.Side, "boot", l.Boot)
+	rw.notify(ctx, "start", job.ID)
+
+	runDir := filepath.Join(rw.CacheDir, "runs", fmt.Sprintf("job-%d-%d", job.ID, job.Attempt))
+	defer os.RemoveAll(runDir)
+	results, err := rw.runBoots(ctx, job, bj, rw.bootConfigs(bj, paths, runDir))
+	if err != nil {
+		return err
+	}
+	return rw.storeBootJob(ctx, job, bj, results, complete)
+}
+
+// checkBootJob refuses a job this worker cannot run: its accelerator is
+// not its queue's here, or its guest is not this worker's.
+func (rw *runningWorker) checkBootJob(job *rivertype.JobRow, bj bootJob) error {
 	q, ok := rw.queues[job.Queue]
 	if !ok || q.Accel != bj.accel {
 		return rw.refuse(job, &ArgsError{Kind: job.Kind, Field: "accel", Err: fmt.Errorf("%w: a %s boot on queue %s, whose boots run under %s", ErrBadArgs, bj.accel, job.Queue, orBuild(q))})
@@ -118,7 +141,12 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 		return rw.refuse(job, &ArgsError{Kind: job.Kind, Field: "guest", Err: fmt.Errorf("%w: the job's guest is sha256 %s, worker %s runs %s (lpmbisect %s): run one lpmbisect version across the fleet",
 			ErrGuestMismatch, words.ShortHash(bj.guest), rw.Name, words.ShortHash(rw.host.GuestSHA256), rw.host.Version)})
 	}
-	// Every blob is fetched and checked before the first boot.
+	return nil
+}
+
+// fetchBlobs fetches and checks every blob of the job before the first
+// boot, and returns their paths by SHA-256.
+func (rw *runningWorker) fetchBlobs(ctx context.Context, job *rivertype.JobRow, bj bootJob) (map[string]string, error) {
 	paths := map[string]string{}
 	for _, b := range bj.boots {
 		for _, sum := range []string{b.Kernel, b.Initramfs} {
@@ -129,21 +157,21 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 			var be *BlobError
 			switch {
 			case errors.As(err, &be):
-				return rw.refuse(job, err)
+				return nil, rw.refuse(job, err)
 			case err != nil && ctx.Err() != nil:
-				return rw.interrupted(ctx, job, "fetch")
+				return nil, rw.interrupted(ctx, job, "fetch")
 			case err != nil:
-				return err
+				return nil, err
 			}
 			paths[sum] = p
 		}
 	}
-	l := bj.boots[0].Labels
-	logEvent(rw.Log, "job start", "job", job.ID, "kind", job.Kind, "queue", job.Queue, "attempt", job.Attempt, "boots", len(bj.boots), "run", l.Run, "side", l.Side, "boot", l.Boot)
-	rw.notify(ctx, "start", job.ID)
+	return paths, nil
+}
 
-	runDir := filepath.Join(rw.CacheDir, "runs", fmt.Sprintf("job-%d-%d", job.ID, job.Attempt))
-	defer os.RemoveAll(runDir)
+// bootConfigs are the job's boots as this worker runs them, from the
+// fetched blobs (paths) and in run directories below runDir.
+func (rw *runningWorker) bootConfigs(bj bootJob, paths map[string]string, runDir string) []measure.Job {
 	jobs := make([]measure.Job, len(bj.boots))
 	for i, b := range bj.boots {
 		cpu, _ := vmrunner.LookupCPUProfile(b.CPUProfile) // Validate checked the name
@@ -160,9 +188,15 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 			jobs[i].Config.Limits = vmrunner.DefaultLimits
 		}
 	}
-	// Every boot runs under the job's accelerator, its queue's (checked
-	// above): never another. A boot that KVM fails ends the job with the
-	// error, and no result.
+	return jobs
+}
+
+// runBoots runs the jobs, in pairs when the job asks, and returns every
+// boot's result. Every boot runs under the job's accelerator, its queue's
+// (checkBootJob): never another. A boot that KVM fails ends the job with
+// the error, and no result, and the next start of this worker drops its
+// kvm queues.
+func (rw *runningWorker) runBoots(ctx context.Context, job *rivertype.JobRow, bj bootJob, jobs []measure.Job) ([]*bootResult, error) {
 	var exec measure.Executor = measure.Local{Boot: vmrunner.Boot, Workers: 1}
 	if bj.paired {
 		exec = &measure.Paired{Boot: vmrunner.Boot, Seed: bj.seed}
@@ -184,26 +218,31 @@ func (rw *runningWorker) workBoots(ctx context.Context, job *rivertype.JobRow, b
 	var tooLong *vmrunner.CommandLineTooLongError
 	var kvm *vmrunner.KVMUnusableError
 	if errors.As(err, &kvm) && rw.kvm != nil {
-		// The next start of this worker drops its kvm queues, until KVM
-		// is probed again (lpmbisect host --reprobe).
+		// Until KVM is probed again (lpmbisect host --reprobe).
 		if merr := rw.kvm.MarkBroken(kvm.Reason); merr != nil {
 			logEvent(rw.Log, "KVM failure not kept", "error", merr)
 		}
 	}
 	switch {
 	case errors.As(err, &tooLong):
-		return rw.refuse(job, &ArgsError{Kind: job.Kind, Field: "kernel_args", Err: fmt.Errorf("%w: %v", ErrBadArgs, err)})
+		return nil, rw.refuse(job, &ArgsError{Kind: job.Kind, Field: "kernel_args", Err: fmt.Errorf("%w: %w", ErrBadArgs, err)})
 	case ctx.Err() != nil:
-		return rw.interrupted(ctx, job, "boot")
+		return nil, rw.interrupted(ctx, job, "boot")
 	case err != nil:
-		return fmt.Errorf("boot on %s: %w", rw.Name, err)
+		return nil, fmt.Errorf("boot on %s: %w", rw.Name, err)
 	}
 	for i, r := range results {
 		if r == nil {
-			return fmt.Errorf("boot %d of job %d ended without a result", i+1, job.ID)
+			return nil, fmt.Errorf("boot %d of job %d ended without a result", i+1, job.ID)
 		}
 	}
-	err = rw.db.retry(rw.storing(ctx), rw.Log, "store boot results", func(ctx context.Context) error {
+	return results, nil
+}
+
+// storeBootJob stores the boots' results with the job's completion, and
+// logs each boot; an attempt that lost the job drops them.
+func (rw *runningWorker) storeBootJob(ctx context.Context, job *rivertype.JobRow, bj bootJob, results []*bootResult, complete func(context.Context, pgx.Tx) error) error {
+	err := rw.db.retry(rw.storing(ctx), rw.Log, "store boot results", func(ctx context.Context) error {
 		return rw.storeBoots(ctx, job, bj.boots, results, complete)
 	})
 	var lost *LostAttemptError
@@ -248,7 +287,7 @@ func collect(res *vmrunner.Result, cfg vmrunner.Config) (*bootResult, error) {
 		return nil, fmt.Errorf("results capture of the boot does not decode as its stream did (%d results, complete %v; want %d, %v)",
 			len(got.Results), got.Complete, len(res.Stream.Results), res.Stream.Complete)
 	}
-	console, err := logtail.Read(res.ConsoleLog, MaxConsole)
+	console, err := logtail.Read(res.ConsoleLog, maxConsole)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read console log of the boot: %w", err)
 	}
@@ -269,7 +308,7 @@ func readHead(path string, limit int64) ([]byte, error) {
 // boot) and completes the job, in one transaction: a result is stored
 // exactly when its job completes. A second try of the same attempt (the
 // commit's answer was lost) stores nothing twice.
-func (rw *runningWorker) storeBoots(ctx context.Context, job *rivertype.JobRow, boots []BootSpec, results []*bootResult, complete func(context.Context, pgx.Tx) error) error {
+func (rw *runningWorker) storeBoots(ctx context.Context, job *rivertype.JobRow, boots []bootSpec, results []*bootResult, complete func(context.Context, pgx.Tx) error) error {
 	tx, err := rw.db.pool.Begin(ctx)
 	if err != nil {
 		return err

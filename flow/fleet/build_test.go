@@ -12,7 +12,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
+	"github.com/lpmbisect/lpmbisect/testbed/testkbuild"
 )
 
 // gitTree makes a fake kernel tree (see testkbuild) into a repository of
@@ -61,7 +61,7 @@ func buildFleet(t *testing.T, withMake string) (c *Client, src string, commits [
 		Trees: map[string]Tree{"linux": {Dir: src}}, Builds: map[string]BuildConfig{"tiny": {Make: mk, Fragments: []string{}}},
 		Log: wlog, Heartbeat: time.Second})
 	clog, _ := testLogger(t, "client")
-	c, err := Connect(context.Background(), location, clog)
+	c, err := connect(context.Background(), location, clog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,13 @@ import (
 
 // BuildRequest asks a build worker for a kernel image.
 type BuildRequest struct {
-	// Queue is a build queue (default BuildQueue).
+	// Queue is a build queue (default buildQueue).
 	Queue string
 	// Tree and Config are names the build workers know (Worker.Trees,
 	// Worker.Builds); Commit is a full commit id.
 	Tree, Commit, Config string
 	// StuckAfter is how long the build may take before it is taken for
-	// stuck (default DefaultBuildStuckAfter).
+	// stuck (default defaultBuildStuckAfter).
 	StuckAfter time.Duration
 	// Dir is where the image is fetched to (a blob cache directory).
 	Dir string
@@ -58,22 +58,22 @@ type BuildResult struct {
 // ends, the job is canceled unless another client shares it.
 func (c *Client) Build(ctx context.Context, req BuildRequest) (*BuildResult, error) {
 	if req.Queue == "" {
-		req.Queue = BuildQueue
+		req.Queue = buildQueue
 	}
 	if req.StuckAfter <= 0 {
-		req.StuckAfter = DefaultBuildStuckAfter
+		req.StuckAfter = defaultBuildStuckAfter
 	}
 	if req.PollInterval <= 0 {
 		req.PollInterval = 2 * time.Second
 	}
-	q, err := ParseQueue(req.Queue)
+	q, err := parseQueue(req.Queue)
 	if err != nil {
 		return nil, err
 	}
 	if !q.Build() {
 		return nil, fmt.Errorf("queue %s: %w: builds go to a build queue", req.Queue, ErrQueueName)
 	}
-	args := BuildArgs{Version: ArgsVersion, Tree: req.Tree, Commit: req.Commit, Config: req.Config, StuckAfterMS: req.StuckAfter.Milliseconds()}
+	args := buildArgs{Version: argsVersion, Tree: req.Tree, Commit: req.Commit, Config: req.Config, StuckAfterMS: req.StuckAfter.Milliseconds()}
 	if err := args.Validate(); err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (c *Client) Build(ctx context.Context, req BuildRequest) (*BuildResult, err
 	}
 	id := ins.Job.ID
 	what := fmt.Sprintf("build %s %s %s", req.Tree, words.ShortHash(req.Commit), req.Config)
-	logEvent(c.log, "job queued", "job", id, "kind", KindBuild, "queue", req.Queue, "build", what, "shared", ins.UniqueSkippedAsDuplicate)
+	logEvent(c.log, "job queued", "job", id, "kind", kindBuild, "queue", req.Queue, "build", what, "shared", ins.UniqueSkippedAsDuplicate)
 	res, err := c.waitBuild(ctx, id, what, req)
 	if err != nil && ctx.Err() != nil && !ins.UniqueSkippedAsDuplicate {
 		c.cancelJobs([]int64{id})
@@ -112,7 +112,7 @@ func (c *Client) Build(ctx context.Context, req BuildRequest) (*BuildResult, err
 func (c *Client) waitBuild(ctx context.Context, id int64, what string, req BuildRequest) (*BuildResult, error) {
 	w := c.newWaiter(ctx, req.PollInterval)
 	defer w.close()
-	p := &pendingJob{id: id, kind: KindBuild}
+	p := &pendingJob{id: id, kind: kindBuild}
 	started := 0
 	var since time.Time // since when this client has reached the database without a break
 	for {
@@ -137,11 +137,11 @@ func (c *Client) waitBuild(ctx context.Context, id int64, what string, req Build
 		s := states[id]
 		switch {
 		case s == nil:
-			return nil, &JobError{ID: id, Kind: KindBuild, What: what, State: "deleted", Reason: "the job is gone from the queue (deleted by hand?)"}
+			return nil, &JobError{ID: id, Kind: kindBuild, What: what, State: "deleted", Reason: "the job is gone from the queue (deleted by hand?)"}
 		case s.hasResult:
 			return c.readBuild(ctx, id, req)
 		case s.state == rivertype.JobStateCancelled || s.state == rivertype.JobStateDiscarded:
-			return nil, &JobError{ID: id, Kind: KindBuild, What: what, State: string(s.state), Worker: s.worker, Reason: c.db.scrub.Text(s.lastError)}
+			return nil, &JobError{ID: id, Kind: kindBuild, What: what, State: string(s.state), Worker: s.worker, Reason: c.db.scrub.Text(s.lastError)}
 		}
 		if s.errorsCount > p.retries {
 			p.retries = s.errorsCount
@@ -177,8 +177,8 @@ FROM lpmbisect_fleet_build_results WHERE job_id = $1 ORDER BY stored_at, attempt
 		return nil, c.db.errorf(err, "read result of build job %d", id)
 	}
 	r.Duration = time.Duration(dur)
-	if len(r.LogTail) > MaxBuildLog {
-		r.LogTail = r.LogTail[len(r.LogTail)-MaxBuildLog:]
+	if len(r.LogTail) > maxBuildLog {
+		r.LogTail = r.LogTail[len(r.LogTail)-maxBuildLog:]
 	}
 	if !r.OK {
 		logEvent(c.log, "build failed", "job", id, "worker", r.Worker, "detail", r.Detail)

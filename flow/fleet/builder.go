@@ -19,13 +19,13 @@ import (
 // configuration says how a tree is built.
 type Builder struct {
 	Client *Client
-	// Queue is the build queue (default BuildQueue).
+	// Queue is the build queue (default buildQueue).
 	Queue string
 	// Tree and Config name the tree and the build configuration on the
 	// workers (Worker.Trees, Worker.Builds).
 	Tree, Config string
 	// StuckAfter is how long one build may take before it is taken for
-	// stuck (default DefaultBuildStuckAfter).
+	// stuck (default defaultBuildStuckAfter).
 	StuckAfter time.Duration
 	// PollInterval is the longest wait between looks at the job (default
 	// 2 s).
@@ -65,7 +65,7 @@ func (b *Builder) Build(ctx context.Context, src, buildDir string) (*kbuild.Buil
 // and the end of its log.
 func writeBuildLog(path string, res *BuildResult, tree, commit string) error {
 	head := fmt.Sprintf("# lpmbisect: build job %d of tree %s at %s on worker %s (the last %d KiB of its log at most)\n",
-		res.JobID, tree, commit, res.Worker, MaxBuildLog>>10)
+		res.JobID, tree, commit, res.Worker, maxBuildLog>>10)
 	if err := cachefile.WriteBytes(path, append([]byte(head), res.LogTail...)); err != nil {
 		return fmt.Errorf("build log: %w", err)
 	}

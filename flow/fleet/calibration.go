@@ -22,7 +22,7 @@ const calibrationClassPrefix = "fleet queue "
 // as a calibration key's host named "fleet queue NAME", with, under
 // icount, the run's class (QEMU version and CPU model, see HostClass), and
 // under a wall clock the QEMU version the queue's live workers share (the
-// queue's name is the class of their hosts; see ParseQueue).
+// queue's name is the class of their hosts; see parseQueue).
 func (e *Executor) CalibrationClass(ctx context.Context) (calibrate.Host, string, string, error) {
 	if err := e.init(ctx); err != nil {
 		return calibrate.Host{}, "", "", err

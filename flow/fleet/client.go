@@ -38,9 +38,9 @@ type fileKey struct {
 	mtime int64
 }
 
-// Connect opens the fleet database at url, whose schema must be current
+// connect opens the fleet database at url, whose schema must be current
 // (see Migrate). Log gets progress and database trouble (nil: silent).
-func Connect(ctx context.Context, url string, lg *log.Logger) (*Client, error) {
+func connect(ctx context.Context, url string, lg *log.Logger) (*Client, error) {
 	if lg == nil {
 		lg = log.New(io.Discard, "", 0)
 	}
@@ -71,13 +71,13 @@ type Shared struct {
 	client *Client
 }
 
-// Connect returns the shared client, connecting to url (see Connect) on
+// connect returns the shared client, connecting to url (see Connect) on
 // the first call, or on the first after a failed one.
 func (s *Shared) Connect(ctx context.Context, url string, lg *log.Logger) (*Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.client == nil {
-		c, err := Connect(ctx, url, lg)
+		c, err := connect(ctx, url, lg)
 		if err != nil {
 			return nil, err
 		}

@@ -29,7 +29,7 @@
 // # Jobs
 //
 // Three kinds, each with small versioned arguments that the worker
-// validates (ArgsVersion; a job of another version, an unknown kind, a
+// validates (argsVersion; a job of another version, an unknown kind, a
 // value out of bounds is canceled with a message, not retried):
 //
 //   - lpmbisect.boot: one icount boot. Instruction counts do not depend on
@@ -59,7 +59,7 @@
 // No boot of a run is planned for one accelerator and run under another:
 // the client decides its run's accelerator before anything is planned, as
 // the queue's (ResolveAccel for auto; CheckBootQueue refuses another);
-// every job carries it (BootArgs.Accel, RoundArgs.Accel: never auto) and
+// every job carries it (bootArgs.Accel, roundArgs.Accel: never auto) and
 // names only boots whose guest is told it (Executor.spec); a worker works
 // only queues whose accelerator runs guests on its host, refuses a job
 // whose accelerator is not its queue's, and boots each job under the
@@ -162,7 +162,7 @@
 // River's rescuer stays as the backstop for an attempt that is stuck on a
 // live worker: a job is stuck when it has run longer than
 // RescueStuckJobsAfter and than its kind's worker Timeout. Workers set the
-// former to MinStuckAfter and take the latter from the job
+// former to minStuckAfter and take the latter from the job
 // (stuck_after_ms: by default 10 minutes a boot, 2 hours a build); the
 // job's context is canceled at the same time. QEMU dies with its worker
 // (parent-death signal).

@@ -17,9 +17,9 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/stats/sample"
+	"github.com/lpmbisect/lpmbisect/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -169,7 +169,7 @@ func startFleet(t *testing.T, names []string, slots int) *fleetFixture {
 	}
 	lg, logs := testLogger(t, "client")
 	f.logs = logs
-	c, err := Connect(context.Background(), f.url, lg)
+	c, err := connect(context.Background(), f.url, lg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ import (
 type Executor struct {
 	Client *Client
 	// Queue is the queue the boots go to; its name says the accelerator
-	// (see ParseQueue), which must be the run's.
+	// (see parseQueue), which must be the run's.
 	Queue string
 	// Guest is the guest binary packed into the run's initramfs images:
 	// its SHA-256 goes into every job, and workers of another lpmbisect
@@ -118,8 +118,8 @@ func (e *Executor) init(ctx context.Context) error {
 		if e.StuckAfter <= 0 {
 			e.StuckAfter = DefaultBootStuckAfter
 		}
-		if e.StuckAfter < MinStuckAfter {
-			e.StuckAfter = MinStuckAfter
+		if e.StuckAfter < minStuckAfter {
+			e.StuckAfter = minStuckAfter
 		}
 		if e.RunID == "" {
 			b := make([]byte, 6)
@@ -130,7 +130,7 @@ func (e *Executor) init(ctx context.Context) error {
 			e.initErr = errors.New("fleet executor: no client")
 			return
 		}
-		if e.queue, e.initErr = ParseQueue(e.Queue); e.initErr != nil {
+		if e.queue, e.initErr = parseQueue(e.Queue); e.initErr != nil {
 			return
 		}
 		if e.queue.Build() {
@@ -229,7 +229,7 @@ func (e *Executor) Run(ctx context.Context, jobs []measure.Job, done func(measur
 	if err := e.init(ctx); err != nil {
 		return err
 	}
-	specs := make([]BootSpec, len(jobs))
+	specs := make([]bootSpec, len(jobs))
 	for i, j := range jobs {
 		s, err := e.spec(ctx, j)
 		if err != nil {
@@ -246,9 +246,9 @@ func (e *Executor) Run(ctx context.Context, jobs []measure.Job, done func(measur
 	for i, g := range groups {
 		var args river.JobArgs
 		if e.queue.Accel == wire.AccelIcount {
-			args = BootArgs{Version: ArgsVersion, Accel: e.queue.Accel, Guest: e.guestSHA, Class: e.class, StuckAfterMS: stuck, Boot: specs[g[0]]}
+			args = bootArgs{Version: argsVersion, Accel: e.queue.Accel, Guest: e.guestSHA, Class: e.class, StuckAfterMS: stuck, Boot: specs[g[0]]}
 		} else {
-			r := RoundArgs{Version: ArgsVersion, Accel: e.queue.Accel, Guest: e.guestSHA, StuckAfterMS: stuck * int64(len(g)),
+			r := roundArgs{Version: argsVersion, Accel: e.queue.Accel, Guest: e.guestSHA, StuckAfterMS: stuck * int64(len(g)),
 				Paired: jobs[g[0]].Pair > 0, Seed: e.Seed}
 			for _, k := range g {
 				r.Boots = append(r.Boots, specs[k])
@@ -305,31 +305,31 @@ func (e *Executor) cpuModel(p vmrunner.CPUProfile) string {
 
 // spec turns a measure.Job into the boot a worker runs: its files become
 // blobs, its settings are copied.
-func (e *Executor) spec(ctx context.Context, j measure.Job) (BootSpec, error) {
+func (e *Executor) spec(ctx context.Context, j measure.Job) (bootSpec, error) {
 	c := j.Config
 	for _, a := range c.KernelArgs {
 		if v, ok := strings.CutPrefix(a, string(wire.ParamAccel)+"="); ok && v != string(e.queue.Accel) {
-			return BootSpec{}, fmt.Errorf("%w: the guest is told %s, queue %s runs %s", ErrAccelMismatch, v, e.Queue, e.queue.Accel)
+			return bootSpec{}, fmt.Errorf("%w: the guest is told %s, queue %s runs %s", ErrAccelMismatch, v, e.Queue, e.queue.Accel)
 		}
 	}
 	kernel, err := e.Client.PutBlob(ctx, c.Kernel)
 	if err != nil {
-		return BootSpec{}, err
+		return bootSpec{}, err
 	}
 	initrd, err := e.Client.PutBlob(ctx, c.Initramfs)
 	if err != nil {
-		return BootSpec{}, err
+		return bootSpec{}, err
 	}
 	side := "X"
 	if j.Side != nil {
 		side = j.Side.Name
 	}
-	s := BootSpec{Kernel: kernel, Initramfs: initrd, KernelArgs: c.KernelArgs, MemoryMB: c.MemoryMB, CPUs: c.CPUs, CPUProfile: c.CPU.Name,
+	s := bootSpec{Kernel: kernel, Initramfs: initrd, KernelArgs: c.KernelArgs, MemoryMB: c.MemoryMB, CPUs: c.CPUs, CPUProfile: c.CPU.Name,
 		BootDeadlineMS: c.BootDeadline.Milliseconds(), ProgressDeadlineMS: c.ProgressDeadline.Milliseconds(),
 		StartDeadlineMS: c.StartDeadline.Milliseconds(), MaxLine: c.Limits.MaxLine, MaxBytes: c.Limits.MaxBytes,
-		Labels: Labels{Run: e.RunID, Side: side, Boot: j.Boot, Pair: j.Pair}}
+		Labels: labels{Run: e.RunID, Side: side, Boot: j.Boot, Pair: j.Pair}}
 	if err := s.Validate("boot", e.queue.Accel); err != nil {
-		return BootSpec{}, err
+		return bootSpec{}, err
 	}
 	return s, nil
 }
@@ -352,7 +352,7 @@ func (e *Executor) group(jobs []measure.Job) [][]int {
 		if j.Side != nil {
 			key = j.Side.Name
 		}
-		newRound := seen[key] || len(cur) == MaxRoundBoots
+		newRound := seen[key] || len(cur) == maxRoundBoots
 		if j.Pair > 0 {
 			newRound = len(cur) > 0 && jobs[cur[0]].Pair != j.Pair
 		}
@@ -538,7 +538,7 @@ ORDER BY r.boot`, p.id)
 		switch {
 		case r.boot != i:
 			return nil, JobStats{}, fmt.Errorf("job %d: boot results out of order", p.id)
-		case len(r.raw) > limit || len(r.console) > MaxConsole:
+		case len(r.raw) > limit || len(r.console) > maxConsole:
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s stored more than the limits allow", p.id, jobName(j), r.worker)
 		case !vmrunner.Outcome(r.outcome).Known():
 			return nil, JobStats{}, fmt.Errorf("job %d (%s): worker %s stored outcome %q, which this lpmbisect does not know (run one lpmbisect version across the fleet)", p.id, jobName(j), r.worker, r.outcome)

@@ -16,7 +16,7 @@ import (
 // results that are not a complete stream is a corrupt boot, not samples.
 func TestReadDoesNotTrustTheWorker(t *testing.T) {
 	ctx := context.Background()
-	c, err := Connect(ctx, migrated(t), nil)
+	c, err := connect(ctx, migrated(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

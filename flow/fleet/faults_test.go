@@ -122,7 +122,7 @@ func TestDatabaseGoesAway(t *testing.T) {
 	wlog, wlogs := testLogger(t, "worker")
 	runWorker(t, Worker{URL: location, Name: "cut", Queues: []string{"tcg-fake"}, CacheDir: t.TempDir(), Guest: guest, QEMU: qemu, Log: wlog, Heartbeat: time.Second})
 	clog, clogs := testLogger(t, "client")
-	c, err := Connect(ctx, location, clog)
+	c, err := connect(ctx, location, clog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestWorkerStopHandsJobBack(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- first.Run(firstCtx) }()
 	defer stopFirst()
-	c, err := Connect(ctx, location, nil)
+	c, err := connect(ctx, location, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestClientCancel(t *testing.T) {
 	wlog, wlogs := testLogger(t, "worker")
 	runWorker(t, Worker{URL: location, Name: "canceled", Queues: []string{"tcg-fake"}, CacheDir: cache, Guest: guest, QEMU: qemu, Log: wlog, Heartbeat: time.Second})
 	clog, clogs := testLogger(t, "client")
-	c, err := Connect(ctx, location, clog)
+	c, err := connect(ctx, location, clog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 // icount queue, paired and unpaired rounds, builds including ones a
 // worker refuses; see captureArgsEnv), besides the arguments below.
 func FuzzJobArgs(f *testing.F) {
-	round := RoundArgs{Version: ArgsVersion, Accel: "tcg", Guest: sumA, StuckAfterMS: 60_000, Boots: []BootSpec{validBoot().Boot}}
-	build := BuildArgs{Version: ArgsVersion, Tree: "bpf-next", Commit: sumA[:40], Config: "default", StuckAfterMS: 600_000}
+	round := roundArgs{Version: argsVersion, Accel: "tcg", Guest: sumA, StuckAfterMS: 60_000, Boots: []bootSpec{validBoot().Boot}}
+	build := buildArgs{Version: argsVersion, Tree: "bpf-next", Commit: sumA[:40], Config: "default", StuckAfterMS: 600_000}
 	for i, a := range []any{validBoot(), round, build} {
 		data, err := json.Marshal(a)
 		if err != nil {
@@ -32,11 +32,11 @@ func FuzzJobArgs(f *testing.F) {
 		var args interface{ Validate() error }
 		switch kind % 3 {
 		case 0:
-			args = new(BootArgs)
+			args = new(bootArgs)
 		case 1:
-			args = new(RoundArgs)
+			args = new(roundArgs)
 		default:
-			args = new(BuildArgs)
+			args = new(buildArgs)
 		}
 		if json.Unmarshal(data, args) != nil {
 			return
@@ -68,7 +68,7 @@ func FuzzJobArgs(f *testing.F) {
 // FuzzBlobChunks checks the chunks of a blob, split at cut and numbered
 // 0 and second, against a row that claims size bytes in chunks chunks: a
 // blob accepted is exactly the bytes its name hashes and its row claims,
-// at most MaxBlobSize.
+// at most maxBlobSize.
 func FuzzBlobChunks(f *testing.F) {
 	f.Add([]byte("kernel image"), uint16(6), int64(12), 2, 1, false)
 	f.Add([]byte("kernel image"), uint16(6), int64(12), 2, 1, true)
@@ -99,7 +99,7 @@ func FuzzBlobChunks(f *testing.F) {
 			}
 			return
 		}
-		if lie || int64(got.Len()) != size || size > MaxBlobSize || chunks != 2 || !bytes.Equal(got.Bytes(), data) {
+		if lie || int64(got.Len()) != size || size > maxBlobSize || chunks != 2 || !bytes.Equal(got.Bytes(), data) {
 			t.Fatalf("accepted %d bytes in 2 chunks (lie %v) for a row of %d bytes in %d", got.Len(), lie, size, chunks)
 		}
 	})

@@ -33,7 +33,7 @@ func silence(beat string) string {
 }
 
 // Our job kinds: the hand-back touches no other program's jobs.
-var ourKinds = []string{KindBoot, KindRound, KindBuild}
+var ourKinds = []string{KindBoot, kindRound, kindBuild}
 
 // newInstance returns the River client ID of one worker process: its name,
 // '/', and random hex. A restarted worker gets a new one, so no attempt of

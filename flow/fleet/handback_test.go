@@ -25,7 +25,7 @@ type handBackFixture struct {
 }
 
 func newHandBackFixture(t *testing.T) *handBackFixture {
-	c, err := Connect(context.Background(), migrated(t), nil)
+	c, err := connect(context.Background(), migrated(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func startRound(t *testing.T, first string) *roundOnWorker {
 	f.first = startWorker(t, workerConfig{URL: f.url, Name: first, Queues: []string{"tcg-fake"}, CacheDir: t.TempDir(), Guest: f.guest, QEMU: f.qemu, Heartbeat: time.Second})
 	var clog *log.Logger
 	clog, f.clogs = testLogger(t, "client")
-	c, err := Connect(context.Background(), f.url, clog)
+	c, err := connect(context.Background(), f.url, clog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestKilledWorkerHandedBack(t *testing.T) {
 	var worker, lastErr string
 	c.db.pool.QueryRow(ctx, `SELECT j.id, j.attempt, COALESCE(array_length(j.errors, 1), 0), j.errors[array_upper(j.errors, 1)]->>'error',
 	(SELECT count(*) FROM lpmbisect_fleet_boot_results r WHERE r.job_id = j.id), (SELECT min(worker) FROM lpmbisect_fleet_boot_results r WHERE r.job_id = j.id)
-FROM river_job j WHERE j.kind = $1`, KindRound).Scan(&id, &attempt, &errs, &lastErr, &results, &worker)
+FROM river_job j WHERE j.kind = $1`, kindRound).Scan(&id, &attempt, &errs, &lastErr, &results, &worker)
 	t.Logf("round job %d: attempt %d on %s, %d results; errors %d, last %q", id, attempt, worker, results, errs, lastErr)
 	if attempt != 2 || worker != "survivor" || results != 2 || errs != 1 || !strings.HasPrefix(lastErr, "worker doomed stopped answering at ") {
 		t.Errorf("round job %d: attempt %d on %s with %d results, %d errors (last %q); want attempt 2 on survivor with its 2 boots, after one hand-back from doomed",
@@ -342,7 +342,7 @@ func TestStalledWorkerFenced(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the round did not run again within a minute of the stall\nclient:\n%s\nsurvivor:\n%s", clogs, f.slogs)
 		}
-		c.db.pool.QueryRow(ctx, "SELECT id FROM river_job WHERE kind = $1 AND state = 'running' AND attempt = 2", KindRound).Scan(&id)
+		c.db.pool.QueryRow(ctx, "SELECT id FROM river_job WHERE kind = $1 AND state = 'running' AND attempt = 2", kindRound).Scan(&id)
 	}
 	stalled.cmd.Process.Signal(syscall.SIGCONT)
 	f.wait(t)
@@ -416,7 +416,7 @@ func TestWorkerReplaced(t *testing.T) {
 	if host.Instance == "" || workerOf(host.Instance) != "twin" {
 		t.Errorf("instance %q; want twin/…", host.Instance)
 	}
-	c, err := Connect(ctx, url, nil)
+	c, err := connect(ctx, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testpg"
+	"github.com/lpmbisect/lpmbisect/testbed/testpg"
 )
 
 // workerEnv makes the test binary a worker process (see runWorkerProcess)
@@ -248,7 +248,7 @@ func captureJobArgs(t *testing.T, url string) {
 				return
 			}
 			// FuzzJobArgs's kind: 0 boot, 1 round, 2 build.
-			n := map[string]byte{KindBoot: 0, KindRound: 1, KindBuild: 2}[kind]
+			n := map[string]byte{KindBoot: 0, kindRound: 1, kindBuild: 2}[kind]
 			sum := sha256.Sum256([]byte(args))
 			name := fmt.Sprintf("real-%s-%x", strings.TrimPrefix(kind, "lpmbisect."), sum[:4])
 			data := fmt.Sprintf("go test fuzz v1\nbyte(%q)\n[]byte(%q)\n", n, args)

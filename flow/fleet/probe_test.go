@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
+	"github.com/lpmbisect/lpmbisect/testbed/testqemu"
 )
 
 // TestWorkerWorksQueuesOfWorkingAccels: a worker works a kvm queue only

@@ -11,9 +11,9 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// BuildQueue is the name of the queue of build jobs, and the prefix of
+// buildQueue is the name of the queue of build jobs, and the prefix of
 // more of them ("build-big").
-const BuildQueue = "build"
+const buildQueue = "build"
 
 // Queue is a parsed queue name. A queue names the host class that works
 // it: the part before the first '-' is the accelerator its boots run
@@ -34,20 +34,20 @@ func (q Queue) Build() bool { return q.Accel == "" }
 // on one host.
 func (q Queue) WallClock() bool { return q.Accel == wire.AccelTCG || q.Accel == wire.AccelKVM }
 
-// ErrQueueName is wrapped by ParseQueue's errors.
+// ErrQueueName is wrapped by parseQueue's errors.
 var ErrQueueName = errors.New("not a queue name")
 
 // River's rule for queue names (letters and digits, words joined by '_'
 // or '-', at most 64 bytes).
 var queueName = regexp.MustCompile(`^[a-z0-9]+(?:[_-][a-z0-9]+)*$`)
 
-// ParseQueue parses a queue name (see Queue).
-func ParseQueue(name string) (Queue, error) {
+// parseQueue parses a queue name (see Queue).
+func parseQueue(name string) (Queue, error) {
 	if len(name) > 64 || !queueName.MatchString(name) {
 		return Queue{}, fmt.Errorf("queue %q: %w (lower-case letters and digits joined by '-' or '_', at most 64 bytes)", name, ErrQueueName)
 	}
 	prefix, _, _ := strings.Cut(name, "-")
-	if prefix == BuildQueue {
+	if prefix == buildQueue {
 		return Queue{Name: name}, nil
 	}
 	if a := wire.Accel(prefix); slices.Contains(wire.Accels, a) {
@@ -57,14 +57,14 @@ func ParseQueue(name string) (Queue, error) {
 }
 
 // ParseQueues parses a comma-separated list of queue names (see
-// ParseQueue; blanks are skipped) and reports whether one of them is a
+// parseQueue; blanks are skipped) and reports whether one of them is a
 // build queue.
 func ParseQueues(list string) (names []string, build bool, err error) {
 	for _, name := range strings.Split(list, ",") {
 		if name = strings.TrimSpace(name); name == "" {
 			continue
 		}
-		q, err := ParseQueue(name)
+		q, err := parseQueue(name)
 		if err != nil {
 			return nil, false, err
 		}
@@ -81,8 +81,8 @@ var (
 )
 
 // ErrStuckAfter is wrapped by CheckBootQueue's error for a stuck time shorter
-// than MinStuckAfter.
-var ErrStuckAfter = fmt.Errorf("at least %v (the queue's rescuer looks every 30 s anyway)", MinStuckAfter)
+// than minStuckAfter.
+var ErrStuckAfter = fmt.Errorf("at least %v (the queue's rescuer looks every 30 s anyway)", minStuckAfter)
 
 // AccelError is a run under one accelerator sent to a queue of another.
 type AccelError struct {
@@ -106,7 +106,7 @@ func ResolveAccel(requested wire.Accel, name string) (accel wire.Accel, why stri
 	if requested != wire.AccelAuto {
 		return requested, "", nil
 	}
-	q, err := ParseQueue(name)
+	q, err := parseQueue(name)
 	switch {
 	case err != nil:
 		return "", "", err
@@ -118,17 +118,17 @@ func ResolveAccel(requested wire.Accel, name string) (accel wire.Accel, why stri
 
 // CheckBootQueue checks the queue that a run under accel sends its boots to,
 // each given stuckAfter before it is taken for lost: a boot queue
-// (ParseQueue; else ErrBuildQueueForBoots after the name) of that
-// accelerator (*AccelError), stuckAfter at least MinStuckAfter
+// (parseQueue; else ErrBuildQueueForBoots after the name) of that
+// accelerator (*AccelError), stuckAfter at least minStuckAfter
 // (ErrStuckAfter after the duration).
 func CheckBootQueue(name string, accel wire.Accel, stuckAfter time.Duration) (Queue, error) {
-	q, err := ParseQueue(name)
+	q, err := parseQueue(name)
 	switch {
 	case err != nil:
 		return q, err
 	case q.Build():
 		return q, fmt.Errorf("%s %w", q.Name, ErrBuildQueueForBoots)
-	case stuckAfter < MinStuckAfter:
+	case stuckAfter < minStuckAfter:
 		return q, fmt.Errorf("%v: %w", stuckAfter, ErrStuckAfter)
 	case accel != q.Accel:
 		return q, &AccelError{Queue: q, Accel: accel}
@@ -137,9 +137,9 @@ func CheckBootQueue(name string, accel wire.Accel, stuckAfter time.Duration) (Qu
 }
 
 // CheckBuildQueue checks the queue that builds go to: a build queue
-// (ParseQueue; else ErrBootQueueForBuilds after the name).
+// (parseQueue; else ErrBootQueueForBuilds after the name).
 func CheckBuildQueue(name string) (Queue, error) {
-	q, err := ParseQueue(name)
+	q, err := parseQueue(name)
 	if err == nil && !q.Build() {
 		err = fmt.Errorf("%s %w", q.Name, ErrBootQueueForBuilds)
 	}

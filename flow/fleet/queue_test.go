@@ -31,7 +31,7 @@ func TestParseQueue(t *testing.T) {
 		{"build", "", true, false},
 		{"build-big", "", true, false},
 	} {
-		q, err := ParseQueue(tc.name)
+		q, err := parseQueue(tc.name)
 		if err != nil {
 			t.Errorf("ParseQueue(%q) = %v; want a queue", tc.name, err)
 			continue
@@ -43,7 +43,7 @@ func TestParseQueue(t *testing.T) {
 	}
 	for _, bad := range []string{"", "auto", "zen4", "kvm_zen4", "KVM", "icount-", "-icount", "tcg--x", "kvm zen4",
 		"kvm-" + string(make([]byte, 64))} {
-		if q, err := ParseQueue(bad); !errors.Is(err, ErrQueueName) {
+		if q, err := parseQueue(bad); !errors.Is(err, ErrQueueName) {
 			t.Errorf("ParseQueue(%q) = %+v, %v; want ErrQueueName", bad, q, err)
 		}
 	}
@@ -91,7 +91,7 @@ func TestWorkerCacheDir(t *testing.T) {
 }
 
 func TestCheckQueues(t *testing.T) {
-	if q, err := CheckBootQueue("icount", wire.AccelIcount, MinStuckAfter); err != nil || q.Name != "icount" {
+	if q, err := CheckBootQueue("icount", wire.AccelIcount, minStuckAfter); err != nil || q.Name != "icount" {
 		t.Errorf("CheckBootQueue(icount) = %+v, %v; want the queue", q, err)
 	}
 	var ae *AccelError
@@ -137,7 +137,7 @@ func TestResolveAccel(t *testing.T) {
 		if err != nil || got != c.want || (why != "") != c.says {
 			t.Errorf("ResolveAccel(%s, %s) = %s, %q, %v; want %s (a line: %v)", c.requested, c.queue, got, why, err, c.want, c.says)
 		}
-		if _, err := CheckBootQueue(c.queue, got, MinStuckAfter); c.requested == wire.AccelAuto && err != nil {
+		if _, err := CheckBootQueue(c.queue, got, minStuckAfter); c.requested == wire.AccelAuto && err != nil {
 			t.Errorf("CheckBootQueue(%s, ResolveAccel(auto)) = %v; want the queue", c.queue, err)
 		}
 	}
@@ -157,7 +157,7 @@ func TestSpecRefusesOtherAccel(t *testing.T) {
 		queue string
 		told  wire.Accel
 	}{{"icount", wire.AccelTCG}, {"tcg", wire.AccelIcount}, {"kvm-zen4", wire.AccelIcount}} {
-		q, err := ParseQueue(c.queue)
+		q, err := parseQueue(c.queue)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -61,7 +61,7 @@ func TestRoundJobs(t *testing.T) {
 			Guest: guest, QEMU: qemu, Log: lg, Heartbeat: time.Second})
 	}
 	lg, logs := testLogger(t, "client")
-	c, err := Connect(ctx, url, lg)
+	c, err := connect(ctx, url, lg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestRoundJobs(t *testing.T) {
 			t.Errorf("paired %v: %d jobs; want 3 round jobs", paired, len(stats))
 		}
 		for _, s := range stats {
-			if s.Kind != KindRound || s.Boots != 2 {
+			if s.Kind != kindRound || s.Boots != 2 {
 				t.Errorf("paired %v: job %d is a %s of %d boots; want a round of 2", paired, s.ID, s.Kind, s.Boots)
 			}
 		}
@@ -128,7 +128,7 @@ func TestExecutorGroupsRounds(t *testing.T) {
 		{"rounds of A and B", "tcg", []measure.Job{job(b, 1, 0), job(a, 1, 0), job(a, 2, 0), job(b, 2, 0), job(b, 3, 0)}, [][]int{{0, 1}, {2, 3}, {4}}},
 		{"pairs", "kvm-zen4", []measure.Job{job(a, 1, 1), job(b, 1, 1), job(a, 2, 2), job(b, 2, 2)}, [][]int{{0, 1}, {2, 3}}},
 	} {
-		q, _ := ParseQueue(tc.queue)
+		q, _ := parseQueue(tc.queue)
 		e := &Executor{queue: q}
 		got := e.group(tc.jobs)
 		if !equalGroups(got, tc.want) {
@@ -168,7 +168,7 @@ func TestIcountHostClass(t *testing.T) {
 		runWorker(t, Worker{URL: url, Name: name, Queues: []string{"icount"}, CacheDir: filepath.Join(t.TempDir(), name),
 			Guest: guest, QEMU: fakeQEMUVersion(t, version), Slots: 1, Log: lg, Heartbeat: time.Second})
 	}
-	c, err := Connect(ctx, url, nil)
+	c, err := connect(ctx, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/flow/ab"
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // TestFleetScaling measures an icount compare of Debian 6.1 against 6.12
@@ -30,7 +30,7 @@ func TestFleetScaling(t *testing.T) {
 	run := func(name string, hook func(*measure.Runner)) (*ab.Result, time.Duration) {
 		start := time.Now()
 		res, err := ab.Run(context.Background(), ab.Options{Setup: s, Kernels: kernels, Start: boots, Seed: 1,
-			Results: filepath.Join(t.TempDir(), "results.txt"), Hooks: hook})
+			Results: filepath.Join(t.TempDir(), "results.txt"), OnRunner: hook})
 		if err != nil {
 			t.Fatalf("%s: ab.Run = %v", name, err)
 		}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testpg"
+	"github.com/lpmbisect/lpmbisect/testbed/testpg"
 )
 
 func TestMigrate(t *testing.T) {
 	ctx := context.Background()
 	url := testpg.Shared(t)
-	if _, err := Connect(ctx, url, nil); !errors.Is(err, ErrNeedsMigration) {
+	if _, err := connect(ctx, url, nil); !errors.Is(err, ErrNeedsMigration) {
 		t.Fatalf("Connect(unmigrated) = %v; want ErrNeedsMigration", err)
 	}
 	first, err := Migrate(ctx, url)
@@ -28,7 +28,7 @@ func TestMigrate(t *testing.T) {
 	if want := (MigrateResult{first.RiverTo, first.RiverTo, first.FleetTo, first.FleetTo}); *again != want {
 		t.Errorf("Migrate(current) = %+v; want %+v (nothing to do)", again, want)
 	}
-	c, err := Connect(ctx, url, nil)
+	c, err := connect(ctx, url, nil)
 	if err != nil {
 		t.Fatalf("Connect(migrated) = %v", err)
 	}
@@ -45,7 +45,7 @@ func TestMigrate(t *testing.T) {
 	if _, err := Migrate(ctx, url); !errors.Is(err, ErrNewerSchema) {
 		t.Errorf("Migrate(newer) = %v; want ErrNewerSchema", err)
 	}
-	if _, err := Connect(ctx, url, nil); !errors.Is(err, ErrNewerSchema) {
+	if _, err := connect(ctx, url, nil); !errors.Is(err, ErrNewerSchema) {
 		t.Errorf("Connect(newer) = %v; want ErrNewerSchema", err)
 	}
 }

@@ -17,13 +17,13 @@ type Status struct {
 	Workers  []WorkerStatus `json:"workers"`
 	Queues   []QueueStatus  `json:"queues"`
 	Running  []JobStatus    `json:"running"`
-	Failed   []JobStatus    `json:"failed"` // cancelled or discarded within FailedWithin, newest first
+	Failed   []JobStatus    `json:"failed"` // cancelled or discarded within failedWithin, newest first
 	Blobs    int            `json:"blobs"`
 	BlobSize int64          `json:"blob_bytes"`
 }
 
-// FailedWithin is how far back Status lists failed jobs.
-const FailedWithin = 24 * time.Hour
+// failedWithin is how far back Status lists failed jobs.
+const failedWithin = 24 * time.Hour
 
 // WorkerStatus is a worker as its row in the workers table says.
 type WorkerStatus struct {
@@ -33,7 +33,7 @@ type WorkerStatus struct {
 	Stopped  bool      `json:"stopped"` // stopped cleanly
 	Alive    bool      `json:"alive"`   // heard from within three heartbeats
 	// Boots counts the boot results this worker stored within
-	// FailedWithin: what it did lately, and how a run spread.
+	// failedWithin: what it did lately, and how a run spread.
 	Boots int `json:"boots"`
 }
 
@@ -117,7 +117,7 @@ FROM river_job WHERE state IN ('available', 'running', 'retryable') GROUP BY que
 	if s.Running, err = c.jobs(ctx, "state = 'running'", "attempted_at"); err != nil {
 		return nil, err
 	}
-	if s.Failed, err = c.jobs(ctx, fmt.Sprintf("state IN ('cancelled', 'discarded') AND finalized_at > now() - interval '%d seconds'", int(FailedWithin.Seconds())), "finalized_at"); err != nil {
+	if s.Failed, err = c.jobs(ctx, fmt.Sprintf("state IN ('cancelled', 'discarded') AND finalized_at > now() - interval '%d seconds'", int(failedWithin.Seconds())), "finalized_at"); err != nil {
 		return nil, err
 	}
 	if err := db.pool.QueryRow(ctx, "SELECT count(*), COALESCE(sum(size), 0) FROM lpmbisect_fleet_blobs").Scan(&s.Blobs, &s.BlobSize); err != nil {
@@ -149,7 +149,7 @@ func (c *Client) workers(ctx context.Context, queue string) ([]WorkerStatus, err
 SELECT name, instance, host, pid, cpu_model, cores, qemu_version, icount_cpu, version, guest_sha256, accels, queues, dropped,
 	started_at, last_seen, stopped_at IS NOT NULL, `+alive+`,
 	(SELECT count(*) FROM lpmbisect_fleet_boot_results r WHERE r.worker = w.name AND r.stored_at > now() - $`+fmt.Sprint(len(args)+1)+` * interval '1 second')
-FROM lpmbisect_fleet_workers w `+where+` ORDER BY name`, append(args, int(FailedWithin.Seconds()))...)
+FROM lpmbisect_fleet_workers w `+where+` ORDER BY name`, append(args, int(failedWithin.Seconds()))...)
 	if err != nil {
 		return nil, c.db.errorf(err, "read workers")
 	}

@@ -40,7 +40,7 @@ type Worker struct {
 	// client ID) and in the clients' progress; default: the host name.
 	// Two workers on one host need two names.
 	Name string
-	// Queues to work (see ParseQueue). Queues whose accelerator does not
+	// Queues to work (see parseQueue). Queues whose accelerator does not
 	// work here are dropped at start, with the reason in the log.
 	Queues []string
 	// CacheDir holds fetched blobs, boot run directories and build trees.
@@ -58,7 +58,7 @@ type Worker struct {
 	// (vmrunner.CheckKVM, as every run decides); without a verdict nor a
 	// kernel, kvm queues are dropped.
 	KVMProbeKernel string
-	// KVMDevice is the KVM device (default vmrunner.DefaultKVMDevice).
+	// KVMDevice is the KVM device (default vmrunner.defaultKVMDevice).
 	KVMDevice string
 	// Trees are the source trees build jobs name, Builds the build
 	// configurations they name.
@@ -173,43 +173,13 @@ type runningWorker struct {
 // killed and their jobs handed back to the queue at once (River's
 // JobSnooze(0)), so another worker takes them.
 func (w *Worker) Run(ctx context.Context) error {
-	if w.Log == nil {
-		w.Log = log.New(io.Discard, "", 0)
-	}
-	if w.Heartbeat <= 0 {
-		w.Heartbeat = defaultHeartbeat
-	}
-	if w.QEMU == "" {
-		w.QEMU = vmrunner.DefaultQEMU
-	}
-	if w.CacheDir == "" {
-		return errors.New("worker: no cache directory")
-	}
-	if err := os.MkdirAll(w.CacheDir, 0o755); err != nil {
-		return fmt.Errorf("worker: cache directory: %w", err)
-	}
-	if w.Guest == "" {
-		return errors.New("worker: no guest binary (its hash identifies the lpmbisect version jobs need)")
-	}
-	guestSHA, err := cachefile.SHA256(w.Guest)
+	rw, err := w.running()
 	if err != nil {
-		return fmt.Errorf("worker: guest: %w", err)
+		return err
 	}
-	hostname, _ := os.Hostname()
-	if w.Name == "" {
-		w.Name = hostname
-	}
-	if !shortName.MatchString(w.Name) {
-		return fmt.Errorf("worker: name %q: letters, digits, '.', '_' or '-', at most 64", w.Name)
-	}
-	rw := &runningWorker{Worker: w, queues: map[string]Queue{}, blobDir: filepath.Join(w.CacheDir, "blobs")}
-	qemuVersion, _ := vmrunner.QEMUVersion(w.QEMU)
-	rw.host = WorkerHost{Name: w.Name, Instance: newInstance(w.Name), Host: hostname, PID: os.Getpid(), CPUModel: hostCPUModel(), Cores: runtime.NumCPU(),
-		QEMUVersion: qemuVersion, IcountCPU: vmrunner.CPUModel(wire.AccelIcount), Version: version.String(), GuestSHA256: guestSHA}
 	if err := rw.pickQueues(ctx); err != nil {
 		return err
 	}
-
 	db, err := open(ctx, w.URL)
 	if err != nil {
 		return err
@@ -223,7 +193,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	logEvent(w.Log, "worker start", "name", w.Name, "db", db.loc, "queues", rw.host.Queues, "accels", rw.host.Accels,
-		"qemu", qemuVersion, "cpu", rw.host.CPUModel, "cores", rw.host.Cores, "version", rw.host.Version, "guest", words.ShortHash(guestSHA))
+		"qemu", rw.host.QEMUVersion, "cpu", rw.host.CPUModel, "cores", rw.host.Cores, "version", rw.host.Version, "guest", words.ShortHash(rw.host.GuestSHA256))
 
 	client, err := rw.riverClient()
 	if err != nil {
@@ -239,9 +209,54 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.Ready(rw.host)
 	}
 	beatErr := rw.heartbeat(ctx)
+	return rw.stop(ctx, client, beatErr, cancelStore)
+}
 
-	// Stopping: the jobs' contexts end now; results of boots that ended
-	// get storeGrace to reach the database.
+// running checks w and fills in its defaults, and returns the worker as
+// it runs: its host, by name, guest and QEMU.
+func (w *Worker) running() (*runningWorker, error) {
+	if w.Log == nil {
+		w.Log = log.New(io.Discard, "", 0)
+	}
+	if w.Heartbeat <= 0 {
+		w.Heartbeat = defaultHeartbeat
+	}
+	if w.QEMU == "" {
+		w.QEMU = vmrunner.DefaultQEMU
+	}
+	if w.CacheDir == "" {
+		return nil, errors.New("worker: no cache directory")
+	}
+	if err := os.MkdirAll(w.CacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("worker: cache directory: %w", err)
+	}
+	if w.Guest == "" {
+		return nil, errors.New("worker: no guest binary (its hash identifies the lpmbisect version jobs need)")
+	}
+	guestSHA, err := cachefile.SHA256(w.Guest)
+	if err != nil {
+		return nil, fmt.Errorf("worker: guest: %w", err)
+	}
+	hostname, _ := os.Hostname()
+	if w.Name == "" {
+		w.Name = hostname
+	}
+	if !shortName.MatchString(w.Name) {
+		return nil, fmt.Errorf("worker: name %q: letters, digits, '.', '_' or '-', at most 64", w.Name)
+	}
+	rw := &runningWorker{Worker: w, queues: map[string]Queue{}, blobDir: filepath.Join(w.CacheDir, "blobs")}
+	qemuVersion, _ := vmrunner.QEMUVersion(w.QEMU)
+	rw.host = WorkerHost{Name: w.Name, Instance: newInstance(w.Name), Host: hostname, PID: os.Getpid(), CPUModel: hostCPUModel(), Cores: runtime.NumCPU(),
+		QEMUVersion: qemuVersion, IcountCPU: vmrunner.CPUModel(wire.AccelIcount), Version: version.String(), GuestSHA256: guestSHA}
+	return rw, nil
+}
+
+// stop stops the worker once its heartbeat ended (with beatErr, or ctx):
+// the jobs' contexts end now, and the results of boots that ended get
+// storeGrace to reach the database (then cancelStore); the worker's row
+// records the stop.
+func (rw *runningWorker) stop(ctx context.Context, client *river.Client[pgx.Tx], beatErr error, cancelStore context.CancelFunc) error {
+	w, db := rw.Worker, rw.db
 	rw.stopping.Store(true)
 	why := context.Cause(ctx)
 	if beatErr != nil {
@@ -278,7 +293,7 @@ func (rw *runningWorker) pickQueues(ctx context.Context) error {
 	want := map[wire.Accel]bool{}
 	var parsed []Queue
 	for _, name := range rw.Queues {
-		q, err := ParseQueue(name)
+		q, err := parseQueue(name)
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
@@ -462,7 +477,7 @@ func (rw *runningWorker) riverClient() (*river.Client[pgx.Tx], error) {
 		// RescueStuckJobsAfter and that, so the floor is the smallest
 		// stuck time a job may ask for.
 		JobTimeout:           -1,
-		RescueStuckJobsAfter: MinStuckAfter,
+		RescueStuckJobsAfter: minStuckAfter,
 		ErrorHandler:         &errorHandler{rw: rw},
 		Logger:               slogTo(rw.Log, rw.db.scrub),
 		FetchCooldown:        50 * time.Millisecond,

@@ -15,8 +15,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testqemu"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -107,7 +107,7 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 	}
 
 	clog, clogs := testLogger(t, "client")
-	c, err := Connect(ctx, location, clog)
+	c, err := connect(ctx, location, clog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 	}
 	c.db.pool.Exec(ctx, "UPDATE lpmbisect_fleet_blob_chunks SET data = set_byte(data, 0, 75) WHERE sha256 = $1", imgSHA)
 
-	good := func() BootArgs {
+	good := func() bootArgs {
 		a := validBoot()
 		a.Guest, a.Class = guestSHA, host.Class()
 		return a
@@ -134,12 +134,12 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 	}{
 		{"unknown kind", bogusArgs{}, "lpmbisect.bogus"},
 		{"undecodable", rawArgs(`{"v": "one"}`), "cannot unmarshal"},
-		{"another version", func() BootArgs { a := good(); a.Version = 2; return a }(), "version 2, this lpmbisect reads 1"},
-		{"guest of another lpmbisect", func() BootArgs { a := good(); a.Guest = sumB; return a }(), "guest binary differs from this worker's"},
-		{"accel not the queue's", func() BootArgs { a := good(); a.Accel = wire.AccelTCG; a.Class = HostClass{}; return a }(), "a tcg boot on queue icount"},
-		{"blob that does not match", func() BootArgs { a := good(); a.Boot.Kernel = imgSHA; return a }(), "blob content does not match its SHA-256"},
-		{"blob that is missing", func() BootArgs { a := good(); a.Boot.Kernel = sumB; return a }(), "blob not in the fleet database"},
-		{"build on a boot queue", BuildArgs{Version: ArgsVersion, Tree: "t", Config: "c", Commit: strings.Repeat("ab", 20), StuckAfterMS: 60_000}, "a build on queue icount"},
+		{"another version", func() bootArgs { a := good(); a.Version = 2; return a }(), "version 2, this lpmbisect reads 1"},
+		{"guest of another lpmbisect", func() bootArgs { a := good(); a.Guest = sumB; return a }(), "guest binary differs from this worker's"},
+		{"accel not the queue's", func() bootArgs { a := good(); a.Accel = wire.AccelTCG; a.Class = HostClass{}; return a }(), "a tcg boot on queue icount"},
+		{"blob that does not match", func() bootArgs { a := good(); a.Boot.Kernel = imgSHA; return a }(), "blob content does not match its SHA-256"},
+		{"blob that is missing", func() bootArgs { a := good(); a.Boot.Kernel = sumB; return a }(), "blob not in the fleet database"},
+		{"build on a boot queue", buildArgs{Version: argsVersion, Tree: "t", Config: "c", Commit: strings.Repeat("ab", 20), StuckAfterMS: 60_000}, "a build on queue icount"},
 	} {
 		ins, err := c.river.Insert(ctx, tc.args, &river.InsertOpts{Queue: "icount"})
 		if err != nil {
@@ -170,7 +170,7 @@ func TestWorkerRefusesBadJobs(t *testing.T) {
 
 	// A wrong password is not shown either.
 	u.User = url.UserPassword("postgres", "Wr0ng-s3cret")
-	_, err = Connect(ctx, u.String(), nil)
+	_, err = connect(ctx, u.String(), nil)
 	if err == nil || strings.Contains(err.Error(), "Wr0ng-s3cret") {
 		t.Errorf("Connect(wrong password) = %v; want an error without the password", err)
 	}

@@ -61,7 +61,7 @@ func (r *seriesRun) notifyAndBisect(ctx context.Context) {
 			if ctx.Err() != nil {
 				return // interrupted: the bisection resumes with the next run
 			}
-			if err := r.store(ctx, func(tx *history.Tx) error { _, err := tx.PutChangePoint(ctx, *cp); return err }); err != nil {
+			if err := r.store(ctx, func(tx *history.Tx) error { return tx.SetChangeBisection(ctx, cp.ID, cp.Bisect) }); err != nil {
 				r.logf("warning: cannot record the bisection of change point %d: %v", cp.ID, err)
 			}
 		}
@@ -96,7 +96,7 @@ func (r *seriesRun) bisectRequested(ctx context.Context) {
 		if ctx.Err() != nil {
 			return // interrupted: still requested, the next run bisects it
 		}
-		if err := r.store(ctx, func(tx *history.Tx) error { _, err := tx.PutChangePoint(ctx, cp); return err }); err != nil {
+		if err := r.store(ctx, func(tx *history.Tx) error { return tx.SetChangeBisection(ctx, cp.ID, cp.Bisect) }); err != nil {
 			r.logf("warning: cannot record the bisection of change point %d: %v", cp.ID, err)
 			continue
 		}
@@ -171,8 +171,7 @@ func (r *seriesRun) mail(ctx context.Context, cps []history.ChangePoint) error {
 	now := time.Now()
 	return r.store(ctx, func(tx *history.Tx) error {
 		for _, cp := range cps {
-			cp.Mailed = now
-			if _, err := tx.PutChangePoint(ctx, cp); err != nil {
+			if err := tx.SetChangeMailed(ctx, cp.ID, now); err != nil {
 				return err
 			}
 		}
@@ -307,7 +306,7 @@ func (r *seriesRun) resolvable(m history.Metric) float64 {
 
 // imagesBetween lists the kernels of an images series from good to bad.
 func (r *seriesRun) imagesBetween(good, bad string) ([]string, error) {
-	list, err := Candidates(r.conf.Images)
+	list, err := candidates(r.conf.Images)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // A change-point mail tells the excursions inside a change point's range
@@ -21,7 +22,7 @@ func TestMailExcursions(t *testing.T) {
 	for i := range 30 {
 		files = append(files, testseries.WriteBadNight(t, dir, i, rng))
 	}
-	imp, err := Import(ctx, db, history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}, 5, files)
+	imp, err := Import(ctx, db, history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}, compare.Options{MinEffect: 0.05}, files)
 	if err != nil {
 		t.Fatal(err)
 	}

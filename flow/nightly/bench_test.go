@@ -14,6 +14,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
 // countingMeasurer counts the boots a night asks for and boots nothing.
@@ -67,14 +68,14 @@ func BenchmarkNightNoChange(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := Import(ctx, db, SeriesFor(&cfg, "bench"), 1, []string{results}); err != nil {
+	if _, err := Import(ctx, db, seriesFor(&cfg, "bench"), compare.Options{MinEffect: 0.01}, []string{results}); err != nil {
 		b.Fatal(err)
 	}
 	db.Close()
 
 	boots := 0
-	o := Options{Config: &cfg, SetupFor: func(*config.File, string) (*bisect.Setup, error) {
-		return &bisect.Setup{Setup: &campaign.Setup{Bench: &campaign.Bench{Measurer: countingMeasurer{&boots}}}}, nil
+	o := Options{Config: &cfg, SetupFor: func(*config.File, string) (*bisect.Bisector, error) {
+		return &bisect.Bisector{Setup: &campaign.Setup{Bench: &campaign.Bench{Measurer: countingMeasurer{&boots}}}}, nil
 	}}
 	start := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	night := 0

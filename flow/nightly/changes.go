@@ -86,11 +86,19 @@ type lineExcursions struct {
 // and its excursions.
 func (a *analysis) store(ctx context.Context, tx *history.Tx, seriesID int64) error {
 	for i := range a.changes {
-		id, err := tx.PutChangePoint(ctx, a.changes[i].Point)
+		c := &a.changes[i]
+		var err error
+		switch {
+		case c.Point.ID == 0:
+			c.Point.ID, err = tx.PutChangePoint(ctx, c.Point)
+		case c.Point.Status == history.ChangeWithdrawn:
+			err = tx.WithdrawChange(ctx, c.Point.ID)
+		default: // the range the pass found: not the state a person set since it read it
+			err = tx.UpdateChangeRange(ctx, c.Point)
+		}
 		if err != nil {
 			return err
 		}
-		a.changes[i].Point.ID = id
 	}
 	for _, le := range a.excursions {
 		if err := tx.SetExcursions(ctx, seriesID, le.metric, le.line, le.all); err != nil {

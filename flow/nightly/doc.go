@@ -38,7 +38,7 @@
 //     excursions (package changepoint): kept out of the pass's statistics,
 //     stored as such with their boots, and alerted the night they are
 //     found, under icount as a kernel that was different that night.
-//     LoadHistory hands them to the history reports with the change points.
+//     view.LoadHistory hands them to the history reports with the change points.
 //  6. A new change point on the kernel line gets a mail body (and the
 //     configured notify command), and is bisected automatically between the
 //     nights around it, widened by one night on each side; a change smaller

@@ -13,7 +13,8 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/config"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // nightFile writes one night of synthetic results: boots boots of samples
@@ -76,7 +77,7 @@ func importNightly(t testing.TB, seed uint64, nights, step int, stepPct, noise f
 		if step >= 0 && n >= step {
 			v *= 1 + stepPct/100
 		}
-		imp, err := Import(ctx, db, s, 1, []string{nightFile(t, dir, n, v, 400, rng, noise)})
+		imp, err := Import(ctx, db, s, compare.Options{MinEffect: 0.01}, []string{nightFile(t, dir, n, v, 400, rng, noise)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +155,7 @@ func TestImportNeedsDateAndCommit(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.txt")
 	os.WriteFile(bad, []byte("side: A\nboot: 1\nBenchmarkX 1 1 ns/op\n"), 0o644)
-	_, err := Import(context.Background(), openTestDB(t), history.Series{Name: "s", Kind: history.ImageSeries, Source: "x"}, 1, []string{bad})
+	_, err := Import(context.Background(), openTestDB(t), history.Series{Name: "s", Kind: history.ImageSeries, Source: "x"}, compare.Options{MinEffect: 0.01}, []string{bad})
 	if err == nil || !strings.Contains(err.Error(), "date") || !strings.Contains(err.Error(), "bad.txt:") {
 		t.Errorf("Import(no date) = %v; want ErrImport naming the file and the keys", err)
 	}
@@ -167,11 +168,11 @@ func TestImportTwiceStoresOnce(t *testing.T) {
 	dir := t.TempDir()
 	f := nightFile(t, dir, 0, 500, 400, rand.New(rand.NewPCG(1, 1)), 0.01)
 	s := history.Series{Name: "s", Kind: history.ImageSeries, Source: "x"}
-	first, err := Import(ctx, db, s, 1, []string{f})
+	first, err := Import(ctx, db, s, compare.Options{MinEffect: 0.01}, []string{f})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := Import(ctx, db, s, 1, []string{f})
+	again, err := Import(ctx, db, s, compare.Options{MinEffect: 0.01}, []string{f})
 	if err != nil || first.Boots != 4 || again.Boots != 0 {
 		t.Errorf("Import twice: %d then %d boots stored (%v); want 4 then 0", first.Boots, again.Boots, err)
 	}
@@ -189,7 +190,7 @@ func TestCandidatesOrder(t *testing.T) {
 		os.WriteFile(p, content[n], 0o644)
 		os.Chtimes(p, base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute))
 	}
-	got, err := Candidates(dir)
+	got, err := candidates(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestCandidatesOrder(t *testing.T) {
 	}
 	list := filepath.Join(t.TempDir(), "list")
 	os.WriteFile(list, []byte(filepath.Join(dir, "vmlinuz-a")+"\n"+filepath.Join(dir, "vmlinuz-b")+"\n"), 0o644)
-	if got, err := Candidates(list); err != nil || len(got) != 2 || filepath.Base(got[1]) != "vmlinuz-b" {
+	if got, err := candidates(list); err != nil || len(got) != 2 || filepath.Base(got[1]) != "vmlinuz-b" {
 		t.Errorf("Candidates(list) = %v, %v; want the list's order", got, err)
 	}
 }
@@ -254,7 +255,7 @@ func TestImportOneBadNightHidesNoStep(t *testing.T) {
 		files = append(files, testseries.WriteBadNight(t, dir, i, rng))
 	}
 	s := history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}
-	imp, err := Import(ctx, db, s, 5, files)
+	imp, err := Import(ctx, db, s, compare.Options{MinEffect: 0.05}, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestImportNightlyOneBadNight(t *testing.T) {
 	s := history.Series{Name: "public", Kind: history.ImageSeries, Source: "imported"}
 	reported, excursionNight := -1, -1
 	for i := range 30 {
-		imp, err := Import(ctx, db, s, 5, []string{testseries.WriteBadNight(t, dir, i, rng)})
+		imp, err := Import(ctx, db, s, compare.Options{MinEffect: 0.05}, []string{testseries.WriteBadNight(t, dir, i, rng)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,5 +326,75 @@ func TestImportNightlyOneBadNight(t *testing.T) {
 	cps, _ := db.ChangePoints(ctx, 0, history.ChangeOpen)
 	if len(cps) != 1 || cps[0].NightIndex != 15 || cps[0].Provisional {
 		t.Errorf("live change points %+v; want the step at night 15 alone, confirmed", cps)
+	}
+}
+
+// An imported night is judged as a measured night is: under icount, its
+// lookup's instruction counts by the deterministic rule against the last
+// tip (SAME on a flat night, DIFFERENT on the step's), the first night of
+// a later import against the last night stored; a night that cannot be
+// decided (one boot a night under wall time) says why in its note.
+func TestImportJudgesNights(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	dir := t.TempDir()
+	write := func(night int, accel, unit string, values ...float64) string {
+		date := testseries.Date(night)
+		text := fmt.Sprintf("accel: %s\ndate: %s\ncommit: %040x\n", accel, date, night+1)
+		for i, v := range values {
+			text += fmt.Sprintf("boot: %d\nBenchmarkLPMTrie/op=lookup/keys=random/entries=10000 1 %g %s\n", i+1, v, unit)
+		}
+		path := filepath.Join(dir, accel+date+".txt")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	s := history.Series{Name: "icount", Kind: history.ImageSeries, Source: "imported"}
+	opts := compare.Options{MinEffect: 0.01}
+	icount, err := Import(ctx, db, s, opts, []string{write(0, "icount", "insn/op", 1065.1, 1065.2), write(1, "icount", "insn/op", 1065.3, 1065.1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The next night, imported on its own: compared with night 1 in the
+	// history.
+	if _, err := Import(ctx, db, s, opts, []string{write(2, "icount", "insn/op", 937.2, 937.3)}); err != nil {
+		t.Fatal(err)
+	}
+	tcg, err := Import(ctx, db, history.Series{Name: "tcg", Kind: history.ImageSeries, Source: "imported"}, opts,
+		[]string{write(0, "tcg", "ns/op", 26700), write(1, "tcg", "ns/op", 23500)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		series   history.Series
+		unit     string
+		verdicts []string // vs previous, night by night ("" for none)
+		note     string   // in the last night's note
+	}{
+		{icount.Series, "insn/op", []string{"", "SAME", "DIFFERENT"}, "imported"},
+		{tcg.Series, "sec/op", []string{"", "UNKNOWN"}, "vs the last tip UNKNOWN: DIFFERENT out of reach at 1+1 boots"},
+	} {
+		id := c.series.ID
+		nights, err := db.Nights(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trend, err := db.Trend(ctx, id, history.Metric{Benchmark: "LPMTrie/op=lookup/keys=random/entries=10000", Unit: c.unit})
+		if err != nil || len(trend) != len(c.verdicts) {
+			t.Fatalf("%s: trend of %d nights, %v; want %d", c.series.Name, len(trend), err, len(c.verdicts))
+		}
+		for i, p := range trend {
+			got := ""
+			if p.Row.VsPrevious != nil {
+				got = p.Row.VsPrevious.Verdict.String()
+			}
+			if got != c.verdicts[i] {
+				t.Errorf("%s night %s: vs previous %q; want %q", c.series.Name, p.Night.Date, got, c.verdicts[i])
+			}
+		}
+		if last := nights[len(nights)-1]; !strings.Contains(last.Note, c.note) {
+			t.Errorf("%s, the last night's note %q; want it to say %q", c.series.Name, last.Note, c.note)
+		}
 	}
 }

@@ -31,13 +31,10 @@ func (r *seriesRun) judge(ref, tip, prevTip, prevRef [][]*benchfmt.Result, prev 
 	opts := r.compareOptions()
 	v := &r.n.Verdicts
 	var err error
-	if v.VsReference, err = compare.Build(sides(ref, tip), opts); err != nil {
-		return fmt.Errorf("compare the tip with the reference: %w", err)
+	if v.VsReference, v.VsPrevious, err = judgeTips(ref, tip, prevTip, opts); err != nil {
+		return err
 	}
-	if len(prevTip) > 0 {
-		if v.VsPrevious, err = compare.Build(sides(prevTip, tip), opts); err != nil {
-			return fmt.Errorf("compare the tip with the last tip: %w", err)
-		}
+	if v.VsPrevious != nil {
 		v.Previous = &prev
 	}
 	if len(prevRef) > 0 {
@@ -80,6 +77,24 @@ func (r *seriesRun) judge(ref, tip, prevTip, prevRef [][]*benchfmt.Result, prev 
 	return nil
 }
 
+// judgeTips is the one rule that turns a night's boots into its verdicts,
+// for measured and imported nights alike: the tip against the reference
+// (nil without reference boots) and against the last tip (nil without
+// one), by compare's statistics with opts.
+func judgeTips(ref, tip, prevTip [][]*benchfmt.Result, opts compare.Options) (vsRef, vsPrev *compare.Report, err error) {
+	if len(ref) > 0 {
+		if vsRef, err = compare.Build(sides(ref, tip), opts); err != nil {
+			return nil, nil, fmt.Errorf("compare the tip with the reference: %w", err)
+		}
+	}
+	if len(prevTip) > 0 {
+		if vsPrev, err = compare.Build(sides(prevTip, tip), opts); err != nil {
+			return nil, nil, fmt.Errorf("compare the tip with the last tip: %w", err)
+		}
+	}
+	return vsRef, vsPrev, nil
+}
+
 // sides labels boots of two kernels as sides A and B of a comparison.
 func sides(a, b [][]*benchfmt.Result) []*benchfmt.Result {
 	var out []*benchfmt.Result
@@ -96,12 +111,7 @@ func sides(a, b [][]*benchfmt.Result) []*benchfmt.Result {
 // per benchmark and unit, the tip and the reference, their ratio (the
 // kernel line) and the night's verdicts.
 func nightRows(vsRef, vsPrev *compare.Report) []history.NightRow {
-	prev := map[history.Metric]compare.Row{}
-	if vsPrev != nil {
-		for _, row := range vsPrev.Rows {
-			prev[history.Metric{Benchmark: row.Benchmark, Unit: row.Unit}] = row
-		}
-	}
+	prev := previousRows(vsPrev)
 	var rows []history.NightRow
 	for _, row := range vsRef.Rows {
 		if !row.Compared() {
@@ -118,6 +128,18 @@ func nightRows(vsRef, vsPrev *compare.Report) []history.NightRow {
 		rows = append(rows, nr)
 	}
 	return rows
+}
+
+// previousRows are the rows of the comparison with the last tip (nil:
+// none) by metric.
+func previousRows(vsPrev *compare.Report) map[history.Metric]compare.Row {
+	prev := map[history.Metric]compare.Row{}
+	if vsPrev != nil {
+		for _, row := range vsPrev.Rows {
+			prev[history.Metric{Benchmark: row.Benchmark, Unit: row.Unit}] = row
+		}
+	}
+	return prev
 }
 
 func estimate(s compare.Summary) history.Estimate {

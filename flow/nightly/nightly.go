@@ -33,7 +33,7 @@ type Options struct {
 	Wait time.Duration
 	// SetupFor makes the boot setup of a series from its configuration
 	// (config.File.ForSeries) with runDir for its boots' logs.
-	SetupFor func(cfg *config.File, runDir string) (*bisect.Setup, error)
+	SetupFor func(cfg *config.File, runDir string) (*bisect.Bisector, error)
 	// WriteMail and MailSubject render the mail of a night's new change
 	// points: its body in Markdown and its subject line (the command gives
 	// report.WriteChangePointMail and report.MailSubject). Without them no
@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options) ([]*Night, error) {
 	if o.Log != nil {
 		o.Log.Printf("night %s of %d series, history in %s", o.Date, len(series), db.Location())
 	}
-	state, err := StateDir(cfg)
+	state, err := stateDir(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func Run(ctx context.Context, o Options) ([]*Night, error) {
 		}
 		r := &seriesRun{o: o, db: db, conf: s, cfg: cfg.ForSeries(s), dir: filepath.Join(state, s.Name), log: o.Log}
 		if s.Accel == "" {
-			r.cfg.Measure.Accel = string(DefaultAccel)
+			r.cfg.Measure.Accel = string(defaultAccel)
 		}
 		n, err := r.run(ctx)
 		if err != nil && ctx.Err() != nil {
@@ -163,10 +163,10 @@ func Run(ctx context.Context, o Options) ([]*Night, error) {
 	return nights, nil
 }
 
-// DefaultAccel is the accelerator of a series that names none, whatever
+// defaultAccel is the accelerator of a series that names none, whatever
 // [measure] says: instruction counts, because wall time changes with every
 // build's memory layout.
-const DefaultAccel = wire.AccelIcount
+const defaultAccel = wire.AccelIcount
 
 // OpenHistory opens the configuration's history database (see
 // HistoryLocation).
@@ -195,9 +195,9 @@ func HistoryLocation(cfg *config.File) (string, error) {
 	return filepath.Join(cache, "nightly.db"), nil
 }
 
-// StateDir is where builds, bisections and run logs of the nights go:
+// stateDir is where builds, bisections and run logs of the nights go:
 // [nightly] state, else <cache>/nightly.
-func StateDir(cfg *config.File) (string, error) {
+func stateDir(cfg *config.File) (string, error) {
 	if cfg.Nightly.State != "" {
 		return cfg.Nightly.State, nil
 	}

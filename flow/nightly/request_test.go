@@ -11,7 +11,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/flow/bisect"
 	"github.com/lpmbisect/lpmbisect/flow/campaign"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // A bisection asked for by triage (history.ActionBisect) is taken up by the
@@ -42,11 +42,11 @@ func TestBisectRequested(t *testing.T) {
 	if err != nil || len(cps) != 1 {
 		t.Fatalf("change points %+v, %v; want the step", cps, err)
 	}
-	if _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "find it", "alice"); err != nil {
+	if _, _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "find it", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	nights, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Setup, error) {
-		return &bisect.Setup{Setup: &campaign.Setup{Bench: &campaign.Bench{}}}, nil
+	nights, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Bisector, error) {
+		return &bisect.Bisector{Setup: &campaign.Setup{Bench: &campaign.Bench{}}}, nil
 	}})
 	if err != nil || len(nights) != 1 {
 		t.Fatalf("Run = %+v, %v", nights, err)
@@ -65,13 +65,13 @@ func TestBisectRequested(t *testing.T) {
 	// Asked again after a failure, it is taken up again, by nightly run
 	// again on the night already recorded: a request waits for no new
 	// night.
-	if _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "", "alice"); err != nil {
+	if _, _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "", "alice"); err != nil {
 		t.Fatalf("bisect again after a failure: %v", err)
 	}
 	setups := 0
-	again, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Setup, error) {
+	again, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Bisector, error) {
 		setups++
-		return &bisect.Setup{Setup: &campaign.Setup{Bench: &campaign.Bench{}}}, nil
+		return &bisect.Bisector{Setup: &campaign.Setup{Bench: &campaign.Bench{}}}, nil
 	}})
 	if err != nil || len(again) != 1 {
 		t.Fatalf("Run again on the recorded night = %+v, %v", again, err)
@@ -83,7 +83,7 @@ func TestBisectRequested(t *testing.T) {
 		t.Errorf("the recorded night's alerts %q; want it recorded before and the bisection on request", a)
 	}
 	// Run once more with nothing asked for: no setup is made.
-	if _, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Setup, error) {
+	if _, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Bisector, error) {
 		setups++
 		return nil, nil
 	}}); err != nil || setups != 1 {

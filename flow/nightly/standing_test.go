@@ -33,13 +33,13 @@ func TestStandingReference(t *testing.T) {
 	if err := os.WriteFile(qemu, []byte("#!/bin/sh\necho 'QEMU emulator version 7.2.22 (a test)'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	setup := func(accel wire.Accel) *bisect.Setup {
+	setup := func(accel wire.Accel) *bisect.Bisector {
 		ms, err := measure.NewSetup(measure.Options{Accel: accel, Guest: guest, QEMU: qemu, CacheDir: dir, RunDir: dir,
 			Plan: measure.GuestPlan{Bench: "lookup", Samples: 2, Entries: 1000}})
 		if err != nil {
 			t.Fatalf("NewSetup: %v", err)
 		}
-		return &bisect.Setup{Setup: &campaign.Setup{Measure: ms}}
+		return &bisect.Bisector{Setup: &campaign.Setup{Measure: ms}}
 	}
 	icount := setup(wire.AccelIcount)
 	ref := &kernel.Kernel{SHA256: strings.Repeat("ab", 32)}
@@ -62,7 +62,7 @@ func TestStandingReference(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name  string
-		setup *bisect.Setup
+		setup *bisect.Bisector
 		prev  history.Night
 		boots [][]*benchfmt.Result
 		stand bool
@@ -86,7 +86,7 @@ func TestStandingReference(t *testing.T) {
 	}
 }
 
-func paramsKey(t *testing.T, s *bisect.Setup) string {
+func paramsKey(t *testing.T, s *bisect.Bisector) string {
 	t.Helper()
 	k, err := s.Measure.ParamsKey()
 	if err != nil {

@@ -3,7 +3,6 @@ package nightly
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/insight"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
 // insightStore keeps, per kernel image, the insight document its guest
@@ -117,21 +115,4 @@ func (r *seriesRun) putInsight(ctx context.Context, tx *history.Tx) error {
 		return nil
 	}
 	return tx.PutNightInsight(ctx, history.NightInsight{NightID: r.n.Night.ID, Against: r.n.InsightAgainst, Document: b.String()})
-}
-
-// NightInsight reads back the insight block nightly stored with a night
-// (putInsight); ok is false when the night has none.
-func NightInsight(ctx context.Context, db *history.DB, nightID int64) (in view.NightInsight, ok bool, err error) {
-	stored, err := db.NightInsight(ctx, nightID)
-	if errors.Is(err, history.ErrNotFound) {
-		return in, false, nil
-	}
-	if err != nil {
-		return in, false, err
-	}
-	d, err := insight.DecodeDiff(strings.NewReader(stored.Document))
-	if err != nil {
-		return in, false, fmt.Errorf("the insight block of night %d: %w", nightID, err)
-	}
-	return view.NightInsight{Against: stored.Against, Diff: d}, true, nil
 }

@@ -51,7 +51,7 @@ func TestTipsInsightFromKeptDocuments(t *testing.T) {
 	}
 	before, beforeSide := tip("6.1", 56)
 	after, afterSide := tip("6.12", 0)
-	r := &seriesRun{dir: dir, setup: &bisect.Setup{Setup: &campaign.Setup{Bench: &campaign.Bench{Resolve: resolve, Params: "params",
+	r := &seriesRun{dir: dir, setup: &bisect.Bisector{Setup: &campaign.Setup{Bench: &campaign.Bench{Resolve: resolve, Params: "params",
 		Insight: &measure.Insight{Guest: true, ProfilePeriod: insight.DefaultProfilePeriod}}}}}
 	r.keepInsight([]*measure.Side{beforeSide, {Kernel: beforeSide.Kernel}}) // the night of the tip before
 	r.keepInsight([]*measure.Side{afterSide})                               // a later night

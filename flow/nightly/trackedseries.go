@@ -41,7 +41,7 @@ type seriesRun struct {
 	cfg   config.File
 	dir   string // the series' state directory
 	log   *log.Logger
-	setup *bisect.Setup
+	setup *bisect.Bisector
 	n     *Night
 }
 
@@ -147,7 +147,7 @@ func (r *seriesRun) measure(ctx context.Context) error {
 	}
 	var prevTip, prevRef [][]*benchfmt.Result
 	if hasPrev && !r.cpuChanged(prev) {
-		if prevTip, prevRef, err = r.storedBoots(ctx, prev.ID); err != nil {
+		if prevTip, prevRef, err = readBoots(ctx, r.db, prev.ID); err != nil {
 			return err
 		}
 	}
@@ -226,7 +226,7 @@ func (r *seriesRun) build(ctx context.Context, repo *git.Repo, commit string) (*
 
 // imageTip takes the newest kernel of an images series.
 func (r *seriesRun) imageTip(_ context.Context) (history.Kernel, bool, error) {
-	list, err := Candidates(r.conf.Images)
+	list, err := candidates(r.conf.Images)
 	if err != nil {
 		r.fail(history.StatusInfraFailed, err)
 		return history.Kernel{}, false, nil
@@ -242,11 +242,11 @@ func (r *seriesRun) imageTip(_ context.Context) (history.Kernel, bool, error) {
 	return tip, !r.noChange(context.Background(), tip), nil
 }
 
-// Candidates lists the kernels of an images series in the order CI made
+// candidates lists the kernels of an images series in the order CI made
 // them: a list file's order, or a directory's kernels by modification time
 // (nightly builds often share a version string, so names do not order
 // them). The newest is last.
-func Candidates(images string) ([]string, error) {
+func candidates(images string) ([]string, error) {
 	st, err := os.Stat(images)
 	if err != nil {
 		return nil, fmt.Errorf("images %s: %w", images, err)
@@ -590,9 +590,9 @@ func bootRecord(nightID int64, role history.Role, index int, outcome string, res
 	return b
 }
 
-// storedBoots reads a night's tip and reference boots back from the history.
-func (r *seriesRun) storedBoots(ctx context.Context, nightID int64) (tip, ref [][]*benchfmt.Result, err error) {
-	boots, err := r.db.Boots(ctx, nightID)
+// readBoots reads a night's tip and reference boots back from the history.
+func readBoots(ctx context.Context, db *history.DB, nightID int64) (tip, ref [][]*benchfmt.Result, err error) {
+	boots, err := db.Boots(ctx, nightID)
 	if err != nil {
 		return nil, nil, err
 	}

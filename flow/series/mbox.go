@@ -12,8 +12,8 @@ import (
 	"strings"
 )
 
-// Message is one mail of a series: a patch or its cover letter.
-type Message struct {
+// message is one mail of a series: a patch or its cover letter.
+type message struct {
 	Subject   string
 	MessageID string // with its angle brackets, as the header has it
 	InReplyTo string
@@ -26,11 +26,11 @@ type Message struct {
 	IsPatch bool
 }
 
-// Thread is a series as mail: the patches in order and the cover letter
+// thread is a series as mail: the patches in order and the cover letter
 // when there is one.
-type Thread struct {
-	Cover   *Message
-	Patches []*Message
+type thread struct {
+	Cover   *message
+	Patches []*message
 }
 
 // ErrNoPatches is wrapped when an mbox holds no patch.
@@ -40,12 +40,12 @@ var ErrNoPatches = errors.New("no patch in the mbox")
 // "[PATCH bpf-next v2 00/12] …".
 var coverSubject = regexp.MustCompile(`\[[^]]*\b0+/[0-9]+\]`)
 
-// ReadThread reads the mbox file mbox (as git format-patch --stdout, or
+// readThread reads the mbox file mbox (as git format-patch --stdout, or
 // the patch files concatenated, or b4 am writes it) and, when cover is
 // not "", the cover letter from a file of its own (b4 am's .cover). A
 // message without a diff is the cover letter when its subject numbers it
 // 0/N; any other is ignored.
-func ReadThread(mbox, cover string) (*Thread, error) {
+func readThread(mbox, cover string) (*thread, error) {
 	data, err := os.ReadFile(mbox)
 	if err != nil {
 		return nil, fmt.Errorf("read mbox: %w", err)
@@ -54,7 +54,7 @@ func ReadThread(mbox, cover string) (*Thread, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mbox %s: %w", mbox, err)
 	}
-	t := &Thread{}
+	t := &thread{}
 	for _, m := range msgs {
 		switch {
 		case m.IsPatch:
@@ -82,7 +82,7 @@ func ReadThread(mbox, cover string) (*Thread, error) {
 
 // splitMbox splits an mbox into its messages. A file that does not start
 // with a "From " line is one message.
-func splitMbox(data []byte) ([]*Message, error) {
+func splitMbox(data []byte) ([]*message, error) {
 	var chunks [][]byte
 	var cur []byte
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -103,7 +103,7 @@ func splitMbox(data []byte) ([]*Message, error) {
 	if len(bytes.TrimSpace(cur)) > 0 {
 		chunks = append(chunks, cur)
 	}
-	var out []*Message
+	var out []*message
 	for _, c := range chunks {
 		body := c
 		if bytes.HasPrefix(c, []byte("From ")) {
@@ -124,7 +124,7 @@ func splitMbox(data []byte) ([]*Message, error) {
 		if !bytes.HasPrefix(c, []byte("From ")) {
 			raw = append([]byte("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"), c...)
 		}
-		out = append(out, &Message{
+		out = append(out, &message{
 			Subject:    strings.Join(strings.Fields(subject), " "),
 			MessageID:  strings.TrimSpace(m.Header.Get("Message-Id")),
 			InReplyTo:  strings.TrimSpace(m.Header.Get("In-Reply-To")),
@@ -148,7 +148,7 @@ type Reply struct {
 // else to what the first patch answers (b4 am's patches carry the cover's
 // id in In-Reply-To) under the first patch's subject, else to the first
 // patch.
-func (t *Thread) Reply() Reply {
+func (t *thread) Reply() Reply {
 	to := t.Cover
 	if to == nil {
 		to = t.Patches[0]

@@ -285,7 +285,7 @@ func (r *run) restore(ctx context.Context, repo *git.Repo) func() {
 // worktree, and returns the commits made; a patch that does not apply
 // stops the series.
 func (r *run) apply(ctx context.Context, repo *git.Repo, gitDir, base string) ([]string, error) {
-	t, err := ReadThread(r.o.Mbox, r.o.Cover)
+	t, err := readThread(r.o.Mbox, r.o.Cover)
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +356,7 @@ func (r *run) measure(ctx context.Context, base string, commits []string) error 
 	// The base alone first, so that a later boot failure is the patch's.
 	if _, _, _, err := r.bench.CompareKernels(ctx, baseK, baseK); err != nil {
 		if ctx.Err() == nil && errors.Is(err, measure.ErrBootFailed) {
-			return fmt.Errorf("%w: %s: %v", ErrBaseBroken, words.ShortHash(base), err)
+			return fmt.Errorf("%w: %s: %w", ErrBaseBroken, words.ShortHash(base), err)
 		}
 		return err
 	}

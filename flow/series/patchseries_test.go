@@ -23,8 +23,8 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/kbuild"
 	"github.com/lpmbisect/lpmbisect/host/kernel"
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
 	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testkbuild"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

@@ -1,4 +1,4 @@
-// Package guest is the guest's side of package wire's contract: what PID 1
+// Package agent is the guest's side of package wire's contract: what PID 1
 // of the lpmbisect initramfs (cmd/lpmbisect-guest) does between the kernel
 // starting /init and the VM powering off. Package wire says what crosses
 // between host and guest (the run plan, the results stream and its trailer,
@@ -19,7 +19,11 @@
 //   - the run of a boot (run.go), in phases: set-up, channel, benchmarks
 //     (package workloads), the insight pass (insightpass.go), the trailer, and
 //     the flush;
-//   - faults injected on purpose, for tests of the host (fault.go).
+//   - the program's main (main.go: Main), which cmd/lpmbisect-guest calls;
+//   - the hook of the tests' faults (inject.go: Injector): the tests' guest
+//     (testbed/guestfaults) wraps the channel and the results output to
+//     misbehave on purpose; the guest lpmbisect packs has no injector, and
+//     its results go straight to the wire.Writer.
 //
 // Why a package of its own, and not wire or workloads: wire is linked by the
 // host as well and stays free of system calls and of the guest's clock;

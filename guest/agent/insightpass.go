@@ -13,8 +13,9 @@ import (
 // samples and returns its compressed document, without the kallsyms if the
 // plan says the host needs none (wire.Plan.SkipKallsyms) or if the whole
 // would exceed wire.MaxInsightBytes (nil, with an info note, when there is
-// none to send).
-func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, info func(string)) []byte {
+// none to send). lowSampleRate throttles the profile pass on purpose (a
+// test's injector).
+func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, lowSampleRate bool, info func(string)) []byte {
 	start := time.Now()
 	doc := workloads.Insight(benches, p, plan.CountList(), !plan.SkipKallsyms, logf)
 	// The memory pass first: the plugin profiles the benchmarks it counts,
@@ -25,7 +26,7 @@ func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.P
 		logf("memory pass: %d benchmarks in %d ns of guest clock %s", len(doc.Memory.Benchmarks), doc.Memory.Cost, doc.Memory.Problem)
 	}
 	if plan.ProfilePeriod > 0 {
-		doc.Profile = profilePass(benches, p, plan, exact)
+		doc.Profile = profilePass(benches, p, plan, exact, lowSampleRate)
 		logf("profile pass: %d benchmarks in %d ns of guest clock (%s) %s", len(doc.Profile.Benchmarks), doc.Profile.Cost, doc.Profile.Weight, doc.Profile.Problem)
 	}
 	gz, err := wire.EncodeInsight(doc)

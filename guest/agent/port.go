@@ -77,7 +77,7 @@ func openVirtioPort(devDir, sysDir, dev string) (*channel, error) {
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		if merr := mknodFromSys(path, filepath.Join(sysDir, "class/virtio-ports", dev, "dev")); merr != nil {
-			return nil, fmt.Errorf("open %s: %w (and %v)", path, err, merr)
+			return nil, fmt.Errorf("open %s: %w (and %w)", path, err, merr)
 		}
 		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	}

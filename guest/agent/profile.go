@@ -60,7 +60,9 @@ const (
 // profilePass runs the profile pass on the benchmarks under the plan's
 // accelerator, but for those the memory plugin profiled exactly (exact,
 // by full name); never nil, a problem says why there is no profile.
-func profilePass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, exact map[string]bool) *wire.ProfileDoc {
+// lowSampleRate keeps the kernel's maximum sample rate low instead of
+// raising it (raiseSampleLimits).
+func profilePass(benches []*workloads.Benchmark, p workloads.Params, plan wire.Plan, exact map[string]bool, lowSampleRate bool) *wire.ProfileDoc {
 	start := time.Now()
 	doc := &wire.ProfileDoc{Period: uint64(plan.ProfilePeriod)}
 	switch plan.Accel {
@@ -81,7 +83,7 @@ func profilePass(benches []*workloads.Benchmark, p workloads.Params, plan wire.P
 		return doc
 	}
 	doc.Text = text
-	restore, limits := raiseSampleLimits(doc.Period, plan.Fault == wire.FaultThrottle)
+	restore, limits := raiseSampleLimits(doc.Period, lowSampleRate)
 	defer restore()
 	doc.Limits = limits
 	for _, b := range benches {
@@ -191,8 +193,8 @@ func kernelText(path string) (uint64, error) {
 // the rate to four times what the period needs and switches the CPU-time
 // check off (in that order: the kernel refuses to change the rate while
 // the check is off), and returns what restores them and what it set.
-// TEST-ONLY, keepLow lowers the rate to 1000 instead, so that throttling
-// shows.
+// keepLow, which only a test's injector asks for, lowers the rate to 1000
+// instead, so that throttling shows.
 func raiseSampleLimits(period uint64, keepLow bool) (restore func(), limits string) {
 	oldRate, errRate := os.ReadFile(sysctlMaxSampleRate)
 	oldPct, errPct := os.ReadFile(sysctlCPUTimePct)
@@ -202,7 +204,7 @@ func raiseSampleLimits(period uint64, keepLow bool) (restore func(), limits stri
 	rate := 4 * (1_000_000_000/period + 1)
 	if keepLow {
 		rate = 1000
-		logf("TEST-ONLY fault %q: perf_event_max_sample_rate %d", wire.FaultThrottle, rate)
+		logf("perf_event_max_sample_rate kept low on purpose (a test): %d", rate)
 	}
 	var problems []string
 	if err := os.WriteFile(sysctlMaxSampleRate, []byte(strconv.FormatUint(rate, 10)), 0); err != nil {
@@ -319,7 +321,7 @@ func newSampler(event string, period uint64) (*sampler, error) {
 	if err != nil {
 		if ierr := unix.IoctlSetInt(s.fd, unix.PERF_EVENT_IOC_SET_BPF, s.prog.FD()); ierr != nil {
 			s.close()
-			return nil, fmt.Errorf("profile: attach to the perf event: link: %v; ioctl: %w", err, ierr)
+			return nil, fmt.Errorf("profile: attach to the perf event: link: %w; ioctl: %w", err, ierr)
 		}
 	}
 	return s, nil

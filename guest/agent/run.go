@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"runtime"
@@ -16,8 +17,8 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// Options is what a boot needs from the program that starts it.
-type Options struct {
+// options is what a boot needs from the program that starts it.
+type options struct {
 	// Plan is the host's run plan, decoded from the kernel command line
 	// by wire.DecodePlan.
 	Plan wire.Plan
@@ -34,22 +35,24 @@ type Options struct {
 	// Infos are notes for the run log (wire.KeyInfo) gathered before
 	// Run, such as a command line that could not be read.
 	Infos []string
+	// Faults, in the tests' guest alone, makes the boot misbehave.
+	Faults Injector
 }
 
-// Run does the work of a boot, in phases: set-up (modules), the results
+// run does the work of a boot, in phases: set-up (modules), the results
 // channel, the benchmarks, the insight pass, the info notes and the
 // trailer, the insight document, and the flush. Whatever happens it tries
 // to end the stream with a trailer, so the host can tell a finished run
 // from a truncated one, and it recovers from panics, so that PID 1 still
 // powers off. The error is for the console: the host learns what went
 // wrong from the stream.
-func Run(o Options) (err error) {
+func run(o options) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("guest panic: %v\n%s", r, debug.Stack())
 		}
 	}()
-	b := &boot{plan: o.Plan, planErr: o.PlanErr, pid1: o.PID1, infos: slices.Clone(o.Infos)}
+	b := &boot{plan: o.Plan, planErr: o.PlanErr, pid1: o.PID1, infos: slices.Clone(o.Infos), faults: o.Faults}
 	if b.planErr != nil {
 		b.plan = wire.DefaultPlan() // its port carries the error to the host
 	}
@@ -72,15 +75,17 @@ type boot struct {
 	infos []string
 	ch    *channel
 	w     *wire.Writer
+	// faults is the tests' injector (nil in the guest lpmbisect packs).
+	faults Injector
 }
 
 func (b *boot) info(text string) { b.infos = append(b.infos, text) }
 
-// setUp prepares the system for the benchmarks: the TEST-ONLY nobpf fault,
-// then, in PID 1, the modules the host packed.
+// setUp prepares the system for the benchmarks: in PID 1, the tests'
+// injector, then the modules the host packed.
 func (b *boot) setUp() {
-	if b.plan.Fault == wire.FaultNoBPF && b.pid1 {
-		if err := denyBPFSyscall(); err != nil {
+	if b.faults != nil && b.pid1 {
+		if err := b.faults.SetUp(); err != nil {
 			b.info(err.Error())
 		}
 	}
@@ -122,7 +127,11 @@ func (b *boot) run() (err error) {
 // It ends the stream with a trailer whatever goes wrong, and recovers from
 // a panic with a failed note first.
 func (b *boot) stream() (err error) {
-	b.w = wire.NewWriter(newLiar(b.ch, b.plan.Fault))
+	var ch io.Writer = b.ch
+	if b.faults != nil {
+		ch = b.faults.Stream(ch)
+	}
+	b.w = wire.NewWriter(ch)
 	ended := false
 	defer func() {
 		if r := recover(); r != nil {
@@ -143,7 +152,7 @@ func (b *boot) stream() (err error) {
 	b.markPhase(wire.PhaseBenchmarks)
 	var insightDoc []byte
 	if b.plan.Insight == wire.InsightOn {
-		insightDoc = insightPass(benches, p, b.plan, b.info)
+		insightDoc = insightPass(benches, p, b.plan, b.faults != nil && b.faults.LowSampleRate(), b.info)
 		b.markPhase(wire.PhaseInsight)
 	}
 	// Info notes come last so that the configuration lines open the stream.
@@ -177,8 +186,12 @@ func (b *boot) benchmarks() ([]*workloads.Benchmark, workloads.Params, error) {
 	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
 	p := workloads.PlanParams(b.plan)
 	p.CPUs = runtime.NumCPU()
+	var out workloads.Output = b.w
+	if b.faults != nil {
+		out = b.faults.Results(b.w, b.ch, b.ch.drain)
+	}
 	rep := &workloads.Reporter{
-		Out: &faultyOutput{w: b.w, ch: b.ch, fault: b.plan.Fault},
+		Out: out,
 		Config: workloads.FileConfig(
 			wire.KeyKernel, kernelRelease(),
 			wire.KeyAccel, accel,

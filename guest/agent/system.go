@@ -43,10 +43,10 @@ func logf(format string, args ...any) {
 // does.
 func Logf(format string, args ...any) { logf(format, args...) }
 
-// SetUpPID1 mounts what PID 1 needs and makes sure the console is its
+// setUpPID1 mounts what PID 1 needs and makes sure the console is its
 // standard input, output and error. It comes first, before /proc/cmdline
 // can be read.
-func SetUpPID1() {
+func setUpPID1() {
 	mountAll()
 	ensureConsole()
 }
@@ -133,9 +133,9 @@ func vulnerabilities(dir string) []wire.Vulnerability {
 	return out
 }
 
-// PowerOff flushes file systems and powers the VM off. PID 1 must never
+// powerOff flushes file systems and powers the VM off. PID 1 must never
 // return: that panics the kernel.
-func PowerOff() {
+func powerOff() {
 	unix.Sync()
 	err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
 	logf("power off: %v", err)

@@ -16,8 +16,8 @@ const BloomMapName = "bench_bloom"
 // map's keys in BloomBench: a u64 key number.
 const BloomValueSize = 8
 
-// MaxBloomHashes bounds BloomBench.Hashes (the kernel's limit is 15).
-const MaxBloomHashes = 15
+// maxBloomHashes bounds BloomBench.Hashes (the kernel's limit is 15).
+const maxBloomHashes = 15
 
 // BloomOp is the operation a BloomBench times, once per loop iteration.
 type BloomOp int
@@ -63,7 +63,7 @@ func (o BloomOp) UsesHash() bool { return o == HashWithBloom || o == HashWithout
 type BloomBench struct {
 	Op BloomOp
 	// Hashes is the filter's number of hash functions (map_extra), 1 to
-	// MaxBloomHashes.
+	// maxBloomHashes.
 	Hashes uint32
 	// Entries is the number of values the filter (and the hash map)
 	// hold, and their max_entries.
@@ -89,8 +89,8 @@ func (b BloomBench) validate() error {
 	if b.Op < BloomLookup || b.Op > HashWithoutBloom {
 		return fmt.Errorf("unknown operation %v", b.Op)
 	}
-	if b.Op.UsesFilter() && (b.Hashes < 1 || b.Hashes > MaxBloomHashes) {
-		return fmt.Errorf("%d hash functions out of range [1, %d]", b.Hashes, MaxBloomHashes)
+	if b.Op.UsesFilter() && (b.Hashes < 1 || b.Hashes > maxBloomHashes) {
+		return fmt.Errorf("%d hash functions out of range [1, %d]", b.Hashes, maxBloomHashes)
 	}
 	if err := checkEntries(b.Entries); err != nil {
 		return err
@@ -121,7 +121,7 @@ func (b BloomBench) FilterSpec() *ebpf.MapSpec {
 // HashSpec returns the spec of the hash map of HashWithBloom and
 // HashWithoutBloom: u64 keys and values, preallocated.
 func (b BloomBench) HashSpec() *ebpf.MapSpec {
-	s := &ebpf.MapSpec{Name: HashMapName, Type: ebpf.Hash, KeySize: BloomValueSize, ValueSize: HashValueSize, MaxEntries: b.Entries}
+	s := &ebpf.MapSpec{Name: HashMapName, Type: ebpf.Hash, KeySize: BloomValueSize, ValueSize: hashValueSize, MaxEntries: b.Entries}
 	if b.ZeroSeed {
 		s.Flags |= unix.BPF_F_ZERO_SEED
 	}
@@ -144,7 +144,7 @@ func (b BloomBench) Spec() (*ebpf.CollectionSpec, error) {
 	t := timedLoop{name: b.ProgName(), loops: loopsOr(b.Loops), entries: b.walked(), cursor: cursorWrap, marks: b.Marks}
 	insns := append(t.main(), b.callback()...)
 	prog := &ebpf.ProgramSpec{Name: b.ProgName(), Type: ebpf.XDP, License: "Dual MIT/GPL", Instructions: insns}
-	maps := map[string]*ebpf.MapSpec{StatsMapName: StatsSpec()}
+	maps := map[string]*ebpf.MapSpec{StatsMapName: statsSpec()}
 	if b.Op.UsesFilter() {
 		maps[BloomMapName] = b.FilterSpec()
 	}

@@ -10,7 +10,7 @@ import (
 func TestBloomBenchSpecRejects(t *testing.T) {
 	for _, b := range []BloomBench{
 		{Op: BloomLookup, Hashes: 0, Entries: 10},
-		{Op: BloomLookup, Hashes: MaxBloomHashes + 1, Entries: 10},
+		{Op: BloomLookup, Hashes: maxBloomHashes + 1, Entries: 10},
 		{Op: HashWithBloom, Hashes: 3, Entries: 0},
 		{Op: HashWithoutBloom + 1, Hashes: 3, Entries: 10},
 	} {

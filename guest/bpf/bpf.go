@@ -92,8 +92,8 @@ const (
 	statsSize
 )
 
-// StatsSpec returns the spec of the one-element array that holds a Stats.
-func StatsSpec() *ebpf.MapSpec {
+// statsSpec returns the spec of the one-element array that holds a Stats.
+func statsSpec() *ebpf.MapSpec {
 	return &ebpf.MapSpec{
 		Name:       StatsMapName,
 		Type:       ebpf.Array,

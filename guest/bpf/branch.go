@@ -75,7 +75,7 @@ func (b BranchBench) Spec() (*ebpf.CollectionSpec, error) {
 		Instructions: append(t.main(), b.callback()...),
 	}
 	return &ebpf.CollectionSpec{
-		Maps:     map[string]*ebpf.MapSpec{StatsMapName: StatsSpec()},
+		Maps:     map[string]*ebpf.MapSpec{StatsMapName: statsSpec()},
 		Programs: map[string]*ebpf.ProgramSpec{prog.Name: prog},
 	}, nil
 }

@@ -132,7 +132,7 @@ func TrieFreeSpec(off MapStructOffsets) (*ebpf.CollectionSpec, error) {
 		FreeEntryProgName: {Name: FreeEntryProgName, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: FreeTarget, License: "Dual MIT/GPL", Instructions: entry},
 		FreeExitProgName:  {Name: FreeExitProgName, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFExit, AttachTo: FreeTarget, License: "Dual MIT/GPL", Instructions: exit},
 	}
-	return &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{StatsMapName: StatsSpec()}, Programs: progs}, nil
+	return &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{StatsMapName: statsSpec()}, Programs: progs}, nil
 }
 
 // matchFreeTrie emits a filter that jumps to "out" unless the struct

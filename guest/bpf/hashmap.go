@@ -84,13 +84,13 @@ func (o HashOp) String() string {
 	return fmt.Sprintf("HashOp(%d)", int(o))
 }
 
-// MaxHashKeySize bounds HashBench.KeySize: the key lives on the 512-byte
+// maxHashKeySize bounds HashBench.KeySize: the key lives on the 512-byte
 // stack of the callback, beside the value.
-const MaxHashKeySize = 256
+const maxHashKeySize = 256
 
-// HashValueSize is the value size of the benchmark hash maps (a u64, as in
+// hashValueSize is the value size of the benchmark hash maps (a u64, as in
 // the kernel's full-update bench).
-const HashValueSize = 8
+const hashValueSize = 8
 
 // HashBench describes one hash map benchmark program timed around
 // bpf_loop (see timedLoop), after the kernel's bpf-hashmap-lookup and
@@ -102,7 +102,7 @@ type HashBench struct {
 	Op   HashOp
 	Keys KeyOrder
 	// KeySize is the key size in bytes: a multiple of 4 in [4,
-	// MaxHashKeySize]. The key number is in its first 4 bytes (host
+	// maxHashKeySize]. The key number is in its first 4 bytes (host
 	// order), the rest is zero, as in the kernel bench.
 	KeySize uint32
 	// Entries is the number of keys, and with Spare the map's
@@ -136,8 +136,8 @@ func (h HashBench) validate() error {
 	if h.Keys != RandomKeys && h.Keys != SequentialKeys {
 		return fmt.Errorf("unknown key order %v", h.Keys)
 	}
-	if h.KeySize < 4 || h.KeySize > MaxHashKeySize || h.KeySize%4 != 0 {
-		return fmt.Errorf("key size %d: want a multiple of 4 in [4, %d]", h.KeySize, MaxHashKeySize)
+	if h.KeySize < 4 || h.KeySize > maxHashKeySize || h.KeySize%4 != 0 {
+		return fmt.Errorf("key size %d: want a multiple of 4 in [4, %d]", h.KeySize, maxHashKeySize)
 	}
 	if err := checkEntries(h.Entries); err != nil {
 		return err
@@ -181,9 +181,9 @@ func HashKey(keySize, v uint32) []byte {
 }
 
 // MapSpec returns the spec of the hash map: preallocated, KeySize-byte
-// keys, HashValueSize-byte values, Entries+Spare elements.
+// keys, hashValueSize-byte values, Entries+Spare elements.
 func (h HashBench) MapSpec() *ebpf.MapSpec {
-	s := &ebpf.MapSpec{Name: HashMapName, Type: h.Kind.MapType(), KeySize: h.KeySize, ValueSize: HashValueSize, MaxEntries: h.Entries + h.Spare}
+	s := &ebpf.MapSpec{Name: HashMapName, Type: h.Kind.MapType(), KeySize: h.KeySize, ValueSize: hashValueSize, MaxEntries: h.Entries + h.Spare}
 	if h.ZeroSeed {
 		s.Flags |= unix.BPF_F_ZERO_SEED
 	}
@@ -205,7 +205,7 @@ func (h HashBench) Spec() (*ebpf.CollectionSpec, error) {
 	}
 	insns := append(t.main(), h.callback()...)
 	prog := &ebpf.ProgramSpec{Name: h.ProgName(), Type: ebpf.XDP, License: "Dual MIT/GPL", Instructions: insns}
-	maps := map[string]*ebpf.MapSpec{StatsMapName: StatsSpec()}
+	maps := map[string]*ebpf.MapSpec{StatsMapName: statsSpec()}
 	if h.Op != HashBaseline {
 		maps[HashMapName] = h.MapSpec()
 	}

@@ -12,7 +12,7 @@ func TestHashBenchSpecRejects(t *testing.T) {
 	for _, h := range []HashBench{
 		{KeySize: 3, Entries: 10},
 		{KeySize: 6, Entries: 10},
-		{KeySize: MaxHashKeySize + 4, Entries: 10},
+		{KeySize: maxHashKeySize + 4, Entries: 10},
 		{KeySize: 4, Entries: 0},
 		{KeySize: 4, Entries: 10, Loops: maxLoopIterations + 1},
 		{Kind: LRUPerCPUHash + 1, KeySize: 4, Entries: 10},

@@ -190,10 +190,10 @@ func (l LPMBench) prefixLen() uint32 {
 	return l.PrefixLen
 }
 
-// CheckTrieParams checks entries and prefixLen as every LPM benchmark
+// checkTrieParams checks entries and prefixLen as every LPM benchmark
 // needs them: at least one key, keys usable as BPF immediates, and enough
 // distinct prefixes of length prefixLen (2^prefixLen ≥ entries).
-func CheckTrieParams(entries, prefixLen uint32) error {
+func checkTrieParams(entries, prefixLen uint32) error {
 	if entries < 1 || entries > math.MaxInt32 {
 		return fmt.Errorf("entries %d out of range [1, %d]", entries, math.MaxInt32)
 	}
@@ -207,7 +207,7 @@ func CheckTrieParams(entries, prefixLen uint32) error {
 }
 
 func (l LPMBench) validate() error {
-	if err := CheckTrieParams(l.Entries, l.prefixLen()); err != nil {
+	if err := checkTrieParams(l.Entries, l.prefixLen()); err != nil {
 		return err
 	}
 	if l.Op < OpNoop || l.Op > OpDelete {
@@ -274,7 +274,7 @@ func (l LPMBench) Spec() (*ebpf.CollectionSpec, error) {
 		License:      "Dual MIT/GPL",
 		Instructions: append(l.loopMain(), l.callback()...),
 	}
-	maps := map[string]*ebpf.MapSpec{StatsMapName: StatsSpec()}
+	maps := map[string]*ebpf.MapSpec{StatsMapName: statsSpec()}
 	if l.Op.UsesTrie() {
 		maps[TrieMapName] = TrieSpec(l.Entries)
 	}

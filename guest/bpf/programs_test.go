@@ -106,8 +106,8 @@ func TestSyscallLookupsInKernel(t *testing.T) {
 	if s.Runs < 100 {
 		t.Errorf("stats.Runs after 100 gettid() = %d; want at least 100", s.Runs)
 	}
-	if _, err := SyscallLookupsSpec(MaxSyscallLookups+1, 1, KeyFor(32, 0)); err == nil {
-		t.Errorf("SyscallLookupsSpec(%d) = nil error; want an error", MaxSyscallLookups+1)
+	if _, err := SyscallLookupsSpec(maxSyscallLookups+1, 1, KeyFor(32, 0)); err == nil {
+		t.Errorf("SyscallLookupsSpec(%d) = nil error; want an error", maxSyscallLookups+1)
 	}
 }
 

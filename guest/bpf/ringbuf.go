@@ -128,7 +128,7 @@ func (r RingbufProducer) Spec() (*ebpf.CollectionSpec, error) {
 	}
 	return &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
-			StatsMapName:   StatsSpec(),
+			StatsMapName:   statsSpec(),
 			RingbufMapName: {Name: RingbufMapName, Type: ebpf.RingBuf, MaxEntries: r.Size, Flags: mapFlags},
 		},
 		Programs: map[string]*ebpf.ProgramSpec{RingbufProgName: {Name: RingbufProgName, Type: ebpf.XDP, License: "Dual MIT/GPL", Instructions: insns}},

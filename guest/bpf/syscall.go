@@ -11,8 +11,8 @@ import (
 // SyscallProgName is the name of the kprobe program of SyscallLookupsSpec.
 const SyscallProgName = "lpm_syscall"
 
-// MaxSyscallLookups bounds the lookups per call of SyscallLookupsSpec.
-const MaxSyscallLookups = 256
+// maxSyscallLookups bounds the lookups per call of SyscallLookupsSpec.
+const maxSyscallLookups = 256
 
 // SyscallLookupsSpec returns a kprobe program that, each time it fires,
 // adds 1 to stats.runs and looks key up lookups times in the trie
@@ -23,8 +23,8 @@ const MaxSyscallLookups = 256
 //
 // Requires Linux 4.11 (LPM trie) and kprobes (4.1).
 func SyscallLookupsSpec(lookups int, entries uint32, key LPMKey) (*ebpf.CollectionSpec, error) {
-	if lookups < 0 || lookups > MaxSyscallLookups {
-		return nil, fmt.Errorf("syscall lookups program: %d lookups out of range [0, %d]", lookups, MaxSyscallLookups)
+	if lookups < 0 || lookups > maxSyscallLookups {
+		return nil, fmt.Errorf("syscall lookups program: %d lookups out of range [0, %d]", lookups, maxSyscallLookups)
 	}
 	insns := asm.Instructions{
 		asm.LoadMapValue(asm.R7, 0, 0).WithReference(StatsMapName),
@@ -41,7 +41,7 @@ func SyscallLookupsSpec(lookups int, entries uint32, key LPMKey) (*ebpf.Collecti
 	trie := TrieSpec(max(entries, 1))
 	prog := &ebpf.ProgramSpec{Name: SyscallProgName, Type: ebpf.Kprobe, License: "GPL", Instructions: insns}
 	return &ebpf.CollectionSpec{
-		Maps:     map[string]*ebpf.MapSpec{StatsMapName: StatsSpec(), TrieMapName: trie},
+		Maps:     map[string]*ebpf.MapSpec{StatsMapName: statsSpec(), TrieMapName: trie},
 		Programs: map[string]*ebpf.ProgramSpec{prog.Name: prog},
 	}, nil
 }

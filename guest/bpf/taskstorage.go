@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TaskStorageMapName is the name of the task local storage map in
+// taskStorageMapName is the name of the task local storage map in
 // TaskStorageBench's collection.
-const TaskStorageMapName = "bench_task_stg"
+const taskStorageMapName = "bench_task_stg"
 
 // TaskStorageTarget is the kernel function TaskStorageBench's fentry
 // program attaches to: BPF_PROG_TEST_RUN of a tracing program calls it
@@ -86,11 +86,11 @@ type TaskStorageBench struct {
 // ProgName is the name of the program in the spec, e.g. "task_stg_get".
 func (s TaskStorageBench) ProgName() string { return "task_stg_" + s.Op.String() }
 
-// TaskStorageSpec returns the spec of the task local storage map: int
+// taskStorageSpec returns the spec of the task local storage map: int
 // keys (a pidfd from user space), u64 values, BPF_F_NO_PREALLOC, as the
 // kernel requires. Requires Linux 5.11.
-func TaskStorageSpec() *ebpf.MapSpec {
-	return &ebpf.MapSpec{Name: TaskStorageMapName, Type: ebpf.TaskStorage, KeySize: 4, ValueSize: 8, Flags: unix.BPF_F_NO_PREALLOC,
+func taskStorageSpec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: taskStorageMapName, Type: ebpf.TaskStorage, KeySize: 4, ValueSize: 8, Flags: unix.BPF_F_NO_PREALLOC,
 		Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Value: &btf.Int{Name: "u64", Size: 8}}
 }
 
@@ -115,9 +115,9 @@ func (s TaskStorageBench) Spec() (*ebpf.CollectionSpec, error) {
 	if s.Driver == Fentry {
 		prog.Type, prog.AttachType, prog.AttachTo = ebpf.Tracing, ebpf.AttachTraceFEntry, TaskStorageTarget
 	}
-	maps := map[string]*ebpf.MapSpec{StatsMapName: StatsSpec()}
+	maps := map[string]*ebpf.MapSpec{StatsMapName: statsSpec()}
 	if s.Op != StorageBaseline {
-		maps[TaskStorageMapName] = TaskStorageSpec()
+		maps[taskStorageMapName] = taskStorageSpec()
 	}
 	return &ebpf.CollectionSpec{Maps: maps, Programs: map[string]*ebpf.ProgramSpec{prog.Name: prog}}, nil
 }
@@ -133,7 +133,7 @@ func (s TaskStorageBench) callback() asm.Instructions {
 	insns = append(insns,
 		asm.Mov.Reg(asm.R8, asm.R0), // the task
 		asm.Mov.Reg(asm.R2, asm.R8),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(TaskStorageMapName),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(taskStorageMapName),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.Mov.Imm(asm.R4, bpfLocalStorageGetFCreate),
 		asm.FnTaskStorageGet.Call(),
@@ -145,7 +145,7 @@ func (s TaskStorageBench) callback() asm.Instructions {
 		insns[len(insns)-3] = asm.JNE.Imm(asm.R0, 0, "op_ok")
 	} else {
 		insns = append(insns,
-			asm.LoadMapPtr(asm.R1, 0).WithReference(TaskStorageMapName).WithSymbol("got"),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(taskStorageMapName).WithSymbol("got"),
 			asm.Mov.Reg(asm.R2, asm.R8),
 			asm.FnTaskStorageDelete.Call(),
 			asm.JNE.Imm(asm.R0, 0, "op_failed"),

@@ -113,7 +113,7 @@ func (u LPMUnrolled) Spec() (*ebpf.CollectionSpec, error) {
 	insns = append(insns, failed...)
 	prog := &ebpf.ProgramSpec{Name: u.ProgName(), Type: ebpf.XDP, License: "Dual MIT/GPL", Instructions: insns}
 	return &ebpf.CollectionSpec{
-		Maps:     map[string]*ebpf.MapSpec{StatsMapName: StatsSpec(), TrieMapName: TrieSpec(u.Entries)},
+		Maps:     map[string]*ebpf.MapSpec{StatsMapName: statsSpec(), TrieMapName: TrieSpec(u.Entries)},
 		Programs: map[string]*ebpf.ProgramSpec{prog.Name: prog},
 	}, nil
 }

@@ -25,7 +25,7 @@ func unsupportedIf(err error) error {
 		return err
 	}
 	if errors.Is(err, enotsupp) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
-		return fmt.Errorf("%w: %v", ebpf.ErrNotSupported, err)
+		return fmt.Errorf("%w: %w", ebpf.ErrNotSupported, err)
 	}
 	return err
 }
@@ -335,7 +335,7 @@ func HashSeed(c Clock) string {
 // (Linux 5.0); any other error is returned as it is.
 func zeroSeedErr(zero bool, err error) error {
 	if zero && errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("%w: a fixed hash seed needs BPF_F_ZERO_SEED (Linux 5.0): %v", ebpf.ErrNotSupported, err)
+		return fmt.Errorf("%w: a fixed hash seed needs BPF_F_ZERO_SEED (Linux 5.0): %w", ebpf.ErrNotSupported, err)
 	}
 	return err
 }

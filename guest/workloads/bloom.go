@@ -119,7 +119,7 @@ func fillBloom(coll *ebpf.Collection, n uint32) (string, error) {
 	}
 	if m := coll.Maps[bpf.HashMapName]; m != nil {
 		// The same keys as the filter's values: i in 8 bytes.
-		hashHow, err := FillHash(m, bpf.Hash, bpf.BloomValueSize, n)
+		hashHow, err := fillHash(m, bpf.Hash, bpf.BloomValueSize, n)
 		if err != nil {
 			return "", err
 		}

@@ -120,7 +120,7 @@ func hashPrepare(r *Run, h bpf.HashBench) (*progBench, func(), error) {
 	}
 	if m := coll.Maps[bpf.HashMapName]; m != nil {
 		start := time.Now()
-		how, err := FillHash(m, h.Kind, h.KeySize, h.Entries)
+		how, err := fillHash(m, h.Kind, h.KeySize, h.Entries)
 		if err != nil {
 			coll.Close()
 			return nil, nil, err
@@ -179,12 +179,12 @@ func testRunInstance(progName string, prepare func(*Run) (*progBench, func(), er
 	}
 }
 
-// FillHash inserts the keys bpf.HashKey(keySize, i) with value i for i in
+// fillHash inserts the keys bpf.HashKey(keySize, i) with value i for i in
 // [0, n) into a hash map of the kind (a per-CPU map gets i on every CPU).
 // It uses BPF_MAP_UPDATE_BATCH where the kernel has it (Linux 5.6) and
 // the map is not per-CPU, and falls back to one update per element. It
 // returns how it filled the map.
-func FillHash(m *ebpf.Map, kind bpf.HashKind, keySize, n uint32) (string, error) {
+func fillHash(m *ebpf.Map, kind bpf.HashKind, keySize, n uint32) (string, error) {
 	var berr error
 	if !kind.PerCPU() {
 		// A slice of fixed-size arrays, one per key, as BatchUpdate wants.

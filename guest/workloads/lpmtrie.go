@@ -53,7 +53,7 @@ var (
 		Probe: func() error {
 			_, err := btf.LoadKernelSpec()
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, btf.ErrNotSupported) {
-				return fmt.Errorf("%w: %v", ebpf.ErrNotSupported, err)
+				return fmt.Errorf("%w: %w", ebpf.ErrNotSupported, err)
 			}
 			return err
 		},
@@ -379,15 +379,10 @@ func trieKeys(n, prefixLen uint32, layout bpf.KeyLayout) []bpf.LPMKey {
 	return keys
 }
 
-// FillTrie inserts the keys bpf.KeyFor(prefixLen, i) with value i for i in
-// [0, n) into an LPM trie. It uses one BPF_MAP_UPDATE_BATCH call where the
-// kernel supports it for LPM tries (Linux 5.13) and falls back to one update
-// per element. It returns how it filled the trie.
-func FillTrie(m *ebpf.Map, n, prefixLen uint32) (string, error) {
-	return fillTrie(m, n, prefixLen, bpf.BigEndianKeys)
-}
-
-// fillTrie is FillTrie with the keys in layout.
+// fillTrie inserts the keys layout.Key(prefixLen, i) with value i for i
+// in [0, n) into an LPM trie. It uses one BPF_MAP_UPDATE_BATCH call where
+// the kernel supports it for LPM tries (Linux 5.13) and falls back to one
+// update per element. It returns how it filled the trie.
 func fillTrie(m *ebpf.Map, n, prefixLen uint32, layout bpf.KeyLayout) (string, error) {
 	keys := trieKeys(n, prefixLen, layout)
 	values := make([]uint32, n)
@@ -400,7 +395,7 @@ func fillTrie(m *ebpf.Map, n, prefixLen uint32, layout bpf.KeyLayout) (string, e
 	}
 	for i := range keys {
 		if err := m.Update(keys[i], values[i], ebpf.UpdateAny); err != nil {
-			return "", fmt.Errorf("fill LPM trie: update key %d: %w (batch update: %v)", i, err, berr)
+			return "", fmt.Errorf("fill LPM trie: update key %d: %w (batch update: %w)", i, err, berr)
 		}
 	}
 	if berr == nil {
@@ -514,7 +509,7 @@ func freeSpec(Params) (*ebpf.CollectionSpec, error) {
 // target the kernel cannot trace (ESRCH, ENOENT) is ErrNotSupported.
 func untraceable(err error, target string) error {
 	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("%w: %s is not traceable on this kernel: %v", ebpf.ErrNotSupported, target, err)
+		return fmt.Errorf("%w: %s is not traceable on this kernel: %w", ebpf.ErrNotSupported, target, err)
 	}
 	return err
 }
@@ -552,7 +547,7 @@ func lpmFree(r *Run) error {
 		if err != nil {
 			return fmt.Errorf("create trie to free: %w", err)
 		}
-		if _, err := FillTrie(m, p.Entries, p.PrefixLen); err != nil {
+		if _, err := fillTrie(m, p.Entries, p.PrefixLen, bpf.BigEndianKeys); err != nil {
 			m.Close()
 			return err
 		}

@@ -25,8 +25,8 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

@@ -96,11 +96,11 @@ func InspectWorkload(path, prog string) (WorkloadPrograms, error) {
 	return w, nil
 }
 
-// WorkloadBenchmarks returns the benchmarks of the user's programs
+// workloadBenchmarks returns the benchmarks of the user's programs
 // (wire.Plan.Workload and Verify), read in the guest from
 // wire.WorkloadObject: for each timed program, the program and its noop
 // control; for every program, its verifier row. None for "".
-func WorkloadBenchmarks(timed, verifyOnly string) []*Benchmark {
+func workloadBenchmarks(timed, verifyOnly string) []*Benchmark {
 	var out []*Benchmark
 	for _, prog := range wire.Programs(timed) {
 		u := &userProgram{name: prog, object: wire.WorkloadObject, packet: wire.WorkloadPacket, maps: wire.WorkloadMaps}
@@ -122,7 +122,7 @@ func WorkloadBenchmarks(timed, verifyOnly string) []*Benchmark {
 // RegistryWith returns Registry with the benchmarks of the user's programs
 // (wire.Plan.Workload and Verify; "" for none).
 func RegistryWith(timed, verifyOnly string) []*Benchmark {
-	return append(Registry(), WorkloadBenchmarks(timed, verifyOnly)...)
+	return append(Registry(), workloadBenchmarks(timed, verifyOnly)...)
 }
 
 // userProgram is a user's program in the guest's files.
@@ -226,11 +226,11 @@ func verifierTail(log []string) string {
 }
 
 // input returns the packet of the test runs: the --packet file, else
-// DefaultPacket.
+// defaultPacket.
 func (u *userProgram) input() ([]byte, error) {
 	f, err := os.Open(u.packet)
 	if errors.Is(err, os.ErrNotExist) {
-		return DefaultPacket(), nil
+		return defaultPacket(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read packet: %w", err)
@@ -248,10 +248,10 @@ func (u *userProgram) input() ([]byte, error) {
 	return b, nil
 }
 
-// DefaultPacket is the input of a user's program without --packet: 64
+// defaultPacket is the input of a user's program without --packet: 64
 // bytes of Ethernet, IPv4 (10.0.0.1 → 10.0.0.2, checksum set) and UDP
 // (port 1024 → 53), zero payload.
-func DefaultPacket() []byte {
+func defaultPacket() []byte {
 	p := make([]byte, 64)
 	copy(p[0:6], []byte{0x02, 0, 0, 0, 0, 2})  // destination MAC
 	copy(p[6:12], []byte{0x02, 0, 0, 0, 0, 1}) // source MAC
@@ -292,12 +292,12 @@ func fillMapsFromFile(path string, maps map[string]*ebpf.Map) error {
 		return fmt.Errorf("read map entries: %w", err)
 	}
 	defer f.Close()
-	return FillMaps(f, maps)
+	return fillMaps(f, maps)
 }
 
-// FillMaps puts the key/value pairs read from r ("MAP KEY VALUE" lines, see
+// fillMaps puts the key/value pairs read from r ("MAP KEY VALUE" lines, see
 // fillMapsFromFile) into maps.
-func FillMaps(r io.Reader, maps map[string]*ebpf.Map) error {
+func fillMaps(r io.Reader, maps map[string]*ebpf.Map) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<16)
 	for n := 1; sc.Scan(); n++ {

@@ -45,7 +45,7 @@ func TestInspectWorkload(t *testing.T) {
 }
 
 func TestDefaultPacket(t *testing.T) {
-	p := DefaultPacket()
+	p := defaultPacket()
 	if len(p) != 64 || p[12] != 0x08 || p[13] != 0 || p[14] != 0x45 || p[23] != 17 {
 		t.Fatalf("DefaultPacket() = % x; want 64 bytes of Ethernet/IPv4/UDP", p)
 	}
@@ -64,7 +64,7 @@ func TestDefaultPacket(t *testing.T) {
 
 func TestFillMapsRejects(t *testing.T) {
 	for _, in := range []string{"blocked 00", "nosuch 00 00", "blocked zz 00"} {
-		if err := FillMaps(strings.NewReader(in), map[string]*ebpf.Map{}); err == nil || strings.Contains(err.Error(), "\n") {
+		if err := fillMaps(strings.NewReader(in), map[string]*ebpf.Map{}); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("FillMaps(%q) = %v; want a one-line error", in, err)
 		}
 	}

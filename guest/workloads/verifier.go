@@ -40,8 +40,8 @@ var ReqVerifierStats = Requirement{Feature: "verifier statistics (BPF_LOG_STATS)
 // cilium/ebpf grows it when the kernel says it was too small.
 const verifierLogStart = 64 << 10
 
-// VerifierStats are the statistics of one verification.
-type VerifierStats struct {
+// verifierStats are the statistics of one verification.
+type verifierStats struct {
 	// Processed, TotalStates, PeakStates and MaxStatesPerInsn are from
 	// the line "processed N insns (limit L) max_states_per_insn M
 	// total_states T peak_states P mark_read R".
@@ -69,9 +69,9 @@ var (
 	stackLine     = regexp.MustCompile(`^stack depth (\d+(?:\+\d+)*)$`)
 )
 
-// ParseVerifierStats reads the statistics lines of a verifier log.
-func ParseVerifierStats(log []string) VerifierStats {
-	var s VerifierStats
+// parseVerifierStats reads the statistics lines of a verifier log.
+func parseVerifierStats(log []string) verifierStats {
+	var s verifierStats
 	num := func(v string) uint64 { n, _ := strconv.ParseUint(v, 10, 64); return n }
 	for _, l := range log {
 		l = strings.TrimSpace(l)
@@ -101,10 +101,10 @@ func isStatsLine(l string) bool {
 	return processedLine.MatchString(l) || timeLine.MatchString(l) || stackLine.MatchString(l)
 }
 
-// RejectionReason is the last lines of a rejected program's verifier log
+// rejectionReason is the last lines of a rejected program's verifier log
 // before its statistics, joined by " | " and cut to
 // wire.MaxVerifierErrorLen bytes.
-func RejectionReason(log []string) string {
+func rejectionReason(log []string) string {
 	var lines []string
 	for _, l := range log {
 		if l = strings.TrimSpace(l); l != "" && !isStatsLine(l) {
@@ -142,7 +142,7 @@ func specFacts(p *ebpf.ProgramSpec) loadFacts {
 
 // verifierSample turns one verification into a sample: the
 // verification time per load, and the counts.
-func verifierSample(st VerifierStats, f loadFacts, reason string) Sample {
+func verifierSample(st verifierStats, f loadFacts, reason string) Sample {
 	s := Sample{Ops: 1, Elapsed: st.Usec * 1000}
 	add := func(v uint64, unit string) { s.Extra = append(s.Extra, Metric{Value: float64(v), Unit: unit}) }
 	add(st.Processed, wire.UnitInsnsProcessed)
@@ -192,8 +192,8 @@ func verifyOnce(spec *ebpf.CollectionSpec, prog string) (Sample, error) {
 	var verr *ebpf.VerifierError
 	switch {
 	case errors.As(err, &verr):
-		st := ParseVerifierStats(verr.Log)
-		return verifierSample(st, facts, RejectionReason(verr.Log)), nil
+		st := parseVerifierStats(verr.Log)
+		return verifierSample(st, facts, rejectionReason(verr.Log)), nil
 	case err != nil && spec.Programs[prog].AttachTo != "":
 		return Sample{}, fmt.Errorf("load %s: %w", prog, untraceable(err, spec.Programs[prog].AttachTo))
 	case err != nil:
@@ -201,7 +201,7 @@ func verifyOnce(spec *ebpf.CollectionSpec, prog string) (Sample, error) {
 	}
 	defer coll.Close()
 	p := coll.Programs[prog]
-	st := ParseVerifierStats(strings.Split(p.VerifierLog, "\n"))
+	st := parseVerifierStats(strings.Split(p.VerifierLog, "\n"))
 	if !st.Found {
 		return Sample{}, fmt.Errorf("load %s: the verifier log has no statistics line (log level %d ignored?)", prog, ebpf.LogLevelStats)
 	}

@@ -30,23 +30,23 @@ var rejectedLog = []string{
 }
 
 func TestParseVerifierStats(t *testing.T) {
-	got := ParseVerifierStats(rejectedLog)
-	want := VerifierStats{Processed: 2, HasMarkRead: true, Usec: 17, HasStack: true, Found: true}
+	got := parseVerifierStats(rejectedLog)
+	want := verifierStats{Processed: 2, HasMarkRead: true, Usec: 17, HasStack: true, Found: true}
 	if got != want {
 		t.Errorf("ParseVerifierStats(6.1 log) = %+v; want %+v", got, want)
 	}
 	// Subprograms' depths are summed, as veristat sums them.
-	got = ParseVerifierStats([]string{"processed 40 insns (limit 1000000) max_states_per_insn 0 total_states 3 peak_states 3 mark_read 1", "verification time 30 usec", "stack depth 16+8+0"})
+	got = parseVerifierStats([]string{"processed 40 insns (limit 1000000) max_states_per_insn 0 total_states 3 peak_states 3 mark_read 1", "verification time 30 usec", "stack depth 16+8+0"})
 	if !got.HasStack || got.StackBytes != 24 {
 		t.Errorf("ParseVerifierStats(stack depth 16+8+0) = %+v; want 24 stack bytes", got)
 	}
 	// 6.12 dropped mark_read.
-	got = ParseVerifierStats([]string{"processed 25 insns (limit 1000000) max_states_per_insn 1 total_states 3 peak_states 3", "verification time 40 usec"})
-	want = VerifierStats{Processed: 25, MaxStatesPerInsn: 1, TotalStates: 3, PeakStates: 3, Usec: 40, Found: true}
+	got = parseVerifierStats([]string{"processed 25 insns (limit 1000000) max_states_per_insn 1 total_states 3 peak_states 3", "verification time 40 usec"})
+	want = verifierStats{Processed: 25, MaxStatesPerInsn: 1, TotalStates: 3, PeakStates: 3, Usec: 40, Found: true}
 	if got != want {
 		t.Errorf("ParseVerifierStats(6.12 log) = %+v; want %+v", got, want)
 	}
-	if got := ParseVerifierStats([]string{"0: R1=ctx()"}); got.Found {
+	if got := parseVerifierStats([]string{"0: R1=ctx()"}); got.Found {
 		t.Errorf("ParseVerifierStats(no stats) = %+v; want not Found", got)
 	}
 }
@@ -81,12 +81,12 @@ func TestSpecFacts(t *testing.T) {
 }
 
 func TestRejectionReason(t *testing.T) {
-	got := RejectionReason(rejectedLog)
+	got := rejectionReason(rejectedLog)
 	want := "1: (71) r1 = *(u8 *)(r1 +20) | invalid access to packet, off=20 size=1, R1(id=0,off=20,r=0) | R1 offset is outside of the packet"
 	if got != want {
 		t.Errorf("RejectionReason() = %q; want %q", got, want)
 	}
-	long := RejectionReason([]string{strings.Repeat("é", wire.MaxVerifierErrorLen)})
+	long := rejectionReason([]string{strings.Repeat("é", wire.MaxVerifierErrorLen)})
 	if len(long) > wire.MaxVerifierErrorLen || !strings.HasSuffix(long, "...") {
 		t.Errorf("RejectionReason(long line) = %d bytes %q; want at most %d ending in ...", len(long), long, wire.MaxVerifierErrorLen)
 	}
@@ -94,7 +94,7 @@ func TestRejectionReason(t *testing.T) {
 
 func TestVerifierSample(t *testing.T) {
 	facts := loadFacts{ProgType: "xdp", AttachType: "xdp", Insns: 4}
-	s := verifierSample(VerifierStats{Processed: 2, Usec: 17, StackBytes: 8, HasStack: true, Found: true}, facts, "R1 offset is outside of the packet")
+	s := verifierSample(verifierStats{Processed: 2, Usec: 17, StackBytes: 8, HasStack: true, Found: true}, facts, "R1 offset is outside of the packet")
 	if s.Ops != 1 || s.Elapsed != 17000 || len(s.Labels) != 3 || s.Labels[0].Key != wire.KeyVerifierError || !s.Labels[0].File {
 		t.Fatalf("verifierSample(rejected) = %+v; want 1 op, 17000 clock units, the reason as a file label", s)
 	}
@@ -113,7 +113,7 @@ func TestVerifierSample(t *testing.T) {
 			t.Errorf("verifierSample(rejected) has %s without bpf_prog_info", u)
 		}
 	}
-	ok := verifierSample(VerifierStats{Processed: 9, Usec: 1, Found: true}, loadFacts{Verified: 9, HasVerified: true, Jited: 64, HasJited: true}, "")
+	ok := verifierSample(verifierStats{Processed: 9, Usec: 1, Found: true}, loadFacts{Verified: 9, HasVerified: true, Jited: 64, HasJited: true}, "")
 	got := map[string]float64{}
 	for _, m := range ok.Extra {
 		got[m.Unit] = m.Value

@@ -35,7 +35,7 @@
 //     conditional branch per iteration always taken, alternating or
 //     random (5.17).
 //   - Workload/prog=NAME: a user's BPF program (--workload) and a noop of
-//     its type, timed by BPF_PROG_TEST_RUN (see WorkloadBenchmarks).
+//     its type, timed by BPF_PROG_TEST_RUN (see workloadBenchmarks).
 //
 // Most benchmarks time themselves inside the kernel (bpf_ktime_get_ns around a
 // bpf_loop), so a sample is "Ops operations took Elapsed clock units";
@@ -79,8 +79,8 @@ const (
 	InstructionClock
 )
 
-// ClockOf returns the clock of a guest running under a.
-func ClockOf(a wire.Accel) Clock {
+// clockOf returns the clock of a guest running under a.
+func clockOf(a wire.Accel) Clock {
 	if a.CountsInstructions() {
 		return InstructionClock
 	}
@@ -178,7 +178,7 @@ func PlanParams(p wire.Plan) Params {
 		BatchEntries: uint32(p.BatchEntries),
 		Samples:      p.Samples,
 		Rounds:       p.Rounds,
-		Clock:        ClockOf(p.Accel),
+		Clock:        clockOf(p.Accel),
 	}
 }
 
@@ -553,7 +553,7 @@ func (rep *Reporter) runBenchmark(b *Benchmark, p Params, next func(taken int) e
 		perr := req.Probe()
 		switch {
 		case errors.Is(perr, ebpf.ErrNotSupported):
-			return rep.note(wire.KeyUnsupported, Unsupported(name, req))
+			return rep.note(wire.KeyUnsupported, unsupported(name, req))
 		case perr != nil:
 			return rep.note(wire.KeyFailed, fmt.Sprintf("%s: probe %s: %v", name, req.Feature, perr))
 		}
@@ -600,9 +600,9 @@ func (rep *Reporter) runBenchmark(b *Benchmark, p Params, next func(taken int) e
 	return err
 }
 
-// Unsupported returns the text of the unsupported note for a benchmark
+// unsupported returns the text of the unsupported note for a benchmark
 // (full name with the "Benchmark" prefix) that lacks req.
-func Unsupported(name string, req Requirement) string {
+func unsupported(name string, req Requirement) string {
 	return name + " " + (&wire.UnsupportedError{Feature: req.Feature, MinKernel: req.MinKernel, Hint: req.Hint}).Error()
 }
 

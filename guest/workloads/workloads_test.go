@@ -137,7 +137,7 @@ func TestPlanParams(t *testing.T) {
 		t.Errorf("PlanParams(%+v) = %+v; want %+v", plan, got, want)
 	}
 	for a, clock := range map[wire.Accel]Clock{"": WallClock, wire.AccelKVM: WallClock, wire.AccelTCG: WallClock, wire.AccelIcount: InstructionClock} {
-		if got := ClockOf(a); got != clock {
+		if got := clockOf(a); got != clock {
 			t.Errorf("ClockOf(%q) = %v; want %v", a, got, clock)
 		}
 	}

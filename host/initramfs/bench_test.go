@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // benchSpec is a real archive's content: the guest plus the six virtio

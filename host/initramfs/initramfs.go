@@ -40,9 +40,9 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// GuestName is the file name of the guest program, on the host and in the
+// guestName is the file name of the guest program, on the host and in the
 // archive.
-const GuestName = "lpmbisect-guest"
+const guestName = "lpmbisect-guest"
 
 // formatVersion changes whenever the archive layout changes, so archives
 // cached by an older lpmbisect are not reused.
@@ -119,7 +119,7 @@ func pack(spec Spec, out string) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	files := []string{spec.Guest + ":bin/" + GuestName}
+	files := []string{spec.Guest + ":bin/" + guestName}
 	var order strings.Builder
 	for i, m := range spec.Modules {
 		inArchive := fmt.Sprintf("%s/%02d-%s.ko", wire.ModuleDir, i, m.Name)
@@ -147,7 +147,7 @@ func pack(spec Spec, out string) error {
 		uimage.WithCPIOOutput(partial),
 		uimage.WithBaseArchive(uimage.DefaultRamfs()),
 		uimage.WithFiles(files...),
-		uimage.WithInit("/bin/"+GuestName),
+		uimage.WithInit("/bin/"+guestName),
 		uimage.WithSkipLDD(),
 	)
 	if err != nil {
@@ -235,9 +235,9 @@ func FindGuest() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("find guest binary: %w (set LPMBISECT_GUEST)", err)
 	}
-	p := filepath.Join(filepath.Dir(exe), GuestName)
+	p := filepath.Join(filepath.Dir(exe), guestName)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("find guest binary: no %s beside %s (build both with: CGO_ENABLED=0 go build -o bin/ ./cmd/..., or set LPMBISECT_GUEST)", GuestName, exe)
+		return "", fmt.Errorf("find guest binary: no %s beside %s (build both with: CGO_ENABLED=0 go build -o bin/ ./cmd/..., or set LPMBISECT_GUEST)", guestName, exe)
 	}
 	return p, nil
 }

@@ -21,7 +21,7 @@ func staticBinary(t *testing.T, body string) string {
 	src := filepath.Join(dir, "main.go")
 	os.WriteFile(src, []byte("package main\nfunc main() { println(\""+body+"\") }\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module fakeguest\n"), 0o644)
-	out := filepath.Join(dir, GuestName)
+	out := filepath.Join(dir, guestName)
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
@@ -72,8 +72,8 @@ func TestBuildLayoutAndCache(t *testing.T) {
 	}
 	files := archiveFiles(t, img.Path)
 	want, _ := os.ReadFile(guest)
-	if !bytes.Equal(files["bin/"+GuestName], want) {
-		t.Errorf("archive bin/%s differs from the guest binary", GuestName)
+	if !bytes.Equal(files["bin/"+guestName], want) {
+		t.Errorf("archive bin/%s differs from the guest binary", guestName)
 	}
 	if _, ok := files["init"]; !ok {
 		t.Errorf("archive has no /init")

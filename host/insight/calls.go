@@ -35,7 +35,7 @@ type FunctionCalls struct {
 	// Parts are the symbols disassembled: the function and any .cold
 	// part its jumps lead to.
 	Parts []string `json:"parts"`
-	// Calls are its direct callees, by name; plumbing (see IsPlumbing) is
+	// Calls are its direct callees, by name; plumbing (see isPlumbing) is
 	// left out.
 	Calls []Call `json:"calls"`
 	// Indirect counts indirect calls and jumps out of the function
@@ -54,7 +54,7 @@ type FunctionCalls struct {
 func (fc *FunctionCalls) callsByName() map[string]Call {
 	m := make(map[string]Call, len(fc.Calls))
 	for _, c := range fc.Calls {
-		n := NormalizeName(c.Callee)
+		n := normalizeName(c.Callee)
 		prev, ok := m[n]
 		if ok {
 			c.Callee = prev.Callee
@@ -84,11 +84,11 @@ var indirectPrefixes = []string{
 	"__x86_indirect_its_thunk_",
 }
 
-// IsPlumbing reports whether a call to name is build plumbing rather than
+// isPlumbing reports whether a call to name is build plumbing rather than
 // a callee: __fentry__, return thunks (__x86_return_thunk and the other
 // mitigations'), static-call trampolines (__SCT__*) and retpolines
-// (__x86_indirect_thunk_*, which FindCalls counts as indirect calls).
-func IsPlumbing(name string) bool {
+// (__x86_indirect_thunk_*, which findCalls counts as indirect calls).
+func isPlumbing(name string) bool {
 	return hasAnyPrefix(name, plumbingPrefixes) || hasAnyPrefix(name, indirectPrefixes)
 }
 
@@ -105,7 +105,7 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 // it moved to .text.unlikely ("trie_update_elem.cold").
 const coldSuffix = ".cold"
 
-// FindCalls disassembles function in im and lists the functions it calls
+// findCalls disassembles function in im and lists the functions it calls
 // directly, resolving targets through syms (whose addresses must be link
 // addresses, as ParseKallsyms makes them). The function's extent is its
 // symbol's size (for kallsyms: up to the next symbol). Calls and
@@ -115,7 +115,7 @@ const coldSuffix = ".cold"
 //
 // A function that the table has several times (statics of one name in
 // several files) is read at its first address.
-func FindCalls(im *Image, syms *Symbols, function string) (*FunctionCalls, error) {
+func findCalls(im *Image, syms *Symbols, function string) (*FunctionCalls, error) {
 	sym, err := functionSymbol(syms, function)
 	if err != nil {
 		return nil, err
@@ -173,7 +173,7 @@ func FindCalls(im *Image, syms *Symbols, function string) (*FunctionCalls, error
 			switch {
 			case hasAnyPrefix(callee.Name, indirectPrefixes):
 				fc.Indirect++
-			case IsPlumbing(callee.Name):
+			case isPlumbing(callee.Name):
 			case isColdPartOf(callee.Name, sym.Name):
 				if !seen[callee.Addr] {
 					seen[callee.Addr] = true
@@ -224,7 +224,7 @@ func isColdPartOf(name, function string) bool {
 	if !strings.HasPrefix(name, base+".") {
 		return false
 	}
-	n := NormalizeName(name)
+	n := normalizeName(name)
 	return strings.HasSuffix(n, coldSuffix)
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // callees formats calls as "name×sites" with "(tail)" for jumps.
@@ -49,17 +49,17 @@ func TestFindCallsDebian(t *testing.T) {
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			image := debianImage(t, tc.pkg)
-			im, err := OpenImage(image)
+			im, err := openImage(image)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer im.Close()
-			syms, err := ReadKallsyms(filepath.Join("testdata", kallsymsFiles[tc.pkg]), KallsymsOptions{LinkText: im.TextAddr, SectionEnd: im.SectionEnd})
+			syms, err := ReadKallsyms(filepath.Join("testdata", kallsymsFiles[tc.pkg]), kallsymsOptions{LinkText: im.TextAddr, SectionEnd: im.SectionEnd})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for fn, want := range tc.want {
-				fc, err := FindCalls(im, syms, fn)
+				fc, err := findCalls(im, syms, fn)
 				if err != nil {
 					t.Errorf("FindCalls(%s) = %v", fn, err)
 					continue
@@ -68,7 +68,7 @@ func TestFindCallsDebian(t *testing.T) {
 					t.Errorf("FindCalls(%s) = %q, %d indirect, %d undecoded bytes; want %q, none, none", fn, got, fc.Indirect, fc.Undecoded, want)
 				}
 			}
-			if _, err := FindCalls(im, syms, "no_such_function"); !errors.Is(err, ErrFunctionNotFound) {
+			if _, err := findCalls(im, syms, "no_such_function"); !errors.Is(err, ErrFunctionNotFound) {
 				t.Errorf("FindCalls(no_such_function) = %v; want ErrFunctionNotFound", err)
 			}
 		})
@@ -170,16 +170,16 @@ func TestFindCallsSynthetic(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "vmlinux")
 	writeTestELF(t, path, code, x86TextAddr, []byte{1}, syms)
 
-	im, err := OpenImage(path)
+	im, err := openImage(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer im.Close()
-	s, err := ReadVmlinux(path)
+	s, err := readVmlinux(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, err := FindCalls(im, s, "f")
+	fc, err := findCalls(im, s, "f")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,19 +192,19 @@ func TestFindCallsSynthetic(t *testing.T) {
 	if fc.Size != uint64(a.labels["f_end"]) {
 		t.Errorf("FindCalls(f).Size = %d; want %d (without the cold part)", fc.Size, a.labels["f_end"])
 	}
-	if hc, err := FindCalls(im, s, "h"); err != nil || callees(hc) != "k×1(tail)" {
+	if hc, err := findCalls(im, s, "h"); err != nil || callees(hc) != "k×1(tail)" {
 		t.Errorf("FindCalls(h) = %v, %v; want k×1(tail)", hc, err)
 	}
 }
 
 func TestIsPlumbing(t *testing.T) {
 	for _, name := range []string{"__fentry__", "__x86_return_thunk", "__x86_indirect_thunk_r11", "__SCT__cond_resched", "its_return_thunk", "srso_return_thunk"} {
-		if !IsPlumbing(name) {
+		if !isPlumbing(name) {
 			t.Errorf("IsPlumbing(%s) = false; want true", name)
 		}
 	}
 	for _, name := range []string{"longest_prefix_match.isra.0", "kfree", "__memcpy", "_raw_spin_lock_irqsave"} {
-		if IsPlumbing(name) {
+		if isPlumbing(name) {
 			t.Errorf("IsPlumbing(%s) = true; want false", name)
 		}
 	}

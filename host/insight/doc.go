@@ -25,20 +25,20 @@
 //
 // # Sizes
 //
-// DiffSizes counts as scripts/bloat-o-meter does (checked row for row and
+// diffSizes counts as scripts/bloat-o-meter does (checked row for row and
 // byte for byte against its output on the Debian 6.1 and 6.12 debug
 // vmlinux files, 119137 rows): sizes of equal names after removing
 // ".NUMBER" suffixes are summed, generated symbols skipped, and the rows
 // sorted by delta. WriteBloatOMeter prints its format. Two differences,
 // both options: by default only the code under test is counted
-// (DefaultSymbols: lpm_trie.c and the map syscall core, functions only,
+// (defaultSymbols: lpm_trie.c and the map syscall core, functions only,
 // bloat-o-meter -t), and the __pfx_ symbols (16 bytes of padding before
 // every function since Linux 6.2 with CONFIG_CALL_PADDING) are left out:
 // they would add one row per function and say nothing about the code.
 //
 // # Calls
 //
-// FindCalls disassembles a function from the image's own code (the
+// findCalls disassembles a function from the image's own code (the
 // decompressed bzImage payload, which is stripped of symbols but keeps
 // its text and section headers, or the vmlinux) with
 // golang.org/x/arch/x86/x86asm and resolves direct call targets through
@@ -84,5 +84,5 @@
 // ReadPayload decompresses a bzImage's payload (lz4 legacy frames, zstd,
 // gzip, or xz: the kernel build's x86 BCJ filter is decoded by the xz
 // command, kernel.XZReader) in 0.25–0.9 s for the Debian kernels, so it is
-// not cached; the output is bounded by MaxPayloadSize.
+// not cached; the output is bounded by maxPayloadSize.
 package insight

@@ -151,12 +151,12 @@ func TestMitigationTable(t *testing.T) {
 		"entry_ibpb":                    IBPBs,
 		"write_ibpb":                    IBPBs,
 	} {
-		if kind, why, ok := MitigationOf(fn); !ok || kind != want || why == "" {
+		if kind, why, ok := mitigationOf(fn); !ok || kind != want || why == "" {
 			t.Errorf("MitigationOf(%s) = %q, %q, %v; want %q", fn, kind, why, ok, want)
 		}
 	}
 	for _, fn := range []string{"srso_safe_ret", "srso_alias_safe_ret", "trie_lookup_elem", "__x86_return_thunk_x"} {
-		if kind, _, ok := MitigationOf(fn); ok {
+		if kind, _, ok := mitigationOf(fn); ok {
 			t.Errorf("MitigationOf(%s) = %q; want none", fn, kind)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 var hexID = regexp.MustCompile(`^(?:[0-9a-f]{2})*$`)
 
 // FuzzExtractPayload extracts the payload of arbitrary images: a payload
-// extracted is at most MaxPayloadSize bytes, an ELF file, with a hex build
+// extracted is at most maxPayloadSize bytes, an ELF file, with a hex build
 // ID.
 func FuzzExtractPayload(f *testing.F) {
 	vmlinux := testELFBytes(f)
@@ -26,11 +26,11 @@ func FuzzExtractPayload(f *testing.F) {
 		f.Add(fakeBzImage(withSize(xzBCJ(f, vmlinux), len(vmlinux)), 0x020f))
 	}
 	f.Fuzz(func(t *testing.T, image []byte) {
-		p, err := ExtractPayload(image)
+		p, err := extractPayload(image)
 		if err != nil {
 			return
 		}
-		if len(p.ELF) > MaxPayloadSize || !hexID.MatchString(p.BuildID) {
+		if len(p.ELF) > maxPayloadSize || !hexID.MatchString(p.BuildID) {
 			t.Fatalf("ExtractPayload = %d bytes, build ID %q", len(p.ELF), p.BuildID)
 		}
 		if _, err := elf.NewFile(bytes.NewReader(p.ELF)); err != nil {
@@ -86,7 +86,7 @@ func checkSymbols(t *testing.T, s *Symbols) {
 func FuzzParseKallsyms(f *testing.F) {
 	f.Add([]byte("ffffffff81000000 T _text\nffffffff81000010 t f\nffffffffc0000000 t m\t[mod]\n0000000000000000 A fixed_percpu_data\n"), uint64(0xffffffff81000000))
 	f.Fuzz(func(t *testing.T, text []byte, linkText uint64) {
-		s, err := ParseKallsyms(bytes.NewReader(text), KallsymsOptions{LinkText: linkText})
+		s, err := ParseKallsyms(bytes.NewReader(text), kallsymsOptions{LinkText: linkText})
 		if err != nil {
 			return
 		}
@@ -98,7 +98,7 @@ func FuzzParseKallsyms(f *testing.F) {
 		for _, sym := range s.All() {
 			fmt.Fprintf(&again, "%016x %c %s\n", sym.Addr, sym.Type, sym.Name)
 		}
-		s2, err := ParseKallsyms(strings.NewReader(again.String()), KallsymsOptions{})
+		s2, err := ParseKallsyms(strings.NewReader(again.String()), kallsymsOptions{})
 		if errors.Is(err, ErrAddressesHidden) {
 			return // every symbol sat at _text: at link time they are all 0
 		}

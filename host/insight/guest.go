@@ -10,18 +10,18 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// DefaultCounted are functions the guest's insight pass counts besides the
+// defaultCounted are functions the guest's insight pass counts besides the
 // functions of interest and the callees a static source shows before the
 // boots: the out-of-line helper of the LPM trie, whose calls per lookup
 // are the trie's depth where the lookup does not inline it (1a4a0cb7985f,
 // Linux 6.10). With only kallsyms, the callees are known only after the
 // boot that reads them, too late for that boot's counting pass.
-var DefaultCounted = []string{"longest_prefix_match"}
+var defaultCounted = []string{"longest_prefix_match"}
 
 // CountTargets returns the functions for the guest to count
-// (wire.Plan.Count): the functions of interest, DefaultCounted and those
+// (wire.Plan.Count): the functions of interest, defaultCounted and those
 // direct callees the sides' static sources show that are code under test
-// (DefaultSymbols), by base name ("longest_prefix_match.isra.0" counts as
+// (defaultSymbols), by base name ("longest_prefix_match.isra.0" counts as
 // longest_prefix_match), at most wire.MaxCount of them in
 // wire.MaxCountLen bytes.
 //
@@ -34,7 +34,7 @@ func CountTargets(opts Options, sides ...*Side) []string {
 	n := 0
 	add := func(name string) {
 		base, _, _ := strings.Cut(name, ".")
-		if base == "" || slices.Contains(out, base) || len(out) == wire.MaxCount || n+len(base)+1 > wire.MaxCountLen+1 || IsPlumbing(base) {
+		if base == "" || slices.Contains(out, base) || len(out) == wire.MaxCount || n+len(base)+1 > wire.MaxCountLen+1 || isPlumbing(base) {
 			return
 		}
 		out = append(out, base)
@@ -43,7 +43,7 @@ func CountTargets(opts Options, sides ...*Side) []string {
 	for _, f := range opts.functions() {
 		add(f)
 	}
-	for _, f := range DefaultCounted {
+	for _, f := range defaultCounted {
 		add(f)
 	}
 	for _, s := range sides {
@@ -52,7 +52,7 @@ func CountTargets(opts Options, sides ...*Side) []string {
 		}
 		for _, fc := range s.Calls {
 			for _, c := range fc.Calls {
-				if codeUnderTest.MatchString(NormalizeName(c.Callee)) {
+				if codeUnderTest.MatchString(normalizeName(c.Callee)) {
 					add(c.Callee)
 				}
 			}
@@ -61,7 +61,7 @@ func CountTargets(opts Options, sides ...*Side) []string {
 	return out
 }
 
-var codeUnderTest = regexp.MustCompile(DefaultSymbols)
+var codeUnderTest = regexp.MustCompile(defaultSymbols)
 
 // ProgramChange compares one benchmark program in A and B.
 type ProgramChange struct {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // golden compares got with testdata/name, or rewrites the file when

@@ -28,10 +28,10 @@ type Image struct {
 	closer io.Closer // the vmlinux file, nil for a payload in memory
 }
 
-// OpenImage reads the code of the kernel file path: an x86 bzImage, whose
+// openImage reads the code of the kernel file path: an x86 bzImage, whose
 // payload is decompressed (ReadPayload), or an ELF vmlinux, read in place.
 // Close releases it.
-func OpenImage(path string) (*Image, error) {
+func openImage(path string) (*Image, error) {
 	format, err := kernel.Sniff(path)
 	if err != nil {
 		return nil, fmt.Errorf("open image: %w", err)
@@ -58,7 +58,7 @@ func OpenImage(path string) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ImageFromPayload(path, p)
+	return imageFromPayload(path, p)
 }
 
 // openPayloadELF opens elfPath, the payload of the bzImage image already
@@ -96,8 +96,8 @@ func openPayloadELF(image, elfPath string) (*Image, error) {
 	return im, nil
 }
 
-// ImageFromPayload wraps an extracted payload; path names its bzImage.
-func ImageFromPayload(path string, p *Payload) (*Image, error) {
+// imageFromPayload wraps an extracted payload; path names its bzImage.
+func imageFromPayload(path string, p *Payload) (*Image, error) {
 	ef, err := elf.NewFile(bytes.NewReader(p.ELF))
 	if err != nil {
 		return nil, fmt.Errorf("payload of %s: %w", path, err)
@@ -139,7 +139,7 @@ func (im *Image) section(addr uint64) *elf.Section {
 }
 
 // SectionEnd returns the end address of the section holding addr, or 0.
-// It bounds the approximate sizes of kallsyms (KallsymsOptions.SectionEnd).
+// It bounds the approximate sizes of kallsyms (kallsymsOptions.SectionEnd).
 func (im *Image) SectionEnd(addr uint64) uint64 {
 	if s := im.section(addr); s != nil {
 		return s.Addr + s.Size

@@ -21,7 +21,7 @@ type Input struct {
 	// disassembled, and its build ID pairs it with a vmlinux.
 	Image string
 	// Payload is Image's payload already extracted to an ELF file (the
-	// kernel a PVH boot ran, measure.PVHImage): read in place of
+	// kernel a PVH boot ran, measure.pvhImage): read in place of
 	// decompressing Image again.
 	Payload string
 	// Vmlinux is an unstripped vmlinux of the same build (a build
@@ -67,19 +67,19 @@ func SymbolFile(path string) (Input, error) {
 // Options tune Load and Compare.
 type Options struct {
 	// Symbols selects the symbols of the size diff; nil means
-	// DefaultSymbols.
+	// defaultSymbols.
 	Symbols *regexp.Regexp
 	// Functions are the functions whose calls are listed; nil means
-	// DefaultFunctions.
+	// defaultFunctions.
 	Functions []string
 	// CacheDir receives unpacked debug packages (kernel.DebugVmlinux).
 	CacheDir string
 }
 
 // WithFunctions returns the options with more functions of interest: fns
-// join the functions whose calls are listed (after DefaultFunctions when
+// join the functions whose calls are listed (after defaultFunctions when
 // Functions is nil), and, when Symbols is nil, the size diff's symbols
-// (DefaultSymbols and fns with their clones). The benchmarks of the map
+// (defaultSymbols and fns with their clones). The benchmarks of the map
 // families other than the LPM trie name theirs (hashtab.c, bloom_filter.c,
 // bpf_task_storage.c). Without fns it returns o unchanged.
 func (o Options) WithFunctions(fns []string) Options {
@@ -96,14 +96,14 @@ func (o Options) WithFunctions(fns []string) Options {
 	}
 	o.Functions = out
 	if o.Symbols == nil {
-		o.Symbols = regexp.MustCompile(DefaultSymbols + `|^(` + strings.Join(quoted, "|") + `)(\.[a-z_]+)*$`)
+		o.Symbols = regexp.MustCompile(defaultSymbols + `|^(` + strings.Join(quoted, "|") + `)(\.[a-z_]+)*$`)
 	}
 	return o
 }
 
 func (o Options) functions() []string {
 	if o.Functions == nil {
-		return DefaultFunctions
+		return defaultFunctions
 	}
 	return o.Functions
 }
@@ -130,8 +130,8 @@ type Side struct {
 	// Programs and Counts are Input's, as the guest reported them.
 	Programs []wire.ProgramInfo `json:"programs,omitempty"`
 	Counts   []wire.CallCount   `json:"counts,omitempty"`
-	// FunctionSizes are the sizes of every function of Symbols
-	// (FunctionSizes), kept in a saved block so that Diff.Resize can draw
+	// functionSizes are the sizes of every function of Symbols
+	// (functionSizes), kept in a saved block so that Diff.Resize can draw
 	// the size table over other symbols; nil without symbols.
 	FunctionSizes map[string]uint64 `json:"function_sizes,omitempty"`
 	// ProfileSummary and Profiles are the guest's profile pass,
@@ -165,12 +165,12 @@ func Load(in Input, opts Options) *Side {
 		if in.Payload != "" && code == in.Image {
 			im, err = openPayloadELF(in.Image, in.Payload)
 		} else {
-			im, err = OpenImage(code)
+			im, err = openImage(code)
 		}
 		if err != nil && in.Vmlinux != "" && code != in.Vmlinux {
 			// A payload this package cannot read (an xz kernel): the
 			// build's vmlinux holds the same code.
-			im, err = OpenImage(in.Vmlinux)
+			im, err = openImage(in.Vmlinux)
 		}
 		if err != nil {
 			codeErr = err
@@ -205,13 +205,13 @@ func Load(in Input, opts Options) *Side {
 	side.Source = syms.Describe()
 	side.AddProfile(in.Profile)
 	side.AddMemory(in)
-	side.FunctionSizes = FunctionSizes(syms)
+	side.FunctionSizes = functionSizes(syms)
 	for _, f := range opts.functions() {
 		if im == nil {
 			side.Calls = append(side.Calls, FunctionCalls{Function: f, Error: "no code to disassemble"})
 			continue
 		}
-		fc, err := FindCalls(im, syms, f)
+		fc, err := findCalls(im, syms, f)
 		if err != nil {
 			side.Calls = append(side.Calls, FunctionCalls{Function: f, Error: oneLine(err)})
 			continue
@@ -231,7 +231,7 @@ func loadSymbols(in Input, im *Image, opts Options, side *Side) (*Symbols, error
 		last = err
 	}
 	if in.Vmlinux != "" {
-		s, err := ReadVmlinux(in.Vmlinux)
+		s, err := readVmlinux(in.Vmlinux)
 		if err == nil {
 			err = checkBuildID(im, s, "vmlinux "+in.Vmlinux)
 		}
@@ -241,7 +241,7 @@ func loadSymbols(in Input, im *Image, opts Options, side *Side) (*Symbols, error
 		fail(err)
 	}
 	if in.DebugPackage != "" {
-		s, err := ReadDebugPackage(in.DebugPackage, opts.CacheDir)
+		s, err := readDebugPackage(in.DebugPackage, opts.CacheDir)
 		if err == nil {
 			err = checkBuildID(im, s, "debug package "+in.DebugPackage)
 		}
@@ -252,9 +252,9 @@ func loadSymbols(in Input, im *Image, opts Options, side *Side) (*Symbols, error
 		fail(err)
 	}
 	if in.Kallsyms != nil {
-		var ko KallsymsOptions
+		var ko kallsymsOptions
 		if im != nil {
-			ko = KallsymsOptions{LinkText: im.TextAddr, SectionEnd: im.SectionEnd}
+			ko = kallsymsOptions{LinkText: im.TextAddr, SectionEnd: im.SectionEnd}
 		}
 		s, err := ParseKallsyms(bytes.NewReader(in.Kallsyms), ko)
 		if err == nil {
@@ -344,7 +344,7 @@ func Compare(a, b *Side, opts Options) *Diff {
 	if a.Symbols == nil || b.Symbols == nil {
 		return d
 	}
-	d.Sizes = DiffSizes(a.Symbols, b.Symbols, SizeOptions{Symbols: opts.Symbols})
+	d.Sizes = diffSizes(a.Symbols, b.Symbols, sizeOptions{Symbols: opts.Symbols})
 	var approx []string
 	if !a.Symbols.ExactSizes {
 		approx = append(approx, "A")
@@ -399,7 +399,7 @@ func diffCalls(f string, fa, fb *FunctionCalls, exactA, exactB, exact bool) []Ca
 	ca, cb := fa.callsByName(), fb.callsByName()
 	var out []CallChange
 	for _, c := range fa.Calls {
-		n := NormalizeName(c.Callee)
+		n := normalizeName(c.Callee)
 		old := ca[n]
 		if old.Callee != c.Callee {
 			continue // a second clone of one name: reported with the first
@@ -424,7 +424,7 @@ func diffCalls(f string, fa, fb *FunctionCalls, exactA, exactB, exact bool) []Ca
 		out = append(out, ch)
 	}
 	for _, c := range fb.Calls {
-		n := NormalizeName(c.Callee)
+		n := normalizeName(c.Callee)
 		if _, had := ca[n]; had || cb[n].Callee != c.Callee {
 			continue
 		}

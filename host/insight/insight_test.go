@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // TestCompareDebian is the insight block of Debian 6.1 against 6.12 with
@@ -151,8 +151,8 @@ func TestLoadSources(t *testing.T) {
 		if strings.Contains(s.Status, "\n") {
 			t.Errorf("Load(%s).Status has several lines: %q", tc.name, s.Status)
 		}
-		if len(s.Calls) != len(DefaultFunctions) {
-			t.Errorf("Load(%s) lists calls of %d functions; want %d", tc.name, len(s.Calls), len(DefaultFunctions))
+		if len(s.Calls) != len(defaultFunctions) {
+			t.Errorf("Load(%s) lists calls of %d functions; want %d", tc.name, len(s.Calls), len(defaultFunctions))
 		}
 	}
 }

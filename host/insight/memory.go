@@ -24,7 +24,7 @@ import (
 var MemoryMetrics = []string{"l1d-miss/op", MetricL2Miss, "llc-miss/op", "dtlb-miss/op", "mem-access/op", "l1i-miss/op",
 	MetricBranches, MetricCondMispred, MetricIndMispred, MetricRetMispred, MetricDeferredInsn, MetricEstCycles, "insn/op"}
 
-// MemoryMinEffect is the smallest relative change of a memory row that
+// memoryMinEffect is the smallest relative change of a memory row that
 // counts (the deterministic rule's minimum effect), and MemoryBounds the
 // relative spread of two boots of one image that the rule allows for, per
 // metric (docs/memory.md, "Two boots of one image"): the boots' host I/O
@@ -37,13 +37,24 @@ var MemoryMetrics = []string{"l1d-miss/op", MetricL2Miss, "llc-miss/op", "dtlb-m
 // sequential lookup on 6.1), so their rows say DIFFERENT only beyond 52 %
 // and 252 %.
 //
-// A row whose values differ by less than MemoryFloor events per operation
-// is SAME whatever its relative change: rare events (an L1I miss every
-// hundred lookups) move by large fractions of themselves between boots.
-const (
-	MemoryMinEffect = 0.02
-	MemoryFloor     = 0.02
-)
+// A row whose values differ by less than its metric's floor
+// (memoryFloor) events per operation is SAME whatever its relative
+// change: rare events (an L1I miss every hundred lookups) move by large
+// fractions of themselves between boots. The dTLB's floor is wider: its
+// misses fall into one of two modes per boot, by where the slab's pages
+// fell (0.044 or 0.145 per sequential lookup on 6.1 at 10000 entries;
+// 0.011, 0.079, 0.136 or 0.173 per random lookup on 6.12 at 1000), so
+// two boots of one image differ by up to 0.13 misses per operation
+// however small the counts, which no relative bound covers near zero.
+const memoryMinEffect = 0.02
+
+// memoryFloor is the floor of metric's rows, in events per operation.
+func memoryFloor(metric string) float64 {
+	if metric == "dtlb-miss/op" {
+		return 0.25
+	}
+	return 0.02
+}
 
 // MemoryBounds are the deterministic rule's jitter bounds per metric
 // (est-cycles/op's follows from its terms': estimateBound).
@@ -249,8 +260,8 @@ type MemoryDiff struct {
 }
 
 // MemoryRow is one metric per operation, A → B, with the deterministic
-// rule's verdict (compare.DecideExact at MemoryMinEffect and the
-// metric's MemoryBounds, SAME below MemoryFloor).
+// rule's verdict (compare.decideExact at memoryMinEffect and the
+// metric's MemoryBounds, SAME below its memoryFloor).
 type MemoryRow struct {
 	Metric   string          `json:"metric"`
 	A        float64         `json:"a"`
@@ -258,7 +269,7 @@ type MemoryRow struct {
 	DeltaPct float64         `json:"delta_pct"`
 	Verdict  compare.Verdict `json:"verdict"`
 	// Bound and Floor are the jitter bound and the floor the rule used
-	// when they are not the metric's MemoryBounds and MemoryFloor
+	// when they are not the metric's MemoryBounds and memoryFloor
 	// (rowRule).
 	Bound float64 `json:"bound,omitempty"`
 	Floor float64 `json:"floor,omitempty"`
@@ -310,15 +321,15 @@ func compareMemory(a, b []Memory) []MemoryDiff {
 
 // memoryRow is one metric's row of benchmark bench, A → B, decided by
 // the deterministic rule (compare.ExactRow) at bound and floor, or where
-// they are 0 at the metric's MemoryBounds and MemoryFloor.
+// they are 0 at the metric's MemoryBounds and memoryFloor.
 func memoryRow(bench, metric string, a, b, bound, floor float64) compare.Row {
 	if bound == 0 {
 		bound = MemoryBounds[metric]
 	}
 	if floor == 0 {
-		floor = MemoryFloor
+		floor = memoryFloor(metric)
 	}
-	return compare.ExactRow(bench, metric, MemoryPassSource, a, b, MemoryMinEffect, bound, floor)
+	return compare.ExactRow(bench, metric, memoryPassSource, a, b, memoryMinEffect, bound, floor)
 }
 
 // rowRule is the bound and floor of a row of metric that differ from the
@@ -347,7 +358,7 @@ func rowRule(metric string, a, b *Memory) (bound, floor float64) {
 	case metric == MetricEstCycles:
 		floor = 1 + noise
 	case (metric == "llc-miss/op" || metric == "dtlb-miss/op") && a.Cycles != nil && b.Cycles != nil:
-		floor = 0.2
+		floor = max(0.2, memoryFloor(metric))
 	}
 	if a.UserSpace || b.UserSpace {
 		bound = max(bound, MemoryBounds[metric], UserSpaceBound)
@@ -355,13 +366,13 @@ func rowRule(metric string, a, b *Memory) (bound, floor float64) {
 	return bound, floor
 }
 
-// MemoryPassSource names the memory pass as the one "boot" of a memory
+// memoryPassSource names the memory pass as the one "boot" of a memory
 // row's side (compare.Boot.ID): its counts come from the first boot of
 // each side.
-const MemoryPassSource = "memory pass"
+const memoryPassSource = "memory pass"
 
-// MemoryNote is the note of every memory row of a compare table.
-var MemoryNote = fmt.Sprintf("counted once per side by the memory pass (the QEMU plugin's cache model, in the first boot of each side; docs/memory.md); SAME whenever the sides differ by less than %g per operation", MemoryFloor)
+// memoryNote is the note of every memory row of a compare table.
+var memoryNote = fmt.Sprintf("counted once per side by the memory pass (the QEMU plugin's cache model, in the first boot of each side; docs/memory.md); SAME whenever the sides differ by less than %g per operation (%g for dTLB misses)", memoryFloor("l1d-miss/op"), memoryFloor("dtlb-miss/op"))
 
 // MemoryRows are the memory counts of d as rows of a compare table, one
 // per benchmark both sides counted and metric (MemoryMetrics without
@@ -378,7 +389,7 @@ func (d *Diff) MemoryRows() []compare.Row {
 				continue
 			}
 			row := memoryRow(m.Benchmark, r.Metric, r.A, r.B, r.Bound, r.Floor)
-			row.Notes = []string{MemoryNote}
+			row.Notes = []string{memoryNote}
 			if note, ok := cycleNotes[r.Metric]; ok {
 				row.Notes = append(row.Notes, note)
 			}

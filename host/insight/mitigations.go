@@ -38,8 +38,8 @@ const (
 	VERWs MitigationKind = "VERWs"
 )
 
-// MitigationKinds are the kinds in report order.
-var MitigationKinds = []MitigationKind{ReturnThunks, IndirectThunks, BHBClears, Untrains, IBPBs, VERWs}
+// mitigationKinds are the kinds in report order.
+var mitigationKinds = []MitigationKind{ReturnThunks, IndirectThunks, BHBClears, Untrains, IBPBs, VERWs}
 
 // mitigationSymbol is one symbol (or, with prefix, a family of them) of
 // mitigation code: what kind it is and which mitigation chooses it.
@@ -79,9 +79,9 @@ var mitigationSymbols = []mitigationSymbol{
 // verwSpecial is the plugin's name of the VERW instruction count.
 const verwSpecial = "verw"
 
-// MitigationOf says what mitigation code the function fn is, false for
+// mitigationOf says what mitigation code the function fn is, false for
 // code that is none.
-func MitigationOf(fn string) (kind MitigationKind, mitigation string, ok bool) {
+func mitigationOf(fn string) (kind MitigationKind, mitigation string, ok bool) {
 	for _, m := range mitigationSymbols {
 		if fn == m.name || m.prefix && strings.HasPrefix(fn, m.name) {
 			return m.kind, m.mitigation, true
@@ -90,10 +90,10 @@ func MitigationOf(fn string) (kind MitigationKind, mitigation string, ok bool) {
 	return "", "", false
 }
 
-// MitigationUse is one kind of mitigation code per operation, from an
+// mitigationUse is one kind of mitigation code per operation, from an
 // exact profile: the entries of its symbols (or the VERW instructions
 // executed) over the operations.
-type MitigationUse struct {
+type mitigationUse struct {
 	Kind  MitigationKind `json:"kind"`
 	PerOp float64        `json:"per_op"`
 	// Symbols are the symbols entered, most entries first ("VERW" for
@@ -103,7 +103,7 @@ type MitigationUse struct {
 
 // mitigationUses sums the exact profile p's entries of mitigation code by
 // kind, every kind present (0 when none ran).
-func mitigationUses(p *Profile) []MitigationUse {
+func mitigationUses(p *Profile) []mitigationUse {
 	if p == nil || !p.Exact || p.Ops == 0 {
 		return nil
 	}
@@ -113,18 +113,18 @@ func mitigationUses(p *Profile) []MitigationUse {
 	}
 	byKind := map[MitigationKind][]sym{}
 	for _, f := range p.Functions {
-		if kind, _, ok := MitigationOf(f.Function); ok && f.Entries > 0 {
+		if kind, _, ok := mitigationOf(f.Function); ok && f.Entries > 0 {
 			byKind[kind] = append(byKind[kind], sym{f.Function, f.Entries})
 		}
 	}
 	if n := p.Special[verwSpecial]; n > 0 {
 		byKind[VERWs] = append(byKind[VERWs], sym{"VERW", n})
 	}
-	var out []MitigationUse
-	for _, kind := range MitigationKinds {
+	var out []mitigationUse
+	for _, kind := range mitigationKinds {
 		syms := byKind[kind]
 		slices.SortFunc(syms, func(a, b sym) int { return cmp.Or(cmp.Compare(b.entries, a.entries), strings.Compare(a.name, b.name)) })
-		u := MitigationUse{Kind: kind}
+		u := mitigationUse{Kind: kind}
 		var total uint64
 		for _, s := range syms {
 			total += s.entries
@@ -154,7 +154,7 @@ func compareMitigations(a, b *Profile) []MitigationRow {
 		return nil
 	}
 	rows := []MitigationRow{}
-	for i, kind := range MitigationKinds {
+	for i, kind := range mitigationKinds {
 		if ua[i].PerOp == 0 && ub[i].PerOp == 0 {
 			continue
 		}

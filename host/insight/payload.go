@@ -19,16 +19,16 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// MaxPayloadSize bounds a decompressed payload (the vmlinux ELF and its
+// maxPayloadSize bounds a decompressed payload (the vmlinux ELF and its
 // relocations). Debian's are 60–70 MB; an allyesconfig vmlinux without
 // debug info stays far below. A hostile or corrupt image that claims or
 // produces more gets ErrPayloadTooLarge instead of the memory.
-const MaxPayloadSize = 512 << 20
+const maxPayloadSize = 512 << 20
 
 // Errors of payload extraction; test with errors.Is.
 var (
 	// ErrPayloadTooLarge means the payload decompresses to more than
-	// MaxPayloadSize bytes.
+	// maxPayloadSize bytes.
 	ErrPayloadTooLarge = errors.New("payload too large")
 )
 
@@ -72,15 +72,15 @@ func ReadPayload(image string) (*Payload, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read payload: %w", err)
 	}
-	p, err := ExtractPayload(data)
+	p, err := extractPayload(data)
 	if err != nil {
 		return nil, fmt.Errorf("read payload of %s: %w", image, err)
 	}
 	return p, nil
 }
 
-// ExtractPayload is ReadPayload for an image already in memory.
-func ExtractPayload(image []byte) (*Payload, error) {
+// extractPayload is ReadPayload for an image already in memory.
+func extractPayload(image []byte) (*Payload, error) {
 	compressed, err := kernel.Payload(image)
 	if err != nil {
 		return nil, err
@@ -126,21 +126,21 @@ func compressionOf(payload []byte) (Compression, error) {
 
 // decompress decompresses a payload whose last four bytes are the
 // little-endian size of the output (the kernel's size_append; gzip's own
-// ISIZE field for gzip), bounding the output by MaxPayloadSize.
+// ISIZE field for gzip), bounding the output by maxPayloadSize.
 func decompress(payload []byte) (Compression, []byte, error) {
 	kind, err := compressionOf(payload)
 	if err != nil {
 		return "", nil, err
 	}
 	if kind == CompressionNone {
-		if len(payload) > MaxPayloadSize {
-			return "", nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(payload), MaxPayloadSize)
+		if len(payload) > maxPayloadSize {
+			return "", nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPayloadTooLarge, len(payload), maxPayloadSize)
 		}
 		return kind, payload, nil
 	}
 	size := uint64(binary.LittleEndian.Uint32(payload[len(payload)-4:]))
-	if size > MaxPayloadSize {
-		return "", nil, fmt.Errorf("%w: %s payload claims %d bytes, limit %d", ErrPayloadTooLarge, kind, size, MaxPayloadSize)
+	if size > maxPayloadSize {
+		return "", nil, fmt.Errorf("%w: %s payload claims %d bytes, limit %d", ErrPayloadTooLarge, kind, size, maxPayloadSize)
 	}
 	body := payload[:len(payload)-4]
 	var out []byte
@@ -194,10 +194,10 @@ func decompressXZ(body []byte, size uint64) ([]byte, error) {
 
 func decompressZstd(body []byte, size uint64) ([]byte, error) {
 	// DecodeAll with a memory bound refuses frames that decode to more.
-	// The bound is MaxPayloadSize rather than size: it also caps the
+	// The bound is maxPayloadSize rather than size: it also caps the
 	// frame's window, which the kernel's zstd -22 sets above the content
 	// size (decompress then checks the size trailer).
-	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxPayloadSize))
+	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxPayloadSize))
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func decompressZstd(body []byte, size uint64) ([]byte, error) {
 
 // presize is the buffer to start decompressing into: the size trailer's
 // claim, but no more than maxRatio times the compressed bytes, so that a
-// small hostile image that claims MaxPayloadSize costs what it decompresses
+// small hostile image that claims maxPayloadSize costs what it decompresses
 // to rather than what it claims. Kernels compress about 4 to 5 times.
 func presize(size uint64, compressed int) uint64 {
 	const maxRatio = 16

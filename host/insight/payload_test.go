@@ -16,7 +16,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -41,7 +41,7 @@ func TestReadPayloadDebian(t *testing.T) {
 			if p.Compression != tc.kind || p.BuildID != tc.buildID {
 				t.Errorf("ReadPayload(%s) = %s payload with build ID %s; want %s with %s", image, p.Compression, p.BuildID, tc.kind, tc.buildID)
 			}
-			im, err := ImageFromPayload(image, p)
+			im, err := imageFromPayload(image, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestReadPayloadDebian(t *testing.T) {
 			if err := os.WriteFile(elfPath, p.ELF, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := ReadVmlinux(elfPath); !errors.Is(err, ErrNoSymbols) {
+			if _, err := readVmlinux(elfPath); !errors.Is(err, ErrNoSymbols) {
 				t.Errorf("ReadVmlinux(payload) = %v; want ErrNoSymbols", err)
 			}
 			// The payload extracted once (a PVH boot's ELF) is the same
@@ -135,7 +135,7 @@ func TestExtractPayloadFormats(t *testing.T) {
 		},
 	}
 	for kind, payload := range compress {
-		p, err := ExtractPayload(fakeBzImage(payload(), 0x020f))
+		p, err := extractPayload(fakeBzImage(payload(), 0x020f))
 		if err != nil {
 			t.Errorf("ExtractPayload(%s payload) = %v", kind, err)
 			continue
@@ -159,12 +159,12 @@ func TestExtractPayloadXZWithBCJ(t *testing.T) {
 	}
 	vmlinux := testELFBytes(t)
 	image := fakeBzImage(withSize(xzBCJ(t, vmlinux), len(vmlinux)), 0x020f)
-	p, err := ExtractPayload(image)
+	p, err := extractPayload(image)
 	if err != nil || p.Compression != CompressionXZ || !bytes.Equal(p.ELF, vmlinux) {
 		t.Fatalf("ExtractPayload(xz --x86 payload) = %v; want the %d bytes compressed", err, len(vmlinux))
 	}
 	t.Setenv("PATH", t.TempDir()) // no xz command: the Go decoder alone
-	_, err = ExtractPayload(image)
+	_, err = extractPayload(image)
 	if !errors.Is(err, wire.ErrNotSupported) || !strings.Contains(err.Error(), "xz-utils") {
 		t.Errorf("ExtractPayload(xz --x86 payload) without the xz command = %v; want wire.ErrNotSupported naming xz-utils", err)
 	}
@@ -205,16 +205,16 @@ func TestExtractPayloadRejects(t *testing.T) {
 		{"truncated payload", good[:len(good)-10], kernel.ErrNotBzImage},
 		{"unknown compression", fakeBzImage([]byte("\x00\x01\x02\x03\x04\x05\x06\x07"), 0x020f), kernel.ErrNotBzImage},
 		{"bzip2", fakeBzImage(withSize([]byte("BZh91AY&SY"), 100), 0x020f), wire.ErrNotSupported},
-		{"trailer above the bound", fakeBzImage(withSize(zstdPayload, MaxPayloadSize+1), 0x020f), ErrPayloadTooLarge},
+		{"trailer above the bound", fakeBzImage(withSize(zstdPayload, maxPayloadSize+1), 0x020f), ErrPayloadTooLarge},
 		{"zstd output above the trailer", fakeBzImage(withSize(zstdPayload, len(vmlinux)-1), 0x020f), ErrPayloadTooLarge},
 		{"lz4 output above the trailer", fakeBzImage(withSize(lz4Payload.Bytes(), 100), 0x020f), ErrPayloadTooLarge},
 	} {
-		if _, err := ExtractPayload(tc.image); !errors.Is(err, tc.want) {
+		if _, err := extractPayload(tc.image); !errors.Is(err, tc.want) {
 			t.Errorf("ExtractPayload(%s) = %v; want %v", tc.name, err, tc.want)
 		}
 	}
 	// Output short of the trailer is corrupt, not too large.
-	_, err := ExtractPayload(fakeBzImage(withSize(zstdPayload, len(vmlinux)+1), 0x020f))
+	_, err := extractPayload(fakeBzImage(withSize(zstdPayload, len(vmlinux)+1), 0x020f))
 	if err == nil || errors.Is(err, ErrPayloadTooLarge) {
 		t.Errorf("ExtractPayload(zstd output short of the trailer) = %v; want a corrupt-image error", err)
 	}

@@ -20,13 +20,13 @@ const DefaultProfilePeriod = 20011
 
 // Names the profile gives to addresses no symbol covers.
 const (
-	// UserSpace is every sample taken in user space (the guest program).
-	UserSpace = "[user]"
-	// ModuleCode is an address in the module area that is not a BPF
+	// userSpace is every sample taken in user space (the guest program).
+	userSpace = "[user]"
+	// moduleCode is an address in the module area that is not a BPF
 	// program the benchmark loaded (the guest names only those).
-	ModuleCode = "[module]"
-	// UnknownCode is a kernel address no function symbol covers.
-	UnknownCode = "[unknown]"
+	moduleCode = "[module]"
+	// unknownCode is a kernel address no function symbol covers.
+	unknownCode = "[unknown]"
 )
 
 // Profile is one benchmark's profile on one kernel: where the samples
@@ -61,27 +61,27 @@ type Profile struct {
 	Special map[string]uint64    `json:"special,omitempty"`
 	Flow    *vmrunner.FlowCounts `json:"flow,omitempty"`
 	// Unreliable says why a sampled profile's shares are not the
-	// operation's: it lost more than MaxLostShare of its samples.
+	// operation's: it lost more than maxLostShare of its samples.
 	Unreliable string `json:"unreliable,omitempty"`
 	Problem    string `json:"problem,omitempty"`
 }
 
-// MaxLostShare is the largest share of a sampled profile's due samples
+// maxLostShare is the largest share of a sampled profile's due samples
 // that may be lost before the profile says it is unreliable: the samples
 // lost are those of code run with interrupts off or throttled, not a
 // random few, so beyond a few percent the shares describe what the
 // samples saw, not the operation.
-const MaxLostShare = 0.03
+const maxLostShare = 0.03
 
 // unreliable says why a sampled profile's shares cannot be read as the
-// operation's ("" when they can): it lost more than MaxLostShare of the
+// operation's ("" when they can): it lost more than maxLostShare of the
 // samples due.
 func (p *Profile) unreliable() string {
 	if p == nil || p.Exact || p.Lost == 0 {
 		return ""
 	}
 	due := p.Samples + p.Lost
-	if float64(p.Lost) <= MaxLostShare*float64(due) {
+	if float64(p.Lost) <= maxLostShare*float64(due) {
 		return ""
 	}
 	return fmt.Sprintf("unreliable: %d of %d samples due were lost (%.1f%%; a kernel without high-resolution timers, or throttling): the shares are of the %d taken", p.Lost, due, 100*float64(p.Lost)/float64(due), p.Samples)
@@ -189,7 +189,7 @@ func addressLocator(syms *Symbols, offset uint64, extra []wire.ProfileSymbol) fu
 	return func(addr uint64) (string, bool) {
 		switch {
 		case addr == 0 || wire.IsUser(addr):
-			return UserSpace, false
+			return userSpace, false
 		}
 		for _, s := range extra {
 			if addr >= s.Addr && addr < s.Addr+s.Size {
@@ -197,12 +197,12 @@ func addressLocator(syms *Symbols, offset uint64, extra []wire.ProfileSymbol) fu
 			}
 		}
 		if wire.IsModuleArea(addr) {
-			return ModuleCode, false
+			return moduleCode, false
 		}
 		if s, ok := syms.At(addr - offset); ok && s.IsFunc() {
 			return s.Name, s.Addr == addr-offset
 		}
-		return UnknownCode, false
+		return unknownCode, false
 	}
 }
 
@@ -223,7 +223,7 @@ func symbolizeBench(b wire.BenchProfile, doc *wire.ProfileDoc, syms *Symbols, of
 		fn := name(s.IP)
 		self[fn] += s.Samples
 		total += s.Samples
-		if s.Caller != 0 && fn != UserSpace {
+		if s.Caller != 0 && fn != userSpace {
 			edges[edge{name(s.Caller), fn}] += s.Samples
 		}
 	}

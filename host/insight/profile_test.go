@@ -43,7 +43,7 @@ func TestProfileSymbolizes(t *testing.T) {
 		t.Fatalf("AddProfile: summary %+v, %d profiles", side.ProfileSummary, len(side.Profiles))
 	}
 	p := side.Profiles[0]
-	want := map[string]uint64{"trie_lookup_elem": 10, "longest_prefix_match.isra.0": 20, "bpf_prog_lpm_lookup": 5, ModuleCode: 3, UserSpace: 2}
+	want := map[string]uint64{"trie_lookup_elem": 10, "longest_prefix_match.isra.0": 20, "bpf_prog_lpm_lookup": 5, moduleCode: 3, userSpace: 2}
 	for fn, n := range want {
 		got := uint64(0)
 		for _, f := range p.Functions {
@@ -69,7 +69,7 @@ func TestProfileSymbolizes(t *testing.T) {
 	// The same symbols placed on an image (link-time addresses) name the
 	// same sites: the offset comes from _text.
 	linked := Load(Input{Kallsyms: []byte(kallsyms)}, Options{})
-	linked.Symbols, _ = ParseKallsyms(strings.NewReader(kallsyms), KallsymsOptions{LinkText: 0xffffffff81000000})
+	linked.Symbols, _ = ParseKallsyms(strings.NewReader(kallsyms), kallsymsOptions{LinkText: 0xffffffff81000000})
 	doc.Benchmarks[0].Sites = []wire.ProfileSite{{IP: 0xffffffff84200410, Samples: 1}}
 	linked.AddProfile(doc)
 	if got := linked.Profiles[0].Functions[0].Function; got != "longest_prefix_match.isra.0" {

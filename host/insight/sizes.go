@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// DefaultSymbols selects the code under test for the size diff: the
+// defaultSymbols selects the code under test for the size diff: the
 // functions of kernel/bpf/lpm_trie.c (6.1–6.12: the map ops trie_*, the
 // out-of-line longest_prefix_match clones, lpm_trie_node_alloc) and the
 // map core that a lookup, update or delete from the bpf(2) syscall or a BPF
@@ -20,7 +20,7 @@ import (
 //
 // The lpm_trie.c functions are listed one by one rather than as "trie_.*":
 // net/ipv4/fib_trie.c has static trie_* functions of its own.
-const DefaultSymbols = `^(` +
+const defaultSymbols = `^(` +
 	`trie_(lookup|update|delete)_elem|trie_(get_next_key|alloc|free|check_btf|mem_usage|check_add_elem)|` +
 	`(__)?longest_prefix_match|lpm_trie_node_alloc|` +
 	`map_(lookup|update|delete|lookup_and_delete)_elem|map_get_next_key|` +
@@ -28,20 +28,20 @@ const DefaultSymbols = `^(` +
 	`generic_map_(lookup|update|delete|lookup_and_delete)_batch|__sys_bpf` +
 	`)(\.[a-z_]+)*$`
 
-// DefaultFunctions are the functions whose calls Compare lists.
-var DefaultFunctions = []string{"trie_lookup_elem", "trie_update_elem", "trie_delete_elem"}
+// defaultFunctions are the functions whose calls Compare lists.
+var defaultFunctions = []string{"trie_lookup_elem", "trie_update_elem", "trie_delete_elem"}
 
 // Symbol type sets of scripts/bloat-o-meter (nm letters).
 const (
 	// TypesFunctions is bloat-o-meter -t, and the default here.
 	TypesFunctions = "tTwW"
-	// TypesAll is bloat-o-meter without options: code and data.
-	TypesAll = "tTdDbBrRvVwW"
+	// typesAll is bloat-o-meter without options: code and data.
+	typesAll = "tTdDbBrRvVwW"
 )
 
-// SizeOptions selects the symbols a size diff counts.
-type SizeOptions struct {
-	// Symbols, matched against normalised names; nil means DefaultSymbols.
+// sizeOptions selects the symbols a size diff counts.
+type sizeOptions struct {
+	// Symbols, matched against normalised names; nil means defaultSymbols.
 	Symbols *regexp.Regexp
 	// Types are the nm type letters counted; "" means TypesFunctions.
 	Types string
@@ -52,16 +52,16 @@ type SizeOptions struct {
 	KeepPadding bool
 }
 
-var defaultSymbolsRE = regexp.MustCompile(DefaultSymbols)
+var defaultSymbolsRE = regexp.MustCompile(defaultSymbols)
 
 // cloneNumber is bloat-o-meter's re_NUMBER: "statics and some other
 // optimizations adds random .NUMBER".
 var cloneNumber = regexp.MustCompile(`\.[0-9]+`)
 
-// NormalizeName removes the numbers that GCC and the linker append to
+// normalizeName removes the numbers that GCC and the linker append to
 // clones and statics (".isra.0", ".constprop.1", "__key.12345"), as
 // bloat-o-meter does, so that one function keeps one name across builds.
-func NormalizeName(name string) string {
+func normalizeName(name string) string {
 	return cloneNumber.ReplaceAllString(name, "")
 }
 
@@ -111,16 +111,16 @@ func (d *SizeDiff) ChangePercent() float64 {
 	return float64(int64(d.After)-int64(d.Before)) * 100 / float64(d.Before)
 }
 
-// DiffSizes compares the sizes of the selected symbols of two tables with
+// diffSizes compares the sizes of the selected symbols of two tables with
 // scripts/bloat-o-meter's rules: symbols of size 0 are not counted (nm
 // --size-sort omits them), nor names with ':', nor the generated symbols
 // bloat-o-meter skips (__mod_*, __se_sys*, __se_compat_sys*,
 // __addressable_*, linux_banner, vermagic); names are normalised with
-// NormalizeName and the sizes of equal names summed (statics of several
+// normalizeName and the sizes of equal names summed (statics of several
 // files, or a function and its clones with the same suffix).
 //
 // The one difference, unless opts.KeepPadding: __pfx_ symbols are left out.
-func DiffSizes(old, new *Symbols, opts SizeOptions) *SizeDiff {
+func diffSizes(old, new *Symbols, opts sizeOptions) *SizeDiff {
 	re := opts.Symbols
 	if re == nil {
 		re = defaultSymbolsRE
@@ -137,11 +137,11 @@ func DiffSizes(old, new *Symbols, opts SizeOptions) *SizeDiff {
 	return d
 }
 
-// FunctionSizes are the sizes of every function of s as the size diff
+// functionSizes are the sizes of every function of s as the size diff
 // counts them (TypesFunctions, no __pfx_ padding, bloat-o-meter's skips,
 // names normalised and summed): what a saved insight block keeps so that
 // its size table can be drawn again over other symbols (Diff.Resize).
-func FunctionSizes(s *Symbols) map[string]uint64 {
+func functionSizes(s *Symbols) map[string]uint64 {
 	return sizesByName(s, matchEverything, TypesFunctions, false)
 }
 
@@ -153,7 +153,7 @@ var matchEverything = regexp.MustCompile(``)
 var ErrSizesNotKept = errors.New("the saved insight block keeps no function sizes")
 
 // Resize draws the size table again over the functions matching re (nil:
-// DefaultSymbols), from the function sizes each side keeps
+// defaultSymbols), from the function sizes each side keeps
 // (Side.FunctionSizes): a saved block can then be shown over a wider or
 // narrower set than when it was made. Without them (ErrSizesNotKept) the
 // table stays as it was.
@@ -237,7 +237,7 @@ func sizesByName(s *Symbols, re *regexp.Regexp, types string, keepPadding bool) 
 		if !keepPadding && strings.HasPrefix(sym.Name, paddingPrefix) {
 			continue
 		}
-		name := NormalizeName(sym.Name)
+		name := normalizeName(sym.Name)
 		if !re.MatchString(name) {
 			continue
 		}

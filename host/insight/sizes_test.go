@@ -79,15 +79,15 @@ func TestDiffSizesGolden(t *testing.T) {
 	old, new := syntheticTables()
 	for _, tc := range []struct {
 		file   string
-		opts   SizeOptions
+		opts   sizeOptions
 		header string
 	}{
-		{"sizes-default.golden", SizeOptions{}, "Function"},
-		{"sizes-functions.golden", SizeOptions{Symbols: all, Types: TypesFunctions, KeepPadding: true}, "Function"},
-		{"sizes-all.golden", SizeOptions{Symbols: all, Types: TypesAll, KeepPadding: true}, "Function"},
+		{"sizes-default.golden", sizeOptions{}, "Function"},
+		{"sizes-functions.golden", sizeOptions{Symbols: all, Types: TypesFunctions, KeepPadding: true}, "Function"},
+		{"sizes-all.golden", sizeOptions{Symbols: all, Types: typesAll, KeepPadding: true}, "Function"},
 	} {
 		var b strings.Builder
-		if err := WriteBloatOMeter(&b, DiffSizes(old, new, tc.opts), tc.header); err != nil {
+		if err := WriteBloatOMeter(&b, diffSizes(old, new, tc.opts), tc.header); err != nil {
 			t.Fatal(err)
 		}
 		golden(t, tc.file, b.String())
@@ -98,7 +98,7 @@ func TestDiffSizesGolden(t *testing.T) {
 // golden text.
 func TestDiffSizesCounts(t *testing.T) {
 	old, new := syntheticTables()
-	d := DiffSizes(old, new, SizeOptions{})
+	d := diffSizes(old, new, sizeOptions{})
 	rows := map[string]SizeRow{}
 	for _, r := range d.Rows {
 		rows[r.Name] = r
@@ -127,7 +127,7 @@ func TestDiffSizesCounts(t *testing.T) {
 		t.Errorf("DiffSizes totals %d → %d; want %d → %d", d.Before, d.After, 179+302+949+20+571+237, 534+313+954+549+170+40)
 	}
 
-	all := DiffSizes(old, new, SizeOptions{Symbols: regexp.MustCompile(`.*`), Types: TypesAll})
+	all := diffSizes(old, new, sizeOptions{Symbols: regexp.MustCompile(`.*`), Types: typesAll})
 	for _, r := range all.Rows {
 		switch r.Name {
 		case "helper":
@@ -158,14 +158,14 @@ func TestNormalizeName(t *testing.T) {
 		"trie_lookup_elem":                  "trie_lookup_elem",
 		"__pfx_longest_prefix_match.isra.0": "__pfx_longest_prefix_match.isra",
 	} {
-		if got := NormalizeName(in); got != want {
+		if got := normalizeName(in); got != want {
 			t.Errorf("NormalizeName(%q) = %q; want %q", in, got, want)
 		}
 	}
 }
 
 func TestDefaultSymbols(t *testing.T) {
-	re := regexp.MustCompile(DefaultSymbols)
+	re := regexp.MustCompile(defaultSymbols)
 	for _, name := range []string{
 		"trie_lookup_elem", "trie_update_elem", "trie_delete_elem", "trie_get_next_key",
 		"trie_alloc", "trie_free", "trie_check_btf", "trie_mem_usage",
@@ -216,7 +216,7 @@ func TestDiffSizesAgainstBloatOMeter(t *testing.T) {
 		writeTestELF(t, path, make([]byte, 256), x86TextAddr, nil, syms)
 	}
 	readBack := func(path string) *Symbols {
-		s, err := ReadVmlinux(path)
+		s, err := readVmlinux(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestDiffSizesAgainstBloatOMeter(t *testing.T) {
 	for _, tc := range []struct {
 		flag  string
 		types string
-	}{{"", TypesAll}, {"-t", TypesFunctions}} {
+	}{{"", typesAll}, {"-t", TypesFunctions}} {
 		args := []string{script}
 		if tc.flag != "" {
 			args = append(args, tc.flag)
@@ -237,7 +237,7 @@ func TestDiffSizesAgainstBloatOMeter(t *testing.T) {
 			t.Fatalf("%s: %v", strings.Join(args, " "), err)
 		}
 		var got strings.Builder
-		WriteBloatOMeter(&got, DiffSizes(a, b, SizeOptions{Symbols: all, Types: tc.types, KeepPadding: true}), "Function")
+		WriteBloatOMeter(&got, diffSizes(a, b, sizeOptions{Symbols: all, Types: tc.types, KeepPadding: true}), "Function")
 		if got.String() != string(out) {
 			t.Errorf("WriteBloatOMeter(%s):\n%s\nbloat-o-meter %s:\n%s", tc.types, got.String(), tc.flag, out)
 		}
@@ -245,14 +245,14 @@ func TestDiffSizesAgainstBloatOMeter(t *testing.T) {
 }
 
 // TestResizeSavedBlock checks that a block saved and read again draws its
-// size table over other functions exactly as DiffSizes does from the
+// size table over other functions exactly as diffSizes does from the
 // symbol tables, and says so when it kept no sizes.
 func TestResizeSavedBlock(t *testing.T) {
 	old, new := syntheticTables()
 	d := &Diff{
-		A:     &Side{Symbols: old, FunctionSizes: FunctionSizes(old)},
-		B:     &Side{Symbols: new, FunctionSizes: FunctionSizes(new)},
-		Sizes: DiffSizes(old, new, SizeOptions{}),
+		A:     &Side{Symbols: old, FunctionSizes: functionSizes(old)},
+		B:     &Side{Symbols: new, FunctionSizes: functionSizes(new)},
+		Sizes: diffSizes(old, new, sizeOptions{}),
 	}
 	path := DiffFile(filepath.Join(t.TempDir(), "results.txt"))
 	if err := WriteDiffFile(path, d); err != nil {
@@ -268,7 +268,7 @@ func TestResizeSavedBlock(t *testing.T) {
 		}
 		var got, want strings.Builder
 		WriteBloatOMeter(&got, saved.Sizes, "Function")
-		WriteBloatOMeter(&want, DiffSizes(old, new, SizeOptions{Symbols: re}), "Function")
+		WriteBloatOMeter(&want, diffSizes(old, new, sizeOptions{Symbols: re}), "Function")
 		if got.String() != want.String() {
 			t.Errorf("Resize(%v) of a saved block:\n%s\nwant, as from the symbols:\n%s", re, got.String(), want.String())
 		}

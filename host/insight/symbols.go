@@ -180,10 +180,10 @@ func newSymbols(kind SourceKind, syms []Symbol) *Symbols {
 	return s
 }
 
-// ReadVmlinux reads the symbol table of an unstripped vmlinux (or any ELF
+// readVmlinux reads the symbol table of an unstripped vmlinux (or any ELF
 // file), with the type letters that nm(1) prints and exact sizes. A file
 // without a symbol table (a stripped image payload) gives ErrNoSymbols.
-func ReadVmlinux(path string) (*Symbols, error) {
+func readVmlinux(path string) (*Symbols, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read symbols: %w (give an unstripped vmlinux)", err)
@@ -327,13 +327,13 @@ func isDebugSection(name string) bool {
 // Bounds on kallsyms text, which comes from a guest. Linux 6.12 with
 // CONFIG_KALLSYMS_ALL prints ~155k lines, 7 MB; KSYM_NAME_LEN is 512.
 const (
-	MaxKallsymsBytes = 64 << 20
-	MaxKallsymsLines = 2_000_000
+	maxKallsymsBytes = 64 << 20
+	maxKallsymsLines = 2_000_000
 	maxKallsymsLine  = 1024
 )
 
-// KallsymsOptions says how to place kallsyms addresses on the image.
-type KallsymsOptions struct {
+// kallsymsOptions says how to place kallsyms addresses on the image.
+type kallsymsOptions struct {
 	// LinkText is the link-time address of .text in the image's ELF
 	// (Image.TextAddr). The KASLR offset is _text minus LinkText, and is
 	// subtracted from every address but absolute (A) ones. 0 keeps the
@@ -352,9 +352,9 @@ type KallsymsOptions struct {
 // them; for Linux 6.2+ that next address is usually the next function's
 // __pfx_ padding, which keeps the padding out of the size.
 //
-// Input is bounded by MaxKallsymsBytes and MaxKallsymsLines (ErrTooLarge).
+// Input is bounded by maxKallsymsBytes and maxKallsymsLines (ErrTooLarge).
 // All-zero addresses give ErrAddressesHidden.
-func ParseKallsyms(r io.Reader, opts KallsymsOptions) (*Symbols, error) {
+func ParseKallsyms(r io.Reader, opts kallsymsOptions) (*Symbols, error) {
 	s, err := parseKallsyms(r, opts)
 	if err != nil {
 		return nil, fmt.Errorf("parse kallsyms: %w", err)
@@ -362,8 +362,8 @@ func ParseKallsyms(r io.Reader, opts KallsymsOptions) (*Symbols, error) {
 	return s, nil
 }
 
-func parseKallsyms(r io.Reader, opts KallsymsOptions) (*Symbols, error) {
-	lr := &io.LimitedReader{R: r, N: MaxKallsymsBytes + 1}
+func parseKallsyms(r io.Reader, opts kallsymsOptions) (*Symbols, error) {
+	lr := &io.LimitedReader{R: r, N: maxKallsymsBytes + 1}
 	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 0, maxKallsymsLine), maxKallsymsLine)
 	var (
@@ -375,8 +375,8 @@ func parseKallsyms(r io.Reader, opts KallsymsOptions) (*Symbols, error) {
 	)
 	for sc.Scan() {
 		lines++
-		if lines > MaxKallsymsLines {
-			return nil, fmt.Errorf("%w: more than %d lines", ErrTooLarge, MaxKallsymsLines)
+		if lines > maxKallsymsLines {
+			return nil, fmt.Errorf("%w: more than %d lines", ErrTooLarge, maxKallsymsLines)
 		}
 		line := sc.Bytes()
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -409,7 +409,7 @@ func parseKallsyms(r io.Reader, opts KallsymsOptions) (*Symbols, error) {
 		return nil, err
 	}
 	if lr.N <= 0 {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, MaxKallsymsBytes)
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxKallsymsBytes)
 	}
 	if len(syms) == 0 {
 		return nil, fmt.Errorf("%w: empty kallsyms", ErrNoSymbols)
@@ -473,16 +473,16 @@ func (s *Symbols) setDistanceSizes(sectionEnd func(uint64) uint64) {
 	}
 }
 
-// ReadDebugPackage reads the symbols of the vmlinux in a Debian
+// readDebugPackage reads the symbols of the vmlinux in a Debian
 // linux-image-<release>-dbg package, unpacked into cacheDir once
 // (kernel.DebugVmlinux). Pairing it with an image is the caller's check
 // (see Load): this reads any such package.
-func ReadDebugPackage(deb, cacheDir string) (*Symbols, error) {
+func readDebugPackage(deb, cacheDir string) (*Symbols, error) {
 	vmlinux, _, err := kernel.DebugVmlinux(deb, cacheDir)
 	if err != nil {
 		return nil, err
 	}
-	s, err := ReadVmlinux(vmlinux)
+	s, err := readVmlinux(vmlinux)
 	if err != nil {
 		return nil, err
 	}

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 func readTestKallsyms(t *testing.T, pkg string) *Symbols {
 	t.Helper()
-	s, err := ReadKallsyms(filepath.Join("testdata", kallsymsFiles[pkg]), KallsymsOptions{LinkText: x86TextAddr})
+	s, err := ReadKallsyms(filepath.Join("testdata", kallsymsFiles[pkg]), kallsymsOptions{LinkText: x86TextAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ ffffffff8b000150 t g_alias
 ffffffff8b000200 T _etext
 ffffffffc0000000 t mod_func	[some_module]
 `
-	s, err := ParseKallsyms(strings.NewReader(text), KallsymsOptions{
+	s, err := ParseKallsyms(strings.NewReader(text), kallsymsOptions{
 		LinkText: 0xffffffff81000000,
 		SectionEnd: func(addr uint64) uint64 {
 			if addr < 0xffffffff81000200 {
@@ -135,7 +135,7 @@ ffffffffc0000000 t mod_func	[some_module]
 	}
 
 	// Without LinkText the addresses stay as read (nokaslr, System.map).
-	s, err = ParseKallsyms(strings.NewReader(text), KallsymsOptions{})
+	s, err = ParseKallsyms(strings.NewReader(text), kallsymsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,28 +148,28 @@ func TestParseKallsymsRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		r    io.Reader
-		opts KallsymsOptions
+		opts kallsymsOptions
 		want error
 	}{
-		{"empty", strings.NewReader(""), KallsymsOptions{}, ErrNoSymbols},
-		{"hidden addresses", strings.NewReader("0000000000000000 T _text\n0000000000000000 t f\n"), KallsymsOptions{}, ErrAddressesHidden},
-		{"no _text for the offset", strings.NewReader("ffffffff81000000 t f\n"), KallsymsOptions{LinkText: x86TextAddr}, ErrNoSymbols},
-		{"long line", strings.NewReader("ffffffff81000000 t " + strings.Repeat("x", 2000) + "\n"), KallsymsOptions{}, ErrTooLarge},
-		{"too many bytes", io.LimitReader(repeatReader(strings.Repeat(" ", 1000)+"\n"), MaxKallsymsBytes+100), KallsymsOptions{}, ErrTooLarge},
-		{"too many lines", strings.NewReader(strings.Repeat("\n", MaxKallsymsLines+1)), KallsymsOptions{}, ErrTooLarge},
+		{"empty", strings.NewReader(""), kallsymsOptions{}, ErrNoSymbols},
+		{"hidden addresses", strings.NewReader("0000000000000000 T _text\n0000000000000000 t f\n"), kallsymsOptions{}, ErrAddressesHidden},
+		{"no _text for the offset", strings.NewReader("ffffffff81000000 t f\n"), kallsymsOptions{LinkText: x86TextAddr}, ErrNoSymbols},
+		{"long line", strings.NewReader("ffffffff81000000 t " + strings.Repeat("x", 2000) + "\n"), kallsymsOptions{}, ErrTooLarge},
+		{"too many bytes", io.LimitReader(repeatReader(strings.Repeat(" ", 1000)+"\n"), maxKallsymsBytes+100), kallsymsOptions{}, ErrTooLarge},
+		{"too many lines", strings.NewReader(strings.Repeat("\n", maxKallsymsLines+1)), kallsymsOptions{}, ErrTooLarge},
 	} {
 		if _, err := ParseKallsyms(tc.r, tc.opts); !errors.Is(err, tc.want) {
 			t.Errorf("ParseKallsyms(%s) = %v; want %v", tc.name, err, tc.want)
 		}
 	}
-	if _, err := ParseKallsyms(strings.NewReader("not kallsyms at all\n"), KallsymsOptions{}); err == nil {
+	if _, err := ParseKallsyms(strings.NewReader("not kallsyms at all\n"), kallsymsOptions{}); err == nil {
 		t.Errorf("ParseKallsyms(text) = nil error; want a parse error")
 	}
 	// A type is a letter: a byte that is not (found by FuzzParseKallsyms,
 	// testdata/fuzz/FuzzParseKallsyms/fbb4776eef0ac364) would be printed
 	// back as a symbol of another type, or as none.
 	for _, typ := range []string{"\xfe", "\x1b", "?", "1"} {
-		if _, err := ParseKallsyms(strings.NewReader("ffffffff81000000 T _text\nffffffff81000010 "+typ+" f\n"), KallsymsOptions{}); err == nil {
+		if _, err := ParseKallsyms(strings.NewReader("ffffffff81000000 T _text\nffffffff81000010 "+typ+" f\n"), kallsymsOptions{}); err == nil {
 			t.Errorf("ParseKallsyms(type %q) = nil error; want a parse error", typ)
 		}
 	}
@@ -194,7 +194,7 @@ type readerFunc func([]byte) (int, error)
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // TestReadVmlinuxMatchesNM compares the sizes and type letters of
-// ReadVmlinux with nm --size-sort, which bloat-o-meter reads, on a
+// readVmlinux with nm --size-sort, which bloat-o-meter reads, on a
 // synthetic ELF file with the kernel's kinds of sections (a writable
 // .rodata among them) and symbols (local, global, weak, objects, files).
 func TestReadVmlinuxMatchesNM(t *testing.T) {
@@ -217,7 +217,7 @@ func TestReadVmlinuxMatchesNM(t *testing.T) {
 		{Name: "bss_obj", Size: 64, Type: elf.STT_OBJECT, Section: ".bss"},
 		{Name: "comment_sym", Size: 2, Type: elf.STT_OBJECT, Section: ".comment"},
 	})
-	s, err := ReadVmlinux(path)
+	s, err := readVmlinux(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestReadVmlinuxSynthetic(t *testing.T) {
 		{Name: "global_fn", Off: 16, Size: 32, Global: true},
 		{Name: "a_file.c", Type: elf.STT_FILE},
 	})
-	s, err := ReadVmlinux(path)
+	s, err := readVmlinux(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,16 +272,16 @@ func TestReadVmlinuxSynthetic(t *testing.T) {
 
 	stripped := filepath.Join(dir, "stripped")
 	writeTestELF(t, stripped, make([]byte, 64), x86TextAddr, nil, nil)
-	if _, err := ReadVmlinux(stripped); !errors.Is(err, ErrNoSymbols) {
+	if _, err := readVmlinux(stripped); !errors.Is(err, ErrNoSymbols) {
 		t.Errorf("ReadVmlinux(stripped) = %v; want ErrNoSymbols", err)
 	}
-	if _, err := ReadVmlinux(filepath.Join(dir, "missing")); err == nil {
+	if _, err := readVmlinux(filepath.Join(dir, "missing")); err == nil {
 		t.Errorf("ReadVmlinux(missing file) = nil error")
 	}
 }
 
 // ReadKallsyms is ParseKallsyms of a file.
-func ReadKallsyms(path string, opts KallsymsOptions) (*Symbols, error) {
+func ReadKallsyms(path string, opts kallsymsOptions) (*Symbols, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read kallsyms: %w", err)

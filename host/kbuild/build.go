@@ -70,9 +70,9 @@ type Fragment struct {
 // binary, named configs/lpmbisect.config in logs and results.
 var DefaultFragment = Fragment{Name: builtinFragmentName, Data: builtinFragment}
 
-// ReadFragment reads a fragment file. The name "builtin" stands for
+// readFragment reads a fragment file. The name "builtin" stands for
 // DefaultFragment.
-func ReadFragment(path string) (Fragment, error) {
+func readFragment(path string) (Fragment, error) {
 	if path == "builtin" {
 		return DefaultFragment, nil
 	}
@@ -86,7 +86,7 @@ func ReadFragment(path string) (Fragment, error) {
 	return Fragment{Name: path, Data: data}, nil
 }
 
-// ReadFragments reads the fragment files paths (see ReadFragment): nil
+// ReadFragments reads the fragment files paths (see readFragment): nil
 // stays nil (DefaultFragment), an empty list means no fragment. Its
 // errors are *FragmentError.
 func ReadFragments(paths []string) ([]Fragment, error) {
@@ -95,7 +95,7 @@ func ReadFragments(paths []string) ([]Fragment, error) {
 	}
 	frags := []Fragment{}
 	for _, p := range paths {
-		frag, err := ReadFragment(p)
+		frag, err := readFragment(p)
 		if err != nil {
 			return nil, &FragmentError{err}
 		}
@@ -124,10 +124,10 @@ func FromConfig(b config.Build) (Options, error) {
 	return Options{Base: b.Base, Fragments: frags, Make: b.Make, MakeFlags: b.MakeFlags, Jobs: b.Jobs}, nil
 }
 
-// DefaultBase is the base configuration when none is given: the smallest
+// defaultBase is the base configuration when none is given: the smallest
 // kernel that builds, which the fragment then grows into one that runs
 // the benchmarks. About 4.5 minutes cold on two cores.
-const DefaultBase = "tinyconfig"
+const defaultBase = "tinyconfig"
 
 // Options says what to build and how.
 type Options struct {
@@ -138,7 +138,7 @@ type Options struct {
 	Dir string
 	// Base is the base configuration: a make target ending in "config"
 	// (tinyconfig, defconfig, allnoconfig, …) or a configuration file.
-	// Empty means DefaultBase.
+	// Empty means defaultBase.
 	Base string
 	// Fragments go on top of the base, in order. Nil means
 	// DefaultFragment; an empty non-nil slice means none.
@@ -159,7 +159,7 @@ type Options struct {
 	Notes *log.Logger
 	// Ccache is the ccache program that wraps the compiler (make
 	// CC="ccache gcc"): empty means ccache where it is installed,
-	// CcacheOff never. A compiler already wrapped is left alone.
+	// ccacheOff never. A compiler already wrapped is left alone.
 	Ccache string
 }
 
@@ -256,7 +256,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	config := filepath.Join(o.Dir, ".config")
 	configured := !b.configured(config, key)
 	if configured {
-		os.Remove(filepath.Join(o.Dir, StampName))
+		os.Remove(filepath.Join(o.Dir, stampName))
 		if err := b.configure(ctx, config); err != nil {
 			return nil, err
 		}
@@ -334,7 +334,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	if o.Base == "" {
-		o.Base = DefaultBase
+		o.Base = defaultBase
 	}
 	if o.Fragments == nil {
 		o.Fragments = []Fragment{DefaultFragment}
@@ -448,7 +448,7 @@ func (b *builder) make(ctx context.Context, targets ...string) error {
 	if lines := errorLines(b.o.Log); lines != "" {
 		hint = "; " + lines
 	}
-	return fmt.Errorf("%w: make %s: %v (log: %s%s)", ErrBuildFailed, strings.Join(targets, " "), err, b.o.Log, hint)
+	return fmt.Errorf("%w: make %s: %w (log: %s%s)", ErrBuildFailed, strings.Join(targets, " "), err, b.o.Log, hint)
 }
 
 // reproducibleEnv fixes what kbuild would otherwise stamp into every image

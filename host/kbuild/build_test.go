@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/config"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkbuild"
+	"github.com/lpmbisect/lpmbisect/testbed/testkbuild"
 )
 
 // fakeTree makes a source tree and a fake make (see testkbuild); its
@@ -173,7 +173,7 @@ func TestInspectConfig(t *testing.T) {
 }
 
 func TestReadFragment(t *testing.T) {
-	f, err := ReadFragment("builtin")
+	f, err := readFragment("builtin")
 	if err != nil || f.Name != DefaultFragment.Name {
 		t.Fatalf("ReadFragment(builtin) = %v, %v; want the built-in fragment", f.Name, err)
 	}
@@ -192,7 +192,7 @@ func TestReadFragment(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "bad.config")
 	os.WriteFile(bad, []byte("CONFIG_OK=y\nBPF=y\n"), 0o644)
-	if _, err := ReadFragment(bad); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if _, err := readFragment(bad); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("ReadFragment(bad) error = %v; want one naming line 2", err)
 	}
 }
@@ -235,7 +235,7 @@ func TestBuildKeepsConfiguration(t *testing.T) {
 	src, mk := fakeTree(t)
 	out := filepath.Join(t.TempDir(), "build")
 	frag := Fragment{Name: "test.config", Data: []byte("CONFIG_BPF_SYSCALL=y\n")}
-	o := Options{Src: src, Dir: out, Make: mk, Fragments: []Fragment{frag}, Ccache: CcacheOff}
+	o := Options{Src: src, Dir: out, Make: mk, Fragments: []Fragment{frag}, Ccache: ccacheOff}
 	build := func(o Options, wantCalls string, wantConfigured bool) *Result {
 		t.Helper()
 		os.Remove(filepath.Join(out, "calls.txt"))
@@ -315,7 +315,7 @@ func TestBuildCcache(t *testing.T) {
 		}
 	}
 	// ccache changes no object: the configuration is kept without it.
-	r, err = Build(context.Background(), Options{Src: src, Dir: out, Make: mk, MakeFlags: []string{"LLVM=1"}, Ccache: CcacheOff})
+	r, err = Build(context.Background(), Options{Src: src, Dir: out, Make: mk, MakeFlags: []string{"LLVM=1"}, Ccache: ccacheOff})
 	if err != nil || r.Configured || r.Ccache != nil {
 		t.Errorf("Build() without ccache = configured %v, ccache %v, %v; want the configuration kept, no ccache", r.Configured, r.Ccache, err)
 	}

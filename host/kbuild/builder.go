@@ -97,7 +97,7 @@ func (b *CommandBuilder) Build(ctx context.Context, src, buildDir string) (*Buil
 		}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("%w: build command %q: %v (log: %s)", ErrBuildFailed, b.Command, err, logPath)
+			return nil, fmt.Errorf("%w: build command %q: %w (log: %s)", ErrBuildFailed, b.Command, err, logPath)
 		}
 		return nil, fmt.Errorf("build command %q: %w", b.Command, err)
 	}

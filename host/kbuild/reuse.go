@@ -20,7 +20,7 @@ import (
 // A build directory (make O=) is configured once per configuration key: the
 // base configuration (a make target by name, a file by content), the
 // fragments' contents, the make flags and the compiler's version. The key
-// and the hash of the .config it gave are written to StampName. The next
+// and the hash of the .config it gave are written to stampName. The next
 // build with the same key, whose .config still hashes the same (nobody
 // edited it), does not configure again: no make tinyconfig, no fragment
 // merge, no make olddefconfig, and make then rebuilds only the objects
@@ -31,18 +31,18 @@ import (
 // Which build directory a tree uses is campaign.BuildDirFor's rule; when
 // it is reused, this file's.
 
-// StampName is the file in a build directory that records the
+// stampName is the file in a build directory that records the
 // configuration key it was configured for and the hash of its .config.
-const StampName = "lpmbisect-config.stamp"
+const stampName = "lpmbisect-config.stamp"
 
-// stamp is what StampName holds.
+// stamp is what stampName holds.
 type stamp struct {
 	Key    string // configKey
 	Config string // ConfigInfo.Hash of .config after the last build
 }
 
 func readStamp(dir string) stamp {
-	data, err := os.ReadFile(filepath.Join(dir, StampName))
+	data, err := os.ReadFile(filepath.Join(dir, stampName))
 	if err != nil {
 		return stamp{}
 	}
@@ -67,7 +67,7 @@ func stampConfig(dir, config, key string) error {
 		return err
 	}
 	text := fmt.Sprintf("# lpmbisect: the configuration this build directory has (host/kbuild)\nkey %s\nconfig %s\n", key, info.Hash)
-	if err := os.WriteFile(filepath.Join(dir, StampName), []byte(text), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, stampName), []byte(text), 0o644); err != nil {
 		return fmt.Errorf("build: record the configuration: %w", err)
 	}
 	return nil
@@ -159,14 +159,14 @@ func (b *builder) configured(config, key string) bool {
 	return true
 }
 
-// CcacheOff, as Options.Ccache, builds without ccache.
-const CcacheOff = "off"
+// ccacheOff, as Options.Ccache, builds without ccache.
+const ccacheOff = "off"
 
 // withCcache returns the make flags with the compiler wrapped in ccache:
 // the program given, or ccache when it is installed; unchanged when the
 // flags' compiler is wrapped already or ccache is off or missing.
 func withCcache(flags []string, ccache string) ([]string, string) {
-	if ccache == CcacheOff {
+	if ccache == ccacheOff {
 		return flags, ""
 	}
 	if ccache == "" {

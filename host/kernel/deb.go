@@ -55,7 +55,7 @@ func resolveDeb(input, deb, cacheDir string) (*Kernel, error) {
 func unpackDebOnce(deb, root string) error {
 	return unpackOnce(root, func(tmp string) error {
 		err := readDebData(deb, func(name string, data io.Reader) error {
-			if err := extractTar(data, tmp, MaxUnpackedBytes); err != nil {
+			if err := extractTar(data, tmp, maxUnpackedBytes); err != nil {
 				return fmt.Errorf("unpack %s: %w", name, err)
 			}
 			return nil
@@ -195,12 +195,12 @@ func decompressor(name string, r io.Reader) (io.Reader, func(), error) {
 	}
 }
 
-// MaxUnpackedBytes bounds the bytes a package's data archive unpacks to,
+// maxUnpackedBytes bounds the bytes a package's data archive unpacks to,
 // headers included: Debian's kernel packages unpack to about 100 MB, their
 // -dbg packages to about 1 GB. A package that claims more (a compression
 // bomb) is refused before it fills the cache's disk or takes longer to
 // read than such a package does.
-const MaxUnpackedBytes = 4 << 30
+const maxUnpackedBytes = 4 << 30
 
 // extractTar writes the regular files and directories of the tar stream r
 // below dst, and hard links whose target is below dst, reading at most

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )

@@ -136,7 +136,7 @@ func TestExtractTarLimit(t *testing.T) {
 	if err := extractTar(bytes.NewReader(data), t.TempDir(), 2500); err == nil || !strings.Contains(err.Error(), `"./b" makes the package unpack to more than 2500 bytes`) {
 		t.Errorf("extractTar(2 files of 600 bytes, limit 2500) = %v; want the limit's error naming ./b", err)
 	}
-	if err := extractTar(bytes.NewReader(data), t.TempDir(), MaxUnpackedBytes); err != nil {
+	if err := extractTar(bytes.NewReader(data), t.TempDir(), maxUnpackedBytes); err != nil {
 		t.Errorf("extractTar(1200 bytes) = %v", err)
 	}
 	// Empty entries cost their headers: 100 directories are 51,200 bytes.

@@ -9,8 +9,8 @@ import (
 
 // FromConfig returns the options that a configuration's [measure] and
 // [bench] sections give: how kernels are booted and what the guest runs.
-// What a command decides itself (RunDir, Paired, Remote, the loggers, a
-// test's Plan.Fault) is left to it.
+// What a command decides itself (RunDir, Paired, Remote, the loggers) is
+// left to it.
 func FromConfig(m config.Measure, b config.Bench) Options {
 	return Options{
 		Accel: wire.Accel(m.Accel),

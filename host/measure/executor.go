@@ -114,14 +114,14 @@ func (l Local) Run(ctx context.Context, jobs []Job, done func(Job, *vmrunner.Res
 // time is asked for under a wall-clock accelerator.
 var ErrParallelWallClock = errors.New("wall-clock boots must not overlap")
 
-// Workers is the one rule of how many boots may run at once: under icount
+// workers is the one rule of how many boots may run at once: under icount
 // as many as asked, or one per host CPU when asked for 0, because
 // instruction counts do not change when VMs share the host (two parallel
 // icount boots print the same counts to the last digit); under wall-clock
 // accelerators (tcg, kvm, auto) one, because VMs sharing the host slow each
 // other down. Asking for more than one there is an error wrapping
 // ErrParallelWallClock.
-func Workers(accel wire.Accel, requested int) (int, error) {
+func workers(accel wire.Accel, requested int) (int, error) {
 	switch {
 	case requested < 0:
 		return 0, fmt.Errorf("%d boots at once: must not be negative", requested)

@@ -23,9 +23,9 @@ func TestGuestPlanKernelArgs(t *testing.T) {
 	if got != want {
 		t.Errorf("KernelArgs() = %q; want %q", got, want)
 	}
-	g.Bench, g.PrefixLen, g.BatchEntries, g.Fault = "all", 24, 1000000, wire.FaultHang
+	g.Bench, g.PrefixLen, g.BatchEntries = "all", 24, 1000000
 	got = strings.Join(g.KernelArgs(), " ")
-	for _, w := range []string{"lpmbisect.bench=. ", "lpmbisect.prefix_len=24", "lpmbisect.batch_entries=1000000", "lpmbisect.fault=hang"} {
+	for _, w := range []string{"lpmbisect.bench=. ", "lpmbisect.prefix_len=24", "lpmbisect.batch_entries=1000000"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("KernelArgs() = %q; want it to contain %q", got, w)
 		}
@@ -57,7 +57,6 @@ func TestGuestPlanValidate(t *testing.T) {
 		{"default", func(*GuestPlan) {}, "", ""},
 		{"presets", func(g *GuestPlan) { g.Bench = "syscall,batch" }, "", ""},
 		{"noop control", func(g *GuestPlan) { g.Bench = "LPMTrie/op=noop" }, "", ""},
-		{"fault", func(g *GuestPlan) { g.Fault = wire.FaultNoBPF }, "", ""},
 		{"empty", func(g *GuestPlan) { g.Bench = "" }, wire.ParamBench, "presets: lookup"},
 		{"space", func(g *GuestPlan) { g.Bench = "a b" }, wire.ParamBench, `bench "a b" malformed`},
 		{"bad regexp", func(g *GuestPlan) { g.Bench = "LPM(" }, wire.ParamBench, "missing closing )"},
@@ -70,7 +69,6 @@ func TestGuestPlanValidate(t *testing.T) {
 		{"too many samples", func(g *GuestPlan) { g.Samples = 1001 }, wire.ParamSamples, "samples 1001 out of range [1, 1000]"},
 		{"entries", func(g *GuestPlan) { g.Entries = 1<<26 + 1 }, wire.ParamEntries, "entries"},
 		{"rounds", func(g *GuestPlan) { g.Rounds = 0 }, wire.ParamRounds, "rounds"},
-		{"unknown fault", func(g *GuestPlan) { g.Fault = "explode" }, wire.ParamFault, "fault"},
 	} {
 		g := validPlan()
 		c.change(&g)

@@ -57,7 +57,7 @@ type Side struct {
 	Memory        *vmrunner.MemCounts
 	MemoryProblem string
 	// BootImage is the file QEMU boots when it is not Kernel.Image: the
-	// kernel ELF for a PVH boot (PVHImage), which Setup.Prepare picks
+	// kernel ELF for a PVH boot (pvhImage), which Setup.Prepare picks
 	// under icount.
 	BootImage string
 	// StaticSymbols says the host reads this kernel's symbols from a
@@ -70,7 +70,7 @@ type Side struct {
 	// Variant is the side's CPU profile and its own extra kernel
 	// parameters (Setup.Start sets them: the setup's, or
 	// RunOptions.Variants'), Params its measurement parameters
-	// (ParamsKey; "" for none), which label every result.
+	// (paramsKey; "" for none), which label every result.
 	Variant Variant
 	Params  string
 
@@ -84,10 +84,10 @@ type Side struct {
 	insightAgain bool
 }
 
-// Prepare resolves kernel inputs and packs the initramfs of each, with
+// prepare resolves kernel inputs and packs the initramfs of each, with
 // files besides the guest and modules. Errors are the user's (a missing
 // file, not a kernel) and come before any VM starts.
-func Prepare(inputs []string, guest, cacheDir string, noModules bool, files ...initramfs.File) ([]*Side, error) {
+func prepare(inputs []string, guest, cacheDir string, noModules bool, files ...initramfs.File) ([]*Side, error) {
 	var sides []*Side
 	for i, in := range inputs {
 		k, err := kernel.Resolve(in, cacheDir)
@@ -227,8 +227,8 @@ type ResultsFile struct {
 	*benchfmt.Writer
 }
 
-// StreamResults writes results to w (standard output) as they come.
-func StreamResults(w io.Writer) *ResultsFile {
+// streamResults writes results to w (standard output) as they come.
+func streamResults(w io.Writer) *ResultsFile {
 	return &ResultsFile{Writer: benchfmt.NewWriter(w)}
 }
 
@@ -236,7 +236,7 @@ func StreamResults(w io.Writer) *ResultsFile {
 // (CreateResultsFile), or w (standard output) as they come when path is "".
 func OpenResults(path string, w io.Writer) (*ResultsFile, error) {
 	if path == "" {
-		return StreamResults(w), nil
+		return streamResults(w), nil
 	}
 	return CreateResultsFile(path)
 }
@@ -269,7 +269,7 @@ func CreateResultsFile(path string) (*ResultsFile, error) {
 	partial := path + ".partial"
 	f, err := os.Create(partial)
 	if err != nil {
-		return nil, fmt.Errorf("results file: %w (choose a writable place)", err)
+		return nil, fmt.Errorf("results file: %w", err)
 	}
 	return &ResultsFile{final: path, partial: partial, f: f, Writer: benchfmt.NewWriter(f)}, nil
 }

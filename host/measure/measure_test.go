@@ -56,7 +56,7 @@ func runFake(t *testing.T, r *Runner, boots int, fail map[string]vmrunner.Outcom
 	t.Helper()
 	var log []string
 	var out bytes.Buffer
-	r.Sides, r.Exec, r.Sink, r.RunDir = testSides(), Local{Boot: fakeBoot(&log, fail)}, StreamResults(&out), t.TempDir()
+	r.Sides, r.Exec, r.Sink, r.RunDir = testSides(), Local{Boot: fakeBoot(&log, fail)}, streamResults(&out), t.TempDir()
 	err := r.Measure(context.Background(), boots)
 	res, rerr := ReadResults(&out, "out")
 	if rerr != nil {
@@ -177,7 +177,7 @@ func TestWorkers(t *testing.T) {
 		{wire.AccelKVM, 4, 0, true},
 		{wire.AccelIcount, -1, 0, true},
 	} {
-		got, err := Workers(tc.accel, tc.requested)
+		got, err := workers(tc.accel, tc.requested)
 		if got != tc.want || (err != nil) != tc.err {
 			t.Errorf("Workers(%s, %d) = %d, %v; want %d, error %v", tc.accel, tc.requested, got, err, tc.want, tc.err)
 		}
@@ -204,7 +204,7 @@ func TestRunStopsWhenCanceled(t *testing.T) {
 	cause := errors.New("interrupted by SIGINT")
 	var log []string
 	boot := fakeBoot(&log, nil)
-	r := &Runner{Sides: testSides(), RunDir: t.TempDir(), Sink: StreamResults(new(bytes.Buffer)),
+	r := &Runner{Sides: testSides(), RunDir: t.TempDir(), Sink: streamResults(new(bytes.Buffer)),
 		Exec: Local{Boot: func(ctx context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
 			if len(log) == 3 {
 				cancel(cause)
@@ -298,13 +298,13 @@ func TestRunWarnsWhenTheGuestSeesFewerVCPUs(t *testing.T) {
 	} {
 		r := &Runner{VM: vmrunner.Config{CPUs: tc.asked}}
 		var out bytes.Buffer
-		r.Sides, r.Exec, r.Sink, r.RunDir = testSides(), Local{Boot: vcpuBoot(tc.seen)}, StreamResults(&out), t.TempDir()
+		r.Sides, r.Exec, r.Sink, r.RunDir = testSides(), Local{Boot: vcpuBoot(tc.seen)}, streamResults(&out), t.TempDir()
 		if err := r.Measure(context.Background(), 2); err != nil {
 			t.Fatalf("asked %d, seen %q: %v", tc.asked, tc.seen, err)
 		}
 		var warnings []string
 		for _, n := range r.Summary().Notes {
-			if n.Key == NoteWarning {
+			if n.Key == noteWarning {
 				warnings = append(warnings, n.Text)
 			}
 		}
@@ -351,7 +351,7 @@ func TestRunWaitsForRunningBootsBeforeBlamingTheKernel(t *testing.T) {
 				return ok(ctx, cfg)
 			}
 			sides := testSides()[:1]
-			r := &Runner{Sides: sides, RunDir: t.TempDir(), Sink: StreamResults(new(bytes.Buffer)), Exec: Local{Boot: boot, Workers: 2}}
+			r := &Runner{Sides: sides, RunDir: t.TempDir(), Sink: streamResults(new(bytes.Buffer)), Exec: Local{Boot: boot, Workers: 2}}
 			err := r.Measure(context.Background(), 2)
 			sum := r.Summary()
 			if tc.wantErr {

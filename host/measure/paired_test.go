@@ -69,7 +69,7 @@ func (f *pacedFake) boot(_ context.Context, cfg vmrunner.Config) (*vmrunner.Resu
 func runPairedFake(t *testing.T, f *pacedFake, pairs int, seed uint64) ([]*benchfmt.Result, *Summary, error) {
 	t.Helper()
 	var out bytes.Buffer
-	r := &Runner{Sides: testSides(), Exec: &Paired{Boot: f.boot, Seed: seed}, Seed: seed, Sink: StreamResults(&out), RunDir: t.TempDir(), Paired: true}
+	r := &Runner{Sides: testSides(), Exec: &Paired{Boot: f.boot, Seed: seed}, Seed: seed, Sink: streamResults(&out), RunDir: t.TempDir(), Paired: true}
 	err := r.Measure(context.Background(), pairs)
 	sum := r.Summary()
 	res, rerr := ReadResults(&out, "out")

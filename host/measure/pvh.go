@@ -11,12 +11,12 @@ import (
 	"github.com/lpmbisect/lpmbisect/internal/cachefile"
 )
 
-// ErrNoPVHEntry is returned by PVHImage for a kernel built without
+// ErrNoPVHEntry is returned by pvhImage for a kernel built without
 // CONFIG_PVH: its ELF has no PVH entry point, and QEMU boots it only as a
 // bzImage.
 var ErrNoPVHEntry = errors.New("no PVH entry point (the kernel is built without CONFIG_PVH)")
 
-// PVHImage returns the kernel ELF inside the bzImage of k, extracted once
+// pvhImage returns the kernel ELF inside the bzImage of k, extracted once
 // into cacheDir, for QEMU to boot directly through the PVH entry point
 // (QEMU 4.0; Linux 5.0 with CONFIG_PVH) instead of running the bzImage's
 // firmware path and decompressor.
@@ -29,7 +29,7 @@ var ErrNoPVHEntry = errors.New("no PVH entry point (the kernel is built without 
 // is one fixed layout instead of another. Under a wall clock the bzImage
 // stays, so that KASLR keeps varying the layout from boot to boot as on
 // real machines.
-func PVHImage(k *kernel.Kernel, cacheDir string) (string, error) {
+func pvhImage(k *kernel.Kernel, cacheDir string) (string, error) {
 	path := filepath.Join(cacheDir, "kernels", "pvh-"+k.SHA256+".elf")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lpmbisect/lpmbisect/host/kernel"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 // TestPVHImage extracts the kernel ELF of both Debian kernels, which are
@@ -21,7 +21,7 @@ func TestPVHImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path, err := PVHImage(k, cache)
+		path, err := pvhImage(k, cache)
 		if err != nil {
 			t.Fatalf("PVHImage(%s) = %v; want the ELF", deb, err)
 		}
@@ -36,7 +36,7 @@ func TestPVHImage(t *testing.T) {
 		if err != nil || f.Machine != elf.EM_X86_64 {
 			t.Errorf("PVHImage(%s): not an x86-64 ELF (%v)", deb, err)
 		}
-		if again, err := PVHImage(k, cache); err != nil || again != path {
+		if again, err := pvhImage(k, cache); err != nil || again != path {
 			t.Errorf("PVHImage(%s) again = %s, %v; want the cached %s", deb, again, err, path)
 		}
 	}

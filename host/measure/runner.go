@@ -295,19 +295,20 @@ func (r *Runner) record(ctx context.Context, j Job, res *vmrunner.Result) error 
 
 // pluginFault says whether the boot of j died in QEMU itself (not in the
 // guest: no panic, no stall) while it loaded the memory plugin, the first
-// time for its side. QEMU 7.2's plugin core aborted such boots
-// ("qemu_plugin_vcpu_mem_cb: code should not be reached") when the plugin
-// flushed the code cache at the pass's end, which it no longer does
-// (vmrunner's memplugin); should QEMU die there for any reason, the
-// side's kernel is not at fault, and the memory pass, which needs the
-// plugin, is what is given up, not the run.
+// time for its side. QEMU's plugin core can abort such a boot: QEMU 7.2's
+// does ("qemu_plugin_vcpu_mem_cb: code should not be reached") when a
+// plugin flushes the code cache once blocks carry memory callbacks, which
+// is why vmrunner's memplugin flushes only when it arms (memcount.c's
+// DISARM). Whatever the cause, the side's
+// kernel is not at fault there: the memory pass, which needs the plugin,
+// is what is given up, not the run.
 func pluginFault(j Job, res *vmrunner.Result) bool {
 	return res.Outcome == vmrunner.QEMUError && j.Config.MemoryPlugin != "" && j.Side.MemoryProblem == ""
 }
 
-// NoteWarning is the key of the notes the host adds to a run's Summary
+// noteWarning is the key of the notes the host adds to a run's Summary
 // about what its guests reported (beside the guests' own notes).
-const NoteWarning = "warning"
+const noteWarning = "warning"
 
 // vcpuShortfall returns a warning when a guest saw fewer vCPUs (the count
 // it reports as wire.KeyVCPUs) than its VM was given (asked; 0 means 1). A
@@ -319,7 +320,7 @@ func vcpuShortfall(asked int, s *wire.Stream) (wire.Note, bool) {
 	if err != nil || seen < 1 || seen >= max(asked, 1) {
 		return wire.Note{}, false
 	}
-	return wire.Note{Key: NoteWarning, Text: fmt.Sprintf(
+	return wire.Note{Key: noteWarning, Text: fmt.Sprintf(
 		"the guest saw %d vCPU(s) of the %d asked (is the kernel built with CONFIG_SMP?): benchmarks that need more vCPUs were not run",
 		seen, asked)}, true
 }

@@ -94,7 +94,7 @@ type Options struct {
 	// command line and the decisions behind a run.
 	Log, Verbose *log.Logger
 
-	kvmDevice string // "": vmrunner.DefaultKVMDevice; tests name another
+	kvmDevice string // "": vmrunner.defaultKVMDevice; tests name another
 }
 
 // OptionError is an Options field that cannot be used. Option names it as
@@ -142,47 +142,9 @@ type Setup struct {
 // *vmrunner.KVMUnusableError for KVM asked for where it does not run
 // guests, and the probe kernels' own.
 func NewSetup(o Options) (*Setup, error) {
-	if o.Accel == "" {
-		o.Accel = wire.AccelAuto
-	}
-	accel, err := wire.ParseAccel(string(o.Accel))
+	accel, err := o.check()
 	if err != nil {
-		return nil, &OptionError{"accel", err}
-	}
-	if o.Log == nil {
-		o.Log = log.New(io.Discard, "", 0)
-	}
-	if o.MemoryMB == 0 {
-		o.MemoryMB = 1024
-	}
-	if o.CPUs == 0 {
-		o.CPUs = 1
-	}
-	// What does not depend on the accelerator is checked first, so that
-	// a usage error is reported before any VM starts, a probe's included
-	// (the accelerators' default samples and rounds are in range alike).
-	plan := o.Plan
-	plan.Samples, plan.Rounds = cmp.Or(plan.Samples, 1), cmp.Or(plan.Rounds, 1)
-	if err := plan.Validate(); err != nil {
 		return nil, err
-	}
-	switch {
-	case accel == wire.AccelIcount && o.CPUs != 1:
-		return nil, &OptionError{"cpus", ErrIcountCPUs}
-	case o.MemoryMB < 128:
-		return nil, &OptionError{"memory", fmt.Errorf("%d MiB is too little: at least 128", o.MemoryMB)}
-	case o.CPUs < 1 || o.CPUs > 64:
-		return nil, &OptionError{"cpus", fmt.Errorf("%d vCPUs: between 1 and 64", o.CPUs)}
-	}
-	if o.CacheDir == "" {
-		if o.CacheDir, err = DefaultCacheDir(); err != nil {
-			return nil, &OptionError{"cache_dir", err}
-		}
-	}
-	if o.Guest == "" {
-		if o.Guest, err = initramfs.FindGuest(); err != nil {
-			return nil, &OptionError{"guest", err}
-		}
 	}
 	// A CPU profile is an emulated CPU: it makes auto icount, before any
 	// probe of KVM, and is refused under kvm.
@@ -196,9 +158,86 @@ func NewSetup(o Options) (*Setup, error) {
 			return nil, err
 		}
 	}
-	// The accelerator is decided here, once, so that the plan's
-	// defaults, the parameters' key, the calibration, the comparison rule
-	// and every boot are those of one accelerator.
+	kvm, err := o.decideAccel(accel)
+	if err != nil {
+		return nil, err
+	}
+	if o.Plan.Samples == 0 {
+		o.Plan.Samples = wire.DefaultSamples(o.Accel)
+	}
+	if o.Plan.Rounds == 0 {
+		o.Plan.Rounds = wire.DefaultRounds(o.Accel)
+	}
+	if o.Accel == wire.AccelIcount && o.CPUs != 1 { // auto decided icount
+		return nil, &OptionError{"cpus", ErrIcountCPUs}
+	}
+	workers, err := workers(o.Accel, o.Parallel)
+	if err != nil {
+		return nil, &OptionError{"parallel", err}
+	}
+	if o.RunDir == "" {
+		o.RunDir = filepath.Join(o.CacheDir, "runs", time.Now().Format("20060102-150405")+fmt.Sprintf("-%d", os.Getpid()))
+	}
+	s := &Setup{Options: o, Workers: workers, KVM: kvm, cpuB: profileB,
+		VM: vmrunner.Config{QEMU: o.QEMU, Accel: o.Accel, MemoryMB: o.MemoryMB, CPUs: o.CPUs, CPU: profile,
+			BootDeadline: o.BootTimeout, ProgressDeadline: o.ProgressTimeout, Log: o.Verbose},
+	}
+	return s, nil
+}
+
+// check fills in o's defaults and checks what does not depend on the
+// accelerator first, so that a usage error is reported before any VM
+// starts, a probe's included (the accelerators' default samples and
+// rounds are in range alike); it returns the accelerator asked for.
+func (o *Options) check() (wire.Accel, error) {
+	if o.Accel == "" {
+		o.Accel = wire.AccelAuto
+	}
+	accel, err := wire.ParseAccel(string(o.Accel))
+	if err != nil {
+		return "", &OptionError{"accel", err}
+	}
+	if o.Log == nil {
+		o.Log = log.New(io.Discard, "", 0)
+	}
+	if o.MemoryMB == 0 {
+		o.MemoryMB = 1024
+	}
+	if o.CPUs == 0 {
+		o.CPUs = 1
+	}
+	plan := o.Plan
+	plan.Samples, plan.Rounds = cmp.Or(plan.Samples, 1), cmp.Or(plan.Rounds, 1)
+	if err := plan.Validate(); err != nil {
+		return "", err
+	}
+	switch {
+	case accel == wire.AccelIcount && o.CPUs != 1:
+		return "", &OptionError{"cpus", ErrIcountCPUs}
+	case o.MemoryMB < 128:
+		return "", &OptionError{"memory", fmt.Errorf("%d MiB is too little: at least 128", o.MemoryMB)}
+	case o.CPUs < 1 || o.CPUs > 64:
+		return "", &OptionError{"cpus", fmt.Errorf("%d vCPUs: between 1 and 64", o.CPUs)}
+	}
+	if o.CacheDir == "" {
+		if o.CacheDir, err = DefaultCacheDir(); err != nil {
+			return "", &OptionError{"cache_dir", err}
+		}
+	}
+	if o.Guest == "" {
+		if o.Guest, err = initramfs.FindGuest(); err != nil {
+			return "", &OptionError{"guest", err}
+		}
+	}
+	return accel, nil
+}
+
+// decideAccel decides the accelerator here, once, so that the plan's
+// defaults, the parameters' key, the calibration, the comparison rule and
+// every boot are those of one accelerator: auto is the fleet's
+// (DecideAuto), else vmrunner.ChooseAccel's, whose KVM status it returns.
+// It sets o.Accel.
+func (o *Options) decideAccel(accel wire.Accel) (*vmrunner.KVMStatus, error) {
 	var kvm *vmrunner.KVMStatus
 	if accel == wire.AccelAuto && o.DecideAuto != nil {
 		decided, why, err := o.DecideAuto()
@@ -221,27 +260,7 @@ func NewSetup(o Options) (*Setup, error) {
 		accel, kvm = choice.Accel, choice.KVM
 	}
 	o.Accel = accel
-	if o.Plan.Samples == 0 {
-		o.Plan.Samples = wire.DefaultSamples(o.Accel)
-	}
-	if o.Plan.Rounds == 0 {
-		o.Plan.Rounds = wire.DefaultRounds(o.Accel)
-	}
-	if o.Accel == wire.AccelIcount && o.CPUs != 1 { // auto decided icount
-		return nil, &OptionError{"cpus", ErrIcountCPUs}
-	}
-	workers, err := Workers(o.Accel, o.Parallel)
-	if err != nil {
-		return nil, &OptionError{"parallel", err}
-	}
-	if o.RunDir == "" {
-		o.RunDir = filepath.Join(o.CacheDir, "runs", time.Now().Format("20060102-150405")+fmt.Sprintf("-%d", os.Getpid()))
-	}
-	s := &Setup{Options: o, Workers: workers, KVM: kvm, cpuB: profileB,
-		VM: vmrunner.Config{QEMU: o.QEMU, Accel: o.Accel, MemoryMB: o.MemoryMB, CPUs: o.CPUs, CPU: profile,
-			BootDeadline: o.BootTimeout, ProgressDeadline: o.ProgressTimeout, Log: o.Verbose},
-	}
-	return s, nil
+	return kvm, nil
 }
 
 // cpuProfile returns the CPU profile named name (the option's value) and
@@ -308,7 +327,7 @@ func (s *Setup) boot(ctx context.Context, cfg vmrunner.Config) (*vmrunner.Result
 // worth knowing.
 func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 	start := time.Now()
-	sides, err := Prepare(inputs, s.Guest, s.CacheDir, s.NoModules, s.Files...)
+	sides, err := prepare(inputs, s.Guest, s.CacheDir, s.NoModules, s.Files...)
 	if err != nil {
 		return nil, err
 	}
@@ -327,13 +346,13 @@ func (s *Setup) prepare(inputs []string) ([]*Side, error) {
 	return sides, nil
 }
 
-// usePVH makes side boot its kernel ELF through PVH (PVHImage) when the
+// usePVH makes side boot its kernel ELF through PVH (pvhImage) when the
 // kernel has a PVH entry, and keeps the bzImage otherwise, saying why.
 // On a fleet the ELF is the blob its workers fetch and boot: larger than
 // the bzImage (tens of MiB, sent once per kernel), but every boot skips
 // the decompressor, and local and fleet boots count the same.
 func (s *Setup) usePVH(side *Side) {
-	elf, err := PVHImage(side.Kernel, s.CacheDir)
+	elf, err := pvhImage(side.Kernel, s.CacheDir)
 	switch {
 	case err == nil:
 		side.BootImage = elf
@@ -447,16 +466,16 @@ func (s *Setup) Variants(n int) []Variant {
 	return out
 }
 
-// ParamsKey is this setup's measurement parameters (the package's
-// ParamsKey).
+// paramsKey is this setup's measurement parameters (the package's
+// paramsKey).
 func (s *Setup) ParamsKey() (string, error) { return s.paramsKey(Variant{CPU: s.VM.CPU}) }
 
 // paramsKey is the measurement parameters of a side with variant v.
 func (s *Setup) paramsKey(v Variant) (string, error) {
-	return ParamsKey(s.Accel, v.CPU, append(s.GuestArgs(), v.Append...), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
+	return paramsKey(s.Accel, v.CPU, append(s.GuestArgs(), v.Append...), s.MemoryMB, s.CPUs, s.Guest, s.Files...)
 }
 
-// ParamsKey identifies measurement parameters: results measured with
+// paramsKey identifies measurement parameters: results measured with
 // different keys are never compared (bisect keeps them apart), and every
 // result carries its key (wire.KeyParams). It covers the accelerator asked
 // for, the CPU profile (its model and kernel parameters; nothing for the
@@ -464,7 +483,7 @@ func (s *Setup) paramsKey(v Variant) (string, error) {
 // guest's run plan and extra kernel parameters, the VM shape, the guest
 // binary itself and the files packed beside it (a user's BPF object and
 // its inputs).
-func ParamsKey(accel wire.Accel, cpu vmrunner.CPUProfile, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
+func paramsKey(accel wire.Accel, cpu vmrunner.CPUProfile, guestArgs []string, memoryMB, cpus int, guest string, files ...initramfs.File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "accel=%s\nmemory=%d\ncpus=%d\n", accel, memoryMB, cpus)
 	fmt.Fprintf(h, "kernel-args=%s\n", strings.Join(vmrunner.FixedKernelArgs(accel, cpu), " "))

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/initramfs"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
+	"github.com/lpmbisect/lpmbisect/testbed/testqemu"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

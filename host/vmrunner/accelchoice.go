@@ -69,7 +69,7 @@ type KVMVerdict struct {
 // KVMCheck says how to find whether KVM runs guests on this host.
 type KVMCheck struct {
 	QEMU   string // default DefaultQEMU
-	Device string // default DefaultKVMDevice
+	Device string // default defaultKVMDevice
 	// CacheDir keeps verdicts (under accel/), one per KVMHost; "" keeps
 	// none.
 	CacheDir string
@@ -80,7 +80,7 @@ type KVMCheck struct {
 	Kernels func() ([]ProbeKernel, error)
 	// Reprobe probes even when a verdict is kept.
 	Reprobe bool
-	// Deadline is the probe's (KVMProbe.Deadline).
+	// Deadline is the probe's (kvmProbe.Deadline).
 	Deadline time.Duration
 }
 
@@ -127,13 +127,13 @@ func (s *KVMStatus) Source() string {
 // CheckKVM finds whether KVM runs guests here: not when the device does
 // not open (no probe, no QEMU started); else as the verdict kept for this
 // KVMHost says, or, when none is kept (or Reprobe), as a probe of the
-// kernels shows (KVMProbe.Probe), kept for the next time. Without a
+// kernels shows (kvmProbe.Probe), kept for the next time. Without a
 // kernel to probe with and no verdict kept, or without a QEMU that tells
 // its version, KVM is not known to work. Its errors: the kernels' own, a
 // probe's (QEMU that cannot be started), and ctx's.
 func CheckKVM(ctx context.Context, c KVMCheck) (*KVMStatus, error) {
 	if c.Device == "" {
-		c.Device = DefaultKVMDevice
+		c.Device = defaultKVMDevice
 	}
 	if c.QEMU == "" {
 		c.QEMU = DefaultQEMU
@@ -169,7 +169,7 @@ func CheckKVM(ctx context.Context, c KVMCheck) (*KVMStatus, error) {
 		st.Why = c.Device + " opens, but KVM was not probed: no kernel to probe it with (a KVM that opens may still fail or hang every guest)"
 		return st, nil
 	}
-	res, err := KVMProbe{QEMU: c.QEMU, Kernels: kernels, Deadline: c.Deadline}.Probe(ctx)
+	res, err := kvmProbe{QEMU: c.QEMU, Kernels: kernels, Deadline: c.Deadline}.Probe(ctx)
 	if err != nil {
 		return nil, err
 	}

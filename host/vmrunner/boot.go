@@ -201,20 +201,8 @@ func (c *Config) setDefaults() {
 // (panic, hang, garbage) is an Outcome.
 func Boot(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.setDefaults()
-	if !cfg.Accel.Decided() {
-		return nil, fmt.Errorf("boot: accelerator %q: %w (ChooseAccel decides auto before a run)", cfg.Accel, wire.ErrNotBootAccel)
-	}
-	if _, err := exec.LookPath(cfg.QEMU); err != nil {
-		return nil, ErrQEMUMissing
-	}
-	if n := len(cfg.KernelCommandLine()); n > maxCommandLine {
-		return nil, &CommandLineTooLongError{Len: n, Max: maxCommandLine}
-	}
-	if err := cfg.checkMemoryPlugin(); err != nil {
+	if err := cfg.checkBoot(); err != nil {
 		return nil, err
-	}
-	if cfg.Accel == wire.AccelKVM && !cfg.CPU.IsDefault() {
-		return nil, ErrCPUProfileUnderKVM
 	}
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
@@ -237,91 +225,157 @@ func Boot(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("create results capture: %w", err)
 	}
 	defer rawFile.Close()
-
-	// Three channels on fds 3, 4, 5: pipes QEMU writes to (opened by path
-	// in /proc), or connected sockets for the channels that carry the
-	// host's lines back: the virtio results port always (the host's ack
-	// of the guest's flush marker, and a paced guest's go lines), the
-	// fallback serial port for a paced guest.
-	names := []string{consoleFile, resultsFile, fallbackFile}
-	paced := cfg.Pace != nil
-	duplex := func(f string) bool { return f == resultsFile || paced && f == fallbackFile }
-	var readers, writers []*os.File
-	defer func() {
-		for _, f := range append(readers, writers...) {
-			f.Close()
-		}
-	}()
-	for _, n := range names {
-		r, w, err := channelPair(duplex(n))
-		if err != nil {
-			return nil, fmt.Errorf("create channel %s: %w", n, err)
-		}
-		readers, writers = append(readers, r), append(writers, w)
+	ch, err := openChannels(cfg.Pace != nil)
+	if err != nil {
+		return nil, err
 	}
-	args := cfg.qemuArgs(func(id, f string) string {
-		fd := strconv.Itoa(3 + slices.Index(names, f))
-		if duplex(f) {
-			return "socket,id=" + id + ",fd=" + fd
-		}
-		return "file,id=" + id + ",path=/proc/self/fd/" + fd
-	}, paced)
-	// back is where the host answers on a channel: nil for a pipe.
-	back := func(i int) io.Writer {
-		if duplex(names[i]) {
-			return readers[i]
-		}
-		return nil
-	}
+	defer ch.close()
 
 	// QEMU's output is read as it comes: under KVM a report that KVM
 	// cannot run the guest ends the boot at once.
 	stderr := &qemuOutput{buf: boundedBuffer{max: 16 << 10}, watchKVM: cfg.Accel == wire.AccelKVM}
-	cmd := exec.Command(cfg.QEMU, args...)
-	cmd.ExtraFiles = writers
-	cmd.Stdout = stderr
-	cmd.Stderr = stderr
-	// Own process group, so a terminal's Ctrl-C reaches lpmbisect, which
-	// then ends QEMU itself; Pdeathsig ends QEMU even if lpmbisect is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-
+	cmd := cfg.qemuCommand(ch, stderr)
 	start := time.Now()
 	if err := startPinned(cmd, cfg.PinCPUs); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.QEMU, err)
 	}
-	for _, w := range writers {
+	ch.closeWriters()
+
+	mon := newMonitor(cfg, start, stderr, cmd.Process.Pid)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); mon.readConsole(ch.readers[0], logFile) }()
+	go func() { defer wg.Done(); mon.readResults(ch.readers[1], ch.back(1), &mon.virtio, rawFile) }()
+	go func() { defer wg.Done(); mon.readResults(ch.readers[2], ch.back(2), &mon.serial, rawFile) }()
+	killed, killDetail, waitErr := watch(ctx, cfg, cmd, mon)
+	wg.Wait()
+	res.Duration = time.Since(start)
+	return cfg.finish(res, mon, killed, killDetail, waitErr, stderr.String())
+}
+
+// checkBoot refuses, before anything is created, a boot that cannot run:
+// an undecided accelerator, no QEMU, a kernel command line too long, a
+// memory plugin that cannot be loaded, a CPU profile under KVM.
+func (c *Config) checkBoot() error {
+	if !c.Accel.Decided() {
+		return fmt.Errorf("boot: accelerator %q: %w (ChooseAccel decides auto before a run)", c.Accel, wire.ErrNotBootAccel)
+	}
+	if _, err := exec.LookPath(c.QEMU); err != nil {
+		return ErrQEMUMissing
+	}
+	if n := len(c.KernelCommandLine()); n > maxCommandLine {
+		return &CommandLineTooLongError{Len: n, Max: maxCommandLine}
+	}
+	if err := c.checkMemoryPlugin(); err != nil {
+		return err
+	}
+	if c.Accel == wire.AccelKVM && !c.CPU.IsDefault() {
+		return ErrCPUProfileUnderKVM
+	}
+	return nil
+}
+
+// channels are a boot's three channels on QEMU's fds 3, 4, 5, in the
+// order of names: pipes QEMU writes to (opened by path in /proc), or
+// connected sockets for the channels that carry the host's lines back:
+// the virtio results port always (the host's ack of the guest's flush
+// marker, and a paced guest's go lines), the fallback serial port for a
+// paced guest.
+type channels struct {
+	names            []string
+	paced            bool
+	readers, writers []*os.File
+}
+
+func openChannels(paced bool) (*channels, error) {
+	ch := &channels{names: []string{consoleFile, resultsFile, fallbackFile}, paced: paced}
+	for _, n := range ch.names {
+		r, w, err := channelPair(ch.duplex(n))
+		if err != nil {
+			ch.close()
+			return nil, fmt.Errorf("create channel %s: %w", n, err)
+		}
+		ch.readers, ch.writers = append(ch.readers, r), append(ch.writers, w)
+	}
+	return ch, nil
+}
+
+// duplex says whether the channel of file f carries the host's lines back.
+func (ch *channels) duplex(f string) bool {
+	return f == resultsFile || ch.paced && f == fallbackFile
+}
+
+// chardev is QEMU's character device of the channel of file f, with id.
+func (ch *channels) chardev(id, f string) string {
+	fd := strconv.Itoa(3 + slices.Index(ch.names, f))
+	if ch.duplex(f) {
+		return "socket,id=" + id + ",fd=" + fd
+	}
+	return "file,id=" + id + ",path=/proc/self/fd/" + fd
+}
+
+// back is where the host answers on channel i: nil for a pipe.
+func (ch *channels) back(i int) io.Writer {
+	if ch.duplex(ch.names[i]) {
+		return ch.readers[i]
+	}
+	return nil
+}
+
+// closeWriters closes the host's copies of QEMU's ends, once QEMU holds
+// them.
+func (ch *channels) closeWriters() {
+	for _, w := range ch.writers {
 		w.Close()
 	}
-	writers = nil
+	ch.writers = nil
+}
 
-	mon := &monitor{limits: cfg.Limits, start: start, pace: cfg.Pace, qemu: stderr}
+func (ch *channels) close() {
+	ch.closeWriters()
+	for _, r := range ch.readers {
+		r.Close()
+	}
+}
+
+// qemuCommand is the QEMU process of the boot, its channels on fds 3–5 and
+// its output to out.
+func (c *Config) qemuCommand(ch *channels, out *qemuOutput) *exec.Cmd {
+	cmd := exec.Command(c.QEMU, c.qemuArgs(ch.chardev, ch.paced)...)
+	cmd.ExtraFiles = ch.writers
+	cmd.Stdout = out
+	cmd.Stderr = out
+	// Own process group, so a terminal's Ctrl-C reaches lpmbisect, which
+	// then ends QEMU itself; Pdeathsig ends QEMU even if lpmbisect is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// newMonitor watches the boot of QEMU process pid, started at start.
+func newMonitor(cfg Config, start time.Time, qemu *qemuOutput, pid int) *monitor {
+	mon := &monitor{limits: cfg.Limits, start: start, pace: cfg.Pace, qemu: qemu}
 	if cfg.Accel == wire.AccelIcount {
 		// The guest's progress is its instructions, which QEMU's CPU
 		// time follows whatever else the host runs: a busy host slows
 		// an icount boot down without changing a count, and must not
 		// time it out.
-		pid := cmd.Process.Pid
 		mon.clock = &clock{cpu: func() (time.Duration, error) { return processCPU(pid) }}
 	}
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); mon.readConsole(readers[0], logFile) }()
-	go func() { defer wg.Done(); mon.readResults(readers[1], back(1), &mon.virtio, rawFile) }()
-	go func() { defer wg.Done(); mon.readResults(readers[2], back(2), &mon.serial, rawFile) }()
+	return mon
+}
 
+// watch waits for QEMU to exit, and kills it when ctx ends or a deadline
+// or limit of the monitor is passed, saying why (killed "" when QEMU
+// exited by itself).
+func watch(ctx context.Context, cfg Config, cmd *exec.Cmd, mon *monitor) (killed Outcome, killDetail string, waitErr error) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-
-	var killed Outcome
-	var killDetail string
-	var waitErr error
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
-loop:
 	for {
 		select {
 		case waitErr = <-exited:
-			break loop
+			return "", "", waitErr
 		case <-ctx.Done():
 			killed, killDetail = Canceled, "interrupted: "+context.Cause(ctx).Error()
 		case <-ticker.C:
@@ -329,23 +383,25 @@ loop:
 		}
 		if killed != "" {
 			cmd.Process.Kill()
-			waitErr = <-exited
-			break
+			return killed, killDetail, <-exited
 		}
 	}
-	wg.Wait()
-	res.Duration = time.Since(start)
+}
 
+// finish decodes what the boot sent, on the virtio port or else the
+// serial fallback, classifies its end, and reads the memory plugin's
+// counts. A boot that KVM failed is also an error (KVMUnusableError).
+func (c *Config) finish(res *Result, mon *monitor, killed Outcome, killDetail string, waitErr error, stderr string) (*Result, error) {
 	data, channel := mon.virtio.Bytes(), wire.ChannelVirtio
 	if len(data) == 0 && mon.serial.Len() > 0 {
 		data, channel = mon.serial.Bytes(), wire.ChannelSerial
 	}
-	res.Stream, res.Channel = DecodeStream(data, cfg), channel
-	res.Phases = mon.phases // the console reader is done (wg.Wait)
-	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr.String())
-	res.QEMUWarnings = logtail.Lines(stderr.String(), maxQEMUWarnings, func(l string) bool { return !strings.Contains(l, "warning:") })
-	if cfg.MemoryPlugin != "" {
-		m, err := ReadMemCounts(filepath.Join(cfg.RunDir, memcountFile))
+	res.Stream, res.Channel = DecodeStream(data, *c), channel
+	res.Phases = mon.phases // the console reader is done
+	res.Outcome, res.Detail = classify(res.Stream, killed, killDetail, mon, waitErr, stderr)
+	res.QEMUWarnings = logtail.Lines(stderr, maxQEMUWarnings, func(l string) bool { return !strings.Contains(l, "warning:") })
+	if c.MemoryPlugin != "" {
+		m, err := readMemCounts(filepath.Join(c.RunDir, memcountFile))
 		if err != nil {
 			res.MemoryProblem = err.Error()
 		} else if !m.Complete {
@@ -353,7 +409,7 @@ loop:
 		}
 		res.Memory = m
 	}
-	if cfg.Accel == wire.AccelKVM && (res.Outcome == KVMFailed || res.Outcome == NoProgress) {
+	if c.Accel == wire.AccelKVM && (res.Outcome == KVMFailed || res.Outcome == NoProgress) {
 		return res, &KVMUnusableError{Reason: res.Detail}
 	}
 	return res, nil

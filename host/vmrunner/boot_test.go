@@ -22,7 +22,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/lpmbisect/lpmbisect/internal/shellquote"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
+	"github.com/lpmbisect/lpmbisect/testbed/testqemu"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/host/measure"
 	"github.com/lpmbisect/lpmbisect/host/vmrunner"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testguest"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testguest"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 

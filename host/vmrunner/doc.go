@@ -29,7 +29,7 @@
 // Every boot runs under one accelerator, decided before a run by
 // ChooseAccel: KVM only where it runs real kernels, which a /dev/kvm that
 // opens does not show (a nested or paravirtual KVM may stop every stock
-// kernel in its decompressor). KVMProbe boots the run's kernels under KVM
+// kernel in its decompressor). kvmProbe boots the run's kernels under KVM
 // to their banner while it reads QEMU's standard error as it comes, and
 // CheckKVM keeps its verdict per host kernel, QEMU binary and KVM device,
 // so later runs boot nothing to decide. Under KVM, Boot reads QEMU's

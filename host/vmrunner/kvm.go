@@ -15,10 +15,10 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// DefaultKVMDevice is the device through which QEMU uses KVM.
-const DefaultKVMDevice = "/dev/kvm"
+// defaultKVMDevice is the device through which QEMU uses KVM.
+const defaultKVMDevice = "/dev/kvm"
 
-// KVMProbeDeadline is how long a probe waits for a kernel's banner under
+// kvmProbeDeadline is how long a probe waits for a kernel's banner under
 // KVM when QEMU reports nothing, in QEMU's CPU time (with a wall-clock
 // limit of icountWallSlack times as long, for a guest that hangs without
 // using the CPU): a loaded host slows the probe down without changing its
@@ -27,7 +27,7 @@ const DefaultKVMDevice = "/dev/kvm"
 // hundred times too slowly, says nothing (Debian's 6.1 took 97 s to its
 // banner under kvm-pvm, most of it QEMU's CPU time in the host kernel,
 // then QEMU reported an emulation failure).
-const KVMProbeDeadline = 5 * time.Second
+const kvmProbeDeadline = 5 * time.Second
 
 // kvmFailureMarkers are what QEMU prints on its standard error when KVM
 // cannot run the guest (QEMU 7.2's accel/kvm/kvm-all.c and
@@ -127,12 +127,12 @@ type KVMProbeResult struct {
 	Took time.Duration
 }
 
-// KVMProbe is a probe of KVM with real kernels.
-type KVMProbe struct {
+// kvmProbe is a probe of KVM with real kernels.
+type kvmProbe struct {
 	QEMU    string // default DefaultQEMU
 	Kernels []ProbeKernel
 	// Deadline bounds the wait for a banner when QEMU says nothing, in
-	// QEMU's CPU time (default KVMProbeDeadline).
+	// QEMU's CPU time (default kvmProbeDeadline).
 	Deadline time.Duration
 }
 
@@ -178,7 +178,7 @@ type probeVM struct {
 // run matters: under kvm-pvm Debian's 6.12 is reported in about a second,
 // while 6.1 crawls for 97 s before its own report. Probe returns an error
 // only when QEMU cannot be started or ctx ends; no QEMU outlives it.
-func (p KVMProbe) Probe(ctx context.Context) (*KVMProbeResult, error) {
+func (p kvmProbe) Probe(ctx context.Context) (*KVMProbeResult, error) {
 	if len(p.Kernels) == 0 {
 		return nil, errors.New("probe KVM: no kernel to probe with")
 	}
@@ -189,106 +189,155 @@ func (p KVMProbe) Probe(ctx context.Context) (*KVMProbeResult, error) {
 	if _, err := exec.LookPath(qemu); err != nil {
 		return nil, ErrQEMUMissing
 	}
-	deadline := p.Deadline
-	if deadline == 0 {
-		deadline = KVMProbeDeadline
+	pr := &probing{deadline: p.Deadline, res: &KVMProbeResult{Boots: make([]KVMProbeBoot, len(p.Kernels)), Decisive: -1},
+		// Room for every event of every boot (a banner or a report, and
+		// the exit): a reader never blocks, nor drops one while the
+		// probe reads.
+		events: make(chan probeEvent, 3*len(p.Kernels))}
+	if pr.deadline == 0 {
+		pr.deadline = kvmProbeDeadline
 	}
-	// Room for every event of every boot (a banner or a report, and the
-	// exit): a reader never blocks, nor drops one while the probe reads.
-	events := make(chan probeEvent, 3*len(p.Kernels))
-	vms := make([]*probeVM, 0, len(p.Kernels))
-	res := &KVMProbeResult{Boots: make([]KVMProbeBoot, len(p.Kernels)), Decisive: -1}
-	defer func() { // whatever happened, no QEMU outlives the probe
-		for _, vm := range vms {
-			vm.cmd.Process.Kill()
-			<-vm.ended
-		}
-	}()
+	defer pr.kill() // whatever happened, no QEMU outlives the probe
 	first := time.Now()
 	for i, k := range p.Kernels {
-		res.Boots[i].Kernel = k.Name
-		vm, err := startProbeVM(qemu, k.Image, i, events)
+		pr.res.Boots[i].Kernel = k.Name
+		vm, err := startProbeVM(qemu, k.Image, i, pr.events)
 		if err != nil {
 			return nil, fmt.Errorf("probe KVM: %w", err)
 		}
-		vms = append(vms, vm)
+		pr.vms = append(pr.vms, vm)
 	}
+	if err := pr.await(ctx); err != nil {
+		return nil, err
+	}
+	pr.reap()
+	pr.res.Took = time.Since(first)
+	pr.res.explain()
+	return pr.res, nil
+}
+
+// probing is a probe under way: its boots' QEMUs and what they showed.
+type probing struct {
+	res      *KVMProbeResult
+	vms      []*probeVM
+	events   chan probeEvent
+	deadline time.Duration
+	banners  int
+	reported <-chan time.Time // after QEMU's first report line
+}
+
+// await reads the boots' events until they decide: every banner, a
+// report (read on for reportGrace), an exit, or a boot past the deadline.
+func (pr *probing) await(ctx context.Context) error {
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
-	banners := 0
-	decided := false
-	var reported <-chan time.Time // after QEMU's first report line
-	for !decided {
+	for decided := false; !decided; {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("probe KVM: %w", context.Cause(ctx))
+			return fmt.Errorf("probe KVM: %w", context.Cause(ctx))
 		case now := <-ticker.C:
-			for i, vm := range vms {
-				if reported != nil {
-					break // a report decides
-				}
-				b := &res.Boots[i]
-				if elapsed, _ := vm.clock.since(now, vm.started, vm.started.UnixNano()); b.Event == "" && elapsed > deadline {
-					b.Event, b.At, b.CPU = ProbeDeadline, now.Sub(vm.started), vm.cpu()
-					res.Decisive, decided = i, true
-					res.Why = fmt.Sprintf("%s showed no kernel banner under KVM within %s of QEMU's CPU time, and QEMU reported nothing (a nested or paravirtual KVM that runs guests far too slowly, or hangs them)", b.Kernel, deadline)
-					break
-				}
-			}
-		case e := <-events:
-			b := &res.Boots[e.boot]
-			if e.kind == ProbeExit && e.boot == res.Decisive {
-				decided = true // the reporting QEMU exited: its report is whole
-			}
-			if b.Event != "" || reported != nil {
-				continue // this boot, or the probe, has decided already
-			}
-			b.Event, b.Line, b.At, b.CPU = e.kind, e.line, e.at.Sub(vms[e.boot].started), vms[e.boot].cpu()
-			switch e.kind {
-			case ProbeBanner:
-				vms[e.boot].cmd.Process.Kill() // it has shown what it had to
-				if banners++; banners == len(vms) {
-					res.Works, decided = true, true
-					res.Why = fmt.Sprintf("every kernel printed its banner under KVM, the last %.2f s after its QEMU's start", b.At.Seconds())
-					if len(vms) == 1 {
-						res.Why = fmt.Sprintf("%s printed its banner under KVM %.2f s after QEMU's start", b.Kernel, b.At.Seconds())
-					}
-				}
-			case ProbeReport:
-				// Decided; the rest of the report ("emulation failure")
-				// follows within microseconds, read for reportGrace.
-				res.Decisive = e.boot
-				reported = time.After(reportGrace)
-			case ProbeExit:
-				res.Decisive, decided = e.boot, true
-			}
-		case <-reported:
+			decided = pr.pastDeadline(now)
+		case e := <-pr.events:
+			decided = pr.event(e)
+		case <-pr.reported:
 			decided = true
 		}
 	}
-	for _, vm := range vms {
+	return nil
+}
+
+// pastDeadline decides when a boot has shown nothing within the deadline
+// of QEMU's CPU time (unless a report is deciding already).
+func (pr *probing) pastDeadline(now time.Time) bool {
+	if pr.reported != nil {
+		return false // a report decides
+	}
+	for i, vm := range pr.vms {
+		b := &pr.res.Boots[i]
+		if elapsed, _ := vm.clock.since(now, vm.started, vm.started.UnixNano()); b.Event == "" && elapsed > pr.deadline {
+			b.Event, b.At, b.CPU = ProbeDeadline, now.Sub(vm.started), vm.cpu()
+			pr.res.Decisive = i
+			pr.res.Why = fmt.Sprintf("%s showed no kernel banner under KVM within %s of QEMU's CPU time, and QEMU reported nothing (a nested or paravirtual KVM that runs guests far too slowly, or hangs them)", b.Kernel, pr.deadline)
+			return true
+		}
+	}
+	return false
+}
+
+// event records a boot's first event, and says whether the probe is
+// decided: every boot showed its banner, or one QEMU exited; a report
+// decides once its further lines are read (reported).
+func (pr *probing) event(e probeEvent) (decided bool) {
+	b := &pr.res.Boots[e.boot]
+	if e.kind == ProbeExit && e.boot == pr.res.Decisive {
+		decided = true // the reporting QEMU exited: its report is whole
+	}
+	if b.Event != "" || pr.reported != nil {
+		return decided // this boot, or the probe, has decided already
+	}
+	vm := pr.vms[e.boot]
+	b.Event, b.Line, b.At, b.CPU = e.kind, e.line, e.at.Sub(vm.started), vm.cpu()
+	switch e.kind {
+	case ProbeBanner:
+		vm.cmd.Process.Kill() // it has shown what it had to
+		if pr.banners++; pr.banners == len(pr.vms) {
+			pr.res.Works = true
+			pr.res.Why = fmt.Sprintf("every kernel printed its banner under KVM, the last %.2f s after its QEMU's start", b.At.Seconds())
+			if len(pr.vms) == 1 {
+				pr.res.Why = fmt.Sprintf("%s printed its banner under KVM %.2f s after QEMU's start", b.Kernel, b.At.Seconds())
+			}
+			return true
+		}
+	case ProbeReport:
+		// Decided; the rest of the report ("emulation failure")
+		// follows within microseconds, read for reportGrace.
+		pr.res.Decisive = e.boot
+		pr.reported = time.After(reportGrace)
+	case ProbeExit:
+		pr.res.Decisive = e.boot
+		return true
+	}
+	return decided
+}
+
+// reap kills every QEMU, waits for each, and keeps when it ended and,
+// of the decisive report, its further lines.
+func (pr *probing) reap() {
+	for _, vm := range pr.vms {
 		vm.cmd.Process.Kill()
 	}
-	for i, vm := range vms {
+	for i, vm := range pr.vms {
 		end := <-vm.ended
-		res.Boots[i].Ended = end.Sub(vm.started)
-		if i == res.Decisive && res.Boots[i].Event == ProbeReport {
+		pr.res.Boots[i].Ended = end.Sub(vm.started)
+		if i == pr.res.Decisive && pr.res.Boots[i].Event == ProbeReport {
 			// The report's further lines, as far as QEMU printed them
 			// before it was killed ("emulation failure").
-			res.Boots[i].Line = strings.Join(vm.report, "; ")
+			pr.res.Boots[i].Line = strings.Join(vm.report, "; ")
 		}
 	}
-	vms = nil // all reaped
-	res.Took = time.Since(first)
-	if !res.Works && res.Why == "" {
-		d := res.Boots[res.Decisive]
-		if d.Event == ProbeReport {
-			res.Why = fmt.Sprintf("QEMU reported %q %.2f s into %s's boot, after %.2f s of its CPU", d.Line, d.At.Seconds(), d.Kernel, d.CPU.Seconds())
-		} else {
-			res.Why = fmt.Sprintf("QEMU exited %.2f s into %s's boot, before the kernel's banner: %s", d.At.Seconds(), d.Kernel, d.Line)
-		}
+	pr.vms = nil // all reaped
+}
+
+// kill kills and reaps the QEMUs not reaped yet.
+func (pr *probing) kill() {
+	for _, vm := range pr.vms {
+		vm.cmd.Process.Kill()
+		<-vm.ended
 	}
-	return res, nil
+}
+
+// explain says why KVM does not work, from the decisive boot, when the
+// probe has not said it already.
+func (res *KVMProbeResult) explain() {
+	if res.Works || res.Why != "" {
+		return
+	}
+	d := res.Boots[res.Decisive]
+	if d.Event == ProbeReport {
+		res.Why = fmt.Sprintf("QEMU reported %q %.2f s into %s's boot, after %.2f s of its CPU", d.Line, d.At.Seconds(), d.Kernel, d.CPU.Seconds())
+	} else {
+		res.Why = fmt.Sprintf("QEMU exited %.2f s into %s's boot, before the kernel's banner: %s", d.At.Seconds(), d.Kernel, d.Line)
+	}
 }
 
 // startProbeVM starts QEMU on image under KVM, with readers of its

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testqemu"
+	"github.com/lpmbisect/lpmbisect/testbed/testqemu"
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
@@ -53,7 +53,7 @@ func TestProbeKVMReadsQEMUReport(t *testing.T) {
 		{"works and slow", []string{"works", "slow"}, 20 * time.Millisecond, false, 1, ProbeDeadline, "slow-kernel showed no kernel banner under KVM within 20ms of QEMU's CPU time"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := KVMProbe{QEMU: qemu.Path, Kernels: probeKernels(t, c.kernels...), Deadline: c.deadline}.Probe(context.Background())
+			res, err := kvmProbe{QEMU: qemu.Path, Kernels: probeKernels(t, c.kernels...), Deadline: c.deadline}.Probe(context.Background())
 			if err != nil {
 				t.Fatalf("Probe(%v) = %v", c.kernels, err)
 			}

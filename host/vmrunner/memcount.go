@@ -43,13 +43,13 @@ func DefaultMemoryPlugin(cacheDir string) string {
 	return filepath.Join(cacheDir, "memplugin", "memcount.so")
 }
 
-// MemoryPluginPaths are where to look for the plugin when none is named,
+// memoryPluginPaths are where to look for the plugin when none is named,
 // in order: under the cache directory cacheDir (when not ""), then where
 // scripts/setup builds it, under the user's cache directory
 // (os.UserCacheDir()/lpmbisect: $XDG_CACHE_HOME or ~/.cache), which does
 // not move with the cache directory of a run. The plugin is a host tool
 // built once, not a cache entry of a run.
-func MemoryPluginPaths(cacheDir string) []string {
+func memoryPluginPaths(cacheDir string) []string {
 	var out []string
 	if cacheDir != "" {
 		out = append(out, DefaultMemoryPlugin(cacheDir))
@@ -62,10 +62,10 @@ func MemoryPluginPaths(cacheDir string) []string {
 	return out
 }
 
-// FindMemoryPlugin is the first of MemoryPluginPaths(cacheDir) that
+// FindMemoryPlugin is the first of memoryPluginPaths(cacheDir) that
 // exists, and the places it looked; "" when none does.
 func FindMemoryPlugin(cacheDir string) (string, []string) {
-	paths := MemoryPluginPaths(cacheDir)
+	paths := memoryPluginPaths(cacheDir)
 	for _, p := range paths {
 		if _, err := os.Stat(p); err == nil {
 			return p, paths
@@ -283,8 +283,8 @@ func (m *MemCounts) Segment(n int) *MemSegment {
 	return nil
 }
 
-// ReadMemCounts reads a plugin's file, bounded.
-func ReadMemCounts(path string) (*MemCounts, error) {
+// readMemCounts reads a plugin's file, bounded.
+func readMemCounts(path string) (*MemCounts, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read memory plugin output: %w", err)

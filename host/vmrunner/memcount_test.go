@@ -205,7 +205,7 @@ func TestMemoryPluginLoads(t *testing.T) {
 	if msg, err := run("outfile=" + out); err != nil {
 		t.Fatalf("qemu -plugin %s: %v\n%s", plugin, err, msg)
 	}
-	m, err := ReadMemCounts(out)
+	m, err := readMemCounts(out)
 	if err != nil || !m.Complete || !strings.HasPrefix(m.Model, "l1d 49152 12 l1i 32768 8 llc 2097152 16 dtlb 64 4") || len(m.Segments) != 0 {
 		t.Errorf("ReadMemCounts() = %+v, %v; want the default model, complete, no segments", m, err)
 	}
@@ -217,7 +217,7 @@ func TestMemoryPluginLoads(t *testing.T) {
 			t.Errorf("qemu -plugin with the %s core: %v\n%s", core.Name, err, msg)
 			continue
 		}
-		m, err := ReadMemCounts(out)
+		m, err := readMemCounts(out)
 		if err != nil || m.Version < 3 || m.Core != core.Name || !strings.Contains(m.Model, "bpred "+core.Branch.String()) {
 			t.Errorf("ReadMemCounts() with the %s core = %+v, %v; want format 3 naming the core and its branch model", core.Name, m, err)
 		}

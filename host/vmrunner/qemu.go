@@ -83,7 +83,7 @@ func FixedKernelArgs(accel wire.Accel, p CPUProfile) []string {
 // against 0.059 %, 6.12 random lookups 0.028 % against 0.070 %), and
 // their centres moved by at most 0.06 % (6.12 random lookups 829.4 →
 // 829.9 insn/op, random baseline 83.05 → 83.10). FixedKernelArgs are part
-// of the measurement's parameters (measure.ParamsKey), so boots from
+// of the measurement's parameters (measure.Setup.ParamsKey), so boots from
 // before the change are not taken for boots of the same parameters.
 var icountBootWork = []string{"noapictimer"}
 

@@ -13,8 +13,8 @@ import (
 	"strings"
 )
 
-// Path is where Linux lists the CPUs.
-const Path = "/proc/cpuinfo"
+// path is where Linux lists the CPUs.
+const path = "/proc/cpuinfo"
 
 // maxRead bounds what Parse reads: /proc/cpuinfo of a 256-CPU machine is
 // about 400 KiB.
@@ -65,14 +65,14 @@ func Parse(cpuinfo io.Reader) (Info, error) {
 
 // Read returns the Info of the machine this process runs on.
 func Read() (Info, error) {
-	f, err := os.Open(Path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Info{}, fmt.Errorf("%w (is /proc mounted?)", err)
 	}
 	defer f.Close()
 	info, err := Parse(f)
 	if err != nil {
-		return Info{}, fmt.Errorf("%s: %w", Path, err)
+		return Info{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return info, nil
 }

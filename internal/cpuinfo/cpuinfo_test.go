@@ -52,8 +52,8 @@ func TestParse(t *testing.T) {
 // TestRead reads this machine's /proc/cpuinfo, which lists at least the
 // processor this test runs on.
 func TestRead(t *testing.T) {
-	if _, err := os.Stat(Path); err != nil {
-		t.Skipf("no %s: %v", Path, err)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no %s: %v", path, err)
 	}
 	info, err := Read()
 	if err != nil || info.Count < 1 {

@@ -78,7 +78,7 @@ func Open(ctx context.Context, dir string) (*Repo, string, error) {
 	r := &Repo{Dir: dir}
 	top, err := r.TopLevel(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %s is not in a git work tree (%v)", ErrNotRepo, dir, err)
+		return nil, "", fmt.Errorf("%w: %s is not in a git work tree (%w)", ErrNotRepo, dir, err)
 	}
 	r.Dir = top
 	gitDir, err := r.GitDir(ctx)

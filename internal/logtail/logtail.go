@@ -10,9 +10,9 @@ import (
 	"strings"
 )
 
-// DefaultBytes is how much of a log's end File reads: enough for the last
+// defaultBytes is how much of a log's end File reads: enough for the last
 // lines of any build or boot log, little enough to keep in memory.
-const DefaultBytes = 64 << 10
+const defaultBytes = 64 << 10
 
 // Read returns at most limit bytes from the end of the file at path.
 func Read(path string, limit int64) ([]byte, error) {
@@ -47,9 +47,9 @@ func Lines(text string, n int, skip func(line string) bool) []string {
 }
 
 // File returns the last n lines of the file at path as Lines does, read
-// from its last DefaultBytes; none when it cannot be read.
+// from its last defaultBytes; none when it cannot be read.
 func File(path string, n int, skip func(line string) bool) []string {
-	data, err := Read(path, DefaultBytes)
+	data, err := Read(path, defaultBytes)
 	if err != nil {
 		return nil
 	}

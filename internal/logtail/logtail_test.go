@@ -25,7 +25,7 @@ func TestLines(t *testing.T) {
 // A log longer than the bound is read from its end only.
 func TestFileReadsOnlyTheEnd(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "build.log")
-	head := strings.Repeat("an early line that must not be read\n", DefaultBytes/8)
+	head := strings.Repeat("an early line that must not be read\n", defaultBytes/8)
 	if err := os.WriteFile(path, []byte(head+"error: the last one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

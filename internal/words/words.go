@@ -1,6 +1,7 @@
 // Package words holds the wording rules that lpmbisect's results, file
 // names and messages share, so that every package counts and abbreviates
-// alike: a count with its noun, and a hash cut to the digits that name it.
+// alike: a count with its noun, a hash cut to the digits that name it, and
+// a string from elsewhere made printable (Printable, OneLine).
 package words
 
 import (

@@ -42,7 +42,7 @@ func writeBisectionText(w io.Writer, r view.Bisection) error {
 	}
 	if r.Insight != nil {
 		fmt.Fprintf(&b, "parent → culprit: ")
-		if err := WriteInsightText(&b, r.Insight); err != nil {
+		if err := writeInsightText(&b, r.Insight); err != nil {
 			return err
 		}
 	}
@@ -61,7 +61,7 @@ func writeBisectionText(w io.Writer, r view.Bisection) error {
 	}
 	fmt.Fprintf(&b, "%d steps (%d skipped), %d kernels measured (distinct images, endpoints included)\n", len(r.Steps), skipped, r.Measured)
 	if r.Instructions {
-		fmt.Fprintf(&b, "note: %s\n", InstructionsExplanation)
+		fmt.Fprintf(&b, "note: %s\n", instructionsExplanation)
 	}
 	fmt.Fprintf(&b, "state: %s, step log: %s\n", r.StatePath, r.LogPath)
 	_, err := io.WriteString(w, b.String())
@@ -106,7 +106,7 @@ func writeBisectionHTML(w io.Writer, r view.Bisection) error {
 	}{Bisection: r}
 	if r.Insight != nil {
 		var b strings.Builder
-		if err := WriteInsightText(&b, r.Insight); err != nil {
+		if err := writeInsightText(&b, r.Insight); err != nil {
 			return err
 		}
 		page.InsightText = strings.TrimPrefix(b.String(), insightTitle+"\n")

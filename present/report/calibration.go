@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lpmbisect/lpmbisect/flow/calibrate"
+	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
 // WriteCalibration writes what a calibration measured: per benchmark the
@@ -17,30 +18,34 @@ import (
 // the jitter bound and whether the benchmark is deterministic (icount),
 // and the floor of the minimum effect the self-compares reached (wall
 // time). Format is text, markdown or json (the stored document).
-func WriteCalibration(w io.Writer, f Format, c *calibrate.Calibration) error {
+func WriteCalibration(w io.Writer, f Format, c view.Calibration) error {
 	if f != FormatJSON {
 		return writePrintable(w, func(w io.Writer) error { return writeCalibration(w, f, c) })
 	}
 	return writeCalibration(w, f, c)
 }
 
-func writeCalibration(w io.Writer, f Format, c *calibrate.Calibration) error {
+func writeCalibration(w io.Writer, f Format, c view.Calibration) error {
 	if f == FormatJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(c)
+		var b bytes.Buffer
+		if err := json.Indent(&b, c.Document, "", "  "); err != nil {
+			return err
+		}
+		b.WriteByte('\n')
+		_, err := b.WriteTo(w)
+		return err
 	}
 	fmt.Fprintf(w, "calibration of %s (%d boots) on %s: %s\n", c.Kernel, c.Boots, c.Date.Format(time.DateOnly), c.Key)
 	sep := "\t"
 	if f == FormatMarkdown {
 		sep = " | "
-		fmt.Fprintf(w, "\n| benchmark | unit | centre | max diff | q%.0f diff | bound | deterministic | floor |\n|---|---|---|---|---|---|---|---|\n", 100*c.Method.Quantile)
+		fmt.Fprintf(w, "\n| benchmark | unit | centre | max diff | q%.0f diff | bound | deterministic | floor |\n|---|---|---|---|---|---|---|---|\n", 100*c.Quantile)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if f != FormatMarkdown {
-		fmt.Fprintf(tw, "BENCHMARK\tUNIT\tCENTRE\tMAX DIFF\tQ%.0f DIFF\tBOUND\tDETERMINISTIC\tFLOOR\n", 100*c.Method.Quantile)
+		fmt.Fprintf(tw, "BENCHMARK\tUNIT\tCENTRE\tMAX DIFF\tQ%.0f DIFF\tBOUND\tDETERMINISTIC\tFLOOR\n", 100*c.Quantile)
 	}
-	for _, b := range c.Benchmarks {
+	for _, b := range c.Rows {
 		det := "no"
 		if b.Deterministic {
 			det = "yes"
@@ -50,7 +55,7 @@ func writeCalibration(w io.Writer, f Format, c *calibrate.Calibration) error {
 		floor := "–"
 		if b.FloorReached {
 			floor = pct(b.Floor)
-		} else if len(b.SameShare) > 0 {
+		} else if b.FloorSought {
 			floor = "not reached"
 		}
 		bound := "–" // wall time: no jitter bound, a floor
@@ -69,7 +74,7 @@ func writeCalibration(w io.Writer, f Format, c *calibrate.Calibration) error {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "bound = max(%s, %g × q%.0f); deterministic: instruction counts, largest difference under %s, no second mode; floor: the smallest minimum effect at which %.0f%% of self-compares said SAME\n",
-		pct(c.Method.BoundFloor), c.Method.SafetyFactor, 100*c.Method.Quantile, pct(c.Method.MaxJitter), 100*c.Method.SameShare)
+		pct(c.BoundFloor), c.SafetyFactor, 100*c.Quantile, pct(c.MaxJitter), 100*c.SameShare)
 	return err
 }
 

@@ -15,9 +15,9 @@ import (
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
-// KCIDBOrigin is the origin of lpmbisect's KCIDB objects: every id starts
+// kcidbOrigin is the origin of lpmbisect's KCIDB objects: every id starts
 // with it and a colon.
-const KCIDBOrigin = "lpmbisect"
+const kcidbOrigin = "lpmbisect"
 
 // KCIDB v4 objects, as much of them as lpmbisect fills (see
 // https://github.com/kernelci/kcidb, doc/submitter_guide.md, and the schema
@@ -76,7 +76,7 @@ var kcidbSchemaVersion = kcidbVersion{Major: 4, Minor: 4}
 // kcidbPathPart keeps what a KCIDB test path node may hold.
 var kcidbPathPart = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
-// WriteKCIDB writes a comparison as a KCIDB v4.4 submission: kernel B is
+// writeKCIDB writes a comparison as a KCIDB v4.4 submission: kernel B is
 // the checkout and build under test, each row a test with status DONE
 // (lpmbisect measures; the verdict is in misc) and its centre on B as the
 // number with its unit. misc also has A's centre (a_value) and the change
@@ -86,7 +86,7 @@ var kcidbPathPart = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 // status FAIL and the verifier's last lines as its comment, and none of
 // its rows is a DONE test: a rejected load's counts are where the verifier
 // gave up, not a measurement of the program.
-func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
+func writeKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	b := meta.B
 	if b.Release == "" && b.SHA256 == "" {
 		b = meta.A
@@ -96,9 +96,9 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		start = meta.Date.UTC().Format(time.RFC3339)
 	}
 	doc := kcidbDoc{Version: kcidbSchemaVersion}
-	id := KCIDBOrigin + ":" + kcidbKernelKey(b)
-	doc.Checkouts = []kcidbCheckout{{ID: id, Origin: KCIDBOrigin, Valid: true, StartTime: start, Comment: b.Release}}
-	doc.Builds = []kcidbBuild{{ID: id, CheckoutID: id, Origin: KCIDBOrigin, Valid: true, Arch: "x86_64", StartTime: start, Comment: b.Input}}
+	id := kcidbOrigin + ":" + kcidbKernelKey(b)
+	doc.Checkouts = []kcidbCheckout{{ID: id, Origin: kcidbOrigin, Valid: true, StartTime: start, Comment: b.Release}}
+	doc.Builds = []kcidbBuild{{ID: id, CheckoutID: id, Origin: kcidbOrigin, Valid: true, Arch: "x86_64", StartTime: start, Comment: b.Input}}
 	run := id + ":" + kcidbRunKey(rep, meta) + ":"
 	ids := map[string]int{}
 	testID := func(path string) string {
@@ -118,7 +118,7 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		}
 		path := kcidbPath(r.Benchmark, r.Unit)
 		doc.Tests = append(doc.Tests, kcidbTest{
-			ID: testID(path), BuildID: id, Origin: KCIDBOrigin, Path: path, Status: "DONE", StartTime: start,
+			ID: testID(path), BuildID: id, Origin: kcidbOrigin, Path: path, Status: "DONE", StartTime: start,
 			Number: &kcidbNumber{Value: r.B.Center, Unit: r.Unit}, Misc: kcidbMisc(r, meta.Accel),
 		})
 	}
@@ -131,7 +131,7 @@ func WriteKCIDB(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		if p.A.Present {
 			misc["a_verdict"] = p.A.Verdict()
 		}
-		doc.Tests = append(doc.Tests, kcidbTest{ID: testID(path), BuildID: id, Origin: KCIDBOrigin, Path: path,
+		doc.Tests = append(doc.Tests, kcidbTest{ID: testID(path), BuildID: id, Origin: kcidbOrigin, Path: path,
 			Status: "FAIL", StartTime: start, Comment: p.B.Error, Misc: misc})
 	}
 	enc := json.NewEncoder(w)
@@ -191,21 +191,21 @@ func kcidbRunKey(rep *compare.Report, meta view.Meta) string {
 // kcidbPath is a row's test path: "lpmbisect." and the name's parts and
 // the unit, each kept to letters, digits, _ and -.
 func kcidbPath(bench, unit string) string {
-	parts := []string{KCIDBOrigin}
+	parts := []string{kcidbOrigin}
 	for _, p := range append(strings.Split(bench, "/"), unit) {
 		parts = append(parts, strings.Trim(kcidbPathPart.ReplaceAllString(p, "_"), "_"))
 	}
 	return strings.Join(parts, ".")
 }
 
-// WriteGitHub writes a comparison as GitHub Actions workflow commands, for
+// writeGitHub writes a comparison as GitHub Actions workflow commands, for
 // the rows that are weighed (compare.Row.Weighed: not the controls, nor a
 // user's program's total, whose own work is): an
 // ::error line for each row DIFFERENT for the worse and each program B's
 // verifier rejects that A's accepted, a ::notice for each row DIFFERENT
 // for the better and each program only B's verifier accepts, a ::warning
 // for each UNKNOWN row, and nothing for SAME.
-func WriteGitHub(w io.Writer, rep *compare.Report, meta view.Meta) error {
+func writeGitHub(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	for _, r := range rep.Rows {
 		if !r.Weighed() || !r.Compared() {
 			continue
@@ -258,13 +258,13 @@ func githubCommand(w io.Writer, level, title, msg string) error {
 	return err
 }
 
-// WriteSeriesGitHub writes a series as GitHub Actions workflow commands,
-// per patch as WriteGitHub does per row: for each benchmark a patch moved
+// writeSeriesGitHub writes a series as GitHub Actions workflow commands,
+// per patch as writeGitHub does per row: for each benchmark a patch moved
 // against its parent, an ::error when DIFFERENT for the worse, a ::notice
 // when DIFFERENT otherwise, a ::warning when UNKNOWN; an ::error for a
 // patch that does not apply, build or boot; nothing for SAME. Subjects
 // and details are untrusted text, escaped as every message is.
-func WriteSeriesGitHub(w io.Writer, s view.Series) error {
+func writeSeriesGitHub(w io.Writer, s view.Series) error {
 	for i, p := range s.Patches {
 		patch := fmt.Sprintf("%d/%d %s %s", p.N, p.Total, words.ShortHash(p.Commit), p.Subject)
 		switch p.Status {

@@ -58,7 +58,7 @@ func verifierReport(t *testing.T) (*compare.Report, view.Meta) {
 func TestWriteVeristatCompare(t *testing.T) {
 	_, meta := verifierReport(t)
 	var b bytes.Buffer
-	if err := WriteVeristatCompare(&b, meta.Verifier, nil); err != nil {
+	if err := writeVeristatCompare(&b, meta.Verifier, nil); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
@@ -86,7 +86,7 @@ func TestWriteVeristatCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Reset()
-	if err := WriteVeristatCompare(&b, meta.Verifier, emit); err != nil {
+	if err := writeVeristatCompare(&b, meta.Verifier, emit); err != nil {
 		t.Fatal(err)
 	}
 	wantCI := "file_name,prog_name,verdict_base,verdict_comp,verdict_diff,total_states_base,total_states_comp,total_states_diff\n" +
@@ -151,7 +151,7 @@ func TestVeristatNamesAndOrder(t *testing.T) {
 func TestWriteGitHub(t *testing.T) {
 	rep, meta := verifierReport(t)
 	var b bytes.Buffer
-	if err := WriteGitHub(&b, rep, meta); err != nil {
+	if err := writeGitHub(&b, rep, meta); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -212,7 +212,7 @@ func validateKCIDB(doc []byte) []error {
 func TestWriteKCIDBValid(t *testing.T) {
 	rep, meta := verifierReport(t)
 	var b bytes.Buffer
-	if err := WriteKCIDB(&b, rep, meta); err != nil {
+	if err := writeKCIDB(&b, rep, meta); err != nil {
 		t.Fatal(err)
 	}
 	if errs := validateKCIDB(b.Bytes()); len(errs) > 0 {
@@ -261,7 +261,7 @@ func TestKCIDBTestIDsPerComparison(t *testing.T) {
 	rep, meta := verifierReport(t)
 	ids := func(meta view.Meta) ([]string, string) {
 		var b bytes.Buffer
-		if err := WriteKCIDB(&b, rep, meta); err != nil {
+		if err := writeKCIDB(&b, rep, meta); err != nil {
 			t.Fatal(err)
 		}
 		var doc kcidbDoc
@@ -301,7 +301,7 @@ func TestKCIDBTestIDsPerComparison(t *testing.T) {
 func TestKCIDBValidatorRejects(t *testing.T) {
 	rep, meta := verifierReport(t)
 	var b bytes.Buffer
-	if err := WriteKCIDB(&b, rep, meta); err != nil {
+	if err := writeKCIDB(&b, rep, meta); err != nil {
 		t.Fatal(err)
 	}
 	for name, c := range map[string]struct{ old, new, want string }{
@@ -416,7 +416,7 @@ func TestKCIDBTestIDsOfPathsAlike(t *testing.T) {
 	b1 := compare.Summary{Boots: 1, Center: 1}
 	rep := &compare.Report{Rows: []compare.Row{{Benchmark: "X/a=b", Unit: "u", B: b1}, {Benchmark: "X/a_b", Unit: "u", B: b1}}}
 	var b bytes.Buffer
-	if err := WriteKCIDB(&b, rep, testMeta); err != nil {
+	if err := writeKCIDB(&b, rep, testMeta); err != nil {
 		t.Fatal(err)
 	}
 	if errs := validateKCIDB(b.Bytes()); len(errs) > 0 {

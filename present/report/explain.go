@@ -12,18 +12,18 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// InstructionsExplanation says in plain words what instruction-count results
+// instructionsExplanation says in plain words what instruction-count results
 // measure and what they cannot see. Reports print it whenever a row is in
 // compare.UnitInstructions (compare.Report.Instructions).
-const InstructionsExplanation = "insn/op counts guest instructions retired per operation (QEMU TCG with -icount: " +
+const instructionsExplanation = "insn/op counts guest instructions retired per operation (QEMU TCG with -icount: " +
 	"the guest clock advances one nanosecond per instruction). The counts are deterministic (spread ~0.03 %), " +
 	"so any difference is \"significant\" and the minimum effect decides. They measure the code path's length, " +
 	"not its speed: not cycles, cache misses, branch mispredictions, memory latency, lock contention, " +
 	"or frequency and SMT effects. A change that alters only those shows up as SAME here; check it with wall time."
 
-// PairedExplanation says in one line what a paired report's design is and
+// pairedExplanation says in one line what a paired report's design is and
 // which test it uses. Reports print it whenever compare.Report.Paired is set.
-const PairedExplanation = "paired: boots ran in pairs, one A and one B alive at once on one host CPU, taking samples in turn; " +
+const pairedExplanation = "paired: boots ran in pairs, one A and one B alive at once on one host CPU, taking samples in turn; " +
 	"tests are Wilcoxon signed-rank on per-pair log(B/A)"
 
 // Headline returns an LKP-style one-line summary of the row, e.g.
@@ -63,23 +63,23 @@ func Headline(r compare.Row) string {
 	case r.Exact && len(r.A.PerBoot) > 0:
 		return fmt.Sprintf("%s: %s %s%s, %v (deterministic rule, jitter bound ±%s), one count per side by the %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, pct(r.Bound), r.A.PerBoot[0].ID)
 	case r.Rule == compare.RuleDeterministic:
-		return fmt.Sprintf("%s: %s %s%s, %v (deterministic rule, jitter bound ±%s), %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, pct(r.Bound), BootsLabel(r))
+		return fmt.Sprintf("%s: %s %s%s, %v (deterministic rule, jitter bound ±%s), %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, pct(r.Bound), bootsLabel(r))
 	}
-	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, view.FormatP(r.P), BootsLabel(r))
+	return fmt.Sprintf("%s: %s %s%s, %v, p=%s, %s", r.Benchmark, view.FormatDelta(r.DeltaPct), r.Unit, dir, r.Verdict, view.FormatP(r.P), bootsLabel(r))
 }
 
-// BootsLabel counts the row's units for reports: "6+6 boots", or in a
+// bootsLabel counts the row's units for reports: "6+6 boots", or in a
 // paired row the complete pairs, "8 pairs".
-func BootsLabel(r compare.Row) string {
+func bootsLabel(r compare.Row) string {
 	if r.Paired {
 		return words.Plural(r.Pairs, "pair")
 	}
 	return fmt.Sprintf("%d+%d boots", r.A.Boots, r.B.Boots)
 }
 
-// VerdictRule states in one line how the report's verdicts were decided:
+// verdictRule states in one line how the report's verdicts were decided:
 // at which look, with what α and minimum effect.
-func VerdictRule(rep *compare.Report) string {
+func verdictRule(rep *compare.Report) string {
 	look := fmt.Sprintf("look %d", rep.Look.Number)
 	if rep.Look.MaxBoots > 0 {
 		look += fmt.Sprintf(" of ≤%d %s", rep.Look.MaxBoots, compare.Units(rep.Paired))
@@ -172,7 +172,7 @@ func needNote(rep *compare.Report, r compare.Row) string {
 	}
 	if r.FloorHides { // more boots do not lift a withheld SAME while the change stays
 		return fmt.Sprintf("the calibrated floor ±%s is too close to the %s change to show it at %s: SAME is withheld while the change is significant, DIFFERENT needs more than ±%s %s",
-			pct(eff), view.FormatDelta(r.DeltaPct), BootsLabel(r), pct(eff), spreadHint)
+			pct(eff), view.FormatDelta(r.DeltaPct), bootsLabel(r), pct(eff), spreadHint)
 	}
 	if rep.EnvironmentDrift {
 		return driftStop

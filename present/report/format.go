@@ -5,9 +5,9 @@ import (
 	"math"
 )
 
-// FormatPct formats a percentage with more digits the smaller it is, so that
+// formatPct formats a percentage with more digits the smaller it is, so that
 // the 0.03 % spread of instruction counts does not print as 0 %.
-func FormatPct(v float64) string {
+func formatPct(v float64) string {
 	switch {
 	case math.IsInf(v, 1):
 		return "∞"

@@ -217,16 +217,22 @@ func goldenCases(t *testing.T) []goldenCase {
 	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON} {
 		cases = append(cases,
 			goldenCase{"morning." + goldenExt(f), func(t *testing.T, w io.Writer) error { return WriteMorning(w, f, morningNights()) }},
-			goldenCase{"calibration." + goldenExt(f), func(t *testing.T, w io.Writer) error { return WriteCalibration(w, f, testCalibration()) }})
+			goldenCase{"calibration." + goldenExt(f), func(t *testing.T, w io.Writer) error {
+				v, err := testCalibration().View()
+				if err != nil {
+					return err
+				}
+				return WriteCalibration(w, f, v)
+			}})
 	}
 	cases = append(cases,
-		goldenCase{"insight.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, insightDiff()) }},
-		goldenCase{"insight.md", func(t *testing.T, w io.Writer) error { return WriteInsightMarkdown(w, insightDiff()) }},
+		goldenCase{"insight.txt", func(t *testing.T, w io.Writer) error { return writeInsightText(w, insightDiff()) }},
+		goldenCase{"insight.md", func(t *testing.T, w io.Writer) error { return writeInsightMarkdown(w, insightDiff()) }},
 		goldenCase{"insight.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, insightDiff()) }},
-		goldenCase{"insight-profile.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, profileDiff()) }},
-		goldenCase{"insight-profile.md", func(t *testing.T, w io.Writer) error { return WriteInsightMarkdown(w, profileDiff()) }},
+		goldenCase{"insight-profile.txt", func(t *testing.T, w io.Writer) error { return writeInsightText(w, profileDiff()) }},
+		goldenCase{"insight-profile.md", func(t *testing.T, w io.Writer) error { return writeInsightMarkdown(w, profileDiff()) }},
 		goldenCase{"insight-profile.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, profileDiff()) }},
-		goldenCase{"insight-exact-profile.txt", func(t *testing.T, w io.Writer) error { return WriteInsightText(w, exactProfileDiff()) }},
+		goldenCase{"insight-exact-profile.txt", func(t *testing.T, w io.Writer) error { return writeInsightText(w, exactProfileDiff()) }},
 		goldenCase{"insight-exact-profile.json", func(t *testing.T, w io.Writer) error { return WriteInsightJSON(w, exactProfileDiff()) }},
 		goldenCase{"cpu-profiles.txt", func(t *testing.T, w io.Writer) error {
 			return WriteCPUProfiles(w, append([]vmrunner.CPUProfile{{}}, vmrunner.CPUProfiles...))

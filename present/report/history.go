@@ -24,11 +24,11 @@ import (
 func WriteHistory(w io.Writer, f Format, h view.History) error {
 	switch f {
 	case FormatText:
-		return writePrintable(w, func(w io.Writer) error { return WriteHistoryText(w, h) })
+		return writePrintable(w, func(w io.Writer) error { return writeHistoryText(w, h) })
 	case FormatMarkdown:
-		return writePrintable(w, func(w io.Writer) error { return WriteHistoryMarkdown(w, h) })
+		return writePrintable(w, func(w io.Writer) error { return writeHistoryMarkdown(w, h) })
 	case FormatJSON:
-		return WriteHistoryJSON(w, h)
+		return writeHistoryJSON(w, h)
 	case FormatHTML:
 		return WriteHistoryHTML(w, h)
 	}
@@ -267,7 +267,7 @@ func changeDirection(cp history.ChangePoint) string {
 	return direction(cp.Unit, cp.DeltaPct)
 }
 
-// ChangePointHeadline returns an LKP-style one-line summary of a change
+// changePointHeadline returns an LKP-style one-line summary of a change
 // point, in the style of Headline:
 //
 //	LPMTrie/op=lookup/keys=random/entries=10000: +7.23% insn/op (worse), night 2026-11-08, bpf-next
@@ -275,7 +275,7 @@ func changeDirection(cp history.ChangePoint) string {
 // A host-line change point says that the reference moved ("on the
 // reference: host or harness changed"), a provisional or withdrawn one says
 // so at the end. series may be empty (a report of one series).
-func ChangePointHeadline(series string, cp history.ChangePoint) string {
+func changePointHeadline(series string, cp history.ChangePoint) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s %s (%s)", cp.Benchmark, view.FormatDelta(cp.DeltaPct), unitName(cp.Unit), changeDirection(cp))
 	if cp.Line == history.LineHost {
@@ -299,14 +299,26 @@ func ChangePointHeadline(series string, cp history.ChangePoint) string {
 // 2026-11-08)"; for an image series the images and releases.
 func (v *seriesView) changeRange(cp history.ChangePoint) string {
 	nights := fmt.Sprintf("nights %s → %s", cmp.Or(cp.BeforeNight, "?"), cp.Night)
-	if cp.BeforeCommit != "" || cp.AfterCommit != "" {
-		return fmt.Sprintf("%s..%s (%s)", cmp.Or(words.ShortHash(cp.BeforeCommit), "?"), cmp.Or(words.ShortHash(cp.AfterCommit), "?"), nights)
-	}
-	before, okB := v.night(cp.BeforeNight)
-	after, okA := v.night(cp.Night)
-	if !okB && !okA {
+	before, after, commits, ok := v.rangeEnds(cp)
+	switch {
+	case commits:
+		return fmt.Sprintf("%s..%s (%s)", before, after, nights)
+	case !ok:
 		return nights
 	}
+	return fmt.Sprintf("%s → %s (%s)", before, after, nights)
+}
+
+// rangeEnds names the tips either side of a change point's step, "?" for
+// one unknown: the commits when it has them (commits set), else the
+// nights' tips, with their releases for an image; ok is false when
+// neither night is known.
+func (v *seriesView) rangeEnds(cp history.ChangePoint) (before, after string, commits, ok bool) {
+	if cp.BeforeCommit != "" || cp.AfterCommit != "" {
+		return cmp.Or(words.ShortHash(cp.BeforeCommit), "?"), cmp.Or(words.ShortHash(cp.AfterCommit), "?"), true, true
+	}
+	b, okB := v.night(cp.BeforeNight)
+	a, okA := v.night(cp.Night)
 	name := func(n history.Night, ok bool) string {
 		if !ok {
 			return "?"
@@ -317,7 +329,7 @@ func (v *seriesView) changeRange(cp history.ChangePoint) string {
 		}
 		return s
 	}
-	return fmt.Sprintf("%s → %s (%s)", name(before, okB), name(after, okA), nights)
+	return name(b, okB), name(a, okA), false, okB || okA
 }
 
 // bisectLine says what the bisection of a change point found or why there
@@ -351,9 +363,12 @@ func bisectLine(cp history.ChangePoint) string {
 }
 
 // plotLabel is bisectLine for a plot's change-point mark: short, with the
-// change first.
+// change and which way it goes first ("-12.0% better: …").
 func plotLabel(cp history.ChangePoint) string {
 	s := view.FormatDelta(cp.DeltaPct)
+	if cp.Line != history.LineHost {
+		s += " " + changeDirection(cp)
+	}
 	if cp.Status != history.ChangeOpen && cp.Status != history.ChangeWithdrawn {
 		s += " [" + string(cp.Status) + "]" // triaged: acknowledged, invalid, muted
 	}
@@ -369,7 +384,7 @@ func plotLabel(cp history.ChangePoint) string {
 	if cp.Provisional {
 		s += " (provisional)"
 	}
-	return truncate(s, 64)
+	return truncate(s, 72)
 }
 
 // formatVerdict formats a night's comparison: "+7.21% DIFFERENT (worse)",

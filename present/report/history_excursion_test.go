@@ -93,11 +93,11 @@ func TestHistoryExcursionsPlot(t *testing.T) {
 	v := newSeriesView(hs)
 	for _, m := range []history.Metric{metricLookup, metricNoop} {
 		i := slices.IndexFunc(v.trends, func(t view.MetricTrend) bool { return t.Metric == m })
-		svg, err := v.trendSVG(v.trends[i], trendWidth, trendHeight)
+		svg, err := v.trendSVG(v.trends[i], trendWidth, trendHeight, testNightURL)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if texts := svgTexts(svg); !slices.Contains(texts, "excursion: far from both neighbours, left out of the change points") {
+		if texts := svgTexts(svg); !slices.Contains(texts, "excursion: left out of the change points") {
 			t.Errorf("the plot of %s has no legend entry for its excursion: %q", m.Benchmark, texts)
 		}
 		// The ring and its legend's thumbnail.
@@ -107,7 +107,7 @@ func TestHistoryExcursionsPlot(t *testing.T) {
 	}
 	plain := excursionSeries()
 	plain.Excursions = nil
-	svg, err := newSeriesView(plain).trendSVG(v.trends[0], trendWidth, trendHeight)
+	svg, err := newSeriesView(plain).trendSVG(v.trends[0], trendWidth, trendHeight, testNightURL)
 	if err != nil || bytes.Contains(svg, []byte(excursionStroke)) || bytes.Contains(svg, []byte("excursion")) {
 		t.Errorf("the plot of a series without excursions rings a night or names them (err %v)", err)
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
-// HistoryDocumentVersion is the version of HistoryDocument's layout. It
+// historyDocumentVersion is the version of HistoryDocument's layout. It
 // changes only when a field changes meaning or goes away; new fields keep
 // it.
-const HistoryDocumentVersion = 1
+const historyDocumentVersion = 1
 
-// HistoryDocument is the JSON form of a History (WriteHistoryJSON), stable
+// HistoryDocument is the JSON form of a History (writeHistoryJSON), stable
 // for tools: a dashboard or a bot reads it without importing package
 // history. Series are in the caller's order; nights and their rows by date
 // and metric; change points by night, benchmark and line. Numbers that can
@@ -26,8 +26,22 @@ const HistoryDocumentVersion = 1
 // Verdicts are "SAME", "DIFFERENT" or "UNKNOWN"; night statuses, change
 // statuses, lines and bisection states are package history's names.
 type HistoryDocument struct {
-	Version int         `json:"version"` // HistoryDocumentVersion
+	Version int         `json:"version"` // historyDocumentVersion
 	Series  []SeriesDoc `json:"series"`
+	// Paging is set when each series' nights are one page of them
+	// (lpmbisect serve's JSON); absent when they are all there.
+	Paging *PagingDoc `json:"paging,omitempty"`
+}
+
+// PagingDoc says which page of each series' nights a document holds:
+// page Page (from 1, the newest nights) of PerPage nights, of Pages, and
+// the URLs of the newer and older pages (absent at either end).
+type PagingDoc struct {
+	Page    int    `json:"page"`
+	PerPage int    `json:"per_page"`
+	Pages   int    `json:"pages"`
+	Newer   string `json:"newer,omitempty"`
+	Older   string `json:"older,omitempty"`
 }
 
 // SeriesDoc is one series of a HistoryDocument.
@@ -41,8 +55,10 @@ type SeriesDoc struct {
 	Reference string `json:"reference"` // the reference kernel input
 	Bench     string `json:"bench,omitempty"`
 	Accel     string `json:"accel,omitempty"`
-	// Nights are every night, failed ones included, by date.
-	Nights []NightDoc `json:"nights"`
+	// Nights are every night, failed ones included, by date; under
+	// HistoryDocument.Paging the page's nights, NightsTotal of them in all.
+	Nights      []NightDoc `json:"nights"`
+	NightsTotal int        `json:"nights_total,omitempty"`
 	// ChangePoints are every change point, withdrawn ones included.
 	ChangePoints []ChangePointDoc `json:"change_points"`
 	// Excursions are the nights, per metric and line, that lay far from
@@ -101,7 +117,7 @@ type KernelDoc struct {
 type NightRowDoc struct {
 	Benchmark string `json:"benchmark"`
 	Unit      string `json:"unit"` // benchfmt's: ns/op is "sec/op"
-	// Control is set for a control benchmark (compare.DefaultControls).
+	// Control is set for a control benchmark (compare.defaultControls).
 	Control   bool        `json:"control"`
 	Tip       EstimateDoc `json:"tip"`
 	Reference EstimateDoc `json:"reference"`
@@ -154,14 +170,15 @@ type ChangePointDoc struct {
 	Direction string `json:"direction"`
 	// Provisional: the next nights may still withdraw it.
 	Provisional bool `json:"provisional"`
-	// Status is open (untriaged), acknowledged, invalid, muted or
-	// withdrawn.
+	// Status is open (nobody has triaged it), acknowledged, invalid,
+	// muted or withdrawn: the states history ack and the served pages
+	// set, by the same names.
 	Status        string       `json:"status"`
 	FirstReported time.Time    `json:"first_reported,omitzero"`
 	Updated       time.Time    `json:"updated,omitzero"`
 	Mailed        time.Time    `json:"mailed,omitzero"`
 	Bisect        BisectionDoc `json:"bisect"`
-	// Headline is ChangePointHeadline's line, Range the commit or image
+	// Headline is changePointHeadline's line, Range the commit or image
 	// range and Outcome the bisection in words, as the text report says
 	// them.
 	Headline string `json:"headline"`
@@ -175,7 +192,8 @@ type ChangePointDoc struct {
 
 // TriageDoc is one triage decision of the audit log.
 type TriageDoc struct {
-	// Action is untriaged, acknowledged, invalid, muted or bisect.
+	// Action is the state it set (open, acknowledged, invalid, muted) or
+	// bisect; older audit logs' "untriaged" reads as open.
 	Action       string    `json:"action"`
 	StatusBefore string    `json:"status_before"`
 	StatusAfter  string    `json:"status_after"`
@@ -227,7 +245,7 @@ func comparisonDoc(c *history.Comparison, unit string) *ComparisonDoc {
 
 // NewHistoryDocument converts a history to its JSON form.
 func NewHistoryDocument(h view.History) HistoryDocument {
-	d := HistoryDocument{Version: HistoryDocumentVersion, Series: []SeriesDoc{}}
+	d := HistoryDocument{Version: historyDocumentVersion, Series: []SeriesDoc{}}
 	for _, hs := range h.Series {
 		v := newSeriesView(hs)
 		s := v.series
@@ -244,7 +262,7 @@ func NewHistoryDocument(h view.History) HistoryDocument {
 					VsPrevious: comparisonDoc(r.VsPrevious, r.Unit), VsReference: comparisonDoc(r.VsReference, r.Unit)})
 			}
 			if in, ok := hs.Insight[n.Date]; ok && in.Diff != nil {
-				nd.Insight = &NightInsightDoc{Against: in.Against, Block: NewInsightDocument(in.Diff)}
+				nd.Insight = &NightInsightDoc{Against: in.Against, Block: newInsightDocument(in.Diff)}
 			}
 			sd.Nights = append(sd.Nights, nd)
 		}
@@ -257,7 +275,7 @@ func NewHistoryDocument(h view.History) HistoryDocument {
 				FirstReported: cp.FirstReported, Updated: cp.Updated, Mailed: cp.Mailed,
 				Bisect: BisectionDoc{State: cmp.Or(string(cp.Bisect.State), "none"), Culprit: cp.Bisect.Culprit,
 					Subject: cp.Bisect.Subject, Reason: cp.Bisect.Reason},
-				Headline: ChangePointHeadline(s.Name, cp), Range: v.changeRange(cp), Outcome: bisectLine(cp),
+				Headline: changePointHeadline(s.Name, cp), Range: v.changeRange(cp), Outcome: bisectLine(cp),
 				Triage: triageDocs(hs.Triage, cp.ID),
 			})
 		}
@@ -267,9 +285,9 @@ func NewHistoryDocument(h view.History) HistoryDocument {
 	return d
 }
 
-// WriteHistoryJSON writes the history as one indented JSON document
+// writeHistoryJSON writes the history as one indented JSON document
 // (HistoryDocument).
-func WriteHistoryJSON(w io.Writer, h view.History) error {
+func writeHistoryJSON(w io.Writer, h view.History) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(NewHistoryDocument(h)); err != nil {

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"html/template"
 	"image/color"
 	"math"
 	"slices"
@@ -27,17 +28,38 @@ const (
 )
 
 // Colours of the trend plots: the tip is blue and the reference orange, as
-// A and B are in PlotRow; change points of the kernel line are red, those
-// of the host line brown; excursions are ringed in purple.
+// A and B are in plotRow; change points of the kernel line are red when
+// worse, green when better, grey when the unit says neither (or a control
+// moved), those of the host line brown; excursions are ringed in purple.
 var (
-	colorExcursion    = color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
-	colorRefBand      = color.NRGBA{R: 0xd6, G: 0x5f, B: 0x0e, A: 0x40}
-	colorKernelChange = color.RGBA{R: 0xd9, G: 0x30, B: 0x25, A: 0xff}
-	colorHostChange   = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
-	colorFailedNight  = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	colorExcursion   = color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
+	colorRefBand     = color.NRGBA{R: 0xd6, G: 0x5f, B: 0x0e, A: 0x40}
+	colorWorse       = color.RGBA{R: 0xd9, G: 0x30, B: 0x25, A: 0xff}
+	colorBetter      = color.RGBA{R: 0x1e, G: 0x8e, B: 0x3e, A: 0xff}
+	colorChanged     = color.RGBA{R: 0x5f, G: 0x63, B: 0x68, A: 0xff}
+	colorHostChange  = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
+	colorFailedNight = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
 )
 
-func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length) ([]byte, error) {
+// changeColor is the colour of a change point's mark: its direction's.
+func changeColor(cp history.ChangePoint) color.Color {
+	switch {
+	case cp.Line == history.LineHost:
+		return colorHostChange
+	case changeDirection(cp) == "worse":
+		return colorWorse
+	case changeDirection(cp) == "better":
+		return colorBetter
+	}
+	return colorChanged
+}
+
+// trendSVG draws the trend of t as an SVG of width w and height h, with
+// what the eye cannot read off it on top: each night's point has a
+// tooltip (an SVG title: the night, its tip, its values and its verdict
+// against the last tip) and links to nightURL(date), each change point's
+// line a tooltip and a link to its card on the page (#cpID).
+func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length, nightURL func(date string) string) ([]byte, error) {
 	tp, err := v.trendPlot(t, w, h)
 	if err != nil {
 		return nil, err
@@ -46,7 +68,8 @@ func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length) ([]byte, error
 	dc := draw.New(canvas)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	tp.plot.Draw(draw.Crop(dc, 0, 0, legendHeight, 0))
+	area := draw.Crop(dc, 0, 0, legendHeight, 0)
+	tp.plot.Draw(area)
 	strip := draw.Crop(dc, 0, 0, 0, -(h - legendHeight))
 	tp.legends[0].legend.Draw(draw.Crop(strip, vg.Points(36), -w/2, 0, -vg.Points(2)))
 	tp.legends[1].legend.Draw(draw.Crop(strip, w/2, 0, 0, -vg.Points(2)))
@@ -54,7 +77,34 @@ func (v *seriesView) trendSVG(t view.MetricTrend, w, h vg.Length) ([]byte, error
 	if _, err := canvas.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("report: plot the trend of %s as SVG: %w", t.Metric, err)
 	}
-	return buf.Bytes(), nil
+	return tp.withLinks(buf.Bytes(), &area, nightURL), nil
+}
+
+// withLinks adds to svg, gonum/plot's drawing on area, an invisible layer
+// on top: a strip over every change point's line and a circle over every
+// night's point, each in a link with its title. The layer goes last into
+// vgsvg's group, whose coordinates are the canvas's, in points, so the
+// plot's own transforms place it.
+func (tp *trendPlot) withLinks(svg []byte, area *draw.Canvas, nightURL func(string) string) []byte {
+	end := bytes.LastIndex(svg, []byte("</g>"))
+	if end < 0 || (len(tp.points) == 0 && len(tp.marks) == 0) {
+		return svg
+	}
+	xOf, yOf := tp.plot.Transforms(area)
+	var b bytes.Buffer
+	b.WriteString(`<g class="links">` + "\n")
+	const invisible = `style="fill:#000;fill-opacity:0"`
+	yLo, yHi := yOf(tp.plot.Y.Min).Points(), yOf(tp.plot.Y.Max).Points()
+	for _, m := range tp.marks {
+		fmt.Fprintf(&b, `<a href="#cp%d"><title>%s</title><rect x="%.2f" y="%.2f" width="8" height="%.2f" %s/></a>`+"\n",
+			m.cp.ID, template.HTMLEscapeString(m.text), xOf(m.x).Points()-4, yLo, yHi-yLo, invisible)
+	}
+	for _, p := range tp.points {
+		fmt.Fprintf(&b, `<a href="%s"><title>%s</title><circle cx="%.2f" cy="%.2f" r="5" %s/></a>`+"\n",
+			template.HTMLEscapeString(nightURL(p.date)), template.HTMLEscapeString(p.text), xOf(p.x).Points(), yOf(p.y).Points(), invisible)
+	}
+	b.WriteString("</g>\n")
+	return slices.Concat(svg[:end], b.Bytes(), svg[end:])
 }
 
 // legendHeight is the height of the strip below a trend plot that holds
@@ -81,6 +131,23 @@ func (l *trendLegend) add(name string, thumbs ...plot.Thumbnailer) {
 type trendPlot struct {
 	plot    *plot.Plot
 	legends [2]trendLegend // left: the lines; right: the marks
+	// points are the kernel line's points, marks the change points' lines,
+	// with what their titles say (withLinks).
+	points []trendNight
+	marks  []trendMark
+}
+
+// trendNight is a night's point on a plot, in the plot's data coordinates.
+type trendNight struct {
+	x, y       float64
+	date, text string
+}
+
+// trendMark is a change point's line on a plot, at x.
+type trendMark struct {
+	x    float64
+	cp   history.ChangePoint
+	text string
 }
 
 // trendPoints are the points of one line with their error bars.
@@ -90,12 +157,59 @@ type trendPoints struct {
 }
 
 // trendPlot draws the trend of t for a canvas of width w and height h,
-// which the labels' placement depends on.
+// which the labels' placement depends on: the axes, the lines' points,
+// the Y range that leaves room for the change points' labels, then, from
+// the bottom layer up, the reference's band, the change points, the tip,
+// the excursions and the nights without results, and the legends.
 func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, error) {
-	fail := func(what string, err error) (*trendPlot, error) {
-		return nil, fmt.Errorf("report: plot the trend of %s: %s: %w", t.Metric, what, err)
+	d := &trendDrawing{v: v, t: t, xOf: v.nightPositions()}
+	d.tp = &trendPlot{plot: v.trendAxes(t, d.xOf), legends: [2]trendLegend{newTrendLegend(), newTrendLegend()}}
+	d.gaps = v.trendGaps(t)
+	d.points()
+	d.yRange(w, h)
+	for _, step := range []func() error{d.drawReference, d.drawChanges, d.drawTip, d.drawExcursions, d.drawGaps} {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("report: plot the trend of %s: %w", t.Metric, err)
+		}
 	}
-	xOf := v.nightPositions()
+	d.addLegends()
+	return d.tp, nil
+}
+
+// trendDrawing is a trend plot being drawn: what its steps share.
+type trendDrawing struct {
+	v   *seriesView
+	t   view.MetricTrend
+	tp  *trendPlot
+	xOf map[string]float64
+	// gaps are the nights without a result for the metric.
+	gaps []history.Night
+	// kernel and host are the lines' points (the host's intervals in
+	// hostLo and hostHi), with their nights' dates.
+	kernel, host           trendPoints
+	hostLo, hostHi         []float64
+	kernelDates, hostDates []string
+	// lo and hi bound the data, span is their distance; bottom and top
+	// the Y range, perPoint its Y units per point of the canvas.
+	lo, hi, span, bottom, top, perPoint float64
+	// changes are the metric's change points, labels their labels.
+	changes []history.ChangePoint
+	labels  []trendLabel
+	// What the legends show.
+	refBand                 *plotter.Polygon
+	refLine, tipLine        *plotter.Line
+	tipDots, rings, gapDots *plotter.Scatter
+	marks                   []changeMark
+}
+
+// changeMark is a change point's line on the plot.
+type changeMark struct {
+	cp   history.ChangePoint
+	line *plotter.Line
+}
+
+// trendAxes is the plot of t's trend with its title, axes and grid.
+func (v *seriesView) trendAxes(t view.MetricTrend, xOf map[string]float64) *plot.Plot {
 	p := plot.New()
 	sans(p)
 	p.Title.Text = fmt.Sprintf("%s (%s)", t.Benchmark, unitName(t.Unit))
@@ -109,22 +223,38 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 	}
 	p.X.Tick.Marker = nightTicker{nights: v.nights, x: xOf}
 	p.Add(plotter.NewGrid())
-	tp := &trendPlot{plot: p, legends: [2]trendLegend{newTrendLegend(), newTrendLegend()}}
+	return p
+}
 
-	// The nights without a result for this metric: the gaps.
+// trendGaps are the failed nights without a result for t's metric.
+func (v *seriesView) trendGaps(t view.MetricTrend) []history.Night {
 	var gaps []history.Night
 	for _, n := range v.nights {
 		if _, ok := v.row(n.Date, t.Metric); !ok && failedNight(n.Status) {
 			gaps = append(gaps, n)
 		}
 	}
-	gapBetween := func(a, b string) bool {
-		return slices.ContainsFunc(gaps, func(n history.Night) bool { return n.Date > a && n.Date < b })
-	}
+	return gaps
+}
 
-	// The host line is relative to the first reference; the kernel line
-	// of nights without a reference (imported ones: their ratio is the
-	// tip's own value) to the first such tip.
+// gapBetween says whether a gap lies between the nights a and b.
+func (d *trendDrawing) gapBetween(a, b string) bool {
+	return slices.ContainsFunc(d.gaps, func(n history.Night) bool { return n.Date > a && n.Date < b })
+}
+
+func finiteOr(v, or float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return or
+	}
+	return v
+}
+
+// points places the points of both lines. The host line is relative to
+// the first reference; the kernel line of nights without a reference
+// (imported ones: their ratio is the tip's own value) to the first such
+// tip, which the Y label then says.
+func (d *trendDrawing) points() {
+	t, p := d.t, d.tp.plot
 	ref0, tip0 := math.NaN(), math.NaN()
 	for _, pt := range t.Points {
 		if c := pt.Row.Reference.Center; c > 0 && !math.IsInf(c, 0) && math.IsNaN(ref0) {
@@ -140,23 +270,14 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 			p.Y.Label.Text = "tip vs the first night, % (no reference)"
 		}
 	}
-	finiteOr := func(v, or float64) float64 {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return or
-		}
-		return v
-	}
-	var kernel, host trendPoints
-	var hostLo, hostHi []float64
-	var kernelDates, hostDates []string
-	lo, hi := math.Inf(1), math.Inf(-1)
+	d.lo, d.hi = math.Inf(1), math.Inf(-1)
 	grow := func(vs ...float64) {
 		for _, v := range vs {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			d.lo, d.hi = math.Min(d.lo, v), math.Max(d.hi, v)
 		}
 	}
 	for _, pt := range t.Points {
-		r, x := pt.Row, xOf[pt.Night.Date]
+		r, x := pt.Row, d.xOf[pt.Night.Date]
 		if refC := r.Reference.Center; r.Ratio > 0 && !math.IsInf(r.Ratio, 0) {
 			y := 100 * (r.Ratio - 1)
 			if !r.HasReference() {
@@ -167,52 +288,56 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 				yLo = math.Min(y, finiteOr(100*(r.Tip.Lo/refC-1), y))
 				yHi = math.Max(y, finiteOr(100*(r.Tip.Hi/refC-1), y))
 			}
-			kernel.XYs = append(kernel.XYs, plotter.XY{X: x, Y: y})
-			kernel.YErrors = append(kernel.YErrors, struct{ Low, High float64 }{y - yLo, yHi - y})
-			kernelDates = append(kernelDates, pt.Night.Date)
+			d.kernel.XYs = append(d.kernel.XYs, plotter.XY{X: x, Y: y})
+			d.kernel.YErrors = append(d.kernel.YErrors, struct{ Low, High float64 }{y - yLo, yHi - y})
+			d.kernelDates = append(d.kernelDates, pt.Night.Date)
+			d.tp.points = append(d.tp.points, trendNight{x: x, y: y, date: pt.Night.Date, text: d.v.pointTitle(t, pt, y, r.HasReference())})
 			grow(yLo, yHi)
 		}
 		if c := r.Reference.Center; c > 0 && !math.IsInf(c, 0) && ref0 > 0 {
 			y := 100 * (c/ref0 - 1)
 			yLo := math.Min(y, finiteOr(100*(r.Reference.Lo/ref0-1), y))
 			yHi := math.Max(y, finiteOr(100*(r.Reference.Hi/ref0-1), y))
-			host.XYs = append(host.XYs, plotter.XY{X: x, Y: y})
-			hostLo, hostHi = append(hostLo, yLo), append(hostHi, yHi)
-			hostDates = append(hostDates, pt.Night.Date)
+			d.host.XYs = append(d.host.XYs, plotter.XY{X: x, Y: y})
+			d.hostLo, d.hostHi = append(d.hostLo, yLo), append(d.hostHi, yHi)
+			d.hostDates = append(d.hostDates, pt.Night.Date)
 			grow(yLo, yHi)
 		}
 	}
-	if math.IsInf(lo, 0) {
-		lo, hi = 0, 0
+	if math.IsInf(d.lo, 0) {
+		d.lo, d.hi = 0, 0
 	}
 	// Instruction counts are flat to 0.03 %: a span of at least two
 	// percentage points keeps that noise from filling the plot.
-	if span := hi - lo; span < 2 {
-		lo, hi = lo-(2-span)/2, hi+(2-span)/2
+	if span := d.hi - d.lo; span < 2 {
+		d.lo, d.hi = d.lo-(2-span)/2, d.hi+(2-span)/2
 	}
-	span := hi - lo
+	d.span = d.hi - d.lo
+}
 
-	var changes []history.ChangePoint
-	for _, cp := range v.changes {
-		if cp.Metric == t.Metric && cp.Status != history.ChangeWithdrawn {
-			changes = append(changes, cp)
+// yRange sets the axes' ranges for a canvas of width w and height h: the
+// change points' labels go above the data, one under the other, and their
+// room sets the top of the Y range; the gaps' crosses go below it.
+func (d *trendDrawing) yRange(w, h vg.Length) {
+	p := d.tp.plot
+	for _, cp := range d.v.changes {
+		if cp.Metric == d.t.Metric && cp.Status != history.ChangeWithdrawn {
+			d.changes = append(d.changes, cp)
 		}
 	}
 	xMin, xMax := 0.0, 0.0
-	if len(v.nights) > 0 {
-		xMin, xMax = xOf[v.nights[0].Date], xOf[v.nights[len(v.nights)-1].Date]
+	if nights := d.v.nights; len(nights) > 0 {
+		xMin, xMax = d.xOf[nights[0].Date], d.xOf[nights[len(nights)-1].Date]
 	}
 	p.X.Min, p.X.Max = xMin-0.6, xMax+0.6
 
-	// The change points' labels go above the data, one under the other;
-	// their room sets the top of the Y range.
-	labels := v.placeLabels(changes, xOf, p.X.Min, p.X.Max, w)
-	bottom := lo - 0.06*span
-	if len(gaps) > 0 {
-		bottom = lo - 0.22*span
+	d.labels = d.v.placeLabels(d.changes, d.xOf, p.X.Min, p.X.Max, w)
+	d.bottom = d.lo - 0.06*d.span
+	if len(d.gaps) > 0 {
+		d.bottom = d.lo - 0.22*d.span
 	}
 	lines := 0
-	for _, l := range labels {
+	for _, l := range d.labels {
 		lines += l.lines
 	}
 	// The data area is the canvas less the legend, the title and the X
@@ -222,35 +347,37 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 	if lines == 0 {
 		zone = 0.05
 	}
-	top := hi + (hi-bottom)*zone/(1-zone)
-	p.Y.Min, p.Y.Max = bottom, top
-	perPoint := (top - bottom) / dataHeight // Y units per point
+	d.top = d.hi + (d.hi-d.bottom)*zone/(1-zone)
+	p.Y.Min, p.Y.Max = d.bottom, d.top
+	d.perPoint = (d.top - d.bottom) / dataHeight
+}
 
-	// The reference's band, under everything else.
-	bandRuns := runsOf(hostDates, gapBetween)
-	var refBand *plotter.Polygon
+// drawReference draws the reference's band and centre, under everything
+// else.
+func (d *trendDrawing) drawReference() error {
+	p, host := d.tp.plot, d.host
+	bandRuns := runsOf(d.hostDates, d.gapBetween)
 	for _, run := range bandRuns {
 		var edge plotter.XYs
 		for _, i := range run {
-			edge = append(edge, plotter.XY{X: host.XYs[i].X, Y: hostHi[i]})
+			edge = append(edge, plotter.XY{X: host.XYs[i].X, Y: d.hostHi[i]})
 		}
 		for _, i := range slices.Backward(run) {
-			edge = append(edge, plotter.XY{X: host.XYs[i].X, Y: hostLo[i]})
+			edge = append(edge, plotter.XY{X: host.XYs[i].X, Y: d.hostLo[i]})
 		}
 		if len(run) == 1 { // a lone night: a narrow box
 			x := host.XYs[run[0]].X
-			edge = plotter.XYs{{X: x - 0.25, Y: hostHi[run[0]]}, {X: x + 0.25, Y: hostHi[run[0]]}, {X: x + 0.25, Y: hostLo[run[0]]}, {X: x - 0.25, Y: hostLo[run[0]]}}
+			edge = plotter.XYs{{X: x - 0.25, Y: d.hostHi[run[0]]}, {X: x + 0.25, Y: d.hostHi[run[0]]}, {X: x + 0.25, Y: d.hostLo[run[0]]}, {X: x - 0.25, Y: d.hostLo[run[0]]}}
 		}
 		band, err := plotter.NewPolygon(edge)
 		if err != nil {
-			return fail("reference band", err)
+			return fmt.Errorf("reference band: %w", err)
 		}
 		band.Color = colorRefBand
 		band.LineStyle.Width = 0
 		p.Add(band)
-		refBand = band
+		d.refBand = band
 	}
-	var refLine *plotter.Line
 	for _, run := range bandRuns {
 		var xys plotter.XYs
 		for _, i := range run {
@@ -261,40 +388,41 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
-			return fail("reference centre", err)
+			return fmt.Errorf("reference centre: %w", err)
 		}
 		l.LineStyle = draw.LineStyle{Color: colorB, Width: vg.Points(1)}
 		p.Add(l)
-		refLine = l
+		d.refLine = l
 	}
+	return nil
+}
 
-	// The change points, under the tip's points.
-	type mark struct {
-		cp   history.ChangePoint
-		line *plotter.Line
-	}
-	var marks []mark
-	for i, cp := range changes {
-		x := labels[i].x
-		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: bottom}, {X: x, Y: top}})
+// drawChanges draws the change points' lines, under the tip's points, and
+// their labels.
+func (d *trendDrawing) drawChanges() error {
+	p := d.tp.plot
+	for i, cp := range d.changes {
+		x := d.labels[i].x
+		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: d.bottom}, {X: x, Y: d.top}})
 		if err != nil {
-			return fail("change point", err)
+			return fmt.Errorf("change point: %w", err)
 		}
-		l.LineStyle = draw.LineStyle{Color: colorKernelChange, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}
+		l.LineStyle = draw.LineStyle{Color: changeColor(cp), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}
 		if cp.Line == history.LineHost {
-			l.LineStyle = draw.LineStyle{Color: colorHostChange, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(1.5)}}
+			l.LineStyle.Dashes = []vg.Length{vg.Points(1.5), vg.Points(1.5)}
 		}
 		p.Add(l)
-		marks = append(marks, mark{cp: cp, line: l})
+		d.marks = append(d.marks, changeMark{cp: cp, line: l})
+		d.tp.marks = append(d.tp.marks, trendMark{x: x, cp: cp, text: fmt.Sprintf("change point #%d: %s; %s", cp.ID, changePointHeadline("", cp), bisectLine(cp))})
 	}
 	line := 0
-	for i, m := range marks {
-		lb := labels[i]
-		y := top - perPoint*(4+10*float64(line))
+	for i, m := range d.marks {
+		lb := d.labels[i]
+		y := d.top - d.perPoint*(4+10*float64(line))
 		line += lb.lines
 		mark, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: lb.x, Y: y}}, Labels: []string{lb.text}})
 		if err != nil {
-			return fail("change point label", err)
+			return fmt.Errorf("change point label: %w", err)
 		}
 		style := &mark.TextStyle[0]
 		*style = labelStyle()
@@ -307,123 +435,158 @@ func (v *seriesView) trendPlot(t view.MetricTrend, w, h vg.Length) (*trendPlot, 
 		}
 		p.Add(mark)
 	}
+	return nil
+}
 
-	// The tip, by runs of nights without a gap.
-	var tipLine *plotter.Line
-	for _, run := range runsOf(kernelDates, gapBetween) {
+// drawTip draws the tip's line, by runs of nights without a gap, and its
+// points with their intervals.
+func (d *trendDrawing) drawTip() error {
+	p := d.tp.plot
+	for _, run := range runsOf(d.kernelDates, d.gapBetween) {
 		if len(run) < 2 {
 			continue
 		}
 		var xys plotter.XYs
 		for _, i := range run {
-			xys = append(xys, kernel.XYs[i])
+			xys = append(xys, d.kernel.XYs[i])
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
-			return fail("tip line", err)
+			return fmt.Errorf("tip line: %w", err)
 		}
 		l.LineStyle = draw.LineStyle{Color: colorA, Width: vg.Points(0.8)}
 		p.Add(l)
-		tipLine = l
+		d.tipLine = l
 	}
-	var tipDots *plotter.Scatter
-	if len(kernel.XYs) > 0 {
-		bars, err := plotter.NewYErrorBars(kernel)
-		if err != nil {
-			return fail("tip intervals", err)
-		}
-		bars.LineStyle.Color = colorA
-		bars.CapWidth = vg.Points(4)
-		dots, err := plotter.NewScatter(kernel.XYs)
-		if err != nil {
-			return fail("tip centres", err)
-		}
-		dots.GlyphStyle = draw.GlyphStyle{Color: colorA, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
-		p.Add(bars, dots)
-		tipDots = dots
+	if len(d.kernel.XYs) == 0 {
+		return nil
 	}
+	bars, err := plotter.NewYErrorBars(d.kernel)
+	if err != nil {
+		return fmt.Errorf("tip intervals: %w", err)
+	}
+	bars.LineStyle.Color = colorA
+	bars.CapWidth = vg.Points(4)
+	dots, err := plotter.NewScatter(d.kernel.XYs)
+	if err != nil {
+		return fmt.Errorf("tip centres: %w", err)
+	}
+	dots.GlyphStyle = draw.GlyphStyle{Color: colorA, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+	p.Add(bars, dots)
+	d.tipDots = dots
+	return nil
+}
 
-	// The excursions: a ring around the night's point on its line, for
-	// the eye to tell a night left out of the change points from a step.
+// drawExcursions draws a ring around each excursion's point on its line,
+// for the eye to tell a night left out of the change points from a step.
+func (d *trendDrawing) drawExcursions() error {
 	var ringXYs plotter.XYs
-	for _, e := range v.excursions {
-		xys, dates := kernel.XYs, kernelDates
+	for _, e := range d.v.excursions {
+		xys, dates := d.kernel.XYs, d.kernelDates
 		if e.Line == history.LineHost {
-			xys, dates = host.XYs, hostDates
+			xys, dates = d.host.XYs, d.hostDates
 		}
-		if i := slices.Index(dates, e.Night); e.Metric == t.Metric && i >= 0 {
+		if i := slices.Index(dates, e.Night); e.Metric == d.t.Metric && i >= 0 {
 			ringXYs = append(ringXYs, xys[i])
 		}
 	}
-	var rings *plotter.Scatter
-	if len(ringXYs) > 0 {
-		var err error
-		if rings, err = plotter.NewScatter(ringXYs); err != nil {
-			return fail("excursions", err)
-		}
-		rings.GlyphStyle = draw.GlyphStyle{Color: colorExcursion, Radius: vg.Points(6), Shape: draw.RingGlyph{}}
-		p.Add(rings)
+	if len(ringXYs) == 0 {
+		return nil
 	}
-
-	// The gaps.
-	var gapDots *plotter.Scatter
-	if len(gaps) > 0 {
-		var xys plotter.XYs
-		var names []string
-		y := lo - 0.1*span
-		for _, n := range gaps {
-			xys = append(xys, plotter.XY{X: xOf[n.Date], Y: y})
-			names = append(names, gapName(n.Status))
-		}
-		dots, err := plotter.NewScatter(xys)
-		if err != nil {
-			return fail("failed nights", err)
-		}
-		dots.GlyphStyle = draw.GlyphStyle{Color: colorFailedNight, Radius: vg.Points(3.5), Shape: draw.CrossGlyph{}}
-		labels, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: names})
-		if err != nil {
-			return fail("failed nights", err)
-		}
-		for i := range labels.TextStyle {
-			s := &labels.TextStyle[i]
-			s.Font.Variant = "Sans"
-			s.Font.Size = vg.Points(7)
-			s.Color = colorFailedNight
-			s.XAlign, s.YAlign = draw.XCenter, draw.YTop
-		}
-		labels.Offset = vg.Point{Y: -vg.Points(5)}
-		p.Add(dots, labels)
-		gapDots = dots
+	rings, err := plotter.NewScatter(ringXYs)
+	if err != nil {
+		return fmt.Errorf("excursions: %w", err)
 	}
+	rings.GlyphStyle = draw.GlyphStyle{Color: colorExcursion, Radius: vg.Points(6), Shape: draw.RingGlyph{}}
+	d.tp.plot.Add(rings)
+	d.rings = rings
+	return nil
+}
 
-	if tipDots != nil {
-		thumbs := []plot.Thumbnailer{tipDots}
-		if tipLine != nil {
-			thumbs = append([]plot.Thumbnailer{tipLine}, thumbs...)
+// drawGaps draws a cross, named, below the data for each night without
+// results.
+func (d *trendDrawing) drawGaps() error {
+	if len(d.gaps) == 0 {
+		return nil
+	}
+	var xys plotter.XYs
+	var names []string
+	y := d.lo - 0.1*d.span
+	for _, n := range d.gaps {
+		xys = append(xys, plotter.XY{X: d.xOf[n.Date], Y: y})
+		names = append(names, gapName(n.Status))
+	}
+	dots, err := plotter.NewScatter(xys)
+	if err != nil {
+		return fmt.Errorf("failed nights: %w", err)
+	}
+	dots.GlyphStyle = draw.GlyphStyle{Color: colorFailedNight, Radius: vg.Points(3.5), Shape: draw.CrossGlyph{}}
+	labels, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: names})
+	if err != nil {
+		return fmt.Errorf("failed nights: %w", err)
+	}
+	for i := range labels.TextStyle {
+		s := &labels.TextStyle[i]
+		s.Font.Variant = "Sans"
+		s.Font.Size = vg.Points(7)
+		s.Color = colorFailedNight
+		s.XAlign, s.YAlign = draw.XCenter, draw.YTop
+	}
+	labels.Offset = vg.Point{Y: -vg.Points(5)}
+	d.tp.plot.Add(dots, labels)
+	d.gapDots = dots
+	return nil
+}
+
+// addLegends fills the legends: the lines and the excursions on the left;
+// on the right one entry per kind of mark (the host line's, and the
+// kernel line's by direction; "with its culprit" only where a bisection
+// named one) and the nights without results.
+func (d *trendDrawing) addLegends() {
+	tp := d.tp
+	if d.tipDots != nil {
+		thumbs := []plot.Thumbnailer{d.tipDots}
+		if d.tipLine != nil {
+			thumbs = append([]plot.Thumbnailer{d.tipLine}, thumbs...)
 		}
 		tp.legends[0].add("tip ÷ reference: centre, bar: interval", thumbs...)
 	}
-	if refLine != nil {
-		tp.legends[0].add("reference ÷ its first night: centre, band: interval", refBand, refLine)
+	if d.refLine != nil {
+		tp.legends[0].add("reference ÷ its first night: centre, band: interval", d.refBand, d.refLine)
 	}
-	if rings != nil {
-		tp.legends[0].add("excursion: far from both neighbours, left out of the change points", rings)
+	if d.rings != nil {
+		tp.legends[0].add("excursion: left out of the change points", d.rings)
 	}
-	kernelDone, hostDone := false, false
-	for _, m := range marks {
-		switch {
-		case m.cp.Line == history.LineHost && !hostDone:
-			tp.legends[1].add("change point of the reference (host or harness)", m.line)
-			hostDone = true
-		case m.cp.Line != history.LineHost && !kernelDone:
-			tp.legends[1].add("change point of the kernel, with its culprit", m.line)
-			kernelDone = true
+	type kind struct {
+		host bool
+		dir  string
+	}
+	var kinds []kind
+	culprit := map[kind]bool{}
+	first := map[kind]*plotter.Line{}
+	for _, m := range d.marks {
+		k := kind{host: m.cp.Line == history.LineHost}
+		if !k.host {
+			k.dir = changeDirection(m.cp)
 		}
+		if first[k] == nil {
+			kinds, first[k] = append(kinds, k), m.line
+		}
+		culprit[k] = culprit[k] || m.cp.Bisect.State == history.BisectFound
 	}
-	if gapDots != nil {
-		tp.legends[1].add("night without results", gapDots)
+	for _, k := range kinds {
+		name := "change point of the kernel, " + k.dir
+		if k.host {
+			name = "change point of the reference (host or harness)"
+		}
+		if culprit[k] {
+			name += ", with its culprit"
+		}
+		tp.legends[1].add(name, first[k])
 	}
-	return tp, nil
+	if d.gapDots != nil {
+		tp.legends[1].add("night without results", d.gapDots)
+	}
 }
 
 // labelStyle is the text style of a change point's label.
@@ -585,4 +748,24 @@ func (t nightTicker) Ticks(lo, hi float64) []plot.Tick {
 		ticks = append(ticks, tick)
 	}
 	return ticks
+}
+
+// pointTitle is what a night's point on a trend plot says when the pointer
+// rests on it: "2026-01-21, tip 59b0056cdc4e: 937.2 insn/op, -12.0% vs the
+// first night; vs the last tip -12.0% DIFFERENT (better)", and that it is
+// an excursion when it is one. y is the point's height, relative to the
+// reference when the night has one (withRef), else to the first night.
+func (v *seriesView) pointTitle(t view.MetricTrend, pt history.TrendPoint, y float64, withRef bool) string {
+	against := "vs the reference"
+	if !withRef {
+		against = "vs the first night"
+	}
+	s := fmt.Sprintf("%s, tip %s: %s, %s %s; vs the last tip %s", pt.Night.Date, tipName(pt.Night.Tip), formatEstimate(pt.Row.Tip, t.Unit),
+		view.FormatDelta(y), against, formatVerdict(pt.Row.VsPrevious, t.Benchmark, t.Unit))
+	for _, e := range v.excursionsOn(pt.Night.Date) {
+		if e.Metric == t.Metric && e.Line == history.LineKernel {
+			s += "; an excursion, left out of the change points"
+		}
+	}
+	return s
 }

@@ -294,8 +294,8 @@ func TestHistoryJSONDocument(t *testing.T) {
 	if err := json.Unmarshal([]byte(render(t, FormatJSON, h)), &doc); err != nil {
 		t.Fatalf("decode WriteHistoryJSON() = %v", err)
 	}
-	if doc.Version != HistoryDocumentVersion || len(doc.Series) != 1 || len(doc.Series[0].Nights) != 14 {
-		t.Fatalf("WriteHistoryJSON() = version %d, %d series; want version %d, 1 series of 14 nights", doc.Version, len(doc.Series), HistoryDocumentVersion)
+	if doc.Version != historyDocumentVersion || len(doc.Series) != 1 || len(doc.Series[0].Nights) != 14 {
+		t.Fatalf("WriteHistoryJSON() = version %d, %d series; want version %d, 1 series of 14 nights", doc.Version, len(doc.Series), historyDocumentVersion)
 	}
 	s := doc.Series[0]
 	if n := s.Nights[4]; n.Status != "build-failed" || len(n.Rows) != 0 {
@@ -334,7 +334,9 @@ func TestTrendSVGMarks(t *testing.T) {
 	texts := svgTexts(svg)
 	for _, want := range []string{
 		benchLookup + " (insn/op)",
-		"+7.20%: bpf: lpm_trie: compare the whole prefix in one loop",
+		// The kernel's label, in two lines: on one it would cross the
+		// host's line.
+		"+7.20% worse: bpf: lpm_trie:", "compare the whole prefix in one loop",
 		// The host's label would cross the kernel's line on the left and
 		// leave the plot on the right: it is broken in two lines.
 		"+3.00%: host or harness", "changed (provisional)",
@@ -343,7 +345,7 @@ func TestTrendSVGMarks(t *testing.T) {
 		"tip vs reference, %",
 		"tip ÷ reference: centre, bar: interval",
 		"reference ÷ its first night: centre, band: interval",
-		"change point of the kernel, with its culprit",
+		"change point of the kernel, worse, with its culprit",
 		"change point of the reference (host or harness)",
 		"night without results",
 	} {
@@ -415,7 +417,13 @@ func TestWriteHistoryHTML(t *testing.T) {
 		`<svg class="plot" role="img" `,
 		"#7 " + benchLookup + ": +7.20% insn/op (worse), night 2026-11-08",
 		"culprit 88" + strings.Repeat("8", 10) + " bpf: lpm_trie: compare the whole prefix in one loop",
-		`<tr class="night failed"><td class="date">2026-11-05</td><td class="status">build-failed</td>`,
+		`<tr class="night failed" id="s1-night-2026-11-05"><td class="date"><a href="#s1-night-2026-11-05">2026-11-05</a></td><td class="status">build-failed</td>`,
+		// The change point's night is marked in the table and linked to
+		// it; the change point links its nights' rows and its plot.
+		`<tr class="night changed" id="s1-night-2026-11-08"><td class="date"><a href="#s1-night-2026-11-08">2026-11-08</a><br><a class="mark change worse" href="#cp7" title="`,
+		`<li class="change worse" id="cp7">`,
+		`(nights <a href="#s1-night-2026-11-07">2026-11-07</a> → <a href="#s1-night-2026-11-08">2026-11-08</a>) · <a href="#s1-trend-LPMTrie-op-lookup-keys-random-entries-10000-insn-op">plot</a>`,
+		`<figure id="s1-trend-LPMTrie-op-lookup-keys-random-entries-10000-insn-op">`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("WriteHistoryHTML() lacks %q", want)
@@ -458,7 +466,7 @@ func TestChangePointHeadline(t *testing.T) {
 		},
 			benchLookup + ": +7.20% insn/op (worse) on the reference: host or harness changed, night 2026-11-08, bpf-next, provisional"},
 	} {
-		if got := ChangePointHeadline("bpf-next", tc.cp(base)); got != tc.want {
+		if got := changePointHeadline("bpf-next", tc.cp(base)); got != tc.want {
 			t.Errorf("ChangePointHeadline(%s) = %q; want %q", tc.name, got, tc.want)
 		}
 	}
@@ -538,12 +546,12 @@ func TestFormatHelpers(t *testing.T) {
 	}
 }
 
-func ExampleChangePointHeadline() {
+func Example_changePointHeadline() {
 	cp := history.ChangePoint{Metric: history.Metric{Benchmark: "LPMTrie/op=lookup/keys=random/entries=10000", Unit: "insn/op"},
 		Line: history.LineKernel, Night: "2026-11-08", DeltaPct: 7.2}
-	fmt.Println(ChangePointHeadline("bpf-next", cp))
+	fmt.Println(changePointHeadline("bpf-next", cp))
 	cp.Line, cp.Provisional = history.LineHost, true
-	fmt.Println(ChangePointHeadline("bpf-next", cp))
+	fmt.Println(changePointHeadline("bpf-next", cp))
 	// Output:
 	// LPMTrie/op=lookup/keys=random/entries=10000: +7.20% insn/op (worse), night 2026-11-08, bpf-next
 	// LPMTrie/op=lookup/keys=random/entries=10000: +7.20% insn/op (worse) on the reference: host or harness changed, night 2026-11-08, bpf-next, provisional
@@ -567,7 +575,7 @@ func TrendSVG(hs view.HistorySeries, m history.Metric, w, h vg.Length) ([]byte, 
 	v := newSeriesView(hs)
 	for _, t := range v.trends {
 		if t.Metric == m {
-			return v.trendSVG(t, w, h)
+			return v.trendSVG(t, w, h, testNightURL)
 		}
 	}
 	return nil, fmt.Errorf("report: plot the trend of %s: series %s has no such metric", m, hs.Series.Name)
@@ -623,5 +631,46 @@ func TestHistoryWithoutReference(t *testing.T) {
 	}
 	if tp.plot.Y.Min > -12 || tp.plot.Y.Max < 0 || tp.plot.Y.Min < -20 {
 		t.Errorf("trendPlot(public) Y range [%.2f, %.2f]; want the 0 %% and −12 %% nights in it, not −100 %%", tp.plot.Y.Min, tp.plot.Y.Max)
+	}
+}
+
+// testNightURL links a plot's points to nights as the served pages do.
+func testNightURL(date string) string { return NightPath("test", date) }
+
+// A trend plot tells better from worse by colour and by word, says "with
+// its culprit" only where a bisection named one, and carries under every
+// night's point and every change point's line a title and a link.
+func TestTrendSVGDirectionsAndLinks(t *testing.T) {
+	hs := testHistorySeries()
+	for i, cp := range hs.ChangePoints {
+		if cp.ID == 7 {
+			hs.ChangePoints[i].DeltaPct, hs.ChangePoints[i].Bisect = -7.2, history.Bisection{State: history.BisectSkipped, Reason: "below what this host resolves"}
+		}
+	}
+	svg, err := TrendSVG(hs, metricLookup, trendWidth, trendHeight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := svgTexts(svg)
+	if !slices.Contains(texts, "change point of the kernel, better") || slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "culprit") }) {
+		t.Errorf("the legend of a plot whose better change point was not bisected: %q; want \"change point of the kernel, better\" and no culprit", texts)
+	}
+	if !slices.ContainsFunc(texts, func(s string) bool { return strings.HasPrefix(s, "-7.20% better:") }) {
+		t.Errorf("the better change point's label is not among %q", texts)
+	}
+	if !strings.Contains(string(svg), "stroke:#1E8E3E;stroke-width:1.2;stroke-dasharray:4,2") {
+		t.Error("the better change point's line is not green")
+	}
+	for _, want := range []string{
+		`<a href="#cp7"><title>change point #7: ` + benchLookup + `: -7.20% insn/op (better), night 2026-11-08; not bisected: below what this host resolves</title><rect `,
+		`<a href="/series/test/nights/2026-11-08"><title>2026-11-08, tip 888888888888: `,
+		`; vs the last tip +`,
+	} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("the plot's SVG lacks %q", want)
+		}
+	}
+	if n, want := strings.Count(string(svg), "<circle "), 12; n != want {
+		t.Errorf("the plot has %d points with a link; want %d (the measured nights)", n, want)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/lpmbisect/lpmbisect/present/view"
 )
 
-// WriteHistoryText writes the history for a terminal. Per series: where its
+// writeHistoryText writes the history for a terminal. Per series: where its
 // kernels come from, a summary of its nights and change points, then every
 // night (date, status, tip and release, the verdicts against the previous
 // tip; failed nights with their reason) with one line per benchmark (the
@@ -18,7 +18,7 @@ import (
 // the previous tip), then every change point with its headline, line,
 // p-value, commit range, status and culprit or why it was not bisected,
 // and last its excursions (nights far from both neighbours), what each means.
-func WriteHistoryText(w io.Writer, h view.History) error {
+func writeHistoryText(w io.Writer, h view.History) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "lpmbisect history: %s\n", countOf(len(h.Series), "series"))
 	for _, hs := range h.Series {
@@ -68,17 +68,17 @@ func (v *seriesView) writeChangesText(w io.Writer) {
 	fmt.Fprintf(w, "\nchange points of %s:\n", v.series.Name)
 	for _, cp := range v.changes {
 		id := fmt.Sprintf("#%d", cp.ID)
-		fmt.Fprintf(w, "  %-4s %s [%s]\n", id, ChangePointHeadline("", cp), cp.Status)
+		fmt.Fprintf(w, "  %-4s %s [%s]\n", id, changePointHeadline("", cp), cp.Status)
 		fmt.Fprintf(w, "       %s line, p%s, %s\n", lineName(cp.Line), view.FormatPRelation(cp.P), v.changeRange(cp))
 		fmt.Fprintf(w, "       %s\n", bisectLine(cp))
 	}
 }
 
-// WriteHistoryMarkdown writes the history as GitHub-flavoured Markdown, for
+// writeHistoryMarkdown writes the history as GitHub-flavoured Markdown, for
 // an issue or a mail: per series a table of its nights, one row per night
 // and benchmark, then a table of its change points and one of its
 // excursions.
-func WriteHistoryMarkdown(w io.Writer, h view.History) error {
+func writeHistoryMarkdown(w io.Writer, h view.History) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "### lpmbisect history: %s\n", countOf(len(h.Series), "series"))
 	for _, hs := range h.Series {

@@ -24,7 +24,7 @@ func WriteHTMLFile(path string, rep *compare.Report, meta view.Meta) error {
 // no external style sheets or fonts, plots inlined as SVG, so that it can be
 // attached to a bug, archived by CI or opened from disk years later. A
 // paired report counts pairs in the table and the captions, states
-// PairedExplanation under the table and joins the two boots of each
+// pairedExplanation under the table and joins the two boots of each
 // pair in the plots.
 func WriteHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	return writePrintable(w, func(w io.Writer) error { return writeHTML(w, rep, meta) })
@@ -35,7 +35,7 @@ func writeHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		Title:     fmt.Sprintf("lpmbisect compare: %s vs %s", rep.A.Label(), rep.B.Label()),
 		Differ:    sidesDiffer(rep, meta),
 		Outcome:   outcomeLine(rep, meta.FailOn),
-		Rule:      capitalize(VerdictRule(rep)),
+		Rule:      capitalize(verdictRule(rep)),
 		Class:     outcomeClass(rep.Outcome(meta.FailOn)),
 		Headlines: headlines(rep, meta.Insight),
 		Undecided: undecided(rep),
@@ -48,7 +48,7 @@ func writeHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		BootsHead: bootsHeading(rep),
 	}
 	if rep.Paired {
-		page.Explanation = PairedExplanation
+		page.Explanation = pairedExplanation
 	}
 	block, err := newInsightBlock(meta.Insight)
 	if err != nil {
@@ -59,14 +59,14 @@ func writeHTML(w io.Writer, rep *compare.Report, meta view.Meta) error {
 		c := cells(r)
 		hr := htmlRow{
 			Benchmark: r.Benchmark, Unit: r.Unit, A: c.aCentre, ASpread: c.aSpread, B: c.bCentre, BSpread: c.bSpread,
-			Delta: c.delta, P: c.p, Boots: c.boots, BootsLabel: BootsLabel(r),
+			Delta: c.delta, P: c.p, Boots: c.boots, BootsLabel: bootsLabel(r),
 			Verdict: r.Verdict.String(), VerdictClass: strings.ToLower(r.Verdict.String()), Control: r.Control,
 		}
 		for _, n := range rowNotes(rep, r) {
 			i := indexOrAppend(&page.Notes, n)
 			hr.Marks = append(hr.Marks, i+1)
 		}
-		svg, err := PlotSVG(rep, r, 6*vg.Inch, 4*vg.Inch)
+		svg, err := plotSVG(rep, r, 6*vg.Inch, 4*vg.Inch)
 		if err != nil {
 			return err
 		}
@@ -123,7 +123,7 @@ type htmlPage struct {
 	Run                  [][2]string
 	CI, Rule             string
 	// Paired is compare.Report.Paired; Explanation is then
-	// PairedExplanation. BootsHead heads the boots column.
+	// pairedExplanation. BootsHead heads the boots column.
 	Paired                 bool
 	Explanation, BootsHead string
 	insightBlock
@@ -143,7 +143,7 @@ func newInsightBlock(d *insight.Diff) (insightBlock, error) {
 		return insightBlock{}, nil
 	}
 	var b strings.Builder
-	if err := WriteInsightText(&b, d); err != nil {
+	if err := writeInsightText(&b, d); err != nil {
 		return insightBlock{}, err
 	}
 	figs, err := profileFigures(d)

@@ -167,8 +167,8 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-// NewDocument converts a report to its JSON form.
-func NewDocument(rep *compare.Report, meta view.Meta) Document {
+// newDocument converts a report to its JSON form.
+func newDocument(rep *compare.Report, meta view.Meta) Document {
 	d := Document{
 		Outcome:          rep.Outcome(meta.FailOn).String(),
 		FailOn:           meta.FailOn.String(),
@@ -182,7 +182,7 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 		Alpha:            rep.Alpha,
 		MinEffect:        rep.MinEffect,
 		Confidence:       rep.Confidence,
-		Rule:             VerdictRule(rep),
+		Rule:             verdictRule(rep),
 		Look: Look{
 			Number: rep.Look.Number, Boots: rep.Look.Boots, MaxBoots: rep.Look.MaxBoots, History: nonNil(rep.Look.History),
 			DifferentLevel: rep.Look.DifferentLevel, SameLevel: rep.Look.SameLevel,
@@ -197,10 +197,10 @@ func NewDocument(rep *compare.Report, meta view.Meta) Document {
 		Rows:        []Row{},
 	}
 	if rep.Paired {
-		d.Explanation = PairedExplanation
+		d.Explanation = pairedExplanation
 	}
 	if meta.Insight != nil {
-		doc := NewInsightDocument(meta.Insight)
+		doc := newInsightDocument(meta.Insight)
 		d.Insight = &doc
 	}
 	for _, r := range rep.Rows {
@@ -246,11 +246,11 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// WriteJSON writes the report as one indented JSON document (Document).
-func WriteJSON(w io.Writer, rep *compare.Report, meta view.Meta) error {
+// writeJSON writes the report as one indented JSON document (Document).
+func writeJSON(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(NewDocument(rep, meta)); err != nil {
+	if err := enc.Encode(newDocument(rep, meta)); err != nil {
 		return fmt.Errorf("report: encode JSON: %w", err)
 	}
 	return nil

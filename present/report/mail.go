@@ -16,15 +16,15 @@ import (
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
-// AckCommand and MuteCommand are the command lines that acknowledge a
+// ackCommand and muteCommand are the command lines that acknowledge a
 // change point (seen; it stays in the history as such) or mute it (it
 // mails no more), for the configuration file config.
-func AckCommand(config string, id int64) string {
+func ackCommand(config string, id int64) string {
 	return shellquote.Join([]string{"lpmbisect", "history", "ack", "--config", config, fmt.Sprint(id)})
 }
 
-// MuteCommand: see AckCommand.
-func MuteCommand(config string, id int64) string {
+// muteCommand: see ackCommand.
+func muteCommand(config string, id int64) string {
 	return shellquote.Join([]string{"lpmbisect", "history", "ack", "--mute", "--config", config, fmt.Sprint(id)})
 }
 
@@ -111,7 +111,7 @@ func writeChangePointMail(w io.Writer, m view.Mail) error {
 	lead := mailLead(m)
 	fmt.Fprintf(bw, "Subject: %s\n\n", MailSubject(m))
 	for _, cp := range m.Changes {
-		fmt.Fprintf(bw, "**%s**  \n", mdEscape(ChangePointHeadline(m.Series.Name, cp)))
+		fmt.Fprintf(bw, "**%s**  \n", mdEscape(changePointHeadline(m.Series.Name, cp)))
 	}
 	fmt.Fprintln(bw)
 
@@ -154,7 +154,7 @@ func writeChangePointMail(w io.Writer, m view.Mail) error {
 	writeMailSetup(bw, m)
 	if m.Insight != nil {
 		fmt.Fprintln(bw)
-		if err := WriteInsightMarkdown(bw, m.Insight); err != nil {
+		if err := writeInsightMarkdown(bw, m.Insight); err != nil {
 			return err
 		}
 	}
@@ -171,15 +171,15 @@ func writeChangePointMail(w io.Writer, m view.Mail) error {
 	fmt.Fprintf(bw, "\n### Acknowledge or mute\n\n```\n")
 	var cmds [][]string
 	for _, cp := range m.Changes {
-		cmds = append(cmds, []string{AckCommand(cmp.Or(m.Config, "FILE"), cp.ID), "# seen: kept in the history as acknowledged"},
-			[]string{MuteCommand(cmp.Or(m.Config, "FILE"), cp.ID), fmt.Sprintf("# no more mail about #%d", cp.ID)})
+		cmds = append(cmds, []string{ackCommand(cmp.Or(m.Config, "FILE"), cp.ID), "# seen: kept in the history as acknowledged"},
+			[]string{muteCommand(cmp.Or(m.Config, "FILE"), cp.ID), fmt.Sprintf("# no more mail about #%d", cp.ID)})
 	}
 	for _, line := range padCells(cmds) {
 		fmt.Fprintln(bw, line)
 	}
 	fmt.Fprintf(bw, "```\n")
 	if slices.ContainsFunc(m.Changes, func(cp history.ChangePoint) bool { return cp.Unit == compare.UnitInstructions }) {
-		fmt.Fprintf(bw, "\n%s\n", wrap("About insn/op: "+InstructionsExplanation, 78, ""))
+		fmt.Fprintf(bw, "\n%s\n", wrap("About insn/op: "+instructionsExplanation, 78, ""))
 	}
 	fmt.Fprintf(bw, "\n-- \nlpmbisect nightly%s\n", mailSignature(m.After))
 	return bw.Flush()
@@ -368,7 +368,7 @@ func intervalPct(e history.Estimate) string {
 	if e.Center == 0 || math.IsNaN(e.Center) || math.IsInf(e.Lo, 0) || math.IsInf(e.Hi, 0) || math.IsNaN(e.Lo) || math.IsNaN(e.Hi) {
 		return ""
 	}
-	return FormatPct(100 * math.Max(e.Center-e.Lo, e.Hi-e.Center) / math.Abs(e.Center))
+	return formatPct(100 * math.Max(e.Center-e.Lo, e.Hi-e.Center) / math.Abs(e.Center))
 }
 
 // writeMailSetup writes how the nights were measured: what changed between

@@ -152,8 +152,8 @@ func TestMailSubjectWithoutCulprit(t *testing.T) {
 	}
 }
 
-func ExampleAckCommand() {
-	fmt.Println(AckCommand("kernels.toml", 7))
+func Example_ackCommand() {
+	fmt.Println(ackCommand("kernels.toml", 7))
 	// Output:
 	// lpmbisect history ack --config kernels.toml 7
 }

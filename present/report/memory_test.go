@@ -92,7 +92,7 @@ func TestMemoryRowsInEveryFormat(t *testing.T) {
 		}
 	}
 	var text bytes.Buffer
-	if err := WriteText(&text, rep, meta); err != nil {
+	if err := writeText(&text, rep, meta); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"273.5", "187.6", "-31.41%", "deterministic rule on one count per side: jitter bound ±0.2%", "counted once per side by the memory pass",
@@ -103,7 +103,7 @@ func TestMemoryRowsInEveryFormat(t *testing.T) {
 	}
 	var doc Document
 	var js bytes.Buffer
-	if err := WriteJSON(&js, rep, meta); err != nil {
+	if err := writeJSON(&js, rep, meta); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
@@ -152,7 +152,7 @@ func TestCycleRowsInEveryFormat(t *testing.T) {
 		}
 	}
 	var text bytes.Buffer
-	if err := WriteText(&text, rep, meta); err != nil {
+	if err := writeText(&text, rep, meta); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"not a measurement", "est-cycles/op, a model (not a measurement) on the zen2 core's latencies",

@@ -73,7 +73,7 @@ func writeMorning(w io.Writer, f Format, nights []view.NightSummary) error {
 			fmt.Fprintf(&b, "%s%s\n", item, a)
 		}
 		for _, c := range n.Changes {
-			fmt.Fprintf(&b, "%schange point %d (%s): %s; %s\n", item, c.Point.ID, c.What, ChangePointHeadline(n.Series.Name, c.Point), bisectLine(c.Point))
+			fmt.Fprintf(&b, "%schange point %d (%s): %s; %s\n", item, c.Point.ID, c.What, changePointHeadline(n.Series.Name, c.Point), bisectLine(c.Point))
 		}
 		if n.Mail != "" {
 			fmt.Fprintf(&b, "%smail: %s\n", item, n.Mail)

@@ -66,6 +66,7 @@ dl.run dd { margin: 0; overflow-wrap: anywhere; }
 ul.changes { list-style: none; padding: 0; }
 li.change { margin: .5em 0; padding: .4em .8em; border-left: 6px solid #999; background: #f6f6f6; }
 li.change.worse { border-color: #d93025; background: #fce8e6; }
+li.change.better { border-color: #1e8e3e; background: #e6f4ea; }
 li.change.host { border-color: #d65f0e; background: #fef7e0; }
 li.change.withdrawn { color: #777; text-decoration: line-through; }
 li.change .headline { font-family: ui-monospace, "Liberation Mono", monospace; font-weight: 600; }
@@ -75,6 +76,12 @@ td.tip small { font-family: system-ui, -apple-system, "Segoe UI", "Liberation Sa
 td.date, td.status { white-space: nowrap; }
 td.verdict { min-width: 8em; }
 tr.night td { border-top: 2px solid #bbb; }
+tr.changed td { background: #f1f3f4; }
+a.mark { font-weight: 600; white-space: nowrap; }
+a.mark.worse { color: #d93025; }
+a.mark.better { color: #1e8e3e; }
+form.signin { background: #f1f3f4; padding: .4em .8em; }
+p.around, p.paging { font-weight: 600; }
 tr.failed td.status { color: #d93025; font-weight: 700; }
 td.note { color: #555; font-style: italic; }
 p.verdict { font-weight: 700; }

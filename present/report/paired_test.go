@@ -106,7 +106,7 @@ var pairedMeta = func() view.Meta {
 
 func TestWriteMarkdownPairedGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteMarkdown(&b, pairedReport(t), pairedMeta); err != nil {
+	if err := writeMarkdown(&b, pairedReport(t), pairedMeta); err != nil {
 		t.Fatalf("WriteMarkdown(paired) = %v", err)
 	}
 	golden(t, "paired.md", b.String())
@@ -136,7 +136,7 @@ func TestPairedContent(t *testing.T) {
 			out = html.UnescapeString(out)
 		}
 		for _, want := range []string{
-			PairedExplanation,
+			pairedExplanation,
 			"LPMTrie/op=lookup/keys=random/entries=10000: -4.97% sec/op (better), DIFFERENT, p=0.008, 8 pairs",
 			"1 benchmark UNKNOWN at the pairs taken",
 			"a verdict needs ~", // in pairs, not boots per side
@@ -153,7 +153,7 @@ func TestPairedContent(t *testing.T) {
 				t.Errorf("Write(%s, paired) lacks %q", f, want)
 			}
 		}
-		if n := strings.Count(out, PairedExplanation); n != 1 {
+		if n := strings.Count(out, pairedExplanation); n != 1 {
 			t.Errorf("Write(%s, paired) states the paired explanation %d times; want once", f, n)
 		}
 		for _, bad := range []string{"8+8 boots", "boots per side at this spread", "per side,", "boots taken"} {
@@ -167,14 +167,14 @@ func TestPairedContent(t *testing.T) {
 func TestWriteJSONPaired(t *testing.T) {
 	rep := pairedReport(t)
 	var b bytes.Buffer
-	if err := WriteJSON(&b, rep, pairedMeta); err != nil {
+	if err := writeJSON(&b, rep, pairedMeta); err != nil {
 		t.Fatalf("WriteJSON(paired) = %v", err)
 	}
 	var got Document
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("json.Unmarshal(WriteJSON(paired)) = %v", err)
 	}
-	want := NewDocument(rep, pairedMeta)
+	want := newDocument(rep, pairedMeta)
 	want.Meta.FailOn = 0
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("json.Unmarshal(WriteJSON(paired)) =\n%+v\nwant\n%+v", got, want)
@@ -204,7 +204,7 @@ func TestWriteJSONPaired(t *testing.T) {
 	if raw.Paired == nil || !*raw.Paired {
 		t.Errorf("WriteJSON(paired) paired = %v; want true", raw.Paired)
 	}
-	if raw.Explanation == nil || *raw.Explanation != PairedExplanation {
+	if raw.Explanation == nil || *raw.Explanation != pairedExplanation {
 		t.Errorf("WriteJSON(paired) explanation = %v; want PairedExplanation", raw.Explanation)
 	}
 	if raw.Look.Boots != 8 {
@@ -239,7 +239,7 @@ func TestWriteJSONPaired(t *testing.T) {
 
 	// An unpaired document has none of the new fields.
 	b.Reset()
-	if err := WriteJSON(&b, icountReport(t), testMeta); err != nil {
+	if err := writeJSON(&b, icountReport(t), testMeta); err != nil {
 		t.Fatal(err)
 	}
 	for _, field := range []string{`"paired"`, `"explanation"`, `"pairs"`, `"pair"`} {
@@ -257,7 +257,7 @@ func TestWriteHTMLPaired(t *testing.T) {
 	}
 	page := html.UnescapeString(b.String())
 	for _, want := range []string{
-		PairedExplanation,
+		pairedExplanation,
 		"<th>pairs</th>",
 		`<td class="num">8</td>`,
 		"LPMTrie/op=lookup/keys=random/entries=10000: DIFFERENT, -4.97%, p=0.008, 8 pairs</figcaption>",
@@ -275,7 +275,7 @@ func TestWriteHTMLPaired(t *testing.T) {
 
 func TestPlotSVGPaired(t *testing.T) {
 	rep := pairedReport(t)
-	svg, err := PlotSVG(rep, rep.Rows[0], 400, 300)
+	svg, err := plotSVG(rep, rep.Rows[0], 400, 300)
 	if err != nil {
 		t.Fatalf("PlotSVG(paired) = %v", err)
 	}
@@ -313,7 +313,7 @@ func TestPairedIncomplete(t *testing.T) {
 	if got, want := plotSubtitle(rep.Rows[0]), "7 pairs"; !strings.HasSuffix(got, want) {
 		t.Errorf("plotSubtitle(7 pairs + A of pair 5) = %q; want it to end in %q", got, want)
 	}
-	if _, err := PlotSVG(rep, rep.Rows[0], 400, 300); err != nil {
+	if _, err := plotSVG(rep, rep.Rows[0], 400, 300); err != nil {
 		t.Errorf("PlotSVG(7 pairs + A of pair 5) = %v", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // FormatMail is the series' reply to its cover letter: plain text, 72
-// columns, with the headers that thread it (WriteSeriesMail).
+// columns, with the headers that thread it (writeSeriesMail).
 const FormatMail Format = "mail"
 
 // mailWidth is the width of a mail's lines, as the kernel's lists want.
@@ -29,17 +29,17 @@ func WriteSeries(w io.Writer, f Format, s view.Series) error {
 	// format but JSON (which escapes) shows control characters escaped.
 	switch f {
 	case FormatText:
-		return writePrintable(w, func(w io.Writer) error { return WriteSeriesText(w, s) })
+		return writePrintable(w, func(w io.Writer) error { return writeSeriesText(w, s) })
 	case FormatMarkdown:
-		return writePrintable(w, func(w io.Writer) error { return WriteSeriesMarkdown(w, s) })
+		return writePrintable(w, func(w io.Writer) error { return writeSeriesMarkdown(w, s) })
 	case FormatJSON:
-		return WriteSeriesJSON(w, s)
+		return writeSeriesJSON(w, s)
 	case FormatHTML:
 		return WriteSeriesHTML(w, s)
 	case FormatMail:
-		return writePrintable(w, func(w io.Writer) error { return WriteSeriesMail(w, s) })
+		return writePrintable(w, func(w io.Writer) error { return writeSeriesMail(w, s) })
 	case FormatGitHub:
-		return writePrintable(w, func(w io.Writer) error { return WriteSeriesGitHub(w, s) })
+		return writePrintable(w, func(w io.Writer) error { return writeSeriesGitHub(w, s) })
 	}
 	return fmt.Errorf("report: unknown format %q (want text, markdown, json, html, mail or github)", f)
 }
@@ -141,7 +141,7 @@ func seriesBody(w io.Writer, s view.Series, width int) error {
 		}
 		if p.Insight != nil {
 			var ib strings.Builder
-			if err := WriteInsightText(&ib, p.Insight); err != nil {
+			if err := writeInsightText(&ib, p.Insight); err != nil {
 				return err
 			}
 			for _, l := range strings.Split(strings.TrimRight(ib.String(), "\n"), "\n") {
@@ -182,8 +182,8 @@ func bootsLine(n int) string {
 	return fmt.Sprintf("%d per kernel at most", n)
 }
 
-// WriteSeriesText writes the series report for a terminal.
-func WriteSeriesText(w io.Writer, s view.Series) error {
+// writeSeriesText writes the series report for a terminal.
+func writeSeriesText(w io.Writer, s view.Series) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "Series %s\n%s\n\n", s.Title, seriesOutcomeLine(s))
 	if err := seriesBody(bw, s, 100); err != nil {
@@ -195,10 +195,10 @@ func WriteSeriesText(w io.Writer, s view.Series) error {
 	return bw.Flush()
 }
 
-// WriteSeriesMail writes the series report as a plain-text reply to its
+// writeSeriesMail writes the series report as a plain-text reply to its
 // cover letter (Subject: Re:, In-Reply-To and References from the mbox),
 // 72 columns, for the list: a person or nightly's notify hook sends it.
-func WriteSeriesMail(w io.Writer, s view.Series) error {
+func writeSeriesMail(w io.Writer, s view.Series) error {
 	bw := bufio.NewWriter(w)
 	if s.Reply != nil {
 		fmt.Fprintf(bw, "Subject: %s\n", s.Reply.Subject)
@@ -219,9 +219,9 @@ func WriteSeriesMail(w io.Writer, s view.Series) error {
 	return bw.Flush()
 }
 
-// WriteSeriesMarkdown writes the series report as GitHub-flavoured
+// writeSeriesMarkdown writes the series report as GitHub-flavoured
 // Markdown, for a CI step summary: a table per benchmark.
-func WriteSeriesMarkdown(w io.Writer, s view.Series) error {
+func writeSeriesMarkdown(w io.Writer, s view.Series) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "## Series %s\n\n**%s**\n\n", mdEscape(s.Title), mdEscape(seriesOutcomeLine(s)))
 	fmt.Fprintf(bw, "Base `%s` %s\n\n", words.ShortHash(s.Base), mdEscape(s.BaseSubject))
@@ -239,7 +239,7 @@ func WriteSeriesMarkdown(w io.Writer, s view.Series) error {
 	for _, p := range s.Patches {
 		if p.Moved && p.Insight != nil {
 			fmt.Fprintf(bw, "<details><summary>%d/%d %s: why it changed</summary>\n\n", p.N, p.Total, mdEscape(p.Subject))
-			if err := WriteInsightMarkdown(bw, p.Insight); err != nil {
+			if err := writeInsightMarkdown(bw, p.Insight); err != nil {
 				return err
 			}
 			fmt.Fprintf(bw, "\n</details>\n\n")
@@ -255,14 +255,14 @@ func WriteSeriesMarkdown(w io.Writer, s view.Series) error {
 	return bw.Flush()
 }
 
-// WriteSeriesJSON writes the series as JSON (view.Series).
-func WriteSeriesJSON(w io.Writer, s view.Series) error {
+// writeSeriesJSON writes the series as JSON (view.Series).
+func writeSeriesJSON(w io.Writer, s view.Series) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(newSeriesDoc(s))
 }
 
-// seriesDoc is WriteSeriesJSON's document; Insight is the series record's
+// seriesDoc is writeSeriesJSON's document; Insight is the series record's
 // addition (WriteSeriesRecord).
 type seriesDoc struct {
 	view.Series
@@ -278,7 +278,7 @@ func newSeriesDoc(s view.Series) seriesDoc {
 }
 
 // WriteSeriesRecord writes what the history keeps of a series run
-// (history.PatchSeriesRun.Document): WriteSeriesJSON's document with the
+// (history.PatchSeriesRun.Document): writeSeriesJSON's document with the
 // insight block of each patch that moved (compact: package insight's
 // Diff.Compact), from which ReadSeriesRecord gives back the view every
 // format renders.
@@ -378,7 +378,7 @@ func writeSeriesHTML(w io.Writer, s view.Series, served bool) error {
 	for _, p := range s.Patches {
 		if p.Moved && p.Insight != nil {
 			var ib strings.Builder
-			if err := WriteInsightText(&ib, p.Insight); err != nil {
+			if err := writeInsightText(&ib, p.Insight); err != nil {
 				return err
 			}
 			page.Notes = append(page.Notes, note{fmt.Sprintf("%d/%d %s: why it changed", p.N, p.Total, p.Subject), strings.TrimPrefix(ib.String(), insightTitle+"\n")})

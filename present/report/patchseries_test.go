@@ -50,7 +50,7 @@ func seriesFixture() view.Series {
 
 func TestSeriesMail(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteSeriesMail(&b, seriesFixture()); err != nil {
+	if err := writeSeriesMail(&b, seriesFixture()); err != nil {
 		t.Fatal(err)
 	}
 	text := b.String()

@@ -25,7 +25,7 @@ var (
 	colorB = color.RGBA{R: 0xd6, G: 0x5f, B: 0x0e, A: 0xff} // orange
 )
 
-// PlotRow draws one row: every boot of A and of B as a point at the boot's
+// plotRow draws one row: every boot of A and of B as a point at the boot's
 // median, with a bar over the boot's samples from min to max, and a line at
 // each side's centre (median of the per-boot medians). The boot is the unit
 // of the statistics, so each boot is one point; the bar shows the spread the
@@ -39,7 +39,7 @@ var (
 // test looks at. The subtitle counts pairs.
 //
 // Time units are shown in ns, µs or ms per op rather than benchfmt's sec/op.
-func PlotRow(rep *compare.Report, row compare.Row) (*plot.Plot, error) {
+func plotRow(rep *compare.Report, row compare.Row) (*plot.Plot, error) {
 	label, factor := displayUnit(row)
 	p := plot.New()
 	sans(p)
@@ -219,7 +219,7 @@ func plotSubtitle(row compare.Row) string {
 		}
 		return s
 	}
-	return fmt.Sprintf("%v: %s, p=%s, %s", row.Verdict, view.FormatDelta(row.DeltaPct), view.FormatP(row.P), BootsLabel(row))
+	return fmt.Sprintf("%v: %s, p=%s, %s", row.Verdict, view.FormatDelta(row.DeltaPct), view.FormatP(row.P), bootsLabel(row))
 }
 
 // displayUnit returns the Y axis label and the factor from the row's values:
@@ -241,9 +241,9 @@ func displayUnit(row compare.Row) (string, float64) {
 	return row.Unit, 1
 }
 
-// PlotSVG renders PlotRow as an SVG document of the given size.
-func PlotSVG(rep *compare.Report, row compare.Row, w, h vg.Length) ([]byte, error) {
-	p, err := PlotRow(rep, row)
+// plotSVG renders plotRow as an SVG document of the given size.
+func plotSVG(rep *compare.Report, row compare.Row, w, h vg.Length) ([]byte, error) {
+	p, err := plotRow(rep, row)
 	if err != nil {
 		return nil, err
 	}

@@ -11,11 +11,11 @@ import (
 	"github.com/lpmbisect/lpmbisect/host/insight"
 )
 
-// PlotProfile draws one benchmark's profile diff as horizontal bars, one
+// plotProfile draws one benchmark's profile diff as horizontal bars, one
 // pair per function of its rows: A's attributed cost per operation (blue)
 // above B's (orange), so that a function that went away shows as a blue
 // bar alone and one that grew as a longer orange bar.
-func PlotProfile(d *insight.ProfileDiff) (*plot.Plot, error) {
+func plotProfile(d *insight.ProfileDiff) (*plot.Plot, error) {
 	p := plot.New()
 	sans(p)
 	unit := d.PerOpUnit
@@ -74,7 +74,7 @@ func profileFigures(d *insight.Diff) ([]htmlFigure, error) {
 		if len(pd.Rows) == 0 {
 			continue
 		}
-		p, err := PlotProfile(pd)
+		p, err := plotProfile(pd)
 		if err != nil {
 			return nil, err
 		}

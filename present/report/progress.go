@@ -98,8 +98,3 @@ func (p *Progress) Done() {
 		p.bar = nil
 	}
 }
-
-// Attach makes p report the boots of r.
-func (p *Progress) Attach(r *measure.Runner) {
-	r.OnBootStart, r.OnBoot = p.BootStarts, p.BootEnded
-}

@@ -19,7 +19,7 @@
 //
 // A paired report (compare.Report.Paired: A's and B's boot of each round ran
 // side by side and took their samples in turn) says so once, with
-// PairedExplanation, and counts pairs wherever an unpaired one counts
+// pairedExplanation, and counts pairs wherever an unpaired one counts
 // boots per side: "8 pairs" for "8+8 boots". Its change is the median change
 // of the pairs (compare.Row.DeltaPct), not the distance between the sides'
 // centres, which move with the host's state.
@@ -27,9 +27,9 @@
 // The report does not decide anything: verdicts, drift and the outcome come
 // from package compare, as data. Everything that puts them into words is
 // here, once for every format: the table (WriteTable), the headlines
-// (Headline, BootsLabel), the verdict rule (VerdictRule), the explanations
-// (InstructionsExplanation, PairedExplanation) and the formats of
-// percentages (FormatPct); the formats of changes, p-values and centres,
+// (Headline, bootsLabel), the verdict rule (verdictRule), the explanations
+// (instructionsExplanation, pairedExplanation) and the formats of
+// percentages (formatPct); the formats of changes, p-values and centres,
 // which the domain packages' own logs print too, are package view's
 // (view.FormatDelta, view.FormatP, view.FormatValue). view.Meta carries what
 // compare cannot know; the caller fills it.
@@ -62,11 +62,11 @@ const (
 	FormatJSON     Format = "json"
 	FormatHTML     Format = "html"
 	// FormatVeristat is veristat's compare CSV of the verifier rows
-	// (WriteVeristatCompare).
+	// (writeVeristatCompare).
 	FormatVeristat Format = "veristat"
-	// FormatKCIDB is a KCIDB v4.4 submission (WriteKCIDB).
+	// FormatKCIDB is a KCIDB v4.4 submission (writeKCIDB).
 	FormatKCIDB Format = "kcidb"
-	// FormatGitHub is GitHub Actions annotations (WriteGitHub).
+	// FormatGitHub is GitHub Actions annotations (writeGitHub).
 	FormatGitHub Format = "github"
 )
 
@@ -86,20 +86,20 @@ func ParseFormat(s string) (Format, error) {
 func Write(w io.Writer, f Format, rep *compare.Report, meta view.Meta) error {
 	switch f {
 	case FormatText:
-		return writePrintable(w, func(w io.Writer) error { return WriteText(w, rep, meta) })
+		return writePrintable(w, func(w io.Writer) error { return writeText(w, rep, meta) })
 	case FormatMarkdown:
-		return writePrintable(w, func(w io.Writer) error { return WriteMarkdown(w, rep, meta) })
+		return writePrintable(w, func(w io.Writer) error { return writeMarkdown(w, rep, meta) })
 	case FormatJSON:
-		return WriteJSON(w, rep, meta)
+		return writeJSON(w, rep, meta)
 	case FormatHTML:
 		return WriteHTML(w, rep, meta)
 	case FormatVeristat:
-		return WriteVeristatCompare(w, meta.Verifier, meta.Veristat)
+		return writeVeristatCompare(w, meta.Verifier, meta.Veristat)
 	case FormatKCIDB:
-		return WriteKCIDB(w, rep, meta)
+		return writeKCIDB(w, rep, meta)
 	case FormatGitHub:
 		// The verifier's lines come from the guest: untrusted.
-		return writePrintable(w, func(w io.Writer) error { return WriteGitHub(w, rep, meta) })
+		return writePrintable(w, func(w io.Writer) error { return writeGitHub(w, rep, meta) })
 	}
 	return fmt.Errorf("report: unknown format %q (want text, markdown, json or html)", f)
 }
@@ -293,7 +293,7 @@ func warnings(rep *compare.Report, in *insight.Diff) []string {
 		out = append(out, "No control benchmark (noop, baseline) was compared: environment drift cannot be told apart from a kernel change.")
 	}
 	if rep.Instructions() {
-		out = append(out, InstructionsExplanation)
+		out = append(out, instructionsExplanation)
 	}
 	return out
 }

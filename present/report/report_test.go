@@ -138,7 +138,7 @@ func golden(t *testing.T, name, got string) {
 
 func TestWriteTextGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteText(&b, icountReport(t), testMeta); err != nil {
+	if err := writeText(&b, icountReport(t), testMeta); err != nil {
 		t.Fatalf("WriteText() = %v", err)
 	}
 	golden(t, "icount.txt", b.String())
@@ -146,7 +146,7 @@ func TestWriteTextGolden(t *testing.T) {
 
 func TestWriteMarkdownGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteMarkdown(&b, icountReport(t), testMeta); err != nil {
+	if err := writeMarkdown(&b, icountReport(t), testMeta); err != nil {
 		t.Fatalf("WriteMarkdown() = %v", err)
 	}
 	golden(t, "icount.md", b.String())
@@ -193,14 +193,14 @@ func TestReportContent(t *testing.T) {
 func TestWriteJSONRoundTrip(t *testing.T) {
 	rep := icountReport(t)
 	var b bytes.Buffer
-	if err := WriteJSON(&b, rep, testMeta); err != nil {
+	if err := writeJSON(&b, rep, testMeta); err != nil {
 		t.Fatalf("WriteJSON() = %v", err)
 	}
 	var got Document
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("json.Unmarshal(WriteJSON()) = %v", err)
 	}
-	want := NewDocument(rep, testMeta)
+	want := newDocument(rep, testMeta)
 	want.Meta.FailOn = 0 // not encoded: FailOn says it
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("json.Unmarshal(WriteJSON()) =\n%+v\nwant\n%+v", got, want)
@@ -216,7 +216,7 @@ func TestWriteJSONInfinity(t *testing.T) {
 	short := []benchBoots{{"LPMTrie/op=lookup", []float64{1, 2, 3}, []float64{1, 2, 3}}}
 	rep := build(t, resultsText("insn/op", short), compare.Options{})
 	var b bytes.Buffer
-	if err := WriteJSON(&b, rep, view.Meta{}); err != nil {
+	if err := writeJSON(&b, rep, view.Meta{}); err != nil {
 		t.Fatalf("WriteJSON(3+3 boots) = %v; want no error", err)
 	}
 	var doc struct {
@@ -271,7 +271,7 @@ func TestWriteHTMLEscapes(t *testing.T) {
 
 func TestPlotSVG(t *testing.T) {
 	rep := build(t, strings.ReplaceAll(resultsText("ns/op", icountInput[:1]), "accel: tcg-icount\n", ""), compare.Options{})
-	svg, err := PlotSVG(rep, rep.Rows[0], 400, 300)
+	svg, err := plotSVG(rep, rep.Rows[0], 400, 300)
 	if err != nil {
 		t.Fatalf("PlotSVG() = %v", err)
 	}
@@ -363,7 +363,7 @@ func TestControlWarnings(t *testing.T) {
 		}
 		rep := build(t, resultsText("insn/op", append(benches, noop)), compare.Options{})
 		var b bytes.Buffer
-		if err := WriteText(&b, rep, view.Meta{}); err != nil {
+		if err := writeText(&b, rep, view.Meta{}); err != nil {
 			t.Fatal(err)
 		}
 		text := strings.Join(strings.Fields(b.String()), " ") // undo the wrapping
@@ -422,7 +422,7 @@ func TestDriftStopsTheBootsEstimate(t *testing.T) {
 		t.Fatalf("drift %v, NeedMoreBoots %v; want true, false", rep.EnvironmentDrift, rep.NeedMoreBoots(nil))
 	}
 	var b bytes.Buffer
-	if err := WriteText(&b, rep, view.Meta{}); err != nil {
+	if err := writeText(&b, rep, view.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Join(strings.Fields(b.String()), " ")

@@ -21,18 +21,18 @@ import (
 // spread, the change from A to B, the p-value of the test, the number of
 // boots and the verdict. Unlike benchstat, the change is printed even when it
 // is not significant: the verdict column says what it is worth. Notes are
-// printed as numbered footnotes under each table. WriteText prints it below
+// printed as numbered footnotes under each table. writeText prints it below
 // the headlines.
 //
 // Values are scaled with SI prefixes as benchstat does; note that benchfmt
 // reads "ns/op" as "sec/op", so 630 ns/op prints as "630.0n" sec/op.
 //
-// A paired report says so first (PairedExplanation); its change column is
+// A paired report says so first (pairedExplanation); its change column is
 // the median change of the pairs and its n column counts complete pairs.
 func WriteTable(w io.Writer, rep *compare.Report) error {
 	bw := bufio.NewWriter(w)
 	if rep.Paired {
-		fmt.Fprintf(bw, "%s\n", PairedExplanation)
+		fmt.Fprintf(bw, "%s\n", pairedExplanation)
 		fmt.Fprintf(bw, "pairs are the unit: each boot counts as the median of its samples; vs A = median over pairs of B/A − 1; n = complete pairs\n")
 		fmt.Fprintf(bw, "centre = median over a side's boots ± %s confidence interval (moves with host state, which the pairs cancel); in-boot = median over boots of (max-min)/median; α=%v\n",
 			pct(rep.Confidence), rep.Alpha)
@@ -41,7 +41,7 @@ func WriteTable(w io.Writer, rep *compare.Report) error {
 		fmt.Fprintf(bw, "centre = median over boots ± %s confidence interval; in-boot = median over boots of (max-min)/median; α=%v\n",
 			pct(rep.Confidence), rep.Alpha)
 	}
-	fmt.Fprintf(bw, "%s\n", VerdictRule(rep))
+	fmt.Fprintf(bw, "%s\n", verdictRule(rep))
 	var tables []string // the units, in the order of the rows
 	for _, row := range rep.Rows {
 		if !slices.Contains(tables, row.Unit) {
@@ -194,10 +194,10 @@ func formatRow(row compare.Row) [numCols]string {
 			return
 		}
 		c[center] = scale.Format(s.Center)
-		c[ci] = "± " + FormatPct(s.CIPct())
+		c[ci] = "± " + formatPct(s.CIPct())
 		c[spread] = "-"
 		if s.Samples > s.Boots {
-			c[spread] = FormatPct(100 * s.WithinBoot)
+			c[spread] = formatPct(100 * s.WithinBoot)
 		}
 	}
 	fillSide(row.A, colACenter, colACI, colASpread)

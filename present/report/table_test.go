@@ -172,7 +172,7 @@ func TestWriteTablePairedGolden(t *testing.T) {
 	if got := Headline(rep.Rows[0]); got != want {
 		t.Errorf("Headline(Rows[0]) = %q; want %q", got, want)
 	}
-	if got := BootsLabel(rep.Rows[1]); got != "3 pairs" {
+	if got := bootsLabel(rep.Rows[1]); got != "3 pairs" {
 		t.Errorf("BootsLabel(Rows[1]) = %q; want \"3 pairs\"", got)
 	}
 }
@@ -251,7 +251,7 @@ func TestVerdictRule(t *testing.T) {
 		{"paired", compare.Report{Alpha: 0.05, MinEffect: 0.01, Paired: true, Look: compare.Look{Number: 1, MaxBoots: 10, Paired: true}},
 			"verdict (look 1 of ≤10 pairs): DIFFERENT = significant at α=0.05 over all rows and looks, and shown beyond ±1%; SAME = shown within ±1%; else UNKNOWN"},
 	} {
-		if got := VerdictRule(&tc.rep); got != tc.want {
+		if got := verdictRule(&tc.rep); got != tc.want {
 			t.Errorf("VerdictRule(%s) = %q; want %q", tc.name, got, tc.want)
 		}
 	}
@@ -350,7 +350,7 @@ func TestFormatPct(t *testing.T) {
 	}{
 		{0, "0%"}, {0.004, "<0.01%"}, {0.032, "0.03%"}, {0.47, "0.47%"}, {2.74, "2.7%"}, {17.4, "17%"}, {math.Inf(1), "∞"}, {math.NaN(), "?"},
 	} {
-		if got := FormatPct(tc.in); got != tc.want {
+		if got := formatPct(tc.in); got != tc.want {
 			t.Errorf("FormatPct(%v) = %q; want %q", tc.in, got, tc.want)
 		}
 	}

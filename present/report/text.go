@@ -13,10 +13,10 @@ import (
 	"github.com/lpmbisect/lpmbisect/stats/compare"
 )
 
-// WriteText writes the report for a terminal: the outcome, the headlines,
+// writeText writes the report for a terminal: the outcome, the headlines,
 // the warnings, the benchstat-like table (WriteTable) and the run's
 // parameters.
-func WriteText(w io.Writer, rep *compare.Report, meta view.Meta) error {
+func writeText(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "lpmbisect compare %s vs %s\n", rep.A.Label(), rep.B.Label())
 	if d := sidesDiffer(rep, meta); d != "" {
@@ -45,7 +45,7 @@ func WriteText(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	}
 	if meta.Insight != nil {
 		fmt.Fprintln(bw)
-		if err := WriteInsightText(bw, meta.Insight); err != nil {
+		if err := writeInsightText(bw, meta.Insight); err != nil {
 			return err
 		}
 	}
@@ -83,12 +83,12 @@ func wrap(s string, width int, prefix string) string {
 	return b.String()
 }
 
-// WriteMarkdown writes the report as GitHub-flavoured Markdown, for an
+// writeMarkdown writes the report as GitHub-flavoured Markdown, for an
 // issue, a pull request or a mail: the outcome, the headlines, warnings as
 // quotes, one table for all rows and the run's parameters. A paired report
-// counts complete pairs in the table and states PairedExplanation under
+// counts complete pairs in the table and states pairedExplanation under
 // it.
-func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
+func writeMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "### lpmbisect compare: %s vs %s\n\n", mdEscape(rep.A.Label()), mdEscape(rep.B.Label()))
 	if d := sidesDiffer(rep, meta); d != "" {
@@ -143,15 +143,15 @@ func WriteMarkdown(w io.Writer, rep *compare.Report, meta view.Meta) error {
 	}
 	if rep.Paired {
 		fmt.Fprintf(bw, "\n%s.  \nvs A: median over pairs of B/A − 1; pairs: complete pairs. Centre: median of a side's per-boot medians ± %s confidence interval (moves with host state, which the pairs cancel); in-boot: median over boots of (max−min)/median.  \n%s\n",
-			mdEscape(PairedExplanation), pct(rep.Confidence), mdEscape(capitalize(VerdictRule(rep))))
+			mdEscape(pairedExplanation), pct(rep.Confidence), mdEscape(capitalize(verdictRule(rep))))
 	} else {
 		fmt.Fprintf(bw, "\nCentre: median of per-boot medians ± %s confidence interval; in-boot: median over boots of (max−min)/median.  \n%s\n",
-			pct(rep.Confidence), mdEscape(capitalize(VerdictRule(rep))))
+			pct(rep.Confidence), mdEscape(capitalize(verdictRule(rep))))
 	}
 
 	if meta.Insight != nil {
 		fmt.Fprintln(bw)
-		if err := WriteInsightMarkdown(bw, meta.Insight); err != nil {
+		if err := writeInsightMarkdown(bw, meta.Insight); err != nil {
 			return err
 		}
 	}
@@ -204,9 +204,9 @@ func cells(r compare.Row) rowCells {
 		if s.Boots == 0 {
 			return "–", "–", ""
 		}
-		centre = scale.Format(s.Center) + " ±" + FormatPct(s.CIPct())
+		centre = scale.Format(s.Center) + " ±" + formatPct(s.CIPct())
 		if s.Samples > s.Boots {
-			spread = "in-boot " + FormatPct(100*s.WithinBoot)
+			spread = "in-boot " + formatPct(100*s.WithinBoot)
 			return centre + " (" + spread + ")", centre, spread
 		}
 		return centre, centre, ""

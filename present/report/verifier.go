@@ -179,7 +179,7 @@ func WriteVeristat(w io.Writer, progs []view.VerifierProgram, emit []string) err
 	return bw.Flush()
 }
 
-// WriteVeristatCompare writes the verifier rows of a comparison as
+// writeVeristatCompare writes the verifier rows of a comparison as
 // veristat -C -o csv does: the stats of emit (nil: all of veristat's CSV),
 // file_name and prog_name once, every other stat as its base (A),
 // comparison (B) and difference columns (_base, _comp, _diff; the
@@ -187,7 +187,7 @@ func WriteVeristat(w io.Writer, progs []view.VerifierProgram, emit []string) err
 // verdict, N/A where a side has not the program or the stat), a line per
 // program in veristat's order. With --emit file,prog,verdict,states it is
 // the file BPF CI's veristat_compare.py reads.
-func WriteVeristatCompare(w io.Writer, progs []view.VerifierProgram, emit []string) error {
+func writeVeristatCompare(w io.Writer, progs []view.VerifierProgram, emit []string) error {
 	stats := veristatEmitted(emit)
 	bw := bufio.NewWriter(w)
 	var line []string

@@ -12,11 +12,11 @@ import (
 // insightTitle heads the insight block in every format.
 const insightTitle = "Why it changed"
 
-// WriteInsightText writes the insight block for a terminal: where each
+// writeInsightText writes the insight block for a terminal: where each
 // side's symbols come from, the size table in scripts/bloat-o-meter's own
 // format, then one line per change in the calls of the functions of
 // interest. A nil d writes nothing.
-func WriteInsightText(w io.Writer, d *insight.Diff) error {
+func writeInsightText(w io.Writer, d *insight.Diff) error {
 	if d == nil {
 		return nil
 	}
@@ -127,10 +127,10 @@ func callLines(d *insight.Diff) []string {
 	return lines
 }
 
-// WriteInsightMarkdown writes the insight block as GitHub markdown: the
+// writeInsightMarkdown writes the insight block as GitHub markdown: the
 // sources, the size table, the call changes and, folded, the callees of
 // each function on both sides. A nil d writes nothing.
-func WriteInsightMarkdown(w io.Writer, d *insight.Diff) error {
+func writeInsightMarkdown(w io.Writer, d *insight.Diff) error {
 	if d == nil {
 		return nil
 	}
@@ -263,8 +263,8 @@ type InsightSide struct {
 	Memory        []insight.Memory       `json:"memory,omitempty"`
 }
 
-// NewInsightDocument converts d for JSON.
-func NewInsightDocument(d *insight.Diff) InsightDocument {
+// newInsightDocument converts d for JSON.
+func newInsightDocument(d *insight.Diff) InsightDocument {
 	doc := InsightDocument{
 		A:           insightSide(d.A),
 		B:           insightSide(d.B),

@@ -53,7 +53,7 @@ func insightDiff() *insight.Diff {
 
 func TestWriteInsightText(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteInsightText(&b, insightDiff()); err != nil {
+	if err := writeInsightText(&b, insightDiff()); err != nil {
 		t.Fatal(err)
 	}
 	want := `Why it changed
@@ -72,7 +72,7 @@ trie_lookup_elem no longer calls longest_prefix_match.isra.0 (inlined; ~192 → 
 	if b.String() != want {
 		t.Errorf("WriteInsightText =\n%s\nwant\n%s", b.String(), want)
 	}
-	if err := WriteInsightText(&b, nil); err != nil {
+	if err := writeInsightText(&b, nil); err != nil {
 		t.Errorf("WriteInsightText(nil) = %v", err)
 	}
 }
@@ -83,7 +83,7 @@ func TestWriteInsightTextDegraded(t *testing.T) {
 		Calls: []insight.FunctionCalls{{Function: "trie_lookup_elem", Error: "no symbols"}}}
 	d.Sizes, d.CallChanges, d.Notes = nil, nil, nil
 	var b bytes.Buffer
-	if err := WriteInsightText(&b, d); err != nil {
+	if err := writeInsightText(&b, d); err != nil {
 		t.Fatal(err)
 	}
 	want := "Why it changed\nA: kallsyms (approximate sizes)\nB: no symbols: no vmlinux, debug package or kallsyms for this kernel\n"
@@ -95,7 +95,7 @@ func TestWriteInsightTextDegraded(t *testing.T) {
 	d = insightDiff()
 	d.CallChanges = nil
 	b.Reset()
-	WriteInsightText(&b, d)
+	writeInsightText(&b, d)
 	if !strings.Contains(b.String(), "No change in the calls of trie_lookup_elem, trie_update_elem\n") {
 		t.Errorf("WriteInsightText(no call changes) =\n%s\nwant a line saying so", b.String())
 	}
@@ -103,7 +103,7 @@ func TestWriteInsightTextDegraded(t *testing.T) {
 
 func TestWriteInsightMarkdown(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteInsightMarkdown(&b, insightDiff()); err != nil {
+	if err := writeInsightMarkdown(&b, insightDiff()); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -202,7 +202,7 @@ func TestInsightInEveryFormat(t *testing.T) {
 	}
 	var doc Document
 	var b bytes.Buffer
-	WriteJSON(&b, rep, view.Meta{Insight: insightDiff()})
+	writeJSON(&b, rep, view.Meta{Insight: insightDiff()})
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || doc.Insight == nil || len(doc.Insight.CallLines) != 1 {
 		t.Errorf("WriteJSON(insight) = insight %+v, %v; want the block with one call line", doc.Insight, err)
 	}
@@ -235,9 +235,9 @@ func TestInsightInBisectionAndMail(t *testing.T) {
 	}
 }
 
-// WriteInsightJSON writes NewInsightDocument(d), indented.
+// WriteInsightJSON writes newInsightDocument(d), indented.
 func WriteInsightJSON(w io.Writer, d *insight.Diff) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(NewInsightDocument(d))
+	return enc.Encode(newInsightDocument(d))
 }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,16 +20,17 @@ import (
 
 	"github.com/lpmbisect/lpmbisect/flow/nightly"
 	"github.com/lpmbisect/lpmbisect/history"
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 	"github.com/lpmbisect/lpmbisect/present/report"
+	"github.com/lpmbisect/lpmbisect/stats/compare"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 const testToken = "s3cret-token-for-tests"
 
-// importSeries imports nights of the bad-night series (testseries: a −12 %
-// step at night 15, a +19 % step at night 45, an excursion at night 10)
-// into a fresh SQLite history under the series name.
-func importSeries(t testing.TB, location, name string, nights int) {
+// importNights imports nights nights that write writes (a testseries
+// night, drawn from a generator seeded with seed) into the SQLite history
+// at location under the series name, judged at minEffect.
+func importNights(t testing.TB, location, name string, nights int, write func(testing.TB, string, int, *rand.Rand) string, seed uint64, minEffect float64) {
 	t.Helper()
 	db, err := history.Open(context.Background(), location)
 	if err != nil {
@@ -35,43 +38,75 @@ func importSeries(t testing.TB, location, name string, nights int) {
 	}
 	defer db.Close()
 	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(26, 2))
+	rng := rand.New(rand.NewPCG(seed, 2))
 	var files []string
 	for i := range nights {
-		files = append(files, testseries.WriteBadNight(t, dir, i, rng))
+		files = append(files, write(t, dir, i, rng))
 	}
-	if _, err := nightly.Import(context.Background(), db, history.Series{Name: name, Kind: history.ImageSeries, Source: "imported"}, 5, files); err != nil {
+	if _, err := nightly.Import(context.Background(), db, history.Series{Name: name, Kind: history.ImageSeries, Source: "imported"}, compare.Options{MinEffect: minEffect}, files); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// importSeries imports nights of the bad-night series (testseries: a −12 %
+// step at night 15, a +19 % step at night 45, an excursion at night 10)
+// into a fresh SQLite history under the series name.
+func importSeries(t testing.TB, location, name string, nights int) {
+	t.Helper()
+	importNights(t, location, name, nights, testseries.WriteBadNight, 26, 0.05)
+}
+
+// importMorning imports the sheriff's-morning series (testseries: 60
+// nights under icount, two boots each, a −12 % step at night 20, a +8 %
+// step at night 42, a one-night outlier at night 30) into the SQLite
+// history at location under the series name.
+func importMorning(t testing.TB, location, name string) {
+	t.Helper()
+	importNights(t, location, name, 60, testseries.WriteMorningNight, 49, 0.01)
 }
 
 // testServer serves a fresh history of the bad-night series ("public", 60
 // nights) with the token, or without one when token is "".
 func testServer(t *testing.T, token string) (*httptest.Server, *history.DB) {
 	t.Helper()
-	loc := filepath.Join(t.TempDir(), "history.db")
+	ts, db, _ := testServerWith(t, Options{Token: token})
+	return ts, db
+}
+
+// testServerWith serves a fresh history of the bad-night series
+// ("public", 60 nights) with o, logging into the file whose path it
+// returns.
+func testServerWith(t *testing.T, o Options) (*httptest.Server, *history.DB, string) {
+	t.Helper()
+	dir := t.TempDir()
+	loc := filepath.Join(dir, "history.db")
 	importSeries(t, loc, "public", 60)
 	db, err := history.Open(context.Background(), loc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s, err := New(Options{DB: db, Token: token})
+	logPath := filepath.Join(dir, "serve.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logFile.Close() })
+	o.DB, o.Log = db, log.New(logFile, "", 0)
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	return ts, db
+	return ts, db, logPath
 }
 
-// serveLoopback imports nights of the bad-night series into a fresh
-// history and serves it with the token on a loopback port until the test
-// ends; it returns the database and the server's base URL.
-func serveLoopback(t *testing.T, nights int) (*history.DB, string) {
+// serveLoopback serves the history at loc with the token on a loopback
+// port until the test ends; it returns the database and the server's base
+// URL.
+func serveLoopback(t *testing.T, loc string) (*history.DB, string) {
 	t.Helper()
-	loc := filepath.Join(t.TempDir(), "history.db")
-	importSeries(t, loc, "public", nights)
 	db, err := history.Open(context.Background(), loc)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +273,7 @@ func TestTriageRequests(t *testing.T) {
 		{"nobody", good(func(v url.Values) { v.Set("who", " ") }), "", nil, 400, "who"},
 		{"long comment", good(func(v url.Values) { v.Set("comment", strings.Repeat("x", history.MaxTriageComment+1)) }), "", nil, 409, "comment"},
 		{"malformed form", nil, "id=%zz&token=" + testToken, nil, 400, "malformed form"},
-		{"huge body", nil, "comment=" + strings.Repeat("x", MaxBody+1), nil, 413, "over"},
+		{"huge body", nil, "comment=" + strings.Repeat("x", maxBody+1), nil, 413, "over"},
 	}
 	for _, b := range bad {
 		body := b.raw

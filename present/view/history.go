@@ -1,28 +1,20 @@
 package view
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/lpmbisect/lpmbisect/history"
 	"github.com/lpmbisect/lpmbisect/host/insight"
 )
 
 // History is what the history reports show (report.WriteHistory): every
 // series with its nights, its metrics' trends and its change points, as
-// package history stores them. The renderers read no database; the caller
-// fills the view with package history's queries, one call per field:
-//
-//	for _, s := range series { // db.AllSeries
-//		hs := view.HistorySeries{Series: s}
-//		hs.Nights, err = db.Nights(ctx, s.ID)
-//		metrics, err := db.Metrics(ctx, s.ID)
-//		for _, m := range metrics {
-//			points, err := db.Trend(ctx, s.ID, m)
-//			hs.Trends = append(hs.Trends, view.MetricTrend{Metric: m, Points: points})
-//		}
-//		hs.ChangePoints, err = db.ChangePoints(ctx, s.ID)
-//		hs.Excursions, err = db.Excursions(ctx, s.ID)
-//		hs.Triage, err = db.TriageLog(ctx, s.ID)
-//		h.Series = append(h.Series, hs)
-//	}
+// package history stores them. The renderers read no database;
+// LoadHistory fills the view with package history's queries.
 //
 // Order does not matter: the renderers sort nights and points by date and
 // change points by night, benchmark and line. A night's rows are taken from
@@ -73,7 +65,9 @@ type MetricTrend struct {
 }
 
 // AtNight is the series restricted to one night (date): that night, its
-// point of every trend, its change points and excursions and their triage.
+// point of every trend, its excursions, and the change points whose step
+// lies next to it (the night is their first night after the step, or
+// their last one before it) with their triage.
 func (hs HistorySeries) AtNight(date string) HistorySeries {
 	one := HistorySeries{Series: hs.Series}
 	for _, n := range hs.Nights {
@@ -96,7 +90,7 @@ func (hs HistorySeries) AtNight(date string) HistorySeries {
 	if in, ok := hs.Insight[date]; ok {
 		one.Insight = map[string]NightInsight{date: in}
 	}
-	return one.withChanges(hs, func(cp history.ChangePoint) bool { return cp.Night == date })
+	return one.withChanges(hs, func(cp history.ChangePoint) bool { return cp.Night == date || cp.BeforeNight == date })
 }
 
 // ChangesOnly is the history's change points that keep says to keep, and
@@ -129,4 +123,149 @@ func (hs HistorySeries) withChanges(from HistorySeries, keep func(history.Change
 		}
 	}
 	return hs
+}
+
+// LoadHistory reads what lpmbisect history and the served pages show from
+// the database: every series (or the one named), its nights, every
+// metric's trend and its change points, withdrawn ones included, its
+// excursions and its triage log.
+func LoadHistory(ctx context.Context, db *history.DB, only string) (History, error) {
+	var h History
+	all, err := db.AllSeries(ctx)
+	if err != nil {
+		return h, err
+	}
+	for _, s := range all {
+		if only != "" && s.Name != only {
+			continue
+		}
+		hs := HistorySeries{Series: s}
+		if hs.Nights, err = db.Nights(ctx, s.ID); err != nil {
+			return h, err
+		}
+		metrics, err := db.Metrics(ctx, s.ID)
+		if err != nil {
+			return h, err
+		}
+		for _, m := range metrics {
+			points, err := db.Trend(ctx, s.ID, m)
+			if err != nil {
+				return h, err
+			}
+			hs.Trends = append(hs.Trends, MetricTrend{Metric: m, Points: points})
+		}
+		if hs.ChangePoints, err = db.ChangePoints(ctx, s.ID); err != nil {
+			return h, err
+		}
+		if hs.Excursions, err = db.Excursions(ctx, s.ID); err != nil {
+			return h, err
+		}
+		if hs.Triage, err = db.TriageLog(ctx, s.ID); err != nil {
+			return h, err
+		}
+		h.Series = append(h.Series, hs)
+	}
+	if only != "" && len(h.Series) == 0 {
+		return h, fmt.Errorf("%w: the history has no series %q", history.ErrNotFound, only)
+	}
+	return h, nil
+}
+
+// LoadNightInsight reads back the insight block the nights store with a
+// night (history.DB.PutNightInsight); ok is false when the night has none.
+func LoadNightInsight(ctx context.Context, db *history.DB, nightID int64) (in NightInsight, ok bool, err error) {
+	stored, err := db.NightInsight(ctx, nightID)
+	if errors.Is(err, history.ErrNotFound) {
+		return in, false, nil
+	}
+	if err != nil {
+		return in, false, err
+	}
+	d, err := insight.DecodeDiff(strings.NewReader(stored.Document))
+	if err != nil {
+		return in, false, fmt.Errorf("the insight block of night %d: %w", nightID, err)
+	}
+	return NightInsight{Against: stored.Against, Diff: d}, true, nil
+}
+
+// NightsPage says which nights of a series a page shows: page Page (from
+// 1, the newest nights) of PerPage nights, newest first, of Pages; the
+// series has Nights nights in all.
+type NightsPage struct {
+	Page, PerPage, Pages, Nights int
+}
+
+// Dates are the dates of the series' nights, failed ones and those only
+// its trends name included, newest first.
+func (hs HistorySeries) Dates() []string {
+	seen := map[string]bool{}
+	var dates []string
+	add := func(d string) {
+		if !seen[d] {
+			seen[d] = true
+			dates = append(dates, d)
+		}
+	}
+	for _, n := range hs.Nights {
+		add(n.Date)
+	}
+	for _, t := range hs.Trends {
+		for _, p := range t.Points {
+			add(p.Night.Date)
+		}
+	}
+	slices.Sort(dates)
+	slices.Reverse(dates)
+	return dates
+}
+
+// NightsPage is the series with the nights of one page only (page from 1,
+// the newest, of per nights each) and their points of every trend; its
+// change points, excursions, triage and insight stay whole. A page past
+// the last holds no night (the returned NightsPage says how many there
+// are).
+func (hs HistorySeries) NightsPage(page, per int) (HistorySeries, NightsPage) {
+	dates := hs.Dates()
+	per = max(per, 1)
+	p := NightsPage{Page: page, PerPage: per, Nights: len(dates), Pages: max(1, (len(dates)+per-1)/per)}
+	lo := min(len(dates), max(0, (page-1)*per))
+	keep := map[string]bool{}
+	for _, d := range dates[lo:min(len(dates), lo+per)] {
+		keep[d] = true
+	}
+	out := hs
+	out.Nights = nil
+	for _, n := range hs.Nights {
+		if keep[n.Date] {
+			out.Nights = append(out.Nights, n)
+		}
+	}
+	out.Trends = nil
+	for _, t := range hs.Trends {
+		mt := MetricTrend{Metric: t.Metric}
+		for _, pt := range t.Points {
+			if keep[pt.Night.Date] {
+				mt.Points = append(mt.Points, pt)
+			}
+		}
+		out.Trends = append(out.Trends, mt)
+	}
+	return out, p
+}
+
+// NightsAround are the dates of the nights before and after date in the
+// series ("" at either end).
+func (hs HistorySeries) NightsAround(date string) (before, after string) {
+	dates := hs.Dates() // newest first
+	i := slices.Index(dates, date)
+	if i < 0 {
+		return "", ""
+	}
+	if i+1 < len(dates) {
+		before = dates[i+1]
+	}
+	if i > 0 {
+		after = dates[i-1]
+	}
+	return before, after
 }

@@ -10,20 +10,20 @@ import (
 	"github.com/lpmbisect/lpmbisect/wire"
 )
 
-// OwnObject is the File of lpmbisect's own programs in verifier reports
+// ownObject is the File of lpmbisect's own programs in verifier reports
 // (veristat's File column).
-const OwnObject = "lpmbisect"
+const ownObject = "lpmbisect"
 
-// UnknownWorkload is the File of a --workload program when the object is
+// unknownWorkload is the File of a --workload program when the object is
 // not known (a results file given again to stat): the rows of programs
 // that are not lpmbisect's own (Workload.Own).
-const UnknownWorkload = "workload"
+const unknownWorkload = "workload"
 
 // VerifierProgram is one program's verifier rows (wire.VerifierPrefix),
 // side by side: what veristat prints per program.
 type VerifierProgram struct {
 	// File is the object the program came from: the --workload object's
-	// base name, or OwnObject.
+	// base name, or ownObject.
 	File string `json:"file"`
 	// Program is the program's name and, for lpmbisect's own programs,
 	// the variant and parameters of its row ("hash_lookup/map=lru_hash/
@@ -53,7 +53,7 @@ type VerifierSide struct {
 	// (HasDuration false when the results have no time).
 	DurationUs  float64
 	HasDuration bool
-	// Stats are the counts by unit (wire.VerifierUnits but the verdict):
+	// Stats are the counts by unit (wire.verifierUnits but the verdict):
 	// those the side's loads reported.
 	Stats map[string]float64
 	// ProgType and AttachType are libbpf's names of the program's type
@@ -77,11 +77,11 @@ func (s VerifierSide) Verdict() string {
 // Workload names the --workload object for verifier reports.
 type Workload struct {
 	// File is the object's base name; Programs, those it holds (nil when
-	// not known: see UnknownWorkload).
+	// not known: see unknownWorkload).
 	File     string   `json:"file,omitempty"`
 	Programs []string `json:"programs,omitempty"`
 	// Own are the names of lpmbisect's own programs
-	// (workloads.OwnPrograms): their rows are OwnObject's.
+	// (workloads.OwnPrograms): their rows are ownObject's.
 	Own []string `json:"-"`
 }
 
@@ -100,12 +100,12 @@ func Verifiers(rows []compare.Row, results []*benchfmt.Result, w Workload) []Ver
 		i, ok := index[r.Benchmark]
 		if !ok {
 			prog, _, _ := strings.Cut(rest, "/")
-			file := OwnObject
+			file := ownObject
 			switch {
 			case slices.Contains(w.Programs, prog):
 				file = w.File
 			case w.Programs == nil && !slices.Contains(w.Own, prog):
-				file = UnknownWorkload
+				file = unknownWorkload
 			}
 			i = len(out)
 			index[r.Benchmark] = i

@@ -20,8 +20,8 @@ func TestVerifiersFiles(t *testing.T) {
 		w    Workload
 		want []string
 	}{
-		{Workload{Own: own}, []string{OwnObject, OwnObject, UnknownWorkload}},
-		{Workload{Own: own, File: "prog.o", Programs: []string{"xdp_main"}}, []string{OwnObject, OwnObject, "prog.o"}},
+		{Workload{Own: own}, []string{ownObject, ownObject, unknownWorkload}},
+		{Workload{Own: own, File: "prog.o", Programs: []string{"xdp_main"}}, []string{ownObject, ownObject, "prog.o"}},
 	} {
 		got := Verifiers(rows, nil, c.w)
 		if len(got) != 3 {

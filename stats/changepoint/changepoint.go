@@ -13,10 +13,10 @@ import (
 // documentation.
 const (
 	DefaultP             = 1e-4
-	DefaultMinMagnitude  = 0.01
-	DefaultWindow        = 30
+	defaultMinMagnitude  = 0.01
+	defaultWindow        = 30
 	DefaultMinSegment    = 3
-	DefaultEndP          = 1e-5
+	defaultEndP          = 1e-5
 	DefaultMatchDistance = 3
 	// DefaultExcursionSigmas is the default of Options.ExcursionSigmas.
 	DefaultExcursionSigmas = 4
@@ -34,13 +34,13 @@ type Options struct {
 	P float64
 	// MinMagnitude is the smallest relative change of the segment means,
 	// |After−Before|/|Before|, that a change point may have (default
-	// DefaultMinMagnitude, 1 %). Tie it to the minimum effect of the
+	// defaultMinMagnitude, 1 %). Tie it to the minimum effect of the
 	// verdicts, so that the history does not flag what a comparison would
 	// call SAME. Zero means the default; a caller that wants the p-values
 	// alone to decide gives a tiny positive value.
 	MinMagnitude float64
 	// Window is the number of nights the split step analyses at once
-	// (default DefaultWindow). Windows overlap by half.
+	// (default defaultWindow). Windows overlap by half.
 	Window int
 	// NoiseFloor is the measured noise of one night's value, as a relative
 	// standard deviation (0.0003 for instruction counts). Each segment's
@@ -56,7 +56,7 @@ type Options struct {
 	// one night, and then it must pass the stricter EndP.
 	MinSegment int
 	// EndP is the p-value a change point needs while fewer than MinSegment
-	// nights follow it (default DefaultEndP). The end check tries every
+	// nights follow it (default defaultEndP). The end check tries every
 	// such split every night, so it needs a stricter level than P to keep
 	// the false alarms of a nightly run where P keeps them for one pass.
 	EndP float64
@@ -75,16 +75,16 @@ func (o Options) WithDefaults() Options {
 		o.P = DefaultP
 	}
 	if o.MinMagnitude == 0 {
-		o.MinMagnitude = DefaultMinMagnitude
+		o.MinMagnitude = defaultMinMagnitude
 	}
 	if o.Window == 0 {
-		o.Window = DefaultWindow
+		o.Window = defaultWindow
 	}
 	if o.MinSegment == 0 {
 		o.MinSegment = DefaultMinSegment
 	}
 	if o.EndP == 0 {
-		o.EndP = DefaultEndP
+		o.EndP = defaultEndP
 	}
 	if o.ExcursionSigmas == 0 {
 		o.ExcursionSigmas = DefaultExcursionSigmas
@@ -166,7 +166,7 @@ func Detect(values []float64, o Options) ([]ChangePoint, error) {
 // previous pass reported over the same series, before the newest nights
 // were appended. Their indices join the candidates, and each stays while
 // its p-value is at most KeepFactor times its level and its magnitude at
-// least MinMagnitude/KeepMagnitudeFactor (hysteresis). A step is often
+// least MinMagnitude/keepMagnitudeFactor (hysteresis). A step is often
 // first seen on a night that happened to land far from the old level; as
 // the next nights regress towards the true step, a pass without memory
 // would withdraw it and report it again days later, and the caller would
@@ -397,10 +397,10 @@ type candidate struct {
 // KeepFactor is the hysteresis of Update: a change point the previous pass
 // reported stays while its p-value is at most KeepFactor times its level (P,
 // or EndP while provisional) and its magnitude at least MinMagnitude /
-// KeepMagnitudeFactor.
+// keepMagnitudeFactor.
 const (
 	KeepFactor          = 10
-	KeepMagnitudeFactor = 1.25
+	keepMagnitudeFactor = 1.25
 )
 
 // worst returns the candidate merge removes next, or −1 when all stand:
@@ -454,7 +454,7 @@ func (d *detector) worst(cps []candidate) (worst, heir int) {
 	for i, c := range cps {
 		floor := d.o.MinMagnitude
 		if c.kept {
-			floor /= KeepMagnitudeFactor
+			floor /= keepMagnitudeFactor
 		}
 		if r := math.Abs(c.ChangePct) / 100 / floor; r < worstRatio {
 			worst, worstRatio = i, r

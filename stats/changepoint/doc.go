@@ -154,7 +154,7 @@
 // what it is.
 //
 // What it costs. The threshold trades bad nights missed for ordinary
-// nights flagged (go run ./changepoint/internal/cpsim -table excursions
+// nights flagged (go run ./stats/changepoint/internal/cpsim -table excursions
 // sweeps it; 300 series per row, seed 1; confirmed false change points
 // per series-year with 1 % bad nights, ordinary nights flagged per
 // series-year on clean series, and 3 % steps under 1 % noise with 1 % bad
@@ -191,7 +191,7 @@
 // on a lucky night, as the next nights regress towards the true step.
 // Update takes the previous pass's change points and keeps each while its
 // p-value stays within KeepFactor (10) times its level and its magnitude
-// within KeepMagnitudeFactor of the minimum: hysteresis. Detect is Update
+// within keepMagnitudeFactor of the minimum: hysteresis. Detect is Update
 // with no previous change points, what a fresh analysis of the history
 // finds; the two differ only in change points at the margin.
 //
@@ -220,7 +220,7 @@
 // # Calibration
 //
 // The defaults were chosen by simulation, not by guess (internal/sim;
-// go run ./changepoint/internal/cpsim -table null|steps|sweep prints these
+// go run ./stats/changepoint/internal/cpsim -table null|steps|sweep prints these
 // tables; sim_test.go asserts bounds on them). Series are 365 nights of
 // Gaussian noise around a level; the nightly run replays the pass every
 // night on the series so far, with Update and Match, and counts every
@@ -299,14 +299,14 @@
 // floor the nightly run reports about 8 % more change points than there
 // are steps, mostly false ones that later nights withdraw: give the floor.
 //
-// The same with bad nights (internal/sim.Contaminate: a share of the
+// The same with bad nights (internal/sim.contaminate: a share of the
 // nights, one or two at a time with a good night between, each off by
 // 10–50 % in the episode's direction), before excursions (the raw values,
 // ExcursionSigmas +Inf) and with them, counting what a caller that mails
 // only confirmed change points mails: change points the nightly run held
 // confirmed on some night ("confirmed"), beside every one it reported
 // ("reported", provisional ones included). go run
-// ./changepoint/internal/cpsim -table outliers [-excursion-sigmas +Inf]
+// ./stats/changepoint/internal/cpsim -table outliers [-excursion-sigmas +Inf]
 // (-part and -step-size split it between processes); 1000 series of 365
 // nights per row, seed 1 (one false change point is 0.001 per series-year,
 // one missed step 0.0005 of recall); "series with one" is the share of

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testseries"
 	"github.com/lpmbisect/lpmbisect/stats/changepoint"
+	"github.com/lpmbisect/lpmbisect/testbed/testseries"
 )
 
 // issueSeries is testseries' bad-night series: a −12 % step at night 15,

@@ -178,9 +178,9 @@ func Start(opts Options, f FirstLook) (int, error) {
 // fewest at which either verdict is possible, at least 2, at most
 // opts.MaxBoots (or the fewest for both verdicts, with both set).
 func StartBoots(opts Options, rows int, paired, both bool) (int, error) {
-	minToDecide := MinBootsToDecide
+	minToDecide := minBootsToDecide
 	if paired {
-		minToDecide = MinPairsToDecide
+		minToDecide = minPairsToDecide
 	}
 	same, different, err := minToDecide(opts, max(1, rows))
 	if err != nil {

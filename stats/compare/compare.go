@@ -34,7 +34,7 @@ type Options struct {
 	// 0.01 (LKP's floor for perf metrics).
 	MinEffect float64
 	// Controls are the names of benchmarks that measure the harness, not
-	// the kernel (nil means the defaults: DefaultControls and the noop of
+	// the kernel (nil means the defaults: defaultControls and the noop of
 	// every user's program, wire.WorkloadNoop; an empty non-nil slice
 	// means none). Each benchmark is weighed against the controls of its
 	// own harness (see checkDrift). Under wall time, a control that moved
@@ -280,7 +280,7 @@ type Row struct {
 	FloorHides bool
 	// Exact marks a row of one exact count per side, measured outside the
 	// timed samples (ExactRow): its verdict is the deterministic rule's on
-	// the two values (DecideExact) and final. Outcome counts its DIFFERENT
+	// the two values (decideExact) and final. Outcome counts its DIFFERENT
 	// as any row's, but not its UNKNOWN: more boots cannot decide it, and
 	// the timed rows say whether the comparison was conclusive.
 	Exact bool
@@ -699,10 +699,10 @@ func canBeSignificant(n1, n2 int, alpha float64) bool {
 	return atMost(uMinP(n1, n2, true), alpha)
 }
 
-// MinBootsForInterval returns the smallest number of boots for which the
+// minBootsForInterval returns the smallest number of boots for which the
 // confidence interval of a median is bounded at the given level (6 for 0.95),
 // or 0 if more than 50 are needed.
-func MinBootsForInterval(confidence float64) int {
+func minBootsForInterval(confidence float64) int {
 	thr := benchmath.DefaultThresholds
 	for n := 1; n <= maxBoots; n++ {
 		vs := make([]float64, n)
@@ -718,7 +718,7 @@ func MinBootsForInterval(confidence float64) int {
 }
 
 func ciNote(confidence float64) string {
-	if n := MinBootsForInterval(confidence); n > 0 {
+	if n := minBootsForInterval(confidence); n > 0 {
 		return fmt.Sprintf("need ≥%d boots per side for a %.4g%% confidence interval", n, 100*confidence)
 	}
 	return fmt.Sprintf("need >%d boots per side for a %.4g%% confidence interval", maxBoots, 100*confidence)

@@ -376,7 +376,7 @@ func TestMinBoots(t *testing.T) {
 			t.Errorf("canBeSignificant at α=%v: want first true at %d+%d boots", tc.alpha, n, n)
 		}
 	}
-	if got, want := MinBootsForInterval(0.95), 6; got != want {
+	if got, want := minBootsForInterval(0.95), 6; got != want {
 		t.Errorf("MinBootsForInterval(0.95) = %d; want %d", got, want)
 	}
 }

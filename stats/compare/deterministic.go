@@ -102,7 +102,7 @@ func deterministicVerdict(d, e, b float64, overlapping bool) Verdict {
 	return Unknown
 }
 
-// DecideExact is the deterministic rule for one value per side, each
+// decideExact is the deterministic rule for one value per side, each
 // exact up to a relative jitter bound (a count of a deterministic
 // instrument, such as the memory pass's misses per operation under
 // icount): DIFFERENT when the relative change of b against a exceeds
@@ -110,7 +110,7 @@ func deterministicVerdict(d, e, b float64, overlapping bool) Verdict {
 // than bound, else UNKNOWN. It returns the change in percent (0 when a is
 // 0 and b is not: then DIFFERENT if b exceeds the bound's share of
 // nothing, i.e. whenever b > 0).
-func DecideExact(a, b, minEffect, bound float64) (Verdict, float64) {
+func decideExact(a, b, minEffect, bound float64) (Verdict, float64) {
 	if a == b {
 		return deterministicVerdict(0, minEffect, bound, true), 0
 	}
@@ -176,13 +176,13 @@ func sortedNames(m map[string]float64) []string {
 // ExactRow is the row of one exact count per side, a and b, in unit (such
 // as the memory pass's misses per operation, counted once per side by a
 // deterministic instrument, up to a relative jitter bound): decided by
-// DecideExact at minEffect and bound, and SAME whenever a and b differ by
+// decideExact at minEffect and bound, and SAME whenever a and b differ by
 // less than floor (absolute: a rare event moves by large fractions of
 // itself between boots of one image). source names what counted the
 // values, as the boot ID of each side's one value. The row is Final and
 // Exact (see Row.Exact): it has no p-value, and its claims' are 0.
 func ExactRow(bench, unit, source string, a, b, minEffect, bound, floor float64) Row {
-	v, delta := DecideExact(a, b, minEffect, bound)
+	v, delta := decideExact(a, b, minEffect, bound)
 	if math.Abs(b-a) < floor {
 		v = Same
 	}
@@ -191,7 +191,7 @@ func ExactRow(bench, unit, source string, a, b, minEffect, bound, floor float64)
 			PerBoot: []Boot{{ID: source, Median: x, Samples: 1, Min: x, Max: x}}}
 	}
 	row := Row{Benchmark: bench, Unit: unit, A: side(a), B: side(b), DeltaPct: delta, Verdict: v,
-		P: 1, PEffect: 1, PAdj: 1, PSame: 1, Better: BetterOf(unit), MinEffect: minEffect,
+		P: 1, PEffect: 1, PAdj: 1, PSame: 1, Better: betterOf(unit), MinEffect: minEffect,
 		Rule: RuleDeterministic, Bound: bound, Final: true, Exact: true}
 	switch v {
 	case Different:

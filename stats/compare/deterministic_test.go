@@ -259,7 +259,7 @@ func TestDecideExact(t *testing.T) {
 		{0, 1, 0.02, 0.01, Different, 0},
 		{2, 2, 0.01, 0.02, Unknown, 0}, // a bound beyond the effect decides nothing
 	} {
-		v, d := DecideExact(c.a, c.b, c.e, c.bound)
+		v, d := decideExact(c.a, c.b, c.e, c.bound)
 		if v != c.want || math.Abs(d-c.delta) > 1e-9 {
 			t.Errorf("DecideExact(%g, %g, %g, %g) = %s, %g; want %s, %g", c.a, c.b, c.e, c.bound, v, d, c.want, c.delta)
 		}

@@ -31,7 +31,7 @@
 //
 // The U test is exact and discrete: with α = 0.05 and fewer than 4 boots per
 // side, no p-value can fall below α, whatever the data, and the corrections
-// below raise that minimum (MinBootsToDecide). A distribution-free 95 %
+// below raise that minimum (minBootsToDecide). A distribution-free 95 %
 // confidence interval for a median needs at least 6 values; with fewer, its
 // bounds are infinite. Rows say so in their notes instead of printing a
 // silent "~" or "±∞". benchstat's own advice is 10 to 20 runs per side.
@@ -63,7 +63,7 @@
 //     how many boots per side a decision would need.
 //
 // A change has a Direction (Row.Direction, DirectionOf): Worse or Better by
-// its unit (BetterOf: costs per operation lower is better, rates higher),
+// its unit (betterOf: costs per operation lower is better, rates higher),
 // or Changed when the unit has no known direction or nothing moved. Reports
 // call a Changed change neither better nor worse; CI under FailOnRegression
 // still fails a DIFFERENT row whose unit has no known direction
@@ -144,7 +144,7 @@
 // test C(2n,n) orderings, so the smallest p-values are 2/2^n against
 // 2/C(2n,n): 0.031 for 6 pairs, 0.0022 for 6+6 boots. At α = 0.05 with 4
 // rows and at most 10 pairs, SAME needs at least 6 pairs and DIFFERENT 8
-// (MinPairsToDecide), against 4 and 6 boots per side unpaired. Pairing pays
+// (minPairsToDecide), against 4 and 6 boots per side unpaired. Pairing pays
 // when the host noise it cancels is larger than the noise left in the
 // ratio, as it is under TCG wall time on a shared host. What pairs cannot
 // cancel is state each VM draws for itself, such as where the kernel put
@@ -177,7 +177,7 @@
 //
 // A count measured once per side outside the timed samples (the memory
 // pass's misses per operation under icount) is an exact row (ExactRow,
-// Row.Exact): one value per side, decided by DecideExact at its own
+// Row.Exact): one value per side, decided by decideExact at its own
 // minimum effect and jitter bound, final. Its DIFFERENT fails a comparison
 // as any row's does (Outcome); its UNKNOWN does not make it inconclusive.
 //

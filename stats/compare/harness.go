@@ -10,7 +10,7 @@ import (
 // A user's program (wire.WorkloadBench) runs inside a harness of its own,
 // BPF_PROG_TEST_RUN's loop and context reset, which its noop
 // (wire.WorkloadNoop) measures alone; the built-in families share another,
-// the bpf_loop around the operation, which DefaultControls measure. Each
+// the bpf_loop around the operation, which defaultControls measure. Each
 // benchmark is weighed against the controls of its own harness
 // (checkDrift), and the program's own work, its value less the noop's,
 // boot by boot, is a row of its own (wire.WorkloadOwn) with a verdict of

@@ -75,7 +75,7 @@ type Direction int
 
 const (
 	// Changed is a change without a known direction: its unit has none
-	// (BetterOf is 0: neither a cost per operation nor a rate), or the
+	// (betterOf is 0: neither a cost per operation nor a rate), or the
 	// change is zero or not a number. It is neither better nor worse, and
 	// reports say "changed". CI does not pass it all the same:
 	// FailOnRegression fails a DIFFERENT row whose unit has no known
@@ -104,10 +104,10 @@ func (d Direction) String() string {
 // DirectionOf returns the direction of a change of deltaPct percent in
 // unit, such as a change point's.
 func DirectionOf(unit string, deltaPct float64) Direction {
-	return directionOf(BetterOf(unit), deltaPct)
+	return directionOf(betterOf(unit), deltaPct)
 }
 
-// directionOf is DirectionOf for a unit whose BetterOf is better.
+// directionOf is DirectionOf for a unit whose betterOf is better.
 func directionOf(better int, deltaPct float64) Direction {
 	switch {
 	case better == 0 || deltaPct == 0 || math.IsNaN(deltaPct):

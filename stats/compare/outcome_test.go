@@ -48,7 +48,7 @@ func TestWorseUnknownDirection(t *testing.T) {
 		{"ratio", 4, true},
 		{"ratio", -4, true},
 	} {
-		row := Row{Unit: tc.unit, Better: BetterOf(tc.unit), DeltaPct: tc.delta, Verdict: Different}
+		row := Row{Unit: tc.unit, Better: betterOf(tc.unit), DeltaPct: tc.delta, Verdict: Different}
 		if got := row.Worse(); got != tc.want {
 			t.Errorf("Row{%s, %+v%%, DIFFERENT}.Worse() = %v; want %v", tc.unit, tc.delta, got, tc.want)
 		}

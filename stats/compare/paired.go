@@ -191,7 +191,7 @@ func pairsNeeded(d []float64, deltaPct, alpha, eff float64, m int) (Verdict, int
 	return unitsNeeded(sigma, 1, deltaPct, alpha, eff, m, minPairs)
 }
 
-// MinPairsToDecide is MinBootsToDecide for a paired run: the smallest
+// minPairsToDecide is minBootsToDecide for a paired run: the smallest
 // number of pairs at which a first look can reach SAME and DIFFERENT, for a
 // comparison of rows rows under opts (MaxBoots is then the cap on pairs).
 // The signed-rank test's smallest p-value is 1/2^n one-sided and 2/2^n
@@ -202,6 +202,6 @@ func pairsNeeded(d []float64, deltaPct, alpha, eff float64, m int) (Verdict, int
 // For α=0.05, MaxBoots=10 and 4 rows: SAME at 6 (1/64 against a level of
 // 0.035; 1/32 just misses 0.031 at 5), DIFFERENT at 8 (2/256 against
 // 0.043/4). Without a cap (one look) and one row: SAME at 5, DIFFERENT at 6.
-func MinPairsToDecide(opts Options, rows int) (same, different int, err error) {
+func minPairsToDecide(opts Options, rows int) (same, different int, err error) {
 	return minUnitsToDecide(opts, rows, signedRankMinP)
 }

@@ -184,7 +184,7 @@ func TestPairedDifferent(t *testing.T) {
 	run := tcgPaired
 	run.benches = benches
 	opts := Options{MaxBoots: 10}
-	_, want, err := MinPairsToDecide(opts, len(benches))
+	_, want, err := minPairsToDecide(opts, len(benches))
 	if err != nil || want != 8 {
 		t.Fatalf("MinPairsToDecide(%+v, 4) DIFFERENT = %d, %v; want 8", opts, want, err)
 	}
@@ -379,7 +379,7 @@ func TestMinPairsToDecide(t *testing.T) {
 		{Options{MaxBoots: 20}, 4, 6, 9},
 		{Options{MaxBoots: 12, Alpha: 0.01}, 4, 8, 10},
 	} {
-		same, diff, err := MinPairsToDecide(tc.opts, tc.rows)
+		same, diff, err := minPairsToDecide(tc.opts, tc.rows)
 		if err != nil || same != tc.wantSame || diff != tc.wantDiffs {
 			t.Errorf("MinPairsToDecide(%+v, %d) = %d, %d, %v; want %d, %d, nil", tc.opts, tc.rows, same, diff, err, tc.wantSame, tc.wantDiffs)
 		}

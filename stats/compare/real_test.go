@@ -107,7 +107,7 @@ func TestRealControlsMoveWithKernel(t *testing.T) {
 // which they can be.
 func TestRealAdaptive(t *testing.T) {
 	opts := Options{MaxBoots: 12}
-	same, different, err := MinBootsToDecide(opts, 5)
+	same, different, err := minBootsToDecide(opts, 5)
 	if err != nil || same != 4 || different != 6 {
 		t.Fatalf("MinBootsToDecide(max 12, 5 rows) = %d, %d, %v; want 4, 6, nil", same, different, err)
 	}

@@ -51,12 +51,12 @@ func (v *Verdict) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// DefaultControls name the benchmarks that measure the harness rather than
+// defaultControls name the benchmarks that measure the harness rather than
 // the kernel's map code: noop runs the measuring loop around nothing and
 // baseline around a trivial operation. A name matches a control if it equals
 // it or continues it with "/", so "LPMTrie/op=noop/entries=10000" is the noop
 // control.
-var DefaultControls = []string{"LPMTrie/op=noop", "LPMTrie/op=baseline"}
+var defaultControls = []string{"LPMTrie/op=noop", "LPMTrie/op=baseline"}
 
 // Look describes the look at the data a Report is: which boots it counts and
 // how much of the error budget it may use. Pass it back as Options.Previous
@@ -149,7 +149,7 @@ func minBoots(level float64, twoSided bool) int {
 	return 0
 }
 
-// MinBootsToDecide returns the smallest number of boots per side at which a
+// minBootsToDecide returns the smallest number of boots per side at which a
 // first look can reach SAME and DIFFERENT, for a comparison of rows rows
 // (benchmarks and controls, each unit counted) under opts. An adaptive run
 // that starts at different boots calls a large effect at its first look; one
@@ -157,8 +157,8 @@ func minBoots(level float64, twoSided bool) int {
 // a verdict that needs more than 50 boots.
 //
 // For α=0.05, MaxBoots=10 and 4 rows: SAME at 4, DIFFERENT at 6. A paired
-// run needs more: see MinPairsToDecide.
-func MinBootsToDecide(opts Options, rows int) (same, different int, err error) {
+// run needs more: see minPairsToDecide.
+func minBootsToDecide(opts Options, rows int) (same, different int, err error) {
 	return minUnitsToDecide(opts, rows, func(n int, twoSided bool) float64 { return uMinP(n, n, twoSided) })
 }
 
@@ -183,23 +183,47 @@ func minUnitsToDecide(opts Options, rows int, minP func(n int, twoSided bool) fl
 	return same, different, nil
 }
 
-// decide sets the look, the verdicts and the verdict notes of rep's rows.
+// decide sets the look, the verdicts and the verdict notes of rep's rows:
+// it sorts the rows into those the tests weigh, decides the rows of a
+// deterministic instrument by their bounds, spends this look's α, decides
+// the other rows by the statistical rule, and records every decision.
 func decide(rep *Report, opts Options) {
-	paired := rep.Paired
-	look := Look{Number: 1, MaxBoots: opts.MaxBoots, Paired: paired}
-	var prevD, prevS float64
-	decided := map[key]Decision{}
+	l := startLook(opts, rep.Paired)
+	tested, zeros := l.sortRows(rep, opts)
+	stat := l.decideByBounds(tested, zeros, opts, rep.Paired)
+	reachD, reachS := l.spendAlpha(rep, opts, stat)
+	l.decideStatistical(stat, rep, opts, reachD, reachS)
+	l.record(rep, opts, slices.Concat(tested, zeros))
+	checkDrift(rep)
+}
+
+// deciding is the look that decide makes: the Look, the α earlier looks
+// spent, and the decisions so far by row.
+type deciding struct {
+	Look
+	prevD, prevS float64
+	decided      map[key]Decision
+}
+
+// startLook starts the look after opts.Previous (the first when nil).
+func startLook(opts Options, paired bool) *deciding {
+	l := &deciding{Look: Look{Number: 1, MaxBoots: opts.MaxBoots, Paired: paired}, decided: map[key]Decision{}}
 	if p := opts.Previous; p != nil {
-		look.Number = p.Number + 1
-		look.History = slices.Clone(p.History)
-		prevD, prevS = p.DifferentSpent, p.SameSpent
+		l.Number = p.Number + 1
+		l.History = slices.Clone(p.History)
+		l.prevD, l.prevS = p.DifferentSpent, p.SameSpent
 		for _, d := range p.Decided {
-			decided[key{d.Benchmark, d.Unit}] = d
+			l.decided[key{d.Benchmark, d.Unit}] = d
 		}
 	}
+	return l
+}
 
-	// The rows that enter the tests, and the look's boots.
-	var tested, zeros []*Row
+// sortRows notes what each row of rep is (a control, a total, a row
+// reported but not weighed), and returns the rows the tests weigh and
+// the rows of a bounded benchmark that are 0 in every boot of both
+// sides; it sets the look's boots (pairs, when paired).
+func (l *deciding) sortRows(rep *Report, opts Options) (tested, zeros []*Row) {
 	bootsA, bootsB := 0, 0
 	pairs := -1
 	total := totals(rep.Rows)
@@ -207,7 +231,7 @@ func decide(rep *Report, opts Options) {
 		row := &rep.Rows[i]
 		row.Control = IsControl(row.Benchmark, opts.Controls)
 		row.Total = total[key{row.Benchmark, row.Unit}]
-		row.Better = BetterOf(row.Unit)
+		row.Better = betterOf(row.Unit)
 		if row.Control {
 			row.addNote("control: measures the harness, not the kernel")
 		}
@@ -224,7 +248,7 @@ func decide(rep *Report, opts Options) {
 		}
 		bootsA, bootsB = max(bootsA, row.A.Boots), max(bootsB, row.B.Boots)
 		if !row.tested() {
-			if _, ok := opts.Bounds[row.Benchmark]; ok && !paired && allZero(row.A) && allZero(row.B) {
+			if _, ok := opts.Bounds[row.Benchmark]; ok && !rep.Paired && allZero(row.A) && allZero(row.B) {
 				zeros = append(zeros, row)
 				continue
 			}
@@ -236,26 +260,29 @@ func decide(rep *Report, opts Options) {
 			pairs = row.Pairs
 		}
 	}
-	look.Boots = min(bootsA, bootsB)
-	if paired {
-		look.Boots = max(pairs, 0)
+	l.Boots = min(bootsA, bootsB)
+	if rep.Paired {
+		l.Boots = max(pairs, 0)
 	}
-	look.History = append(look.History, look.Boots)
+	l.History = append(l.History, l.Boots)
+	return tested, zeros
+}
 
-	// Rows of a deterministic instrument are decided by the deterministic
-	// rule, outside the statistical family: they spend no α and do not
-	// count in its Holm correction. Rows decided at an earlier look keep
-	// their verdict whatever rule made it.
-	var stat []*Row
+// decideByBounds decides the rows of a deterministic instrument by the
+// deterministic rule, outside the statistical family: they spend no α and
+// do not count in its Holm correction. Rows decided at an earlier look
+// keep their verdict whatever rule made it. It returns the rows left to
+// the statistical rule.
+func (l *deciding) decideByBounds(tested, zeros []*Row, opts Options, paired bool) (stat []*Row) {
 	for _, row := range tested {
 		k := key{row.Benchmark, row.Unit}
 		row.MinEffect, row.Rule = opts.effectFor(row.Benchmark), RuleStatistical
-		if _, was := decided[k]; !was && !paired {
+		if _, was := l.decided[k]; !was && !paired {
 			if b, ok := opts.Bounds[row.Benchmark]; ok && decideDeterministic(row, b) {
 				if row.Verdict != Unknown {
-					row.DecidedLook, row.DecidedBoots = look.Number, look.Boots
-					decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: look.Number,
-						Boots: look.Boots, P: row.ClaimP(), Rule: RuleDeterministic, Bound: b}
+					row.DecidedLook, row.DecidedBoots = l.Number, l.Boots
+					l.decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: l.Number,
+						Boots: l.Boots, P: row.ClaimP(), Rule: RuleDeterministic, Bound: b}
 				}
 				continue
 			}
@@ -266,36 +293,48 @@ func decide(rep *Report, opts Options) {
 		row.MinEffect = opts.effectFor(row.Benchmark)
 		if decideZeros(row, opts.Bounds[row.Benchmark]) {
 			k := key{row.Benchmark, row.Unit}
-			row.DecidedLook, row.DecidedBoots = look.Number, look.Boots
-			if d, was := decided[k]; was {
+			row.DecidedLook, row.DecidedBoots = l.Number, l.Boots
+			if d, was := l.decided[k]; was {
 				row.DecidedLook, row.DecidedBoots = d.Look, d.Boots
 			} else {
-				decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: Same, Look: look.Number,
-					Boots: look.Boots, P: row.ClaimP(), Rule: RuleDeterministic, Bound: row.Bound}
+				l.decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: Same, Look: l.Number,
+					Boots: l.Boots, P: row.ClaimP(), Rule: RuleDeterministic, Bound: row.Bound}
 			}
 		}
 	}
+	return stat
+}
 
-	allowed := spentBy(rep.Alpha, look.Boots, opts.MaxBoots)
-	look.DifferentLevel = math.Max(0, allowed-prevD)
-	look.SameLevel = math.Max(0, allowed-prevS)
+// spendAlpha sets the look's levels from the α spent by its boots less
+// what earlier looks spent, says whether any row of stat can reach
+// DIFFERENT and SAME at them (a level no row can reach is not spent),
+// and sets rep's Look.
+func (l *deciding) spendAlpha(rep *Report, opts Options, stat []*Row) (reachD, reachS bool) {
+	allowed := spentBy(rep.Alpha, l.Boots, opts.MaxBoots)
+	l.DifferentLevel = math.Max(0, allowed-l.prevD)
+	l.SameLevel = math.Max(0, allowed-l.prevS)
 	m := float64(len(stat))
-	reachD, reachS := false, false
 	for _, row := range stat {
-		reachD = reachD || atMost(row.minP(true), look.DifferentLevel/m)
-		reachS = reachS || atMost(row.minP(false), look.SameLevel)
+		reachD = reachD || atMost(row.minP(true), l.DifferentLevel/m)
+		reachS = reachS || atMost(row.minP(false), l.SameLevel)
 	}
-	look.DifferentSpent, look.SameSpent = prevD, prevS
+	l.DifferentSpent, l.SameSpent = l.prevD, l.prevS
 	if reachD {
-		look.DifferentSpent += look.DifferentLevel
+		l.DifferentSpent += l.DifferentLevel
 	}
 	if reachS {
-		look.SameSpent += look.SameLevel
+		l.SameSpent += l.SameLevel
 	}
-	rep.Look = look
+	rep.Look = l.Look
+	return reachD, reachS
+}
 
+// decideStatistical decides the rows of stat by the statistical rule
+// (effect p-values, Holm over the family), but those an earlier look
+// decided, which keep their verdict.
+func (l *deciding) decideStatistical(stat []*Row, rep *Report, opts Options, reachD, reachS bool) {
 	for _, row := range stat {
-		if paired {
+		if rep.Paired {
 			d, _ := pairChanges(row.A, row.B)
 			row.PEffect = pairedEffectP(d, row.DeltaPct, row.MinEffect)
 		} else {
@@ -305,7 +344,7 @@ func decide(rep *Report, opts Options) {
 	holm(stat)
 	for _, row := range stat {
 		k := key{row.Benchmark, row.Unit}
-		if d, ok := decided[k]; ok {
+		if d, ok := l.decided[k]; ok {
 			row.Verdict, row.DecidedLook, row.DecidedBoots = d.Verdict, d.Look, d.Boots
 			if d.Rule == RuleDeterministic {
 				row.Rule, row.Bound = d.Rule, d.Bound
@@ -315,7 +354,7 @@ func decide(rep *Report, opts Options) {
 			} else {
 				row.PAdj = d.P
 			}
-			row.addNote(fmt.Sprintf("%v since look %d at %d %s (verdicts are final)", d.Verdict, d.Look, d.Boots, Units(paired)))
+			row.addNote(fmt.Sprintf("%v since look %d at %d %s (verdicts are final)", d.Verdict, d.Look, d.Boots, Units(rep.Paired)))
 			if d.Verdict == Same {
 				row.noteCoarseSame(opts.MinEffect)
 			}
@@ -323,24 +362,26 @@ func decide(rep *Report, opts Options) {
 		}
 		decideRow(row, rep, opts, len(stat), reachD, reachS)
 		if row.Verdict != Unknown {
-			row.DecidedLook, row.DecidedBoots = look.Number, look.Boots
-			decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: look.Number, Boots: look.Boots, P: row.ClaimP(), Rule: RuleStatistical}
+			row.DecidedLook, row.DecidedBoots = l.Number, l.Boots
+			l.decided[k] = Decision{Benchmark: row.Benchmark, Unit: row.Unit, Verdict: row.Verdict, Look: l.Number, Boots: l.Boots, P: row.ClaimP(), Rule: RuleStatistical}
 		}
 	}
-	// Keep earlier decisions in their order, then this look's, for a
-	// stable record.
+}
+
+// record lists the decisions in rep's Look: earlier ones in their order,
+// then this look's in the order of rows, for a stable record.
+func (l *deciding) record(rep *Report, opts Options, rows []*Row) {
 	if p := opts.Previous; p != nil {
 		for _, d := range p.Decided {
 			rep.Look.Decided = append(rep.Look.Decided, d)
-			delete(decided, key{d.Benchmark, d.Unit})
+			delete(l.decided, key{d.Benchmark, d.Unit})
 		}
 	}
-	for _, row := range slices.Concat(tested, zeros) {
-		if d, ok := decided[key{row.Benchmark, row.Unit}]; ok {
+	for _, row := range rows {
+		if d, ok := l.decided[key{row.Benchmark, row.Unit}]; ok {
 			rep.Look.Decided = append(rep.Look.Decided, d)
 		}
 	}
-	checkDrift(rep)
 }
 
 // checkDrift decides what a control that moved (a DIFFERENT control row)
@@ -665,13 +706,13 @@ func (s Summary) medians() []float64 {
 
 // IsControl reports whether bench is one of controls: equal to one, or
 // continuing one with "/". A nil controls means the defaults:
-// DefaultControls and the noop of every user's program (wire.WorkloadNoop).
+// defaultControls and the noop of every user's program (wire.WorkloadNoop).
 func IsControl(bench string, controls []string) bool {
 	if controls == nil {
 		if prog, ok := wire.WorkloadOf(bench); ok && bench == wire.WorkloadNoop(prog) {
 			return true
 		}
-		controls = DefaultControls
+		controls = defaultControls
 	}
 	for _, c := range controls {
 		if bench == c || strings.HasPrefix(bench, c+"/") {
@@ -681,11 +722,11 @@ func IsControl(bench string, controls []string) bool {
 	return false
 }
 
-// BetterOf returns +1 if higher values of unit are better, -1 if lower ones
+// betterOf returns +1 if higher values of unit are better, -1 if lower ones
 // are, 0 if unknown (see Changed). Costs per operation (sec/op, insn/op,
 // B/op) and the verifier's counts (wire.LowerIsBetter) are lower is
 // better; rates (…/s) higher.
-func BetterOf(unit string) int {
+func betterOf(unit string) int {
 	switch {
 	case strings.HasSuffix(unit, "/op"), wire.LowerIsBetter(unit):
 		return -1

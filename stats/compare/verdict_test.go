@@ -230,7 +230,7 @@ func TestMinBootsToDecide(t *testing.T) {
 		{Options{MaxBoots: 20}, 4, 4, 6},
 		{Options{MaxBoots: 12, Alpha: 0.01}, 4, 5, 7},
 	} {
-		same, diff, err := MinBootsToDecide(tc.opts, tc.rows)
+		same, diff, err := minBootsToDecide(tc.opts, tc.rows)
 		if err != nil || same != tc.wantSame || diff != tc.wantDiffs {
 			t.Errorf("MinBootsToDecide(%+v, %d) = %d, %d, %v; want %d, %d, nil", tc.opts, tc.rows, same, diff, err, tc.wantSame, tc.wantDiffs)
 		}

@@ -2,13 +2,13 @@
 // change points per series-year on simulated series without a change, and
 // precision, recall and detection delay on series with steps.
 //
-//	go run ./changepoint/internal/cpsim -table null
-//	go run ./changepoint/internal/cpsim -table steps
-//	go run ./changepoint/internal/cpsim -table sweep -series 200
-//	go run ./changepoint/internal/cpsim -table outliers
-//	go run ./changepoint/internal/cpsim -table outliers -excursion-sigmas +Inf
-//	go run ./changepoint/internal/cpsim -table outliers -part steps -step-size 0.1
-//	go run ./changepoint/internal/cpsim -table excursions -series 300
+//	go run ./stats/changepoint/internal/cpsim -table null
+//	go run ./stats/changepoint/internal/cpsim -table steps
+//	go run ./stats/changepoint/internal/cpsim -table sweep -series 200
+//	go run ./stats/changepoint/internal/cpsim -table outliers
+//	go run ./stats/changepoint/internal/cpsim -table outliers -excursion-sigmas +Inf
+//	go run ./stats/changepoint/internal/cpsim -table outliers -part steps -step-size 0.1
+//	go run ./stats/changepoint/internal/cpsim -table excursions -series 300
 package main
 
 import (
@@ -187,7 +187,7 @@ func sweepTable(series, nights int, seed uint64, nightly bool) error {
 var outlierRates = []float64{0, 0.01, 0.05}
 
 // outliersTable is the null and step tables again with bad nights mixed
-// in (sim.Contaminate), at the default options but the excursion
+// in (sim.contaminate), at the default options but the excursion
 // threshold, counting confirmed change points beside all those reported.
 func outliersTable(series, nights int, seed uint64, sigmas float64, part string, stepSize float64) error {
 	if part != "all" && part != "null" && part != "steps" {

@@ -37,14 +37,14 @@ func Series(rng *rand.Rand, nights int, sd float64, steps []Step) []float64 {
 	return v
 }
 
-// Contaminate turns a share rate of the nights of v into bad nights, in
+// contaminate turns a share rate of the nights of v into bad nights, in
 // place: episodes of one night or of two (a pair), half of each, whose
 // nights are each off by 10–50 % in the episode's direction (×0.5–0.9 or
 // ×1.1–1.5), with at least one good night between episodes. It draws one
 // number per night from rng whatever it decides, so a series and its
 // contamination come from separate streams, and it returns which nights
 // are bad.
-func Contaminate(rng *rand.Rand, v []float64, rate float64) []bool {
+func contaminate(rng *rand.Rand, v []float64, rate float64) []bool {
 	bad := make([]bool, len(v))
 	if rate <= 0 {
 		return bad
@@ -78,7 +78,7 @@ func outlierRNG(seed uint64, i int) *rand.Rand {
 
 // A Reported change point is one a nightly run announced: the first night
 // it appeared, where, and what later nights made of it.
-type Reported struct {
+type reported struct {
 	FirstNight int // index of the newest night of the pass that first reported it
 	FirstIndex int // its index then
 	Index      int // its index in the last pass that still had it
@@ -95,21 +95,21 @@ type Reported struct {
 	ConfirmedNight int
 }
 
-// Replay is the outcome of running the pass every night over a growing
+// replay is the outcome of running the pass every night over a growing
 // series.
-type Replay struct {
-	Reported []Reported
+type replay struct {
+	Reported []reported
 	// Last is what the nightly run held after the newest night; Fresh is
 	// Detect over the whole series, a retrospective analysis without the
 	// run's memory.
 	Last, Fresh []changepoint.ChangePoint
 }
 
-// RunReplay runs the pass on values[:n] for every n from first to
+// runReplay runs the pass on values[:n] for every n from first to
 // len(values), as a nightly run does: changepoint.Update with the previous
 // night's change points, de-duplicated against them with changepoint.Match.
-func RunReplay(values []float64, o changepoint.Options, first, maxDistance int) (Replay, error) {
-	var r Replay
+func runReplay(values []float64, o changepoint.Options, first, maxDistance int) (replay, error) {
+	var r replay
 	var live []changepoint.ChangePoint
 	var ids []int // ids[i] is the Reported entry of live[i]
 	for n := max(first, 1); n <= len(values); n++ {
@@ -130,7 +130,7 @@ func RunReplay(values []float64, o changepoint.Options, first, maxDistance int) 
 		for _, j := range m.Added {
 			c := cps[j]
 			next[j] = len(r.Reported)
-			r.Reported = append(r.Reported, Reported{
+			r.Reported = append(r.Reported, reported{
 				FirstNight: n - 1, FirstIndex: c.Index, Index: c.Index,
 				Up: c.After > c.Before, Provisional: c.Provisional,
 			})
@@ -196,7 +196,7 @@ func Null(c NullCase, series, nights int, seed uint64, nightly bool) (NullResult
 	err := forEach(series, func(i int) error {
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		v := Series(rng, nights, c.SD, nil)
-		bad := Contaminate(outlierRNG(seed, i), v, c.Outliers)
+		bad := contaminate(outlierRNG(seed, i), v, c.Outliers)
 		var one NullResult
 		for _, b := range bad {
 			if b {
@@ -205,7 +205,7 @@ func Null(c NullCase, series, nights int, seed uint64, nightly bool) (NullResult
 		}
 		var fresh []changepoint.ChangePoint
 		if nightly {
-			r, err := RunReplay(v, c.Options, 1, changepoint.DefaultMatchDistance)
+			r, err := runReplay(v, c.Options, 1, changepoint.DefaultMatchDistance)
 			if err != nil {
 				return err
 			}
@@ -309,140 +309,28 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// StepNights places the two steps of a series of 365 nights: one in the
+// stepNights places the two steps of a series of 365 nights: one in the
 // first half and one in the second, far enough apart and from the ends
 // that each has a long segment on both sides.
-func StepNights(rng *rand.Rand, nights int) []int {
+func stepNights(rng *rand.Rand, nights int) []int {
 	a := nights/4 + rng.IntN(nights/6)
 	b := nights*3/5 + rng.IntN(nights/5)
 	return []int{a, b}
 }
 
-// Steps simulates series with two steps each (StepNights), of random
+// Steps simulates series with two steps each (stepNights), of random
 // direction, and scores a final pass and a nightly run over each.
 func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 	res := StepResult{Series: series}
 	var mu sync.Mutex
-	tol := changepoint.DefaultMatchDistance
 	err := forEach(series, func(i int) error {
-		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		var steps []Step
-		for _, night := range StepNights(rng, nights) {
-			f := 1 + c.Size
-			if rng.IntN(2) == 0 {
-				f = 1 / (1 + c.Size)
-			}
-			steps = append(steps, Step{Night: night, Factor: f})
-		}
-		v := Series(rng, nights, c.SD, steps)
-		bad := Contaminate(outlierRNG(seed, i), v, c.Outliers)
-		r, err := RunReplay(v, c.Options, 1, tol)
+		one, err := stepSeries(c, nights, seed, i)
 		if err != nil {
 			return err
 		}
-		var one StepResult
-		for _, b := range bad {
-			if b {
-				one.BadNights++
-			}
-		}
-		if err := countExcursions(v, bad, c.Options, &one.TrueExcursions, &one.FalseExcursions); err != nil {
-			return err
-		}
-		one.Steps = len(steps)
-		near := func(index int, up bool, s Step) bool {
-			d := index - s.Night
-			return d >= -tol && d <= tol && up == (s.Factor > 1)
-		}
-		// Fresh pass: each step takes the closest unused change point.
-		final := r.Fresh
-		used := make([]bool, len(final))
-		for _, s := range steps {
-			best := -1
-			for j, cp := range final {
-				if used[j] || !near(cp.Index, cp.After > cp.Before, s) {
-					continue
-				}
-				if best < 0 || abs(cp.Index-s.Night) < abs(final[best].Index-s.Night) {
-					best = j
-				}
-			}
-			if best >= 0 {
-				used[best] = true
-				one.FoundFinal++
-				one.IndexErrors = append(one.IndexErrors, abs(final[best].Index-s.Night))
-			}
-		}
-		for _, u := range used {
-			if !u {
-				one.FalseFinal++
-			}
-		}
-		// Nightly run: the first report near a step is its detection; any
-		// other report is false (or a duplicate).
-		first := make([]bool, len(r.Reported))
-		for _, s := range steps {
-			best := -1
-			for j, e := range r.Reported {
-				if first[j] || !(near(e.FirstIndex, e.Up, s) || near(e.Index, e.Up, s)) {
-					continue
-				}
-				if best < 0 || e.FirstNight < r.Reported[best].FirstNight {
-					best = j
-				}
-			}
-			if best >= 0 {
-				first[best] = true
-				e := r.Reported[best]
-				one.FoundNightly++
-				one.Delays = append(one.Delays, e.FirstNight-s.Night)
-				one.Moves = append(one.Moves, abs(e.Index-e.FirstIndex))
-			}
-		}
-		for _, f := range first {
-			if !f {
-				one.FalseNightly++
-			}
-		}
-		// The same, counting only the change points it confirmed.
-		confirmed := make([]bool, len(r.Reported))
-		for _, s := range steps {
-			best := -1
-			for j, e := range r.Reported {
-				if !e.Confirmed || confirmed[j] || !(near(e.FirstIndex, e.Up, s) || near(e.Index, e.Up, s)) {
-					continue
-				}
-				if best < 0 || e.ConfirmedNight < r.Reported[best].ConfirmedNight {
-					best = j
-				}
-			}
-			if best >= 0 {
-				confirmed[best] = true
-				one.FoundConfirmed++
-				one.ConfirmDelays = append(one.ConfirmDelays, r.Reported[best].ConfirmedNight-s.Night)
-			}
-		}
-		for j, e := range r.Reported {
-			if e.Confirmed && !confirmed[j] {
-				one.FalseConfirmed++
-			}
-		}
 		mu.Lock()
 		defer mu.Unlock()
-		res.Steps += one.Steps
-		res.FoundFinal += one.FoundFinal
-		res.FalseFinal += one.FalseFinal
-		res.FoundNightly += one.FoundNightly
-		res.FalseNightly += one.FalseNightly
-		res.Delays = append(res.Delays, one.Delays...)
-		res.BadNights += one.BadNights
-		res.TrueExcursions += one.TrueExcursions
-		res.FalseExcursions += one.FalseExcursions
-		res.FoundConfirmed += one.FoundConfirmed
-		res.FalseConfirmed += one.FalseConfirmed
-		res.ConfirmDelays = append(res.ConfirmDelays, one.ConfirmDelays...)
-		res.IndexErrors = append(res.IndexErrors, one.IndexErrors...)
-		res.Moves = append(res.Moves, one.Moves...)
+		res.add(one)
 		return nil
 	})
 	slices.Sort(res.Delays)
@@ -450,6 +338,147 @@ func Steps(c StepCase, series, nights int, seed uint64) (StepResult, error) {
 	slices.Sort(res.IndexErrors)
 	slices.Sort(res.Moves)
 	return res, err
+}
+
+// stepSeries simulates the series i of Steps and scores it.
+func stepSeries(c StepCase, nights int, seed uint64, i int) (StepResult, error) {
+	rng := rand.New(rand.NewPCG(seed, uint64(i)))
+	var steps []Step
+	for _, night := range stepNights(rng, nights) {
+		f := 1 + c.Size
+		if rng.IntN(2) == 0 {
+			f = 1 / (1 + c.Size)
+		}
+		steps = append(steps, Step{Night: night, Factor: f})
+	}
+	v := Series(rng, nights, c.SD, steps)
+	bad := contaminate(outlierRNG(seed, i), v, c.Outliers)
+	r, err := runReplay(v, c.Options, 1, changepoint.DefaultMatchDistance)
+	if err != nil {
+		return StepResult{}, err
+	}
+	one := StepResult{Steps: len(steps)}
+	for _, b := range bad {
+		if b {
+			one.BadNights++
+		}
+	}
+	if err := countExcursions(v, bad, c.Options, &one.TrueExcursions, &one.FalseExcursions); err != nil {
+		return StepResult{}, err
+	}
+	one.scoreFinal(r.Fresh, steps)
+	one.scoreNightly(r.Reported, steps)
+	one.scoreConfirmed(r.Reported, steps)
+	return one, nil
+}
+
+// nearStep says whether a change point at index, up or down, matches the
+// step s: within the match distance, in its direction.
+func nearStep(index int, up bool, s Step) bool {
+	d := index - s.Night
+	tol := changepoint.DefaultMatchDistance
+	return d >= -tol && d <= tol && up == (s.Factor > 1)
+}
+
+// scoreFinal scores a fresh pass over the whole series: each step takes
+// the closest unused change point; the change points left are false.
+func (r *StepResult) scoreFinal(final []changepoint.ChangePoint, steps []Step) {
+	used := make([]bool, len(final))
+	for _, s := range steps {
+		best := -1
+		for j, cp := range final {
+			if used[j] || !nearStep(cp.Index, cp.After > cp.Before, s) {
+				continue
+			}
+			if best < 0 || abs(cp.Index-s.Night) < abs(final[best].Index-s.Night) {
+				best = j
+			}
+		}
+		if best >= 0 {
+			used[best] = true
+			r.FoundFinal++
+			r.IndexErrors = append(r.IndexErrors, abs(final[best].Index-s.Night))
+		}
+	}
+	for _, u := range used {
+		if !u {
+			r.FalseFinal++
+		}
+	}
+}
+
+// scoreNightly scores the nightly run: the first report near a step is
+// its detection; any other report is false (or a duplicate).
+func (r *StepResult) scoreNightly(reported []reported, steps []Step) {
+	first := make([]bool, len(reported))
+	for _, s := range steps {
+		best := -1
+		for j, e := range reported {
+			if first[j] || !(nearStep(e.FirstIndex, e.Up, s) || nearStep(e.Index, e.Up, s)) {
+				continue
+			}
+			if best < 0 || e.FirstNight < reported[best].FirstNight {
+				best = j
+			}
+		}
+		if best >= 0 {
+			first[best] = true
+			e := reported[best]
+			r.FoundNightly++
+			r.Delays = append(r.Delays, e.FirstNight-s.Night)
+			r.Moves = append(r.Moves, abs(e.Index-e.FirstIndex))
+		}
+	}
+	for _, f := range first {
+		if !f {
+			r.FalseNightly++
+		}
+	}
+}
+
+// scoreConfirmed scores the nightly run as scoreNightly does, counting
+// only the change points it confirmed.
+func (r *StepResult) scoreConfirmed(reported []reported, steps []Step) {
+	confirmed := make([]bool, len(reported))
+	for _, s := range steps {
+		best := -1
+		for j, e := range reported {
+			if !e.Confirmed || confirmed[j] || !(nearStep(e.FirstIndex, e.Up, s) || nearStep(e.Index, e.Up, s)) {
+				continue
+			}
+			if best < 0 || e.ConfirmedNight < reported[best].ConfirmedNight {
+				best = j
+			}
+		}
+		if best >= 0 {
+			confirmed[best] = true
+			r.FoundConfirmed++
+			r.ConfirmDelays = append(r.ConfirmDelays, reported[best].ConfirmedNight-s.Night)
+		}
+	}
+	for j, e := range reported {
+		if e.Confirmed && !confirmed[j] {
+			r.FalseConfirmed++
+		}
+	}
+}
+
+// add adds one series' scores to r.
+func (r *StepResult) add(one StepResult) {
+	r.Steps += one.Steps
+	r.FoundFinal += one.FoundFinal
+	r.FalseFinal += one.FalseFinal
+	r.FoundNightly += one.FoundNightly
+	r.FalseNightly += one.FalseNightly
+	r.Delays = append(r.Delays, one.Delays...)
+	r.BadNights += one.BadNights
+	r.TrueExcursions += one.TrueExcursions
+	r.FalseExcursions += one.FalseExcursions
+	r.FoundConfirmed += one.FoundConfirmed
+	r.FalseConfirmed += one.FalseConfirmed
+	r.ConfirmDelays = append(r.ConfirmDelays, one.ConfirmDelays...)
+	r.IndexErrors = append(r.IndexErrors, one.IndexErrors...)
+	r.Moves = append(r.Moves, one.Moves...)
 }
 
 // countExcursions counts the excursions of v on bad nights into onBad and

@@ -3,6 +3,9 @@
 // guest: the probe that decides a run's accelerator, its kept verdict, a
 // boot of a run that KVM fails, a fleet worker's queues. The case is then
 // tested on every machine, with or without a /dev/kvm.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testqemu
 
 import (
@@ -39,8 +42,8 @@ const (
 	Slow = "slow"
 	// Works: the kernel's banner, then it runs on.
 	Works = "works"
-	// Refused: QEMU cannot open KVM and exits 1.
-	Refused = "refused"
+	// refused: QEMU cannot open KVM and exits 1.
+	refused = "refused"
 )
 
 // QEMU is a fake qemu-system-x86_64.
@@ -75,7 +78,7 @@ while [ $# -gt 0 ]; do
 done
 word=$(head -c 16 "$kernel" 2>/dev/null | tr -d '\0')
 case "$word" in
-` + Broken + `|` + Slow + `|` + Works + `|` + Refused + `) how=$word;;
+` + Broken + `|` + Slow + `|` + Works + `|` + refused + `) how=$word;;
 esac
 case "$how" in
 ` + Broken + `)
@@ -88,7 +91,7 @@ case "$how" in
 ` + Works + `)
 	printf '[    0.000000] Linux version 6.12.0-fake (fake@build) #1 SMP\r\n' >&3
 	exec sleep 3600;;
-` + Refused + `)
+` + refused + `)
 	echo "qemu-system-x86_64: -accel kvm: failed to initialize kvm: Permission denied" >&2
 	exit 1;;
 esac

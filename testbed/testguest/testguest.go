@@ -1,5 +1,10 @@
-// Package testguest builds the real guest program (cmd/lpmbisect-guest) for
-// tests that boot kernels, once per test process.
+// Package testguest builds the guest program for tests that boot kernels,
+// once per test process: cmd/lpmbisect-guest with the faults the tests can
+// arm (testbed/guestfaults/faultguest), which boots as cmd/lpmbisect-guest
+// does unless the kernel command line arms one.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testguest
 
 import (
@@ -10,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
 var (
@@ -31,9 +36,9 @@ func Path(tb testing.TB) string {
 			return
 		}
 		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+		root := filepath.Join(filepath.Dir(file), "..", "..")
 		path = filepath.Join(dir, "lpmbisect-guest")
-		cmd := exec.Command("go", "build", "-o", path, "./cmd/lpmbisect-guest")
+		cmd := exec.Command("go", "build", "-o", path, "./testbed/guestfaults/faultguest")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 		out, err = cmd.CombinedOutput()

@@ -1,6 +1,9 @@
 // Package testkbuild fakes a kernel source tree and a make that builds it,
 // for the tests of package build and of lpmbisect build: no compiler, no
 // kernel source, a build in milliseconds.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testkbuild
 
 import (

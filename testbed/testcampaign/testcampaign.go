@@ -1,5 +1,8 @@
 // Package testcampaign holds fake kernels and a fake measurer for the tests
 // of campaigns that boot nothing (flow/campaign, flow/bisect).
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testcampaign
 
 import (

@@ -1,6 +1,9 @@
 // Package testsetup makes measure setups for tests that never boot: a
 // placeholder guest binary and a fresh cache. The calibration key of such
 // a setup needs QEMU's version, so a test without QEMU is skipped.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testsetup
 
 import (

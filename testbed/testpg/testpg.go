@@ -11,6 +11,9 @@
 // When PostgreSQL is not installed the test is skipped, or fails under
 // LPMBISECT_REQUIRE_VM=1 (set by CI), like the tests that boot real kernels:
 // CI must never pass by skipping.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testpg
 
 import (
@@ -34,12 +37,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lpmbisect/lpmbisect/internal/testbed/testkernels"
+	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
-// BinGlob is where Debian installs the server binaries, one directory per
+// binGlob is where Debian installs the server binaries, one directory per
 // major version. $LPMBISECT_PG_BIN names another directory.
-const BinGlob = "/usr/lib/postgresql/*/bin"
+const binGlob = "/usr/lib/postgresql/*/bin"
 
 // Start starts a server and returns the URL of a fresh, empty database on it
 // (postgres://postgres:PASSWORD@127.0.0.1:PORT/NAME?sslmode=disable). The
@@ -299,8 +302,8 @@ func (s *server) database(tb testing.TB) string {
 // binDir returns the newest installed server's binary directory, or the
 // one $LPMBISECT_PG_BIN names.
 func binDir() (string, error) {
-	dirs, _ := filepath.Glob(BinGlob)
-	where := BinGlob
+	dirs, _ := filepath.Glob(binGlob)
+	where := binGlob
 	if d := os.Getenv("LPMBISECT_PG_BIN"); d != "" {
 		dirs, where = []string{d}, d
 	}

@@ -1,4 +1,4 @@
-package agent
+package guestfaults
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func hostileStream(t *testing.T, kind string) []byte {
 	t.Helper()
 	var stream bytes.Buffer
 	w := wire.NewWriter(newLiar(&stream, kind))
-	out := &faultyOutput{w: w, fault: kind}
+	out := &faultyOutput{out: w, fault: kind}
 	for i := range 3 {
 		r := &benchfmt.Result{Name: []byte("LPMTrie/op=lookup/keys=random/entries=10000"), Iters: 50000,
 			Values: []benchfmt.Value{{Value: float64(980 + i), Unit: wire.UnitInsnPerOp}}}
@@ -44,7 +44,7 @@ func hostileStream(t *testing.T, kind string) []byte {
 // for wire's tests.
 func TestHostileFaults(t *testing.T) {
 	plan := wire.DefaultPlan()
-	for _, kind := range wire.HostileFaults {
+	for _, kind := range Hostile {
 		t.Run(kind, func(t *testing.T) {
 			data := hostileStream(t, kind)
 			if *updateHostile && len(data) < 64<<10 { // insight-big's 5 MiB stay out of the repository
@@ -59,14 +59,14 @@ func TestHostileFaults(t *testing.T) {
 			s := wire.Decode(data)
 			s.CheckPlan(plan)
 			switch kind {
-			case wire.FaultHTML, wire.FaultInsightBig, wire.FaultInsightBad:
+			case HTML, InsightBig, InsightBad:
 				if !s.Complete || len(s.Results) != 3 {
 					t.Fatalf("Decode(%s) = complete %v (%s), %d results; want the 3 results kept", kind, s.Complete, s.Problem, len(s.Results))
 				}
-				if kind == wire.FaultInsightBig && !strings.Contains(s.InsightProblem, "over") {
+				if kind == InsightBig && !strings.Contains(s.InsightProblem, "over") {
 					t.Errorf("Decode(%s).InsightProblem = %q; want the document over its cap", kind, s.InsightProblem)
 				}
-				if _, err := wire.DecodeInsight(s.Insight); kind == wire.FaultInsightBad && err == nil {
+				if _, err := wire.DecodeInsight(s.Insight); kind == InsightBad && err == nil {
 					t.Errorf("DecodeInsight(%s) succeeded; want an error", kind)
 				}
 			default:

@@ -4,6 +4,9 @@
 // When a kernel is missing a test is skipped, unless LPMBISECT_REQUIRE_VM=1
 // (set by .ci/run), in which case it fails: CI must never pass by skipping the
 // tests that boot real kernels.
+//
+// For tests only: internal/importrule fails any non-test file that imports
+// a package of testbed/.
 package testkernels
 
 import (
@@ -39,13 +42,13 @@ const (
 	Release612 = "6.12.117+deb12-cloud-amd64"
 )
 
-// Dir is where fetched kernels live: $LPMBISECT_KERNELS or <repo>/.kernels.
-func Dir() string {
+// dir is where fetched kernels live: $LPMBISECT_KERNELS or <repo>/.kernels.
+func dir() string {
 	if d := os.Getenv("LPMBISECT_KERNELS"); d != "" {
 		return d
 	}
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", ".kernels")
+	return filepath.Join(filepath.Dir(file), "..", "..", ".kernels")
 }
 
 // Deb returns the path of the .deb for package pkg, or skips (fails under
@@ -53,9 +56,9 @@ func Dir() string {
 func Deb(tb testing.TB, pkg string) string {
 	tb.Helper()
 	SkipShort(tb)
-	matches, _ := filepath.Glob(filepath.Join(Dir(), pkg+"_*.deb"))
+	matches, _ := filepath.Glob(filepath.Join(dir(), pkg+"_*.deb"))
 	if len(matches) == 0 {
-		Unavailable(tb, "kernel package %s not in %s (run scripts/fetch-kernels)", pkg, Dir())
+		Unavailable(tb, "kernel package %s not in %s (run scripts/fetch-kernels)", pkg, dir())
 	}
 	return matches[0]
 }
@@ -78,13 +81,13 @@ func Unavailable(tb testing.TB, format string, args ...any) {
 	tb.Skipf(format, args...)
 }
 
-// SharedCacheEnv names the directory, set by scripts/test for one run of
+// sharedCacheEnv names the directory, set by scripts/test for one run of
 // the suite, where every test process keeps the kernels it unpacks and the
 // initramfs images it packs. Their entries are named by content and
 // written under a lock, as in any lpmbisect cache, so processes may share
 // them: each Debian package is then unpacked once per run, not once per
 // test binary or test.
-const SharedCacheEnv = "LPMBISECT_TEST_SHARED_CACHE"
+const sharedCacheEnv = "LPMBISECT_TEST_SHARED_CACHE"
 
 // ShareCache makes dir, a cache directory of the caller's own, keep its
 // kernels and initramfs images in the suite's shared cache
@@ -92,7 +95,7 @@ const SharedCacheEnv = "LPMBISECT_TEST_SHARED_CACHE"
 // dir keeps its own. Runs and everything else stay in dir.
 func ShareCache(tb testing.TB, dir string) string {
 	tb.Helper()
-	shared := os.Getenv(SharedCacheEnv)
+	shared := os.Getenv(sharedCacheEnv)
 	if shared == "" {
 		return dir
 	}
