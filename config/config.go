@@ -71,6 +71,8 @@ type Measure struct {
 	CPUProfile      string   `toml:"cpu_profile" usage:"the production CPU whose identity tcg and icount boots give the kernel, which chooses its mitigations by it: a profile of lpmbisect list --cpu-profiles (zen2, skylake-server, …) or default; a profile makes auto icount"`
 	NoMemory        bool     `toml:"no_memory" usage:"leave out the insight block's memory pass (under icount, cache and dTLB misses per operation from QEMU's TCG plugin in the first boot of each side)"`
 	MemoryPlugin    string   `toml:"memory_plugin" env:"LPMBISECT_MEMORY_PLUGIN" usage:"the memory pass's QEMU plugin (default: memplugin/memcount.so in the cache directory, else in the user's cache directory, where scripts/setup builds it)"`
+	NoCycles        bool     `toml:"no_cycles" usage:"leave out the memory pass's cycle model: its branch model (mispredictions per op), the warming of its caches and predictors by each benchmark's warm-up, the deferred work pass and est-cycles/op (docs/cycles.md); the pass then counts as it did without them"`
+	NoDeferred      bool     `toml:"no_deferred" usage:"leave out the memory pass's deferred work pass (what operations leave for later, counted over a wait after them: deferred-insn/op; docs/cycles.md)"`
 }
 
 // Bench selects the benchmarks the guest runs and their parameters.

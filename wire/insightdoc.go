@@ -347,7 +347,10 @@ func (p Plan) insightArgs() []string {
 	if p.ProfilePeriod > 0 {
 		args = append(args, ParamProfile.Arg(strconv.Itoa(p.ProfilePeriod)))
 	}
-	if p.Memory {
+	switch {
+	case p.Deferred:
+		args = append(args, ParamMemory.Arg("2"))
+	case p.Memory:
 		args = append(args, ParamMemory.Arg("1"))
 	}
 	return args

@@ -189,27 +189,36 @@ func TestSymbolMatches(t *testing.T) {
 }
 
 // The memory pass is armed on every boot (lpmbisect.memory=0) and runs in
-// the one that loads the plugin (LoadPlugin: =1, the same length); any
-// other value is malformed. Too many program images are refused.
+// the one that loads the plugin (LoadPlugin: =1, the same length; =2 with
+// the deferred work pass); any other value is malformed. Too many program
+// images are refused.
 func TestMemoryParam(t *testing.T) {
 	args := append(DefaultPlan().KernelArgs(), MemoryArg)
 	armed, err := DecodePlan(strings.Join(args, " "))
 	if err != nil || armed.Memory {
 		t.Errorf("DecodePlan(%q) = %+v, %v; want the pass armed, not run", args, armed, err)
 	}
-	on := LoadPlugin(args)
+	on := LoadPlugin(args, false)
 	if len(strings.Join(on, " ")) != len(strings.Join(args, " ")) {
 		t.Errorf("LoadPlugin changed the command line's length: %q → %q", args, on)
 	}
 	loaded, err := DecodePlan(strings.Join(on, " "))
-	if err != nil || !loaded.Memory {
+	if err != nil || !loaded.Memory || loaded.Deferred {
 		t.Errorf("DecodePlan(LoadPlugin(%q)) = %+v, %v; want the pass run", args, loaded, err)
 	}
 	if again, err := DecodePlan(strings.Join(loaded.KernelArgs(), " ")); err != nil || !again.Memory {
 		t.Errorf("the loaded plan's arguments %q decode to %+v, %v; want the pass run", loaded.KernelArgs(), again, err)
 	}
-	if _, err := DecodePlan(strings.Join(append(DefaultPlan().KernelArgs(), "lpmbisect.memory=2"), " ")); err == nil {
-		t.Errorf("DecodePlan(lpmbisect.memory=2) = nil error; want it malformed")
+	deferred := LoadPlugin(args, true)
+	withDeferred, err := DecodePlan(strings.Join(deferred, " "))
+	if err != nil || !withDeferred.Memory || !withDeferred.Deferred || len(strings.Join(deferred, " ")) != len(strings.Join(args, " ")) {
+		t.Errorf("DecodePlan(LoadPlugin(%q, deferred)) = %+v, %v; want the pass and its deferred work pass, at the same length", args, withDeferred, err)
+	}
+	if again, err := DecodePlan(strings.Join(withDeferred.KernelArgs(), " ")); err != nil || !again.Deferred {
+		t.Errorf("the deferred plan's arguments %q decode to %+v, %v; want the deferred work pass", withDeferred.KernelArgs(), again, err)
+	}
+	if _, err := DecodePlan(strings.Join(append(DefaultPlan().KernelArgs(), "lpmbisect.memory=3"), " ")); err == nil {
+		t.Errorf("DecodePlan(lpmbisect.memory=3) = nil error; want it malformed")
 	}
 	doc := &InsightDoc{Memory: &MemoryDoc{Benchmarks: []BenchMemory{{Benchmark: "b", Programs: make([]ProfileSymbol, maxProfileSymbols+1)}}}}
 	if _, err := EncodeInsight(doc); !errors.Is(err, ErrInsightTooLarge) {

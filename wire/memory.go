@@ -15,6 +15,11 @@ package wire
 // host, not through the guest: the guest reports only which segment of
 // the plugin's file belongs to which benchmark and how many operations it
 // spans (MemoryDoc).
+//
+// lpmbisect.memory=2 in the boot that loads the plugin adds the deferred
+// work pass (Plan.Deferred): per benchmark, a wide segment
+// (MemBeginWide) over its operations and the wait for what they left for
+// later, and one over the same wait alone (DeferredDoc).
 
 // ParamMemory is Plan.Memory, written when the plan arms the pass.
 const ParamMemory Param = "lpmbisect.memory"
@@ -33,13 +38,24 @@ const (
 	MemBegin       = memMarkBase | 4
 	MemEnd         = memMarkBase | 5
 	MemDisarm      = memMarkBase | 6
+	// MemBeginWide opens a segment that also counts the kernel outside
+	// the windows (the deferred work pass; closed by MemEnd); MemPause and
+	// MemResume bracket the harness's own work inside it (a trie refilled
+	// between timed runs), which is not what the operations left for
+	// later.
+	MemBeginWide = memMarkBase | 7
+	MemPause     = memMarkBase | 8
+	MemResume    = memMarkBase | 9
 )
 
 // MemoryDoc is what the guest says of the memory pass on one kernel.
 type MemoryDoc struct {
 	// Cost is the guest clock the whole pass took (ns; instructions under
-	// icount), set-up and operations included.
+	// icount), set-up and operations included; Idle the part of it the
+	// guest's CPU was idle (the deferred work pass's waits: under icount
+	// the clock jumps over them, no instruction runs).
 	Cost uint64 `json:"cost"`
+	Idle uint64 `json:"idle,omitempty"`
 	// Text is the run-time address of _text (ProfileDoc.Text): the host
 	// names the plugin's instruction addresses with it; 0 when hidden.
 	Text uint64 `json:"text,omitempty"`
@@ -48,6 +64,21 @@ type MemoryDoc struct {
 	Benchmarks []BenchMemory `json:"benchmarks,omitempty"`
 	// Problem says why there are no counts at all ("" when there are).
 	Problem string `json:"problem,omitempty"`
+}
+
+// DeferredDoc is one benchmark's deferred work pass: the plugin's wide
+// segment Segment spans Ops operations and the wait for the work they
+// left for later (RCU callbacks, kfree_rcu batches, workqueue items,
+// softirqs), segment Baseline the same wait with no operations; the
+// kernel's execution outside the windows of the one, less the other's,
+// is what the operations left for later. Wait is the guest clock of one
+// wait (ns: instructions and idle time under icount).
+type DeferredDoc struct {
+	Segment  int    `json:"segment"`
+	Baseline int    `json:"baseline"`
+	Ops      uint64 `json:"ops"`
+	Wait     uint64 `json:"wait,omitempty"`
+	Problem  string `json:"problem,omitempty"`
 }
 
 // BenchMemory is one benchmark's counted operations.
@@ -65,6 +96,11 @@ type BenchMemory struct {
 	// the plugin's addresses inside them (the exact profile).
 	Programs []ProfileSymbol `json:"programs,omitempty"`
 	Problem  string          `json:"problem,omitempty"`
+	// Deferred is its deferred work pass (Plan.Deferred; nil without).
+	Deferred *DeferredDoc `json:"deferred,omitempty"`
+	// UserSpace says its counted operations include user space inside
+	// the plugin's windows (the kernel bench's delete and its refill).
+	UserSpace bool `json:"user_space,omitempty"`
 }
 
 // MemoryArg arms the memory pass (lpmbisect.memory=0), to add to
@@ -78,12 +114,17 @@ var MemoryArg = ParamMemory.Arg("0")
 // loads the plugin: the same arguments, same length, with
 // lpmbisect.memory=1 (Plan.Memory), which also tells the guest that the
 // plugin profiles the benchmarks it counts exactly, so that it samples
-// only the others.
-func LoadPlugin(args []string) []string {
+// only the others; with deferred, lpmbisect.memory=2, which adds the
+// deferred work pass (Plan.Deferred).
+func LoadPlugin(args []string, deferred bool) []string {
+	armed := ParamMemory.Arg("1")
+	if deferred {
+		armed = ParamMemory.Arg("2")
+	}
 	out := make([]string, len(args))
 	for i, a := range args {
 		if a == MemoryArg {
-			a = ParamMemory.Arg("1")
+			a = armed
 		}
 		out[i] = a
 	}

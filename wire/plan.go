@@ -80,6 +80,9 @@ type Plan struct {
 	// benchmarks it counts, exactly, and the profile pass samples only
 	// the others. Armed without the plugin (ParamMemory=0) it is false.
 	Memory bool
+	// Deferred adds the deferred work pass to the memory pass
+	// (ParamMemory=2; wire.DeferredDoc).
+	Deferred bool
 }
 
 // DefaultBench is the selection when none is given: the two LPM trie lookup
@@ -559,10 +562,10 @@ func DecodePlan(cmdline string) (Plan, error) {
 			p.ProfilePeriod, err = parseCount(val)
 		case ParamMemory:
 			switch val {
-			case "0", "1":
-				p.Memory = val == "1"
+			case "0", "1", "2":
+				p.Memory, p.Deferred = val != "0", val == "2"
 			default:
-				err = fmt.Errorf("%w: want 0 or 1", ErrMalformed)
+				err = fmt.Errorf("%w: want 0, 1 or 2", ErrMalformed)
 			}
 		default:
 			err = ErrUnknownParam

@@ -111,6 +111,7 @@ func (r *invocation) compareInsight(cacheDir string, plan measure.GuestPlan, mem
 	}
 	if memory && workloads.Countable(plan.Selected()) {
 		in.MemoryPlugin = r.memoryPlugin(cacheDir)
+		in.NoCycleModel, in.NoDeferred = r.Measure.NoCycles, r.Measure.NoDeferred
 	}
 	return in, nil
 }

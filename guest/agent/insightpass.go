@@ -22,7 +22,7 @@ func insightPass(benches []*workloads.Benchmark, p workloads.Params, plan wire.P
 	// exactly, and the profile pass samples only the others.
 	var exact map[string]bool
 	if plan.Memory {
-		doc.Memory, exact = memoryPass(benches, p, plan)
+		doc.Memory, exact = memoryPass(benches, p, plan, info)
 		logf("memory pass: %d benchmarks in %d ns of guest clock %s", len(doc.Memory.Benchmarks), doc.Memory.Cost, doc.Memory.Problem)
 	}
 	if plan.ProfilePeriod > 0 {

@@ -7,4 +7,11 @@ func memBegin()  {}
 func memEnd()    {}
 func memDisarm() {}
 
+func memBeginWide() {}
+func memPause()     {}
+func memResume()    {}
+
+func memWindowStart() {}
+func memWindowStop()  {}
+
 const haveMemMarks = false

@@ -19,7 +19,8 @@ func TestMemMarksMatchWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := regexp.MustCompile(`TEXT ·(mem\w+)\(SB\),NOSPLIT,\$0-0\n\t((?:BYTE \$0x[0-9a-f]{2}; ?){4}BYTE \$0x[0-9a-f]{2})\n`)
-	want := map[string]uint32{"memArm": wire.MemArm, "memBegin": wire.MemBegin, "memEnd": wire.MemEnd, "memDisarm": wire.MemDisarm}
+	want := map[string]uint32{"memArm": wire.MemArm, "memBegin": wire.MemBegin, "memEnd": wire.MemEnd, "memDisarm": wire.MemDisarm, "memBeginWide": wire.MemBeginWide,
+		"memPause": wire.MemPause, "memResume": wire.MemResume, "memWindowStart": wire.MemWindowStart, "memWindowStop": wire.MemWindowStop}
 	byteRE := regexp.MustCompile(`\$0x([0-9a-f]{2})`)
 	found := 0
 	for _, m := range fn.FindAllStringSubmatch(string(src), -1) {

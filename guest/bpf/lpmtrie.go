@@ -51,6 +51,32 @@ func KeyFor(prefixlen, v uint32) LPMKey {
 // number shifted to the top of the word when Prefixlen < 32).
 func (k LPMKey) Value() uint32 { return binary.BigEndian.Uint32(k.Data[:]) }
 
+// KeyLayout is how a key's number is stored in its data.
+type KeyLayout int
+
+const (
+	// BigEndianKeys stores the number big-endian in the top prefix bits
+	// (KeyFor): numerically close keys share long prefixes, as IPv4
+	// addresses do.
+	BigEndianKeys KeyLayout = iota
+	// HostOrderKeys stores the number as a u32 in the host's byte order,
+	// as the kernel bench does (its keys are bpf_get_prandom_u32() %
+	// entries, at prefix length 32): on x86 the low byte comes first, so
+	// the trie branches on the number's low bits first.
+	HostOrderKeys
+)
+
+// Key returns the key of number v at prefix length prefixlen in this
+// layout (HostOrderKeys: prefix length 32 only).
+func (l KeyLayout) Key(prefixlen, v uint32) LPMKey {
+	if l == HostOrderKeys {
+		k := LPMKey{Prefixlen: prefixlen}
+		binary.NativeEndian.PutUint32(k.Data[:], v)
+		return k
+	}
+	return KeyFor(prefixlen, v)
+}
+
 // KeyOrder is how a benchmark program picks the key of each operation.
 type KeyOrder int
 
@@ -137,10 +163,18 @@ type LPMBench struct {
 	Loops uint32
 	// Marks, when set, bracket the timed bpf_loop for the memory plugin.
 	Marks WindowMarks
+	// Layout is how keys are stored (HostOrderKeys needs PrefixLen 32).
+	Layout KeyLayout
 }
 
-// ProgName is the name of the XDP program in the spec, e.g. "lpm_lookup".
-func (l LPMBench) ProgName() string { return "lpm_" + l.Op.String() }
+// ProgName is the name of the XDP program in the spec, e.g. "lpm_lookup",
+// or "lpm_lookup_host" with keys in host byte order.
+func (l LPMBench) ProgName() string {
+	if l.Layout == HostOrderKeys {
+		return "lpm_" + l.Op.String() + "_host"
+	}
+	return "lpm_" + l.Op.String()
+}
 
 func (l LPMBench) loops() uint32 {
 	if l.Loops == 0 {
@@ -181,6 +215,9 @@ func (l LPMBench) validate() error {
 	}
 	if l.Keys != RandomKeys && l.Keys != SequentialKeys {
 		return fmt.Errorf("unknown key order %v", l.Keys)
+	}
+	if l.Layout == HostOrderKeys && l.prefixLen() != 32 {
+		return fmt.Errorf("keys in host byte order need prefix length 32, not %d (the kernel bench's keys are whole u32s)", l.prefixLen())
 	}
 	if l.Op.consumesKeys() && l.Keys != SequentialKeys {
 		return fmt.Errorf("%v needs sequential keys", l.Op)
@@ -283,7 +320,7 @@ func (l LPMBench) callback() asm.Instructions {
 	}
 	insns := keyIndex(loopCallbackFunc(name), l.Keys, l.Entries)
 	insns = append(insns, asm.Mov.Reg(asm.R6, asm.R0)) // key value, kept for failures
-	insns = append(insns, storeKey(asm.R0, l.prefixLen())...)
+	insns = append(insns, storeKey(asm.R0, l.prefixLen(), l.Layout)...)
 	ok := asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 	switch l.Op {
 	case OpBaseline:
@@ -320,14 +357,17 @@ func (l LPMBench) callback() asm.Instructions {
 
 // storeKey emits the LPM key for the prefix number in src at
 // fp+keyPrefixlen: src is shifted into the top prefixLen bits and stored
-// big-endian. It clobbers src.
-func storeKey(src asm.Register, prefixLen uint32) asm.Instructions {
+// big-endian, or stored as it is in the host's order (HostOrderKeys,
+// prefix length 32). It clobbers src.
+func storeKey(src asm.Register, prefixLen uint32, layout KeyLayout) asm.Instructions {
 	var insns asm.Instructions
 	if prefixLen < 32 {
 		insns = append(insns, asm.LSh.Imm32(src, int32(32-prefixLen)))
 	}
+	if layout != HostOrderKeys {
+		insns = append(insns, asm.HostTo(asm.BE, src, asm.Word))
+	}
 	return append(insns,
-		asm.HostTo(asm.BE, src, asm.Word),
 		asm.StoreMem(asm.RFP, keyData, src, asm.Word),
 		asm.StoreImm(asm.RFP, keyPrefixlen, int64(prefixLen), asm.Word),
 	)

@@ -41,6 +41,33 @@ func TestKeyFor(t *testing.T) {
 	}
 }
 
+// Keys in host byte order are the kernel bench's: the number as a u32 as
+// the host stores it (on x86 its low byte first), prefix length 32; the
+// program stores them without the conversion to big-endian.
+func TestHostOrderKeys(t *testing.T) {
+	k := HostOrderKeys.Key(32, 0x01020304)
+	var want [4]byte
+	binary.NativeEndian.PutUint32(want[:], 0x01020304)
+	if k.Prefixlen != 32 || k.Data != want {
+		t.Errorf("HostOrderKeys.Key(32, 0x01020304) = %+v; want the u32 in host order", k)
+	}
+	if BigEndianKeys.Key(32, 7) != KeyFor(32, 7) {
+		t.Errorf("BigEndianKeys.Key = %+v; want KeyFor's", BigEndianKeys.Key(32, 7))
+	}
+	host := LPMBench{Op: OpLookup, Keys: RandomKeys, Entries: 10000, Layout: HostOrderKeys}
+	spec, err := host.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, _ := LPMBench{Op: OpLookup, Keys: RandomKeys, Entries: 10000}.Spec()
+	if host.ProgName() != "lpm_lookup_host" || spec.Programs[host.ProgName()] == nil {
+		t.Fatalf("program name %q, programs %v; want lpm_lookup_host", host.ProgName(), spec.Programs)
+	}
+	if n, m := len(spec.Programs[host.ProgName()].Instructions), len(be.Programs["lpm_lookup"].Instructions); n != m-1 {
+		t.Errorf("host-order program has %d instructions, the big-endian one %d; want one fewer (no byte swap)", n, m)
+	}
+}
+
 func TestStatsLayout(t *testing.T) {
 	if got := binary.Size(Stats{}); got != statsSize {
 		t.Errorf("binary.Size(Stats{}) = %d; want %d", got, statsSize)
@@ -73,6 +100,7 @@ func TestSpecRejects(t *testing.T) {
 		{Op: OpInsert, Entries: 10, Keys: RandomKeys},
 		{Op: OpDelete, Entries: 10, Keys: RandomKeys},
 		{Op: LPMOp(9), Entries: 10},
+		{Op: OpLookup, Entries: 10, PrefixLen: 24, Layout: HostOrderKeys},
 	} {
 		if _, err := l.Spec(); err == nil {
 			t.Errorf("%+v.Spec() = nil error; want an error", l)

@@ -74,7 +74,7 @@ func (u LPMUnrolled) Spec() (*ebpf.CollectionSpec, error) {
 			)
 		}
 		insns = append(insns, asm.Mov.Reg(asm.R8, asm.R0))
-		insns = append(insns, storeKey(asm.R0, prefixLen)...)
+		insns = append(insns, storeKey(asm.R0, prefixLen, BigEndianKeys)...)
 		switch u.Op {
 		case OpLookup:
 			insns = append(insns, lookupKey()...)

@@ -385,7 +385,7 @@ func newBatchTrie(n uint32) (*batchMap[bpf.LPMKey, uint32], error) {
 	for i := range n {
 		vals[i] = i
 	}
-	return newBatchMap(bpf.TrieSpec(n), trieKeys(n, bpf.PrefixLen), vals)
+	return newBatchMap(bpf.TrieSpec(n), trieKeys(n, bpf.PrefixLen, bpf.BigEndianKeys), vals)
 }
 
 // batchTrieInstance sets up an LPM trie MapBatch benchmark for the insight

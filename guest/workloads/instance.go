@@ -425,14 +425,14 @@ func counterProgram(t ebpf.ProgramType, at ebpf.AttachType, attachTo string, m *
 // sample's worth of test runs (Params.Rounds × bpf.LoopIterations
 // operations; PathTestRun). The trie resets of insert and delete are
 // syscalls, which the kprobes that count here do not see.
-func lpmInstance(op bpf.LPMOp, keys bpf.KeyOrder) func(Params, func(string, ...any)) (*Instance, error) {
+func lpmInstance(op bpf.LPMOp, keys bpf.KeyOrder, layout bpf.KeyLayout) func(Params, func(string, ...any)) (*Instance, error) {
 	return func(p Params, logf func(string, ...any)) (*Instance, error) {
 		r := &Run{Params: p, Logf: logf, Info: func(string) {}}
-		b, closeAll, err := lpmPrepare(r, op, keys)
+		b, closeAll, err := lpmPrepare(r, op, keys, layout)
 		if err != nil {
 			return nil, err
 		}
-		in := &Instance{Programs: map[string]*ebpf.Program{bpf.LPMBench{Op: op}.ProgName(): b.prog}, Path: PathTestRun, Close: closeAll}
+		in := &Instance{Programs: map[string]*ebpf.Program{bpf.LPMBench{Op: op, Layout: layout}.ProgName(): b.prog}, Path: PathTestRun, Close: closeAll}
 		if op.UsesTrie() {
 			in.Operate = func() (uint64, error) {
 				s, err := b.sample(p.Rounds)

@@ -90,10 +90,11 @@ func TestWhyNotCounted(t *testing.T) {
 // TestInstancesWhereTheTrieIsReached checks which benchmarks the insight
 // pass sets up: every family whose operations reach the LPM trie, and
 // every benchmark with functions of interest of its own (the other map
-// families); none whose operations reach neither (MapBatch's hash maps,
-// ring buffers, the other families' controls).
+// families), and the branch model's controls, which the memory pass
+// counts; none whose operations reach neither (MapBatch's hash maps, ring
+// buffers, the other families' controls).
 func TestInstancesWhereTheTrieIsReached(t *testing.T) {
-	reaches := regexp.MustCompile(`^(LPMTrie/op=(noop|baseline|lookup|update|insert|delete)|LPMTrieUnrolled/|LPMTrieSyscall/|MapBatch/map=lpm_trie/)`)
+	reaches := regexp.MustCompile(`^(LPMTrie/op=(noop|baseline|lookup|update|insert|delete)|LPMTrieSeed/|LPMTrieUnrolled/|LPMTrieSyscall/|MapBatch/map=lpm_trie/|BranchModel/)`)
 	for _, b := range Registry() {
 		if got, want := b.Instance != nil, reaches.MatchString(b.Name) || len(b.Functions) > 0; got != want {
 			t.Errorf("%s: has an insight instance %v; want %v", b.Name, got, want)

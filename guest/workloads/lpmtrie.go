@@ -98,9 +98,9 @@ func lpmTrieBenchmarks() []*Benchmark {
 			Doc:      doc,
 			Params:   []string{"entries", "prefix_len"},
 			Requires: []Requirement{ReqBPFLoop},
-			Run:      lpmRun(op, keys),
-			Instance: lpmInstance(op, keys),
-			Spec:     lpmSpec(op, keys),
+			Run:      lpmRun(op, keys, bpf.BigEndianKeys),
+			Instance: lpmInstance(op, keys, bpf.BigEndianKeys),
+			Spec:     lpmSpec(op, keys, bpf.BigEndianKeys),
 			Programs: []string{bpf.LPMBench{Op: op}.ProgName()},
 		}
 		if op.UsesTrie() {
@@ -257,8 +257,8 @@ func jitOnOnePage(coll *ebpf.Collection, pageSize uint64) (onePage, known bool) 
 // bpf_loop: load the program and maps, fill the trie if the operation needs
 // it full, warm up (Params.WarmUpRounds), then report Params.Samples
 // samples of Params.Rounds program runs each.
-func lpmRun(op bpf.LPMOp, keys bpf.KeyOrder) func(*Run) error {
-	return runPrepared(func(r *Run) (*progBench, func(), error) { return lpmPrepare(r, op, keys) })
+func lpmRun(op bpf.LPMOp, keys bpf.KeyOrder, layout bpf.KeyLayout) func(*Run) error {
+	return runPrepared(func(r *Run) (*progBench, func(), error) { return lpmPrepare(r, op, keys, layout) })
 }
 
 // sampler takes one sample of a given number of program runs.
@@ -286,9 +286,9 @@ func runPrepared[S sampler](prepare func(*Run) (S, func(), error)) func(*Run) er
 // lpmPrepare loads an LPM trie benchmark's program and maps and fills the
 // trie if the operation needs it full: what its samples and the insight
 // pass (lpmInstance) start from. closeAll releases the collection.
-func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll func(), err error) {
+func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder, layout bpf.KeyLayout) (b *progBench, closeAll func(), err error) {
 	p := r.Params
-	spec, err := lpmSpec(op, keys)(p)
+	spec, err := lpmSpec(op, keys, layout)(p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -296,9 +296,9 @@ func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll
 	if err != nil {
 		return nil, nil, err
 	}
-	b = &progBench{prog: coll.Programs[bpf.LPMBench{Op: op}.ProgName()], stats: coll.Maps[bpf.StatsMapName]}
+	b = &progBench{prog: coll.Programs[bpf.LPMBench{Op: op, Layout: layout}.ProgName()], stats: coll.Maps[bpf.StatsMapName]}
 	if op.UsesTrie() {
-		b.trie = &trie{m: coll.Maps[bpf.TrieMapName], entries: p.Entries, prefixLen: p.PrefixLen}
+		b.trie = &trie{m: coll.Maps[bpf.TrieMapName], entries: p.Entries, prefixLen: p.PrefixLen, layout: layout}
 		if op.StartsFull() {
 			start := time.Now()
 			how, err := b.trie.fill()
@@ -311,17 +311,21 @@ func lpmPrepare(r *Run, op bpf.LPMOp, keys bpf.KeyOrder) (b *progBench, closeAll
 	}
 	switch op {
 	case bpf.OpInsert:
-		b.resetTrie = b.trie.empty
+		b.resetTrie = func() error { return p.untimed(b.trie.empty) }
 	case bpf.OpDelete:
-		b.resetTrie = func() error { _, err := b.trie.fill(); return err }
+		b.resetTrie = func() error { return p.untimed(func() error { _, err := b.trie.fill(); return err }) }
 	}
 	return b, coll.Close, nil
 }
 
 // lpmSpec builds the collection of an LPM trie benchmark under p.
-func lpmSpec(op bpf.LPMOp, keys bpf.KeyOrder) func(Params) (*ebpf.CollectionSpec, error) {
+func lpmSpec(op bpf.LPMOp, keys bpf.KeyOrder, layout bpf.KeyLayout) func(Params) (*ebpf.CollectionSpec, error) {
 	return func(p Params) (*ebpf.CollectionSpec, error) {
-		return bpf.LPMBench{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: p.PrefixLen, Marks: p.windowMarks()}.Spec()
+		prefixLen := p.PrefixLen
+		if layout == bpf.HostOrderKeys {
+			prefixLen = bpf.PrefixLen // the kernel bench's keys are whole u32s
+		}
+		return bpf.LPMBench{Op: op, Keys: keys, Entries: p.Entries, PrefixLen: prefixLen, Marks: p.windowMarks(), Layout: layout}.Spec()
 	}
 }
 
@@ -344,14 +348,15 @@ func reportSamples(r *Run, take func() (Sample, error)) error {
 type trie struct {
 	m                  *ebpf.Map
 	entries, prefixLen uint32
+	layout             bpf.KeyLayout
 }
 
-func (t *trie) fill() (string, error) { return fillTrie(t.m, t.entries, t.prefixLen) }
+func (t *trie) fill() (string, error) { return fillTrie(t.m, t.entries, t.prefixLen, t.layout) }
 
 // empty deletes every key, with one BPF_MAP_DELETE_BATCH where the kernel
 // supports it for LPM tries (5.13), else one delete per key.
 func (t *trie) empty() error {
-	keys := trieKeys(t.entries, t.prefixLen)
+	keys := trieKeys(t.entries, t.prefixLen, t.layout)
 	if n, err := t.m.BatchDelete(keys, nil); err == nil && n == len(keys) {
 		return nil
 	}
@@ -363,20 +368,23 @@ func (t *trie) empty() error {
 	return nil
 }
 
-func trieKeys(n, prefixLen uint32) []bpf.LPMKey {
+func trieKeys(n, prefixLen uint32, layout bpf.KeyLayout) []bpf.LPMKey {
+	if layout == bpf.HostOrderKeys {
+		prefixLen = bpf.PrefixLen
+	}
 	keys := make([]bpf.LPMKey, n)
 	for i := range n {
-		keys[i] = bpf.KeyFor(prefixLen, i)
+		keys[i] = layout.Key(prefixLen, i)
 	}
 	return keys
 }
 
-// fillTrie inserts the keys bpf.KeyFor(prefixLen, i) with value i for i in
-// [0, n) into an LPM trie. It uses one BPF_MAP_UPDATE_BATCH call where the
-// kernel supports it for LPM tries (Linux 5.13) and falls back to one update
-// per element. It returns how it filled the trie.
-func fillTrie(m *ebpf.Map, n, prefixLen uint32) (string, error) {
-	keys := trieKeys(n, prefixLen)
+// fillTrie inserts the keys layout.Key(prefixLen, i) with value i for i
+// in [0, n) into an LPM trie. It uses one BPF_MAP_UPDATE_BATCH call where
+// the kernel supports it for LPM tries (Linux 5.13) and falls back to one
+// update per element. It returns how it filled the trie.
+func fillTrie(m *ebpf.Map, n, prefixLen uint32, layout bpf.KeyLayout) (string, error) {
+	keys := trieKeys(n, prefixLen, layout)
 	values := make([]uint32, n)
 	for i := range n {
 		values[i] = i
@@ -539,7 +547,7 @@ func lpmFree(r *Run) error {
 		if err != nil {
 			return fmt.Errorf("create trie to free: %w", err)
 		}
-		if _, err := fillTrie(m, p.Entries, p.PrefixLen); err != nil {
+		if _, err := fillTrie(m, p.Entries, p.PrefixLen, bpf.BigEndianKeys); err != nil {
 			m.Close()
 			return err
 		}

@@ -34,7 +34,7 @@ func TestFillTrie(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	how, err := fillTrie(m, 1000, 16)
+	how, err := fillTrie(m, 1000, 16, bpf.BigEndianKeys)
 	if err != nil {
 		t.Fatalf("FillTrie(1000) = %v", err)
 	}

@@ -109,7 +109,7 @@ func loadSyscallProg(r *Run, lookups int, entries uint32) (*syscallProg, error) 
 		return nil, err
 	}
 	if entries > 0 {
-		if _, err := fillTrie(coll.Maps[bpf.TrieMapName], entries, bpf.PrefixLen); err != nil {
+		if _, err := fillTrie(coll.Maps[bpf.TrieMapName], entries, bpf.PrefixLen, bpf.BigEndianKeys); err != nil {
 			coll.Close()
 			return nil, err
 		}

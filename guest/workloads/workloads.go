@@ -13,6 +13,9 @@
 //     noop and baseline controls, lookup, update, insert, delete, timed
 //     in-kernel around bpf_loop (5.17), and free, timed with fentry/fexit on
 //     bpf_map_free_deferred (5.5, kernel BTF).
+//   - LPMTrieSeed/op=…: the kernel bench's lookup, update and delete as it
+//     runs them: keys in host byte order, the delete's rate with its
+//     refill by one syscall per key (5.17).
 //   - LPMTrieUnrolled/…: lookup and update without bpf_loop (4.12).
 //   - LPMTrieSyscall/…: a kprobe on gettid() doing 0, 1, 8 or 32 lookups on
 //     tries of 0, 1 and 8192 entries; per syscall, and derived per lookup.
@@ -28,6 +31,9 @@
 //     lookups with and without a filter in front.
 //   - TaskStorage/…: task local storage gets and create/delete from a raw
 //     tracepoint and an fentry program (5.11 helpers; bpf_loop 5.17).
+//   - BranchModel/pattern=…: controls of the memory pass's branch model, one
+//     conditional branch per iteration always taken, alternating or
+//     random (5.17).
 //   - Workload/prog=NAME: a user's BPF program (--workload) and a noop of
 //     its type, timed by BPF_PROG_TEST_RUN (see workloadBenchmarks).
 //
@@ -122,6 +128,37 @@ type Params struct {
 	// (bpf.WindowMarks): set by the memory pass alone, never for timed
 	// samples (the marks are two instructions per run).
 	MemoryMarks bool
+	// Harness, when set, runs what a benchmark does in user space around
+	// its programs (see Harness): the memory pass's, which marks it for
+	// the plugin. Nil: run it as it is.
+	Harness Harness
+}
+
+// Harness runs a benchmark's work in user space for the memory pass:
+// Untimed the work its harness does between timed runs (refilling or
+// emptying a trie), which the deferred work pass must not count as work
+// the operations left for later; Timed user-space work that is part of
+// the operations (the kernel bench's refill after its deletes), which the
+// plugin counts as it counts a program's timed loop.
+type Harness interface {
+	Untimed(work func() error) error
+	Timed(work func() error) error
+}
+
+// untimed runs work as p.Harness says.
+func (p Params) untimed(work func() error) error {
+	if p.Harness == nil {
+		return work()
+	}
+	return p.Harness.Untimed(work)
+}
+
+// timed runs work as p.Harness says.
+func (p Params) timed(work func() error) error {
+	if p.Harness == nil {
+		return work()
+	}
+	return p.Harness.Timed(work)
 }
 
 // windowMarks are the marks p asks the timed loops for.
@@ -354,6 +391,7 @@ func kernelVersionLess(a, b string) bool {
 func Registry() []*Benchmark {
 	var all []*Benchmark
 	all = append(all, lpmTrieBenchmarks()...)
+	all = append(all, lpmSeedBenchmarks()...)
 	all = append(all, unrolledBenchmarks()...)
 	all = append(all, syscallBenchmarks()...)
 	all = append(all, batchBenchmarks()...)
@@ -361,6 +399,7 @@ func Registry() []*Benchmark {
 	all = append(all, hashMapBenchmarks()...)
 	all = append(all, bloomBenchmarks()...)
 	all = append(all, storageBenchmarks()...)
+	all = append(all, branchBenchmarks()...)
 	all = append(all, verifierBenchmarks(all)...)
 	return all
 }

@@ -102,11 +102,11 @@ func TestSelect(t *testing.T) {
 	for _, preset := range Presets {
 		counts[preset.Name] = len(names(preset.Name))
 	}
-	if counts["all"] != len(Select(Registry(), regexp.MustCompile("."), p)) || counts["lpm"] != 14 || counts["syscall"] != 10 || counts["batch"] != 28 || counts["ringbuf"] != 12 || counts["hash"] != 18 || counts["bloom"] != 6 || counts["storage"] != 6 || counts["verifier"] != 61 {
-		t.Errorf("preset sizes = %v; want lpm 14, syscall 10, batch 28, ringbuf 12 (2 vCPUs), hash 18, bloom 6, storage 6, verifier 61 (11 LPM trie, 4 unrolled, 10 syscall, 6 ring buffer, 18 hash map, 6 bloom filter, 6 task storage programs)", counts)
+	if counts["all"] != len(Select(Registry(), regexp.MustCompile("."), p)) || counts["lpm"] != 14 || counts["syscall"] != 10 || counts["batch"] != 28 || counts["ringbuf"] != 12 || counts["hash"] != 18 || counts["bloom"] != 6 || counts["storage"] != 6 || counts["seed"] != 3 || counts["branch"] != 3 || counts["verifier"] != 67 {
+		t.Errorf("preset sizes = %v; want lpm 14, seed 3, syscall 10, batch 28, ringbuf 12 (2 vCPUs), hash 18, bloom 6, storage 6, branch 3, verifier 67 (11 LPM trie, 3 seed, 4 unrolled, 10 syscall, 6 ring buffer, 18 hash map, 6 bloom filter, 6 task storage, 3 branch programs)", counts)
 	}
-	if got := counts["lpm"] + counts["syscall"] + counts["batch"] + counts["ringbuf"] + counts["hash"] + counts["bloom"] + counts["storage"] + counts["verifier"]; got != counts["all"] {
-		t.Errorf("presets lpm+syscall+batch+ringbuf+hash+bloom+storage+verifier select %d benchmarks; all selects %d", got, counts["all"])
+	if got := counts["lpm"] + counts["seed"] + counts["syscall"] + counts["batch"] + counts["ringbuf"] + counts["hash"] + counts["bloom"] + counts["storage"] + counts["branch"] + counts["verifier"]; got != counts["all"] {
+		t.Errorf("presets lpm+seed+syscall+batch+ringbuf+hash+bloom+storage+branch+verifier select %d benchmarks; all selects %d", got, counts["all"])
 	}
 }
 

@@ -43,6 +43,10 @@ type Insight struct {
 	// only), and the guest runs each benchmark's operations again with
 	// the plugin counting cache and dTLB misses.
 	MemoryPlugin string
+	// NoCycleModel leaves the memory pass's cycle model out (the branch
+	// model, the warm model, the deferred work pass, est-cycles/op;
+	// docs/cycles.md); NoDeferred its deferred work pass alone.
+	NoCycleModel, NoDeferred bool
 }
 
 // forSetup is the insight a run booted by s can have: without the guest's

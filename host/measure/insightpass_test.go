@@ -154,11 +154,11 @@ func TestPluginFaultRunsTheInsightPassAgain(t *testing.T) {
 	boot := func(_ context.Context, cfg vmrunner.Config) (*vmrunner.Result, error) {
 		side := cfg.Kernel[len("/k/"):]
 		// The boot that loads the plugin, and it alone, tells its guest so
-		// (lpmbisect.memory=1: the memory pass and its exact profile), in
-		// a command line of the same length.
+		// (lpmbisect.memory=2: the memory pass, its exact profile and its
+		// deferred work pass), in a command line of the same length.
 		want := wire.MemoryArg
 		if cfg.MemoryPlugin != "" {
-			want = "lpmbisect.memory=1"
+			want = "lpmbisect.memory=2"
 		}
 		if !slices.Contains(cfg.KernelArgs, want) || len(want) != len(wire.MemoryArg) {
 			t.Errorf("boot of %s with plugin %q: arguments %q; want %s", side, cfg.MemoryPlugin, cfg.KernelArgs, want)

@@ -185,8 +185,9 @@ func (r *Runner) job(s *Side, pair int) Job {
 		cfg.KernelArgs = wire.ArmInsight(cfg.KernelArgs)
 		// Under icount only: the plugin counts what TCG runs.
 		if !s.insightAgain && r.insight != nil && r.insight.MemoryPlugin != "" && cfg.Accel == wire.AccelIcount {
-			cfg.MemoryPlugin = r.insight.MemoryPlugin
-			cfg.KernelArgs = wire.LoadPlugin(cfg.KernelArgs) // the guest's memory pass, and its exact profile
+			cfg.MemoryPlugin, cfg.NoCycleModel = r.insight.MemoryPlugin, r.insight.NoCycleModel
+			// the guest's memory pass, its exact profile, and its deferred work pass
+			cfg.KernelArgs = wire.LoadPlugin(cfg.KernelArgs, !r.insight.NoCycleModel && !r.insight.NoDeferred)
 		}
 		s.insightAgain = false
 	}

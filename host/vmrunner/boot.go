@@ -112,6 +112,11 @@ type Config struct {
 	// MemoryPlugin, when set, is the memory plugin to load (icount only;
 	// DefaultMemoryPlugin): Result.Memory holds what it counted.
 	MemoryPlugin string
+	// NoCycleModel leaves the plugin's cycle model out: its branch model
+	// and the warming of its caches by each benchmark's warm-up (the
+	// mispredictions and est-cycles/op rows; docs/cycles.md). The plugin
+	// then counts as it did before the cycle model.
+	NoCycleModel bool
 }
 
 // Result is what a boot produced.

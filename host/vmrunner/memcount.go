@@ -135,21 +135,36 @@ func (c *Config) codeCacheMiB() int {
 	return memoryCodeCacheMiB
 }
 
-// pluginArgs are QEMU's -plugin arguments for the memory plugin.
+// pluginArgs are QEMU's -plugin arguments for the memory plugin: the
+// outfile, and the core the boot's CPU profile has (memoryCore), with its
+// cycle model unless Config.NoCycleModel.
 func (c *Config) pluginArgs(runDir string) []string {
 	if c.MemoryPlugin == "" {
 		return nil
 	}
-	return []string{"-plugin", c.MemoryPlugin + ",outfile=" + filepath.Join(runDir, memcountFile), "-rtc", memoryRTC}
+	args := append([]string{c.MemoryPlugin, "outfile=" + filepath.Join(runDir, memcountFile)}, c.memoryCore().PluginArgs(!c.NoCycleModel)...)
+	return []string{"-plugin", strings.Join(args, ","), "-rtc", memoryRTC}
+}
+
+// memoryCore is the core the plugin models in this boot: its CPU
+// profile's (every profile has one: TestCoreModelPerProfile).
+func (c *Config) memoryCore() CoreModel {
+	core, _ := CoreModelOf(c.CPU.Name)
+	return core
 }
 
 // MemCounts is what the plugin wrote in one boot.
 type MemCounts struct {
 	// Version is the plugin's format: 1 wrote the caches' counts alone,
-	// 2 adds the exact profile (MemSegment.Execs, Calls, Flow, Special).
+	// 2 adds the exact profile (MemSegment.Execs, Calls, Flow, Special),
+	// 3 the branch model, the L2, the locked and serialising instructions
+	// (MemSegment.Events) and the wide segments (MemSegment.Outside).
 	Version int
-	// Model is the plugin's first line: the sizes it modelled.
+	// Model is the plugin's first line: the sizes it modelled; Core the
+	// core they are of (CoreModel.Name; "" for a plugin that did not
+	// say: the default model).
 	Model    string
+	Core     string
 	Segments []MemSegment
 	// Marks are the marks the plugin saw executed, by code
 	// (wire.MemWindowStart is 1 … wire.MemDisarm 6), from its last line;
@@ -185,6 +200,34 @@ type MemSegment struct {
 	Calls   []CallSite
 	Flow    *FlowCounts
 	Special map[string]uint64
+	// L2 is the L2's count when the core has one modelled (nil: none);
+	// Events the branches, their mispredictions and the locked and
+	// serialising instructions of the windows (plugin version 3).
+	L2     *CacheCount
+	Events *Events
+	// Outside is what the kernel ran outside the windows in a wide
+	// segment (wire.MemBeginWide; nil in others), and DExecs its
+	// instructions' executions, by address.
+	Outside *Outside
+	DExecs  []PCCount
+}
+
+// Events are a bank's branches by kind with their mispredictions, when
+// the plugin modelled branches (Branches), and its locked and serialising
+// instructions.
+type Events struct {
+	Branches                     bool
+	Cond, CondMiss, Ind, IndMiss uint64
+	Ret, RetMiss                 uint64
+	Lock, Serial                 uint64
+}
+
+// Outside is the kernel's execution outside a wide segment's windows.
+type Outside struct {
+	Insns               uint64
+	L1D, L1I, LLC, DTLB CacheCount
+	L2                  *CacheCount
+	Events              *Events
 }
 
 // PCCount is the executions of one instruction.
@@ -254,6 +297,38 @@ func readMemCounts(path string) (*MemCounts, error) {
 	return m, nil
 }
 
+// eventsLine reads an events or oevents line: the segment's number, then
+// names and counts (cond, cond_miss, ind, ind_miss, ret, ret_miss with a
+// branch model; lock and serial always). An oevents line belongs to a
+// segment with an outside line.
+func eventsLine(m *MemCounts, f []string, n int) (*MemSegment, *Events, error) {
+	seg, err := strconv.Atoi(f[1%len(f)])
+	s := m.Segment(seg)
+	switch {
+	case err != nil || s == nil || len(f)%2 != 0 || len(f) > 2+2*maxEventNames:
+		return nil, nil, fmt.Errorf("line %d: %s line, malformed or of an unknown segment", n, f[0])
+	case f[0] == "events" && s.Events != nil, f[0] == "oevents" && (s.Outside == nil || s.Outside.Events != nil):
+		return nil, nil, fmt.Errorf("line %d: %s line repeated, or without its outside line", n, f[0])
+	}
+	ev := &Events{}
+	fields := map[string]*uint64{"cond": &ev.Cond, "cond_miss": &ev.CondMiss, "ind": &ev.Ind, "ind_miss": &ev.IndMiss,
+		"ret": &ev.Ret, "ret_miss": &ev.RetMiss, "lock": &ev.Lock, "serial": &ev.Serial}
+	for i := 2; i < len(f); i += 2 {
+		p, ok := fields[f[i]]
+		if !ok {
+			continue // a name of a later plugin
+		}
+		if *p, err = strconv.ParseUint(f[i+1], 10, 64); err != nil {
+			return nil, nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		ev.Branches = ev.Branches || f[i] == "cond"
+	}
+	return s, ev, nil
+}
+
+// maxEventNames bounds the names of an events line.
+const maxEventNames = 32
+
 func parseMemCounts(r io.Reader) (*MemCounts, error) {
 	m := &MemCounts{}
 	sc := bufio.NewScanner(r)
@@ -269,7 +344,7 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 			out := make([]uint64, 0, want)
 			for _, s := range f[from : from+want] {
 				base := 10
-				if (f[0] == "pc" || f[0] == "exec") && len(out) == 1 || f[0] == "call" && (len(out) == 1 || len(out) == 2) {
+				if (f[0] == "pc" || f[0] == "exec" || f[0] == "dexec") && len(out) == 1 || f[0] == "call" && (len(out) == 1 || len(out) == 2) {
 					base = 16
 				}
 				v, err := strconv.ParseUint(s, base, 64)
@@ -303,9 +378,14 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 				return nil, fmt.Errorf("line %d: plugin format %q", n, f[1])
 			}
 			m.Version, m.Model = v, strings.Join(f[2:], " ")
+			for i := 2; i+1 < len(f); i++ {
+				if f[i] == "core" {
+					m.Core = f[i+1]
+				}
+			}
 		case "segment":
-			// segment N windows W insns I l1d A M l1i A M llc A M dtlb A M
-			if len(f) != 18 || f[2] != "windows" || f[4] != "insns" || f[6] != "l1d" || f[9] != "l1i" || f[12] != "llc" || f[15] != "dtlb" {
+			// segment N windows W insns I l1d A M l1i A M llc A M dtlb A M [l2 A M]
+			if len(f) != 18 && !(len(f) == 21 && f[18] == "l2") || f[2] != "windows" || f[4] != "insns" || f[6] != "l1d" || f[9] != "l1i" || f[12] != "llc" || f[15] != "dtlb" {
 				return nil, fmt.Errorf("line %d: malformed segment line", n)
 			}
 			if len(m.Segments) >= maxMemcountSegments {
@@ -319,8 +399,56 @@ func parseMemCounts(r io.Reader) (*MemCounts, error) {
 				}
 				v = append(v, x)
 			}
-			m.Segments = append(m.Segments, MemSegment{Number: int(v[0]), Windows: v[1], Insns: v[2],
-				L1D: CacheCount{v[3], v[4]}, L1I: CacheCount{v[5], v[6]}, LLC: CacheCount{v[7], v[8]}, DTLB: CacheCount{v[9], v[10]}})
+			seg := MemSegment{Number: int(v[0]), Windows: v[1], Insns: v[2],
+				L1D: CacheCount{v[3], v[4]}, L1I: CacheCount{v[5], v[6]}, LLC: CacheCount{v[7], v[8]}, DTLB: CacheCount{v[9], v[10]}}
+			if len(f) == 21 {
+				l2, err := nums(19, 2)
+				if err != nil {
+					return nil, err
+				}
+				seg.L2 = &CacheCount{l2[0], l2[1]}
+			}
+			m.Segments = append(m.Segments, seg)
+		case "events", "oevents":
+			s, ev, err := eventsLine(m, f, n)
+			if err != nil {
+				return nil, err
+			}
+			if f[0] == "events" {
+				s.Events = ev
+			} else {
+				s.Outside.Events = ev
+			}
+		case "outside":
+			// outside N insns I l1d A M l1i A M llc A M dtlb A M [l2 A M]
+			seg, err := strconv.Atoi(f[1%len(f)])
+			s := m.Segment(seg)
+			if err != nil || s == nil || s.Outside != nil || len(f) != 16 && !(len(f) == 19 && f[16] == "l2") ||
+				f[2] != "insns" || f[4] != "l1d" || f[7] != "l1i" || f[10] != "llc" || f[13] != "dtlb" {
+				return nil, fmt.Errorf("line %d: outside line, malformed, of an unknown segment, or repeated", n)
+			}
+			v := make([]uint64, 0, 9)
+			for _, i := range []int{3, 5, 6, 8, 9, 11, 12, 14, 15} {
+				x, err := strconv.ParseUint(f[i], 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("line %d: %w", n, err)
+				}
+				v = append(v, x)
+			}
+			s.Outside = &Outside{Insns: v[0], L1D: CacheCount{v[1], v[2]}, L1I: CacheCount{v[3], v[4]}, LLC: CacheCount{v[5], v[6]}, DTLB: CacheCount{v[7], v[8]}}
+			if len(f) == 19 {
+				l2, err := nums(17, 2)
+				if err != nil {
+					return nil, err
+				}
+				s.Outside.L2 = &CacheCount{l2[0], l2[1]}
+			}
+		case "dexec":
+			s, v, err := segmentLine(3, func(s *MemSegment) bool { return s.Outside != nil && len(s.DExecs) < maxMemcountExecs })
+			if err != nil {
+				return nil, err
+			}
+			s.DExecs = append(s.DExecs, PCCount{PC: v[1], Count: v[2]})
 		case "pc":
 			s, v, err := segmentLine(6, func(s *MemSegment) bool { return len(s.PCs) < maxMemcountPCs })
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,48 @@ func TestParseMemCountsExactProfile(t *testing.T) {
 	}
 }
 
+// Format 3: the core, its L2, the branch model's and the locked and
+// serialising instructions' counts, and a wide segment's outside counts.
+const memcountSample3 = `memcount 3 l1d 32768 8 l1i 32768 8 llc 16777216 16 dtlb 64 4 line 64 page 4096 core zen2 warm 1 l2 524288 8 bpred 32:c:13:6:10:11:4:640:12:10:4
+segment 1 windows 5 insns 41976411 l1d 9581834 360701 l1i 41976411 737 llc 104451 20470 dtlb 9581874 182219 l2 361438 104451
+events 1 cond 4592105 cond_miss 9921 ind 0 ind_miss 0 ret 201123 ret_miss 201123 lock 7 serial 63
+outside 1 insns 5000 l1d 900 90 l1i 5000 20 llc 100 3 dtlb 900 9 l2 110 100
+oevents 1 cond 600 cond_miss 60 ind 4 ind_miss 1 ret 100 ret_miss 100 lock 30 serial 2 future 9
+dexec 1 ffffffff81000000 4000
+dexec 1 ffffffff81000010 1000
+end segments 1 marks 5 5 1 0 1 1 armed_ns 2000000000 1500000000
+`
+
+func TestParseMemCountsCycleModel(t *testing.T) {
+	m, err := parseMemCounts(strings.NewReader(memcountSample3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Segment(1)
+	wantEv := Events{Branches: true, Cond: 4592105, CondMiss: 9921, Ret: 201123, RetMiss: 201123, Lock: 7, Serial: 63}
+	wantOut := Events{Branches: true, Cond: 600, CondMiss: 60, Ind: 4, IndMiss: 1, Ret: 100, RetMiss: 100, Lock: 30, Serial: 2}
+	switch {
+	case m.Version != 3 || m.Core != "zen2":
+		t.Errorf("parseMemCounts() = version %d, core %q; want 3, zen2", m.Version, m.Core)
+	case s == nil || s.L2 == nil || *s.L2 != (CacheCount{361438, 104451}) || s.Events == nil || *s.Events != wantEv:
+		t.Errorf("segment %+v, events %+v; want the L2 and %+v", s, s.Events, wantEv)
+	case s.Outside == nil || s.Outside.Insns != 5000 || s.Outside.L1D != (CacheCount{900, 90}) || s.Outside.L2 == nil ||
+		s.Outside.Events == nil || *s.Outside.Events != wantOut || len(s.DExecs) != 2 || s.DExecs[0] != (PCCount{0xffffffff81000000, 4000}):
+		t.Errorf("outside %+v (events %+v), dexecs %v; want the wide segment's counts", s.Outside, s.Outside.Events, s.DExecs)
+	}
+	for name, in := range map[string]string{
+		"oevents without outside": "memcount 3 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\noevents 1 lock 1 serial 1\n",
+		"dexec without outside":   "memcount 3 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\ndexec 1 ff 1\n",
+		"events twice":            "memcount 3 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\nevents 1 lock 1 serial 1\nevents 1 lock 1 serial 1\n",
+		"short outside":           "memcount 3 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\noutside 1 insns 1\n",
+		"odd events":              "memcount 3 x\nsegment 1 windows 1 insns 1 l1d 1 1 l1i 1 1 llc 1 1 dtlb 1 1\nevents 1 lock\n",
+	} {
+		if _, err := parseMemCounts(strings.NewReader(in)); err == nil {
+			t.Errorf("parseMemCounts(%s) = nil error; want one", name)
+		}
+	}
+}
+
 func TestParseMemCountsRejects(t *testing.T) {
 	for name, in := range map[string]string{
 		"empty":          "",
@@ -104,9 +147,16 @@ func TestMemoryPluginArgs(t *testing.T) {
 	c := Config{Kernel: "k", Initramfs: "i", RunDir: dir, Accel: wire.AccelIcount, MemoryPlugin: plugin}
 	c.setDefaults()
 	args := c.CommandLine()
-	if i := slices.Index(args, "-plugin"); i < 0 || args[i+1] != plugin+",outfile="+filepath.Join(dir, memcountFile) || !slices.Contains(args, memoryRTC) {
-		t.Errorf("CommandLine() = %q; want -plugin %s,outfile=… and -rtc %s", args, plugin, memoryRTC)
+	core, _ := CoreModelOf("")
+	want := plugin + ",outfile=" + filepath.Join(dir, memcountFile) + ",core=default,warm=1,bpred=" + core.Branch.String()
+	if i := slices.Index(args, "-plugin"); i < 0 || args[i+1] != want || !slices.Contains(args, memoryRTC) {
+		t.Errorf("CommandLine() = %q; want -plugin %s and -rtc %s", args, want, memoryRTC)
 	}
+	c.NoCycleModel = true
+	if args := c.CommandLine(); !slices.Contains(args, plugin+",outfile="+filepath.Join(dir, memcountFile)) {
+		t.Errorf("CommandLine() without the cycle model = %q; want the plugin's own defaults (-plugin %s,outfile=…)", args, plugin)
+	}
+	c.NoCycleModel = false
 	if i := slices.Index(args, "-accel"); i < 0 || args[i+1] != "tcg,tb-size=1024" {
 		t.Errorf("CommandLine() = %q; want a code cache that the plugin's blocks never fill (-accel tcg,tb-size=1024)", args)
 	}
@@ -162,6 +212,19 @@ func TestMemoryPluginLoads(t *testing.T) {
 	if msg, err := run("outfile=" + out + ",l1d=48K:7"); err == nil || !strings.Contains(msg, "power-of-two") {
 		t.Errorf("qemu -plugin with 48K 7-way L1D: %v\n%s; want QEMU to refuse it (no power-of-two sets)", err, msg)
 	}
+	for _, core := range CoreModels() {
+		if msg, err := run(strings.Join(append([]string{"outfile=" + out}, core.PluginArgs(true)...), ",")); err != nil {
+			t.Errorf("qemu -plugin with the %s core: %v\n%s", core.Name, err, msg)
+			continue
+		}
+		m, err := readMemCounts(out)
+		if err != nil || m.Version < 3 || m.Core != core.Name || !strings.Contains(m.Model, "bpred "+core.Branch.String()) {
+			t.Errorf("ReadMemCounts() with the %s core = %+v, %v; want format 3 naming the core and its branch model", core.Name, m, err)
+		}
+	}
+	if msg, err := run("outfile=" + out + ",bpred=32:x:13:6:10:11:4:640:12:10:4"); err == nil || !strings.Contains(msg, "bad argument bpred") {
+		t.Errorf("qemu -plugin with a bad branch model: %v\n%s; want QEMU to refuse it", err, msg)
+	}
 }
 
 // The plugin scripts/setup built under the user's cache directory is
@@ -207,31 +270,38 @@ func TestPluginDecodesFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"call rel32":        "call|21|", // 5 bytes, then rel32 16
-		"call *%rax":        "icall|0|",
-		"call *%r11":        "icall|0|",
-		"call *0x8(%rax)":   "icall|0|",
-		"ret":               "ret|0|",
-		"ret $8":            "ret|0|",
-		"jmp rel32":         "jmp|0|", // a jump to itself
-		"jmp rel8":          "jmp|4|",
-		"je rel8":           "jcc|0|",
-		"jne rel32":         "jcc|262|",
-		"jmp *%rax":         "ijmp|0|",
-		"notrack jmp *%rax": "ijmp|0|",
-		"jmp *0x10(%rip)":   "ijmp|0|",
-		"rep stos %rax":     "rep|0|", // its target is itself: the next iteration
-		"rep movsb":         "rep|0|",
-		"iretq":             "other|0|",
-		"syscall":           "other|0|",
-		"ud2":               "other|0|",
-		"int3":              "other|0|",
-		"nop":               "none|0|",
-		"inc %eax":          "none|0|", // ff /0, not a call
-		"verw 0x0(%rip)":    "none|0|verw",
-		"lfence":            "none|0|lfence",
-		"wrmsr":             "none|0|wrmsr",
-		"sldt %eax":         "none|0|", // 0f 00 /0, not VERW
+		"call rel32":               "call|21||", // 5 bytes, then rel32 16
+		"call *%rax":               "icall|0||",
+		"call *%r11":               "icall|0||",
+		"call *0x8(%rax)":          "icall|0||",
+		"ret":                      "ret|0||",
+		"ret $8":                   "ret|0||",
+		"jmp rel32":                "jmp|0||", // a jump to itself
+		"jmp rel8":                 "jmp|4||",
+		"je rel8":                  "jcc|0||",
+		"jne rel32":                "jcc|262||",
+		"jmp *%rax":                "ijmp|0||",
+		"notrack jmp *%rax":        "ijmp|0||",
+		"jmp *0x10(%rip)":          "ijmp|0||",
+		"rep stos %rax":            "rep|0||", // its target is itself: the next iteration
+		"rep movsb":                "rep|0||",
+		"iretq":                    "other|0||serial",
+		"syscall":                  "other|0||",
+		"ud2":                      "other|0||",
+		"int3":                     "other|0||",
+		"nop":                      "none|0||",
+		"inc %eax":                 "none|0||", // ff /0, not a call
+		"verw 0x0(%rip)":           "none|0|verw|serial",
+		"lfence":                   "none|0|lfence|serial",
+		"wrmsr":                    "none|0|wrmsr|serial",
+		"sldt %eax":                "none|0||", // 0f 00 /0, not VERW
+		"lock cmpxchg %ecx,(%rdx)": "none|0||lock",
+		"lock incl (%rax)":         "none|0||lock",
+		"xchg %rax,(%rdx)":         "none|0||lock", // locked without a prefix
+		"xchg %eax,%edx":           "none|0||",
+		"mfence":                   "none|0||serial",
+		"cpuid":                    "none|0||serial",
+		"mov %rax,%cr3":            "none|0||serial",
 	}
 	got := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -245,5 +315,86 @@ func TestPluginDecodesFlow(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("decode_test printed %d instructions; want %d", len(got), len(want))
+	}
+}
+
+// TestPluginPredictsBranches compiles memplugin/bpred_test.c, which runs
+// the plugin's branch model (memplugin/bpred.h) with each core's sizes on
+// branch streams of known patterns, and checks what a predictor of that
+// kind must do: a branch always or never taken, alternating, or of a short
+// period or loop is predicted after warm-up; a random one half the time; a
+// return within the stack's depth always, through an aligned return thunk
+// always, through SRSO's Safe RET thunk never; nested deeper than the
+// stack, a circular stack (Intel's) mispredicts the returns beyond its
+// depth, a checked one (AMD's) predicts them as indirect branches; an
+// indirect branch with one target, or alternating between two, is
+// predicted, one among four random targets three times in four.
+func TestPluginPredictsBranches(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (scripts/setup installs one)")
+	}
+	bin := filepath.Join(t.TempDir(), "bpred_test")
+	if out, err := exec.Command(cc, "-O2", "-Wall", "-Werror", "-o", bin, filepath.Join("memplugin", "bpred_test.c"), "-lm").CombinedOutput(); err != nil {
+		t.Fatalf("cc bpred_test.c: %v\n%s", err, out)
+	}
+	for _, core := range CoreModels() {
+		t.Run(core.Name, func(t *testing.T) {
+			out, err := exec.Command(bin, core.Branch.String()).Output()
+			if err != nil {
+				t.Fatalf("bpred_test %s: %v", core.Branch, err)
+			}
+			rate := map[string]float64{}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				f := strings.Split(line, "|")
+				if f[0] == "hist" {
+					t.Logf("%s: TAGE histories %s", core.Name, strings.Join(f[1:], ", "))
+					continue
+				}
+				n, err1 := strconv.ParseFloat(f[1], 64)
+				miss, err2 := strconv.ParseFloat(f[2], 64)
+				if len(f) != 3 || err1 != nil || err2 != nil || n == 0 {
+					t.Fatalf("bpred_test printed %q", line)
+				}
+				rate[f[0]] = miss / n
+			}
+			beyond := 0.0
+			if !core.Branch.Checked {
+				beyond = 8.0 / float64(core.Branch.RSB+8) // the 8 returns past the depth
+			}
+			for name, want := range map[string]struct{ lo, hi float64 }{
+				"taken": {0, 0.001}, "not-taken": {0, 0.001}, "alternating": {0, 0.001}, "period5": {0, 0.001}, "loop10": {0, 0.001},
+				"random": {0.45, 0.55}, "nested-within-depth": {0, 0}, "nested-beyond-depth": {beyond, beyond + 0.001},
+				"return-thunk": {0, 0}, "safe-ret": {1, 1}, "indirect-one-target": {0, 0}, "indirect-alternating": {0, 0.001},
+				"indirect-random4": {0.7, 0.8},
+			} {
+				r, ok := rate[name]
+				if !ok || r < want.lo || r > want.hi {
+					t.Errorf("%s: %s mispredicted %.4f of the time; want %g to %g", core.Name, name, r, want.lo, want.hi)
+				}
+			}
+		})
+	}
+}
+
+// Every CPU profile has a core for the plugin, and the default model's is
+// today's caches: the plugin's own defaults.
+func TestCoreModelPerProfile(t *testing.T) {
+	for _, p := range append([]CPUProfile{{}}, CPUProfiles...) {
+		core, ok := CoreModelOf(p.Name)
+		if !ok || core.Name != p.Label() {
+			t.Errorf("CoreModelOf(%q) = %q, %v; want the %s core", p.Name, core.Name, ok, p.Label())
+		}
+		c := Config{Kernel: "k", Initramfs: "i", RunDir: t.TempDir(), Accel: wire.AccelIcount, MemoryPlugin: "p.so", CPU: p}
+		if args := strings.Join(c.pluginArgs(c.RunDir), " "); !strings.Contains(args, "core="+p.Label()) {
+			t.Errorf("plugin arguments of a %s boot: %s; want its core", p.Label(), args)
+		}
+	}
+	if len(CoreModels()) != len(CPUProfiles)+1 {
+		t.Errorf("%d cores for %d profiles and the default", len(CoreModels()), len(CPUProfiles))
+	}
+	def, _ := CoreModelOf(DefaultCPUProfile)
+	if def.L1D != (CacheGeometry{48 << 10, 12}) || def.LLC != (CacheGeometry{2 << 20, 16}) || def.L2.Size != 0 || len(def.PluginArgs(false)) != 0 {
+		t.Errorf("the default core %+v; want the plugin's own caches, no L2, and no arguments without the cycle model", def)
 	}
 }

@@ -56,7 +56,7 @@ var house = []room{
 		imports: []string{"wire", "internal", "guest", "stats", "config"},
 		layers: [][]pkg{
 			{{"host/kernel", "the one judge of kernel inputs", nil},
-				{"host/vmrunner", "QEMU, its accelerators and deadlines, and the memory plugin: C in `host/vmrunner/memplugin/`, no Go package, built by `scripts/setup`", nil},
+				{"host/vmrunner", "QEMU, its accelerators and deadlines, the CPU profiles and their cores' sizes and latencies (`CoreModel`), and the memory plugin: C in `host/vmrunner/memplugin/`, no Go package, built by `scripts/setup`", nil},
 				{"host/initramfs", "the guest's initramfs, content-addressed", nil}},
 			{{"host/insight", "symbols, sizes, callees, counts", nil},
 				{"host/kbuild", "kernel builds and builders, the embedded fragment", nil}},

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -24,7 +25,11 @@ func memorySections(d *insight.Diff) []insightSection {
 			pass = append(pass, fmt.Sprintf("%s: no memory counts: %s", s.name, sum.Problem))
 			continue
 		}
-		l := fmt.Sprintf("%s: %s; the pass took %s instructions, %.1f s of host CPU instrumented (%.1f s wall)", s.name, sum.Model, bigCount(sum.Cost), sum.HostCPU.Seconds(), sum.HostWall.Seconds())
+		took := bigCount(sum.Cost) + " instructions"
+		if sum.Idle > 0 {
+			took = fmt.Sprintf("%s ns of guest clock, %s of it idle (its waits: under icount the clock skips them and runs no instruction; the kernel's idle time is counted in ticks)", bigCount(sum.Cost), bigCount(sum.Idle))
+		}
+		l := fmt.Sprintf("%s: %s; the pass took %s, %.1f s of host CPU instrumented (%.1f s wall)", s.name, sum.Model, took, sum.HostCPU.Seconds(), sum.HostWall.Seconds())
 		if sum.Problem != "" {
 			l += " (" + sum.Problem + ")"
 		}
@@ -62,6 +67,7 @@ func memoryLines(m *insight.MemoryDiff) []string {
 	for _, r := range m.Rows {
 		lines = append(lines, fmt.Sprintf("%-15s %12.3f %12.3f %+8.2f%%  %s", r.Metric, r.A, r.B, r.DeltaPct, r.Verdict))
 	}
+	lines = append(lines, cycleLines(m)...)
 	if len(m.Functions) == 0 {
 		why := "not attributed"
 		for _, side := range []*insight.Memory{m.A, m.B} {
@@ -88,4 +94,56 @@ func memoryLineList(d *insight.Diff) []string {
 		}
 	}
 	return out
+}
+
+// cycleLines are the cycle model's lines of one benchmark's memory diff:
+// the estimate's terms A → B (a model, said as such), and the deferred
+// work with the functions it ran in.
+func cycleLines(m *insight.MemoryDiff) []string {
+	var lines []string
+	if a, b := m.A.Cycles, m.B.Cycles; a != nil && b != nil {
+		core := a.Core
+		if b.Core != a.Core {
+			core += " → " + b.Core
+		}
+		lines = append(lines, fmt.Sprintf("est-cycles/op, a model (not a measurement) on the %s core's latencies (docs/cycles.md): %.1f → %.1f; KCachegrind's formula on the same counts %.1f → %.1f",
+			core, a.Total, b.Total, a.KCachegrind, b.KCachegrind))
+		lines = append(lines, fmt.Sprintf("  %-36s %10s %10s", "term (cycles/op)", "A", "B"))
+		for i, t := range a.Terms {
+			if i < len(b.Terms) && b.Terms[i].Term == t.Term {
+				lines = append(lines, fmt.Sprintf("  %-36s %10.1f %10.1f", t.Term, t.Cycles, b.Terms[i].Cycles))
+			}
+		}
+		if a.Deferred != 0 || b.Deferred != 0 {
+			lines = append(lines, fmt.Sprintf("  %-36s %10.1f %10.1f", "deferred work (all terms)", a.Deferred, b.Deferred))
+		}
+	}
+	da, db := m.A.Deferred, m.B.Deferred
+	switch {
+	case da == nil || db == nil:
+		return lines
+	case da.Problem != "" || db.Problem != "":
+		return append(lines, fmt.Sprintf("deferred work: A: %s; B: %s", cmp.Or(da.Problem, "counted"), cmp.Or(db.Problem, "counted")))
+	}
+	lines = append(lines, fmt.Sprintf("deferred work per op (the kernel outside the windows over %d → %d ops and a wait of %s → %s ns, less the wait alone): %.1f → %.1f instructions, %.2f → %.2f L1D misses, %.2f → %.2f mispredictions, %.2f → %.2f locked",
+		da.Ops, db.Ops, bigCount(da.Wait), bigCount(db.Wait), da.Insns, db.Insns, da.L1D, db.L1D, da.Mispred, db.Mispred, da.Lock, db.Lock))
+	rows := map[string][2]float64{}
+	var names []string
+	for side, fs := range [][]insight.DeferredFunction{da.Functions, db.Functions} {
+		for _, f := range fs {
+			r, seen := rows[f.Function]
+			if !seen {
+				names = append(names, f.Function)
+			}
+			r[side] = f.Insns
+			rows[f.Function] = r
+		}
+	}
+	if len(names) > 0 {
+		lines = append(lines, fmt.Sprintf("  %-36s %10s %10s", "deferred insn/op by function", "A", "B"))
+		for _, n := range names {
+			lines = append(lines, fmt.Sprintf("  %-36s %10.1f %10.1f", n, rows[n][0], rows[n][1]))
+		}
+	}
+	return lines
 }

@@ -115,3 +115,55 @@ func TestMemoryRowsInEveryFormat(t *testing.T) {
 		}
 	}
 }
+
+// The cycle model's rows are rows of the compare table in every format,
+// est-cycles/op said there to be a model, and the why-block shows the
+// estimate's terms beside KCachegrind's and the deferred work by
+// function.
+func TestCycleRowsInEveryFormat(t *testing.T) {
+	const bench = "LPMTrie/op=lookup/keys=random/entries=10000"
+	side := func(ret, est float64) insight.Memory {
+		return insight.Memory{Benchmark: bench, Ops: 50000,
+			PerOp: map[string]float64{"l1d-miss/op": 6.4, "llc-miss/op": 0, "dtlb-miss/op": 3.7, "mem-access/op": 187.6, "l1i-miss/op": 0.01,
+				insight.MetricBranches: 137, insight.MetricCondMispred: 0.19, insight.MetricIndMispred: 0, insight.MetricRetMispred: ret,
+				insight.MetricDeferredInsn: 1.1, insight.MetricEstCycles: est, "insn/op": 839.6},
+			Cycles: &insight.Cycles{Core: "zen2", Terms: []insight.CycleTerm{{Term: "instructions", Cycles: 210}, {Term: "mispredicted branches", Cycles: ret * 17}},
+				Window: est, Total: est, KCachegrind: 914},
+			Deferred: &insight.Deferred{Ops: 50000, Insns: 1.1, Wait: 6e9, Functions: []insight.DeferredFunction{{Function: "__schedule", Insns: 0.1}}}}
+	}
+	a, b := side(18.65, 697.4), side(4.02, 384.7)
+	d := insight.Compare(&insight.Side{Memory: []insight.Memory{a}}, &insight.Side{Memory: []insight.Memory{b}}, insight.Options{})
+	rep := &compare.Report{A: compare.SideInfo{Name: "A", Kernel: "6.1"}, B: compare.SideInfo{Name: "B", Kernel: "6.12"},
+		Alpha: 0.05, Confidence: 0.95, MinEffect: 0.01, Deterministic: true, Rows: d.MemoryRows()}
+	meta := view.Meta{FailOn: compare.FailOnRegression, Insight: d}
+	for _, f := range []Format{FormatText, FormatMarkdown, FormatJSON, FormatHTML, FormatKCIDB, FormatGitHub} {
+		var buf bytes.Buffer
+		if err := Write(&buf, f, rep, meta); err != nil {
+			t.Fatalf("Write(%s): %v", f, err)
+		}
+		units := []string{insight.MetricEstCycles, insight.MetricRetMispred, insight.MetricDeferredInsn}
+		if f == FormatGitHub { // annotations: the DIFFERENT rows alone
+			units = units[:2]
+		}
+		for _, unit := range units {
+			if !strings.Contains(buf.String(), unit) {
+				t.Errorf("Write(%s) has no %s row", f, unit)
+			}
+		}
+	}
+	var text bytes.Buffer
+	if err := writeText(&text, rep, meta); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"not a measurement", "est-cycles/op, a model (not a measurement) on the zen2 core's latencies",
+		"KCachegrind's formula on the same counts 914.0 → 914.0", "mispredicted branches", "deferred insn/op by function", "__schedule"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("report:\n%s\nwant %q", text.String(), want)
+		}
+	}
+	for _, r := range rep.Rows {
+		if r.Unit == insight.MetricRetMispred && r.Verdict != compare.Different {
+			t.Errorf("ret-mispred/op %.2f → %.2f: %s; want DIFFERENT", r.A.Center, r.B.Center, r.Verdict)
+		}
+	}
+}

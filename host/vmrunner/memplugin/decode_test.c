@@ -3,7 +3,8 @@
  * special_of) on instructions as the kernel's code has them, run by
  * vmrunner's TestPluginDecodesFlow. Prints one line per instruction: its
  * name, the flow kind, the direct target's offset from the instruction,
- * the special instruction it is.
+ * the special instruction it is, and its class for the cost model
+ * (class_of: locked, serialising).
  */
 #include <stdio.h>
 
@@ -43,14 +44,23 @@ int main(void)
         {"lfence", {0x0f, 0xae, 0xe8}, 3},
         {"wrmsr", {0x0f, 0x30}, 2},
         {"sldt %eax", {0x0f, 0x00, 0xc0}, 3},
+        {"lock cmpxchg %ecx,(%rdx)", {0xf0, 0x0f, 0xb1, 0x0a}, 4},
+        {"lock incl (%rax)", {0xf0, 0xff, 0x00}, 3},
+        {"xchg %rax,(%rdx)", {0x48, 0x87, 0x02}, 3},
+        {"xchg %eax,%edx", {0x87, 0xc2}, 2},
+        {"mfence", {0x0f, 0xae, 0xf0}, 3},
+        {"cpuid", {0x0f, 0xa2}, 2},
+        {"mov %rax,%cr3", {0x0f, 0x22, 0xd8}, 3},
     };
     static const char *kinds[FLOW_KINDS] = {"none", "call", "icall", "ret", "jmp", "ijmp", "jcc", "other", "rep"};
+    static const char *classes[] = {"", "lock", "serial"};
     const uint64_t pc = 0xffffffff81000000ull;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint64_t target;
         enum flow_kind k = decode_flow(cases[i].bytes, cases[i].n, pc, &target);
         enum special s = special_of(cases[i].bytes, cases[i].n);
-        printf("%s|%s|%lld|%s\n", cases[i].name, kinds[k], target ? (long long)(target - pc) : 0LL, special_names[s]);
+        printf("%s|%s|%lld|%s|%s\n", cases[i].name, kinds[k], target ? (long long)(target - pc) : 0LL, special_names[s],
+               classes[class_of(cases[i].bytes, cases[i].n)]);
     }
     return 0;
 }

@@ -55,10 +55,36 @@
  * branch callback, so the successor of a block is the next block that
  * executes. A successor that is neither the fall-through nor the direct
  * target is an interrupt or exception taken between the two blocks.
+ *
+ * The cycle model (docs/cycles.md), when asked for: a branch model
+ * (bpred.h: a return stack buffer, TAGE, an indirect target array) runs
+ * on the same resolved transfers and counts mispredictions by kind; an
+ * L2 between the L1s and the last level; the locked and serialising
+ * instructions executed (x86flow.h, class_of); and with warm=1 the
+ * windows of a benchmark's warm-up, before its segment, run the model
+ * without counting, so that caches and predictors start the counted
+ * operations warm. BEGIN_WIDE (7) opens a segment that also counts the
+ * kernel's execution outside the windows (addresses in the upper half),
+ * for the deferred work that the operations leave to kworkers, softirqs
+ * and RCU callbacks: its counts go to an "outside" bank, written apart;
+ * PAUSE (8) and RESUME (9) bracket the guest's harness work inside it (a
+ * trie refilled between timed runs), which is not deferred work. With
+ * warm=1 the model also runs, uncounted, on every other kernel
+ * instruction while armed.
+ *
  * Plugin arguments (all
  * optional but outfile):
- *   outfile=PATH  l1d=SIZE:WAYS  l1i=SIZE:WAYS  llc=SIZE:WAYS (SIZE may end in K or M)
- *   dtlb=ENTRIES:WAYS  line=BYTES  page=BYTES  pcs=N (QEMU splits its -plugin argument at commas)
+ *   outfile=PATH  l1d=SIZE:WAYS  l1i=SIZE:WAYS  l2=SIZE:WAYS  llc=SIZE:WAYS (SIZE may end in K or M)
+ *   dtlb=ENTRIES:WAYS  line=BYTES  page=BYTES  pcs=N  core=NAME  warm=0|1
+ *   bpred=RSB:c|r:LOG_BASE:TABLES:LOG_ENTRIES:TAG_BITS:MIN_HIST:MAX_HIST:LOG_BTB:LOG_ITA:ITA_HIST
+ *   (QEMU splits its -plugin argument at commas)
+ *
+ * Its file (format 3): the model line, then per segment a segment line
+ * (with "l2 A M" when an L2 is modelled), an events line (branches and
+ * mispredictions by kind with a branch model, locked and serialising
+ * instructions), for a wide segment an outside line, an oevents line and
+ * a dexec line per kernel instruction executed outside the windows, then
+ * the pc, flow, special, exec and call lines; an end line.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -71,11 +97,12 @@
 #include <qemu-plugin.h>
 
 #include "x86flow.h"
+#include "bpred.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 #define MARK_BASE 0x4c504d00u /* "LPM" */
-enum mark { WINDOW_START = 1, WINDOW_STOP, ARM, BEGIN, END, DISARM, MARK_MAX };
+enum mark { WINDOW_START = 1, WINDOW_STOP, ARM, BEGIN, END, DISARM, BEGIN_WIDE, PAUSE, RESUME, MARK_MAX };
 
 #define MAX_VCPUS 64
 #define MAX_SEGMENTS 4096
@@ -85,6 +112,12 @@ enum mark { WINDOW_START = 1, WINDOW_STOP, ARM, BEGIN, END, DISARM, MARK_MAX };
 #define PC_OVERFLOW UINT64_MAX
 /* Call edges (call site, target) tracked per segment. */
 #define EDGE_SLOTS (1u << 16)
+/* What a count belongs to: the marked windows, (in a wide segment) the
+ * kernel's execution outside them, or the windows of a benchmark's
+ * warm-up before its segment (warm=1), whose counts are dropped: they
+ * only bring the model's caches and predictors to where the hardware's
+ * would be. */
+enum bank { WINDOW, OUTSIDE, WARMUP, BANKS };
 
 
 struct cache {
@@ -93,25 +126,32 @@ struct cache {
     uint64_t *tags;                   /* sets * ways; 0: invalid */
     uint64_t *stamps;
     uint64_t clock;
-    uint64_t accesses, misses;
+    uint64_t accesses[BANKS], misses[BANKS];
 };
 
 struct pcstat {
     uint64_t pc; /* 0: free */
     uint64_t accesses, l1d, llc, dtlb;
-    uint64_t execs; /* executions inside the windows */
+    uint64_t execs;  /* executions inside the windows */
+    uint64_t oexecs; /* executions outside them, in a wide segment */
     /* Set when the instruction is translated (again): its length, and,
      * as the last of a block, its flow kind and direct target. */
     uint64_t target;
-    uint8_t size, kind, special;
+    uint8_t size, kind, special, cls;
 };
 
 struct vcpu {
-    struct cache l1d, l1i, llc, dtlb;
-    bool counting; /* inside a window of an open segment */
-    /* The last instruction of the block that ran last, inside a window,
-     * until the next block starts and resolves it (resolve_flow). */
+    struct cache l1d, l1i, l2, llc, dtlb;
+    bool counting;       /* inside a window of an open segment, or of a warm-up */
+    enum bank win_bank;  /* WINDOW, or WARMUP outside a segment */
+    bool paused;         /* between PAUSE and RESUME: the guest's harness, not deferred work */
+    /* The last instruction of the block that ran last, inside a window
+     * (or, in a wide segment, in the kernel), until the next block starts
+     * and resolves it (resolve_flow), and the bank it counts towards. */
     struct pcstat *pending;
+    enum bank pending_bank;
+    struct bpred bp;
+    struct bcount cond[BANKS], ind[BANKS], ret[BANKS];
 };
 
 struct edge {
@@ -135,9 +175,18 @@ static struct flows flows;
 static unsigned pcs_out = 64;
 static FILE *out;
 static bool armed, disarmed, in_segment;
-static uint64_t segments, windows, insns, marks[MARK_MAX];
-static uint64_t cfg_l1d[2] = {48 * 1024, 12}, cfg_l1i[2] = {32 * 1024, 8},
+/* wide: the open segment also counts the kernel outside the windows. */
+static bool wide;
+/* warm: windows outside segments run the model, uncounted (warm=1). */
+static bool warm;
+static uint64_t segments, windows, insns[BANKS], marks[MARK_MAX];
+static unsigned nvcpus = 1;
+static uint64_t cfg_l1d[2] = {48 * 1024, 12}, cfg_l1i[2] = {32 * 1024, 8}, cfg_l2[2] = {0, 0},
                 cfg_llc[2] = {2 * 1024 * 1024, 16}, cfg_dtlb[2] = {64, 4};
+/* The branch model (bpred.h); rsb_depth 0: none. */
+static struct bpred_cfg cfg_bpred;
+/* The core the sizes are of (a CPU profile's name), echoed in the model line. */
+static char core_name[32];
 static uint64_t line_size = 64, page_size = 4096;
 /* Host time spent armed: wall (CLOCK_MONOTONIC) and the vCPU thread's CPU. */
 static uint64_t armed_at_wall, armed_at_cpu, armed_wall, armed_cpu;
@@ -183,14 +232,14 @@ static bool cache_init(struct cache *c, const char *name, uint64_t units, uint64
 
 /* cache_access looks addr up, fills it on a miss (evicting the least
  * recently used way) and reports whether it missed. */
-static bool cache_access(struct cache *c, uint64_t addr)
+static bool cache_access(struct cache *c, uint64_t addr, enum bank bank)
 {
     uint64_t blk = addr >> c->shift;
     uint64_t set = blk & (c->sets - 1);
     uint64_t tag = blk + 1; /* never 0 */
     uint64_t *tags = c->tags + set * c->ways, *stamps = c->stamps + set * c->ways;
     uint64_t victim = 0;
-    c->accesses++;
+    c->accesses[bank]++;
     c->clock++;
     for (uint64_t w = 0; w < c->ways; w++) {
         if (tags[w] == tag) {
@@ -201,7 +250,7 @@ static bool cache_access(struct cache *c, uint64_t addr)
             victim = w;
         }
     }
-    c->misses++;
+    c->misses[bank]++;
     tags[victim] = tag;
     stamps[victim] = c->clock;
     return true;
@@ -209,7 +258,40 @@ static bool cache_access(struct cache *c, uint64_t addr)
 
 static struct vcpu *vcpu_of(unsigned int i)
 {
-    return &vcpus[i < MAX_VCPUS ? i : MAX_VCPUS - 1];
+    return &vcpus[i < nvcpus ? i : nvcpus - 1];
+}
+
+static bool in_kernel(uint64_t pc)
+{
+    return (int64_t)pc < 0;
+}
+
+/* bank_of says which bank an instruction at pc counts towards on v, and
+ * whether it runs the model at all: inside a window, its bank; the kernel
+ * outside the windows of a wide segment, OUTSIDE unless the guest paused
+ * it (its harness's own work between timed runs); with warm=1 any other
+ * kernel execution while armed runs the model uncounted (WARMUP), so that
+ * the caches hold what the kernel touched between the windows (a trie
+ * refilled by a syscall, a freed node reused). User space outside the
+ * windows never runs the model. */
+static bool bank_of(const struct vcpu *v, uint64_t pc, enum bank *bank)
+{
+    if (v->counting) {
+        *bank = v->win_bank;
+        return true;
+    }
+    if (!in_kernel(pc)) {
+        return false;
+    }
+    if (wide && in_segment && !v->paused) {
+        *bank = OUTSIDE;
+        return true;
+    }
+    if (warm && armed) {
+        *bank = WARMUP;
+        return true;
+    }
+    return false;
 }
 
 static struct pcstat *pcstat_of(uint64_t pc)
@@ -229,11 +311,24 @@ static struct pcstat *pcstat_of(uint64_t pc)
     return &pcs[PC_SLOTS];
 }
 
-static void data_line(struct vcpu *v, struct pcstat *p, uint64_t addr)
+/* beyond_l1 looks a line that missed a first-level cache up in the L2,
+ * when one is modelled, then in the last level; true when it missed the
+ * last level. */
+static bool beyond_l1(struct vcpu *v, uint64_t addr, enum bank bank)
 {
-    if (cache_access(&v->l1d, addr)) {
-        p->l1d++;
-        if (cache_access(&v->llc, addr)) {
+    if (v->l2.tags && !cache_access(&v->l2, addr, bank)) {
+        return false;
+    }
+    return cache_access(&v->llc, addr, bank);
+}
+
+static void data_line(struct vcpu *v, struct pcstat *p, uint64_t addr, enum bank bank)
+{
+    if (cache_access(&v->l1d, addr, bank)) {
+        if (bank == WINDOW) {
+            p->l1d++;
+        }
+        if (beyond_l1(v, addr, bank) && bank == WINDOW) {
             p->llc++;
         }
     }
@@ -245,11 +340,14 @@ static void mem_cb(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr
     struct pcstat *p = udata;
     struct qemu_plugin_hwaddr *hw;
     uint64_t addr = vaddr, size;
-    if (!v->counting) {
+    enum bank bank;
+    if (!bank_of(v, p->pc, &bank)) {
         return;
     }
-    p->accesses++;
-    if (cache_access(&v->dtlb, vaddr)) {
+    if (bank == WINDOW) {
+        p->accesses++;
+    }
+    if (cache_access(&v->dtlb, vaddr, bank) && bank == WINDOW) {
         p->dtlb++;
     }
     hw = qemu_plugin_get_hwaddr(info, vaddr);
@@ -260,18 +358,18 @@ static void mem_cb(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr
         addr = qemu_plugin_hwaddr_phys_addr(hw);
     }
     size = 1ull << qemu_plugin_mem_size_shift(info);
-    data_line(v, p, addr);
+    data_line(v, p, addr, bank);
     if ((addr & (line_size - 1)) + size > line_size) {
-        data_line(v, p, addr + size - 1);
+        data_line(v, p, addr + size - 1, bank);
     }
 }
 
-static void count_insn(struct vcpu *v, uint64_t pc)
+static void count_insn(struct vcpu *v, uint64_t pc, enum bank bank)
 {
-    insns++;
-    if (cache_access(&v->l1i, pc)) {
+    insns[bank]++;
+    if (cache_access(&v->l1i, pc, bank)) {
         /* instruction lines by virtual address, kept apart from physical data lines */
-        cache_access(&v->llc, pc | (1ull << 63));
+        beyond_l1(v, pc | (1ull << 63), bank);
     }
 }
 
@@ -279,22 +377,33 @@ static void insn_cb(unsigned int vcpu, void *udata)
 {
     struct vcpu *v = vcpu_of(vcpu);
     struct pcstat *p = udata;
-    if (!v->counting) {
+    enum bank bank;
+    if (!bank_of(v, p->pc, &bank)) {
         return;
     }
-    p->execs++;
-    count_insn(v, p->pc);
+    if (bank == WINDOW) {
+        p->execs++;
+    } else if (bank == OUTSIDE) {
+        p->oexecs++;
+    }
+    count_insn(v, p->pc, bank);
 }
 
 /* insn_untracked_cb counts an instruction that found no room in pcs. */
 static void insn_untracked_cb(unsigned int vcpu, void *udata)
 {
     struct vcpu *v = vcpu_of(vcpu);
-    if (!v->counting) {
+    uint64_t pc = (uint64_t)(uintptr_t)udata;
+    enum bank bank;
+    if (!bank_of(v, pc, &bank)) {
         return;
     }
-    pcs[PC_SLOTS].execs++;
-    count_insn(v, (uint64_t)(uintptr_t)udata);
+    if (bank == WINDOW) {
+        pcs[PC_SLOTS].execs++;
+    } else if (bank == OUTSIDE) {
+        pcs[PC_SLOTS].oexecs++;
+    }
+    count_insn(v, pc, bank);
 }
 
 static void edge_add(uint64_t site, uint64_t target)
@@ -315,14 +424,62 @@ static void edge_add(uint64_t site, uint64_t target)
     edges[EDGE_SLOTS].count++;
 }
 
+/* predict_flow runs the branch model on the transfer of the block-ending
+ * instruction p, whose successor is the block at next, and counts its
+ * mispredictions towards bank. A call pushes its return address whatever
+ * came next (an interrupt taken before its target still leaves the call
+ * made); a conditional branch whose successor is neither its target nor
+ * its fall-through was interrupted, and its direction is unknown: it
+ * neither counts nor trains. Returns and indirect branches cannot be told
+ * from an interrupt taken right after them (the 7.2 API says nothing of
+ * interrupts): such a successor counts as their target, which bounds the
+ * error by the interrupts in the windows (the irets the segment counts). */
+static void predict_flow(struct vcpu *v, struct pcstat *p, uint64_t next, enum bank bank)
+{
+    uint64_t fall = p->pc + p->size;
+    switch (p->kind) {
+    case FLOW_CALL:
+        bpred_call(&v->bp, fall);
+        break;
+    case FLOW_CALL_IND:
+        v->ind[bank].n++;
+        v->ind[bank].miss += bpred_indirect(&v->bp, p->pc, next);
+        bpred_call(&v->bp, fall);
+        break;
+    case FLOW_JMP_IND:
+        v->ind[bank].n++;
+        v->ind[bank].miss += bpred_indirect(&v->bp, p->pc, next);
+        break;
+    case FLOW_RET:
+        v->ret[bank].n++;
+        v->ret[bank].miss += bpred_ret(&v->bp, p->pc, next);
+        break;
+    case FLOW_JCC:
+        if (next == p->target || next == fall) {
+            v->cond[bank].n++;
+            v->cond[bank].miss += bpred_cond(&v->bp, p->pc, next == p->target && next != fall);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
 /* resolve_flow counts the transfer of the block-ending instruction p now
  * that its successor, the block starting at next, is known. A direct
  * call counts towards its target even when an interrupt came between
  * (the call was made); an indirect one towards its successor, which is
  * the interrupt's entry in that rare case. */
-static void resolve_flow(struct pcstat *p, uint64_t next)
+static void resolve_flow(struct vcpu *v, struct pcstat *p, uint64_t next, enum bank bank)
 {
     uint64_t fall = p->pc + p->size;
+    bool model = v->bp.cfg.rsb_depth > 0;
+    if (model) {
+        predict_flow(v, p, next, bank);
+    }
+    if (bank != WINDOW) {
+        return;
+    }
     flows.kinds[p->kind]++;
     switch (p->kind) {
     case FLOW_CALL:
@@ -358,8 +515,11 @@ static void resolve_flow(struct pcstat *p, uint64_t next)
 static void flow_cb(unsigned int vcpu, void *udata)
 {
     struct vcpu *v = vcpu_of(vcpu);
-    if (v->counting) {
-        v->pending = udata;
+    struct pcstat *p = udata;
+    enum bank bank;
+    if (bank_of(v, p->pc, &bank)) {
+        v->pending = p;
+        v->pending_bank = bank;
     }
 }
 
@@ -368,7 +528,7 @@ static void block_cb(unsigned int vcpu, void *udata)
 {
     struct vcpu *v = vcpu_of(vcpu);
     if (v->pending) {
-        resolve_flow(v->pending, (uint64_t)(uintptr_t)udata);
+        resolve_flow(v, v->pending, (uint64_t)(uintptr_t)udata, v->pending_bank);
         v->pending = NULL;
     }
 }
@@ -409,28 +569,95 @@ static void write_profile(void)
     memset(&flows, 0, sizeof(flows));
 }
 
-static void write_segment(void)
+/* Totals of one bank of a segment, over the vCPUs. */
+struct totals {
+    struct cache c[5]; /* l1d, l1i, llc, dtlb, l2 */
+    struct bcount cond, ind, ret;
+    uint64_t lock, serial;
+};
+
+/* take_totals sums and clears the vCPUs' counts of bank. */
+static void take_totals(enum bank bank, struct totals *t)
 {
-    struct cache t[4] = {0};
-    struct pcstat *top[256];
-    unsigned ntop = 0, n = pcs_out < 256 ? pcs_out : 256;
-    for (int i = 0; i < MAX_VCPUS; i++) {
-        struct cache *cs[4] = {&vcpus[i].l1d, &vcpus[i].l1i, &vcpus[i].llc, &vcpus[i].dtlb};
-        for (int j = 0; j < 4; j++) {
-            t[j].accesses += cs[j]->accesses;
-            t[j].misses += cs[j]->misses;
-            cs[j]->accesses = cs[j]->misses = 0;
+    memset(t, 0, sizeof(*t));
+    for (unsigned i = 0; i < nvcpus; i++) {
+        struct vcpu *v = &vcpus[i];
+        struct cache *cs[5] = {&v->l1d, &v->l1i, &v->llc, &v->dtlb, &v->l2};
+        for (int j = 0; j < 5; j++) {
+            t->c[j].accesses[0] += cs[j]->accesses[bank];
+            t->c[j].misses[0] += cs[j]->misses[bank];
+            cs[j]->accesses[bank] = cs[j]->misses[bank] = 0;
+        }
+        t->cond.n += v->cond[bank].n, t->cond.miss += v->cond[bank].miss;
+        t->ind.n += v->ind[bank].n, t->ind.miss += v->ind[bank].miss;
+        t->ret.n += v->ret[bank].n, t->ret.miss += v->ret[bank].miss;
+        memset(&v->cond[bank], 0, sizeof(v->cond[bank]));
+        memset(&v->ind[bank], 0, sizeof(v->ind[bank]));
+        memset(&v->ret[bank], 0, sizeof(v->ret[bank]));
+    }
+    for (unsigned i = 0; i <= PC_SLOTS; i++) {
+        uint64_t n = bank == WINDOW ? pcs[i].execs : pcs[i].oexecs;
+        if (n && pcs[i].cls == CLASS_LOCK) {
+            t->lock += n;
+        } else if (n && pcs[i].cls == CLASS_SERIAL) {
+            t->serial += n;
         }
     }
+}
+
+/* write_events writes what the cost model needs beyond the segment line:
+ * the branches executed and mispredicted by kind (with a branch model),
+ * the locked and the serialising instructions executed. */
+static void write_events(const char *what, const struct totals *t)
+{
+    fprintf(out, "%s %" PRIu64, what, segments);
+    if (cfg_bpred.rsb_depth > 0) {
+        fprintf(out, " cond %" PRIu64 " cond_miss %" PRIu64 " ind %" PRIu64 " ind_miss %" PRIu64 " ret %" PRIu64
+                " ret_miss %" PRIu64,
+                t->cond.n, t->cond.miss, t->ind.n, t->ind.miss, t->ret.n, t->ret.miss);
+    }
+    fprintf(out, " lock %" PRIu64 " serial %" PRIu64 "\n", t->lock, t->serial);
+}
+
+static void write_segment(void)
+{
+    struct totals w, o;
+    struct cache *t = w.c;
+    struct pcstat *top[256];
+    unsigned ntop = 0, n = pcs_out < 256 ? pcs_out : 256;
+    take_totals(WINDOW, &w);
+    take_totals(OUTSIDE, &o);
     segments++;
     if (segments > MAX_SEGMENTS || !out) {
         return;
     }
     fprintf(out, "segment %" PRIu64 " windows %" PRIu64 " insns %" PRIu64
             " l1d %" PRIu64 " %" PRIu64 " l1i %" PRIu64 " %" PRIu64
-            " llc %" PRIu64 " %" PRIu64 " dtlb %" PRIu64 " %" PRIu64 "\n",
-            segments, windows, insns, t[0].accesses, t[0].misses, t[1].accesses, t[1].misses,
-            t[2].accesses, t[2].misses, t[3].accesses, t[3].misses);
+            " llc %" PRIu64 " %" PRIu64 " dtlb %" PRIu64 " %" PRIu64,
+            segments, windows, insns[WINDOW], t[0].accesses[0], t[0].misses[0], t[1].accesses[0], t[1].misses[0],
+            t[2].accesses[0], t[2].misses[0], t[3].accesses[0], t[3].misses[0]);
+    if (cfg_l2[0]) {
+        fprintf(out, " l2 %" PRIu64 " %" PRIu64, t[4].accesses[0], t[4].misses[0]);
+    }
+    fprintf(out, "\n");
+    write_events("events", &w);
+    if (wide) {
+        /* the kernel outside the windows: its totals and its instructions */
+        fprintf(out, "outside %" PRIu64 " insns %" PRIu64 " l1d %" PRIu64 " %" PRIu64 " l1i %" PRIu64 " %" PRIu64
+                " llc %" PRIu64 " %" PRIu64 " dtlb %" PRIu64 " %" PRIu64,
+                segments, insns[OUTSIDE], o.c[0].accesses[0], o.c[0].misses[0], o.c[1].accesses[0], o.c[1].misses[0],
+                o.c[2].accesses[0], o.c[2].misses[0], o.c[3].accesses[0], o.c[3].misses[0]);
+        if (cfg_l2[0]) {
+            fprintf(out, " l2 %" PRIu64 " %" PRIu64, o.c[4].accesses[0], o.c[4].misses[0]);
+        }
+        fprintf(out, "\n");
+        write_events("oevents", &o);
+        for (unsigned i = 0; i <= PC_SLOTS; i++) {
+            if (pcs[i].oexecs) {
+                fprintf(out, "dexec %" PRIu64 " %" PRIx64 " %" PRIu64 "\n", segments, pcs[i].pc, pcs[i].oexecs);
+            }
+        }
+    }
     /* The n instructions with the most misses, by insertion into a sorted array. */
     for (unsigned i = 0; i <= PC_SLOTS; i++) {
         struct pcstat *p = &pcs[i];
@@ -455,7 +682,7 @@ static void write_segment(void)
     }
     write_profile();
     for (unsigned i = 0; i <= PC_SLOTS; i++) {
-        pcs[i].accesses = pcs[i].l1d = pcs[i].llc = pcs[i].dtlb = pcs[i].execs = 0;
+        pcs[i].accesses = pcs[i].l1d = pcs[i].llc = pcs[i].dtlb = pcs[i].execs = pcs[i].oexecs = 0;
     }
     fflush(out);
 }
@@ -476,7 +703,11 @@ static void mark_cb(unsigned int vcpu, void *udata)
     case WINDOW_START:
         if (in_segment && armed) {
             v->counting = true;
+            v->win_bank = WINDOW;
             windows++;
+        } else if (warm && armed) {
+            v->counting = true;
+            v->win_bank = WARMUP;
         }
         break;
     case WINDOW_STOP:
@@ -501,16 +732,26 @@ static void mark_cb(unsigned int vcpu, void *udata)
             armed_cpu += now_ns(CLOCK_THREAD_CPUTIME_ID) - armed_at_cpu;
         }
         break;
+    case PAUSE:
+        v->paused = true;
+        break;
+    case RESUME:
+        v->paused = false;
+        break;
     case BEGIN:
+    case BEGIN_WIDE:
         in_segment = true;
-        windows = insns = 0;
+        wide = m == BEGIN_WIDE;
+        windows = insns[WINDOW] = insns[OUTSIDE] = 0;
         v->pending = NULL;
         break;
     case END:
         if (in_segment) {
             in_segment = false;
             v->counting = false;
+            v->pending = NULL;
             write_segment();
+            wide = false;
         }
         break;
     default:
@@ -567,6 +808,7 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         } else {
             p->size = (uint8_t)size;
             p->special = (uint8_t)special_of(bytes, size);
+            p->cls = (uint8_t)class_of(bytes, size);
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_cb, QEMU_PLUGIN_CB_NO_REGS, p);
             if (i == n - 1) {
                 p->kind = (uint8_t)decode_flow(bytes, size, pc, &p->target);
@@ -592,6 +834,21 @@ static void register_all(qemu_plugin_id_t id)
 {
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans_cb);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+}
+
+/* parse_bpred reads the branch model's sizes (bpred.h), colon-separated:
+ * RSB:KIND:LOG_BASE:TABLES:LOG_ENTRIES:TAG_BITS:MIN_HIST:MAX_HIST:LOG_BTB:LOG_ITA:ITA_HIST,
+ * KIND c (a checked stack) or r (a circular one). */
+static bool parse_bpred(const char *v, struct bpred_cfg *c)
+{
+    char kind = 0, extra;
+    if (sscanf(v, "%u:%c:%u:%u:%u:%u:%u:%u:%u:%u:%u%c", &c->rsb_depth, &kind, &c->log_base, &c->tables, &c->log_entries,
+               &c->tag_bits, &c->min_hist, &c->max_hist, &c->log_btb, &c->log_ita, &c->ita_hist, &extra) != 11 ||
+        (kind != 'c' && kind != 'r') || c->rsb_depth == 0) {
+        return false;
+    }
+    c->rsb_kind = kind == 'c' ? RSB_CHECKED : RSB_CIRCULAR;
+    return true;
 }
 
 static bool parse_pair(const char *v, uint64_t pair[2])
@@ -627,6 +884,18 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             ok = parse_pair(v, cfg_l1d);
         } else if (ok && strcmp(k, "l1i") == 0) {
             ok = parse_pair(v, cfg_l1i);
+        } else if (ok && strcmp(k, "warm") == 0) {
+            warm = strcmp(v, "1") == 0;
+            ok = warm || strcmp(v, "0") == 0;
+        } else if (ok && strcmp(k, "core") == 0) {
+            ok = strlen(v) > 0 && strlen(v) < sizeof(core_name) && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(v);
+            if (ok) {
+                strcpy(core_name, v);
+            }
+        } else if (ok && strcmp(k, "l2") == 0) {
+            ok = parse_pair(v, cfg_l2);
+        } else if (ok && strcmp(k, "bpred") == 0) {
+            ok = parse_bpred(v, &cfg_bpred);
         } else if (ok && strcmp(k, "llc") == 0) {
             ok = parse_pair(v, cfg_llc);
         } else if (ok && strcmp(k, "dtlb") == 0) {
@@ -641,7 +910,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             ok = false;
         }
         if (!ok) {
-            fprintf(stderr, "memcount: bad argument %s (want outfile=PATH, l1d|l1i|llc=BYTES:WAYS, dtlb=ENTRIES:WAYS, line=, page=, pcs=)\n", k);
+            fprintf(stderr, "memcount: bad argument %s (want outfile=PATH, core=NAME, warm=0|1, l1d|l1i|l2|llc=BYTES:WAYS, dtlb=ENTRIES:WAYS, line=, page=, pcs=, "
+                            "bpred=RSB:c|r:LOG_BASE:TABLES:LOG_ENTRIES:TAG_BITS:MIN_HIST:MAX_HIST:LOG_BTB:LOG_ITA:ITA_HIST)\n", k);
             return 1;
         }
     }
@@ -653,17 +923,26 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "memcount: line and page must be powers of two, pcs at most 256\n");
         return 1;
     }
-    for (int i = 0; i < MAX_VCPUS; i++) {
+    if (info->system_emulation && info->system.smp_vcpus > MAX_VCPUS) {
+        fprintf(stderr, "memcount: at most %d vCPUs\n", MAX_VCPUS);
+        return 1;
+    }
+    nvcpus = info->system_emulation && info->system.max_vcpus > 0 ? (unsigned)info->system.max_vcpus : 1;
+    if (nvcpus > MAX_VCPUS) {
+        nvcpus = MAX_VCPUS;
+    }
+    for (unsigned i = 0; i < nvcpus; i++) {
         struct vcpu *v = &vcpus[i];
         if (!cache_init(&v->l1d, "l1d", cfg_l1d[0] / line_size, cfg_l1d[1], line_size) ||
             !cache_init(&v->l1i, "l1i", cfg_l1i[0] / line_size, cfg_l1i[1], line_size) ||
+            (cfg_l2[0] && !cache_init(&v->l2, "l2", cfg_l2[0] / line_size, cfg_l2[1], line_size)) ||
             !cache_init(&v->llc, "llc", cfg_llc[0] / line_size, cfg_llc[1], line_size) ||
             !cache_init(&v->dtlb, "dtlb", cfg_dtlb[0], cfg_dtlb[1], page_size)) {
             fprintf(stderr, "memcount: each cache needs a power-of-two number of sets (size / line / ways)\n");
             return 1;
         }
-        if (i == 0 && info->system_emulation && info->system.smp_vcpus > MAX_VCPUS) {
-            fprintf(stderr, "memcount: at most %d vCPUs\n", MAX_VCPUS);
+        if (!bpred_init(&v->bp, &cfg_bpred)) {
+            fprintf(stderr, "memcount: branch model out of range or out of memory\n");
             return 1;
         }
     }
@@ -672,10 +951,26 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         perror("memcount: outfile");
         return 1;
     }
-    fprintf(out, "memcount 2 l1d %" PRIu64 " %" PRIu64 " l1i %" PRIu64 " %" PRIu64 " llc %" PRIu64 " %" PRIu64
-            " dtlb %" PRIu64 " %" PRIu64 " line %" PRIu64 " page %" PRIu64 "\n",
+    fprintf(out, "memcount 3 l1d %" PRIu64 " %" PRIu64 " l1i %" PRIu64 " %" PRIu64 " llc %" PRIu64 " %" PRIu64
+            " dtlb %" PRIu64 " %" PRIu64 " line %" PRIu64 " page %" PRIu64,
             cfg_l1d[0], cfg_l1d[1], cfg_l1i[0], cfg_l1i[1], cfg_llc[0], cfg_llc[1], cfg_dtlb[0], cfg_dtlb[1],
             line_size, page_size);
+    if (core_name[0]) {
+        fprintf(out, " core %s", core_name);
+    }
+    if (warm) {
+        fprintf(out, " warm 1");
+    }
+    if (cfg_l2[0]) {
+        fprintf(out, " l2 %" PRIu64 " %" PRIu64, cfg_l2[0], cfg_l2[1]);
+    }
+    if (cfg_bpred.rsb_depth) {
+        const struct bpred_cfg *c = &cfg_bpred;
+        fprintf(out, " bpred %u:%c:%u:%u:%u:%u:%u:%u:%u:%u:%u", c->rsb_depth, c->rsb_kind == RSB_CHECKED ? 'c' : 'r',
+                c->log_base, c->tables, c->log_entries, c->tag_bits, c->min_hist, c->max_hist, c->log_btb, c->log_ita,
+                c->ita_hist);
+    }
+    fprintf(out, "\n");
     fflush(out);
     register_all(id);
     return 0;

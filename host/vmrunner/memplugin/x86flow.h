@@ -155,4 +155,55 @@ static enum special special_of(const uint8_t *b, size_t n)
     return SPECIAL_NONE;
 }
 
+/* What an instruction costs beyond its place in the stream, for the cost
+ * model: a locked read-modify-write (a LOCK prefix, or XCHG with a memory
+ * operand, which is locked without one), or an instruction that waits for
+ * all before it to complete (LFENCE, MFENCE, CPUID, WRMSR, IRET, a write
+ * to a control register; and VERW, which with the microcode of the
+ * MDS-era mitigations clears the CPU's buffers). */
+enum insn_class { CLASS_NONE, CLASS_LOCK, CLASS_SERIAL };
+
+static enum insn_class class_of(const uint8_t *b, size_t n)
+{
+    size_t i = 0;
+    bool lock = false;
+    while (i < n && (b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e || b[i] == 0x3e ||
+                     b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 || b[i] == 0x65 || b[i] == 0xf0)) {
+        lock = lock || b[i] == 0xf0;
+        i++;
+    }
+    if (lock) {
+        return CLASS_LOCK;
+    }
+    if (i < n && (b[i] & 0xf0) == 0x40) {
+        i++;
+    }
+    if (i >= n) {
+        return CLASS_NONE;
+    }
+    if ((b[i] == 0x86 || b[i] == 0x87) && i + 1 < n && (b[i + 1] >> 6) != 3) {
+        return CLASS_LOCK;
+    }
+    if (b[i] == 0xcf) {
+        return CLASS_SERIAL; /* iret */
+    }
+    if (b[i] != 0x0f || i + 1 >= n) {
+        return CLASS_NONE;
+    }
+    if (b[i + 1] == 0x00 && i + 2 < n && ((b[i + 2] >> 3) & 7) == 5) {
+        return CLASS_SERIAL; /* verw */
+    }
+    switch (b[i + 1]) {
+    case 0xa2: /* cpuid */
+    case 0x30: /* wrmsr */
+    case 0x22: /* mov to a control register */
+        return CLASS_SERIAL;
+    case 0xae:
+        if (i + 2 < n && (b[i + 2] == 0xe8 || b[i + 2] == 0xf0)) {
+            return CLASS_SERIAL; /* lfence, mfence */
+        }
+    }
+    return CLASS_NONE;
+}
+
 #endif
