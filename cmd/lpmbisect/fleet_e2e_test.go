@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,6 +145,12 @@ func (w *cliWorker) kill() {
 	<-w.done
 }
 
+// running says whether the worker's log shows job started and not done.
+func (w *cliWorker) running(job int64) bool {
+	log := w.log.String()
+	return strings.Contains(log, fmt.Sprintf("job start job=%d ", job)) && !strings.Contains(log, fmt.Sprintf("boot done job=%d ", job))
+}
+
 // qemus lists the QEMU processes that boot from the worker's cache.
 func (w *cliWorker) qemus() string {
 	out, _ := exec.Command("pgrep", "-a", "-f", "qemu-system-x86_64 .*"+regexp.QuoteMeta(w.cache)).Output()
@@ -245,17 +252,48 @@ func runLookupCompare(t *testing.T, what string, args ...string) (*report.Row, i
 // entries: 777.5 → 650.5 insn/op, −16.3 %, DIFFERENT after 2+2 boots under
 // the documented jitter bounds): the same verdict from the same boots, the
 // same change within the icount jitter.
+//
+// After the fleet's calibration, which the test takes from 2 boots to
+// save time, the bound may fall short of a later boot (the calibrate
+// package's documentation: few boots often underestimate the jitter);
+// the row then says its boots disagree by more than the bound and falls
+// back to the statistical rule, as designed. That is accepted only when
+// the disagreement is icount's own boot-to-boot jitter (at most 0.2 %;
+// boots of one image were seen 0.08 % apart): a boot whose result was
+// lost, doubled or taken from another run is far outside it.
 func knownLookup(t *testing.T, what string, code int, row *report.Row) {
 	t.Helper()
-	if code != exitOK || row.Verdict != compare.Different || row.Rule != compare.RuleDeterministic ||
-		row.A.Boots != compare.DeterministicBoots || row.B.Boots != compare.DeterministicBoots {
-		t.Errorf("%s: exit %d, %s by the %s rule after %d+%d boots; want exit 0 and DIFFERENT by the deterministic rule after %d+%d, as locally",
-			what, code, row.Verdict, row.Rule, row.A.Boots, row.B.Boots, compare.DeterministicBoots, compare.DeterministicBoots)
+	if code != exitOK || row.Verdict != compare.Different {
+		t.Errorf("%s: exit %d, %s; want exit 0 and DIFFERENT, as locally", what, code, row.Verdict)
+	}
+	switch fallback := bootsDisagree(row.Notes); {
+	case row.Rule == compare.RuleDeterministic && row.A.Boots == compare.DeterministicBoots && row.B.Boots == compare.DeterministicBoots:
+	case row.Rule == compare.RuleStatistical && fallback > 0 && fallback <= 0.2:
+		t.Logf("%s: the calibration's bound fell short: %q; decided by the statistical rule after %d+%d boots",
+			what, strings.Join(row.Notes, "; "), row.A.Boots, row.B.Boots)
+	default:
+		t.Errorf("%s: %s rule after %d+%d boots (notes %q); want the deterministic rule after %d+%d, as locally, or its fallback for boots within icount's jitter",
+			what, row.Rule, row.A.Boots, row.B.Boots, row.Notes, compare.DeterministicBoots, compare.DeterministicBoots)
 	}
 	if d := *row.DeltaPct; d < -16.6 || d > -16.0 {
 		t.Errorf("%s: change %+.2f%%; want −16.3 %% ± 0.3 as locally (6.12 runs fewer instructions per lookup)", what, d)
 	}
 }
+
+// bootsDisagree returns by how many percent a row's note says a side's
+// boots disagree when the deterministic rule fell back (0: no such note).
+func bootsDisagree(notes []string) float64 {
+	for _, n := range notes {
+		if m := disagreeNote.FindStringSubmatch(n); m != nil {
+			if pct, err := strconv.ParseFloat(m[1], 64); err == nil {
+				return pct
+			}
+		}
+	}
+	return 0
+}
+
+var disagreeNote = regexp.MustCompile(`boots of [AB] disagree by ([0-9.e+-]+)%, more than the jitter bound`)
 
 // fleetBootsLikeLocal checks that the fleet's icount boots are a local
 // compare's: the kernels travel as their ELF and boot through PVH (no
@@ -331,17 +369,28 @@ func TestFleetCompare(t *testing.T) {
 		code, stdout, stderr := runCLI(t, line...)
 		finished <- outcome{code, stdout, stderr}
 	}()
+	// w1 is stopped (SIGSTOP) while a boot of the compare runs on it, and
+	// killed only when that boot is still under way once it is stopped: a
+	// boot of 2 s on a quiet host may end between a look and the kill.
 	var killed int64
 	for deadline := time.Now().Add(2 * time.Minute); killed == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var running int64
 		conn.QueryRow(context.Background(), `
 SELECT id FROM river_job WHERE id > $1 AND state = 'running' AND split_part(attempted_by[array_upper(attempted_by, 1)], '/', 1) = 'w1'
-	AND attempted_at < now() - interval '2 seconds' LIMIT 1`, maxJob).Scan(&killed)
+	AND attempted_at < now() - interval '1 second' LIMIT 1`, maxJob).Scan(&running)
+		if running == 0 {
+			continue
+		}
+		w1.cmd.Process.Signal(syscall.SIGSTOP)
+		time.Sleep(100 * time.Millisecond) // for the log lines it wrote before
+		if w1.running(running) && w1.qemus() != "" {
+			killed = running
+			break
+		}
+		w1.cmd.Process.Signal(syscall.SIGCONT)
 	}
 	if killed == 0 {
 		t.Fatal("w1 ran no boot of the second compare within 2 minutes")
-	}
-	if q := w1.qemus(); q == "" {
-		t.Errorf("no QEMU of w1 runs while it works job %d", killed)
 	}
 	w1.kill()
 	var killedAt time.Time // on the database's clock, as the jobs' timestamps
