@@ -40,9 +40,12 @@ func bisectOpts(r *invocation) []opt {
 }
 
 // bisectSetup makes the bisection's setup from the flags (controls: with
-// the harness controls in the plan).
-func (r *invocation) bisectSetup(ctx context.Context, controls bool) (*bisect.Bisector, error) {
-	s, err := r.setup(false, controls)
+// the harness controls in the plan); probe are the kernels known before
+// anything is built (an endpoint on disk, the first of --images, a
+// series' reference), which probe KVM when auto must decide it. Without
+// one, a KVM whose verdict is not kept is not probed, and auto is icount.
+func (r *invocation) bisectSetup(ctx context.Context, controls bool, probe ...string) (*bisect.Bisector, error) {
+	s, err := r.setup(false, controls, probe...)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +79,7 @@ func bisectRunCommand(r *invocation) *cli.Command {
 		if c.NArg() > 0 {
 			return usageError("bisect-run takes no arguments, got %q", c.Args().Slice())
 		}
-		setup, err := r.bisectSetup(c.Context, false)
+		setup, err := r.bisectSetup(c.Context, false, bisect.KernelEndpoints(r.Bisect.Good, r.Bisect.Bad)...)
 		if err != nil {
 			return err
 		}
@@ -129,7 +132,13 @@ func bisectCommand(r *invocation) *cli.Command {
 		if err := writable("html", r.html); err != nil {
 			return err
 		}
-		setup, err := r.bisectSetup(c.Context, false)
+		// The good end of --images probes KVM (the search expands the
+		// list again, as it does its state's).
+		kernels, err := bisect.ExpandImages(images)
+		if err != nil {
+			return bisectError(err, r)
+		}
+		setup, err := r.bisectSetup(c.Context, false, kernels[:min(1, len(kernels))]...)
 		if err != nil {
 			return err
 		}

@@ -339,3 +339,33 @@ func gitIn(t *testing.T, dir string) func(args ...string) string {
 		return strings.TrimSpace(string(out))
 	}
 }
+
+// TestBisectImagesProbesKVM: a bisection over prebuilt kernels decides its
+// accelerator once, before anything is planned, by a probe that boots the
+// good end of --images (before, a bisection had no kernel to probe with
+// and --accel kvm went on to boot the kernels under a KVM that cannot run
+// them). With a fresh cache no verdict is kept: the probe runs now, and
+// --accel kvm on a host whose /dev/kvm opens but does not run guests is
+// refused before any boot, saying why and where that was seen.
+func TestBisectImagesProbesKVM(t *testing.T) {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		t.Skip("no /dev/kvm here; the broken-KVM case cannot happen")
+	}
+	f.Close()
+	args := append(vmArgs(t), "--cache-dir", t.TempDir()) // the last --cache-dir wins: nothing kept
+	deb61, deb612 := testkernels.Deb(t, testkernels.Debian61), testkernels.Deb(t, testkernels.Debian612)
+	list := filepath.Join(t.TempDir(), "kernels.txt")
+	os.WriteFile(list, []byte(deb61+"\n"+deb612+"\n"), 0o644)
+	code, stdout, stderr := runCLI(t, append([]string{"bisect", "--images", list, "--state", t.TempDir(), "--accel", "kvm",
+		"--bench", "LPMTrie/op=lookup/keys=random", "--entries", "1000", "--boots", "2", "--max-boots", "2"}, args...)...)
+	if code == exitOK || code == exitInconclusive {
+		t.Skipf("KVM runs these kernels here (bisect exit %d)", code)
+	}
+	if code != exitInfra || !strings.Contains(stderr, "KVM unusable: /dev/kvm opens, but KVM does not run guests here: ") ||
+		!strings.Contains(stderr, "(probed now: ") || strings.Contains(stderr, " boot 1 (kvm)") {
+		t.Errorf("bisect --images --accel kvm on a broken KVM: exit %d; want %d, refused by a probe of the good end before any boot\n%s\n%s", code, exitInfra, stdout, stderr)
+	}
+	t.Logf("%s", strings.TrimSpace(stderr))
+	assertNoQEMULeft(t)
+}

@@ -42,11 +42,11 @@ func nightlyCommand(r *invocation) *cli.Command {
 			return usageError("nightly needs --config FILE with [[series]] (see kernels.example.toml)")
 		}
 		nights, err := nightly.Run(c.Context, nightly.Options{Config: r.File, Date: date, Only: only, Wait: wait, Log: r.log,
-			SetupFor: func(cfg *config.File, runDir string) (*bisect.Bisector, error) {
+			SetupFor: func(cfg *config.File, runDir, reference string) (*bisect.Bisector, error) {
 				rr := *r
 				rr.File, rr.runDir = cfg, runDir
 				rr.minEffect = strconv.FormatFloat(cfg.Stats.MinEffect, 'g', -1, 64) // the series' own
-				return rr.bisectSetup(c.Context, true)
+				return rr.bisectSetup(c.Context, true, reference)
 			},
 			WriteMail: report.WriteChangePointMail, MailSubject: report.MailSubject})
 		var sums []view.NightSummary

@@ -155,7 +155,7 @@ func endpoint(ctx context.Context, repo *git.Repo, name, value, fromLog string) 
 		}
 		return Endpoint{Commit: fromLog}, nil
 	}
-	if _, err := os.Stat(value); err == nil {
+	if isKernelEndpoint(value) {
 		abs, err := filepath.Abs(value)
 		return Endpoint{Kernel: abs}, err
 	}
@@ -164,6 +164,26 @@ func endpoint(ctx context.Context, repo *git.Repo, name, value, fromLog string) 
 		return Endpoint{}, fmt.Errorf("%w: %s endpoint %s is neither a kernel file nor a commit: %w", ErrNoEndpoint, name, value, err)
 	}
 	return Endpoint{Commit: commit}, nil
+}
+
+// isKernelEndpoint says whether an endpoint's value names a kernel on
+// disk rather than a revision.
+func isKernelEndpoint(value string) bool {
+	_, err := os.Stat(value)
+	return value != "" && err == nil
+}
+
+// KernelEndpoints returns those of a step's endpoint values that are
+// kernels on disk (as the step reads them), which a run can boot before
+// anything is built: to probe KVM with, when the accelerator is auto.
+func KernelEndpoints(values ...string) []string {
+	var out []string
+	for _, v := range values {
+		if isKernelEndpoint(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func orDefault(v, def string) string {

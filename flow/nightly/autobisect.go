@@ -114,7 +114,7 @@ func (r *seriesRun) bisectRequestedAgain(ctx context.Context) {
 	if err != nil || !slices.ContainsFunc(cps, func(cp history.ChangePoint) bool { return cp.Bisect.State == history.BisectRequested }) {
 		return
 	}
-	if r.setup, err = r.o.SetupFor(&r.cfg, filepath.Join(r.dir, "runs", r.o.Date)); err != nil {
+	if r.setup, err = r.o.SetupFor(&r.cfg, filepath.Join(r.dir, "runs", r.o.Date), r.conf.Reference); err != nil {
 		r.logf("warning: cannot bisect the change points asked for: %v", err)
 		r.n.Alerts = append(r.n.Alerts, fmt.Sprintf("bisections asked for wait: no boot setup: %v", err))
 		return

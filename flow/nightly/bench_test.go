@@ -74,7 +74,7 @@ func BenchmarkNightNoChange(b *testing.B) {
 	db.Close()
 
 	boots := 0
-	o := Options{Config: &cfg, SetupFor: func(*config.File, string) (*bisect.Bisector, error) {
+	o := Options{Config: &cfg, SetupFor: func(*config.File, string, string) (*bisect.Bisector, error) {
 		return &bisect.Bisector{Setup: &campaign.Setup{Bench: &campaign.Bench{Measurer: countingMeasurer{&boots}}}}, nil
 	}}
 	start := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)

@@ -32,8 +32,10 @@ type Options struct {
 	// lock (0: refuse at once).
 	Wait time.Duration
 	// SetupFor makes the boot setup of a series from its configuration
-	// (config.File.ForSeries) with runDir for its boots' logs.
-	SetupFor func(cfg *config.File, runDir string) (*bisect.Bisector, error)
+	// (config.File.ForSeries) with runDir for its boots' logs; reference
+	// is the series' reference kernel, a real kernel that probes KVM when
+	// the series' accelerator is auto.
+	SetupFor func(cfg *config.File, runDir, reference string) (*bisect.Bisector, error)
 	// WriteMail and MailSubject render the mail of a night's new change
 	// points: its body in Markdown and its subject line (the command gives
 	// report.WriteChangePointMail and report.MailSubject). Without them no

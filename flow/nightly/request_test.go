@@ -45,7 +45,7 @@ func TestBisectRequested(t *testing.T) {
 	if _, _, err := db.Triage(ctx, cps[0].ID, history.ActionBisect, "find it", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	nights, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Bisector, error) {
+	nights, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string, string) (*bisect.Bisector, error) {
 		return &bisect.Bisector{Setup: &campaign.Setup{Bench: &campaign.Bench{}}}, nil
 	}})
 	if err != nil || len(nights) != 1 {
@@ -69,8 +69,13 @@ func TestBisectRequested(t *testing.T) {
 		t.Fatalf("bisect again after a failure: %v", err)
 	}
 	setups := 0
-	again, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Bisector, error) {
+	again, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(_ *config.File, _, reference string) (*bisect.Bisector, error) {
 		setups++
+		// The series' reference kernel probes KVM when its accelerator
+		// is auto: the setup is given it.
+		if reference != cfg.Series[0].Reference || reference == "" {
+			t.Errorf("SetupFor got reference %q; want the series' %q", reference, cfg.Series[0].Reference)
+		}
 		return &bisect.Bisector{Setup: &campaign.Setup{Bench: &campaign.Bench{}}}, nil
 	}})
 	if err != nil || len(again) != 1 {
@@ -83,7 +88,7 @@ func TestBisectRequested(t *testing.T) {
 		t.Errorf("the recorded night's alerts %q; want it recorded before and the bisection on request", a)
 	}
 	// Run once more with nothing asked for: no setup is made.
-	if _, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string) (*bisect.Bisector, error) {
+	if _, err := Run(ctx, Options{Config: &cfg, Date: "2026-02-01", SetupFor: func(*config.File, string, string) (*bisect.Bisector, error) {
 		setups++
 		return nil, nil
 	}}); err != nil || setups != 1 {

@@ -114,7 +114,7 @@ func (r *seriesRun) fail(status history.NightStatus, err error) {
 // compares; a night that ends early says why in r.n.
 func (r *seriesRun) measure(ctx context.Context) error {
 	var err error
-	if r.setup, err = r.o.SetupFor(&r.cfg, filepath.Join(r.dir, "runs", r.o.Date)); err != nil {
+	if r.setup, err = r.o.SetupFor(&r.cfg, filepath.Join(r.dir, "runs", r.o.Date), r.conf.Reference); err != nil {
 		return err
 	}
 	resolve := r.setup.Bench.Resolve
