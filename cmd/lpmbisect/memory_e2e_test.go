@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"strings"
@@ -27,23 +26,11 @@ func memoryPlugin(t *testing.T) string {
 
 // pluginCompare runs compare under icount, one boot a side of a small
 // trie (1000 entries, 2 samples of 5 rounds), with args, and returns its
-// JSON document, which must have an insight block. A regression is an
-// outcome like the others here: the tests judge the rows themselves.
+// JSON document (insightDoc).
 func pluginCompare(t *testing.T, args []string, a, b string) report.Document {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
+	return insightDoc(t, append(append([]string{"compare", "--accel", "icount", "--boot-timeout", "5m", "--samples", "2", "--rounds", "5", "--entries", "1000",
 		"--boots", "1", "--max-boots", "1", "--format", "json"}, args...), a, b)...)
-	if code != exitOK && code != exitInconclusive && code != exitRegression {
-		t.Fatalf("compare: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	var doc report.Document
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatalf("compare --format json: %v\n%s", err, stdout)
-	}
-	if doc.Insight == nil {
-		t.Fatalf("no insight block\n%s", stderr)
-	}
-	return doc
 }
 
 // TestMemoryPassSelfCompare boots Debian 6.12 twice under icount with the

@@ -13,9 +13,11 @@ import (
 	"github.com/lpmbisect/lpmbisect/testbed/testkernels"
 )
 
-// profileDoc runs compare with args and returns the JSON report and the
-// profile diff of the benchmark bench.
-func profileDoc(t *testing.T, bench string, args ...string) (*report.Document, *insight.ProfileDiff) {
+// insightDoc runs compare with args (--format json among them) and
+// returns its JSON document, which must have an insight block. A
+// regression is an outcome like the others here: the tests judge the rows
+// themselves.
+func insightDoc(t *testing.T, args ...string) report.Document {
 	t.Helper()
 	code, stdout, stderr := runCLI(t, args...)
 	if code != exitOK && code != exitInconclusive && code != exitRegression {
@@ -28,6 +30,14 @@ func profileDoc(t *testing.T, bench string, args ...string) (*report.Document, *
 	if doc.Insight == nil {
 		t.Fatalf("compare: no insight block\n%s", stderr)
 	}
+	return doc
+}
+
+// profileDoc runs compare with args and returns the JSON report and the
+// profile diff of the benchmark bench.
+func profileDoc(t *testing.T, bench string, args ...string) (*report.Document, *insight.ProfileDiff) {
+	t.Helper()
+	doc := insightDoc(t, args...)
 	for i := range doc.Insight.Profiles {
 		if p := &doc.Insight.Profiles[i]; p.Benchmark == bench {
 			for _, l := range doc.Insight.ProfileLines {
