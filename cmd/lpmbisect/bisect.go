@@ -45,11 +45,12 @@ func bisectOpts(r *invocation) []opt {
 // series' reference), which probe KVM when auto must decide it. Without
 // one, a KVM whose verdict is not kept is not probed, and auto is icount.
 func (r *invocation) bisectSetup(ctx context.Context, controls bool, probe ...string) (*bisect.Bisector, error) {
-	s, err := r.setup(false, controls, probe...)
+	// The flags first: the setup may boot probe kernels.
+	auto, err := r.stats()
 	if err != nil {
 		return nil, err
 	}
-	auto, err := r.stats()
+	s, err := r.setup(false, controls, probe...)
 	if err != nil {
 		return nil, err
 	}
@@ -132,12 +133,10 @@ func bisectCommand(r *invocation) *cli.Command {
 		if err := writable("html", r.html); err != nil {
 			return err
 		}
-		// The good end of --images probes KVM (the search expands the
-		// list again, as it does its state's).
-		kernels, err := bisect.ExpandImages(images)
-		if err != nil {
-			return bisectError(err, r)
-		}
+		// The good end of --images probes KVM. A list that does not
+		// expand probes nothing: the search, which expands it again,
+		// reports it once the other flags are checked.
+		kernels, _ := bisect.ExpandImages(images)
 		setup, err := r.bisectSetup(c.Context, false, kernels[:min(1, len(kernels))]...)
 		if err != nil {
 			return err
