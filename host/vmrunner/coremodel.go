@@ -116,9 +116,6 @@ var coreModels = []CoreModel{
 	},
 }
 
-// CoreModels are the cores the plugin models, the default's first.
-func CoreModels() []CoreModel { return append([]CoreModel(nil), coreModels...) }
-
 // CoreModelOf returns the core of the CPU profile named profile ("" and
 // DefaultCPUProfile: the default model's), and false for a name no core has.
 func CoreModelOf(profile string) (CoreModel, bool) {

@@ -212,7 +212,7 @@ func TestMemoryPluginLoads(t *testing.T) {
 	if msg, err := run("outfile=" + out + ",l1d=48K:7"); err == nil || !strings.Contains(msg, "power-of-two") {
 		t.Errorf("qemu -plugin with 48K 7-way L1D: %v\n%s; want QEMU to refuse it (no power-of-two sets)", err, msg)
 	}
-	for _, core := range CoreModels() {
+	for _, core := range coreModels {
 		if msg, err := run(strings.Join(append([]string{"outfile=" + out}, core.PluginArgs(true)...), ",")); err != nil {
 			t.Errorf("qemu -plugin with the %s core: %v\n%s", core.Name, err, msg)
 			continue
@@ -338,7 +338,7 @@ func TestPluginPredictsBranches(t *testing.T) {
 	if out, err := exec.Command(cc, "-O2", "-Wall", "-Werror", "-o", bin, filepath.Join("memplugin", "bpred_test.c"), "-lm").CombinedOutput(); err != nil {
 		t.Fatalf("cc bpred_test.c: %v\n%s", err, out)
 	}
-	for _, core := range CoreModels() {
+	for _, core := range coreModels {
 		t.Run(core.Name, func(t *testing.T) {
 			out, err := exec.Command(bin, core.Branch.String()).Output()
 			if err != nil {
@@ -390,8 +390,8 @@ func TestCoreModelPerProfile(t *testing.T) {
 			t.Errorf("plugin arguments of a %s boot: %s; want its core", p.Label(), args)
 		}
 	}
-	if len(CoreModels()) != len(CPUProfiles)+1 {
-		t.Errorf("%d cores for %d profiles and the default", len(CoreModels()), len(CPUProfiles))
+	if len(coreModels) != len(CPUProfiles)+1 {
+		t.Errorf("%d cores for %d profiles and the default", len(coreModels), len(CPUProfiles))
 	}
 	def, _ := CoreModelOf(DefaultCPUProfile)
 	if def.L1D != (CacheGeometry{48 << 10, 12}) || def.LLC != (CacheGeometry{2 << 20, 16}) || def.L2.Size != 0 || len(def.PluginArgs(false)) != 0 {
