@@ -647,17 +647,3 @@ func unquoteArg(arg string) string {
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
-
-// retellAccel returns args with the accelerator the guest is told
-// (ParamAccel) replaced by a, for a boot that is retried under another
-// accelerator than the one its arguments were made for; arguments without
-// ParamAccel get it appended.
-func retellAccel(args []string, a Accel) []string {
-	out := make([]string, 0, len(args)+1)
-	for _, arg := range args {
-		if !strings.HasPrefix(arg, string(ParamAccel)+"=") {
-			out = append(out, arg)
-		}
-	}
-	return append(out, ParamAccel.Arg(string(a)))
-}

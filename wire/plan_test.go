@@ -3,7 +3,6 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -345,15 +344,4 @@ func FuzzPlan(f *testing.F) {
 			t.Fatalf("KernelArgs not stable: %q, then %q", again, third)
 		}
 	})
-}
-
-func TestRetellAccel(t *testing.T) {
-	for _, c := range []struct{ in, want []string }{
-		{[]string{"lpmbisect.samples=5", "lpmbisect.accel=kvm", "quiet"}, []string{"lpmbisect.samples=5", "quiet", "lpmbisect.accel=icount"}},
-		{[]string{"quiet"}, []string{"quiet", "lpmbisect.accel=icount"}},
-	} {
-		if got := retellAccel(c.in, AccelIcount); !slices.Equal(got, c.want) {
-			t.Errorf("RetellAccel(%q, icount) = %q; want %q", c.in, got, c.want)
-		}
-	}
 }
