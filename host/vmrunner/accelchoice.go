@@ -350,7 +350,7 @@ func ChooseAccel(ctx context.Context, requested wire.Accel, c KVMCheck) (*AccelC
 	}
 	if st.Works {
 		ch.Accel = wire.AccelKVM
-		ch.Line = "accel auto: using KVM: " + strings.TrimPrefix(st.Why, "KVM runs guests here: ") + source
+		ch.Line = "accel auto: using KVM: " + st.Verdict.Why + source
 		return ch, nil
 	}
 	ch.Line = "accel auto: " + st.Why + source + "; " + icountWhy
