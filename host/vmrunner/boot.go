@@ -446,7 +446,7 @@ func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, w
 	case mon.qemu.kvmReport() != "":
 		return KVMFailed, kvmFailedDetail(mon.qemu.kvmReport())
 	case killed != "":
-		if panicLine != "" && killed != Canceled {
+		if panicLine != "" {
 			return Panic, panicLine
 		}
 		return killed, killDetail
