@@ -415,11 +415,18 @@ func (s *Setup) Start(inputs []string, o RunOptions) (*Runner, error) {
 		}
 	}
 	variants := s.Variants(len(sides))
+	// The key hashes the guest binary: once per variant, not per side
+	// (a profile is known by its name, LookupCPUProfile).
+	keys := map[string]string{}
 	for i, side := range sides {
 		side.Variant = variants[i]
 		side.kernelParams = strings.Join(slices.Concat(s.Append, side.Variant.Append), " ")
-		// "" when the guest cannot be read: Prepare says why.
-		side.Params, _ = s.paramsKey(side.Variant)
+		id := side.Variant.CPU.Name + "\x00" + strings.Join(side.Variant.Append, "\x00")
+		if _, ok := keys[id]; !ok {
+			// "" when the guest cannot be read: Prepare says why.
+			keys[id], _ = s.paramsKey(side.Variant)
+		}
+		side.Params = keys[id]
 	}
 	paired := !o.Unpaired && s.Pairs(len(sides))
 	r := &Runner{

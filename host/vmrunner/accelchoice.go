@@ -98,11 +98,9 @@ type KVMStatus struct {
 	// device does not open, or there was no kernel to probe with).
 	Verdict *KVMVerdict
 	// Cached says the verdict was kept from an earlier probe, in
-	// CacheFile ("" without a cache).
+	// CacheFile ("" without a cache); else it is the probe's run now.
 	Cached    bool
 	CacheFile string
-	// Probed is the probe run now (nil when none ran).
-	Probed *KVMProbeResult
 }
 
 // Source says where the verdict came from, for a log line: a probe run
@@ -114,14 +112,12 @@ func (s *KVMStatus) Source() string {
 	case s.Cached:
 		return fmt.Sprintf("kept from the probe of %s for this host kernel, QEMU and KVM device; lpmbisect host --reprobe KERNEL probes again",
 			s.Verdict.At.UTC().Format("2006-01-02 15:04 UTC"))
-	case s.Probed != nil:
-		kept := ""
-		if s.CacheFile != "" {
-			kept = ", kept for this host kernel, QEMU and KVM device"
-		}
-		return fmt.Sprintf("probed now: %s in %.2f s%s", words.Plural(len(s.Probed.Boots), "boot"), s.Probed.Took.Seconds(), kept)
 	}
-	return ""
+	kept := ""
+	if s.CacheFile != "" {
+		kept = ", kept for this host kernel, QEMU and KVM device"
+	}
+	return fmt.Sprintf("probed now: %s in %.2f s%s", words.Plural(len(s.Verdict.Boots), "boot"), s.Verdict.Took.Seconds(), kept)
 }
 
 // CheckKVM finds whether KVM runs guests here: not when the device does
@@ -173,7 +169,6 @@ func CheckKVM(ctx context.Context, c KVMCheck) (*KVMStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.Probed = res
 	st.Verdict = &KVMVerdict{Host: host, Works: res.Works, Why: res.Why, Boots: res.Boots, Took: res.Took, At: time.Now()}
 	st.Works, st.Why = res.Works, verdictWhy(st.Verdict, c.Device)
 	if st.CacheFile != "" {
@@ -350,7 +345,7 @@ func ChooseAccel(ctx context.Context, requested wire.Accel, c KVMCheck) (*AccelC
 	}
 	if st.Works {
 		ch.Accel = wire.AccelKVM
-		ch.Line = "accel auto: using KVM: " + strings.TrimPrefix(st.Why, "KVM runs guests here: ") + source
+		ch.Line = "accel auto: using KVM: " + st.Verdict.Why + source
 		return ch, nil
 	}
 	ch.Line = "accel auto: " + st.Why + source + "; " + icountWhy

@@ -446,7 +446,7 @@ func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, w
 	case mon.qemu.kvmReport() != "":
 		return KVMFailed, kvmFailedDetail(mon.qemu.kvmReport())
 	case killed != "":
-		if panicLine != "" && killed != Canceled {
+		if panicLine != "" {
 			return Panic, panicLine
 		}
 		return killed, killDetail
@@ -476,8 +476,8 @@ func classify(s *wire.Stream, killed Outcome, killDetail string, mon *monitor, w
 
 // qemuOutput keeps QEMU's standard output and error (bounded) and, when
 // watchKVM, watches them line by line for a report that KVM cannot run
-// the guest (kvmFailureLine), which it keeps, with the lines of the report
-// that follow it (at most four).
+// the guest (kvmReportLine), which it keeps, with the lines of the report
+// that follow it (maxKVMReport in all).
 type qemuOutput struct {
 	watchKVM bool
 
@@ -501,8 +501,8 @@ func (q *qemuOutput) Write(p []byte) (int, error) {
 			}
 			continue
 		}
-		if l := string(bytes.TrimRight(q.line, "\r")); kvmFailureLine(l) && len(q.report) < 4 {
-			q.report = append(q.report, bound(strings.TrimPrefix(l, qemuPrefix)))
+		if r, ok := kvmReportLine(string(bytes.TrimRight(q.line, "\r"))); ok && len(q.report) < maxKVMReport {
+			q.report = append(q.report, r)
 		}
 		q.line = q.line[:0]
 	}

@@ -43,16 +43,21 @@ var kvmFailureMarkers = []string{
 	"Could not access KVM kernel module", // /dev/kvm missing as QEMU opens it
 }
 
-// kvmFailureLine reports whether a line of QEMU's standard error says that
-// KVM cannot run the guest.
-func kvmFailureLine(line string) bool {
+// kvmReportLine reports whether a line of QEMU's standard error says that
+// KVM cannot run the guest (one of kvmFailureMarkers), and returns it as a
+// report keeps it: QEMU's prefix off, bounded.
+func kvmReportLine(line string) (string, bool) {
 	for _, m := range kvmFailureMarkers {
 		if strings.Contains(line, m) {
-			return true
+			return bound(strings.TrimPrefix(line, qemuPrefix)), true
 		}
 	}
-	return false
+	return "", false
 }
+
+// maxKVMReport bounds the lines of a report that KVM cannot run the guest
+// that are kept: the first and those that follow it.
+const maxKVMReport = 4
 
 // maxQEMUErrLine bounds a line kept from QEMU's standard error.
 const maxQEMUErrLine = 240
@@ -391,18 +396,17 @@ func startProbeVM(qemu, image string, boot int, events chan<- probeEvent) (*prob
 		defer errR.Close()
 		var report, tail []string
 		readLines(errR, func(line string) bool {
-			l := bound(strings.TrimPrefix(line, qemuPrefix))
-			if kvmFailureLine(line) {
-				if report = append(report, l); len(report) == 1 {
-					send(ProbeReport, l)
+			if r, ok := kvmReportLine(line); ok {
+				if report = append(report, r); len(report) == 1 {
+					send(ProbeReport, r)
 				}
 			}
-			if l != "" {
+			if l := bound(strings.TrimPrefix(line, qemuPrefix)); l != "" {
 				if tail = append(tail, l); len(tail) > 3 {
 					tail = tail[1:]
 				}
 			}
-			return len(report) < 4
+			return len(report) < maxKVMReport
 		})
 		if len(report) == 0 {
 			report = tail

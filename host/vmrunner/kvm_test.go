@@ -161,7 +161,7 @@ func TestChooseAccelCachesVerdict(t *testing.T) {
 	if err != nil || ch.Accel != wire.AccelIcount || ch.Line != "accel auto: no usable "+noKVM.Device+": open "+noKVM.Device+": no such file or directory; using icount: instruction counts, deterministic" {
 		t.Errorf("ChooseAccel(auto, no device) = %+v, %v; want icount, said in the line of a host without KVM", ch, err)
 	}
-	if asked != before || ch.KVM.Probed != nil {
+	if asked != before || ch.KVM.Verdict != nil {
 		t.Errorf("ChooseAccel(auto, no device) asked for kernels or probed; want no probe boot")
 	}
 	if _, err := ChooseAccel(context.Background(), wire.AccelKVM, noKVM); !errors.As(err, &kvm) {

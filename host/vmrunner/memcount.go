@@ -89,9 +89,7 @@ func (e *MemoryPluginError) Unwrap() error { return e.Err }
 
 // checkMemoryPlugin checks that the plugin a boot names exists, and
 // leaves it out of a boot that is not under icount, whose guest is not
-// deterministic (a boot of --accel auto that probes KVM first names it in
-// case it falls back to icount; the guest then says the pass is not
-// offered).
+// deterministic (the guest then says the pass is not offered).
 func (c *Config) checkMemoryPlugin() error {
 	if c.Accel != wire.AccelIcount {
 		c.MemoryPlugin = ""
