@@ -66,30 +66,44 @@ func (fc *FunctionCalls) callsByName() map[string]Call {
 	return m
 }
 
-// plumbingPrefixes name what the kernel build puts between a function and
-// its callees: the ftrace hook, return thunks and retpolines of the
-// Spectre, Retbleed, SRSO and ITS mitigations, and static-call
-// trampolines. They are not callees in the sense of the source code.
-var plumbingPrefixes = []string{
-	"__fentry__",
-	"__x86_return_thunk", "__x86_return_skl", "its_return_thunk",
-	"srso_return_thunk", "srso_alias_return_thunk", "srso_safe_ret", "retbleed_return_thunk",
-	"entry_untrain_ret", "zen_untrain_ret", "retbleed_untrain_ret",
-	"__SCT__",
+// buildPlumbing names what the kernel build puts between a function and
+// its callees besides the mitigations' thunks (thunkOf): the ftrace hook,
+// static-call trampolines, and the helpers thunks go through
+// (__x86_return_skl of call depth tracking, srso_safe_ret of SRSO's Safe
+// RET). They are not callees in the sense of the source code.
+var buildPlumbing = []string{"__fentry__", "__SCT__", "__x86_return_skl", "srso_safe_ret"}
+
+// thunkOf says whether a call or jump to name goes through a mitigation's
+// thunk rather than to a callee: a return thunk, a return untraining or an
+// indirect-branch thunk (retpoline) of mitigationSymbols, each name taken
+// as a prefix; kind says which.
+func thunkOf(name string) (kind MitigationKind, ok bool) {
+	for _, m := range mitigationSymbols {
+		switch m.kind {
+		case ReturnThunks, Untrains, IndirectThunks:
+			if strings.HasPrefix(name, m.name) {
+				return m.kind, true
+			}
+		}
+	}
+	return "", false
 }
 
-// indirectPrefixes name the thunks an indirect call or jump goes through.
-var indirectPrefixes = []string{
-	"__x86_indirect_thunk_", "__x86_indirect_call_thunk_", "__x86_indirect_jump_thunk_",
-	"__x86_indirect_its_thunk_",
+// isIndirectThunk reports whether name is a thunk an indirect call or
+// jump goes through (__x86_indirect_thunk_* and the like).
+func isIndirectThunk(name string) bool {
+	kind, ok := thunkOf(name)
+	return ok && kind == IndirectThunks
 }
 
 // isPlumbing reports whether a call to name is build plumbing rather than
-// a callee: __fentry__, return thunks (__x86_return_thunk and the other
-// mitigations'), static-call trampolines (__SCT__*) and retpolines
-// (__x86_indirect_thunk_*, which findCalls counts as indirect calls).
+// a callee: __fentry__, static-call trampolines (__SCT__*), and the
+// mitigations' thunks (thunkOf: __x86_return_thunk and the other return
+// thunks, the return untrainings, and retpolines,
+// __x86_indirect_thunk_*, which findCalls counts as indirect calls).
 func isPlumbing(name string) bool {
-	return hasAnyPrefix(name, plumbingPrefixes) || hasAnyPrefix(name, indirectPrefixes)
+	_, thunk := thunkOf(name)
+	return thunk || hasAnyPrefix(name, buildPlumbing)
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {
@@ -171,7 +185,7 @@ func findCalls(im *Image, syms *Symbols, function string) (*FunctionCalls, error
 			}
 			isCall := inst.Op == x86asm.CALL
 			switch {
-			case hasAnyPrefix(callee.Name, indirectPrefixes):
+			case isIndirectThunk(callee.Name):
 				fc.Indirect++
 			case isPlumbing(callee.Name):
 			case isColdPartOf(callee.Name, sym.Name):

@@ -198,14 +198,20 @@ func TestFindCallsSynthetic(t *testing.T) {
 }
 
 func TestIsPlumbing(t *testing.T) {
-	for _, name := range []string{"__fentry__", "__x86_return_thunk", "__x86_indirect_thunk_r11", "__SCT__cond_resched", "its_return_thunk", "srso_return_thunk"} {
+	for _, name := range []string{"__fentry__", "__x86_return_thunk", "__x86_indirect_thunk_r11", "__SCT__cond_resched", "its_return_thunk", "srso_return_thunk",
+		"srso_safe_ret", "__x86_return_skl", "retbleed_untrain_ret", "call_depth_return_thunk", "__x86_indirect_its_thunk_rax"} {
 		if !isPlumbing(name) {
 			t.Errorf("IsPlumbing(%s) = false; want true", name)
 		}
 	}
-	for _, name := range []string{"longest_prefix_match.isra.0", "kfree", "__memcpy", "_raw_spin_lock_irqsave"} {
+	for _, name := range []string{"longest_prefix_match.isra.0", "kfree", "__memcpy", "_raw_spin_lock_irqsave", "clear_bhb_loop", "entry_ibpb"} {
 		if isPlumbing(name) {
 			t.Errorf("IsPlumbing(%s) = true; want false", name)
+		}
+	}
+	for name, want := range map[string]bool{"__x86_indirect_thunk_r11": true, "__x86_indirect_call_thunk_rax": true, "__x86_return_thunk": false, "__fentry__": false} {
+		if got := isIndirectThunk(name); got != want {
+			t.Errorf("isIndirectThunk(%s) = %v; want %v", name, got, want)
 		}
 	}
 }

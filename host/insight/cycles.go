@@ -254,10 +254,7 @@ func deferredFunctions(w, b []vmrunner.PCCount, name func(uint64) string, ops fl
 	sums := map[string]float64{}
 	for sign, execs := range [][]vmrunner.PCCount{b, w} {
 		for _, x := range execs {
-			fn := name(x.PC)
-			if x.PC == vmrunner.PCOverflow {
-				fn = "[not attributed: the plugin's table was full]"
-			}
+			fn := pluginFunction(name, x.PC)
 			sums[fn] += float64(2*sign-1) * float64(x.Count) / ops
 		}
 	}

@@ -224,14 +224,21 @@ func (s *Side) AddMemory(in Input) {
 	}
 }
 
+// pluginFunction names the function of an address the plugin wrote:
+// name's, or notAttributed for its line of every instruction that found
+// no room (vmrunner.PCOverflow).
+func pluginFunction(name func(uint64) string, pc uint64) string {
+	if pc == vmrunner.PCOverflow {
+		return notAttributed
+	}
+	return name(pc)
+}
+
 // memoryFunctions sums the plugin's top instructions by function.
 func memoryFunctions(pcs []vmrunner.MemPC, name func(uint64) string, ops float64) []MemoryFunction {
 	sums := map[string]MemoryFunction{}
 	for _, pc := range pcs {
-		fn := name(pc.PC)
-		if pc.PC == vmrunner.PCOverflow {
-			fn = "[not attributed: the plugin's table was full]"
-		}
+		fn := pluginFunction(name, pc.PC)
 		f := sums[fn]
 		f.Function = fn
 		f.Accesses += float64(pc.Accesses) / ops

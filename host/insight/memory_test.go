@@ -56,3 +56,18 @@ func TestAddMemoryProblems(t *testing.T) {
 		t.Errorf("no counts: %+v; want the plugin's problem", s.MemorySummary)
 	}
 }
+
+// TestPluginFunctionOverflow: the plugin's line of the instructions that
+// found no room is named as not attributed wherever its pcs are summed by
+// function (the memory pass's top instructions, the deferred work).
+func TestPluginFunctionOverflow(t *testing.T) {
+	name := func(uint64) string { return "trie_lookup_elem" }
+	fs := memoryFunctions([]vmrunner.MemPC{{PC: 0xffffffff81000000, L1D: 20}, {PC: vmrunner.PCOverflow, L1D: 10}}, name, 10)
+	if len(fs) != 2 || fs[0].Function != "trie_lookup_elem" || fs[1].Function != notAttributed || fs[1].L1D != 1 {
+		t.Errorf("memoryFunctions = %+v; want trie_lookup_elem, then %q with 1 L1D miss per op", fs, notAttributed)
+	}
+	df := deferredFunctions([]vmrunner.PCCount{{PC: vmrunner.PCOverflow, Count: 30}}, nil, name, 10)
+	if len(df) != 1 || df[0].Function != notAttributed || df[0].Insns != 3 {
+		t.Errorf("deferredFunctions = %+v; want %q with 3 per op", df, notAttributed)
+	}
+}

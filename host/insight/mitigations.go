@@ -11,7 +11,8 @@ import (
 // the x86 kernel's speculative-execution mitigations run as thunks that
 // every return or indirect branch goes through, loops and barriers at
 // kernel entry, and single instructions. This table is the one place
-// that says which symbol is which; the exact profile counts each by its
+// that says which symbol is which (findCalls also skips the thunks by
+// it, thunkOf); the exact profile counts each by its
 // entries (executions of its first instruction: a return thunk is
 // reached by `jmp`, a retpoline by `call`, both enter it once per use),
 // and the mitigations' instructions by the plugin's count of them.
