@@ -223,22 +223,22 @@ func WriteServedIndex(w io.Writer, h view.History, form *TriageForm) error {
 
 // WriteServedSeries writes a series' page: its change points with their
 // triage forms (none when form is nil), excursions, trend plots of every
-// night, the page nights of its nights (newest first, with links to the
-// newer and older pages) and the audit log of its triage.
+// night, the nights of the page nights (view.HistorySeries.NightsPage:
+// newest first, with links to the newer and older pages) and the audit log
+// of its triage.
 func WriteServedSeries(w io.Writer, hs view.HistorySeries, nights view.NightsPage, form *TriageForm) error {
 	ss, err := newServedSeries(hs, true)
 	if err != nil {
 		return err
 	}
-	dates := hs.Dates() // newest first
-	lo, hi := min(len(dates), (nights.Page-1)*nights.PerPage), min(len(dates), nights.Page*nights.PerPage)
 	keep := map[string]bool{}
-	for _, d := range dates[lo:hi] {
+	for _, d := range nights.Dates {
 		keep[d] = true
 	}
 	ss.historySeriesPage.Nights = slices.DeleteFunc(ss.historySeriesPage.Nights, func(n historyNight) bool { return !keep[n.Date] })
 	if nights.Pages > 1 {
-		ss.Paging = fmt.Sprintf("nights %d–%d of %d, newest first (page %d of %d)", lo+1, hi, len(dates), nights.Page, nights.Pages)
+		lo := (nights.Page - 1) * nights.PerPage
+		ss.Paging = fmt.Sprintf("nights %d–%d of %d, newest first (page %d of %d)", lo+1, lo+len(nights.Dates), nights.Nights, nights.Page, nights.Pages)
 		page := func(n int) string { return fmt.Sprintf("%s?page=%d&per_page=%d#nights", ss.URL, n, nights.PerPage) }
 		if nights.Page > 1 {
 			ss.NewerURL = page(nights.Page - 1)
