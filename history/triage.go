@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/lpmbisect/lpmbisect/internal/words"
@@ -82,7 +81,7 @@ func CheckWho(who string) error {
 	if err := checkText("the name of who triages", who, maxWho); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadTriage, err)
 	}
-	if i := strings.IndexFunc(who, func(r rune) bool { return unicode.IsControl(r) || words.Hostile(r) }); i >= 0 {
+	if i := strings.IndexFunc(who, words.HostileOnOneLine); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(who[i:])
 		return fmt.Errorf("%w: the name of who triages has the control character %U (a name is one line of printable text)", ErrBadTriage, r)
 	}

@@ -1,6 +1,7 @@
 package nightly
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,7 +88,7 @@ func Import(ctx context.Context, db *history.DB, s history.Series, opts compare.
 			return nil, fmt.Errorf("%w: night %s: %w", ErrImport, d, err)
 		}
 		prevTip = tip
-		accel = cmpOr(accel, n.accel)
+		accel = cmp.Or(accel, n.accel)
 		if err := imp.store(ctx, db, n, rows, note); err != nil {
 			return imp, err
 		}
@@ -316,11 +317,4 @@ func importedRows(ref, tip, prevTip [][]*benchfmt.Result, opts compare.Options) 
 		rows = append(rows, nr)
 	}
 	return rows, note, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

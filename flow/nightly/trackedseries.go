@@ -363,7 +363,7 @@ func configDiff(before, after string) string {
 	var diffs []string
 	for k, v := range b {
 		if a[k] != v {
-			diffs = append(diffs, fmt.Sprintf("%s %s→%s", k, orNone(a[k]), v))
+			diffs = append(diffs, fmt.Sprintf("%s %s→%s", k, cmp.Or(a[k], "none"), v))
 		}
 	}
 	for k, v := range a {
@@ -379,13 +379,6 @@ func configDiff(before, after string) string {
 		diffs = append(diffs[:20], fmt.Sprintf("… %d more", len(diffs)-20))
 	}
 	return "; config: " + strings.Join(diffs, ", ")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 // cpuChanged reports whether tonight's boots emulate another CPU model

@@ -25,12 +25,14 @@ func Hostile(r rune) bool {
 // (\x1b, \u202e) and invalid UTF-8 as U+FFFD; newlines and tabs stay.
 func Printable(s string) string { return escape(s, Hostile) }
 
-// OneLine is Printable for a field of a one-line record (a server's log
-// line): newlines and tabs are escaped too, so the field cannot start a
+// HostileOnOneLine reports whether r must not reach a reader in a field of
+// a one-line record: Hostile, or a newline or tab, which would start a
 // line of its own.
-func OneLine(s string) string {
-	return escape(s, func(r rune) bool { return r == '\n' || r == '\t' || Hostile(r) })
-}
+func HostileOnOneLine(r rune) bool { return r == '\n' || r == '\t' || Hostile(r) }
+
+// OneLine is Printable for a field of a one-line record (a server's log
+// line): newlines and tabs are escaped too (HostileOnOneLine).
+func OneLine(s string) string { return escape(s, HostileOnOneLine) }
 
 func escape(s string, hostile func(rune) bool) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -111,17 +112,10 @@ func mitigationLines(a, b *view.SideCPU) (lines []string, total int) {
 		case b == nil || ta == tb:
 			lines = append(lines, n+": "+ta)
 		default:
-			lines = append(lines, fmt.Sprintf("%s: A: %s — B: %s", n, orDash(ta), orDash(tb)))
+			lines = append(lines, fmt.Sprintf("%s: A: %s — B: %s", n, cmp.Or(ta, "-"), cmp.Or(tb, "-")))
 		}
 	}
 	return lines, len(names)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // sidesDiffer says what a comparison of one kernel image measures when its
@@ -149,7 +143,7 @@ func sidesDiffer(rep *compare.Report, meta view.Meta) string {
 				}
 				sides[i] = append(sides[i], v)
 			default:
-				sides[i] = append(sides[i], d.Key+" "+orNone(v))
+				sides[i] = append(sides[i], d.Key+" "+cmp.Or(v, "none"))
 			}
 		}
 		what = append(what, differenceWords[d.Key])
@@ -164,10 +158,3 @@ func sidesDiffer(rep *compare.Report, meta view.Meta) string {
 
 // differenceWords name the keys of compare.Difference in a sentence.
 var differenceWords = map[string]string{wire.KeyCPUModel: "CPU", wire.KeyAppend: "kernel command line", wire.KeyQEMU: "QEMU version"}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}

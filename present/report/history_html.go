@@ -25,7 +25,7 @@ func WriteHistoryHTML(w io.Writer, h view.History) error {
 func writeHistoryHTML(w io.Writer, h view.History) error {
 	page := historyPage{Title: "lpmbisect history"}
 	for _, hs := range h.Series {
-		sp, err := newHistorySeriesPage(hs, nil)
+		sp, err := newHistorySeriesPage(hs, nil, true)
 		if err != nil {
 			return err
 		}
@@ -43,7 +43,8 @@ func writeHistoryHTML(w io.Writer, h view.History) error {
 // plot's mark to the change point, a plot's point to its night).
 // nightURL, when not nil, links each night to its own page (the served
 // pages); without it a night links to its row of the page's table.
-func newHistorySeriesPage(hs view.HistorySeries, nightURL func(date string) string) (historySeriesPage, error) {
+// Without plots the trends are not drawn (a page that does not show them).
+func newHistorySeriesPage(hs view.HistorySeries, nightURL func(date string) string, plots bool) (historySeriesPage, error) {
 	v := newSeriesView(hs)
 	if nightURL == nil {
 		nightURL = func(date string) string { return "#" + nightAnchor(v.series.ID, date) }
@@ -56,7 +57,11 @@ func newHistorySeriesPage(hs view.HistorySeries, nightURL func(date string) stri
 		sp.Excursions = append(sp.Excursions, historyExcursion{Night: e.Night, Benchmark: e.Benchmark, Unit: unitName(e.Unit),
 			Line: string(e.Line), Delta: view.FormatDelta(e.DeltaPct), Meaning: v.excursionMeaning(e)})
 	}
-	for _, t := range v.trends {
+	trends := v.trends
+	if !plots {
+		trends = nil
+	}
+	for _, t := range trends {
 		svg, err := v.trendSVG(t, trendWidth, trendHeight, nightURL)
 		if err != nil {
 			return sp, err

@@ -142,9 +142,11 @@ type servedResults struct {
 // pages.
 func seriesAnchor(name string) string { return "series-" + name }
 
-func newServedSeries(hs view.HistorySeries) (servedSeries, error) {
+// newServedSeries is a series as the served pages show it; without plots
+// its trends are not drawn (the front page, a night's page).
+func newServedSeries(hs view.HistorySeries, plots bool) (servedSeries, error) {
 	name := hs.Series.Name
-	sp, err := newHistorySeriesPage(hs, func(date string) string { return NightPath(name, date) })
+	sp, err := newHistorySeriesPage(hs, func(date string) string { return NightPath(name, date) }, plots)
 	if err != nil {
 		return servedSeries{}, err
 	}
@@ -206,11 +208,11 @@ func writeServed(w io.Writer, title string, p servedPage) error {
 func WriteServedIndex(w io.Writer, h view.History, form *TriageForm) error {
 	p := servedPage{Form: form}
 	for _, hs := range h.Series {
-		ss, err := newServedSeries(hs)
+		ss, err := newServedSeries(hs, false)
 		if err != nil {
 			return err
 		}
-		ss.Plots, ss.Excursions, ss.historySeriesPage.Nights, ss.Triage = nil, nil, nil, nil
+		ss.Excursions, ss.historySeriesPage.Nights, ss.Triage = nil, nil, nil
 		ss.Changes = slices.DeleteFunc(ss.Changes, func(c servedChange) bool { return c.Action != string(history.ChangeOpen) })
 		ss.Index = true
 		p.Series = append(p.Series, ss)
@@ -221,22 +223,22 @@ func WriteServedIndex(w io.Writer, h view.History, form *TriageForm) error {
 
 // WriteServedSeries writes a series' page: its change points with their
 // triage forms (none when form is nil), excursions, trend plots of every
-// night, the page nights of its nights (newest first, with links to the
-// newer and older pages) and the audit log of its triage.
+// night, the nights of the page nights (view.HistorySeries.NightsPage:
+// newest first, with links to the newer and older pages) and the audit log
+// of its triage.
 func WriteServedSeries(w io.Writer, hs view.HistorySeries, nights view.NightsPage, form *TriageForm) error {
-	ss, err := newServedSeries(hs)
+	ss, err := newServedSeries(hs, true)
 	if err != nil {
 		return err
 	}
-	dates := hs.Dates() // newest first
-	lo, hi := min(len(dates), (nights.Page-1)*nights.PerPage), min(len(dates), nights.Page*nights.PerPage)
 	keep := map[string]bool{}
-	for _, d := range dates[lo:hi] {
+	for _, d := range nights.Dates {
 		keep[d] = true
 	}
 	ss.historySeriesPage.Nights = slices.DeleteFunc(ss.historySeriesPage.Nights, func(n historyNight) bool { return !keep[n.Date] })
 	if nights.Pages > 1 {
-		ss.Paging = fmt.Sprintf("nights %d–%d of %d, newest first (page %d of %d)", lo+1, hi, len(dates), nights.Page, nights.Pages)
+		lo := (nights.Page - 1) * nights.PerPage
+		ss.Paging = fmt.Sprintf("nights %d–%d of %d, newest first (page %d of %d)", lo+1, lo+len(nights.Dates), nights.Nights, nights.Page, nights.Pages)
 		page := func(n int) string { return fmt.Sprintf("%s?page=%d&per_page=%d#nights", ss.URL, n, nights.PerPage) }
 		if nights.Page > 1 {
 			ss.NewerURL = page(nights.Page - 1)
@@ -254,7 +256,7 @@ func WriteServedSeries(w io.Writer, hs view.HistorySeries, nights view.NightsPag
 func WriteServedChanges(w io.Writer, title, empty string, h view.History, form *TriageForm) error {
 	p := servedPage{Form: form, Empty: empty}
 	for _, hs := range h.Series {
-		ss, err := newServedSeries(hs)
+		ss, err := newServedSeries(hs, true)
 		if err != nil {
 			return err
 		}
@@ -272,11 +274,11 @@ func WriteServedChanges(w io.Writer, title, empty string, h view.History, form *
 // changed, the profiles), as compare's page shows it. hs is the series at
 // that night (view.HistorySeries.AtNight), boots the night's boots.
 func WriteServedNight(w io.Writer, hs view.HistorySeries, n history.Night, boots []history.Boot, around NightsAround, form *TriageForm) error {
-	ss, err := newServedSeries(hs)
+	ss, err := newServedSeries(hs, false)
 	if err != nil {
 		return err
 	}
-	ss.Plots, ss.Excursions = nil, nil
+	ss.Excursions = nil
 	sn := &servedNight{Date: n.Date, Status: string(n.Status), Reason: n.Reason, Before: around.Before, After: around.After}
 	if around.Before != "" {
 		sn.BeforeURL = NightPath(hs.Series.Name, around.Before)

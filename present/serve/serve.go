@@ -254,7 +254,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, "read the history: %v", err)
 		return
 	}
-	signedIn := s.signedIn(r)
+	name, signedIn := s.signedInAs(r)
 	key := r.Method + " " + r.URL.RequestURI()
 	if signedIn {
 		key += " signed in" // the pages show triage forms, not the sign-in form
@@ -275,7 +275,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.token != nil && bytes.Contains(body, []byte(s.csrfSlot)) {
 		body = bytes.ReplaceAll(body, []byte(s.csrfSlot), []byte(s.csrfToken(s.session(w, r))))
 	}
-	if name, ok := s.signedInAs(r); ok && bytes.Contains(body, []byte(s.whoSlot)) {
+	if signedIn && bytes.Contains(body, []byte(s.whoSlot)) {
 		body = bytes.ReplaceAll(body, []byte(s.whoSlot), []byte(html.EscapeString(words.Printable(name))))
 	}
 	w.WriteHeader(resp.status)

@@ -190,9 +190,10 @@ func LoadNightInsight(ctx context.Context, db *history.DB, nightID int64) (in Ni
 
 // NightsPage says which nights of a series a page shows: page Page (from
 // 1, the newest nights) of PerPage nights, newest first, of Pages; the
-// series has Nights nights in all.
+// series has Nights nights in all, the page those of Dates (newest first).
 type NightsPage struct {
 	Page, PerPage, Pages, Nights int
+	Dates                        []string
 }
 
 // Dates are the dates of the series' nights, failed ones and those only
@@ -229,8 +230,9 @@ func (hs HistorySeries) NightsPage(page, per int) (HistorySeries, NightsPage) {
 	per = max(per, 1)
 	p := NightsPage{Page: page, PerPage: per, Nights: len(dates), Pages: max(1, (len(dates)+per-1)/per)}
 	lo := min(len(dates), max(0, (page-1)*per))
+	p.Dates = dates[lo:min(len(dates), lo+per)]
 	keep := map[string]bool{}
-	for _, d := range dates[lo:min(len(dates), lo+per)] {
+	for _, d := range p.Dates {
 		keep[d] = true
 	}
 	out := hs
