@@ -56,8 +56,9 @@ var deterministicFamilies = []string{"LPMTrie/op=lookup", "LPMTrie/op=noop", "LP
 type Remote interface {
 	// CalibrationClass returns the host class as a key's host (its Name
 	// names the class; CPU and CPUs may stay empty), with the QEMU
-	// version and the CPU model the class's boots run.
-	CalibrationClass(ctx context.Context) (host Host, qemu, cpuModel string, err error)
+	// version and the CPU model the class's boots of the CPU profile cpu
+	// run.
+	CalibrationClass(ctx context.Context, cpu vmrunner.CPUProfile) (host Host, qemu, cpuModel string, err error)
 	// CalibrationShelf is where the class's calibrations are kept.
 	CalibrationShelf() Shelf
 }
@@ -90,11 +91,8 @@ func keyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 	k := Key{Accel: string(accel), CPUModel: cpu.QEMUModel(accel), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel, cpu)}
 	if r, ok := setup.Remote.(Remote); ok {
 		var err error
-		if k.Host, k.QEMU, k.CPUModel, err = r.CalibrationClass(ctx); err != nil {
+		if k.Host, k.QEMU, k.CPUModel, err = r.CalibrationClass(ctx, cpu); err != nil {
 			return Key{}, fmt.Errorf("calibrate: %w", err)
-		}
-		if !cpu.IsDefault() { // the class's boots run the profile's model
-			k.CPUModel = cpu.QEMUModel(accel)
 		}
 		return k, nil
 	}
