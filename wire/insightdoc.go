@@ -347,11 +347,8 @@ func (p Plan) insightArgs() []string {
 	if p.ProfilePeriod > 0 {
 		args = append(args, ParamProfile.Arg(strconv.Itoa(p.ProfilePeriod)))
 	}
-	switch {
-	case p.Deferred:
-		args = append(args, ParamMemory.Arg("2"))
-	case p.Memory:
-		args = append(args, ParamMemory.Arg("1"))
+	if p.Memory || p.Deferred {
+		args = append(args, memoryArg(p.Deferred))
 	}
 	return args
 }

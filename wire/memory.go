@@ -117,10 +117,7 @@ var MemoryArg = ParamMemory.Arg("0")
 // only the others; with deferred, lpmbisect.memory=2, which adds the
 // deferred work pass (Plan.Deferred).
 func LoadPlugin(args []string, deferred bool) []string {
-	armed := ParamMemory.Arg("1")
-	if deferred {
-		armed = ParamMemory.Arg("2")
-	}
+	armed := memoryArg(deferred)
 	out := make([]string, len(args))
 	for i, a := range args {
 		if a == MemoryArg {
@@ -129,4 +126,14 @@ func LoadPlugin(args []string, deferred bool) []string {
 		out[i] = a
 	}
 	return out
+}
+
+// memoryArg is the argument of a boot that runs the memory pass with the
+// plugin loaded: lpmbisect.memory=1 (Plan.Memory), or with deferred
+// lpmbisect.memory=2 (Plan.Deferred).
+func memoryArg(deferred bool) string {
+	if deferred {
+		return ParamMemory.Arg("2")
+	}
+	return ParamMemory.Arg("1")
 }

@@ -56,13 +56,14 @@ var deterministicFamilies = []string{"LPMTrie/op=lookup", "LPMTrie/op=noop", "LP
 type Remote interface {
 	// CalibrationClass returns the host class as a key's host (its Name
 	// names the class; CPU and CPUs may stay empty), with the QEMU
-	// version and the CPU model the class's boots run.
-	CalibrationClass(ctx context.Context) (host Host, qemu, cpuModel string, err error)
+	// version and the CPU model the class's boots of the CPU profile cpu
+	// run.
+	CalibrationClass(ctx context.Context, cpu vmrunner.CPUProfile) (host Host, qemu, cpuModel string, err error)
 	// CalibrationShelf is where the class's calibrations are kept.
 	CalibrationShelf() Shelf
 }
 
-// remoteLookup bounds how long For waits for a remote shelf and class.
+// remoteLookup bounds how long boundsFor waits for a remote shelf and class.
 const remoteLookup = time.Minute
 
 // ShelfFor returns where the calibrations of setup's boots are kept: its
@@ -90,11 +91,8 @@ func keyFor(ctx context.Context, setup *measure.Setup) (Key, error) {
 	k := Key{Accel: string(accel), CPUModel: cpu.QEMUModel(accel), Samples: plan.Samples, Rounds: plan.Rounds, Paired: setup.Pairs(2), BootArgs: bootArgs(accel, cpu)}
 	if r, ok := setup.Remote.(Remote); ok {
 		var err error
-		if k.Host, k.QEMU, k.CPUModel, err = r.CalibrationClass(ctx); err != nil {
+		if k.Host, k.QEMU, k.CPUModel, err = r.CalibrationClass(ctx, cpu); err != nil {
 			return Key{}, fmt.Errorf("calibrate: %w", err)
-		}
-		if !cpu.IsDefault() { // the class's boots run the profile's model
-			k.CPUModel = cpu.QEMUModel(accel)
 		}
 		return k, nil
 	}
@@ -119,13 +117,13 @@ type bounds struct {
 	Source         string
 }
 
-// For finds the bounds of setup's comparisons on its shelf (ShelfFor:
+// boundsFor finds the bounds of setup's comparisons on its shelf (ShelfFor:
 // cacheDir, or its remote's, waiting for that at most a minute): the
 // stored calibration of its key when fresh, else, under icount, the
 // documented defaults for the plan's benchmarks (DefaultBound for
 // deterministicFamilies), and no floors. Source says which, and why the
 // calibration was not used.
-func For(ctx context.Context, setup *measure.Setup, cacheDir string) (bounds, error) {
+func boundsFor(ctx context.Context, setup *measure.Setup, cacheDir string) (bounds, error) {
 	ctx, cancel := context.WithTimeout(ctx, remoteLookup)
 	defer cancel()
 	b := bounds{Jitter: map[string]float64{}, Floors: map[string]float64{}}
@@ -161,7 +159,7 @@ func For(ctx context.Context, setup *measure.Setup, cacheDir string) (bounds, er
 }
 
 // DefaultBounds are the jitter bounds of names under icount on a host with
-// no calibration, as For gives them: DefaultBound for the benchmarks of
+// no calibration, as boundsFor gives them: DefaultBound for the benchmarks of
 // deterministicFamilies, a user's program and the verifier's counts, none
 // for the others (the statistical rule decides them). Results measured
 // elsewhere and imported without their calibration (lpmbisect history
@@ -263,10 +261,10 @@ func (c *Calibration) bounds(hosts string) bounds {
 	return b
 }
 
-// Apply sets a comparison's calibrated statistics: the jitter bounds, and
+// apply sets a comparison's calibrated statistics: the jitter bounds, and
 // with auto, each benchmark's minimum effect as the larger of opts'
 // (the user's floor) and its calibrated floor.
-func (b bounds) Apply(opts *compare.Options, auto bool) {
+func (b bounds) apply(opts *compare.Options, auto bool) {
 	if len(b.Jitter) > 0 {
 		opts.Bounds = b.Jitter
 	}
@@ -283,14 +281,14 @@ func (b bounds) Apply(opts *compare.Options, auto bool) {
 // whether the deterministic rule decides every benchmark of its plan (so
 // DeterministicBoots boots a side are enough). Under icount, or with auto
 // (each benchmark's minimum effect at least its calibrated floor), it
-// applies what For finds (Apply); under wall time without auto it reads
+// applies what boundsFor finds (apply); under wall time without auto it reads
 // nothing. With statistical the significance test decides every row: no
 // jitter bounds. It says on setup.Log where the statistics came from.
 func Use(ctx context.Context, setup *measure.Setup, opts *compare.Options, auto, statistical bool) (deterministic bool) {
 	if setup.Accel != wire.AccelIcount && !auto {
 		return false
 	}
-	b, err := For(ctx, setup, setup.CacheDir)
+	b, err := boundsFor(ctx, setup, setup.CacheDir)
 	if err == nil {
 		b, err = sideB(ctx, setup, b)
 	}
@@ -314,7 +312,7 @@ func sideB(ctx context.Context, setup *measure.Setup, a bounds) (bounds, error) 
 	}
 	other := *setup
 	other.VM.CPU = cpuB
-	b, err := For(ctx, &other, setup.CacheDir)
+	b, err := boundsFor(ctx, &other, setup.CacheDir)
 	if err != nil {
 		return a, err
 	}
@@ -336,7 +334,7 @@ func wider(a, b map[string]float64) map[string]float64 {
 
 // use is Use with the bounds found, for the benchmarks names.
 func (b bounds) use(opts *compare.Options, names []string, auto, statistical bool) bool {
-	b.Apply(opts, auto)
+	b.apply(opts, auto)
 	if statistical {
 		opts.Bounds = nil
 		return false

@@ -24,7 +24,7 @@ func Run(ctx context.Context, setup *measure.Setup, kernel string, boots int, o 
 		return nil, fmt.Errorf("calibrate: %d boots: %w", boots, ErrTooFewBoots)
 	}
 	if r, ok := setup.Remote.(Remote); ok && o.Host == nil {
-		host, _, _, err := r.CalibrationClass(ctx)
+		host, _, _, err := r.CalibrationClass(ctx, setup.VM.CPU)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate %s: %w", kernel, err)
 		}

@@ -41,7 +41,7 @@ func TestFloorHoldsForAdaptiveRuns(t *testing.T) {
 		// As compare --min-effect auto sets them: the default 1 %,
 		// raised to each benchmark's floor.
 		opts := compare.Options{MinEffect: 0.01, MaxBoots: maxBoots}
-		c.bounds("the test host").Apply(&opts, true)
+		c.bounds("the test host").apply(&opts, true)
 		const runs = 40
 		same := 0
 		for run := range runs {

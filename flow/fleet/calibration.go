@@ -20,21 +20,22 @@ const calibrationClassPrefix = "fleet queue "
 
 // CalibrationClass implements calibrate.Remote: the queue's host class,
 // as a calibration key's host named "fleet queue NAME", with, under
-// icount, the run's class (QEMU version and CPU model, see HostClass), and
-// under a wall clock the QEMU version the queue's live workers share (the
-// queue's name is the class of their hosts; see parseQueue).
-func (e *Executor) CalibrationClass(ctx context.Context) (calibrate.Host, string, string, error) {
+// icount, the run's class (QEMU version, and the CPU model its boots of
+// cpu run: see HostClass and cpuModel), and under a wall clock the QEMU
+// version the queue's live workers share (the queue's name is the class
+// of their hosts; see parseQueue) and cpu's model.
+func (e *Executor) CalibrationClass(ctx context.Context, cpu vmrunner.CPUProfile) (calibrate.Host, string, string, error) {
 	if err := e.init(ctx); err != nil {
 		return calibrate.Host{}, "", "", err
 	}
 	host := calibrate.Host{Name: calibrationClassPrefix + e.Queue}
 	if e.queue.Accel == wire.AccelIcount {
-		return host, e.class.QEMUVersion, e.class.CPUModel, nil
+		return host, e.class.QEMUVersion, e.cpuModel(cpu), nil
 	}
 	if len(e.qemus) != 1 {
 		return calibrate.Host{}, "", "", fmt.Errorf("queue %s: %w: QEMU %v: wall-clock calibrations hold for one QEMU", e.Queue, ErrMixedClasses, e.qemus)
 	}
-	return host, e.qemus[0], vmrunner.CPUModel(e.queue.Accel), nil
+	return host, e.qemus[0], cpu.QEMUModel(e.queue.Accel), nil
 }
 
 // CalibrationShelf implements calibrate.Remote: the calibrations of the

@@ -409,58 +409,63 @@ func (r *StepResult) scoreFinal(final []changepoint.ChangePoint, steps []Step) {
 
 // scoreNightly scores the nightly run: the first report near a step is
 // its detection; any other report is false (or a duplicate).
-func (r *StepResult) scoreNightly(reported []reported, steps []Step) {
-	first := make([]bool, len(reported))
-	for _, s := range steps {
-		best := -1
-		for j, e := range reported {
-			if first[j] || !(nearStep(e.FirstIndex, e.Up, s) || nearStep(e.Index, e.Up, s)) {
-				continue
-			}
-			if best < 0 || e.FirstNight < reported[best].FirstNight {
-				best = j
-			}
+func (r *StepResult) scoreNightly(reports []reported, steps []Step) {
+	match, used := firstReports(reports, steps, func(reported) bool { return true }, func(e reported) int { return e.FirstNight })
+	for i, j := range match {
+		if j < 0 {
+			continue
 		}
-		if best >= 0 {
-			first[best] = true
-			e := reported[best]
-			r.FoundNightly++
-			r.Delays = append(r.Delays, e.FirstNight-s.Night)
-			r.Moves = append(r.Moves, abs(e.Index-e.FirstIndex))
-		}
+		e := reports[j]
+		r.FoundNightly++
+		r.Delays = append(r.Delays, e.FirstNight-steps[i].Night)
+		r.Moves = append(r.Moves, abs(e.Index-e.FirstIndex))
 	}
-	for _, f := range first {
-		if !f {
+	for _, u := range used {
+		if !u {
 			r.FalseNightly++
 		}
 	}
 }
 
 // scoreConfirmed scores the nightly run as scoreNightly does, counting
-// only the change points it confirmed.
-func (r *StepResult) scoreConfirmed(reported []reported, steps []Step) {
-	confirmed := make([]bool, len(reported))
+// only the change points it confirmed, by the night it confirmed them.
+func (r *StepResult) scoreConfirmed(reports []reported, steps []Step) {
+	match, used := firstReports(reports, steps, func(e reported) bool { return e.Confirmed }, func(e reported) int { return e.ConfirmedNight })
+	for i, j := range match {
+		if j >= 0 {
+			r.FoundConfirmed++
+			r.ConfirmDelays = append(r.ConfirmDelays, reports[j].ConfirmedNight-steps[i].Night)
+		}
+	}
+	for j, e := range reports {
+		if e.Confirmed && !used[j] {
+			r.FalseConfirmed++
+		}
+	}
+}
+
+// firstReports gives each step, in order, the report that counts and is
+// near it (first or last index) with the earliest night, each report
+// taken once: match[i] is the report of steps[i] (−1 for none), and used
+// says which reports were taken.
+func firstReports(reports []reported, steps []Step, counts func(reported) bool, night func(reported) int) (match []int, used []bool) {
+	used = make([]bool, len(reports))
 	for _, s := range steps {
 		best := -1
-		for j, e := range reported {
-			if !e.Confirmed || confirmed[j] || !(nearStep(e.FirstIndex, e.Up, s) || nearStep(e.Index, e.Up, s)) {
+		for j, e := range reports {
+			if !counts(e) || used[j] || !(nearStep(e.FirstIndex, e.Up, s) || nearStep(e.Index, e.Up, s)) {
 				continue
 			}
-			if best < 0 || e.ConfirmedNight < reported[best].ConfirmedNight {
+			if best < 0 || night(e) < night(reports[best]) {
 				best = j
 			}
 		}
 		if best >= 0 {
-			confirmed[best] = true
-			r.FoundConfirmed++
-			r.ConfirmDelays = append(r.ConfirmDelays, reported[best].ConfirmedNight-s.Night)
+			used[best] = true
 		}
+		match = append(match, best)
 	}
-	for j, e := range reported {
-		if e.Confirmed && !confirmed[j] {
-			r.FalseConfirmed++
-		}
-	}
+	return match, used
 }
 
 // add adds one series' scores to r.
