@@ -50,6 +50,9 @@ func (r *invocation) bisectSetup(ctx context.Context, controls bool, probe ...st
 	if err != nil {
 		return nil, err
 	}
+	if _, err := r.insightInput(); err != nil {
+		return nil, err
+	}
 	s, err := r.setup(false, controls, probe...)
 	if err != nil {
 		return nil, err

@@ -151,21 +151,34 @@ func TestBisectRunCode(t *testing.T) {
 
 func TestBisectUsage(t *testing.T) {
 	guest := fakeGuest(t)
+	// Two kernels by their magic (a probe could not boot them).
+	dir := t.TempDir()
+	for _, deb := range []string{"a.deb", "b.deb"} {
+		os.WriteFile(filepath.Join(dir, deb), []byte("!<arch>\n"), 0o644)
+	}
+	kernels := filepath.Join(dir, "kernels.txt")
+	os.WriteFile(kernels, []byte("a.deb\nb.deb\n"), 0o644)
 	for _, c := range []struct {
-		name string
-		args []string
-		want string
+		name        string
+		args        []string
+		want        string
+		beforeSetup bool
 	}{
-		{"nothing to bisect", []string{"bisect", "--guest", guest}, "--repo"},
-		{"both", []string{"bisect", "--guest", guest, "--repo", ".", "--images", "."}, "not both"},
-		{"no good", []string{"bisect", "--guest", guest, "--repo", t.TempDir(), "--bad", "HEAD"}, "--good"},
-		{"missing image", []string{"bisect", "--guest", guest, "--images", "/no/such/kernel", "--images", "/no/other"}, "no such file"},
-		{"min effect", []string{"bisect", "--guest", guest, "--images", ".", "--min-effect", "0"}, "--min-effect"},
+		{"nothing to bisect", []string{"bisect", "--guest", guest}, "--repo", false},
+		{"both", []string{"bisect", "--guest", guest, "--repo", ".", "--images", "."}, "not both", false},
+		{"no good", []string{"bisect", "--guest", guest, "--repo", t.TempDir(), "--bad", "HEAD"}, "--good", false},
+		{"missing image", []string{"bisect", "--guest", guest, "--images", "/no/such/kernel", "--images", "/no/other"}, "no such file", false},
+		{"min effect", []string{"bisect", "--guest", guest, "--images", ".", "--min-effect", "0"}, "--min-effect", false},
+		// Refused before the set-up, which may boot the good end to probe KVM.
+		{"memory plugin", []string{"bisect", "--guest", guest, "--images", kernels, "--cache-dir", t.TempDir(), "--memory-plugin", "/no/such/plugin.so"}, "--memory-plugin: stat /no/such/plugin.so", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, c.args...)
 			if code != exitUsage || !strings.Contains(stderr, c.want) {
 				t.Errorf("lpmbisect %s: exit %d; want %d with %q\n%s", strings.Join(c.args, " "), code, exitUsage, c.want, stderr)
+			}
+			if c.beforeSetup && strings.Contains(stderr, "accel auto:") {
+				t.Errorf("lpmbisect %s: refused after the accelerator was decided; want before the set-up, which may boot a probe\n%s", strings.Join(c.args, " "), stderr)
 			}
 		})
 	}
